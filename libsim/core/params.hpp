@@ -1,0 +1,99 @@
+// Immutable simulation parameters: plain structs, validated and derived on the host before a
+// run, then read by the core on the host or (mirrored) on the device. Arrays are raw pointers to
+// memory owned elsewhere (a host vector, or its device copy), so the struct is trivially copyable.
+#pragma once
+#include "hd.hpp"
+
+namespace fleetsim {
+
+enum class DistKind : int32_t { fixed = 0, uniform = 1, lognormal = 2, geometric = 3, empirical = 4 };
+
+struct DistParams {
+  DistKind kind;
+  double a;  // fixed: value; uniform: low; lognormal: mu; geometric: mean
+  double b;  // uniform: high; lognormal: sigma; geometric: 1 / log(1 - 1/mean)
+  const double* values;  // empirical support, ascending cdf
+  const double* cdf;
+  int64_t n;
+};
+
+enum class ArrivalKind : int32_t { poisson = 0, gamma = 1, diurnal = 2, trace = 3 };
+
+struct ArrivalParams {
+  ArrivalKind kind;
+  double rate_per_s;         // mean rate (poisson, gamma, diurnal)
+  double gamma_shape;        // 1 / cv^2
+  double gamma_scale_s;      // cv^2 / rate
+  double diurnal_amplitude;  // rate(t) = rate (1 + amplitude cos(2 pi (t - peak_at) / period))
+  double diurnal_period_s;
+  double diurnal_peak_at_s;
+  const double* trace_t_s;  // arrival times, ascending, already scaled
+  const int32_t* trace_prompt;
+  const int32_t* trace_output;
+  int64_t trace_n;
+};
+
+enum class Batching : int32_t { continuous = 0, fixed_batch = 1 };
+enum class Router : int32_t { round_robin = 0, least_outstanding = 1, central_queue = 2 };
+enum class PerfKind : int32_t { roofline = 0, linear = 1 };
+
+// What one step costs. Roofline: overhead + max(FLOPs / flops_per_s, bytes / bytes_per_s).
+// Linear: overhead + per_prefill_token * p + per_decode_seq * n + per_context_token * ctx.
+struct PerfParams {
+  PerfKind kind;
+  double overhead_s;
+  double flops_per_s;  // peak x mfu
+  double bytes_per_s;  // bandwidth x mbu
+  double per_prefill_token_s;
+  double per_decode_seq_s;
+  double per_context_token_s;
+};
+
+// Work per step, from the model architecture.
+struct WorkParams {
+  double matmul_flops_per_token;  // 2 x parameters
+  double attn_flops_per_pair;     // 4 x layers x heads x head_dim, per (query, key) pair
+  double weight_bytes;            // read once per step
+  double kv_bytes_per_token;      // read per context token, written per new token
+};
+
+struct SimParams {
+  // workload
+  ArrivalParams arrivals;
+  DistParams prompt;
+  DistParams output;
+  int32_t max_context;  // model context; prompt + output are truncated to it
+  int32_t generative;   // 0: embedding / scoring model, requests end with their prefill
+
+  // engine
+  Batching batching;
+  int32_t max_num_seqs;        // continuous: running sequences per replica
+  int32_t max_batched_tokens;  // continuous: tokens per step, decode included
+  int32_t kv_block_tokens;
+  int64_t kv_total_blocks;      // per replica
+  int64_t kv_watermark_blocks;  // admission keeps this many blocks free
+  int32_t max_batch;            // static batching
+  double batch_window_s;        // static batching
+  PerfParams perf;
+  WorkParams work;
+
+  // fleet
+  int32_t replicas;
+  Router router;
+  int32_t queue_limit;  // waiting requests per queue (per replica, or the central one)
+
+  // accounting (per replica)
+  double usd_per_replica_hour;
+  double peak_flops_per_s;  // for compute utilization
+  double peak_bytes_per_s;  // for bandwidth utilization
+  double device_memory_bytes;
+  double fixed_memory_bytes;  // weights + runtime overhead + activation peak
+
+  // run
+  double duration_s;
+  double warmup_s;
+  uint64_t seed;
+  int64_t max_events;  // guard against runaway configurations
+};
+
+}  // namespace fleetsim
