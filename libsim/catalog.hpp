@@ -1,0 +1,50 @@
+// Built-in device and model catalogs (sources in docs/catalog.md). Scenarios may override or
+// extend both under `catalog:`.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace fleetsim {
+
+struct DeviceSpec {
+  std::string name;
+  double memory_gib = 0;      // what the driver reports as total device memory
+  double bandwidth_gb_s = 0;  // HBM / GDDR bandwidth, 1e9 bytes per second
+  double bf16_tflops = 0;     // dense BF16 (FP16 where the device has no BF16)
+  double fp8_tflops = 0;      // dense FP8; 0 if the device has none
+  double usd_per_hour = 0;    // illustrative on-demand price
+  std::string notes;
+};
+
+enum class ModelKind { generate, embed, score };
+
+struct ModelSpec {
+  std::string name;
+  ModelKind kind = ModelKind::generate;
+  double params_b = 0;  // parameters, billions
+  int layers = 0;
+  int hidden = 0;
+  int heads = 0;
+  int kv_heads = 0;
+  int head_dim = 0;
+  int intermediate = 0;
+  int vocab = 0;
+  int max_context = 0;
+  std::string notes;
+};
+
+const std::vector<DeviceSpec>& builtin_devices();
+const std::vector<ModelSpec>& builtin_models();
+
+const char* model_kind_name(ModelKind k);
+
+// Bytes per element of a weight or KV dtype; 0 if unknown.
+double weight_dtype_bytes(const std::string& dtype);
+double kv_dtype_bytes(const std::string& dtype);
+const std::vector<std::string>& weight_dtypes();
+const std::vector<std::string>& kv_dtypes();
+
+// KV cache bytes per token = 2 (K and V) x layers x kv_heads x head_dim x bytes per element.
+double kv_bytes_per_token(const ModelSpec& m, double kv_elem_bytes);
+
+}  // namespace fleetsim

@@ -1,0 +1,27 @@
+// Host entry points into the simulation core.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "core/engine.hpp"
+#include "scenario.hpp"
+
+namespace fleetsim {
+
+// A reusable per-thread workspace for the core (sized for the largest parameters seen).
+class HostWorkspace {
+ public:
+  uint8_t* for_params(const SimParams& p);
+
+ private:
+  std::vector<uint8_t> buf_;
+};
+
+// One simulation of a scenario: replication r of its seed.
+std::unique_ptr<Tally> simulate_once(const SimParams& p, uint32_t replication, HostWorkspace& ws);
+
+// Throws std::runtime_error if the core stopped abnormally (event guard).
+void check_status(const Tally& t);
+
+}  // namespace fleetsim

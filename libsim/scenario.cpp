@@ -1,0 +1,745 @@
+#include "scenario.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "core/engine.hpp"
+#include "core/philox.hpp"
+#include "core/workload.hpp"
+#include "error.hpp"
+#include "trace.hpp"
+
+namespace fleetsim {
+
+extern const char* const kDefaultScenarioYaml;  // generated from scenarios/chat-default.yaml
+const char* default_scenario_text() { return kDefaultScenarioYaml; }
+
+const char* router_name(Router r) {
+  switch (r) {
+    case Router::round_robin: return "round_robin";
+    case Router::least_outstanding: return "least_outstanding";
+    case Router::central_queue: return "central_queue";
+  }
+  return "?";
+}
+const char* batching_name(Batching b) { return b == Batching::continuous ? "continuous" : "static"; }
+const char* arrival_name(ArrivalKind a) {
+  switch (a) {
+    case ArrivalKind::poisson: return "poisson";
+    case ArrivalKind::gamma: return "gamma";
+    case ArrivalKind::diurnal: return "diurnal";
+    case ArrivalKind::trace: return "trace";
+  }
+  return "?";
+}
+const char* perf_name(PerfKind p) { return p == PerfKind::roofline ? "roofline" : "linear"; }
+
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+// The text a node came from, for locations.
+struct Source {
+  std::string file;
+  std::string base_dir;
+  std::vector<std::string> lines;
+  std::map<std::string, std::string> overridden;  // dotted path -> the --set text
+};
+
+// A YAML node with its dotted path, so errors can say where and what.
+struct N {
+  YAML::Node node;
+  std::string path;
+  const Source* src;
+
+  Location where() const {
+    for (const auto& [p, text] : src->overridden)
+      if (path == p || path.rfind(p + ".", 0) == 0) return Location{"--set " + text, 0, 0, ""};
+    Location l;
+    l.file = src->file;
+    if (node.IsDefined()) {
+      const YAML::Mark m = node.Mark();
+      if (m.line >= 0) {
+        l.line = m.line + 1;
+        l.column = m.column + 1;
+        if (size_t(m.line) < src->lines.size()) l.source_line = src->lines[size_t(m.line)];
+      }
+    }
+    return l;
+  }
+  [[noreturn]] void fail(const std::string& msg) const {
+    throw InputError(where(), (path.empty() ? std::string() : path + ": ") + msg);
+  }
+  bool has(const char* key) const { return node.IsMap() && node[key].IsDefined() && !node[key].IsNull(); }
+  N at(const char* key) const {
+    const std::string p = path.empty() ? key : path + "." + key;
+    if (!node.IsMap()) fail("expected a mapping");
+    return N{node[key], p, src};
+  }
+  // the location of a missing key is its parent map
+  N req(const char* key) const {
+    if (!has(key)) fail(std::string("missing required key '") + key + "'");
+    return at(key);
+  }
+  void require_map() const {
+    if (!node.IsMap()) fail("expected a mapping of keys to values");
+  }
+  void allow_keys(const std::vector<std::string>& keys) const {
+    require_map();
+    for (auto it = node.begin(); it != node.end(); ++it) {
+      const std::string k = it->first.as<std::string>();
+      bool ok = false;
+      for (const auto& a : keys) ok = ok || a == k;
+      if (!ok) {
+        N kn{it->first, path.empty() ? k : path + "." + k, src};
+        std::string s = did_you_mean(k, keys);
+        std::string all;
+        for (const auto& a : keys) all += (all.empty() ? "" : ", ") + a;
+        kn.fail("unknown key '" + k + "'" + (s.empty() ? " (expected one of: " + all + ")" : " (did you mean '" + s + "'?)"));
+      }
+    }
+  }
+  std::string str() const {
+    if (!node.IsScalar()) fail("expected a string");
+    return node.Scalar();
+  }
+  double num() const {
+    if (!node.IsScalar()) fail("expected a number");
+    const std::string& s = node.Scalar();
+    char* end = nullptr;
+    const double v = std::strtod(s.c_str(), &end);
+    if (s.empty() || !end || *end != '\0' || !std::isfinite(v)) fail("expected a number, got '" + s + "'");
+    return v;
+  }
+  double num_in(double lo, double hi, const char* what = nullptr) const {
+    const double v = num();
+    if (!(v >= lo && v <= hi)) {
+      std::ostringstream o;
+      o << "value " << node.Scalar() << " is out of range (expected " << (what ? what : "a number") << " in [" << lo
+        << ", " << hi << "])";
+      fail(o.str());
+    }
+    return v;
+  }
+  double pos(double hi) const {  // > 0
+    const double v = num();
+    if (!(v > 0 && v <= hi)) {
+      std::ostringstream o;
+      o << "value " << node.Scalar() << " is out of range (expected a number > 0 and <= " << hi << ")";
+      fail(o.str());
+    }
+    return v;
+  }
+  int64_t integer(int64_t lo, int64_t hi) const {
+    const double v = num();
+    if (v != std::floor(v)) fail("expected an integer, got '" + node.Scalar() + "'");
+    if (v < double(lo) || v > double(hi))
+      fail("value " + node.Scalar() + " is out of range (expected an integer in [" + std::to_string(lo) + ", " +
+           std::to_string(hi) + "])");
+    return int64_t(v);
+  }
+  std::string choice(const std::vector<std::string>& options) const {
+    const std::string s = str();
+    for (const auto& o : options)
+      if (o == s) return s;
+    std::string all;
+    for (const auto& o : options) all += (all.empty() ? "" : ", ") + o;
+    const std::string sug = did_you_mean(s, options);
+    fail("unknown value '" + s + "' (expected one of: " + all + ")" + (sug.empty() ? "" : "; did you mean '" + sug + "'?"));
+  }
+};
+
+std::vector<std::string> split_lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::string cur;
+  for (char c : text) {
+    if (c == '\n') {
+      lines.push_back(cur);
+      cur.clear();
+    } else if (c != '\r') {
+      cur += c;
+    }
+  }
+  lines.push_back(cur);
+  return lines;
+}
+
+// Apply "a.b.c=value" to the YAML tree.
+void apply_override(YAML::Node root, const std::string& text, Source& src) {
+  const size_t eq = text.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw InputError(Location{"--set " + text, 0, 0, ""}, "expected PATH=VALUE, e.g. fleet.replicas=4");
+  const std::string path = text.substr(0, eq), value = text.substr(eq + 1);
+  std::vector<std::string> parts;
+  std::string cur;
+  for (char c : path) {
+    if (c == '.') {
+      parts.push_back(cur);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  parts.push_back(cur);
+  for (const auto& p : parts)
+    if (p.empty()) throw InputError(Location{"--set " + text, 0, 0, ""}, "empty key in path '" + path + "'");
+  YAML::Node value_node;
+  try {
+    value_node = YAML::Load(value);
+  } catch (const YAML::Exception& e) {
+    throw InputError(Location{"--set " + text, 0, 0, ""}, "value is not valid YAML: " + e.msg);
+  }
+  YAML::Node node = root;
+  for (size_t i = 0; i + 1 < parts.size(); ++i) {
+    if (!node.IsMap()) {
+      throw InputError(Location{"--set " + text, 0, 0, ""},
+                       "'" + parts[i - 1] + "' is not a mapping, so it has no key '" + parts[i] + "'");
+    }
+    YAML::Node next = node[parts[i]];
+    if (!next.IsDefined() || next.IsNull()) {
+      node[parts[i]] = YAML::Node(YAML::NodeType::Map);
+      next = node[parts[i]];
+    }
+    node.reset(next);
+  }
+  if (!node.IsMap() && !node.IsNull())
+    throw InputError(Location{"--set " + text, 0, 0, ""}, "cannot set '" + path + "': its parent is not a mapping");
+  node[parts.back()] = value_node;
+  src.overridden[path] = text;
+}
+
+DistSpec parse_dist(const N& n, const std::string& base_dir) {
+  DistSpec d;
+  if (n.node.IsScalar()) {  // shorthand for fixed
+    d.kind = DistKind::fixed;
+    d.a = double(n.integer(1, 10000000));
+    d.describe = "fixed(" + n.node.Scalar() + ")";
+    return d;
+  }
+  n.require_map();
+  const std::string kind = n.req("dist").choice({"fixed", "uniform", "lognormal", "geometric", "empirical"});
+  std::ostringstream desc;
+  if (kind == "fixed") {
+    n.allow_keys({"dist", "value"});
+    d.kind = DistKind::fixed;
+    d.a = double(n.req("value").integer(1, 10000000));
+    desc << "fixed(" << d.a << ")";
+  } else if (kind == "uniform") {
+    n.allow_keys({"dist", "min", "max"});
+    d.kind = DistKind::uniform;
+    d.a = double(n.req("min").integer(1, 10000000));
+    d.b = double(n.req("max").integer(1, 10000000));
+    if (d.b < d.a) n.at("max").fail("max must be >= min");
+    desc << "uniform(" << d.a << ".." << d.b << ")";
+  } else if (kind == "lognormal") {
+    n.allow_keys({"dist", "median", "p99", "mu", "sigma"});
+    d.kind = DistKind::lognormal;
+    if (n.has("median") || n.has("p99")) {
+      if (n.has("mu") || n.has("sigma")) n.fail("give either median and p99, or mu and sigma, not both");
+      const double med = n.req("median").pos(1e7);
+      const double p99 = n.req("p99").pos(1e8);
+      if (p99 < med) n.at("p99").fail("p99 must be >= median");
+      d.a = std::log(med);
+      d.b = std::log(p99 / med) / 2.326;
+      desc << "lognormal(median=" << med << ", p99=" << p99 << ")";
+    } else {
+      d.a = n.req("mu").num_in(-10, 20, "mu");
+      d.b = n.req("sigma").num_in(0, 5, "sigma");
+      desc << "lognormal(mu=" << d.a << ", sigma=" << d.b << ")";
+    }
+  } else if (kind == "geometric") {
+    n.allow_keys({"dist", "mean"});
+    d.kind = DistKind::geometric;
+    d.a = n.req("mean").num_in(1, 1e7, "mean");
+    d.b = d.a > 1 ? 1.0 / std::log(1.0 - 1.0 / d.a) : 0.0;
+    desc << "geometric(mean=" << d.a << ")";
+  } else {
+    n.allow_keys({"dist", "values", "weights", "csv", "column"});
+    d.kind = DistKind::empirical;
+    std::vector<double> vals, w;
+    if (n.has("csv")) {
+      if (n.has("values") || n.has("weights")) n.fail("give either csv and column, or values (and weights), not both");
+      std::string path = n.at("csv").str();
+      if (!std::filesystem::path(path).is_absolute()) path = (std::filesystem::path(base_dir) / path).string();
+      const std::string col = n.req("column").str();
+      try {
+        vals = load_csv_column(path, col);
+      } catch (const InputError& e) {
+        n.at("csv").fail(e.one_line());
+      }
+      w.assign(vals.size(), 1.0);
+      desc << "empirical(" << n.at("csv").str() << ":" << col << ", " << vals.size() << " values)";
+    } else {
+      const N v = n.req("values");
+      if (!v.node.IsSequence() || v.node.size() == 0) v.fail("expected a non-empty list of token counts");
+      for (size_t i = 0; i < v.node.size(); ++i)
+        vals.push_back(double(N{v.node[i], v.path + "[" + std::to_string(i) + "]", v.src}.integer(1, 10000000)));
+      if (n.has("weights")) {
+        const N wn = n.at("weights");
+        if (!wn.node.IsSequence() || wn.node.size() != vals.size())
+          wn.fail("expected a list of " + std::to_string(vals.size()) + " weights, one per value");
+        for (size_t i = 0; i < wn.node.size(); ++i)
+          w.push_back(N{wn.node[i], wn.path + "[" + std::to_string(i) + "]", wn.src}.num_in(0, 1e12, "weight"));
+      } else {
+        w.assign(vals.size(), 1.0);
+      }
+      desc << "empirical(" << vals.size() << " values)";
+    }
+    double total = 0;
+    for (double x : w) total += x;
+    if (!(total > 0)) n.fail("weights must not all be zero");
+    double acc = 0;
+    for (size_t i = 0; i < vals.size(); ++i) {
+      if (vals[i] < 0) n.fail("token counts must be >= 0");
+      acc += w[i];
+      d.values.push_back(vals[i]);
+      d.cdf.push_back(acc / total);
+    }
+    d.cdf.back() = 1.0;
+  }
+  d.describe = desc.str();
+  return d;
+}
+
+DeviceSpec parse_device(const N& n, const DeviceSpec* base, const std::string& name) {
+  n.allow_keys({"memory_gib", "bandwidth_gb_s", "bf16_tflops", "fp8_tflops", "usd_per_hour", "notes"});
+  DeviceSpec d = base ? *base : DeviceSpec{};
+  d.name = name;
+  auto field = [&](const char* key, double& out, double hi, bool allow_zero) {
+    if (n.has(key)) out = allow_zero ? n.at(key).num_in(0, hi) : n.at(key).pos(hi);
+    else if (!base) n.fail(std::string("new device '") + name + "' needs '" + key + "'");
+  };
+  field("memory_gib", d.memory_gib, 1e5, false);
+  field("bandwidth_gb_s", d.bandwidth_gb_s, 1e6, false);
+  field("bf16_tflops", d.bf16_tflops, 1e6, false);
+  if (n.has("fp8_tflops")) d.fp8_tflops = n.at("fp8_tflops").num_in(0, 1e6);
+  field("usd_per_hour", d.usd_per_hour, 1e5, true);
+  if (n.has("notes")) d.notes = n.at("notes").str();
+  return d;
+}
+
+ModelSpec parse_model(const N& n, const ModelSpec* base, const std::string& name) {
+  n.allow_keys({"kind", "params_b", "layers", "hidden", "heads", "kv_heads", "head_dim", "intermediate", "vocab",
+                "max_context", "notes"});
+  ModelSpec m = base ? *base : ModelSpec{};
+  m.name = name;
+  if (n.has("kind")) {
+    const std::string k = n.at("kind").choice({"generate", "embed", "score"});
+    m.kind = k == "generate" ? ModelKind::generate : k == "embed" ? ModelKind::embed : ModelKind::score;
+  }
+  if (n.has("params_b")) m.params_b = n.at("params_b").pos(1e5);
+  else if (!base) n.fail("new model '" + name + "' needs 'params_b'");
+  auto ifield = [&](const char* key, int& out, int64_t lo, int64_t hi) {
+    if (n.has(key)) out = int(n.at(key).integer(lo, hi));
+    else if (!base) n.fail(std::string("new model '") + name + "' needs '" + key + "'");
+  };
+  ifield("layers", m.layers, 1, 1000);
+  ifield("hidden", m.hidden, 1, 1 << 20);
+  ifield("heads", m.heads, 1, 4096);
+  ifield("kv_heads", m.kv_heads, 1, 4096);
+  ifield("head_dim", m.head_dim, 1, 4096);
+  ifield("intermediate", m.intermediate, 1, 1 << 22);
+  ifield("vocab", m.vocab, 1, 1 << 24);
+  ifield("max_context", m.max_context, 2, 1 << 24);
+  if (m.kv_heads > m.heads) n.fail("kv_heads must be <= heads");
+  if (n.has("notes")) m.notes = n.at("notes").str();
+  return m;
+}
+
+double mean_of(const DistSpec& d, int max_context) {
+  // by sampling the core's own sampler, so truncation and rounding are counted
+  SimParams dummy{};
+  DistParams p{d.kind, d.a, d.b, d.values.data(), d.cdf.data(), int64_t(d.values.size())};
+  const Rng rng = make_rng(0x5eed, 0);
+  double sum = 0;
+  const int n = 20000;
+  for (int i = 0; i < n; ++i) {
+    int64_t x = sample_length(p, rng, Stream::prompt, uint64_t(i));
+    if (x > max_context) x = max_context;
+    sum += double(x);
+  }
+  (void)dummy;
+  return sum / n;
+}
+
+Scenario build(const YAML::Node& root_node, Source& src, const std::vector<std::string>& overrides) {
+  const N root{root_node, "", &src};
+  if (!root_node.IsMap()) root.fail("a scenario must be a YAML mapping (key: value lines)");
+  root.allow_keys({"name", "description", "seed", "duration_s", "warmup_s", "device", "model", "weight_dtype",
+                   "kv_dtype", "engine", "fleet", "workload", "catalog"});
+  Scenario s;
+  s.source = src.file;
+  s.overrides = overrides;
+  s.name = root.has("name") ? root.at("name").str() : std::filesystem::path(src.file).stem().string();
+  if (root.has("description")) s.description = root.at("description").str();
+  s.seed = root.has("seed") ? uint64_t(root.at("seed").integer(0, int64_t(1) << 53)) : 1;
+  s.duration_s = root.req("duration_s").pos(30.0 * 86400);
+  s.warmup_s = root.has("warmup_s") ? root.at("warmup_s").num_in(0, 30.0 * 86400, "warmup_s") : 0.0;
+  if (s.warmup_s >= s.duration_s) root.at("warmup_s").fail("warmup_s must be less than duration_s");
+
+  // catalogs, with the scenario's overrides and additions
+  std::vector<DeviceSpec> devices = builtin_devices();
+  std::vector<ModelSpec> models = builtin_models();
+  if (root.has("catalog")) {
+    const N cat = root.at("catalog");
+    cat.allow_keys({"devices", "models"});
+    if (cat.has("devices")) {
+      const N ds = cat.at("devices");
+      ds.require_map();
+      for (auto it = ds.node.begin(); it != ds.node.end(); ++it) {
+        const std::string name = it->first.as<std::string>();
+        const N dn{it->second, ds.path + "." + name, &src};
+        DeviceSpec* base = nullptr;
+        for (auto& d : devices)
+          if (d.name == name) base = &d;
+        DeviceSpec parsed = parse_device(dn, base, name);
+        if (base) *base = parsed; else devices.push_back(parsed);
+      }
+    }
+    if (cat.has("models")) {
+      const N ms = cat.at("models");
+      ms.require_map();
+      for (auto it = ms.node.begin(); it != ms.node.end(); ++it) {
+        const std::string name = it->first.as<std::string>();
+        const N mn{it->second, ms.path + "." + name, &src};
+        ModelSpec* base = nullptr;
+        for (auto& m : models)
+          if (m.name == name) base = &m;
+        ModelSpec parsed = parse_model(mn, base, name);
+        if (base) *base = parsed; else models.push_back(parsed);
+      }
+    }
+  }
+  {
+    const N dn = root.req("device");
+    const std::string name = dn.str();
+    std::vector<std::string> names;
+    bool found = false;
+    for (const auto& d : devices) {
+      names.push_back(d.name);
+      if (d.name == name) { s.device = d; found = true; }
+    }
+    if (!found) {
+      const std::string sug = did_you_mean(name, names);
+      dn.fail("unknown device '" + name + "'" + (sug.empty() ? " (see `fleetsim catalog`, or define it under catalog.devices)" : " (did you mean '" + sug + "'?)"));
+    }
+    const N mn = root.req("model");
+    const std::string mname = mn.str();
+    names.clear();
+    found = false;
+    for (const auto& m : models) {
+      names.push_back(m.name);
+      if (m.name == mname) { s.model = m; found = true; }
+    }
+    if (!found) {
+      const std::string sug = did_you_mean(mname, names);
+      mn.fail("unknown model '" + mname + "'" + (sug.empty() ? " (see `fleetsim catalog`, or define it under catalog.models)" : " (did you mean '" + sug + "'?)"));
+    }
+  }
+  s.weight_dtype = root.has("weight_dtype") ? root.at("weight_dtype").choice(weight_dtypes()) : "bf16";
+  s.kv_dtype = root.has("kv_dtype") ? root.at("kv_dtype").choice(kv_dtypes()) : "bf16";
+
+  // engine
+  const N eng = root.has("engine") ? root.at("engine") : N{YAML::Node(YAML::NodeType::Map), "engine", &src};
+  eng.allow_keys({"batching", "max_num_seqs", "max_batched_tokens", "gpu_memory_utilization", "kv_block_tokens",
+                  "kv_watermark", "runtime_overhead_gib", "activation_gib", "max_batch", "batch_window_s", "perf_model",
+                  "mfu", "mbu", "step_overhead_s", "step_base_s", "per_prefill_token_s", "per_decode_seq_s",
+                  "per_context_token_s"});
+  s.batching = eng.has("batching") && eng.at("batching").choice({"continuous", "static"}) == "static"
+                   ? Batching::fixed_batch
+                   : Batching::continuous;
+  s.max_num_seqs = eng.has("max_num_seqs") ? int(eng.at("max_num_seqs").integer(1, 16384)) : 256;
+  s.max_batched_tokens = eng.has("max_batched_tokens") ? int(eng.at("max_batched_tokens").integer(16, 1 << 20)) : 8192;
+  s.gpu_memory_utilization = eng.has("gpu_memory_utilization") ? eng.at("gpu_memory_utilization").pos(1.0) : 0.9;
+  s.kv_block_tokens = eng.has("kv_block_tokens") ? int(eng.at("kv_block_tokens").integer(1, 1024)) : 16;
+  s.kv_watermark = eng.has("kv_watermark") ? eng.at("kv_watermark").num_in(0, 0.5, "kv_watermark") : 0.01;
+  s.runtime_overhead_gib = eng.has("runtime_overhead_gib") ? eng.at("runtime_overhead_gib").num_in(0, 1e4) : 1.8;
+  s.activation_gib = eng.has("activation_gib") ? eng.at("activation_gib").num_in(0, 1e4) : -1;
+  s.max_batch = eng.has("max_batch") ? int(eng.at("max_batch").integer(1, 16384)) : 8;
+  s.batch_window_s = eng.has("batch_window_s") ? eng.at("batch_window_s").num_in(0, 3600) : 0.05;
+  if (s.batching == Batching::continuous) {
+    if (eng.has("max_batch") || eng.has("batch_window_s"))
+      (eng.has("max_batch") ? eng.at("max_batch") : eng.at("batch_window_s"))
+          .fail("max_batch and batch_window_s apply to static batching only (set engine.batching: static)");
+    if (s.max_batched_tokens < s.max_num_seqs)
+      (eng.has("max_batched_tokens") ? eng.at("max_batched_tokens") : eng)
+          .fail("max_batched_tokens (" + std::to_string(s.max_batched_tokens) + ") must be >= max_num_seqs (" +
+                std::to_string(s.max_num_seqs) + "): every running sequence needs a token of the step budget");
+  }
+  s.perf_model = eng.has("perf_model") && eng.at("perf_model").choice({"roofline", "linear"}) == "linear"
+                     ? PerfKind::linear
+                     : PerfKind::roofline;
+  if (s.perf_model == PerfKind::roofline) {
+    for (const char* k : {"step_base_s", "per_prefill_token_s", "per_decode_seq_s", "per_context_token_s"})
+      if (eng.has(k)) eng.at(k).fail(std::string(k) + " belongs to perf_model: linear");
+    s.mfu = eng.has("mfu") ? eng.at("mfu").pos(1.0) : 0.5;
+    s.mbu = eng.has("mbu") ? eng.at("mbu").pos(1.0) : 0.8;
+    s.step_overhead_s = eng.has("step_overhead_s") ? eng.at("step_overhead_s").num_in(0, 60) : 0.002;
+  } else {
+    for (const char* k : {"mfu", "mbu", "step_overhead_s"})
+      if (eng.has(k)) eng.at(k).fail(std::string(k) + " belongs to perf_model: roofline");
+    s.step_base_s = eng.req("step_base_s").num_in(0, 60);
+    s.per_prefill_token_s = eng.has("per_prefill_token_s") ? eng.at("per_prefill_token_s").num_in(0, 60) : 0;
+    s.per_decode_seq_s = eng.has("per_decode_seq_s") ? eng.at("per_decode_seq_s").num_in(0, 60) : 0;
+    s.per_context_token_s = eng.has("per_context_token_s") ? eng.at("per_context_token_s").num_in(0, 60) : 0;
+    if (!(s.step_base_s + s.per_prefill_token_s + s.per_decode_seq_s > 0))
+      eng.at("step_base_s").fail("a linear step-time model needs step_base_s > 0 or per-token costs > 0");
+  }
+
+  // fleet
+  const N fl = root.req("fleet");
+  fl.allow_keys({"replicas", "router", "queue_limit", "usd_per_hour"});
+  s.replicas = int(fl.req("replicas").integer(1, 4096));
+  if (fl.has("router")) {
+    const std::string r = fl.at("router").choice({"round_robin", "least_outstanding", "central_queue"});
+    s.router = r == "round_robin" ? Router::round_robin
+               : r == "central_queue" ? Router::central_queue
+                                      : Router::least_outstanding;
+  }
+  s.queue_limit = fl.has("queue_limit") ? int(fl.at("queue_limit").integer(0, 1000000)) : 1024;
+  s.usd_per_hour = fl.has("usd_per_hour") ? fl.at("usd_per_hour").num_in(0, 1e5) : s.device.usd_per_hour;
+
+  // workload
+  const N wl = root.req("workload");
+  wl.allow_keys({"arrival", "prompt_tokens", "output_tokens"});
+  const N ar = wl.req("arrival");
+  ar.allow_keys({"process", "rate_per_s", "cv", "peak_to_mean", "period_s", "peak_at_s", "path", "time_scale"});
+  const std::string proc = ar.req("process").choice({"poisson", "gamma", "diurnal", "trace"});
+  auto only = [&](std::initializer_list<const char*> allowed) {
+    for (const char* k : {"rate_per_s", "cv", "peak_to_mean", "period_s", "peak_at_s", "path", "time_scale"}) {
+      bool ok = false;
+      for (const char* a : allowed) ok = ok || std::string(a) == k;
+      if (!ok && ar.has(k)) ar.at(k).fail(std::string("'") + k + "' does not apply to process: " + proc);
+    }
+  };
+  if (proc == "poisson") {
+    only({"rate_per_s"});
+    s.arrival = ArrivalKind::poisson;
+    s.rate_per_s = ar.req("rate_per_s").pos(1e6);
+  } else if (proc == "gamma") {
+    only({"rate_per_s", "cv"});
+    s.arrival = ArrivalKind::gamma;
+    s.rate_per_s = ar.req("rate_per_s").pos(1e6);
+    s.cv = ar.req("cv").num_in(0.05, 30, "cv");
+  } else if (proc == "diurnal") {
+    only({"rate_per_s", "peak_to_mean", "period_s", "peak_at_s"});
+    s.arrival = ArrivalKind::diurnal;
+    s.rate_per_s = ar.req("rate_per_s").pos(1e6);
+    s.peak_to_mean = ar.req("peak_to_mean").num_in(1, 2, "peak_to_mean");
+    s.period_s = ar.has("period_s") ? ar.at("period_s").pos(365.0 * 86400) : 86400;
+    s.peak_at_s = ar.has("peak_at_s") ? ar.at("peak_at_s").num_in(0, 365.0 * 86400) : 0;
+  } else {
+    only({"path", "time_scale"});
+    s.arrival = ArrivalKind::trace;
+    s.trace_path = ar.req("path").str();
+    std::string path = s.trace_path;
+    if (!std::filesystem::path(path).is_absolute()) path = (std::filesystem::path(src.base_dir) / path).string();
+    s.time_scale = ar.has("time_scale") ? ar.at("time_scale").pos(1e6) : 1.0;
+    TraceData t;
+    try {
+      t = load_trace_csv(path);
+    } catch (const InputError& e) {
+      ar.at("path").fail(e.one_line());
+    }
+    for (auto& x : t.t_s) x *= s.time_scale;
+    s.trace_t_s = std::move(t.t_s);
+    s.trace_prompt = std::move(t.prompt);
+    s.trace_output = std::move(t.output);
+    if (wl.has("prompt_tokens") || wl.has("output_tokens"))
+      (wl.has("prompt_tokens") ? wl.at("prompt_tokens") : wl.at("output_tokens"))
+          .fail("a trace supplies its own lengths; remove prompt_tokens/output_tokens");
+    const double span = s.trace_t_s.back() > 0 ? s.trace_t_s.back() : 1.0;
+    s.rate_per_s = double(s.trace_t_s.size()) / span;
+  }
+  const bool generative = s.model.kind == ModelKind::generate;
+  if (s.arrival != ArrivalKind::trace) {
+    s.prompt = parse_dist(wl.req("prompt_tokens"), src.base_dir);
+    if (generative) {
+      s.output = parse_dist(wl.req("output_tokens"), src.base_dir);
+    } else {
+      if (wl.has("output_tokens"))
+        wl.at("output_tokens").fail(std::string("model '") + s.model.name + "' is a " + model_kind_name(s.model.kind) +
+                                   " model: it generates no tokens, so output_tokens does not apply");
+      s.output.kind = DistKind::fixed;
+      s.output.a = 1;
+      s.output.describe = "none";
+    }
+    s.mean_prompt_tokens = mean_of(s.prompt, s.model.max_context);
+    s.mean_output_tokens = generative ? mean_of(s.output, s.model.max_context) : 0;
+  } else {
+    double sp = 0, so = 0;
+    for (size_t i = 0; i < s.trace_prompt.size(); ++i) {
+      sp += s.trace_prompt[i];
+      so += s.trace_output[i];
+    }
+    s.mean_prompt_tokens = sp / double(s.trace_prompt.size());
+    s.mean_output_tokens = generative ? so / double(s.trace_output.size()) : 0;
+    s.prompt.describe = "from trace";
+    s.output.describe = generative ? "from trace" : "none";
+  }
+
+  // memory: the hard boundary
+  MemoryInputs mi;
+  mi.device = s.device;
+  mi.model = s.model;
+  mi.weight_bytes_per_param = weight_dtype_bytes(s.weight_dtype);
+  mi.kv_elem_bytes = kv_dtype_bytes(s.kv_dtype);
+  mi.gpu_memory_utilization = s.gpu_memory_utilization;
+  mi.runtime_overhead_gib = s.runtime_overhead_gib;
+  mi.activation_gib = s.activation_gib;
+  mi.max_batched_tokens = s.max_batched_tokens;
+  mi.max_num_seqs = s.batching == Batching::continuous ? s.max_num_seqs : s.max_batch;
+  mi.kv_block_tokens = s.kv_block_tokens;
+  s.capacity = compute_capacity(mi);
+  if (!s.capacity.fits) {
+    std::ostringstream o;
+    o.setf(std::ios::fixed);
+    o.precision(1);
+    o << "model " << s.model.name << " (" << s.weight_dtype << ") does not fit on " << s.device.name << ": it needs "
+      << s.capacity.needed_gib << " GiB (weights " << s.capacity.weights_gib << " + runtime "
+      << s.capacity.runtime_overhead_gib << " + activations " << s.capacity.activation_gib
+      << " + one KV block), the device offers " << s.capacity.usable_gib << " GiB (" << s.capacity.device_gib
+      << " GiB x gpu_memory_utilization " << s.gpu_memory_utilization
+      << "); try a larger device, a smaller weight_dtype, or fewer max_batched_tokens";
+    root.at("model").fail(o.str());
+  }
+
+  // the workspace must stay reasonable (it is per simulation, and sweeps run thousands)
+  const SimParams p = s.params();
+  const double ws = double(workspace_layout(p).total);
+  if (ws > 2.0 * kGiB) {
+    fl.fail("this fleet needs " + std::to_string(int64_t(ws / (1024 * 1024))) +
+            " MiB of simulation state (replicas x (queue_limit + max_num_seqs)); lower queue_limit or replicas");
+  }
+  return s;
+}
+
+Scenario load_from(const std::string& text, Source src, const std::vector<std::string>& overrides) {
+  src.lines = split_lines(text);
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::ParserException& e) {
+    Location l{src.file, e.mark.line + 1, e.mark.column + 1, ""};
+    if (e.mark.line >= 0 && size_t(e.mark.line) < src.lines.size()) l.source_line = src.lines[size_t(e.mark.line)];
+    throw InputError(l, "malformed YAML: " + e.msg);
+  }
+  if (!root.IsDefined() || root.IsNull()) throw InputError(Location{src.file, 1, 1, ""}, "empty scenario file");
+  for (const auto& o : overrides) apply_override(root, o, src);
+  try {
+    return build(root, src, overrides);
+  } catch (const YAML::Exception& e) {
+    throw InputError(Location{src.file, e.mark.line + 1, e.mark.column + 1, ""}, e.msg);
+  }
+}
+
+}  // namespace
+
+SimParams Scenario::params() const {
+  SimParams p{};
+  auto dist = [](const DistSpec& d) {
+    DistParams q{};
+    q.kind = d.kind;
+    q.a = d.a;
+    q.b = d.b;
+    q.values = d.values.empty() ? nullptr : d.values.data();
+    q.cdf = d.cdf.empty() ? nullptr : d.cdf.data();
+    q.n = int64_t(d.values.size());
+    return q;
+  };
+  p.arrivals.kind = arrival;
+  p.arrivals.rate_per_s = rate_per_s;
+  p.arrivals.gamma_shape = 1.0 / (cv * cv);
+  p.arrivals.gamma_scale_s = rate_per_s > 0 ? cv * cv / rate_per_s : 0;
+  p.arrivals.diurnal_amplitude = peak_to_mean - 1.0;
+  p.arrivals.diurnal_period_s = period_s;
+  p.arrivals.diurnal_peak_at_s = peak_at_s;
+  p.arrivals.trace_t_s = trace_t_s.empty() ? nullptr : trace_t_s.data();
+  p.arrivals.trace_prompt = trace_prompt.empty() ? nullptr : trace_prompt.data();
+  p.arrivals.trace_output = trace_output.empty() ? nullptr : trace_output.data();
+  p.arrivals.trace_n = int64_t(trace_t_s.size());
+  p.prompt = dist(prompt);
+  p.output = dist(output);
+  p.max_context = model.max_context;
+  p.generative = model.kind == ModelKind::generate ? 1 : 0;
+
+  p.batching = batching;
+  p.max_num_seqs = max_num_seqs;
+  p.max_batched_tokens = max_batched_tokens;
+  p.kv_block_tokens = kv_block_tokens;
+  p.kv_total_blocks = capacity.kv_blocks;
+  p.kv_watermark_blocks = int64_t(std::floor(kv_watermark * double(capacity.kv_blocks)));
+  p.max_batch = max_batch;
+  p.batch_window_s = batch_window_s;
+
+  const bool fp8 = weight_dtype == "fp8" && device.fp8_tflops > 0;
+  const double peak_flops = (fp8 ? device.fp8_tflops : device.bf16_tflops) * 1e12;
+  const double peak_bytes = device.bandwidth_gb_s * 1e9;
+  p.perf.kind = perf_model;
+  if (perf_model == PerfKind::roofline) {
+    p.perf.overhead_s = step_overhead_s;
+    p.perf.flops_per_s = peak_flops * mfu;
+    p.perf.bytes_per_s = peak_bytes * mbu;
+  } else {
+    p.perf.overhead_s = step_base_s;
+    p.perf.flops_per_s = peak_flops;
+    p.perf.bytes_per_s = peak_bytes;
+    p.perf.per_prefill_token_s = per_prefill_token_s;
+    p.perf.per_decode_seq_s = per_decode_seq_s;
+    p.perf.per_context_token_s = per_context_token_s;
+  }
+  p.work.matmul_flops_per_token = 2.0 * model.params_b * 1e9;
+  p.work.attn_flops_per_pair = 4.0 * model.layers * double(model.heads) * model.head_dim;
+  p.work.weight_bytes = model.params_b * 1e9 * weight_dtype_bytes(weight_dtype);
+  p.work.kv_bytes_per_token = capacity.kv_bytes_per_token;
+
+  p.replicas = replicas;
+  p.router = router;
+  p.queue_limit = queue_limit;
+  p.usd_per_replica_hour = usd_per_hour;
+  p.peak_flops_per_s = peak_flops;
+  p.peak_bytes_per_s = peak_bytes;
+  p.device_memory_bytes = capacity.device_gib * kGiB;
+  p.fixed_memory_bytes = (capacity.weights_gib + capacity.runtime_overhead_gib + capacity.activation_gib) * kGiB;
+
+  p.duration_s = duration_s;
+  p.warmup_s = warmup_s;
+  p.seed = seed;
+  // a generous guard: a healthy run needs a handful of events per request
+  const double expected = arrival == ArrivalKind::trace ? double(trace_t_s.size()) : rate_per_s * duration_s * 2.0;
+  p.max_events = int64_t(std::min(4.0e12, 200.0 * (expected + 1000.0) + 1.0e7));
+  return p;
+}
+
+Scenario load_scenario_text(const std::string& text, const std::string& name, const std::string& base_dir,
+                            const std::vector<std::string>& overrides) {
+  Source src;
+  src.file = name;
+  src.base_dir = base_dir;
+  return load_from(text, std::move(src), overrides);
+}
+
+Scenario load_scenario_file(const std::string& path, const std::vector<std::string>& overrides) {
+  std::ifstream f(path);
+  if (!f) throw InputError(Location{path, 0, 0, ""}, "cannot open scenario file (does it exist and is it readable?)");
+  if (std::filesystem::is_directory(path)) throw InputError(Location{path, 0, 0, ""}, "is a directory, not a scenario file");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  Source src;
+  src.file = path;
+  src.base_dir = std::filesystem::path(path).parent_path().string();
+  if (src.base_dir.empty()) src.base_dir = ".";
+  return load_from(ss.str(), std::move(src), overrides);
+}
+
+Scenario load_default_scenario(const std::vector<std::string>& overrides) {
+  return load_scenario_text(default_scenario_text(), "<built-in default: scenarios/chat-default.yaml>", ".", overrides);
+}
+
+}  // namespace fleetsim

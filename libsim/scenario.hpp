@@ -1,0 +1,80 @@
+// Scenario files: YAML in, validated immutable parameters out. Every error names the file,
+// line and column (or the --set override) and says what was expected.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "capacity.hpp"
+#include "catalog.hpp"
+#include "core/params.hpp"
+
+namespace fleetsim {
+
+struct DistSpec {
+  DistKind kind = DistKind::fixed;
+  double a = 0, b = 0;
+  std::vector<double> values, cdf;  // empirical
+  std::string describe;             // e.g. "lognormal(median=1020, p99=7000)"
+};
+
+struct Scenario {
+  std::string name, description;
+  std::string source;  // file the scenario came from
+  std::vector<std::string> overrides;  // --set texts applied, in order
+  uint64_t seed = 0;
+  double duration_s = 0, warmup_s = 0;
+
+  DeviceSpec device;
+  ModelSpec model;
+  std::string weight_dtype, kv_dtype;
+
+  // engine
+  Batching batching = Batching::continuous;
+  int max_num_seqs = 0, max_batched_tokens = 0, kv_block_tokens = 0;
+  double gpu_memory_utilization = 0, kv_watermark = 0;
+  double runtime_overhead_gib = 0, activation_gib = -1;
+  int max_batch = 0;
+  double batch_window_s = 0;
+  PerfKind perf_model = PerfKind::roofline;
+  double mfu = 0, mbu = 0, step_overhead_s = 0;
+  double step_base_s = 0, per_prefill_token_s = 0, per_decode_seq_s = 0, per_context_token_s = 0;
+
+  // fleet
+  int replicas = 0;
+  Router router = Router::least_outstanding;
+  int queue_limit = 0;
+  double usd_per_hour = 0;
+
+  // workload
+  ArrivalKind arrival = ArrivalKind::poisson;
+  double rate_per_s = 0, cv = 1, peak_to_mean = 1, period_s = 86400, peak_at_s = 0, time_scale = 1;
+  std::string trace_path;
+  std::vector<double> trace_t_s;
+  std::vector<int32_t> trace_prompt, trace_output;
+  DistSpec prompt, output;
+
+  // derived
+  Capacity capacity;
+  double mean_prompt_tokens = 0, mean_output_tokens = 0;
+
+  // The immutable core parameters; arrays point into this Scenario, which must outlive them.
+  SimParams params() const;
+};
+
+// Load a scenario from a file, or from text (name is used in messages), applying `--set`
+// overrides ("path.to.key=value") before validation. Throws InputError.
+Scenario load_scenario_file(const std::string& path, const std::vector<std::string>& overrides = {});
+Scenario load_scenario_text(const std::string& text, const std::string& name, const std::string& base_dir,
+                            const std::vector<std::string>& overrides = {});
+
+// The built-in default scenario (scenarios/chat-default.yaml, compiled in).
+Scenario load_default_scenario(const std::vector<std::string>& overrides = {});
+const char* default_scenario_text();
+
+const char* router_name(Router r);
+const char* batching_name(Batching b);
+const char* arrival_name(ArrivalKind a);
+const char* perf_name(PerfKind p);
+
+}  // namespace fleetsim
