@@ -1,0 +1,248 @@
+// fleetsim: the command-line client of libsim. Subcommands are a table; each one parses its
+// flags, calls the library, and formats the result. Usage and input errors exit 2.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+
+#include "libsim/capacity.hpp"
+#include "libsim/catalog.hpp"
+#include "libsim/error.hpp"
+#include "libsim/report.hpp"
+#include "libsim/runner.hpp"
+#include "libsim/scenario.hpp"
+
+namespace {
+
+using namespace fleetsim;
+
+constexpr int kExitOk = 0;
+constexpr int kExitFailure = 1;
+constexpr int kExitUsage = 2;
+
+struct Options {
+  std::string scenario;
+  std::vector<std::string> sets;
+  std::string format = "table";
+  int64_t seed = -1;
+  double duration = -1;
+  // capacity
+  std::string model, device, weight_dtype = "bf16", kv_dtype = "bf16";
+  int64_t context = 4096;
+  double gpu_mem_util = 0.9;
+  int max_num_seqs = 256, max_batched_tokens = 8192, kv_block_tokens = 16;
+};
+
+void emit(const std::string& text) { std::fwrite(text.data(), 1, text.size(), stdout); }
+
+Scenario load(const Options& o) {
+  std::vector<std::string> sets = o.sets;
+  if (o.seed >= 0) sets.push_back("seed=" + std::to_string(o.seed));
+  if (o.duration >= 0) sets.push_back("duration_s=" + fmt::format("{}", o.duration));
+  return o.scenario.empty() ? load_default_scenario(sets) : load_scenario_file(o.scenario, sets);
+}
+
+int cmd_run(const Options& o) {
+  const Scenario s = load(o);
+  const SimParams p = s.params();
+  HostWorkspace ws;
+  const auto t = simulate_once(p, 0, ws);
+  check_status(*t);
+  const Json r = run_report(s, *t);
+  if (o.format == "json") emit(r.dump(2) + "\n");
+  else if (o.format == "csv") emit(json_to_csv(r));
+  else emit(format_run_table(r));
+  return kExitOk;
+}
+
+int cmd_validate(const Options& o) {
+  const Scenario s = load(o);
+  emit(fmt::format("{}: ok ({} x {} {}, {} batching; KV {:.1f} GiB = {} tokens per replica)\n", s.source, s.replicas,
+                   s.device.name, s.model.name, batching_name(s.batching), s.capacity.kv_gib,
+                   s.capacity.kv_capacity_tokens));
+  return kExitOk;
+}
+
+int cmd_capacity(const Options& o) {
+  const DeviceSpec* dev = nullptr;
+  const ModelSpec* mod = nullptr;
+  std::vector<std::string> dn, mn;
+  for (const auto& d : builtin_devices()) {
+    dn.push_back(d.name);
+    if (d.name == o.device) dev = &d;
+  }
+  for (const auto& m : builtin_models()) {
+    mn.push_back(m.name);
+    if (m.name == o.model) mod = &m;
+  }
+  if (!dev) {
+    const std::string s = did_you_mean(o.device, dn);
+    throw InputError(Location{"--device", 0, 0, ""}, "unknown device '" + o.device + "'" +
+                                                      (s.empty() ? " (see `fleetsim catalog`)" : " (did you mean '" + s + "'?)"));
+  }
+  if (!mod) {
+    const std::string s = did_you_mean(o.model, mn);
+    throw InputError(Location{"--model", 0, 0, ""}, "unknown model '" + o.model + "'" +
+                                                     (s.empty() ? " (see `fleetsim catalog`)" : " (did you mean '" + s + "'?)"));
+  }
+  MemoryInputs mi;
+  mi.device = *dev;
+  mi.model = *mod;
+  mi.weight_bytes_per_param = weight_dtype_bytes(o.weight_dtype);
+  mi.kv_elem_bytes = kv_dtype_bytes(o.kv_dtype);
+  mi.gpu_memory_utilization = o.gpu_mem_util;
+  mi.max_batched_tokens = o.max_batched_tokens;
+  mi.max_num_seqs = o.max_num_seqs;
+  mi.kv_block_tokens = o.kv_block_tokens;
+  const Capacity c = compute_capacity(mi);
+  Json j;
+  j["schema_version"] = kSchemaVersion;
+  j["kind"] = "capacity";
+  j["model"] = mod->name;
+  j["device"] = dev->name;
+  j["weight_dtype"] = o.weight_dtype;
+  j["kv_dtype"] = o.kv_dtype;
+  j["gpu_memory_utilization"] = o.gpu_mem_util;
+  j["fits"] = c.fits;
+  j["needed_gib"] = c.needed_gib;
+  j["capacity"] = capacity_json(c, o.context, o.kv_block_tokens);
+  if (o.format == "json") emit(j.dump(2) + "\n");
+  else if (o.format == "csv") emit(json_to_csv(j));
+  else {
+    emit(format_capacity_table(j["capacity"], fmt::format("{} ({}) on {} ({} KV){}", mod->name, o.weight_dtype, dev->name,
+                                                          o.kv_dtype, c.fits ? "" : "  -- DOES NOT FIT")));
+  }
+  return c.fits ? kExitOk : kExitFailure;
+}
+
+int cmd_catalog(const Options& o) {
+  Json j;
+  j["schema_version"] = kSchemaVersion;
+  j["kind"] = "catalog";
+  Json devs = Json::array(), mods = Json::array();
+  for (const auto& d : builtin_devices())
+    devs.push_back({{"name", d.name}, {"memory_gib", d.memory_gib}, {"bandwidth_gb_s", d.bandwidth_gb_s},
+                    {"bf16_tflops", d.bf16_tflops}, {"fp8_tflops", d.fp8_tflops}, {"usd_per_hour", d.usd_per_hour},
+                    {"notes", d.notes}});
+  for (const auto& m : builtin_models())
+    mods.push_back({{"name", m.name}, {"kind", model_kind_name(m.kind)}, {"params_b", m.params_b}, {"layers", m.layers},
+                    {"hidden", m.hidden}, {"heads", m.heads}, {"kv_heads", m.kv_heads}, {"head_dim", m.head_dim},
+                    {"intermediate", m.intermediate}, {"vocab", m.vocab}, {"max_context", m.max_context},
+                    {"kv_bytes_per_token_bf16", kv_bytes_per_token(m, 2.0)}, {"notes", m.notes}});
+  j["devices"] = devs;
+  j["models"] = mods;
+  if (o.format == "json") {
+    emit(j.dump(2) + "\n");
+    return kExitOk;
+  }
+  if (o.format == "csv") {
+    std::string out = "type,name,memory_gib,bandwidth_gb_s,bf16_tflops,fp8_tflops,usd_per_hour\n";
+    for (const auto& d : builtin_devices())
+      out += fmt::format("device,{},{},{},{},{},{}\n", d.name, d.memory_gib, d.bandwidth_gb_s, d.bf16_tflops,
+                         d.fp8_tflops, d.usd_per_hour);
+    out += "type,name,kind,params_b,layers,hidden,heads,kv_heads,head_dim,max_context,kv_bytes_per_token_bf16\n";
+    for (const auto& m : builtin_models())
+      out += fmt::format("model,{},{},{},{},{},{},{},{},{},{}\n", m.name, model_kind_name(m.kind), m.params_b, m.layers,
+                         m.hidden, m.heads, m.kv_heads, m.head_dim, m.max_context, kv_bytes_per_token(m, 2.0));
+    emit(out);
+    return kExitOk;
+  }
+  std::string out = fmt::format("{:<16} {:>8} {:>8} {:>9} {:>8} {:>7}  {}\n", "device", "mem GiB", "BW GB/s",
+                                "BF16 TF/s", "FP8 TF/s", "$/h", "notes");
+  for (const auto& d : builtin_devices())
+    out += fmt::format("{:<16} {:>8.2f} {:>8.0f} {:>9.1f} {:>8.1f} {:>7.2f}  {}\n", d.name, d.memory_gib,
+                       d.bandwidth_gb_s, d.bf16_tflops, d.fp8_tflops, d.usd_per_hour, d.notes);
+  out += fmt::format("\n{:<20} {:>8} {:>8} {:>6} {:>6} {:>5} {:>8} {:>8} {:>12}\n", "model", "kind", "params B", "layers",
+                     "hidden", "kv_h", "head_dim", "context", "KV B/token");
+  for (const auto& m : builtin_models())
+    out += fmt::format("{:<20} {:>8} {:>8.2f} {:>6} {:>6} {:>5} {:>8} {:>8} {:>12.0f}\n", m.name, model_kind_name(m.kind),
+                       m.params_b, m.layers, m.hidden, m.kv_heads, m.head_dim, m.max_context,
+                       kv_bytes_per_token(m, 2.0));
+  out += "\n(KV bytes per token at bf16 = 2 x layers x kv_heads x head_dim x 2)\n";
+  emit(out);
+  return kExitOk;
+}
+
+void add_format(CLI::App* c, Options& o) {
+  c->add_option("--format", o.format, "output format")->check(CLI::IsMember({"table", "json", "csv"}));
+}
+void add_scenario_flags(CLI::App* c, Options& o) {
+  c->add_option("--set", o.sets, "override a scenario key: PATH=VALUE (repeatable)")->allow_extra_args(false);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  CLI::App app{"fleetsim: simulate an LLM inference fleet: capacity, latency, utilization and cost", "fleetsim"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "fleetsim 0.1.0");
+
+  struct Command {
+    const char* name;
+    const char* help;
+    int (*run)(const Options&);
+  };
+  static const Command commands[] = {
+      {"run", "simulate one fleet on a scenario (the built-in default if none is given)", cmd_run},
+      {"validate", "check a scenario without running it", cmd_validate},
+      {"capacity", "static memory arithmetic: weights, KV cache, concurrency at a context length", cmd_capacity},
+      {"catalog", "list the built-in devices and models", cmd_catalog},
+  };
+  std::vector<std::pair<CLI::App*, const Command*>> subs;
+  for (const auto& c : commands) subs.emplace_back(app.add_subcommand(c.name, c.help), &c);
+
+  CLI::App* run = subs[0].first;
+  run->add_option("scenario", o.scenario, "scenario YAML file");
+  run->add_option("--seed", o.seed, "random seed (overrides the scenario's)")->check(CLI::NonNegativeNumber);
+  run->add_option("--duration", o.duration, "simulated seconds (overrides duration_s)")->check(CLI::PositiveNumber);
+  add_scenario_flags(run, o);
+  add_format(run, o);
+
+  CLI::App* val = subs[1].first;
+  val->add_option("scenario", o.scenario, "scenario YAML file")->required();
+  add_scenario_flags(val, o);
+
+  CLI::App* cap = subs[2].first;
+  cap->add_option("--model", o.model, "catalog model")->required();
+  cap->add_option("--device", o.device, "catalog device")->required();
+  cap->add_option("--context", o.context, "tokens per request (prompt + output)")->check(CLI::Range(int64_t(1), int64_t(1) << 24));
+  cap->add_option("--weight-dtype", o.weight_dtype, "weight dtype")->check(CLI::IsMember(weight_dtypes()));
+  cap->add_option("--kv-dtype", o.kv_dtype, "KV cache dtype")->check(CLI::IsMember(kv_dtypes()));
+  cap->add_option("--gpu-memory-utilization", o.gpu_mem_util, "fraction of device memory the engine may use")
+      ->check(CLI::Range(0.01, 1.0));
+  cap->add_option("--max-num-seqs", o.max_num_seqs, "sequences per step (sizes the sampler)")->check(CLI::Range(1, 16384));
+  cap->add_option("--max-batched-tokens", o.max_batched_tokens, "tokens per step (sizes the activations)")
+      ->check(CLI::Range(16, 1 << 20));
+  cap->add_option("--kv-block-tokens", o.kv_block_tokens, "tokens per KV block")->check(CLI::Range(1, 1024));
+  add_format(cap, o);
+
+  CLI::App* cat = subs[3].first;
+  add_format(cat, o);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::Success& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return kExitUsage;
+  }
+  try {
+    for (const auto& [sub, cmd] : subs)
+      if (sub->parsed()) return cmd->run(o);
+  } catch (const InputError& e) {
+    std::cerr << e.one_line() << "\n";
+    if (isatty(STDERR_FILENO)) {
+      const std::string c = e.caret();
+      if (!c.empty()) std::cerr << c << "\n";
+    }
+    return kExitUsage;
+  } catch (const std::exception& e) {
+    std::cerr << "fleetsim: error: " << e.what() << "\n";
+    return kExitFailure;
+  }
+  return kExitUsage;
+}
