@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# The CLI end to end: exit codes (0 ok, 2 usage/input), one-line located errors, formats.
+set -u
+bin=$1
+src=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+pass=0
+fail=0
+
+expect() {  # expect NAME CODE [STDERR_PREFIX] -- command...
+  local name=$1 code=$2 prefix=$3
+  shift 4
+  "$@" >"$tmp/out" 2>"$tmp/err"
+  local rc=$?
+  local ok=1
+  [ "$rc" -eq "$code" ] || ok=0
+  if [ -n "$prefix" ]; then
+    [ "$(wc -l <"$tmp/err")" -eq 1 ] || ok=0
+    grep -qF -- "$prefix" "$tmp/err" || ok=0
+  fi
+  if [ $ok -eq 1 ]; then
+    pass=$((pass + 1))
+  else
+    fail=$((fail + 1))
+    echo "FAIL: $name (exit $rc, wanted $code)"
+    sed 's/^/  stderr: /' "$tmp/err" | head -5
+  fi
+}
+
+expect "default run" 0 "" -- "$bin" run --duration 600
+expect "json run" 0 "" -- "$bin" run --duration 600 --format json
+grep -q '"schema_version": 1' "$tmp/out" || { echo "FAIL: json has no schema_version"; fail=$((fail + 1)); }
+expect "csv run" 0 "" -- "$bin" run --duration 600 --format csv
+head -1 "$tmp/out" | grep -q 'requests.arrived' || { echo "FAIL: csv header"; fail=$((fail + 1)); }
+expect "catalog" 0 "" -- "$bin" catalog
+expect "capacity" 0 "" -- "$bin" capacity --model llama-3.1-8b --device h100-sxm-80gb --context 8192
+expect "capacity does not fit" 1 "" -- "$bin" capacity --model llama-3.1-70b --device l4-24gb
+expect "capacity unknown model" 2 "--model: error: unknown model 'llama-3.1-80b'" -- \
+  "$bin" capacity --model llama-3.1-80b --device h100-sxm-80gb
+for f in "$src"/scenarios/*.yaml; do
+  expect "validate $f" 0 "" -- "$bin" validate "$f"
+done
+expect "missing file" 2 "/no/such.yaml: error: cannot open scenario file" -- "$bin" run /no/such.yaml
+printf 'duration_s: 10\nfleet: [1, 2\n' >"$tmp/bad.yaml"
+expect "malformed yaml" 2 "$tmp/bad.yaml:3:1: error: malformed YAML" -- "$bin" run "$tmp/bad.yaml"
+sed 's/  replicas: 2/  replicas: -2/' "$src/scenarios/chat-default.yaml" >"$tmp/neg.yaml"
+line=$(grep -n '  replicas: -2' "$tmp/neg.yaml" | cut -d: -f1)
+expect "negative replicas" 2 "neg.yaml:$line:13: error: fleet.replicas: value -2 is out of range" -- "$bin" run "$tmp/neg.yaml"
+expect "bad --set" 2 "--set fleet.replicas=x: error: fleet.replicas: expected a number" -- \
+  "$bin" run --set fleet.replicas=x
+expect "unknown --set key" 2 "--set fleet.replcas=3: error: fleet.replcas: unknown key" -- \
+  "$bin" run --set fleet.replcas=3
+expect "does not fit" 2 "error: model: model llama-3.1-70b (bf16) does not fit on h100-sxm-80gb" -- \
+  "$bin" run --set model=llama-3.1-70b
+expect "warm-up longer than the run" 2 "error: warmup_s: warmup_s must be less than duration_s" -- \
+  "$bin" run --duration 100
+expect "unknown subcommand" 2 "" -- "$bin" frobnicate
+expect "bad format" 2 "" -- "$bin" run --format xml
+expect "no subcommand" 2 "" -- "$bin"
+expect "negative duration" 2 "" -- "$bin" run --duration -5
+
+echo "cli: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]

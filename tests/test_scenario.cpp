@@ -1,0 +1,151 @@
+// Scenario parsing: located, one-line errors for bad input; overrides; trace layouts.
+#include <doctest/doctest.h>
+
+#include "helpers.hpp"
+#include "libsim/error.hpp"
+
+using namespace fleetsim;
+
+namespace {
+
+const std::string kGood =
+    "name: t\n"                                       // 1
+    "duration_s: 100\n"                               // 2
+    "device: h100-sxm-80gb\n"                         // 3
+    "model: llama-3.1-8b\n"                           // 4
+    "fleet:\n"                                        // 5
+    "  replicas: 2\n"                                 // 6
+    "  router: central_queue\n"                       // 7
+    "workload:\n"                                     // 8
+    "  arrival: {process: poisson, rate_per_s: 2}\n"  // 9
+    "  prompt_tokens: 100\n"                          // 10
+    "  output_tokens: {dist: geometric, mean: 50}\n"; // 11
+
+std::string error_of(const std::string& yaml, const std::vector<std::string>& sets = {}) {
+  try {
+    test::scenario(yaml, sets);
+  } catch (const InputError& e) {
+    return e.one_line();
+  }
+  return "(no error)";
+}
+
+std::string replace(std::string s, const std::string& from, const std::string& to) {
+  const size_t p = s.find(from);
+  REQUIRE(p != std::string::npos);
+  return s.replace(p, from.size(), to);
+}
+
+}  // namespace
+
+TEST_CASE("a valid scenario loads, and the default scenario is valid") {
+  const Scenario s = test::scenario(kGood);
+  CHECK(s.replicas == 2);
+  CHECK(s.router == Router::central_queue);
+  const Scenario d = load_default_scenario();
+  CHECK(d.model.name == "llama-3.1-8b");
+  CHECK(d.device.name == "h100-sxm-80gb");
+}
+
+TEST_CASE("errors name the file, line and column, and say what was expected") {
+  CHECK(error_of(replace(kGood, "  router: central_queue", "  routr: central_queue")) ==
+        "<test>:7:3: error: fleet.routr: unknown key 'routr' (did you mean 'router'?)");
+  CHECK(error_of(replace(kGood, "replicas: 2", "replicas: two")) ==
+        "<test>:6:13: error: fleet.replicas: expected a number, got 'two'");
+  CHECK(error_of(replace(kGood, "replicas: 2", "replicas: -1")) ==
+        "<test>:6:13: error: fleet.replicas: value -1 is out of range (expected an integer in [1, 4096])");
+  CHECK(error_of(replace(kGood, "replicas: 2", "replicas: 2.5")) ==
+        "<test>:6:13: error: fleet.replicas: expected an integer, got '2.5'");
+  CHECK(error_of(replace(kGood, "duration_s: 100", "duration_s: 1e12")).find("<test>:2:13: error: duration_s: value 1e12 is out of range") == 0);
+  CHECK(error_of(replace(kGood, "central_queue", "centrl_queue")) ==
+        "<test>:7:11: error: fleet.router: unknown value 'centrl_queue' (expected one of: round_robin, "
+        "least_outstanding, central_queue); did you mean 'central_queue'?");
+  CHECK(error_of(replace(kGood, "llama-3.1-8b", "llama-3.1-9b")) ==
+        "<test>:4:8: error: model: unknown model 'llama-3.1-9b' (did you mean 'llama-3.1-8b'?)");
+  CHECK(error_of(replace(kGood, "duration_s: 100\n", "")) == "<test>:1:1: error: missing required key 'duration_s'");
+  CHECK(error_of(replace(kGood, "mean: 50", "mean: 0.5")).find("<test>:11:42: error: workload.output_tokens.mean: value 0.5 is out of range") == 0);
+  CHECK(error_of(replace(kGood, "rate_per_s: 2}", "rate_per_s: 2, cv: 3}")) ==
+        "<test>:9:50: error: workload.arrival.cv: 'cv' does not apply to process: poisson");
+}
+
+TEST_CASE("malformed YAML is located too") {
+  const std::string e = error_of(replace(kGood, "  replicas: 2", "  replicas: [2"));
+  CHECK(e.find("<test>:") == 0);
+  CHECK(e.find("error: malformed YAML") != std::string::npos);
+  CHECK(error_of("- 1\n- 2\n") == "<test>:1:1: error: a scenario must be a YAML mapping (key: value lines)");
+  CHECK(error_of("") == "<test>:1:1: error: empty scenario file");
+}
+
+TEST_CASE("a missing file is an input error") {
+  try {
+    load_scenario_file("/nonexistent/scenario.yaml");
+    FAIL("expected an error");
+  } catch (const InputError& e) {
+    CHECK(e.one_line() == "/nonexistent/scenario.yaml: error: cannot open scenario file (does it exist and is it readable?)");
+  }
+}
+
+TEST_CASE("--set overrides apply before validation and errors name the override") {
+  const Scenario s = test::scenario(kGood, {"fleet.replicas=5", "engine.max_num_seqs=64", "seed=9"});
+  CHECK(s.replicas == 5);
+  CHECK(s.max_num_seqs == 64);
+  CHECK(s.seed == 9);
+  CHECK(std::vector<std::string>{"fleet.replicas=5", "engine.max_num_seqs=64", "seed=9"} == s.overrides);
+  CHECK(error_of(kGood, {"fleet.replicas=abc"}) == "--set fleet.replicas=abc: error: fleet.replicas: expected a number, got 'abc'");
+  CHECK(error_of(kGood, {"fleet.replica=3"}) == "--set fleet.replica=3: error: fleet.replica: unknown key 'replica' (did you mean 'replicas'?)");
+  CHECK(error_of(kGood, {"noequals"}) == "--set noequals: error: expected PATH=VALUE, e.g. fleet.replicas=4");
+}
+
+TEST_CASE("engine settings that contradict each other are refused") {
+  CHECK(error_of(kGood, {"engine.max_batch=4"}).find("max_batch and batch_window_s apply to static batching only") != std::string::npos);
+  CHECK(error_of(kGood, {"engine.max_num_seqs=512", "engine.max_batched_tokens=256"}).find("must be >= max_num_seqs") != std::string::npos);
+  CHECK(error_of(kGood, {"engine.mfu=0.5", "engine.perf_model=linear", "engine.step_base_s=0.01"}).find("mfu belongs to perf_model: roofline") != std::string::npos);
+  CHECK(error_of(kGood, {"engine.perf_model=linear"}).find("missing required key 'step_base_s'") != std::string::npos);
+}
+
+TEST_CASE("traces load in all three column layouts") {
+  const std::string native = test::write_temp("native.csv", "timestamp_s,prompt_tokens,output_tokens\n0.5,10,5\n1.5,20,6\n");
+  const std::string splitwise = test::write_temp("sw.csv", "arrived_at,num_prefill_tokens,num_decode_tokens\n0.5,10,5\n1.5,20,6\n");
+  const std::string azure = test::write_temp(
+      "az.csv", "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.5000000,10,5\n2023-11-16 18:15:47.5000000,20,6\n");
+  for (const auto& path : {native, splitwise, azure}) {
+    const Scenario s = test::scenario(
+        "duration_s: 100\nwarmup_s: 0\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\nfleet: {replicas: 1}\n"
+        "workload: {arrival: {process: trace, path: " + path + "}}\n");
+    REQUIRE(s.trace_t_s.size() == 2);
+    CHECK(s.trace_t_s[1] - s.trace_t_s[0] == doctest::Approx(1.0));
+    CHECK(s.trace_prompt[1] == 20);
+    CHECK(s.trace_output[0] == 5);
+    const auto r = test::run(s);
+    CHECK(r.tally->completed == 2);
+    CHECK(r.tally->input_tokens == 30);
+  }
+  const std::string bad = test::write_temp("bad.csv", "timestamp_s,prompt_tokens,output_tokens\n0.5,10,5\n0.2,10,6\n");
+  CHECK(error_of("duration_s: 100\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\nfleet: {replicas: 1}\n"
+                 "workload: {arrival: {process: trace, path: " + bad + "}}\n") ==
+        "<test>:5:44: error: workload.arrival.path: " + bad + ":3:1: error: timestamps go backwards (a trace must be sorted by arrival time)");
+}
+
+TEST_CASE("the Azure conversation trace replays every request in the window") {
+  const Scenario s = load_scenario_file(std::string(FLEETSIM_SOURCE_DIR) + "/scenarios/azure-conv-replay.yaml");
+  const auto r = test::run(s);
+  int64_t in_window = 0;
+  for (double t : s.trace_t_s) in_window += (t >= s.warmup_s && t < s.duration_s) ? 1 : 0;
+  CHECK(r.tally->arrived == in_window);
+  CHECK(r.tally->arrived == r.tally->completed + r.tally->rejected_queue_full + r.tally->rejected_too_long);
+  CHECK(r.drained);
+}
+
+TEST_CASE("every shipped scenario validates and runs") {
+  for (const char* name : {"chat-default", "azure-conv-replay", "azure-code-bursty", "rag-embedding",
+                           "static-batching", "long-context-70b", "chat-azure-empirical"}) {
+    CAPTURE(name);
+    const Scenario s = load_scenario_file(std::string(FLEETSIM_SOURCE_DIR) + "/scenarios/" + name + ".yaml",
+                                          {"duration_s=600", "warmup_s=60"});
+    const auto r = test::run(s);
+    CHECK(r.tally->status == 0);
+    CHECK(r.tally->completed > 0);
+    CHECK(r.tally->arrived == r.tally->completed + r.tally->rejected_queue_full + r.tally->rejected_too_long);
+    CHECK(r.drained);
+  }
+}
