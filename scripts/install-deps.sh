@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Install the Debian 12 packages fleetsim builds with (needs root or sudo). Nothing is downloaded
+# outside Debian's archive. CUDA is optional: when nvcc is on the PATH the CUDA backend is built too.
+set -euo pipefail
+pkgs=(build-essential cmake ninja-build libyaml-cpp-dev libfmt-dev libcli11-dev nlohmann-json3-dev
+      libeigen3-dev doctest-dev libthrust-dev)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all packages present"
+  exit 0
+fi
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
