@@ -219,7 +219,7 @@ std::string format_run_table(const Json& r) {
 
 std::string format_capacity_table(const Json& c, const std::string& title) {
   std::string o = title + "\n";
-  auto row = [&](const char* label, const std::string& v) { o += fmt::format("  {:<34} {}\n", label, v); };
+  auto row = [&](const char* label, const std::string& v) { o += fmt::format("  {:<36} {}\n", label, v); };
   row("device memory (GiB)", num(c["device_gib"], 2));
   row("x gpu_memory_utilization (GiB)", num(c["usable_gib"], 2));
   row("- weights (GiB)", num(c["weights_gib"], 2));
