@@ -13,11 +13,18 @@ struct Location {
   std::string source_line;  // the text of that line, for a caret
 };
 
+// `input`: a value that is wrong on its own (unknown key, wrong type, out of range).
+// `inconsistent`: values that contradict each other (max_batched_tokens < max_num_seqs).
+// `does_not_fit`: a well-formed configuration the catalog says cannot work.
+// A sweep reports the last two as infeasible configurations instead of failing.
+enum class ErrorKind { input, inconsistent, does_not_fit };
+
 class InputError : public std::runtime_error {
  public:
-  InputError(Location where, const std::string& message)
-      : std::runtime_error(message), where_(std::move(where)) {}
+  InputError(Location where, const std::string& message, ErrorKind kind = ErrorKind::input)
+      : std::runtime_error(message), where_(std::move(where)), kind_(kind) {}
   const Location& where() const { return where_; }
+  ErrorKind kind() const { return kind_; }
   // "file:line:col: error: message" on one line
   std::string one_line() const;
   // the offending source line and a caret under the column, or "" when unknown
@@ -25,6 +32,7 @@ class InputError : public std::runtime_error {
 
  private:
   Location where_;
+  ErrorKind kind_;
 };
 
 // Closest candidate by edit distance, or "" if none is close enough to suggest.

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <set>
 #include <sstream>
 
@@ -14,6 +15,7 @@
 #include "core/workload.hpp"
 #include "error.hpp"
 #include "trace.hpp"
+#include "yaml_node.hpp"
 
 namespace fleetsim {
 
@@ -42,143 +44,15 @@ const char* perf_name(PerfKind p) { return p == PerfKind::roofline ? "roofline" 
 
 namespace {
 
+using namespace detail;
+
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
-// The text a node came from, for locations.
-struct Source {
-  std::string file;
-  std::string base_dir;
-  std::vector<std::string> lines;
-  std::map<std::string, std::string> overridden;  // dotted path -> the --set text
-};
-
-// A YAML node with its dotted path, so errors can say where and what.
-struct N {
-  YAML::Node node;
-  std::string path;
-  const Source* src;
-
-  Location where() const {
-    for (const auto& [p, text] : src->overridden)
-      if (path == p || path.rfind(p + ".", 0) == 0) return Location{"--set " + text, 0, 0, ""};
-    Location l;
-    l.file = src->file;
-    if (node.IsDefined()) {
-      const YAML::Mark m = node.Mark();
-      if (m.line >= 0) {
-        l.line = m.line + 1;
-        l.column = m.column + 1;
-        if (size_t(m.line) < src->lines.size()) l.source_line = src->lines[size_t(m.line)];
-      }
-    }
-    return l;
-  }
-  [[noreturn]] void fail(const std::string& msg) const {
-    throw InputError(where(), (path.empty() ? std::string() : path + ": ") + msg);
-  }
-  bool has(const char* key) const { return node.IsMap() && node[key].IsDefined() && !node[key].IsNull(); }
-  N at(const char* key) const {
-    const std::string p = path.empty() ? key : path + "." + key;
-    if (!node.IsMap()) fail("expected a mapping");
-    return N{node[key], p, src};
-  }
-  // the location of a missing key is its parent map
-  N req(const char* key) const {
-    if (!has(key)) fail(std::string("missing required key '") + key + "'");
-    return at(key);
-  }
-  void require_map() const {
-    if (!node.IsMap()) fail("expected a mapping of keys to values");
-  }
-  void allow_keys(const std::vector<std::string>& keys) const {
-    require_map();
-    for (auto it = node.begin(); it != node.end(); ++it) {
-      const std::string k = it->first.as<std::string>();
-      bool ok = false;
-      for (const auto& a : keys) ok = ok || a == k;
-      if (!ok) {
-        N kn{it->first, path.empty() ? k : path + "." + k, src};
-        std::string s = did_you_mean(k, keys);
-        std::string all;
-        for (const auto& a : keys) all += (all.empty() ? "" : ", ") + a;
-        kn.fail("unknown key '" + k + "'" + (s.empty() ? " (expected one of: " + all + ")" : " (did you mean '" + s + "'?)"));
-      }
-    }
-  }
-  std::string str() const {
-    if (!node.IsScalar()) fail("expected a string");
-    return node.Scalar();
-  }
-  double num() const {
-    if (!node.IsScalar()) fail("expected a number");
-    const std::string& s = node.Scalar();
-    char* end = nullptr;
-    const double v = std::strtod(s.c_str(), &end);
-    if (s.empty() || !end || *end != '\0' || !std::isfinite(v)) fail("expected a number, got '" + s + "'");
-    return v;
-  }
-  double num_in(double lo, double hi, const char* what = nullptr) const {
-    const double v = num();
-    if (!(v >= lo && v <= hi)) {
-      std::ostringstream o;
-      o << "value " << node.Scalar() << " is out of range (expected " << (what ? what : "a number") << " in [" << lo
-        << ", " << hi << "])";
-      fail(o.str());
-    }
-    return v;
-  }
-  double pos(double hi) const {  // > 0
-    const double v = num();
-    if (!(v > 0 && v <= hi)) {
-      std::ostringstream o;
-      o << "value " << node.Scalar() << " is out of range (expected a number > 0 and <= " << hi << ")";
-      fail(o.str());
-    }
-    return v;
-  }
-  int64_t integer(int64_t lo, int64_t hi) const {
-    const double v = num();
-    if (v != std::floor(v)) fail("expected an integer, got '" + node.Scalar() + "'");
-    if (v < double(lo) || v > double(hi))
-      fail("value " + node.Scalar() + " is out of range (expected an integer in [" + std::to_string(lo) + ", " +
-           std::to_string(hi) + "])");
-    return int64_t(v);
-  }
-  std::string choice(const std::vector<std::string>& options) const {
-    const std::string s = str();
-    for (const auto& o : options)
-      if (o == s) return s;
-    std::string all;
-    for (const auto& o : options) all += (all.empty() ? "" : ", ") + o;
-    const std::string sug = did_you_mean(s, options);
-    fail("unknown value '" + s + "' (expected one of: " + all + ")" + (sug.empty() ? "" : "; did you mean '" + sug + "'?"));
-  }
-};
-
-std::vector<std::string> split_lines(const std::string& text) {
-  std::vector<std::string> lines;
-  std::string cur;
-  for (char c : text) {
-    if (c == '\n') {
-      lines.push_back(cur);
-      cur.clear();
-    } else if (c != '\r') {
-      cur += c;
-    }
-  }
-  lines.push_back(cur);
-  return lines;
-}
-
-// Apply "a.b.c=value" to the YAML tree.
-void apply_override(YAML::Node root, const std::string& text, Source& src) {
-  const size_t eq = text.find('=');
-  if (eq == std::string::npos || eq == 0)
-    throw InputError(Location{"--set " + text, 0, 0, ""}, "expected PATH=VALUE, e.g. fleet.replicas=4");
-  const std::string path = text.substr(0, eq), value = text.substr(eq + 1);
+// Apply one override to the YAML tree.
+void apply_override(YAML::Node root, const Override& o, Source& src) {
   std::vector<std::string> parts;
   std::string cur;
-  for (char c : path) {
+  for (char c : o.path) {
     if (c == '.') {
       parts.push_back(cur);
       cur.clear();
@@ -188,19 +62,17 @@ void apply_override(YAML::Node root, const std::string& text, Source& src) {
   }
   parts.push_back(cur);
   for (const auto& p : parts)
-    if (p.empty()) throw InputError(Location{"--set " + text, 0, 0, ""}, "empty key in path '" + path + "'");
+    if (p.empty()) throw InputError(o.origin, "empty key in path '" + o.path + "'");
   YAML::Node value_node;
   try {
-    value_node = YAML::Load(value);
+    value_node = YAML::Load(o.value);
   } catch (const YAML::Exception& e) {
-    throw InputError(Location{"--set " + text, 0, 0, ""}, "value is not valid YAML: " + e.msg);
+    throw InputError(o.origin, "value is not valid YAML: " + e.msg);
   }
   YAML::Node node = root;
   for (size_t i = 0; i + 1 < parts.size(); ++i) {
-    if (!node.IsMap()) {
-      throw InputError(Location{"--set " + text, 0, 0, ""},
-                       "'" + parts[i - 1] + "' is not a mapping, so it has no key '" + parts[i] + "'");
-    }
+    if (!node.IsMap())
+      throw InputError(o.origin, "'" + parts[i - 1] + "' is not a mapping, so it has no key '" + parts[i] + "'");
     YAML::Node next = node[parts[i]];
     if (!next.IsDefined() || next.IsNull()) {
       node[parts[i]] = YAML::Node(YAML::NodeType::Map);
@@ -209,9 +81,9 @@ void apply_override(YAML::Node root, const std::string& text, Source& src) {
     node.reset(next);
   }
   if (!node.IsMap() && !node.IsNull())
-    throw InputError(Location{"--set " + text, 0, 0, ""}, "cannot set '" + path + "': its parent is not a mapping");
+    throw InputError(o.origin, "cannot set '" + o.path + "': its parent is not a mapping");
   node[parts.back()] = value_node;
-  src.overridden[path] = text;
+  src.overridden[o.path] = o.origin;
 }
 
 DistSpec parse_dist(const N& n, const std::string& base_dir) {
@@ -235,7 +107,7 @@ DistSpec parse_dist(const N& n, const std::string& base_dir) {
     d.kind = DistKind::uniform;
     d.a = double(n.req("min").integer(1, 10000000));
     d.b = double(n.req("max").integer(1, 10000000));
-    if (d.b < d.a) n.at("max").fail("max must be >= min");
+    if (d.b < d.a) n.at("max").fail("max must be >= min", ErrorKind::inconsistent);
     desc << "uniform(" << d.a << ".." << d.b << ")";
   } else if (kind == "lognormal") {
     n.allow_keys({"dist", "median", "p99", "mu", "sigma"});
@@ -244,7 +116,7 @@ DistSpec parse_dist(const N& n, const std::string& base_dir) {
       if (n.has("mu") || n.has("sigma")) n.fail("give either median and p99, or mu and sigma, not both");
       const double med = n.req("median").pos(1e7);
       const double p99 = n.req("p99").pos(1e8);
-      if (p99 < med) n.at("p99").fail("p99 must be >= median");
+      if (p99 < med) n.at("p99").fail("p99 must be >= median", ErrorKind::inconsistent);
       d.a = std::log(med);
       d.b = std::log(p99 / med) / 2.326;
       desc << "lognormal(median=" << med << ", p99=" << p99 << ")";
@@ -347,13 +219,24 @@ ModelSpec parse_model(const N& n, const ModelSpec* base, const std::string& name
   ifield("intermediate", m.intermediate, 1, 1 << 22);
   ifield("vocab", m.vocab, 1, 1 << 24);
   ifield("max_context", m.max_context, 2, 1 << 24);
-  if (m.kv_heads > m.heads) n.fail("kv_heads must be <= heads");
+  if (m.kv_heads > m.heads) n.fail("kv_heads must be <= heads", ErrorKind::inconsistent);
   if (n.has("notes")) m.notes = n.at("notes").str();
   return m;
 }
 
-double mean_of(const DistSpec& d, int max_context) {
+double mean_of(const DistSpec& d, int max_context, LoadCache* cache) {
   // by sampling the core's own sampler, so truncation and rounding are counted
+  std::string key;
+  if (cache) {
+    std::ostringstream k;
+    k.precision(17);
+    k << int(d.kind) << ' ' << d.a << ' ' << d.b << ' ' << max_context;
+    for (size_t i = 0; i < d.values.size(); ++i) k << ' ' << d.values[i] << ':' << d.cdf[i];
+    key = k.str();
+    std::lock_guard<std::mutex> lock(cache->mutex);
+    auto it = cache->means.find(key);
+    if (it != cache->means.end()) return it->second;
+  }
   SimParams dummy{};
   DistParams p{d.kind, d.a, d.b, d.values.data(), d.cdf.data(), int64_t(d.values.size())};
   const Rng rng = make_rng(0x5eed, 0);
@@ -365,23 +248,28 @@ double mean_of(const DistSpec& d, int max_context) {
     sum += double(x);
   }
   (void)dummy;
-  return sum / n;
+  const double mean = sum / n;
+  if (cache) {
+    std::lock_guard<std::mutex> lock(cache->mutex);
+    cache->means[key] = mean;
+  }
+  return mean;
 }
 
-Scenario build(const YAML::Node& root_node, Source& src, const std::vector<std::string>& overrides) {
+Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Override>& overrides) {
   const N root{root_node, "", &src};
   if (!root_node.IsMap()) root.fail("a scenario must be a YAML mapping (key: value lines)");
   root.allow_keys({"name", "description", "seed", "duration_s", "warmup_s", "device", "model", "weight_dtype",
-                   "kv_dtype", "engine", "fleet", "workload", "catalog"});
+                   "kv_dtype", "engine", "fleet", "workload", "catalog", "sweep"});
   Scenario s;
   s.source = src.file;
-  s.overrides = overrides;
+  for (const auto& o : overrides) s.overrides.push_back(o.label);
   s.name = root.has("name") ? root.at("name").str() : std::filesystem::path(src.file).stem().string();
   if (root.has("description")) s.description = root.at("description").str();
   s.seed = root.has("seed") ? uint64_t(root.at("seed").integer(0, int64_t(1) << 53)) : 1;
   s.duration_s = root.req("duration_s").pos(30.0 * 86400);
   s.warmup_s = root.has("warmup_s") ? root.at("warmup_s").num_in(0, 30.0 * 86400, "warmup_s") : 0.0;
-  if (s.warmup_s >= s.duration_s) root.at("warmup_s").fail("warmup_s must be less than duration_s");
+  if (s.warmup_s >= s.duration_s) root.at("warmup_s").fail("warmup_s must be less than duration_s", ErrorKind::inconsistent);
 
   // catalogs, with the scenario's overrides and additions
   std::vector<DeviceSpec> devices = builtin_devices();
@@ -466,24 +354,26 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<std::
   if (s.batching == Batching::continuous) {
     if (eng.has("max_batch") || eng.has("batch_window_s"))
       (eng.has("max_batch") ? eng.at("max_batch") : eng.at("batch_window_s"))
-          .fail("max_batch and batch_window_s apply to static batching only (set engine.batching: static)");
+          .fail("max_batch and batch_window_s apply to static batching only (set engine.batching: static)",
+                ErrorKind::inconsistent);
     if (s.max_batched_tokens < s.max_num_seqs)
       (eng.has("max_batched_tokens") ? eng.at("max_batched_tokens") : eng)
           .fail("max_batched_tokens (" + std::to_string(s.max_batched_tokens) + ") must be >= max_num_seqs (" +
-                std::to_string(s.max_num_seqs) + "): every running sequence needs a token of the step budget");
+                std::to_string(s.max_num_seqs) + "): every running sequence needs a token of the step budget",
+                ErrorKind::inconsistent);
   }
   s.perf_model = eng.has("perf_model") && eng.at("perf_model").choice({"roofline", "linear"}) == "linear"
                      ? PerfKind::linear
                      : PerfKind::roofline;
   if (s.perf_model == PerfKind::roofline) {
     for (const char* k : {"step_base_s", "per_prefill_token_s", "per_decode_seq_s", "per_context_token_s"})
-      if (eng.has(k)) eng.at(k).fail(std::string(k) + " belongs to perf_model: linear");
+      if (eng.has(k)) eng.at(k).fail(std::string(k) + " belongs to perf_model: linear", ErrorKind::inconsistent);
     s.mfu = eng.has("mfu") ? eng.at("mfu").pos(1.0) : 0.5;
     s.mbu = eng.has("mbu") ? eng.at("mbu").pos(1.0) : 0.8;
     s.step_overhead_s = eng.has("step_overhead_s") ? eng.at("step_overhead_s").num_in(0, 60) : 0.002;
   } else {
     for (const char* k : {"mfu", "mbu", "step_overhead_s"})
-      if (eng.has(k)) eng.at(k).fail(std::string(k) + " belongs to perf_model: roofline");
+      if (eng.has(k)) eng.at(k).fail(std::string(k) + " belongs to perf_model: roofline", ErrorKind::inconsistent);
     s.step_base_s = eng.req("step_base_s").num_in(0, 60);
     s.per_prefill_token_s = eng.has("per_prefill_token_s") ? eng.at("per_prefill_token_s").num_in(0, 60) : 0;
     s.per_decode_seq_s = eng.has("per_decode_seq_s") ? eng.at("per_decode_seq_s").num_in(0, 60) : 0;
@@ -515,7 +405,7 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<std::
     for (const char* k : {"rate_per_s", "cv", "peak_to_mean", "period_s", "peak_at_s", "path", "time_scale"}) {
       bool ok = false;
       for (const char* a : allowed) ok = ok || std::string(a) == k;
-      if (!ok && ar.has(k)) ar.at(k).fail(std::string("'") + k + "' does not apply to process: " + proc);
+      if (!ok && ar.has(k)) ar.at(k).fail(std::string("'") + k + "' does not apply to process: " + proc, ErrorKind::inconsistent);
     }
   };
   if (proc == "poisson") {
@@ -541,21 +431,30 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<std::
     std::string path = s.trace_path;
     if (!std::filesystem::path(path).is_absolute()) path = (std::filesystem::path(src.base_dir) / path).string();
     s.time_scale = ar.has("time_scale") ? ar.at("time_scale").pos(1e6) : 1.0;
-    TraceData t;
-    try {
-      t = load_trace_csv(path);
-    } catch (const InputError& e) {
-      ar.at("path").fail(e.one_line());
+    std::ostringstream key;
+    key.precision(17);
+    key << path << '\n' << s.time_scale;
+    {
+      std::unique_lock<std::mutex> lock(src.cache->mutex);
+      auto it = src.cache->traces.find(key.str());
+      if (it != src.cache->traces.end()) s.trace = it->second;
     }
-    for (auto& x : t.t_s) x *= s.time_scale;
-    s.trace_t_s = std::move(t.t_s);
-    s.trace_prompt = std::move(t.prompt);
-    s.trace_output = std::move(t.output);
+    if (!s.trace) {
+      auto t = std::make_shared<TraceData>();
+      try {
+        *t = load_trace_csv(path);
+      } catch (const InputError& e) {
+        ar.at("path").fail(e.one_line());
+      }
+      for (auto& x : t->t_s) x *= s.time_scale;
+      std::unique_lock<std::mutex> lock(src.cache->mutex);
+      s.trace = src.cache->traces.emplace(key.str(), std::move(t)).first->second;
+    }
     if (wl.has("prompt_tokens") || wl.has("output_tokens"))
       (wl.has("prompt_tokens") ? wl.at("prompt_tokens") : wl.at("output_tokens"))
-          .fail("a trace supplies its own lengths; remove prompt_tokens/output_tokens");
-    const double span = s.trace_t_s.back() > 0 ? s.trace_t_s.back() : 1.0;
-    s.rate_per_s = double(s.trace_t_s.size()) / span;
+          .fail("a trace supplies its own lengths; remove prompt_tokens/output_tokens", ErrorKind::inconsistent);
+    const double span = s.trace->t_s.back() > 0 ? s.trace->t_s.back() : 1.0;
+    s.rate_per_s = double(s.trace->t_s.size()) / span;
   }
   const bool generative = s.model.kind == ModelKind::generate;
   if (s.arrival != ArrivalKind::trace) {
@@ -565,21 +464,23 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<std::
     } else {
       if (wl.has("output_tokens"))
         wl.at("output_tokens").fail(std::string("model '") + s.model.name + "' is a " + model_kind_name(s.model.kind) +
-                                   " model: it generates no tokens, so output_tokens does not apply");
+                                   " model: it generates no tokens, so output_tokens does not apply",
+                                   ErrorKind::inconsistent);
       s.output.kind = DistKind::fixed;
       s.output.a = 1;
       s.output.describe = "none";
     }
-    s.mean_prompt_tokens = mean_of(s.prompt, s.model.max_context);
-    s.mean_output_tokens = generative ? mean_of(s.output, s.model.max_context) : 0;
+    s.mean_prompt_tokens = mean_of(s.prompt, s.model.max_context, src.cache);
+    s.mean_output_tokens = generative ? mean_of(s.output, s.model.max_context, src.cache) : 0;
   } else {
     double sp = 0, so = 0;
-    for (size_t i = 0; i < s.trace_prompt.size(); ++i) {
-      sp += s.trace_prompt[i];
-      so += s.trace_output[i];
+    const TraceData& tr = *s.trace;
+    for (size_t i = 0; i < tr.prompt.size(); ++i) {
+      sp += tr.prompt[i];
+      so += tr.output[i];
     }
-    s.mean_prompt_tokens = sp / double(s.trace_prompt.size());
-    s.mean_output_tokens = generative ? so / double(s.trace_output.size()) : 0;
+    s.mean_prompt_tokens = sp / double(tr.prompt.size());
+    s.mean_output_tokens = generative ? so / double(tr.output.size()) : 0;
     s.prompt.describe = "from trace";
     s.output.describe = generative ? "from trace" : "none";
   }
@@ -607,7 +508,7 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<std::
       << " + one KV block), the device offers " << s.capacity.usable_gib << " GiB (" << s.capacity.device_gib
       << " GiB x gpu_memory_utilization " << s.gpu_memory_utilization
       << "); try a larger device, a smaller weight_dtype, or fewer max_batched_tokens";
-    root.at("model").fail(o.str());
+    throw InputError(root.at("model").where(), "model: " + o.str(), ErrorKind::does_not_fit);
   }
 
   // the workspace must stay reasonable (it is per simulation, and sweeps run thousands)
@@ -620,7 +521,7 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<std::
   return s;
 }
 
-Scenario load_from(const std::string& text, Source src, const std::vector<std::string>& overrides) {
+Scenario load_from(const std::string& text, Source src, const std::vector<Override>& overrides) {
   src.lines = split_lines(text);
   YAML::Node root;
   try {
@@ -631,7 +532,8 @@ Scenario load_from(const std::string& text, Source src, const std::vector<std::s
     throw InputError(l, "malformed YAML: " + e.msg);
   }
   if (!root.IsDefined() || root.IsNull()) throw InputError(Location{src.file, 1, 1, ""}, "empty scenario file");
-  for (const auto& o : overrides) apply_override(root, o, src);
+  if (root.IsMap())
+    for (const auto& o : overrides) apply_override(root, o, src);
   try {
     return build(root, src, overrides);
   } catch (const YAML::Exception& e) {
@@ -660,10 +562,10 @@ SimParams Scenario::params() const {
   p.arrivals.diurnal_amplitude = peak_to_mean - 1.0;
   p.arrivals.diurnal_period_s = period_s;
   p.arrivals.diurnal_peak_at_s = peak_at_s;
-  p.arrivals.trace_t_s = trace_t_s.empty() ? nullptr : trace_t_s.data();
-  p.arrivals.trace_prompt = trace_prompt.empty() ? nullptr : trace_prompt.data();
-  p.arrivals.trace_output = trace_output.empty() ? nullptr : trace_output.data();
-  p.arrivals.trace_n = int64_t(trace_t_s.size());
+  p.arrivals.trace_t_s = trace ? trace->t_s.data() : nullptr;
+  p.arrivals.trace_prompt = trace ? trace->prompt.data() : nullptr;
+  p.arrivals.trace_output = trace ? trace->output.data() : nullptr;
+  p.arrivals.trace_n = trace ? int64_t(trace->t_s.size()) : 0;
   p.prompt = dist(prompt);
   p.output = dist(output);
   p.max_context = model.max_context;
@@ -712,34 +614,75 @@ SimParams Scenario::params() const {
   p.warmup_s = warmup_s;
   p.seed = seed;
   // a generous guard: a healthy run needs a handful of events per request
-  const double expected = arrival == ArrivalKind::trace ? double(trace_t_s.size()) : rate_per_s * duration_s * 2.0;
+  const double expected = arrival == ArrivalKind::trace ? double(trace->t_s.size()) : rate_per_s * duration_s * 2.0;
   p.max_events = int64_t(std::min(4.0e12, 200.0 * (expected + 1000.0) + 1.0e7));
   return p;
 }
 
+Override parse_set(const std::string& text) {
+  const size_t eq = text.find('=');
+  const Location origin{"--set " + text, 0, 0, ""};
+  if (eq == std::string::npos || eq == 0) throw InputError(origin, "expected PATH=VALUE, e.g. fleet.replicas=4");
+  return Override{text.substr(0, eq), text.substr(eq + 1), origin, text};
+}
+
+struct ScenarioSource::Impl {
+  std::string text, name, base_dir;
+  mutable LoadCache cache;
+};
+
+ScenarioSource ScenarioSource::from_text(const std::string& text, const std::string& name, const std::string& base_dir) {
+  ScenarioSource s;
+  s.impl_ = std::make_shared<Impl>();
+  s.impl_->text = text;
+  s.impl_->name = name;
+  s.impl_->base_dir = base_dir.empty() ? "." : base_dir;
+  return s;
+}
+
+ScenarioSource ScenarioSource::from_file(const std::string& path) {
+  if (std::filesystem::is_directory(path))
+    throw InputError(Location{path, 0, 0, ""}, "is a directory, not a scenario file");
+  std::ifstream f(path);
+  if (!f) throw InputError(Location{path, 0, 0, ""}, "cannot open scenario file (does it exist and is it readable?)");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return from_text(ss.str(), path, std::filesystem::path(path).parent_path().string());
+}
+
+ScenarioSource ScenarioSource::builtin_default() {
+  return from_text(default_scenario_text(), "<built-in default: scenarios/chat-default.yaml>", ".");
+}
+
+Scenario ScenarioSource::instantiate(const std::vector<Override>& overrides) const {
+  Source src;
+  src.file = impl_->name;
+  src.base_dir = impl_->base_dir;
+  src.cache = &impl_->cache;
+  return load_from(impl_->text, std::move(src), overrides);
+}
+
+const std::string& ScenarioSource::text() const { return impl_->text; }
+const std::string& ScenarioSource::name() const { return impl_->name; }
+const std::string& ScenarioSource::base_dir() const { return impl_->base_dir; }
+
+static std::vector<Override> parse_sets(const std::vector<std::string>& sets) {
+  std::vector<Override> out;
+  for (const auto& t : sets) out.push_back(parse_set(t));
+  return out;
+}
+
 Scenario load_scenario_text(const std::string& text, const std::string& name, const std::string& base_dir,
                             const std::vector<std::string>& overrides) {
-  Source src;
-  src.file = name;
-  src.base_dir = base_dir;
-  return load_from(text, std::move(src), overrides);
+  return ScenarioSource::from_text(text, name, base_dir).instantiate(parse_sets(overrides));
 }
 
 Scenario load_scenario_file(const std::string& path, const std::vector<std::string>& overrides) {
-  std::ifstream f(path);
-  if (!f) throw InputError(Location{path, 0, 0, ""}, "cannot open scenario file (does it exist and is it readable?)");
-  if (std::filesystem::is_directory(path)) throw InputError(Location{path, 0, 0, ""}, "is a directory, not a scenario file");
-  std::stringstream ss;
-  ss << f.rdbuf();
-  Source src;
-  src.file = path;
-  src.base_dir = std::filesystem::path(path).parent_path().string();
-  if (src.base_dir.empty()) src.base_dir = ".";
-  return load_from(ss.str(), std::move(src), overrides);
+  return ScenarioSource::from_file(path).instantiate(parse_sets(overrides));
 }
 
 Scenario load_default_scenario(const std::vector<std::string>& overrides) {
-  return load_scenario_text(default_scenario_text(), "<built-in default: scenarios/chat-default.yaml>", ".", overrides);
+  return ScenarioSource::builtin_default().instantiate(parse_sets(overrides));
 }
 
 }  // namespace fleetsim

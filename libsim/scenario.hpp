@@ -2,12 +2,15 @@
 // line and column (or the --set override) and says what was expected.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "capacity.hpp"
 #include "catalog.hpp"
 #include "core/params.hpp"
+#include "error.hpp"
+#include "trace.hpp"
 
 namespace fleetsim {
 
@@ -21,7 +24,7 @@ struct DistSpec {
 struct Scenario {
   std::string name, description;
   std::string source;  // file the scenario came from
-  std::vector<std::string> overrides;  // --set texts applied, in order
+  std::vector<std::string> overrides;  // "path=value" overrides applied, in order
   uint64_t seed = 0;
   double duration_s = 0, warmup_s = 0;
 
@@ -50,8 +53,7 @@ struct Scenario {
   ArrivalKind arrival = ArrivalKind::poisson;
   double rate_per_s = 0, cv = 1, peak_to_mean = 1, period_s = 86400, peak_at_s = 0, time_scale = 1;
   std::string trace_path;
-  std::vector<double> trace_t_s;
-  std::vector<int32_t> trace_prompt, trace_output;
+  std::shared_ptr<const TraceData> trace;  // shared between configurations of a sweep
   DistSpec prompt, output;
 
   // derived
@@ -60,6 +62,35 @@ struct Scenario {
 
   // The immutable core parameters; arrays point into this Scenario, which must outlive them.
   SimParams params() const;
+};
+
+// One change to a scenario before validation: a --set, or one value of a sweep parameter.
+struct Override {
+  std::string path;   // dotted scenario path, e.g. fleet.replicas
+  std::string value;  // the value as YAML text
+  Location origin;    // where it came from, for errors
+  std::string label;  // "path=value", as reports show it
+};
+
+// "a.b=v" -> an Override located at "--set a.b=v". Throws InputError.
+Override parse_set(const std::string& text);
+
+// A scenario parsed once and instantiated per configuration (thread-safe: each instantiation
+// parses its own copy; traces and derived means are cached and shared).
+class ScenarioSource {
+ public:
+  static ScenarioSource from_file(const std::string& path);
+  static ScenarioSource from_text(const std::string& text, const std::string& name, const std::string& base_dir);
+  static ScenarioSource builtin_default();
+  Scenario instantiate(const std::vector<Override>& overrides = {}) const;
+  const std::string& text() const;
+  const std::string& name() const;
+  const std::string& base_dir() const;
+
+  struct Impl;
+
+ private:
+  std::shared_ptr<Impl> impl_;
 };
 
 // Load a scenario from a file, or from text (name is used in messages), applying `--set`

@@ -112,10 +112,10 @@ TEST_CASE("traces load in all three column layouts") {
     const Scenario s = test::scenario(
         "duration_s: 100\nwarmup_s: 0\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\nfleet: {replicas: 1}\n"
         "workload: {arrival: {process: trace, path: " + path + "}}\n");
-    REQUIRE(s.trace_t_s.size() == 2);
-    CHECK(s.trace_t_s[1] - s.trace_t_s[0] == doctest::Approx(1.0));
-    CHECK(s.trace_prompt[1] == 20);
-    CHECK(s.trace_output[0] == 5);
+    REQUIRE(s.trace->t_s.size() == 2);
+    CHECK(s.trace->t_s[1] - s.trace->t_s[0] == doctest::Approx(1.0));
+    CHECK(s.trace->prompt[1] == 20);
+    CHECK(s.trace->output[0] == 5);
     const auto r = test::run(s);
     CHECK(r.tally->completed == 2);
     CHECK(r.tally->input_tokens == 30);
@@ -130,7 +130,7 @@ TEST_CASE("the Azure conversation trace replays every request in the window") {
   const Scenario s = load_scenario_file(std::string(FLEETSIM_SOURCE_DIR) + "/scenarios/azure-conv-replay.yaml");
   const auto r = test::run(s);
   int64_t in_window = 0;
-  for (double t : s.trace_t_s) in_window += (t >= s.warmup_s && t < s.duration_s) ? 1 : 0;
+  for (double t : s.trace->t_s) in_window += (t >= s.warmup_s && t < s.duration_s) ? 1 : 0;
   CHECK(r.tally->arrived == in_window);
   CHECK(r.tally->arrived == r.tally->completed + r.tally->rejected_queue_full + r.tally->rejected_too_long);
   CHECK(r.drained);

@@ -1,0 +1,154 @@
+// Internal: YAML nodes that remember their dotted path and source, so that every validation
+// error can say where (file:line:column, or the override that set the value) and what.
+#pragma once
+#include <yaml-cpp/yaml.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "error.hpp"
+#include "trace.hpp"
+
+namespace fleetsim::detail {
+
+// Traces and sampled means, shared by every instantiation of one scenario source.
+struct LoadCache {
+  std::mutex mutex;
+  std::map<std::string, std::shared_ptr<const TraceData>> traces;
+  std::map<std::string, double> means;
+};
+
+// The text a node came from, for locations.
+struct Source {
+  std::string file;
+  std::string base_dir;
+  std::vector<std::string> lines;
+  std::map<std::string, Location> overridden;  // dotted path -> where its value came from
+  LoadCache* cache = nullptr;
+};
+
+// A YAML node with its dotted path, so errors can say where and what.
+struct N {
+  YAML::Node node;
+  std::string path;
+  const Source* src;
+
+  Location where() const {
+    for (const auto& [p, origin] : src->overridden)
+      if (path == p || path.rfind(p + ".", 0) == 0) return origin;
+    Location l;
+    l.file = src->file;
+    if (node.IsDefined()) {
+      const YAML::Mark m = node.Mark();
+      if (m.line >= 0) {
+        l.line = m.line + 1;
+        l.column = m.column + 1;
+        if (size_t(m.line) < src->lines.size()) l.source_line = src->lines[size_t(m.line)];
+      }
+    }
+    return l;
+  }
+  [[noreturn]] void fail(const std::string& msg, ErrorKind kind = ErrorKind::input) const {
+    throw InputError(where(), (path.empty() ? std::string() : path + ": ") + msg, kind);
+  }
+  bool has(const char* key) const { return node.IsMap() && node[key].IsDefined() && !node[key].IsNull(); }
+  N at(const char* key) const {
+    const std::string p = path.empty() ? key : path + "." + key;
+    if (!node.IsMap()) fail("expected a mapping");
+    return N{node[key], p, src};
+  }
+  // the location of a missing key is its parent map
+  N req(const char* key) const {
+    if (!has(key)) fail(std::string("missing required key '") + key + "'");
+    return at(key);
+  }
+  void require_map() const {
+    if (!node.IsMap()) fail("expected a mapping of keys to values");
+  }
+  void allow_keys(const std::vector<std::string>& keys) const {
+    require_map();
+    for (auto it = node.begin(); it != node.end(); ++it) {
+      const std::string k = it->first.as<std::string>();
+      bool ok = false;
+      for (const auto& a : keys) ok = ok || a == k;
+      if (!ok) {
+        N kn{it->first, path.empty() ? k : path + "." + k, src};
+        std::string s = did_you_mean(k, keys);
+        std::string all;
+        for (const auto& a : keys) all += (all.empty() ? "" : ", ") + a;
+        kn.fail("unknown key '" + k + "'" + (s.empty() ? " (expected one of: " + all + ")" : " (did you mean '" + s + "'?)"));
+      }
+    }
+  }
+  std::string str() const {
+    if (!node.IsScalar()) fail("expected a string");
+    return node.Scalar();
+  }
+  double num() const {
+    if (!node.IsScalar()) fail("expected a number");
+    const std::string& s = node.Scalar();
+    char* end = nullptr;
+    const double v = std::strtod(s.c_str(), &end);
+    if (s.empty() || !end || *end != '\0' || !std::isfinite(v)) fail("expected a number, got '" + s + "'");
+    return v;
+  }
+  double num_in(double lo, double hi, const char* what = nullptr) const {
+    const double v = num();
+    if (!(v >= lo && v <= hi)) {
+      std::ostringstream o;
+      o << "value " << node.Scalar() << " is out of range (expected " << (what ? what : "a number") << " in [" << lo
+        << ", " << hi << "])";
+      fail(o.str());
+    }
+    return v;
+  }
+  double pos(double hi) const {  // > 0
+    const double v = num();
+    if (!(v > 0 && v <= hi)) {
+      std::ostringstream o;
+      o << "value " << node.Scalar() << " is out of range (expected a number > 0 and <= " << hi << ")";
+      fail(o.str());
+    }
+    return v;
+  }
+  int64_t integer(int64_t lo, int64_t hi) const {
+    const double v = num();
+    if (v != std::floor(v)) fail("expected an integer, got '" + node.Scalar() + "'");
+    if (v < double(lo) || v > double(hi))
+      fail("value " + node.Scalar() + " is out of range (expected an integer in [" + std::to_string(lo) + ", " +
+           std::to_string(hi) + "])");
+    return int64_t(v);
+  }
+  std::string choice(const std::vector<std::string>& options) const {
+    const std::string s = str();
+    for (const auto& o : options)
+      if (o == s) return s;
+    std::string all;
+    for (const auto& o : options) all += (all.empty() ? "" : ", ") + o;
+    const std::string sug = did_you_mean(s, options);
+    fail("unknown value '" + s + "' (expected one of: " + all + ")" + (sug.empty() ? "" : "; did you mean '" + sug + "'?"));
+  }
+};
+
+inline std::vector<std::string> split_lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::string cur;
+  for (char c : text) {
+    if (c == '\n') {
+      lines.push_back(cur);
+      cur.clear();
+    } else if (c != '\r') {
+      cur += c;
+    }
+  }
+  lines.push_back(cur);
+  return lines;
+}
+
+}  // namespace fleetsim::detail
