@@ -392,7 +392,7 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Overr
                : r == "central_queue" ? Router::central_queue
                                       : Router::least_outstanding;
   }
-  s.queue_limit = fl.has("queue_limit") ? int(fl.at("queue_limit").integer(0, 1000000)) : 1024;
+  s.queue_limit = fl.has("queue_limit") ? int(fl.at("queue_limit").integer(1, 1000000)) : 1024;
   s.usd_per_hour = fl.has("usd_per_hour") ? fl.at("usd_per_hour").num_in(0, 1e5) : s.device.usd_per_hour;
 
   // workload

@@ -1,40 +1,47 @@
-// Conservation laws over many random fleets: every request that arrives is completed or
-// rejected, every KV block comes back, tallies stay within physical bounds.
+// Conservation laws over many random fleets, and the cheap-event optimisation checked against
+// the plain model: merging decode steps into runs must not change what happens.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <random>
 
 #include "helpers.hpp"
 
 using namespace fleetsim;
 
-TEST_CASE("random fleets conserve requests and KV blocks") {
-  std::mt19937 g(20261130);
+namespace {
+
+std::string random_fleet(std::mt19937& g, int i, double duration = 300) {
   auto pick = [&](std::initializer_list<const char*> xs) {
     std::uniform_int_distribution<size_t> d(0, xs.size() - 1);
     return std::string(*(xs.begin() + d(g)));
   };
   auto uni = [&](double a, double b) { return std::uniform_real_distribution<double>(a, b)(g); };
   auto iuni = [&](int a, int b) { return std::uniform_int_distribution<int>(a, b)(g); };
+  const bool is_static = iuni(0, 3) == 0;
+  const std::string engine =
+      is_static ? "{batching: static, max_batch: " + std::to_string(iuni(1, 32)) +
+                      ", batch_window_s: " + std::to_string(uni(0, 0.2)) + "}"
+                : "{max_num_seqs: " + std::to_string(iuni(1, 64)) + ", max_batched_tokens: " +
+                      std::to_string(iuni(256, 4096)) + ", kv_block_tokens: " + std::to_string(iuni(1, 32)) +
+                      ", gpu_memory_utilization: " + std::to_string(uni(0.25, 0.9)) + "}";
+  const std::string arrival = pick({"poisson", "gamma"});
+  return "duration_s: " + std::to_string(duration) + "\nwarmup_s: " + std::to_string(uni(0, duration / 3)) +
+         "\nseed: " + std::to_string(i) + "\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\nengine: " + engine +
+         "\nfleet: {replicas: " + std::to_string(iuni(1, 6)) + ", router: " +
+         pick({"round_robin", "least_outstanding", "central_queue"}) + ", queue_limit: " + std::to_string(iuni(1, 300)) +
+         "}\nworkload:\n  arrival: {process: " + arrival + ", rate_per_s: " + std::to_string(uni(0.5, 30)) +
+         (arrival == "gamma" ? ", cv: 3" : "") + "}\n  prompt_tokens: {dist: lognormal, median: " +
+         std::to_string(iuni(50, 2000)) + ", p99: 12000}\n  output_tokens: {dist: geometric, mean: " +
+         std::to_string(iuni(1, 600)) + "}\n";
+}
+
+}  // namespace
+
+TEST_CASE("random fleets conserve requests and KV blocks") {
+  std::mt19937 g(20261130);
   for (int i = 0; i < 150; ++i) {
-    const bool is_static = iuni(0, 3) == 0;
-    std::string engine = is_static
-                             ? "{batching: static, max_batch: " + std::to_string(iuni(1, 32)) +
-                                   ", batch_window_s: " + std::to_string(uni(0, 0.2)) + "}"
-                             : "{max_num_seqs: " + std::to_string(iuni(1, 64)) +
-                                   ", max_batched_tokens: " + std::to_string(iuni(256, 4096)) +
-                                   ", kv_block_tokens: " + std::to_string(iuni(1, 32)) +
-                                   ", gpu_memory_utilization: " + std::to_string(uni(0.25, 0.9)) + "}";
-    const std::string arrival = pick({"poisson", "gamma"});
-    const std::string yaml =
-        "duration_s: 300\nwarmup_s: " + std::to_string(uni(0, 100)) + "\nseed: " + std::to_string(i) +
-        "\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\nengine: " + engine +
-        "\nfleet: {replicas: " + std::to_string(iuni(1, 6)) + ", router: " +
-        pick({"round_robin", "least_outstanding", "central_queue"}) +
-        ", queue_limit: " + std::to_string(iuni(1, 300)) + "}\nworkload:\n  arrival: {process: " + arrival +
-        ", rate_per_s: " + std::to_string(uni(0.5, 30)) + (arrival == "gamma" ? ", cv: 3" : "") +
-        "}\n  prompt_tokens: {dist: lognormal, median: " + std::to_string(iuni(50, 2000)) +
-        ", p99: 12000}\n  output_tokens: {dist: geometric, mean: " + std::to_string(iuni(1, 600)) + "}\n";
+    const std::string yaml = random_fleet(g, i);
     CAPTURE(yaml);
     const auto r = test::run(test::scenario(yaml));
     const Tally& t = *r.tally;
@@ -50,4 +57,37 @@ TEST_CASE("random fleets conserve requests and KV blocks") {
       CHECK(t.queue_wait.min >= 0.0);
     }
   }
+}
+
+TEST_CASE("decode runs in closed form give what stepping one step at a time gives") {
+  std::mt19937 g(7);
+  int compared = 0;
+  for (int i = 0; i < 120; ++i) {
+    const std::string yaml = random_fleet(g, i, 120);
+    CAPTURE(yaml);
+    const Scenario s = test::scenario(yaml);
+    SimParams merged = s.params();
+    SimParams stepped = merged;
+    stepped.max_run_steps = 1;
+    stepped.max_events = int64_t(1) << 40;
+    HostWorkspace ws;
+    const auto a = simulate_once(merged, 0, ws);
+    const auto b = simulate_once(stepped, 0, ws);
+    REQUIRE(b->status == 0);
+    CHECK(a->arrived == b->arrived);
+    CHECK(a->completed == b->completed);
+    CHECK(a->rejected_queue_full == b->rejected_queue_full);
+    CHECK(a->preempted == b->preempted);
+    CHECK(a->output_tokens == b->output_tokens);
+    // times agree to rounding: closed-form sums against step-by-step sums
+    CHECK(a->e2e.sum == doctest::Approx(b->e2e.sum).epsilon(1e-9));
+    CHECK(a->ttft.sum == doctest::Approx(b->ttft.sum).epsilon(1e-9));
+    CHECK(a->busy_s == doctest::Approx(b->busy_s).epsilon(1e-9));
+    // work in a run that straddles warmup_s is counted pro rata by time, not step by step
+    CHECK(a->flops == doctest::Approx(b->flops).epsilon(1e-3));
+    CHECK(a->bytes == doctest::Approx(b->bytes).epsilon(1e-3));
+    if (s.batching == Batching::continuous) CHECK(a->events < b->events + 1);
+    ++compared;
+  }
+  CHECK(compared == 120);
 }

@@ -501,6 +501,8 @@ FLEETSIM_HD inline void cont_finish_run(Sim& s, int32_t r, double t) {
   R.run_k = 0;
 }
 
+FLEETSIM_HD inline void cont_kick(Sim& s, int32_t r, double t);
+
 // Start the next step of replica r at time t: allocate, admit, and plan the run.
 FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
   const SimParams& p = *s.p;
@@ -511,7 +513,11 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
 
   // 1. a KV slot for every decoding sequence, preempting the newest while blocks are short
   int64_t need = R.n_decode > 0 ? s.rescnt[r * s.bs + int32_t(st % s.bs)] : 0;
-  while (need > R.free_blocks) need -= preempt_newest(s, r, st);
+  int32_t changed = 0;  // queue head changed: preemptions pushed to it, or admissions took from it
+  while (need > R.free_blocks) {
+    need -= preempt_newest(s, r, st);
+    changed = 1;
+  }
   R.free_blocks -= need;
 
   // 2. prefill chunks: running prefills first, then admissions, within the token budget
@@ -537,6 +543,7 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
     if (blocks > R.free_blocks - p.kv_watermark_blocks) break;
     q_pop_front(s, Q);
     s.waiting--;
+    changed = 1;
     if (q.t_admit < 0.0) q.t_admit = t;
     const int32_t sl = R.free_head;
     Seq& x = slot(s, r, sl);
@@ -567,6 +574,11 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
     ppairs += cd * (cd + 1.0) * 0.5;
   }
 
+  // With a shared queue, work this replica left behind (or sent back) is offered to the others.
+  if (changed && p.router == Router::central_queue && Q.size > 0)
+    for (int32_t o = 0; o < p.replicas; ++o)
+      if (o != r) cont_kick(s, o, t);
+
   if (R.n_running == 0) {  // nothing to do: idle until work arrives
     R.busy = 0;
     R.run_k = 0;
@@ -592,6 +604,7 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
     const int64_t k_fin = slot(s, r, s.fheap[r * s.S]).finish - st + 1;
     const int64_t k_blk = 1 + steps_covered(s, r, st + 1, R.free_blocks);
     R.run_k = min_of(k_fin, k_blk);
+    if (p.max_run_steps > 0 && R.run_k > p.max_run_steps) R.run_k = p.max_run_steps;
     R.run_blocks_rate = n / double(s.bs);
   }
   set_next(s, r, t + line_sum(R.run_line, R.run_k));

@@ -94,6 +94,7 @@ struct SimParams {
   double warmup_s;
   uint64_t seed;
   int64_t max_events;  // guard against runaway configurations
+  int64_t max_run_steps;  // 0: decode runs as long as the batch is unchanged; 1: every step an event (tests)
 };
 
 }  // namespace fleetsim
