@@ -4,7 +4,9 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 
 #include "libsim/capacity.hpp"
@@ -13,6 +15,7 @@
 #include "libsim/report.hpp"
 #include "libsim/runner.hpp"
 #include "libsim/scenario.hpp"
+#include "libsim/sweep.hpp"
 
 namespace {
 
@@ -33,15 +36,85 @@ struct Options {
   int64_t context = 4096;
   double gpu_mem_util = 0.9;
   int max_num_seqs = 256, max_batched_tokens = 8192, kv_block_tokens = 16;
+  // sweep
+  std::string backend = "auto", shard;
+  int threads = 0;
+  std::vector<std::string> inputs;
 };
 
 void emit(const std::string& text) { std::fwrite(text.data(), 1, text.size(), stdout); }
 
-Scenario load(const Options& o) {
+ScenarioSource source(const Options& o) {
   std::vector<std::string> sets = o.sets;
   if (o.seed >= 0) sets.push_back("seed=" + std::to_string(o.seed));
   if (o.duration >= 0) sets.push_back("duration_s=" + fmt::format("{}", o.duration));
-  return o.scenario.empty() ? load_default_scenario(sets) : load_scenario_file(o.scenario, sets);
+  const ScenarioSource src = o.scenario.empty() ? ScenarioSource::builtin_default() : ScenarioSource::from_file(o.scenario);
+  return src.with_overrides(parse_sets(sets));
+}
+
+Scenario load(const Options& o) { return source(o).instantiate(); }
+
+bool has_sweep(const ScenarioSource& src) { return src.text().find("sweep:") != std::string::npos; }
+
+// A progress bar on a terminal (stderr), nothing otherwise.
+std::function<void(uint64_t, uint64_t)> progress_bar() {
+  if (!isatty(STDERR_FILENO)) return {};
+  const auto start = std::chrono::steady_clock::now();
+  return [start](uint64_t done, uint64_t total) {
+    const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const int width = 30;
+    const int fill = total ? int(double(width) * double(done) / double(total)) : width;
+    const std::string eta = done > 0 && done < total ? fmt::format(", ~{:.0f} s left", el * double(total - done) / double(done)) : "";
+    std::fprintf(stderr, "\r[%s%s] %llu/%llu configurations, %.1f s%s   ", std::string(size_t(fill), '#').c_str(),
+                 std::string(size_t(width - fill), '.').c_str(), (unsigned long long)done, (unsigned long long)total, el,
+                 eta.c_str());
+    if (done == total) std::fprintf(stderr, "\n");
+    std::fflush(stderr);
+  };
+}
+
+void emit_sweep(const Json& doc, const std::string& format) {
+  if (format == "json") emit(doc.dump(2) + "\n");
+  else if (format == "csv") emit(sweep_to_csv(doc));
+  else emit(format_sweep_table(doc));
+}
+
+int cmd_sweep(const Options& o) {
+  const ScenarioSource src = source(o);
+  const SweepSpec spec = parse_sweep(src);
+  SweepOptions opt;
+  opt.backend = o.backend == "cpu" ? Backend::cpu : o.backend == "cuda" ? Backend::cuda : Backend::auto_select;
+  opt.threads = o.threads;
+  if (!o.shard.empty()) {
+    unsigned k = 0, n = 0;
+    char slash = 0, extra = 0;
+    if (std::sscanf(o.shard.c_str(), "%u%c%u%c", &k, &slash, &n, &extra) != 3 || slash != '/' || n == 0 || k >= n)
+      throw InputError(Location{"--shard " + o.shard, 0, 0, ""}, "expected K/N with 0 <= K < N, e.g. --shard 0/4");
+    opt.shard_index = k;
+    opt.shard_count = n;
+  }
+  std::string note;
+  resolve_backend(opt.backend, &note);
+  std::fprintf(stderr, "fleetsim sweep: %llu configurations x %u replications on the %s\n",
+               (unsigned long long)spec.count(), spec.replications, note.c_str());
+  opt.progress = progress_bar();
+  emit_sweep(run_sweep(src, spec, opt), o.format);
+  return kExitOk;
+}
+
+int cmd_merge(const Options& o) {
+  std::vector<std::pair<std::string, Json>> shards;
+  for (const auto& path : o.inputs) {
+    std::ifstream f(path);
+    if (!f) throw InputError(Location{path, 0, 0, ""}, "cannot open shard file (does it exist and is it readable?)");
+    try {
+      shards.emplace_back(path, Json::parse(f));
+    } catch (const Json::parse_error& e) {
+      throw InputError(Location{path, 0, 0, ""}, std::string("not valid JSON: ") + e.what());
+    }
+  }
+  emit_sweep(merge_sweeps(shards), o.format);
+  return kExitOk;
 }
 
 int cmd_run(const Options& o) {
@@ -58,10 +131,16 @@ int cmd_run(const Options& o) {
 }
 
 int cmd_validate(const Options& o) {
-  const Scenario s = load(o);
-  emit(fmt::format("{}: ok ({} x {} {}, {} batching; KV {:.1f} GiB = {} tokens per replica)\n", s.source, s.replicas,
-                   s.device.name, s.model.name, batching_name(s.batching), s.capacity.kv_gib,
-                   s.capacity.kv_capacity_tokens));
+  const ScenarioSource src = source(o);
+  const Scenario s = src.instantiate();
+  std::string sweep;
+  if (has_sweep(src)) {
+    const SweepSpec spec = parse_sweep(src);
+    sweep = fmt::format("; sweep of {} configurations x {} replications", spec.count(), spec.replications);
+  }
+  emit(fmt::format("{}: ok ({} x {} {}, {} batching; KV {:.1f} GiB = {} tokens per replica{})\n", s.source,
+                   s.replicas, s.device.name, s.model.name, batching_name(s.batching), s.capacity.kv_gib,
+                   s.capacity.kv_capacity_tokens, sweep));
   return kExitOk;
 }
 
@@ -190,6 +269,8 @@ int main(int argc, char** argv) {
       {"validate", "check a scenario without running it", cmd_validate},
       {"capacity", "static memory arithmetic: weights, KV cache, concurrency at a context length", cmd_capacity},
       {"catalog", "list the built-in devices and models", cmd_catalog},
+      {"sweep", "run a scenario's sweep: many configurations x replications, on CPU threads or CUDA", cmd_sweep},
+      {"merge", "combine the JSON outputs of sweep shards into the whole sweep's result", cmd_merge},
   };
   std::vector<std::pair<CLI::App*, const Command*>> subs;
   for (const auto& c : commands) subs.emplace_back(app.add_subcommand(c.name, c.help), &c);
@@ -221,6 +302,18 @@ int main(int argc, char** argv) {
 
   CLI::App* cat = subs[3].first;
   add_format(cat, o);
+
+  CLI::App* sw = subs[4].first;
+  sw->add_option("scenario", o.scenario, "scenario YAML file with a sweep section")->required();
+  add_scenario_flags(sw, o);
+  sw->add_option("--backend", o.backend, "where simulations run")->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+  sw->add_option("--threads", o.threads, "CPU threads (default: all)")->check(CLI::Range(1, 4096));
+  sw->add_option("--shard", o.shard, "run only slice K of N (0 <= K < N); combine with fleetsim merge");
+  add_format(sw, o);
+
+  CLI::App* mg = subs[5].first;
+  mg->add_option("shards", o.inputs, "JSON outputs of `fleetsim sweep --shard K/N --format json`")->required();
+  add_format(mg, o);
 
   try {
     app.parse(argc, argv);

@@ -48,44 +48,6 @@ using namespace detail;
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
-// Apply one override to the YAML tree.
-void apply_override(YAML::Node root, const Override& o, Source& src) {
-  std::vector<std::string> parts;
-  std::string cur;
-  for (char c : o.path) {
-    if (c == '.') {
-      parts.push_back(cur);
-      cur.clear();
-    } else {
-      cur += c;
-    }
-  }
-  parts.push_back(cur);
-  for (const auto& p : parts)
-    if (p.empty()) throw InputError(o.origin, "empty key in path '" + o.path + "'");
-  YAML::Node value_node;
-  try {
-    value_node = YAML::Load(o.value);
-  } catch (const YAML::Exception& e) {
-    throw InputError(o.origin, "value is not valid YAML: " + e.msg);
-  }
-  YAML::Node node = root;
-  for (size_t i = 0; i + 1 < parts.size(); ++i) {
-    if (!node.IsMap())
-      throw InputError(o.origin, "'" + parts[i - 1] + "' is not a mapping, so it has no key '" + parts[i] + "'");
-    YAML::Node next = node[parts[i]];
-    if (!next.IsDefined() || next.IsNull()) {
-      node[parts[i]] = YAML::Node(YAML::NodeType::Map);
-      next = node[parts[i]];
-    }
-    node.reset(next);
-  }
-  if (!node.IsMap() && !node.IsNull())
-    throw InputError(o.origin, "cannot set '" + o.path + "': its parent is not a mapping");
-  node[parts.back()] = value_node;
-  src.overridden[o.path] = o.origin;
-}
-
 DistSpec parse_dist(const N& n, const std::string& base_dir) {
   DistSpec d;
   if (n.node.IsScalar()) {  // shorthand for fixed
@@ -654,19 +616,28 @@ ScenarioSource ScenarioSource::builtin_default() {
   return from_text(default_scenario_text(), "<built-in default: scenarios/chat-default.yaml>", ".");
 }
 
+ScenarioSource ScenarioSource::with_overrides(std::vector<Override> base) const {
+  ScenarioSource s = *this;
+  s.base_ = std::move(base);
+  return s;
+}
+
 Scenario ScenarioSource::instantiate(const std::vector<Override>& overrides) const {
   Source src;
   src.file = impl_->name;
   src.base_dir = impl_->base_dir;
   src.cache = &impl_->cache;
-  return load_from(impl_->text, std::move(src), overrides);
+  if (base_.empty()) return load_from(impl_->text, std::move(src), overrides);
+  std::vector<Override> all = base_;
+  all.insert(all.end(), overrides.begin(), overrides.end());
+  return load_from(impl_->text, std::move(src), all);
 }
 
 const std::string& ScenarioSource::text() const { return impl_->text; }
 const std::string& ScenarioSource::name() const { return impl_->name; }
 const std::string& ScenarioSource::base_dir() const { return impl_->base_dir; }
 
-static std::vector<Override> parse_sets(const std::vector<std::string>& sets) {
+std::vector<Override> parse_sets(const std::vector<std::string>& sets) {
   std::vector<Override> out;
   for (const auto& t : sets) out.push_back(parse_set(t));
   return out;
@@ -674,15 +645,15 @@ static std::vector<Override> parse_sets(const std::vector<std::string>& sets) {
 
 Scenario load_scenario_text(const std::string& text, const std::string& name, const std::string& base_dir,
                             const std::vector<std::string>& overrides) {
-  return ScenarioSource::from_text(text, name, base_dir).instantiate(parse_sets(overrides));
+  return ScenarioSource::from_text(text, name, base_dir).with_overrides(parse_sets(overrides)).instantiate();
 }
 
 Scenario load_scenario_file(const std::string& path, const std::vector<std::string>& overrides) {
-  return ScenarioSource::from_file(path).instantiate(parse_sets(overrides));
+  return ScenarioSource::from_file(path).with_overrides(parse_sets(overrides)).instantiate();
 }
 
 Scenario load_default_scenario(const std::vector<std::string>& overrides) {
-  return ScenarioSource::builtin_default().instantiate(parse_sets(overrides));
+  return ScenarioSource::builtin_default().with_overrides(parse_sets(overrides)).instantiate();
 }
 
 }  // namespace fleetsim

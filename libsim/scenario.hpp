@@ -74,6 +74,7 @@ struct Override {
 
 // "a.b=v" -> an Override located at "--set a.b=v". Throws InputError.
 Override parse_set(const std::string& text);
+std::vector<Override> parse_sets(const std::vector<std::string>& texts);
 
 // A scenario parsed once and instantiated per configuration (thread-safe: each instantiation
 // parses its own copy; traces and derived means are cached and shared).
@@ -82,6 +83,9 @@ class ScenarioSource {
   static ScenarioSource from_file(const std::string& path);
   static ScenarioSource from_text(const std::string& text, const std::string& name, const std::string& base_dir);
   static ScenarioSource builtin_default();
+  // The same source with overrides applied before every instantiation's own (e.g. --set).
+  ScenarioSource with_overrides(std::vector<Override> base) const;
+  const std::vector<Override>& base_overrides() const { return base_; }
   Scenario instantiate(const std::vector<Override>& overrides = {}) const;
   const std::string& text() const;
   const std::string& name() const;
@@ -91,6 +95,7 @@ class ScenarioSource {
 
  private:
   std::shared_ptr<Impl> impl_;
+  std::vector<Override> base_;
 };
 
 // Load a scenario from a file, or from text (name is used in messages), applying `--set`

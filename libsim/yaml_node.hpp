@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "error.hpp"
+#include "scenario.hpp"
 #include "trace.hpp"
 
 namespace fleetsim::detail {
@@ -149,6 +150,44 @@ inline std::vector<std::string> split_lines(const std::string& text) {
   }
   lines.push_back(cur);
   return lines;
+}
+
+// Apply one override to the YAML tree.
+inline void apply_override(YAML::Node root, const Override& o, Source& src) {
+  std::vector<std::string> parts;
+  std::string cur;
+  for (char c : o.path) {
+    if (c == '.') {
+      parts.push_back(cur);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  parts.push_back(cur);
+  for (const auto& p : parts)
+    if (p.empty()) throw InputError(o.origin, "empty key in path '" + o.path + "'");
+  YAML::Node value_node;
+  try {
+    value_node = YAML::Load(o.value);
+  } catch (const YAML::Exception& e) {
+    throw InputError(o.origin, "value is not valid YAML: " + e.msg);
+  }
+  YAML::Node node = root;
+  for (size_t i = 0; i + 1 < parts.size(); ++i) {
+    if (!node.IsMap())
+      throw InputError(o.origin, "'" + parts[i - 1] + "' is not a mapping, so it has no key '" + parts[i] + "'");
+    YAML::Node next = node[parts[i]];
+    if (!next.IsDefined() || next.IsNull()) {
+      node[parts[i]] = YAML::Node(YAML::NodeType::Map);
+      next = node[parts[i]];
+    }
+    node.reset(next);
+  }
+  if (!node.IsMap() && !node.IsNull())
+    throw InputError(o.origin, "cannot set '" + o.path + "': its parent is not a mapping");
+  node[parts.back()] = value_node;
+  src.overridden[o.path] = o.origin;
 }
 
 }  // namespace fleetsim::detail

@@ -60,5 +60,29 @@ expect "bad format" 2 "" -- "$bin" run --format xml
 expect "no subcommand" 2 "" -- "$bin"
 expect "negative duration" 2 "" -- "$bin" run --duration -5
 
+# sweeps: shards merge into exactly the unsharded result
+small=(--set sweep.sample=12 --set duration_s=300 --set warmup_s=30 --threads 2)
+expect "sweep table" 0 "" -- "$bin" sweep "$src/tests/data/gpu-check.yaml" "${small[@]}"
+expect "sweep json" 0 "" -- "$bin" sweep "$src/tests/data/gpu-check.yaml" "${small[@]}" --format json
+cp "$tmp/out" "$tmp/whole.json"
+for k in 0 1 2; do
+  expect "shard $k" 0 "" -- "$bin" sweep "$src/tests/data/gpu-check.yaml" "${small[@]}" --shard "$k/3" --format json
+  cp "$tmp/out" "$tmp/shard$k.json"
+done
+expect "merge" 0 "" -- "$bin" merge "$tmp/shard2.json" "$tmp/shard0.json" "$tmp/shard1.json" --format json
+cmp -s "$tmp/out" "$tmp/whole.json" || { echo "FAIL: merged shards differ from the whole sweep"; fail=$((fail + 1)); }
+expect "merge incomplete" 2 "error: incomplete: 2 of 3 shards given; missing shard 1" -- \
+  "$bin" merge "$tmp/shard0.json" "$tmp/shard2.json"
+expect "merge missing file" 2 "/no/shard.json: error: cannot open shard file" -- "$bin" merge /no/shard.json
+expect "sweep csv" 0 "" -- "$bin" sweep "$src/tests/data/gpu-check.yaml" "${small[@]}" --format csv
+[ "$(wc -l <"$tmp/out")" -eq 13 ] || { echo "FAIL: sweep csv should have a header and 12 rows"; fail=$((fail + 1)); }
+expect "bad shard" 2 "--shard 3/3: error: expected K/N with 0 <= K < N" -- \
+  "$bin" sweep "$src/tests/data/gpu-check.yaml" --shard 3/3
+expect "no sweep section" 2 "error: no sweep section" -- "$bin" sweep "$src/scenarios/chat-default.yaml"
+if ! nvidia-smi -L >/dev/null 2>&1; then
+  expect "cuda without a device" 2 "--backend: error: cuda backend unavailable" -- \
+    "$bin" sweep "$src/tests/data/gpu-check.yaml" "${small[@]}" --backend cuda
+fi
+
 echo "cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -1,0 +1,17 @@
+// The CUDA entry points when this build has no CUDA backend.
+#include <stdexcept>
+
+#include "backend.hpp"
+
+namespace fleetsim {
+
+bool cuda_available(std::string* why) {
+  if (why) *why = "this build of fleetsim has no CUDA backend (nvcc was not found at configure time)";
+  return false;
+}
+std::string cuda_device_name() { return ""; }
+void cuda_simulate(const std::vector<SimJob>&, Tally*) {
+  throw std::runtime_error("this build of fleetsim has no CUDA backend");
+}
+
+}  // namespace fleetsim

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# On a machine with an NVIDIA GPU: build the CUDA backend (or use a portable build carried in
+# build-gpu/), check that the CPU and CUDA backends give byte-identical results on a sweep of
+# 1,024 configurations x 2 replications, and print the sweep benchmark. Finishes in minutes.
+#
+# Where the GPU machine has no Debian packages, build here first and carry build-gpu:
+#   cmake -S . -B build-gpu -G Ninja -DFLEETSIM_PORTABLE=ON -DFLEETSIM_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90
+#   cmake --build build-gpu
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=${OUT:-$(mktemp -d)}
+nvidia-smi -L || { echo "gpu-check: no NVIDIA GPU visible"; exit 1; }
+
+bin=build-gpu/fleetsim
+if ! "$bin" --version >/dev/null 2>&1; then
+  echo "gpu-check: building the CUDA backend"
+  cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DFLEETSIM_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90
+  cmake --build build-gpu --parallel "$(nproc)"
+fi
+
+scenario=tests/data/gpu-check.yaml
+echo "== CPU backend"
+time "$bin" sweep "$scenario" --backend cpu --format json >"$out/cpu.json"
+echo "== CUDA backend"
+time "$bin" sweep "$scenario" --backend cuda --format json >"$out/cuda.json"
+if cmp -s "$out/cpu.json" "$out/cuda.json"; then
+  echo "gpu-check: CPU and CUDA agree byte for byte on $(grep -c '"index"' "$out/cpu.json") rows"
+else
+  echo "gpu-check: CPU and CUDA results DIFFER"
+  diff <(tr ',' '\n' <"$out/cpu.json") <(tr ',' '\n' <"$out/cuda.json") | head -40
+  exit 1
+fi
+echo "== benchmark"
+build-gpu/tests/bench_sweep "$scenario" sweep.sample=256

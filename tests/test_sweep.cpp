@@ -1,0 +1,189 @@
+// Sweeps: rows equal single runs, shards merge into exactly the whole, confidence intervals
+// shrink as 1/sqrt(R), SLOs and infeasible configurations are reported, bad sweeps are refused.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "helpers.hpp"
+#include "libsim/sweep.hpp"
+
+using namespace fleetsim;
+
+namespace {
+
+const std::string kBase =
+    "name: sw\nduration_s: 900\nwarmup_s: 100\nseed: 3\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\n"
+    "fleet: {replicas: 1}\n"
+    "workload:\n  arrival: {process: poisson, rate_per_s: 4}\n"
+    "  prompt_tokens: {dist: lognormal, median: 800, p99: 4000}\n"
+    "  output_tokens: {dist: lognormal, median: 120, p99: 600}\n";
+
+ScenarioSource source(const std::string& sweep) { return ScenarioSource::from_text(kBase + sweep, "<sweep>", FLEETSIM_SOURCE_DIR); }
+
+Json run(const ScenarioSource& src, int threads = 2, uint32_t k = 0, uint32_t n = 1) {
+  const SweepSpec spec = parse_sweep(src);
+  SweepOptions o;
+  o.backend = Backend::cpu;
+  o.threads = threads;
+  o.shard_index = k;
+  o.shard_count = n;
+  return run_sweep(src, spec, o);
+}
+
+std::string error_of(const std::string& sweep) {
+  try {
+    parse_sweep(source(sweep));
+  } catch (const InputError& e) {
+    return e.one_line();
+  }
+  return "(no error)";
+}
+
+}  // namespace
+
+TEST_CASE("a configuration in a sweep gives the numbers fleetsim run gives for it") {
+  const auto src = source(
+      "sweep:\n  parameters:\n    fleet.replicas: [1, 2]\n    engine.max_num_seqs: [8, 64]\n  replications: 3\n");
+  const SweepSpec spec = parse_sweep(src);
+  REQUIRE(spec.count() == 4);
+  const Json doc = run(src);
+  REQUIRE(doc["rows"].size() == 4);
+  for (uint64_t c = 0; c < 4; ++c) {
+    const Scenario s = src.instantiate(spec.overrides(c));
+    std::vector<Json> reps;
+    for (uint32_t r = 0; r < 3; ++r) reps.push_back(test::run(s, r).report);
+    const Json& row = doc["rows"][c];
+    CHECK(row["index"] == c);
+    for (const char* path : {"/requests/completed", "/latency_s/ttft/p99", "/cost/per_million_output_tokens_usd",
+                             "/utilization/busy_fraction", "/throughput/output_tokens_per_s"}) {
+      CAPTURE(path);
+      const Json::json_pointer ptr(path);
+      const double mean = (reps[0][ptr].get<double>() + reps[1][ptr].get<double>() + reps[2][ptr].get<double>()) / 3.0;
+      CHECK(row["metrics"][ptr].get<double>() == mean);  // the same bits
+    }
+  }
+  // the parameters of a row are the values swept
+  CHECK(doc["rows"][3]["parameters"]["fleet.replicas"] == 2);
+  CHECK(doc["rows"][3]["parameters"]["engine.max_num_seqs"] == 64);
+}
+
+TEST_CASE("shards merge into exactly the unsharded sweep, whatever the thread count") {
+  const auto src = source(
+      "sweep:\n  parameters:\n    fleet.replicas: {from: 1, to: 3}\n    device: [h100-sxm-80gb, l4-24gb, a100-40gb]\n"
+      "    workload.arrival.rate_per_s: [2, 8]\n  replications: 2\n  slo: {latency_s.ttft.p99: 1.0}\n");
+  const std::string whole = run(src, 2).dump(1);
+  CHECK(run(src, 1).dump(1) == whole);
+  std::vector<std::pair<std::string, Json>> shards;
+  for (uint32_t k = 0; k < 4; ++k) {
+    const Json shard = run(src, 2, k, 4);
+    CHECK(shard["shard"]["index"] == k);
+    shards.emplace_back("shard" + std::to_string(k), Json::parse(shard.dump()));  // through text, as files
+  }
+  std::swap(shards[0], shards[3]);  // order does not matter
+  CHECK(merge_sweeps(shards).dump(1) == whole);
+  // a missing or duplicated shard is an error
+  auto three = shards;
+  three.pop_back();
+  CHECK_THROWS_AS(merge_sweeps(three), InputError);
+  auto dup = shards;
+  dup[1] = dup[0];
+  CHECK_THROWS_AS(merge_sweeps(dup), InputError);
+  // shards of another sweep are refused
+  const auto other = source("sweep:\n  parameters:\n    fleet.replicas: [1, 2]\n");
+  auto mixed = shards;
+  mixed[0].second = run(other, 2, 0, 4);
+  CHECK_THROWS_AS(merge_sweeps(mixed), InputError);
+}
+
+TEST_CASE("confidence intervals shrink as 1/sqrt(replications)") {
+  auto hw = [&](int reps) {
+    const Json d = run(source("sweep:\n  parameters:\n    fleet.replicas: [1]\n  replications: " + std::to_string(reps) + "\n"));
+    return d["rows"][0]["ci95"]["latency_s.ttft.p99"].get<double>();
+  };
+  const double h4 = hw(4), h16 = hw(16), h64 = hw(64);
+  MESSAGE("p99 TTFT half-width: R=4 " << h4 << ", R=16 " << h16 << ", R=64 " << h64);
+  // expected ratios: t(3)/t(15) * sqrt(16/4) = 2.99 and t(15)/t(63) * 2 = 2.13, times sampling noise in s
+  CHECK(h4 / h16 > 1.6);
+  CHECK(h4 / h16 < 6.0);
+  CHECK(h16 / h64 > 1.4);
+  CHECK(h16 / h64 < 3.5);
+}
+
+TEST_CASE("configurations that cannot run are reported as infeasible with the reason") {
+  const Json d = run(source("sweep:\n  parameters:\n    model: [llama-3.1-8b, llama-3.1-70b]\n"
+                            "    device: [h100-sxm-80gb, l4-24gb]\n    engine.max_batched_tokens: [128, 8192]\n"));
+  REQUIRE(d["rows"].size() == 8);
+  int no_fit = 0, inconsistent = 0, ran = 0;
+  for (const auto& r : d["rows"]) {
+    if (r["metrics"].is_null()) {
+      CHECK_FALSE(r["feasible"].get<bool>());
+      const std::string reason = r["reason"].get<std::string>();
+      if (reason.rfind("does not fit", 0) == 0) ++no_fit;
+      if (reason.rfind("inconsistent", 0) == 0) ++inconsistent;
+    } else {
+      ++ran;
+    }
+  }
+  CHECK(no_fit == 2);        // 70B on H100 and on L4 with 8192 tokens (128 tokens is inconsistent first)
+  CHECK(inconsistent == 4);  // max_batched_tokens 128 < max_num_seqs 256
+  CHECK(ran == 2);           // 8B on H100 and L4
+  CHECK(d["summary"]["infeasible_config"] == 6);
+}
+
+TEST_CASE("an SLO that nothing meets says so, and names the closest configuration") {
+  const Json d = run(source("sweep:\n  parameters:\n    fleet.replicas: [1, 2]\n  slo: {latency_s.ttft.p99: 0.000001}\n"));
+  CHECK(d["summary"]["feasible"] == 0);
+  CHECK(d["summary"]["cheapest"].is_null());
+  const std::string m = d["summary"]["message"].get<std::string>();
+  CHECK(m.find("no configuration meets the SLO; closest is #1") == 0);
+  CHECK(format_sweep_table(d).find("no configuration meets the SLO") != std::string::npos);
+}
+
+TEST_CASE("the cheapest feasible configuration and the Pareto frontier") {
+  const Json d = run(source("sweep:\n  parameters:\n    fleet.replicas: [1, 2, 3, 4]\n  slo: {latency_s.ttft.p99: {max: 10}}\n"));
+  // all feasible: the cheapest is one replica, the fastest four; the frontier runs between them
+  CHECK(d["summary"]["cheapest"]["index"] == 0);
+  const Json& pareto = d["summary"]["pareto"];
+  REQUIRE(pareto.size() >= 2);
+  CHECK(pareto.front() == 0);
+  double last_cost = -1, last_ttft = 1e9;
+  for (const auto& i : pareto) {
+    const Json& m = d["rows"][i.get<size_t>()]["metrics"];
+    CHECK(m["cost"]["per_million_output_tokens_usd"].get<double>() > last_cost);
+    CHECK(m["latency_s"]["ttft"]["p99"].get<double>() < last_ttft);
+    last_cost = m["cost"]["per_million_output_tokens_usd"].get<double>();
+    last_ttft = m["latency_s"]["ttft"]["p99"].get<double>();
+  }
+}
+
+TEST_CASE("random samples of a grid are distinct, reproducible and within the grid") {
+  const auto src = source("sweep:\n  parameters:\n    fleet.replicas: {from: 1, to: 50}\n"
+                          "    engine.max_num_seqs: {from: 8, to: 512, step: 8}\n  sample: 100\n");
+  const SweepSpec a = parse_sweep(src), b = parse_sweep(src);
+  CHECK(a.grid_size == 50 * 64);
+  REQUIRE(a.count() == 100);
+  CHECK(a.sampled == b.sampled);
+  for (size_t i = 1; i < a.sampled.size(); ++i) CHECK(a.sampled[i] > a.sampled[i - 1]);
+  CHECK(a.sampled.back() < a.grid_size);
+}
+
+TEST_CASE("bad sweep definitions are located errors") {
+  CHECK(error_of("sweep:\n  parameters:\n    fleet.replicas: []\n") ==
+        "<sweep>:14:21: error: sweep.parameters.fleet.replicas: empty list of values (give at least one)");
+  CHECK(error_of("sweep:\n  parameters:\n    fleet.replica: [1, 2]\n") ==
+        "<sweep>:14:21: error: fleet.replica: unknown key 'replica' (did you mean 'replicas'?)");
+  CHECK(error_of("sweep:\n  parameters:\n    fleet.replicas: [1, two]\n") ==
+        "<sweep>:14:25: error: fleet.replicas: expected a number, got 'two'");
+  CHECK(error_of("sweep:\n  parameters:\n    fleet.replicas: {from: 1, to: 1000}\n    engine.max_num_seqs: {from: 1, to: 1000}\n"
+                 "  max_configurations: 5000\n") ==
+        "<sweep>:14:5: error: sweep.parameters: 1000000 configurations exceed the limit of 5000 (raise "
+        "sweep.max_configurations, or sample: N random points of the grid)");
+  CHECK(error_of("sweep:\n  parameters:\n    fleet.replicas: [1]\n  slo: {latency_s.ttft.p98: 1}\n")
+            .find("<sweep>:15:9: error: sweep.slo.latency_s.ttft.p98: unknown metric 'latency_s.ttft.p98' (did you mean "
+                  "'latency_s.ttft.p9") == 0);
+  CHECK(error_of("sweep:\n  parameters: {}\n").find("no parameters to sweep") != std::string::npos);
+  CHECK(error_of("sweep:\n  parameters:\n    fleet.replicas: [1]\n  replications: 0\n").find("out of range") != std::string::npos);
+  CHECK(error_of("sweep:\n  paramters:\n    fleet.replicas: [1]\n").find("unknown key 'paramters' (did you mean 'parameters'?)") !=
+        std::string::npos);
+  CHECK(error_of("").find("no sweep section") != std::string::npos);
+}
