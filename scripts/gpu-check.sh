@@ -3,7 +3,8 @@
 # build-gpu/), check that the CPU and CUDA backends give byte-identical results on a sweep of
 # 1,024 configurations x 2 replications, and print the sweep benchmark. Finishes in minutes.
 #
-# Where the GPU machine has no Debian packages, build here first and carry build-gpu:
+# Where the GPU machine lacks the Debian packages, build a portable binary (it needs only glibc and
+# the driver) on a machine that has them, and bring build-gpu/fleetsim and build-gpu/tests/bench_sweep:
 #   cmake -S . -B build-gpu -G Ninja -DFLEETSIM_PORTABLE=ON -DFLEETSIM_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90
 #   cmake --build build-gpu
 set -euo pipefail

@@ -1,0 +1,105 @@
+// Mirroring parameters into another address space (the GPU's): the arrays the parameters point
+// to are packed into one buffer and every pointer is rewritten to its copy, and jobs are cut into
+// waves whose per-simulation state fits a memory budget. Host-only and backend-neutral, so the
+// CUDA backend's data layout is tested on the CPU (tests/test_mirror.cpp).
+#pragma once
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <type_traits>
+#include <vector>
+
+#include "backend.hpp"
+#include "core/engine.hpp"
+
+namespace fleetsim {
+
+struct Mirror {
+  std::vector<SimParams> params;         // distinct parameter sets, pointers not yet rewritten
+  std::vector<uint32_t> job_params;      // job -> index into params
+  std::vector<std::pair<const void*, size_t>> arrays;  // distinct arrays and their sizes
+  std::map<const void*, size_t> offset;  // array -> offset in the packed buffer
+  size_t array_bytes = 0;
+
+  explicit Mirror(const std::vector<SimJob>& jobs) {
+    std::map<const SimParams*, uint32_t> index_of;
+    for (const auto& j : jobs) {
+      auto it = index_of.emplace(j.params, uint32_t(params.size()));
+      if (it.second) params.push_back(*j.params);
+      job_params.push_back(it.first->second);
+    }
+    for (const auto& p : params) {
+      note(p.arrivals.trace_t_s, sizeof(double) * size_t(p.arrivals.trace_n));
+      note(p.arrivals.trace_prompt, sizeof(int32_t) * size_t(p.arrivals.trace_n));
+      note(p.arrivals.trace_output, sizeof(int32_t) * size_t(p.arrivals.trace_n));
+      note(p.prompt.values, sizeof(double) * size_t(p.prompt.n));
+      note(p.prompt.cdf, sizeof(double) * size_t(p.prompt.n));
+      note(p.output.values, sizeof(double) * size_t(p.output.n));
+      note(p.output.cdf, sizeof(double) * size_t(p.output.n));
+    }
+  }
+
+  // Copy every array into `dst` (array_bytes long) with `copy(dst_offset, src, bytes)`.
+  template <class Copy>
+  void pack(Copy&& copy) const {
+    for (const auto& [p, bytes] : arrays) copy(offset.at(p), p, bytes);
+  }
+
+  // The parameter sets with their pointers rewritten into a buffer at `base`.
+  std::vector<SimParams> relocated(const void* base) const {
+    std::vector<SimParams> out = params;
+    for (auto& p : out) {
+      move(p.arrivals.trace_t_s, base);
+      move(p.arrivals.trace_prompt, base);
+      move(p.arrivals.trace_output, base);
+      move(p.prompt.values, base);
+      move(p.prompt.cdf, base);
+      move(p.output.values, base);
+      move(p.output.cdf, base);
+    }
+    return out;
+  }
+
+ private:
+  void note(const void* p, size_t bytes) {
+    if (!p || !bytes || offset.count(p)) return;
+    offset[p] = array_bytes;
+    arrays.emplace_back(p, bytes);
+    array_bytes += (bytes + 15) & ~size_t(15);
+  }
+  template <class T>
+  void move(const T*& ptr, const void* base) const {
+    if (ptr) ptr = reinterpret_cast<const T*>(static_cast<const char*>(base) + offset.at(static_cast<const void*>(ptr)));
+  }
+};
+
+// Jobs [first, last) of one wave, with each job's workspace offset inside the wave's buffer.
+struct Wave {
+  size_t first = 0, last = 0;
+  std::vector<uint64_t> workspace_offset;
+  uint64_t workspace_bytes = 0;
+};
+
+// Cut jobs into waves whose workspaces plus tallies fit `budget` bytes (at least one job each).
+inline std::vector<Wave> plan_waves(const std::vector<SimJob>& jobs, uint64_t budget) {
+  std::vector<Wave> waves;
+  size_t first = 0;
+  while (first < jobs.size()) {
+    Wave w;
+    w.first = first;
+    size_t last = first;
+    while (last < jobs.size()) {
+      const uint64_t need = align_up(workspace_layout(*jobs[last].params).total);
+      if (last > first && w.workspace_bytes + need + sizeof(Tally) * (last - first + 1) > budget) break;
+      w.workspace_offset.push_back(w.workspace_bytes);
+      w.workspace_bytes += need;
+      ++last;
+    }
+    w.last = last;
+    waves.push_back(std::move(w));
+    first = last;
+  }
+  return waves;
+}
+
+}  // namespace fleetsim
