@@ -78,6 +78,8 @@ expect "sweep csv" 0 "" -- "$bin" sweep "$src/tests/data/gpu-check.yaml" "${smal
 [ "$(wc -l <"$tmp/out")" -eq 13 ] || { echo "FAIL: sweep csv should have a header and 12 rows"; fail=$((fail + 1)); }
 expect "bad shard" 2 "--shard 3/3: error: expected K/N with 0 <= K < N" -- \
   "$bin" sweep "$src/tests/data/gpu-check.yaml" --shard 3/3
+expect "grid over the limit" 2 "error: sweep.parameters: 1024 configurations exceed the limit of 100" -- \
+  "$bin" sweep "$src/tests/data/gpu-check.yaml" --set sweep.max_configurations=100
 expect "no sweep section" 2 "error: no sweep section" -- "$bin" sweep "$src/scenarios/chat-default.yaml"
 if ! nvidia-smi -L >/dev/null 2>&1; then
   expect "cuda without a device" 2 "--backend: error: cuda backend unavailable" -- \
