@@ -138,9 +138,13 @@ int cmd_validate(const Options& o) {
     const SweepSpec spec = parse_sweep(src);
     sweep = fmt::format("; sweep of {} configurations x {} replications", spec.count(), spec.replications);
   }
-  emit(fmt::format("{}: ok ({} x {} {}, {} batching; KV {:.1f} GiB = {} tokens per replica{})\n", s.source,
-                   s.replicas, s.device.name, s.model.name, batching_name(s.batching), s.capacity.kv_gib,
-                   s.capacity.kv_capacity_tokens, sweep));
+  std::string pools;
+  for (const auto& P : s.pools)
+    pools += fmt::format("{}{}{} x {} {}, {} batching, KV {:.1f} GiB = {} tokens per replica", pools.empty() ? "" : "; ",
+                         s.multi ? P.name + ": " : "", P.replicas, P.device.name, P.model.name, batching_name(P.batching),
+                         P.capacity.kv_gib, P.capacity.kv_capacity_tokens);
+  emit(fmt::format("{}: ok ({}{}{})\n", s.source, pools,
+                   s.multi ? fmt::format("; {} request classes", s.classes.size()) : "", sweep));
   return kExitOk;
 }
 

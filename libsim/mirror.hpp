@@ -28,15 +28,17 @@ struct Mirror {
       if (it.second) params.push_back(*j.params);
       job_params.push_back(it.first->second);
     }
-    for (const auto& p : params) {
-      note(p.arrivals.trace_t_s, sizeof(double) * size_t(p.arrivals.trace_n));
-      note(p.arrivals.trace_prompt, sizeof(int32_t) * size_t(p.arrivals.trace_n));
-      note(p.arrivals.trace_output, sizeof(int32_t) * size_t(p.arrivals.trace_n));
-      note(p.prompt.values, sizeof(double) * size_t(p.prompt.n));
-      note(p.prompt.cdf, sizeof(double) * size_t(p.prompt.n));
-      note(p.output.values, sizeof(double) * size_t(p.output.n));
-      note(p.output.cdf, sizeof(double) * size_t(p.output.n));
-    }
+    for (const auto& p : params)
+      for (int32_t c = 0; c < p.n_classes; ++c) {
+        const ClassParams& k = p.classes[c];
+        note(k.arrivals.trace_t_s, sizeof(double) * size_t(k.arrivals.trace_n));
+        note(k.arrivals.trace_prompt, sizeof(int32_t) * size_t(k.arrivals.trace_n));
+        note(k.arrivals.trace_output, sizeof(int32_t) * size_t(k.arrivals.trace_n));
+        note(k.prompt.values, sizeof(double) * size_t(k.prompt.n));
+        note(k.prompt.cdf, sizeof(double) * size_t(k.prompt.n));
+        note(k.output.values, sizeof(double) * size_t(k.output.n));
+        note(k.output.cdf, sizeof(double) * size_t(k.output.n));
+      }
   }
 
   // Copy every array into `dst` (array_bytes long) with `copy(dst_offset, src, bytes)`.
@@ -48,15 +50,17 @@ struct Mirror {
   // The parameter sets with their pointers rewritten into a buffer at `base`.
   std::vector<SimParams> relocated(const void* base) const {
     std::vector<SimParams> out = params;
-    for (auto& p : out) {
-      move(p.arrivals.trace_t_s, base);
-      move(p.arrivals.trace_prompt, base);
-      move(p.arrivals.trace_output, base);
-      move(p.prompt.values, base);
-      move(p.prompt.cdf, base);
-      move(p.output.values, base);
-      move(p.output.cdf, base);
-    }
+    for (auto& p : out)
+      for (int32_t c = 0; c < p.n_classes; ++c) {
+        ClassParams& k = p.classes[c];
+        move(k.arrivals.trace_t_s, base);
+        move(k.arrivals.trace_prompt, base);
+        move(k.arrivals.trace_output, base);
+        move(k.prompt.values, base);
+        move(k.prompt.cdf, base);
+        move(k.output.values, base);
+        move(k.output.cdf, base);
+      }
     return out;
   }
 

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <map>
+#include <memory>
 #include <vector>
 
 namespace fleetsim {
@@ -63,9 +65,88 @@ Json capacity_json(const Capacity& c, int64_t context_tokens, int block_tokens) 
   return j;
 }
 
+namespace {
+
+Json requests_json(const ClassTally& c, double window) {
+  Json rq;
+  const int64_t rejected = c.rejected_queue_full + c.rejected_too_long;
+  rq["arrived"] = c.arrived;
+  rq["completed"] = c.completed;
+  rq["rejected"] = rejected;
+  rq["rejected_by_reason"] = {{"queue_full", c.rejected_queue_full}, {"too_long", c.rejected_too_long}};
+  rq["preempted"] = c.preempted;
+  rq["rejection_fraction"] = ratio(double(rejected), double(c.arrived));
+  rq["mean_in_system"] = ratio(c.in_system_s, window);
+  rq["mean_waiting"] = ratio(c.queue_len_s, window);
+  return rq;
+}
+
+Json latency_json(const ClassTally& c) {
+  Json lat;
+  lat["ttft"] = lat_json(c.ttft);
+  lat["tpot"] = lat_json(c.tpot);
+  lat["e2e"] = lat_json(c.e2e);
+  lat["queue_wait"] = lat_json(c.queue_wait);
+  return lat;
+}
+
+Json throughput_json(const ClassTally& c, double window) {
+  Json th;
+  th["requests_per_s"] = ratio(double(c.completed), window);
+  th["input_tokens_per_s"] = ratio(c.input_tokens, window);
+  th["output_tokens_per_s"] = ratio(c.output_tokens, window);
+  return th;
+}
+
+// Utilization of one pool, or of several (summed tallies, summed peaks).
+Json utilization_json(const PoolTally& t, double peak_flops_s, double peak_bytes_s, double kv_block_capacity_s,
+                      double fixed_bytes_s, double kv_block_bytes_s, double memory_bytes_s) {
+  Json ut;
+  const double busy = t.replica_s > 0 ? t.busy_s / t.replica_s : 0.0;
+  ut["busy_fraction"] = busy;
+  ut["idle_fraction"] = 1.0 - busy;
+  ut["compute_fraction"] = ratio(t.flops, peak_flops_s);
+  ut["bandwidth_fraction"] = ratio(t.bytes, peak_bytes_s);
+  ut["mean_batch_size"] = ratio(t.seq_steps, t.steps);
+  ut["kv_occupancy"] = ratio(t.kv_block_s, kv_block_capacity_s);
+  ut["memory_occupancy"] = ratio(fixed_bytes_s + kv_block_bytes_s, memory_bytes_s);
+  return ut;
+}
+
+struct PoolCost {
+  double device_hours = 0, total = 0, input = 0, output = 0;
+};
+
+PoolCost pool_cost(const PoolSpec& P, const PoolTally& t) {
+  PoolCost c;
+  c.device_hours = t.replica_s / 3600.0;
+  c.total = c.device_hours * P.usd_per_hour;
+  const double in_share = t.busy_s > 0 ? t.input_busy_s / t.busy_s : 0.0;
+  c.input = c.total * in_share;
+  c.output = c.total - c.input;
+  return c;
+}
+
+Json cost_json(const PoolCost& c, double usd_per_hour, double completed, double in_tokens, double out_tokens) {
+  Json co;
+  co["usd_per_device_hour"] = usd_per_hour;
+  co["device_hours"] = c.device_hours;
+  co["total_usd"] = c.total;
+  co["input_usd"] = c.input;
+  co["output_usd"] = c.output;
+  co["per_request_usd"] = ratio(c.total, completed);
+  co["per_million_input_tokens_usd"] = ratio(c.input * 1e6, in_tokens);
+  co["per_million_output_tokens_usd"] = ratio(c.output * 1e6, out_tokens);
+  co["per_million_tokens_usd"] = ratio(c.total * 1e6, in_tokens + out_tokens);
+  return co;
+}
+
+}  // namespace
+
 Json run_report(const Scenario& s, const Tally& t) {
   const double window = t.window_s;
-  const double provisioned_s = window * s.replicas;
+  const PoolSpec& P0 = s.pools[0];
+  const RequestClassSpec& C0 = s.classes[0];
   Json r;
   r["schema_version"] = kSchemaVersion;
   r["kind"] = "run";
@@ -77,83 +158,135 @@ Json run_report(const Scenario& s, const Tally& t) {
   sc["seed"] = s.seed;
   sc["duration_s"] = s.duration_s;
   sc["warmup_s"] = s.warmup_s;
-  sc["device"] = s.device.name;
-  sc["model"] = s.model.name;
-  sc["weight_dtype"] = s.weight_dtype;
-  sc["kv_dtype"] = s.kv_dtype;
-  sc["batching"] = batching_name(s.batching);
-  sc["replicas"] = s.replicas;
-  sc["router"] = router_name(s.router);
-  sc["arrival"] = arrival_name(s.arrival);
-  sc["rate_per_s"] = s.rate_per_s;
-  sc["prompt_tokens"] = s.prompt.describe;
-  sc["output_tokens"] = s.output.describe;
-  sc["perf_model"] = perf_name(s.perf_model);
+  sc["device"] = P0.device.name;
+  sc["model"] = P0.model.name;
+  sc["weight_dtype"] = P0.weight_dtype;
+  sc["kv_dtype"] = P0.kv_dtype;
+  sc["batching"] = batching_name(P0.batching);
+  int replicas = 0;
+  for (const auto& P : s.pools) replicas += P.replicas;
+  sc["replicas"] = replicas;
+  sc["router"] = router_name(P0.router);
+  sc["arrival"] = arrival_name(C0.arrival);
+  double rate = 0;
+  for (const auto& C : s.classes) rate += C.rate_per_s;
+  sc["rate_per_s"] = rate;
+  sc["prompt_tokens"] = C0.prompt.describe;
+  sc["output_tokens"] = C0.output.describe;
+  sc["perf_model"] = perf_name(P0.perf_model);
+  sc["pools"] = s.pools.size();
+  sc["classes"] = s.classes.size();
   r["scenario"] = sc;
 
-  Json rq;
-  const int64_t rejected = t.rejected_queue_full + t.rejected_too_long;
-  rq["arrived"] = t.arrived;
-  rq["completed"] = t.completed;
-  rq["rejected"] = rejected;
-  rq["rejected_by_reason"] = {{"queue_full", t.rejected_queue_full}, {"too_long", t.rejected_too_long}};
-  rq["preempted"] = t.preempted;
-  rq["rejection_fraction"] = ratio(double(rejected), double(t.arrived));
-  rq["mean_in_system"] = ratio(t.in_system_s, window);
-  rq["mean_waiting"] = ratio(t.queue_len_s, window);
-  r["requests"] = rq;
+  // every class together, every pool together
+  auto all = std::make_unique<ClassTally>();
+  class_tally_clear(*all);
+  for (size_t c = 0; c < s.classes.size(); ++c) class_tally_merge(*all, t.classes[c]);
+  PoolTally pools{};
+  pool_tally_clear(pools);
+  double peak_flops_s = 0, peak_bytes_s = 0, kv_cap_s = 0, fixed_s = 0, kv_bytes_s = 0, mem_s = 0, usd_h = 0;
+  PoolCost cost_all;
+  std::vector<PoolCost> costs;
+  for (size_t i = 0; i < s.pools.size(); ++i) {
+    const PoolSpec& P = s.pools[i];
+    const PoolParams pp = P.params();
+    const PoolTally& pt = t.pools[i];
+    pool_tally_merge(pools, pt);
+    peak_flops_s += pt.replica_s * pp.peak_flops_per_s;
+    peak_bytes_s += pt.replica_s * pp.peak_bytes_per_s;
+    kv_cap_s += pt.replica_s * double(P.capacity.kv_blocks);
+    fixed_s += pt.replica_s * pp.fixed_memory_bytes;
+    kv_bytes_s += pt.kv_block_s * P.capacity.kv_bytes_per_token * P.kv_block_tokens;
+    mem_s += pt.replica_s * pp.device_memory_bytes;
+    costs.push_back(pool_cost(P, pt));
+    cost_all.device_hours += costs.back().device_hours;
+    cost_all.total += costs.back().total;
+    cost_all.input += costs.back().input;
+    cost_all.output += costs.back().output;
+    usd_h += double(P.replicas) * P.usd_per_hour;
+  }
 
-  Json lat;
-  lat["ttft"] = lat_json(t.ttft);
-  lat["tpot"] = lat_json(t.tpot);
-  lat["e2e"] = lat_json(t.e2e);
-  lat["queue_wait"] = lat_json(t.queue_wait);
-  r["latency_s"] = lat;
+  r["requests"] = requests_json(*all, window);
+  r["latency_s"] = latency_json(*all);
+  r["throughput"] = throughput_json(*all, window);
+  r["utilization"] = utilization_json(pools, peak_flops_s, peak_bytes_s, kv_cap_s, fixed_s, kv_bytes_s, mem_s);
+  r["cost"] = cost_json(cost_all, s.pools.size() == 1 ? P0.usd_per_hour : usd_h / std::max(1, replicas),
+                        double(all->completed), all->input_tokens, all->output_tokens);
 
-  Json th;
-  th["requests_per_s"] = ratio(double(t.completed), window);
-  th["input_tokens_per_s"] = ratio(t.input_tokens, window);
-  th["output_tokens_per_s"] = ratio(t.output_tokens, window);
-  r["throughput"] = th;
-
-  const SimParams p = s.params();
-  Json ut;
-  const double busy = provisioned_s > 0 ? t.busy_s / provisioned_s : 0.0;
-  ut["busy_fraction"] = busy;
-  ut["idle_fraction"] = 1.0 - busy;
-  ut["compute_fraction"] = ratio(t.flops, provisioned_s * p.peak_flops_per_s);
-  ut["bandwidth_fraction"] = ratio(t.bytes, provisioned_s * p.peak_bytes_per_s);
-  ut["mean_batch_size"] = ratio(t.seq_steps, double(t.steps));
-  const double kv_block_bytes = s.capacity.kv_bytes_per_token * s.kv_block_tokens;
-  ut["kv_occupancy"] = ratio(t.kv_block_s, provisioned_s * double(s.capacity.kv_blocks));
-  ut["memory_occupancy"] =
-      ratio(p.fixed_memory_bytes * provisioned_s + t.kv_block_s * kv_block_bytes, provisioned_s * p.device_memory_bytes);
-  r["utilization"] = ut;
-
-  Json co;
-  const double device_hours = provisioned_s / 3600.0;
-  const double total = device_hours * s.usd_per_hour;
-  const double in_share = t.busy_s > 0 ? t.input_busy_s / t.busy_s : 0.0;
-  co["usd_per_device_hour"] = s.usd_per_hour;
-  co["device_hours"] = device_hours;
-  co["total_usd"] = total;
-  co["input_usd"] = total * in_share;
-  co["output_usd"] = total * (1.0 - in_share);
-  co["per_request_usd"] = ratio(total, double(t.completed));
-  co["per_million_input_tokens_usd"] = ratio(total * in_share * 1e6, t.input_tokens);
-  co["per_million_output_tokens_usd"] = ratio(total * (1.0 - in_share) * 1e6, t.output_tokens);
-  co["per_million_tokens_usd"] = ratio(total * 1e6, t.input_tokens + t.output_tokens);
-  r["cost"] = co;
-
-  const int64_t mean_ctx = int64_t(std::llround(s.mean_prompt_tokens + s.mean_output_tokens));
-  Json cap = capacity_json(s.capacity, mean_ctx, s.kv_block_tokens);
+  const int64_t mean_ctx = int64_t(std::llround(C0.mean_prompt_tokens + C0.mean_output_tokens));
+  Json cap = capacity_json(P0.capacity, mean_ctx, P0.kv_block_tokens);
   cap["mean_context_tokens"] = mean_ctx;
-  cap["max_concurrent_at_mean_context"] = max_concurrent(s.capacity, mean_ctx, s.kv_block_tokens);
+  cap["max_concurrent_at_mean_context"] = max_concurrent(P0.capacity, mean_ctx, P0.kv_block_tokens);
   r["capacity"] = cap;
+
+  if (s.multi) {
+    // class cost: its pool's cost in proportion to the device time its requests used
+    std::vector<double> class_usd(s.classes.size(), 0.0);
+    for (size_t i = 0; i < s.pools.size(); ++i) {
+      double busy = 0;
+      int members = 0;
+      for (size_t c = 0; c < s.classes.size(); ++c)
+        if (s.classes[c].pool == int(i)) {
+          busy += t.classes[c].busy_s;
+          ++members;
+        }
+      for (size_t c = 0; c < s.classes.size(); ++c)
+        if (s.classes[c].pool == int(i))
+          class_usd[c] = costs[i].total * (busy > 0 ? t.classes[c].busy_s / busy : 1.0 / members);
+    }
+    Json classes = Json::object();
+    std::map<std::string, double> team_usd;
+    for (size_t c = 0; c < s.classes.size(); ++c) {
+      const RequestClassSpec& C = s.classes[c];
+      const ClassTally& ct = t.classes[c];
+      Json cj;
+      cj["pool"] = s.pools[size_t(C.pool)].name;
+      cj["team"] = C.team;
+      cj["requests"] = requests_json(ct, window);
+      cj["latency_s"] = latency_json(ct);
+      cj["throughput"] = throughput_json(ct, window);
+      cj["cost"] = {{"usd", class_usd[c]},
+                    {"device_busy_s", ct.busy_s},
+                    {"per_request_usd", ratio(class_usd[c], double(ct.completed))},
+                    {"per_million_output_tokens_usd", ratio(class_usd[c] * 1e6, ct.output_tokens)}};
+      classes[C.name] = cj;
+      team_usd[C.team] += class_usd[c];
+    }
+    r["classes"] = classes;
+    Json pj = Json::object();
+    for (size_t i = 0; i < s.pools.size(); ++i) {
+      const PoolSpec& P = s.pools[i];
+      const PoolParams pp = P.params();
+      const PoolTally& pt = t.pools[i];
+      Json one;
+      one["device"] = P.device.name;
+      one["model"] = P.model.name;
+      one["replicas"] = P.replicas;
+      one["utilization"] = utilization_json(pt, pt.replica_s * pp.peak_flops_per_s, pt.replica_s * pp.peak_bytes_per_s,
+                                            pt.replica_s * double(P.capacity.kv_blocks), pt.replica_s * pp.fixed_memory_bytes,
+                                            pt.kv_block_s * P.capacity.kv_bytes_per_token * P.kv_block_tokens,
+                                            pt.replica_s * pp.device_memory_bytes);
+      double done = 0, in = 0, out = 0;
+      for (size_t c = 0; c < s.classes.size(); ++c)
+        if (s.classes[c].pool == int(i)) {
+          done += double(t.classes[c].completed);
+          in += t.classes[c].input_tokens;
+          out += t.classes[c].output_tokens;
+        }
+      one["cost"] = cost_json(costs[i], P.usd_per_hour, done, in, out);
+      one["capacity"] = capacity_json(P.capacity, mean_ctx, P.kv_block_tokens);
+      pj[P.name] = one;
+    }
+    r["pools"] = pj;
+    Json tj = Json::object();
+    for (const auto& [team, usd] : team_usd)
+      tj[team] = {{"usd", usd}, {"share", ratio(usd, cost_all.total)}};
+    r["teams"] = tj;
+  }
 
   Json sim;
   sim["events"] = t.events;
-  sim["steps"] = t.steps;
+  sim["steps"] = pools.steps;
   sim["window_s"] = window;
   r["simulation"] = sim;
   return r;

@@ -205,7 +205,7 @@ double mean_of(const DistSpec& d, int max_context, LoadCache* cache) {
   double sum = 0;
   const int n = 20000;
   for (int i = 0; i < n; ++i) {
-    int64_t x = sample_length(p, rng, Stream::prompt, uint64_t(i));
+    int64_t x = sample_length(p, rng, Stream::prompt, 0, uint64_t(i));
     if (x > max_context) x = max_context;
     sum += double(x);
   }
@@ -218,11 +218,230 @@ double mean_of(const DistSpec& d, int max_context, LoadCache* cache) {
   return mean;
 }
 
+PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const std::vector<ModelSpec>& models,
+                    Source& src) {
+  PoolSpec P;
+  {
+    const N dn = node.req("device");
+    const std::string name = dn.str();
+    std::vector<std::string> names;
+    bool found = false;
+    for (const auto& d : devices) {
+      names.push_back(d.name);
+      if (d.name == name) { P.device = d; found = true; }
+    }
+    if (!found) {
+      const std::string sug = did_you_mean(name, names);
+      dn.fail("unknown device '" + name + "'" + (sug.empty() ? " (see `fleetsim catalog`, or define it under catalog.devices)" : " (did you mean '" + sug + "'?)"));
+    }
+    const N mn = node.req("model");
+    const std::string mname = mn.str();
+    names.clear();
+    found = false;
+    for (const auto& m : models) {
+      names.push_back(m.name);
+      if (m.name == mname) { P.model = m; found = true; }
+    }
+    if (!found) {
+      const std::string sug = did_you_mean(mname, names);
+      mn.fail("unknown model '" + mname + "'" + (sug.empty() ? " (see `fleetsim catalog`, or define it under catalog.models)" : " (did you mean '" + sug + "'?)"));
+    }
+  }
+  P.weight_dtype = node.has("weight_dtype") ? node.at("weight_dtype").choice(weight_dtypes()) : "bf16";
+  P.kv_dtype = node.has("kv_dtype") ? node.at("kv_dtype").choice(kv_dtypes()) : "bf16";
+
+  // engine
+  const N eng = node.has("engine") ? node.at("engine") : N{YAML::Node(YAML::NodeType::Map), node.path.empty() ? "engine" : node.path + ".engine", &src};
+  eng.allow_keys({"batching", "max_num_seqs", "max_batched_tokens", "gpu_memory_utilization", "kv_block_tokens",
+                  "kv_watermark", "runtime_overhead_gib", "activation_gib", "max_batch", "batch_window_s", "perf_model",
+                  "mfu", "mbu", "step_overhead_s", "step_base_s", "per_prefill_token_s", "per_decode_seq_s",
+                  "per_context_token_s"});
+  P.batching = eng.has("batching") && eng.at("batching").choice({"continuous", "static"}) == "static"
+                   ? Batching::fixed_batch
+                   : Batching::continuous;
+  P.max_num_seqs = eng.has("max_num_seqs") ? int(eng.at("max_num_seqs").integer(1, 16384)) : 256;
+  P.max_batched_tokens = eng.has("max_batched_tokens") ? int(eng.at("max_batched_tokens").integer(16, 1 << 20)) : 8192;
+  P.gpu_memory_utilization = eng.has("gpu_memory_utilization") ? eng.at("gpu_memory_utilization").pos(1.0) : 0.9;
+  P.kv_block_tokens = eng.has("kv_block_tokens") ? int(eng.at("kv_block_tokens").integer(1, 1024)) : 16;
+  P.kv_watermark = eng.has("kv_watermark") ? eng.at("kv_watermark").num_in(0, 0.5, "kv_watermark") : 0.01;
+  P.runtime_overhead_gib = eng.has("runtime_overhead_gib") ? eng.at("runtime_overhead_gib").num_in(0, 1e4) : 1.8;
+  P.activation_gib = eng.has("activation_gib") ? eng.at("activation_gib").num_in(0, 1e4) : -1;
+  P.max_batch = eng.has("max_batch") ? int(eng.at("max_batch").integer(1, 16384)) : 8;
+  P.batch_window_s = eng.has("batch_window_s") ? eng.at("batch_window_s").num_in(0, 3600) : 0.05;
+  if (P.batching == Batching::continuous) {
+    if (eng.has("max_batch") || eng.has("batch_window_s"))
+      (eng.has("max_batch") ? eng.at("max_batch") : eng.at("batch_window_s"))
+          .fail("max_batch and batch_window_s apply to static batching only (set engine.batching: static)",
+                ErrorKind::inconsistent);
+    if (P.max_batched_tokens < P.max_num_seqs)
+      (eng.has("max_batched_tokens") ? eng.at("max_batched_tokens") : eng)
+          .fail("max_batched_tokens (" + std::to_string(P.max_batched_tokens) + ") must be >= max_num_seqs (" +
+                std::to_string(P.max_num_seqs) + "): every running sequence needs a token of the step budget",
+                ErrorKind::inconsistent);
+  }
+  P.perf_model = eng.has("perf_model") && eng.at("perf_model").choice({"roofline", "linear"}) == "linear"
+                     ? PerfKind::linear
+                     : PerfKind::roofline;
+  if (P.perf_model == PerfKind::roofline) {
+    for (const char* k : {"step_base_s", "per_prefill_token_s", "per_decode_seq_s", "per_context_token_s"})
+      if (eng.has(k)) eng.at(k).fail(std::string(k) + " belongs to perf_model: linear", ErrorKind::inconsistent);
+    P.mfu = eng.has("mfu") ? eng.at("mfu").pos(1.0) : 0.5;
+    P.mbu = eng.has("mbu") ? eng.at("mbu").pos(1.0) : 0.8;
+    P.step_overhead_s = eng.has("step_overhead_s") ? eng.at("step_overhead_s").num_in(0, 60) : 0.002;
+  } else {
+    for (const char* k : {"mfu", "mbu", "step_overhead_s"})
+      if (eng.has(k)) eng.at(k).fail(std::string(k) + " belongs to perf_model: roofline", ErrorKind::inconsistent);
+    P.step_base_s = eng.req("step_base_s").num_in(0, 60);
+    P.per_prefill_token_s = eng.has("per_prefill_token_s") ? eng.at("per_prefill_token_s").num_in(0, 60) : 0;
+    P.per_decode_seq_s = eng.has("per_decode_seq_s") ? eng.at("per_decode_seq_s").num_in(0, 60) : 0;
+    P.per_context_token_s = eng.has("per_context_token_s") ? eng.at("per_context_token_s").num_in(0, 60) : 0;
+    if (!(P.step_base_s + P.per_prefill_token_s + P.per_decode_seq_s > 0))
+      eng.at("step_base_s").fail("a linear step-time model needs step_base_s > 0 or per-token costs > 0");
+  }
+
+  // fleet
+  const N fl = node.req("fleet");
+  fl.allow_keys({"replicas", "router", "queue_limit", "usd_per_hour"});
+  P.replicas = int(fl.req("replicas").integer(1, 4096));
+  if (fl.has("router")) {
+    const std::string r = fl.at("router").choice({"round_robin", "least_outstanding", "central_queue"});
+    P.router = r == "round_robin" ? Router::round_robin
+               : r == "central_queue" ? Router::central_queue
+                                      : Router::least_outstanding;
+  }
+  P.queue_limit = fl.has("queue_limit") ? int(fl.at("queue_limit").integer(1, 1000000)) : 1024;
+  P.usd_per_hour = fl.has("usd_per_hour") ? fl.at("usd_per_hour").num_in(0, 1e5) : P.device.usd_per_hour;
+
+  // memory: the hard boundary
+  MemoryInputs mi;
+  mi.device = P.device;
+  mi.model = P.model;
+  mi.weight_bytes_per_param = weight_dtype_bytes(P.weight_dtype);
+  mi.kv_elem_bytes = kv_dtype_bytes(P.kv_dtype);
+  mi.gpu_memory_utilization = P.gpu_memory_utilization;
+  mi.runtime_overhead_gib = P.runtime_overhead_gib;
+  mi.activation_gib = P.activation_gib;
+  mi.max_batched_tokens = P.max_batched_tokens;
+  mi.max_num_seqs = P.batching == Batching::continuous ? P.max_num_seqs : P.max_batch;
+  mi.kv_block_tokens = P.kv_block_tokens;
+  P.capacity = compute_capacity(mi);
+  if (!P.capacity.fits) {
+    std::ostringstream o;
+    o.setf(std::ios::fixed);
+    o.precision(1);
+    o << "model " << P.model.name << " (" << P.weight_dtype << ") does not fit on " << P.device.name << ": it needs "
+      << P.capacity.needed_gib << " GiB (weights " << P.capacity.weights_gib << " + runtime "
+      << P.capacity.runtime_overhead_gib << " + activations " << P.capacity.activation_gib
+      << " + one KV block), the device offers " << P.capacity.usable_gib << " GiB (" << P.capacity.device_gib
+      << " GiB x gpu_memory_utilization " << P.gpu_memory_utilization
+      << "); try a larger device, a smaller weight_dtype, or fewer max_batched_tokens";
+    throw InputError(node.at("model").where(), node.at("model").path + ": " + o.str(), ErrorKind::does_not_fit);
+  }
+
+  return P;
+}
+
+RequestClassSpec build_class(const N& wl, const PoolSpec& pool, double duration_s, Source& src) {
+  RequestClassSpec C;
+  const N ar = wl.req("arrival");
+  ar.allow_keys({"process", "rate_per_s", "cv", "peak_to_mean", "period_s", "peak_at_s", "path", "time_scale",
+                 "start_s", "stop_s"});
+  C.start_s = ar.has("start_s") ? ar.at("start_s").num_in(0, duration_s, "start_s") : 0.0;
+  C.stop_s = ar.has("stop_s") ? ar.at("stop_s").num_in(0, 1e12, "stop_s") : duration_s;
+  if (C.stop_s < C.start_s) ar.at("stop_s").fail("stop_s must be >= start_s", ErrorKind::inconsistent);
+  const std::string proc = ar.req("process").choice({"poisson", "gamma", "diurnal", "trace"});
+  auto only = [&](std::initializer_list<const char*> allowed) {
+    for (const char* k : {"rate_per_s", "cv", "peak_to_mean", "period_s", "peak_at_s", "path", "time_scale"}) {
+      bool ok = false;
+      for (const char* a : allowed) ok = ok || std::string(a) == k;
+      if (!ok && ar.has(k)) ar.at(k).fail(std::string("'") + k + "' does not apply to process: " + proc, ErrorKind::inconsistent);
+    }
+  };
+  if (proc == "poisson") {
+    only({"rate_per_s"});
+    C.arrival = ArrivalKind::poisson;
+    C.rate_per_s = ar.req("rate_per_s").pos(1e6);
+  } else if (proc == "gamma") {
+    only({"rate_per_s", "cv"});
+    C.arrival = ArrivalKind::gamma;
+    C.rate_per_s = ar.req("rate_per_s").pos(1e6);
+    C.cv = ar.req("cv").num_in(0.05, 30, "cv");
+  } else if (proc == "diurnal") {
+    only({"rate_per_s", "peak_to_mean", "period_s", "peak_at_s"});
+    C.arrival = ArrivalKind::diurnal;
+    C.rate_per_s = ar.req("rate_per_s").pos(1e6);
+    C.peak_to_mean = ar.req("peak_to_mean").num_in(1, 2, "peak_to_mean");
+    C.period_s = ar.has("period_s") ? ar.at("period_s").pos(365.0 * 86400) : 86400;
+    C.peak_at_s = ar.has("peak_at_s") ? ar.at("peak_at_s").num_in(0, 365.0 * 86400) : 0;
+  } else {
+    only({"path", "time_scale"});
+    C.arrival = ArrivalKind::trace;
+    C.trace_path = ar.req("path").str();
+    std::string path = C.trace_path;
+    if (!std::filesystem::path(path).is_absolute()) path = (std::filesystem::path(src.base_dir) / path).string();
+    C.time_scale = ar.has("time_scale") ? ar.at("time_scale").pos(1e6) : 1.0;
+    std::ostringstream key;
+    key.precision(17);
+    key << path << '\n' << C.time_scale;
+    {
+      std::unique_lock<std::mutex> lock(src.cache->mutex);
+      auto it = src.cache->traces.find(key.str());
+      if (it != src.cache->traces.end()) C.trace = it->second;
+    }
+    if (!C.trace) {
+      auto t = std::make_shared<TraceData>();
+      try {
+        *t = load_trace_csv(path);
+      } catch (const InputError& e) {
+        ar.at("path").fail(e.one_line());
+      }
+      for (auto& x : t->t_s) x *= C.time_scale;
+      std::unique_lock<std::mutex> lock(src.cache->mutex);
+      C.trace = src.cache->traces.emplace(key.str(), std::move(t)).first->second;
+    }
+    if (wl.has("prompt_tokens") || wl.has("output_tokens"))
+      (wl.has("prompt_tokens") ? wl.at("prompt_tokens") : wl.at("output_tokens"))
+          .fail("a trace supplies its own lengths; remove prompt_tokens/output_tokens", ErrorKind::inconsistent);
+    const double span = C.trace->t_s.back() > 0 ? C.trace->t_s.back() : 1.0;
+    C.rate_per_s = double(C.trace->t_s.size()) / span;
+  }
+  const bool generative = pool.model.kind == ModelKind::generate;
+  if (C.arrival != ArrivalKind::trace) {
+    C.prompt = parse_dist(wl.req("prompt_tokens"), src.base_dir);
+    if (generative) {
+      C.output = parse_dist(wl.req("output_tokens"), src.base_dir);
+    } else {
+      if (wl.has("output_tokens"))
+        wl.at("output_tokens").fail(std::string("model '") + pool.model.name + "' is a " + model_kind_name(pool.model.kind) +
+                                   " model: it generates no tokens, so output_tokens does not apply",
+                                   ErrorKind::inconsistent);
+      C.output.kind = DistKind::fixed;
+      C.output.a = 1;
+      C.output.describe = "none";
+    }
+    C.mean_prompt_tokens = mean_of(C.prompt, pool.model.max_context, src.cache);
+    C.mean_output_tokens = generative ? mean_of(C.output, pool.model.max_context, src.cache) : 0;
+  } else {
+    double sp = 0, so = 0;
+    const TraceData& tr = *C.trace;
+    for (size_t i = 0; i < tr.prompt.size(); ++i) {
+      sp += tr.prompt[i];
+      so += tr.output[i];
+    }
+    C.mean_prompt_tokens = sp / double(tr.prompt.size());
+    C.mean_output_tokens = generative ? so / double(tr.output.size()) : 0;
+    C.prompt.describe = "from trace";
+    C.output.describe = generative ? "from trace" : "none";
+  }
+
+  return C;
+}
+
 Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Override>& overrides) {
   const N root{root_node, "", &src};
   if (!root_node.IsMap()) root.fail("a scenario must be a YAML mapping (key: value lines)");
   root.allow_keys({"name", "description", "seed", "duration_s", "warmup_s", "device", "model", "weight_dtype",
-                   "kv_dtype", "engine", "fleet", "workload", "catalog", "sweep"});
+                   "kv_dtype", "engine", "fleet", "workload", "pools", "classes", "catalog", "sweep"});
   Scenario s;
   s.source = src.file;
   for (const auto& o : overrides) s.overrides.push_back(o.label);
@@ -266,218 +485,96 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Overr
       }
     }
   }
-  {
-    const N dn = root.req("device");
-    const std::string name = dn.str();
-    std::vector<std::string> names;
-    bool found = false;
-    for (const auto& d : devices) {
-      names.push_back(d.name);
-      if (d.name == name) { s.device = d; found = true; }
-    }
-    if (!found) {
-      const std::string sug = did_you_mean(name, names);
-      dn.fail("unknown device '" + name + "'" + (sug.empty() ? " (see `fleetsim catalog`, or define it under catalog.devices)" : " (did you mean '" + sug + "'?)"));
-    }
-    const N mn = root.req("model");
-    const std::string mname = mn.str();
-    names.clear();
-    found = false;
-    for (const auto& m : models) {
-      names.push_back(m.name);
-      if (m.name == mname) { s.model = m; found = true; }
-    }
-    if (!found) {
-      const std::string sug = did_you_mean(mname, names);
-      mn.fail("unknown model '" + mname + "'" + (sug.empty() ? " (see `fleetsim catalog`, or define it under catalog.models)" : " (did you mean '" + sug + "'?)"));
-    }
-  }
-  s.weight_dtype = root.has("weight_dtype") ? root.at("weight_dtype").choice(weight_dtypes()) : "bf16";
-  s.kv_dtype = root.has("kv_dtype") ? root.at("kv_dtype").choice(kv_dtypes()) : "bf16";
-
-  // engine
-  const N eng = root.has("engine") ? root.at("engine") : N{YAML::Node(YAML::NodeType::Map), "engine", &src};
-  eng.allow_keys({"batching", "max_num_seqs", "max_batched_tokens", "gpu_memory_utilization", "kv_block_tokens",
-                  "kv_watermark", "runtime_overhead_gib", "activation_gib", "max_batch", "batch_window_s", "perf_model",
-                  "mfu", "mbu", "step_overhead_s", "step_base_s", "per_prefill_token_s", "per_decode_seq_s",
-                  "per_context_token_s"});
-  s.batching = eng.has("batching") && eng.at("batching").choice({"continuous", "static"}) == "static"
-                   ? Batching::fixed_batch
-                   : Batching::continuous;
-  s.max_num_seqs = eng.has("max_num_seqs") ? int(eng.at("max_num_seqs").integer(1, 16384)) : 256;
-  s.max_batched_tokens = eng.has("max_batched_tokens") ? int(eng.at("max_batched_tokens").integer(16, 1 << 20)) : 8192;
-  s.gpu_memory_utilization = eng.has("gpu_memory_utilization") ? eng.at("gpu_memory_utilization").pos(1.0) : 0.9;
-  s.kv_block_tokens = eng.has("kv_block_tokens") ? int(eng.at("kv_block_tokens").integer(1, 1024)) : 16;
-  s.kv_watermark = eng.has("kv_watermark") ? eng.at("kv_watermark").num_in(0, 0.5, "kv_watermark") : 0.01;
-  s.runtime_overhead_gib = eng.has("runtime_overhead_gib") ? eng.at("runtime_overhead_gib").num_in(0, 1e4) : 1.8;
-  s.activation_gib = eng.has("activation_gib") ? eng.at("activation_gib").num_in(0, 1e4) : -1;
-  s.max_batch = eng.has("max_batch") ? int(eng.at("max_batch").integer(1, 16384)) : 8;
-  s.batch_window_s = eng.has("batch_window_s") ? eng.at("batch_window_s").num_in(0, 3600) : 0.05;
-  if (s.batching == Batching::continuous) {
-    if (eng.has("max_batch") || eng.has("batch_window_s"))
-      (eng.has("max_batch") ? eng.at("max_batch") : eng.at("batch_window_s"))
-          .fail("max_batch and batch_window_s apply to static batching only (set engine.batching: static)",
-                ErrorKind::inconsistent);
-    if (s.max_batched_tokens < s.max_num_seqs)
-      (eng.has("max_batched_tokens") ? eng.at("max_batched_tokens") : eng)
-          .fail("max_batched_tokens (" + std::to_string(s.max_batched_tokens) + ") must be >= max_num_seqs (" +
-                std::to_string(s.max_num_seqs) + "): every running sequence needs a token of the step budget",
-                ErrorKind::inconsistent);
-  }
-  s.perf_model = eng.has("perf_model") && eng.at("perf_model").choice({"roofline", "linear"}) == "linear"
-                     ? PerfKind::linear
-                     : PerfKind::roofline;
-  if (s.perf_model == PerfKind::roofline) {
-    for (const char* k : {"step_base_s", "per_prefill_token_s", "per_decode_seq_s", "per_context_token_s"})
-      if (eng.has(k)) eng.at(k).fail(std::string(k) + " belongs to perf_model: linear", ErrorKind::inconsistent);
-    s.mfu = eng.has("mfu") ? eng.at("mfu").pos(1.0) : 0.5;
-    s.mbu = eng.has("mbu") ? eng.at("mbu").pos(1.0) : 0.8;
-    s.step_overhead_s = eng.has("step_overhead_s") ? eng.at("step_overhead_s").num_in(0, 60) : 0.002;
-  } else {
-    for (const char* k : {"mfu", "mbu", "step_overhead_s"})
-      if (eng.has(k)) eng.at(k).fail(std::string(k) + " belongs to perf_model: roofline", ErrorKind::inconsistent);
-    s.step_base_s = eng.req("step_base_s").num_in(0, 60);
-    s.per_prefill_token_s = eng.has("per_prefill_token_s") ? eng.at("per_prefill_token_s").num_in(0, 60) : 0;
-    s.per_decode_seq_s = eng.has("per_decode_seq_s") ? eng.at("per_decode_seq_s").num_in(0, 60) : 0;
-    s.per_context_token_s = eng.has("per_context_token_s") ? eng.at("per_context_token_s").num_in(0, 60) : 0;
-    if (!(s.step_base_s + s.per_prefill_token_s + s.per_decode_seq_s > 0))
-      eng.at("step_base_s").fail("a linear step-time model needs step_base_s > 0 or per-token costs > 0");
-  }
-
-  // fleet
-  const N fl = root.req("fleet");
-  fl.allow_keys({"replicas", "router", "queue_limit", "usd_per_hour"});
-  s.replicas = int(fl.req("replicas").integer(1, 4096));
-  if (fl.has("router")) {
-    const std::string r = fl.at("router").choice({"round_robin", "least_outstanding", "central_queue"});
-    s.router = r == "round_robin" ? Router::round_robin
-               : r == "central_queue" ? Router::central_queue
-                                      : Router::least_outstanding;
-  }
-  s.queue_limit = fl.has("queue_limit") ? int(fl.at("queue_limit").integer(1, 1000000)) : 1024;
-  s.usd_per_hour = fl.has("usd_per_hour") ? fl.at("usd_per_hour").num_in(0, 1e5) : s.device.usd_per_hour;
-
-  // workload
-  const N wl = root.req("workload");
-  wl.allow_keys({"arrival", "prompt_tokens", "output_tokens"});
-  const N ar = wl.req("arrival");
-  ar.allow_keys({"process", "rate_per_s", "cv", "peak_to_mean", "period_s", "peak_at_s", "path", "time_scale"});
-  const std::string proc = ar.req("process").choice({"poisson", "gamma", "diurnal", "trace"});
-  auto only = [&](std::initializer_list<const char*> allowed) {
-    for (const char* k : {"rate_per_s", "cv", "peak_to_mean", "period_s", "peak_at_s", "path", "time_scale"}) {
-      bool ok = false;
-      for (const char* a : allowed) ok = ok || std::string(a) == k;
-      if (!ok && ar.has(k)) ar.at(k).fail(std::string("'") + k + "' does not apply to process: " + proc, ErrorKind::inconsistent);
-    }
-  };
-  if (proc == "poisson") {
-    only({"rate_per_s"});
-    s.arrival = ArrivalKind::poisson;
-    s.rate_per_s = ar.req("rate_per_s").pos(1e6);
-  } else if (proc == "gamma") {
-    only({"rate_per_s", "cv"});
-    s.arrival = ArrivalKind::gamma;
-    s.rate_per_s = ar.req("rate_per_s").pos(1e6);
-    s.cv = ar.req("cv").num_in(0.05, 30, "cv");
-  } else if (proc == "diurnal") {
-    only({"rate_per_s", "peak_to_mean", "period_s", "peak_at_s"});
-    s.arrival = ArrivalKind::diurnal;
-    s.rate_per_s = ar.req("rate_per_s").pos(1e6);
-    s.peak_to_mean = ar.req("peak_to_mean").num_in(1, 2, "peak_to_mean");
-    s.period_s = ar.has("period_s") ? ar.at("period_s").pos(365.0 * 86400) : 86400;
-    s.peak_at_s = ar.has("peak_at_s") ? ar.at("peak_at_s").num_in(0, 365.0 * 86400) : 0;
-  } else {
-    only({"path", "time_scale"});
-    s.arrival = ArrivalKind::trace;
-    s.trace_path = ar.req("path").str();
-    std::string path = s.trace_path;
-    if (!std::filesystem::path(path).is_absolute()) path = (std::filesystem::path(src.base_dir) / path).string();
-    s.time_scale = ar.has("time_scale") ? ar.at("time_scale").pos(1e6) : 1.0;
-    std::ostringstream key;
-    key.precision(17);
-    key << path << '\n' << s.time_scale;
-    {
-      std::unique_lock<std::mutex> lock(src.cache->mutex);
-      auto it = src.cache->traces.find(key.str());
-      if (it != src.cache->traces.end()) s.trace = it->second;
-    }
-    if (!s.trace) {
-      auto t = std::make_shared<TraceData>();
-      try {
-        *t = load_trace_csv(path);
-      } catch (const InputError& e) {
-        ar.at("path").fail(e.one_line());
+  // pools: the top-level device, model, dtypes, engine and fleet are the defaults of every pool
+  static const char* const kPoolKeys[] = {"device", "model", "weight_dtype", "kv_dtype", "engine", "fleet"};
+  if (root.has("pools")) {
+    const N pools = root.at("pools");
+    pools.require_map();
+    if (pools.node.size() == 0) pools.fail("no pools (expected e.g. pools: {interactive: {replicas: 2}})");
+    if (pools.node.size() > size_t(kMaxPools)) pools.fail("at most " + std::to_string(kMaxPools) + " pools");
+    for (auto it = pools.node.begin(); it != pools.node.end(); ++it) {
+      const std::string name = it->first.as<std::string>();
+      const N en{it->second, "pools." + name, &src};
+      en.allow_keys({"device", "model", "weight_dtype", "kv_dtype", "engine", "fleet"});
+      YAML::Node merged(YAML::NodeType::Map);
+      for (const char* k : kPoolKeys) {
+        const std::string key = k;
+        if (key == "engine" || key == "fleet") {
+          if (!root.has(k) && !en.has(k)) continue;
+          YAML::Node m(YAML::NodeType::Map);
+          for (const N* from : {&root, &en}) {
+            if (!from->has(k)) continue;
+            from->at(k).require_map();
+            for (auto kv = from->node[key].begin(); kv != from->node[key].end(); ++kv) m[kv->first.as<std::string>()] = kv->second;
+          }
+          merged[key] = m;
+        } else if (en.has(k)) {
+          merged[key] = it->second[key];
+        } else if (root.has(k)) {
+          merged[key] = root_node[key];
+        }
       }
-      for (auto& x : t->t_s) x *= s.time_scale;
-      std::unique_lock<std::mutex> lock(src.cache->mutex);
-      s.trace = src.cache->traces.emplace(key.str(), std::move(t)).first->second;
+      PoolSpec P = build_pool(N{merged, "pools." + name, &src}, devices, models, src);
+      P.name = name;
+      s.pools.push_back(std::move(P));
     }
-    if (wl.has("prompt_tokens") || wl.has("output_tokens"))
-      (wl.has("prompt_tokens") ? wl.at("prompt_tokens") : wl.at("output_tokens"))
-          .fail("a trace supplies its own lengths; remove prompt_tokens/output_tokens", ErrorKind::inconsistent);
-    const double span = s.trace->t_s.back() > 0 ? s.trace->t_s.back() : 1.0;
-    s.rate_per_s = double(s.trace->t_s.size()) / span;
-  }
-  const bool generative = s.model.kind == ModelKind::generate;
-  if (s.arrival != ArrivalKind::trace) {
-    s.prompt = parse_dist(wl.req("prompt_tokens"), src.base_dir);
-    if (generative) {
-      s.output = parse_dist(wl.req("output_tokens"), src.base_dir);
-    } else {
-      if (wl.has("output_tokens"))
-        wl.at("output_tokens").fail(std::string("model '") + s.model.name + "' is a " + model_kind_name(s.model.kind) +
-                                   " model: it generates no tokens, so output_tokens does not apply",
-                                   ErrorKind::inconsistent);
-      s.output.kind = DistKind::fixed;
-      s.output.a = 1;
-      s.output.describe = "none";
-    }
-    s.mean_prompt_tokens = mean_of(s.prompt, s.model.max_context, src.cache);
-    s.mean_output_tokens = generative ? mean_of(s.output, s.model.max_context, src.cache) : 0;
+    s.multi = true;
   } else {
-    double sp = 0, so = 0;
-    const TraceData& tr = *s.trace;
-    for (size_t i = 0; i < tr.prompt.size(); ++i) {
-      sp += tr.prompt[i];
-      so += tr.output[i];
+    PoolSpec P = build_pool(root, devices, models, src);
+    P.name = "default";
+    s.pools.push_back(std::move(P));
+  }
+
+  // classes: workload's arrival and lengths are the defaults of every class
+  const N wl = root.has("workload") ? root.at("workload") : N{YAML::Node(YAML::NodeType::Map), "workload", &src};
+  wl.allow_keys({"arrival", "prompt_tokens", "output_tokens"});
+  if (root.has("classes")) {
+    const N classes = root.at("classes");
+    classes.require_map();
+    if (classes.node.size() == 0) classes.fail("no classes (expected e.g. classes: {chat: {pool: interactive}})");
+    if (classes.node.size() > size_t(kMaxClasses)) classes.fail("at most " + std::to_string(kMaxClasses) + " request classes");
+    for (auto it = classes.node.begin(); it != classes.node.end(); ++it) {
+      const std::string name = it->first.as<std::string>();
+      const N en{it->second, "classes." + name, &src};
+      en.allow_keys({"pool", "team", "arrival", "prompt_tokens", "output_tokens"});
+      int pool = 0;
+      if (en.has("pool")) {
+        std::vector<std::string> names;
+        for (const auto& P : s.pools) names.push_back(P.name);
+        pool = -1;
+        const std::string pn = en.at("pool").str();
+        for (size_t i = 0; i < names.size(); ++i)
+          if (names[i] == pn) pool = int(i);
+        if (pool < 0) {
+          const std::string sug = did_you_mean(pn, names);
+          en.at("pool").fail("unknown pool '" + pn + "'" + (sug.empty() ? "" : " (did you mean '" + sug + "'?)"));
+        }
+      } else if (s.pools.size() > 1) {
+        en.fail("missing required key 'pool' (which pool serves this class?)");
+      }
+      YAML::Node merged(YAML::NodeType::Map);
+      for (const char* k : {"arrival", "prompt_tokens", "output_tokens"}) {
+        if (en.has(k)) merged[k] = it->second[k];
+        else if (wl.has(k)) merged[k] = wl.node[k];
+      }
+      RequestClassSpec C = build_class(N{merged, "classes." + name, &src}, s.pools[size_t(pool)], s.duration_s, src);
+      C.name = name;
+      C.pool = pool;
+      C.team = en.has("team") ? en.at("team").str() : name;
+      s.classes.push_back(std::move(C));
     }
-    s.mean_prompt_tokens = sp / double(tr.prompt.size());
-    s.mean_output_tokens = generative ? so / double(tr.output.size()) : 0;
-    s.prompt.describe = "from trace";
-    s.output.describe = generative ? "from trace" : "none";
+    s.multi = true;
+  } else {
+    RequestClassSpec C = build_class(root.req("workload"), s.pools[0], s.duration_s, src);
+    C.name = "default";
+    C.team = "default";
+    s.classes.push_back(std::move(C));
   }
-
-  // memory: the hard boundary
-  MemoryInputs mi;
-  mi.device = s.device;
-  mi.model = s.model;
-  mi.weight_bytes_per_param = weight_dtype_bytes(s.weight_dtype);
-  mi.kv_elem_bytes = kv_dtype_bytes(s.kv_dtype);
-  mi.gpu_memory_utilization = s.gpu_memory_utilization;
-  mi.runtime_overhead_gib = s.runtime_overhead_gib;
-  mi.activation_gib = s.activation_gib;
-  mi.max_batched_tokens = s.max_batched_tokens;
-  mi.max_num_seqs = s.batching == Batching::continuous ? s.max_num_seqs : s.max_batch;
-  mi.kv_block_tokens = s.kv_block_tokens;
-  s.capacity = compute_capacity(mi);
-  if (!s.capacity.fits) {
-    std::ostringstream o;
-    o.setf(std::ios::fixed);
-    o.precision(1);
-    o << "model " << s.model.name << " (" << s.weight_dtype << ") does not fit on " << s.device.name << ": it needs "
-      << s.capacity.needed_gib << " GiB (weights " << s.capacity.weights_gib << " + runtime "
-      << s.capacity.runtime_overhead_gib << " + activations " << s.capacity.activation_gib
-      << " + one KV block), the device offers " << s.capacity.usable_gib << " GiB (" << s.capacity.device_gib
-      << " GiB x gpu_memory_utilization " << s.gpu_memory_utilization
-      << "); try a larger device, a smaller weight_dtype, or fewer max_batched_tokens";
-    throw InputError(root.at("model").where(), "model: " + o.str(), ErrorKind::does_not_fit);
-  }
-
   // the workspace must stay reasonable (it is per simulation, and sweeps run thousands)
   const SimParams p = s.params();
   const double ws = double(workspace_layout(p).total);
   if (ws > 2.0 * kGiB) {
-    fl.fail("this fleet needs " + std::to_string(int64_t(ws / (1024 * 1024))) +
+    root.fail("this fleet needs " + std::to_string(int64_t(ws / (1024 * 1024))) +
             " MiB of simulation state (replicas x (queue_limit + max_num_seqs)); lower queue_limit or replicas");
   }
   return s;
@@ -505,34 +602,10 @@ Scenario load_from(const std::string& text, Source src, const std::vector<Overri
 
 }  // namespace
 
-SimParams Scenario::params() const {
-  SimParams p{};
-  auto dist = [](const DistSpec& d) {
-    DistParams q{};
-    q.kind = d.kind;
-    q.a = d.a;
-    q.b = d.b;
-    q.values = d.values.empty() ? nullptr : d.values.data();
-    q.cdf = d.cdf.empty() ? nullptr : d.cdf.data();
-    q.n = int64_t(d.values.size());
-    return q;
-  };
-  p.arrivals.kind = arrival;
-  p.arrivals.rate_per_s = rate_per_s;
-  p.arrivals.gamma_shape = 1.0 / (cv * cv);
-  p.arrivals.gamma_scale_s = rate_per_s > 0 ? cv * cv / rate_per_s : 0;
-  p.arrivals.diurnal_amplitude = peak_to_mean - 1.0;
-  p.arrivals.diurnal_period_s = period_s;
-  p.arrivals.diurnal_peak_at_s = peak_at_s;
-  p.arrivals.trace_t_s = trace ? trace->t_s.data() : nullptr;
-  p.arrivals.trace_prompt = trace ? trace->prompt.data() : nullptr;
-  p.arrivals.trace_output = trace ? trace->output.data() : nullptr;
-  p.arrivals.trace_n = trace ? int64_t(trace->t_s.size()) : 0;
-  p.prompt = dist(prompt);
-  p.output = dist(output);
+PoolParams PoolSpec::params() const {
+  PoolParams p{};
   p.max_context = model.max_context;
   p.generative = model.kind == ModelKind::generate ? 1 : 0;
-
   p.batching = batching;
   p.max_num_seqs = max_num_seqs;
   p.max_batched_tokens = max_batched_tokens;
@@ -571,12 +644,55 @@ SimParams Scenario::params() const {
   p.peak_bytes_per_s = peak_bytes;
   p.device_memory_bytes = capacity.device_gib * kGiB;
   p.fixed_memory_bytes = (capacity.weights_gib + capacity.runtime_overhead_gib + capacity.activation_gib) * kGiB;
+  return p;
+}
 
+ClassParams RequestClassSpec::params() const {
+  auto dist = [](const DistSpec& d) {
+    DistParams q{};
+    q.kind = d.kind;
+    q.a = d.a;
+    q.b = d.b;
+    q.values = d.values.empty() ? nullptr : d.values.data();
+    q.cdf = d.cdf.empty() ? nullptr : d.cdf.data();
+    q.n = int64_t(d.values.size());
+    return q;
+  };
+  ClassParams c{};
+  c.arrivals.kind = arrival;
+  c.arrivals.rate_per_s = rate_per_s;
+  c.arrivals.gamma_shape = 1.0 / (cv * cv);
+  c.arrivals.gamma_scale_s = rate_per_s > 0 ? cv * cv / rate_per_s : 0;
+  c.arrivals.diurnal_amplitude = peak_to_mean - 1.0;
+  c.arrivals.diurnal_period_s = period_s;
+  c.arrivals.diurnal_peak_at_s = peak_at_s;
+  c.arrivals.start_s = start_s;
+  c.arrivals.stop_s = stop_s;
+  c.arrivals.trace_t_s = trace ? trace->t_s.data() : nullptr;
+  c.arrivals.trace_prompt = trace ? trace->prompt.data() : nullptr;
+  c.arrivals.trace_output = trace ? trace->output.data() : nullptr;
+  c.arrivals.trace_n = trace ? int64_t(trace->t_s.size()) : 0;
+  c.prompt = dist(prompt);
+  c.output = dist(output);
+  c.pool = pool;
+  return c;
+}
+
+SimParams Scenario::params() const {
+  SimParams p{};
+  p.n_pools = int32_t(pools.size());
+  p.n_classes = int32_t(classes.size());
+  for (size_t i = 0; i < pools.size(); ++i) p.pools[i] = pools[i].params();
+  double expected = 0;
+  for (size_t i = 0; i < classes.size(); ++i) {
+    p.classes[i] = classes[i].params();
+    expected += classes[i].arrival == ArrivalKind::trace ? double(classes[i].trace->t_s.size())
+                                                         : classes[i].rate_per_s * duration_s * 2.0;
+  }
   p.duration_s = duration_s;
   p.warmup_s = warmup_s;
   p.seed = seed;
   // a generous guard: a healthy run needs a handful of events per request
-  const double expected = arrival == ArrivalKind::trace ? double(trace->t_s.size()) : rate_per_s * duration_s * 2.0;
   p.max_events = int64_t(std::min(4.0e12, 200.0 * (expected + 1000.0) + 1.0e7));
   return p;
 }

@@ -21,13 +21,9 @@ struct DistSpec {
   std::string describe;             // e.g. "lognormal(median=1020, p99=7000)"
 };
 
-struct Scenario {
-  std::string name, description;
-  std::string source;  // file the scenario came from
-  std::vector<std::string> overrides;  // "path=value" overrides applied, in order
-  uint64_t seed = 0;
-  double duration_s = 0, warmup_s = 0;
-
+// One pool of identical replicas.
+struct PoolSpec {
+  std::string name;
   DeviceSpec device;
   ModelSpec model;
   std::string weight_dtype, kv_dtype;
@@ -49,16 +45,34 @@ struct Scenario {
   int queue_limit = 0;
   double usd_per_hour = 0;
 
-  // workload
+  Capacity capacity;  // per replica
+  PoolParams params() const;
+};
+
+// One class of requests.
+struct RequestClassSpec {
+  std::string name;
+  std::string team;
+  int pool = 0;  // index into Scenario::pools
   ArrivalKind arrival = ArrivalKind::poisson;
   double rate_per_s = 0, cv = 1, peak_to_mean = 1, period_s = 86400, peak_at_s = 0, time_scale = 1;
+  double start_s = 0, stop_s = 0;
   std::string trace_path;
   std::shared_ptr<const TraceData> trace;  // shared between configurations of a sweep
   DistSpec prompt, output;
-
-  // derived
-  Capacity capacity;
   double mean_prompt_tokens = 0, mean_output_tokens = 0;
+  ClassParams params() const;  // pointers into this object
+};
+
+struct Scenario {
+  std::string name, description;
+  std::string source;  // file the scenario came from
+  std::vector<std::string> overrides;  // "path=value" overrides applied, in order
+  uint64_t seed = 0;
+  double duration_s = 0, warmup_s = 0;
+  std::vector<PoolSpec> pools;               // at least one
+  std::vector<RequestClassSpec> classes;     // at least one
+  bool multi = false;  // written with pools: / classes: (reports then list them)
 
   // The immutable core parameters; arrays point into this Scenario, which must outlive them.
   SimParams params() const;

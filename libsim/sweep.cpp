@@ -25,7 +25,7 @@ namespace {
 
 // The metrics a sweep row reports: every numeric leaf of these sections of the run report.
 const char* const kMetricSections[] = {"requests", "latency_s", "throughput", "utilization", "cost", "capacity",
-                                       "simulation"};
+                                       "classes", "pools", "teams", "simulation"};
 // Metrics with a 95% confidence interval in every row.
 const char* const kHeadline[] = {"cost.per_request_usd", "cost.per_million_output_tokens_usd", "latency_s.ttft.p99",
                                  "utilization.busy_fraction"};
@@ -78,7 +78,8 @@ uint64_t fnv1a(const std::string& s, uint64_t h = 1469598103934665603ULL) {
 // Numeric report paths a metric reference may use, from a report of the base scenario.
 std::vector<std::string> metric_paths(const Json& report) {
   std::vector<std::pair<std::string, const Json*>> leaves;
-  for (const char* sec : kMetricSections) numeric_leaves(report[sec], sec, leaves);
+  for (const char* sec : kMetricSections)
+    if (report.contains(sec)) numeric_leaves(report[sec], sec, leaves);
   std::vector<std::string> out;
   for (const auto& l : leaves) out.push_back(l.first);
   return out;
@@ -253,7 +254,7 @@ SweepSpec parse_sweep(const ScenarioSource& scenario) {
     std::set<uint64_t> chosen;
     const uint64_t n = spec.grid_size, m = spec.sample;
     for (uint64_t j = n - m; j < n; ++j) {
-      const double u = rng.uniform(Stream::accept, j, 77);
+      const double u = rng.uniform(Stream::accept, 0, j, 77);
       uint64_t t = uint64_t(u * double(j + 1));
       if (t > j) t = j;
       if (!chosen.insert(t).second) chosen.insert(j);
@@ -304,7 +305,7 @@ SweepSpec parse_sweep(const ScenarioSource& scenario) {
       spec.slo.push_back(t);
     }
   }
-  const bool generative = base.model.kind == ModelKind::generate;
+  const bool generative = base.pools[0].model.kind == ModelKind::generate;
   spec.objective = generative ? "cost.per_million_output_tokens_usd" : "cost.per_request_usd";
   if (sw.has("objective")) {
     spec.objective = sw.at("objective").str();
@@ -343,7 +344,8 @@ Json sweep_row(const SweepSpec& spec, uint64_t config, const Scenario* s, const 
   reports.reserve(reps.size());
   for (const Tally* t : reps) reports.push_back(run_report(*s, *t));
   std::vector<std::pair<std::string, const Json*>> leaves;
-  for (const char* sec : kMetricSections) numeric_leaves(reports[0][sec], sec, leaves);
+  for (const char* sec : kMetricSections)
+    if (reports[0].contains(sec)) numeric_leaves(reports[0][sec], sec, leaves);
   Json metrics = Json::object();
   for (const auto& [path, _] : leaves) {
     std::vector<double> xs;

@@ -17,9 +17,17 @@ inline Scenario scenario(const std::string& yaml, const std::vector<std::string>
 
 struct Result {
   std::unique_ptr<Tally> tally;
+  std::unique_ptr<ClassTally> all;  // every class merged
   Json report;
   bool drained = false;
 };
+
+inline std::unique_ptr<ClassTally> merged_classes(const Tally& t) {
+  auto all = std::make_unique<ClassTally>();
+  class_tally_clear(*all);
+  for (int32_t c = 0; c < t.n_classes; ++c) class_tally_merge(*all, t.classes[c]);
+  return all;
+}
 
 inline Result run(const Scenario& s, uint32_t replication = 0) {
   const SimParams p = s.params();
@@ -27,6 +35,7 @@ inline Result run(const Scenario& s, uint32_t replication = 0) {
   Result r;
   r.tally = simulate_once(p, replication, ws);
   r.drained = sim_drained(p, ws.for_params(p)) && r.tally->unfinished == 0;
+  r.all = merged_classes(*r.tally);
   r.report = run_report(s, *r.tally);
   return r;
 }

@@ -61,14 +61,14 @@ TEST_CASE("static batching makes short requests wait for the longest member; con
   };
   const auto st = test::run(test::scenario(yaml("{batching: static, max_batch: 2, batch_window_s: 0.1}")));
   const auto co = test::run(test::scenario(yaml("{max_num_seqs: 8}")));
-  REQUIRE(st.tally->completed == 2);
-  REQUIRE(co.tally->completed == 2);
+  REQUIRE(st.all->completed == 2);
+  REQUIRE(co.all->completed == 2);
   // static: both answers come back when the 400-token member finishes
-  CHECK(st.tally->e2e.min / st.tally->e2e.max > 0.99);
+  CHECK(st.all->e2e.min / st.all->e2e.max > 0.99);
   // continuous: the short one leaves after its 8 tokens
-  CHECK(co.tally->e2e.min / co.tally->e2e.max < 0.1);
+  CHECK(co.all->e2e.min / co.all->e2e.max < 0.1);
   // and the long one is no slower for it
-  CHECK(co.tally->e2e.max < st.tally->e2e.max);
+  CHECK(co.all->e2e.max < st.all->e2e.max);
 }
 
 TEST_CASE("when KV runs out, the newest sequence is preempted and recomputed; no request is lost") {
@@ -79,10 +79,10 @@ TEST_CASE("when KV runs out, the newest sequence is preempted and recomputed; no
       "fleet: {replicas: 1, queue_limit: 100000}\n"
       "workload: {arrival: {process: poisson, rate_per_s: 0.5}, prompt_tokens: 1000, output_tokens: 2000}\n";
   const Scenario s = test::scenario(yaml);
-  CHECK(s.capacity.kv_capacity_tokens < 25000);
+  CHECK(s.pools[0].capacity.kv_capacity_tokens < 25000);
   const auto r = test::run(s);
-  const Tally& t = *r.tally;
-  MESSAGE("KV tokens " << s.capacity.kv_capacity_tokens << ", preemptions " << t.preempted << ", completed "
+  const ClassTally& t = *r.all;
+  MESSAGE("KV tokens " << s.pools[0].capacity.kv_capacity_tokens << ", preemptions " << t.preempted << ", completed "
                        << t.completed);
   CHECK(t.preempted > 0);
   CHECK(t.completed == t.arrived);
@@ -91,8 +91,8 @@ TEST_CASE("when KV runs out, the newest sequence is preempted and recomputed; no
   CHECK(r.report["utilization"]["kv_occupancy"].get<double>() > 0.5);
   // the same load with plenty of memory never preempts
   const auto roomy = test::run(test::scenario(yaml, {"engine.gpu_memory_utilization=0.9"}));
-  CHECK(roomy.tally->preempted == 0);
-  CHECK(roomy.tally->completed == t.completed);
+  CHECK(roomy.all->preempted == 0);
+  CHECK(roomy.all->completed == t.completed);
 }
 
 TEST_CASE("a request too long for the KV cache even alone is rejected with reason too_long") {
@@ -101,9 +101,9 @@ TEST_CASE("a request too long for the KV cache even alone is rejected with reaso
       "engine: {gpu_memory_utilization: 0.26}\nfleet: {replicas: 1}\n"
       "workload: {arrival: {process: poisson, rate_per_s: 1}, prompt_tokens: 30000, output_tokens: 10}\n";
   const auto r = test::run(test::scenario(yaml));
-  CHECK(r.tally->arrived > 50);
-  CHECK(r.tally->rejected_too_long == r.tally->arrived);
-  CHECK(r.tally->completed == 0);
+  CHECK(r.all->arrived > 50);
+  CHECK(r.all->rejected_too_long == r.all->arrived);
+  CHECK(r.all->completed == 0);
 }
 
 TEST_CASE("prompts longer than the model's context are truncated to it") {
@@ -112,10 +112,10 @@ TEST_CASE("prompts longer than the model's context are truncated to it") {
       "fleet: {replicas: 1}\n"
       "workload: {arrival: {process: poisson, rate_per_s: 20}, prompt_tokens: 2000}\n";
   const auto r = test::run(test::scenario(yaml));
-  CHECK(r.tally->completed == r.tally->arrived);
-  CHECK(r.tally->input_tokens == doctest::Approx(512.0 * double(r.tally->completed)));  // 512-token context
-  CHECK(r.tally->output_tokens == 0);
-  CHECK(r.tally->tpot.n == 0);
+  CHECK(r.all->completed == r.all->arrived);
+  CHECK(r.all->input_tokens == doctest::Approx(512.0 * double(r.all->completed)));  // 512-token context
+  CHECK(r.all->output_tokens == 0);
+  CHECK(r.all->tpot.n == 0);
   CHECK(r.report["cost"]["per_million_output_tokens_usd"].is_null());
 }
 
@@ -130,7 +130,7 @@ TEST_CASE("chunked prefill: a prompt longer than the step budget takes several s
   y.replace(y.find("TRACE"), 5, trace);
   const auto r = test::run(test::scenario(y));
   // 4000 tokens at 1024 per step = 4 prefill steps (the last emits token 1), then 2 decode steps
-  CHECK(r.tally->ttft.max == doctest::Approx(0.04));
-  CHECK(r.tally->e2e.max == doctest::Approx(0.06));
-  CHECK(r.tally->tpot.max == doctest::Approx(0.01));
+  CHECK(r.all->ttft.max == doctest::Approx(0.04));
+  CHECK(r.all->e2e.max == doctest::Approx(0.06));
+  CHECK(r.all->tpot.max == doctest::Approx(0.01));
 }

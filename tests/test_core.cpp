@@ -50,7 +50,7 @@ TEST_CASE("histogram quantiles are within 1% of the exact sample quantiles, and 
   hist_clear(*a);
   hist_clear(*b);
   for (int i = 0; i < 200000; ++i) {
-    const double x = dm::exp(-3.0 + 2.0 * normal_quantile(rng.uniform(Stream::prompt, uint64_t(i), 0)));
+    const double x = dm::exp(-3.0 + 2.0 * normal_quantile(rng.uniform(Stream::prompt, 0, uint64_t(i), 0)));
     xs.push_back(x);
     hist_add(*h, x);
     hist_add(i % 2 ? *a : *b, x);
@@ -88,7 +88,7 @@ double sample_mean(const DistParams& d, int n, double* p99 = nullptr, double* me
   std::vector<double> xs;
   double s = 0;
   for (int i = 0; i < n; ++i) {
-    const double x = double(sample_length(d, rng, Stream::output, uint64_t(i)));
+    const double x = double(sample_length(d, rng, Stream::output, 0, uint64_t(i)));
     xs.push_back(x);
     s += x;
   }
@@ -122,12 +122,13 @@ TEST_CASE("gamma inter-arrivals have the requested mean and coefficient of varia
     a.rate_per_s = 4.0;
     a.gamma_shape = 1.0 / (cv * cv);
     a.gamma_scale_s = cv * cv / 4.0;
+    a.stop_s = kInf;
     const Rng rng = make_rng(5, 0);
     ArrivalCursor c{0, 0, 0};
     double t = 0, s = 0, s2 = 0;
     const int n = 200000;
     for (int i = 0; i < n; ++i) {
-      const double t2 = next_arrival(a, rng, c, t, 1e12);
+      const double t2 = next_arrival(a, rng, 0, c, t, 1e12);
       const double g = t2 - t;
       s += g;
       s2 += g * g;
@@ -146,12 +147,13 @@ TEST_CASE("diurnal arrivals follow the rate curve") {
   a.diurnal_amplitude = 0.5;
   a.diurnal_period_s = 1000.0;
   a.diurnal_peak_at_s = 250.0;
+  a.stop_s = kInf;
   const Rng rng = make_rng(9, 0);
   ArrivalCursor c{0, 0, 0};
   double t = 0;
   int peak = 0, trough = 0, total = 0;
   for (;;) {
-    t = next_arrival(a, rng, c, t, 100000.0);
+    t = next_arrival(a, rng, 0, c, t, 100000.0);
     if (t >= kInf) break;
     ++total;
     const double ph = std::fmod(t, 1000.0);

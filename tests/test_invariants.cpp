@@ -44,8 +44,8 @@ TEST_CASE("random fleets conserve requests and KV blocks") {
     const std::string yaml = random_fleet(g, i);
     CAPTURE(yaml);
     const auto r = test::run(test::scenario(yaml));
-    const Tally& t = *r.tally;
-    REQUIRE(t.status == 0);
+    REQUIRE(r.tally->status == 0);
+    const ClassTally& t = *r.all;
     CHECK(t.arrived == t.completed + t.rejected_queue_full + t.rejected_too_long);
     CHECK(r.drained);
     const Json& u = r.report["utilization"];
@@ -74,19 +74,19 @@ TEST_CASE("decode runs in closed form give what stepping one step at a time give
     const auto a = simulate_once(merged, 0, ws);
     const auto b = simulate_once(stepped, 0, ws);
     REQUIRE(b->status == 0);
-    CHECK(a->arrived == b->arrived);
-    CHECK(a->completed == b->completed);
-    CHECK(a->rejected_queue_full == b->rejected_queue_full);
-    CHECK(a->preempted == b->preempted);
-    CHECK(a->output_tokens == b->output_tokens);
+    CHECK(a->classes[0].arrived == b->classes[0].arrived);
+    CHECK(a->classes[0].completed == b->classes[0].completed);
+    CHECK(a->classes[0].rejected_queue_full == b->classes[0].rejected_queue_full);
+    CHECK(a->classes[0].preempted == b->classes[0].preempted);
+    CHECK(a->classes[0].output_tokens == b->classes[0].output_tokens);
     // times agree to rounding: closed-form sums against step-by-step sums
-    CHECK(a->e2e.sum == doctest::Approx(b->e2e.sum).epsilon(1e-9));
-    CHECK(a->ttft.sum == doctest::Approx(b->ttft.sum).epsilon(1e-9));
-    CHECK(a->busy_s == doctest::Approx(b->busy_s).epsilon(1e-9));
+    CHECK(a->classes[0].e2e.sum == doctest::Approx(b->classes[0].e2e.sum).epsilon(1e-9));
+    CHECK(a->classes[0].ttft.sum == doctest::Approx(b->classes[0].ttft.sum).epsilon(1e-9));
+    CHECK(a->pools[0].busy_s == doctest::Approx(b->pools[0].busy_s).epsilon(1e-9));
     // work in a run that straddles warmup_s is counted pro rata by time, not step by step
-    CHECK(a->flops == doctest::Approx(b->flops).epsilon(1e-3));
-    CHECK(a->bytes == doctest::Approx(b->bytes).epsilon(1e-3));
-    if (s.batching == Batching::continuous) CHECK(a->events < b->events + 1);
+    CHECK(a->pools[0].flops == doctest::Approx(b->pools[0].flops).epsilon(1e-3));
+    CHECK(a->pools[0].bytes == doctest::Approx(b->pools[0].bytes).epsilon(1e-3));
+    if (s.pools[0].batching == Batching::continuous) CHECK(a->events < b->events + 1);
     ++compared;
   }
   CHECK(compared == 120);

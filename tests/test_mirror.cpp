@@ -33,8 +33,8 @@ TEST_CASE("relocated parameters and planned workspaces reproduce the host result
   std::vector<char> device(m.array_bytes);
   m.pack([&](size_t off, const void* src, size_t bytes) { std::memcpy(device.data() + off, src, bytes); });
   const std::vector<SimParams> moved = m.relocated(device.data());
-  CHECK(moved[0].arrivals.trace_t_s != pa.arrivals.trace_t_s);
-  CHECK(static_cast<const void*>(moved[1].prompt.values) >= static_cast<const void*>(device.data()));
+  CHECK(moved[0].classes[0].arrivals.trace_t_s != pa.classes[0].arrivals.trace_t_s);
+  CHECK(static_cast<const void*>(moved[1].classes[0].prompt.values) >= static_cast<const void*>(device.data()));
 
   // waves under a budget that forces several of them
   const auto waves = plan_waves(jobs, 3 * workspace_layout(pa).total);
@@ -50,7 +50,7 @@ TEST_CASE("relocated parameters and planned workspaces reproduce the host result
       HostWorkspace host;
       const auto direct = simulate_once(*jobs[j].params, jobs[j].replication, host);
       CHECK(std::memcmp(from_mirror.get(), direct.get(), sizeof(Tally)) == 0);
-      CHECK(from_mirror->completed > 0);
+      CHECK(from_mirror->classes[0].completed > 0);
     }
   }
   CHECK(covered == jobs.size());

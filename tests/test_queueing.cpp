@@ -39,8 +39,8 @@ double mean_queue_wait(const Scenario& s, int reps) {
   for (int r = 0; r < reps; ++r) {
     const auto res = test::run(s, uint32_t(r));
     CHECK(res.drained);
-    sum += res.tally->queue_wait.sum;
-    n += res.tally->queue_wait.n;
+    sum += res.all->queue_wait.sum;
+    n += res.all->queue_wait.n;
   }
   return sum / double(n);
 }
@@ -88,7 +88,7 @@ TEST_CASE("every request is accounted for: arrived = completed + rejected, and t
         {"duration_s=900", "warmup_s=0", std::string("fleet.router=") + router, "workload.arrival.rate_per_s=40",
          "fleet.queue_limit=50"});
     const auto r = test::run(s);
-    const Tally& t = *r.tally;
+    const ClassTally& t = *r.all;
     CHECK(t.arrived > 0);
     CHECK(t.rejected_queue_full > 0);  // overloaded: the queue limit turns excess into 429s
     CHECK(t.arrived == t.completed + t.rejected_queue_full + t.rejected_too_long);
@@ -124,5 +124,5 @@ TEST_CASE("busy fraction, cost and tokens are consistent") {
   CHECK(bf < 0.8 + 1e-9);  // never above mbu
   // input tokens per second ~ rate x mean prompt
   CHECK(j["throughput"]["input_tokens_per_s"].get<double>() ==
-        doctest::Approx(10.0 * s.mean_prompt_tokens).epsilon(0.05));
+        doctest::Approx(10.0 * s.classes[0].mean_prompt_tokens).epsilon(0.05));
 }

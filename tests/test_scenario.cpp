@@ -40,11 +40,11 @@ std::string replace(std::string s, const std::string& from, const std::string& t
 
 TEST_CASE("a valid scenario loads, and the default scenario is valid") {
   const Scenario s = test::scenario(kGood);
-  CHECK(s.replicas == 2);
-  CHECK(s.router == Router::central_queue);
+  CHECK(s.pools[0].replicas == 2);
+  CHECK(s.pools[0].router == Router::central_queue);
   const Scenario d = load_default_scenario();
-  CHECK(d.model.name == "llama-3.1-8b");
-  CHECK(d.device.name == "h100-sxm-80gb");
+  CHECK(d.pools[0].model.name == "llama-3.1-8b");
+  CHECK(d.pools[0].device.name == "h100-sxm-80gb");
 }
 
 TEST_CASE("errors name the file, line and column, and say what was expected") {
@@ -87,8 +87,8 @@ TEST_CASE("a missing file is an input error") {
 
 TEST_CASE("--set overrides apply before validation and errors name the override") {
   const Scenario s = test::scenario(kGood, {"fleet.replicas=5", "engine.max_num_seqs=64", "seed=9"});
-  CHECK(s.replicas == 5);
-  CHECK(s.max_num_seqs == 64);
+  CHECK(s.pools[0].replicas == 5);
+  CHECK(s.pools[0].max_num_seqs == 64);
   CHECK(s.seed == 9);
   CHECK(std::vector<std::string>{"fleet.replicas=5", "engine.max_num_seqs=64", "seed=9"} == s.overrides);
   CHECK(error_of(kGood, {"fleet.replicas=abc"}) == "--set fleet.replicas=abc: error: fleet.replicas: expected a number, got 'abc'");
@@ -112,13 +112,13 @@ TEST_CASE("traces load in all three column layouts") {
     const Scenario s = test::scenario(
         "duration_s: 100\nwarmup_s: 0\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\nfleet: {replicas: 1}\n"
         "workload: {arrival: {process: trace, path: " + path + "}}\n");
-    REQUIRE(s.trace->t_s.size() == 2);
-    CHECK(s.trace->t_s[1] - s.trace->t_s[0] == doctest::Approx(1.0));
-    CHECK(s.trace->prompt[1] == 20);
-    CHECK(s.trace->output[0] == 5);
+    REQUIRE(s.classes[0].trace->t_s.size() == 2);
+    CHECK(s.classes[0].trace->t_s[1] - s.classes[0].trace->t_s[0] == doctest::Approx(1.0));
+    CHECK(s.classes[0].trace->prompt[1] == 20);
+    CHECK(s.classes[0].trace->output[0] == 5);
     const auto r = test::run(s);
-    CHECK(r.tally->completed == 2);
-    CHECK(r.tally->input_tokens == 30);
+    CHECK(r.all->completed == 2);
+    CHECK(r.all->input_tokens == 30);
   }
   const std::string bad = test::write_temp("bad.csv", "timestamp_s,prompt_tokens,output_tokens\n0.5,10,5\n0.2,10,6\n");
   CHECK(error_of("duration_s: 100\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\nfleet: {replicas: 1}\n"
@@ -130,22 +130,48 @@ TEST_CASE("the Azure conversation trace replays every request in the window") {
   const Scenario s = load_scenario_file(std::string(FLEETSIM_SOURCE_DIR) + "/scenarios/azure-conv-replay.yaml");
   const auto r = test::run(s);
   int64_t in_window = 0;
-  for (double t : s.trace->t_s) in_window += (t >= s.warmup_s && t < s.duration_s) ? 1 : 0;
-  CHECK(r.tally->arrived == in_window);
-  CHECK(r.tally->arrived == r.tally->completed + r.tally->rejected_queue_full + r.tally->rejected_too_long);
+  for (double t : s.classes[0].trace->t_s) in_window += (t >= s.warmup_s && t < s.duration_s) ? 1 : 0;
+  CHECK(r.all->arrived == in_window);
+  CHECK(r.all->arrived == r.all->completed + r.all->rejected_queue_full + r.all->rejected_too_long);
   CHECK(r.drained);
 }
 
 TEST_CASE("every shipped scenario validates and runs") {
   for (const char* name : {"chat-default", "azure-conv-replay", "azure-code-bursty", "rag-embedding",
-                           "static-batching", "long-context-70b", "chat-azure-empirical"}) {
+                           "static-batching", "long-context-70b", "chat-azure-empirical", "interactive-and-batch"}) {
     CAPTURE(name);
     const Scenario s = load_scenario_file(std::string(FLEETSIM_SOURCE_DIR) + "/scenarios/" + name + ".yaml",
                                           {"duration_s=600", "warmup_s=60"});
     const auto r = test::run(s);
     CHECK(r.tally->status == 0);
-    CHECK(r.tally->completed > 0);
-    CHECK(r.tally->arrived == r.tally->completed + r.tally->rejected_queue_full + r.tally->rejected_too_long);
+    CHECK(r.all->completed > 0);
+    CHECK(r.all->arrived == r.all->completed + r.all->rejected_queue_full + r.all->rejected_too_long);
     CHECK(r.drained);
   }
+}
+
+TEST_CASE("pools and classes: defaults inherited, names checked") {
+  const std::string yaml =
+      "duration_s: 100\nmodel: llama-3.1-8b\ndevice: h100-sxm-80gb\nengine: {max_num_seqs: 32}\n"
+      "pools:\n  a: {fleet: {replicas: 1}}\n  b: {device: l4-24gb, fleet: {replicas: 3}, engine: {max_batched_tokens: 2048}}\n"
+      "workload: {prompt_tokens: 100, output_tokens: 10}\n"
+      "classes:\n  x: {pool: a, arrival: {process: poisson, rate_per_s: 1}}\n"
+      "  y: {pool: b, team: t, arrival: {process: poisson, rate_per_s: 2, start_s: 50}}\n";
+  const Scenario s = test::scenario(yaml);
+  REQUIRE(s.pools.size() == 2);
+  CHECK(s.pools[1].device.name == "l4-24gb");
+  CHECK(s.pools[1].max_num_seqs == 32);          // from the top-level engine
+  CHECK(s.pools[1].max_batched_tokens == 2048);  // its own
+  CHECK(s.pools[0].replicas == 1);
+  CHECK(s.classes[1].pool == 1);
+  CHECK(s.classes[1].team == "t");
+  CHECK(s.classes[0].team == "x");
+  CHECK(s.classes[1].start_s == 50);
+  const auto r = test::run(s);
+  CHECK(r.drained);
+  CHECK(r.tally->classes[1].arrived > 50);
+  CHECK(error_of(replace(yaml, "pool: b, team", "pool: c, team")).find("classes.y.pool: unknown pool 'c'") != std::string::npos);
+  CHECK(error_of(replace(yaml, "  x: {pool: a, ", "  x: {")).find("classes.x: missing required key 'pool'") != std::string::npos);
+  CHECK(error_of(replace(yaml, "  b: {device: l4-24gb,", "  b: {devic: l4-24gb,")).find("pools.b.devic: unknown key 'devic'") !=
+        std::string::npos);
 }

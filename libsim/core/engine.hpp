@@ -24,7 +24,8 @@ struct Request {
   int32_t prompt;
   int32_t output;
   int32_t generated;  // output tokens emitted before the current prefill of this request
-  int32_t in_window;
+  int16_t in_window;
+  int16_t cls;        // request class
 };
 
 // A running sequence (a batch slot of a replica).
@@ -52,9 +53,15 @@ struct Queue {
 struct Replica {
   double t_next;  // end of the run in flight, a static-batching timer, or kInf
   int32_t busy;   // a run (possibly of zero steps: a wake-up) is in flight
+  int32_t pool;
   int32_t queue;
+  int32_t S;          // batch slots
+  int32_t bs;         // KV block tokens
+  int64_t slot_base;  // first slot in the seq and finish-heap arrays
+  int64_t res_base;   // first counter in the residue array
   int64_t step;   // index of the next step to start
   int32_t n_running, n_decode;
+  int32_t n_decode_class[kMaxClasses];
   int32_t run_head, run_tail, pf_head, pf_tail, free_head;
   int32_t heap_n;
   int64_t A;  // sum over decoding sequences of (L0 - s0): context tokens at step s are A + n s
@@ -68,15 +75,23 @@ struct Replica {
   double run_in_share;                    // fraction of the run's time attributed to input tokens
   double run_seqs;                        // sequences in each step of the run
   double run_blocks0, run_blocks_rate;    // allocated KV blocks at j = 0, and growth per step
+  double run_class_share[kMaxClasses];    // share of the run's time spent on each class
   // static batching
   int32_t batch_n;
   double batch_t_first;
 };
 
 // The flat workspace of one simulation.
+struct PoolState {
+  int32_t first_replica, n_replicas;
+  int32_t first_queue, n_queues;
+  int32_t rr_next;
+};
+
 struct Sim {
   const SimParams* p;
   Tally* tally;
+  PoolState pool[kMaxPools];
   Rng rng;
   Request* req;
   int32_t* req_free;
@@ -90,43 +105,63 @@ struct Sim {
   int32_t* rescnt;
   int32_t* rheap;
   int32_t* rheap_pos;
-  int32_t S;   // batch slots per replica
-  int32_t bs;  // KV block tokens
+  int32_t n_replicas;
   double W0, W1;
   double t_clock;
-  int64_t in_system, waiting;
-  int32_t rr_next;
-  ArrivalCursor arr;
+  int64_t in_system[kMaxClasses], waiting[kMaxClasses];
+  ArrivalCursor arr[kMaxClasses];
+  double next_arrival[kMaxClasses];
 };
 
 // ---------------------------------------------------------------- workspace layout
 
 struct WorkspaceLayout {
   uint64_t req, req_free, qbuf, q, rep, seq, fheap, rescnt, rheap, rheap_pos, total;
-  int32_t S, nq, req_cap, qcap;
+  int32_t n_replicas, nq, req_cap;
+  int64_t slots, residues, qbuf_len;
 };
 
 FLEETSIM_HD inline uint64_t align_up(uint64_t x) { return (x + 15) & ~uint64_t(15); }
 
+FLEETSIM_HD FLEETSIM_FORCEINLINE int32_t pool_slots(const PoolParams& P) {
+  return P.batching == Batching::continuous ? P.max_num_seqs : P.max_batch;
+}
+FLEETSIM_HD FLEETSIM_FORCEINLINE int32_t pool_queues(const PoolParams& P) {
+  return P.router == Router::central_queue ? 1 : P.replicas;
+}
+// A queue holds at most queue_limit fresh requests plus, per replica it feeds, as many preempted
+// ones as that replica has slots (running + preempted-waiting <= slots, see docs/model.md).
+FLEETSIM_HD FLEETSIM_FORCEINLINE int32_t pool_queue_cap(const PoolParams& P) {
+  return P.queue_limit + (P.router == Router::central_queue ? P.replicas : 1) * pool_slots(P);
+}
+
 FLEETSIM_HD inline WorkspaceLayout workspace_layout(const SimParams& p) {
   WorkspaceLayout l;
-  l.S = p.batching == Batching::continuous ? p.max_num_seqs : p.max_batch;
-  l.nq = p.router == Router::central_queue ? 1 : p.replicas;
-  const int32_t feeders = p.router == Router::central_queue ? p.replicas : 1;
-  // fresh waiting <= queue_limit; running + preempted-waiting <= slots (see docs/model.md)
-  l.qcap = p.queue_limit + feeders * l.S;
-  l.req_cap = l.nq * p.queue_limit + p.replicas * l.S;
+  l.n_replicas = 0;
+  l.nq = 0;
+  l.req_cap = 0;
+  l.slots = l.residues = l.qbuf_len = 0;
+  for (int32_t i = 0; i < p.n_pools; ++i) {
+    const PoolParams& P = p.pools[i];
+    const int32_t S = pool_slots(P), nq = pool_queues(P);
+    l.n_replicas += P.replicas;
+    l.nq += nq;
+    l.req_cap += nq * P.queue_limit + P.replicas * S;
+    l.slots += int64_t(P.replicas) * S;
+    l.residues += int64_t(P.replicas) * P.kv_block_tokens;
+    l.qbuf_len += int64_t(nq) * pool_queue_cap(P);
+  }
   uint64_t off = 0;
   l.req = off;       off = align_up(off + sizeof(Request) * uint64_t(l.req_cap));
   l.req_free = off;  off = align_up(off + sizeof(int32_t) * uint64_t(l.req_cap));
-  l.qbuf = off;      off = align_up(off + sizeof(int32_t) * uint64_t(l.nq) * uint64_t(l.qcap));
+  l.qbuf = off;      off = align_up(off + sizeof(int32_t) * uint64_t(l.qbuf_len));
   l.q = off;         off = align_up(off + sizeof(Queue) * uint64_t(l.nq));
-  l.rep = off;       off = align_up(off + sizeof(Replica) * uint64_t(p.replicas));
-  l.seq = off;       off = align_up(off + sizeof(Seq) * uint64_t(p.replicas) * uint64_t(l.S));
-  l.fheap = off;     off = align_up(off + sizeof(int32_t) * uint64_t(p.replicas) * uint64_t(l.S));
-  l.rescnt = off;    off = align_up(off + sizeof(int32_t) * uint64_t(p.replicas) * uint64_t(p.kv_block_tokens));
-  l.rheap = off;     off = align_up(off + sizeof(int32_t) * uint64_t(p.replicas));
-  l.rheap_pos = off; off = align_up(off + sizeof(int32_t) * uint64_t(p.replicas));
+  l.rep = off;       off = align_up(off + sizeof(Replica) * uint64_t(l.n_replicas));
+  l.seq = off;       off = align_up(off + sizeof(Seq) * uint64_t(l.slots));
+  l.fheap = off;     off = align_up(off + sizeof(int32_t) * uint64_t(l.slots));
+  l.rescnt = off;    off = align_up(off + sizeof(int32_t) * uint64_t(l.residues));
+  l.rheap = off;     off = align_up(off + sizeof(int32_t) * uint64_t(l.n_replicas));
+  l.rheap_pos = off; off = align_up(off + sizeof(int32_t) * uint64_t(l.n_replicas));
   l.total = off;
   return l;
 }
@@ -163,7 +198,7 @@ FLEETSIM_HD FLEETSIM_FORCEINLINE bool rh_less(const Sim& s, int32_t a, int32_t b
 }
 FLEETSIM_HD inline void rh_update(Sim& s, int32_t r) {
   int32_t i = s.rheap_pos[r];
-  const int32_t n = s.p->replicas;
+  const int32_t n = s.n_replicas;
   while (i > 0) {  // sift up
     const int32_t parent = (i - 1) / 2;
     if (!rh_less(s, s.rheap[i], s.rheap[parent])) break;
@@ -189,8 +224,12 @@ FLEETSIM_HD FLEETSIM_FORCEINLINE void set_next(Sim& s, int32_t r, double t) {
   rh_update(s, r);
 }
 
+FLEETSIM_HD FLEETSIM_FORCEINLINE const PoolParams& pool_of(const Sim& s, int32_t r) { return s.p->pools[s.rep[r].pool]; }
+
 // Per-replica finish heap of decoding slots, ordered by (finish step, slot).
-FLEETSIM_HD FLEETSIM_FORCEINLINE Seq& slot(Sim& s, int32_t r, int32_t i) { return s.seq[r * s.S + i]; }
+FLEETSIM_HD FLEETSIM_FORCEINLINE Seq& slot(Sim& s, int32_t r, int32_t i) { return s.seq[s.rep[r].slot_base + i]; }
+FLEETSIM_HD FLEETSIM_FORCEINLINE int32_t* fheap_of(Sim& s, int32_t r) { return s.fheap + s.rep[r].slot_base; }
+FLEETSIM_HD FLEETSIM_FORCEINLINE int32_t* rescnt_of(Sim& s, int32_t r) { return s.rescnt + s.rep[r].res_base; }
 FLEETSIM_HD FLEETSIM_FORCEINLINE bool fh_less(Sim& s, int32_t r, int32_t a, int32_t b) {
   const int64_t fa = slot(s, r, a).finish, fb = slot(s, r, b).finish;
   return fa < fb || (fa == fb && a < b);
@@ -201,7 +240,7 @@ FLEETSIM_HD FLEETSIM_FORCEINLINE void fh_swap(Sim& s, int32_t r, int32_t* h, int
   h[j] = a; slot(s, r, a).heap_pos = j;
 }
 FLEETSIM_HD inline void fh_fix(Sim& s, int32_t r, int32_t i) {
-  int32_t* h = s.fheap + r * s.S;
+  int32_t* h = fheap_of(s, r);
   const int32_t n = s.rep[r].heap_n;
   while (i > 0 && fh_less(s, r, h[i], h[(i - 1) / 2])) {
     fh_swap(s, r, h, i, (i - 1) / 2);
@@ -218,14 +257,14 @@ FLEETSIM_HD inline void fh_fix(Sim& s, int32_t r, int32_t i) {
   }
 }
 FLEETSIM_HD inline void fh_push(Sim& s, int32_t r, int32_t sl) {
-  int32_t* h = s.fheap + r * s.S;
+  int32_t* h = fheap_of(s, r);
   const int32_t i = s.rep[r].heap_n++;
   h[i] = sl;
   slot(s, r, sl).heap_pos = i;
   fh_fix(s, r, i);
 }
 FLEETSIM_HD inline void fh_remove(Sim& s, int32_t r, int32_t sl) {
-  int32_t* h = s.fheap + r * s.S;
+  int32_t* h = fheap_of(s, r);
   const int32_t i = slot(s, r, sl).heap_pos;
   const int32_t last = --s.rep[r].heap_n;
   if (i != last) {
@@ -244,8 +283,10 @@ FLEETSIM_HD FLEETSIM_FORCEINLINE int64_t ceil_div(int64_t a, int64_t b) { return
 FLEETSIM_HD inline void advance_clock(Sim& s, double t) {
   const double a = max_of(s.t_clock, s.W0), b = min_of(t, s.W1);
   if (b > a) {
-    s.tally->in_system_s += double(s.in_system) * (b - a);
-    s.tally->queue_len_s += double(s.waiting) * (b - a);
+    for (int32_t c = 0; c < s.p->n_classes; ++c) {
+      s.tally->classes[c].in_system_s += double(s.in_system[c]) * (b - a);
+      s.tally->classes[c].queue_len_s += double(s.waiting[c]) * (b - a);
+    }
   }
   if (t > s.t_clock) s.t_clock = t;
 }
@@ -258,22 +299,23 @@ FLEETSIM_HD inline void account_run(Sim& s, const Replica& R, int64_t k, double 
   if (!(b > a)) return;
   const double overlap = b - a;
   const double f = overlap / (t1 - t0);
-  Tally& T = *s.tally;
+  PoolTally& T = s.tally->pools[R.pool];
   T.busy_s += overlap;
   T.input_busy_s += overlap * R.run_in_share;
   T.flops += f * arith_sum(R.run_fa, R.run_fb, 0, k);
   T.bytes += f * arith_sum(R.run_ba, R.run_bb, 0, k);
   T.seq_steps += f * double(k) * R.run_seqs;
-  T.steps += int64_t(dm::lround(f * double(k)));
+  T.steps += f * double(k);
   T.kv_block_s += overlap * (R.run_blocks0 + 0.5 * R.run_blocks_rate * double(k));
+  for (int32_t c = 0; c < s.p->n_classes; ++c) s.tally->classes[c].busy_s += overlap * R.run_class_share[c];
 }
 
 FLEETSIM_HD inline void record_done(Sim& s, int32_t ri, double t) {
   Request& q = s.req[ri];
   advance_clock(s, t);
-  s.in_system--;
+  s.in_system[q.cls]--;
   if (q.in_window) {
-    Tally& T = *s.tally;
+    ClassTally& T = s.tally->classes[q.cls];
     T.completed++;
     T.input_tokens += q.prompt;
     T.output_tokens += q.output;
@@ -287,31 +329,31 @@ FLEETSIM_HD inline void record_done(Sim& s, int32_t ri, double t) {
 }
 
 // Step time of a step with the given work.
-FLEETSIM_HD inline double step_time(const SimParams& p, double flops, double bytes, double prefill_tokens,
+FLEETSIM_HD inline double step_time(const PoolParams& P, double flops, double bytes, double prefill_tokens,
                                     double decode_seqs, double decode_ctx) {
-  if (p.perf.kind == PerfKind::roofline)
-    return p.perf.overhead_s + max_of(flops / p.perf.flops_per_s, bytes / p.perf.bytes_per_s);
-  return p.perf.overhead_s + p.perf.per_prefill_token_s * prefill_tokens + p.perf.per_decode_seq_s * decode_seqs +
-         p.perf.per_context_token_s * decode_ctx;
+  if (P.perf.kind == PerfKind::roofline)
+    return P.perf.overhead_s + max_of(flops / P.perf.flops_per_s, bytes / P.perf.bytes_per_s);
+  return P.perf.overhead_s + P.perf.per_prefill_token_s * prefill_tokens + P.perf.per_decode_seq_s * decode_seqs +
+         P.perf.per_context_token_s * decode_ctx;
 }
 
 // Decode-only run of n sequences whose context before step j is T0 + n j.
-FLEETSIM_HD inline void set_decode_run(const SimParams& p, Replica& R, double n, double T0) {
-  const WorkParams& w = p.work;
+FLEETSIM_HD inline void set_decode_run(const PoolParams& P, Replica& R, double n, double T0) {
+  const WorkParams& w = P.work;
   R.run_fa = w.matmul_flops_per_token * n + w.attn_flops_per_pair * (T0 + n);
   R.run_fb = w.attn_flops_per_pair * n;
   R.run_ba = w.weight_bytes + w.kv_bytes_per_token * (T0 + n);
   R.run_bb = w.kv_bytes_per_token * n;
   Line l;
-  l.o = p.perf.overhead_s;
-  if (p.perf.kind == PerfKind::roofline) {
-    l.a1 = R.run_fa / p.perf.flops_per_s;
-    l.b1 = R.run_fb / p.perf.flops_per_s;
-    l.a2 = R.run_ba / p.perf.bytes_per_s;
-    l.b2 = R.run_bb / p.perf.bytes_per_s;
+  l.o = P.perf.overhead_s;
+  if (P.perf.kind == PerfKind::roofline) {
+    l.a1 = R.run_fa / P.perf.flops_per_s;
+    l.b1 = R.run_fb / P.perf.flops_per_s;
+    l.a2 = R.run_ba / P.perf.bytes_per_s;
+    l.b2 = R.run_bb / P.perf.bytes_per_s;
   } else {
-    l.a1 = p.perf.per_decode_seq_s * n + p.perf.per_context_token_s * (T0 + n);
-    l.b1 = p.perf.per_context_token_s * n;
+    l.a1 = P.perf.per_decode_seq_s * n + P.perf.per_context_token_s * (T0 + n);
+    l.b1 = P.perf.per_context_token_s * n;
     l.a2 = 0.0;
     l.b2 = 0.0;
   }
@@ -321,13 +363,13 @@ FLEETSIM_HD inline void set_decode_run(const SimParams& p, Replica& R, double n,
 }
 
 // A single step with prefill work: FLOPs and bytes of its prefill and decode parts.
-FLEETSIM_HD inline void set_single_step(const SimParams& p, Replica& R, double ptoks, double ppairs, double pread,
+FLEETSIM_HD inline void set_single_step(const PoolParams& P, Replica& R, double ptoks, double ppairs, double pread,
                                         double n, double T0, double seqs) {
-  const WorkParams& w = p.work;
+  const WorkParams& w = P.work;
   const double f_in = w.matmul_flops_per_token * ptoks + w.attn_flops_per_pair * ppairs;
   const double f_out = n > 0.0 ? w.matmul_flops_per_token * n + w.attn_flops_per_pair * (T0 + n) : 0.0;
   const double bytes = w.weight_bytes + w.kv_bytes_per_token * (pread + ptoks + (n > 0.0 ? T0 + n : 0.0));
-  const double dt = step_time(p, f_in + f_out, bytes, ptoks, n, n > 0.0 ? T0 + n : 0.0);
+  const double dt = step_time(P, f_in + f_out, bytes, ptoks, n, n > 0.0 ? T0 + n : 0.0);
   R.run_fa = f_in + f_out;
   R.run_fb = 0.0;
   R.run_ba = bytes;
@@ -336,39 +378,51 @@ FLEETSIM_HD inline void set_single_step(const SimParams& p, Replica& R, double p
   l.o = dt;
   l.a1 = l.b1 = l.a2 = l.b2 = 0.0;
   R.run_line = l;
-  if (p.perf.kind == PerfKind::roofline) {
+  if (P.perf.kind == PerfKind::roofline) {
     R.run_in_share = f_in / (f_in + f_out);
   } else {
-    const double ci = p.perf.per_prefill_token_s * ptoks;
-    const double co = p.perf.per_decode_seq_s * n + p.perf.per_context_token_s * (n > 0.0 ? T0 + n : 0.0);
+    const double ci = P.perf.per_prefill_token_s * ptoks;
+    const double co = P.perf.per_decode_seq_s * n + P.perf.per_context_token_s * (n > 0.0 ? T0 + n : 0.0);
     R.run_in_share = ci + co > 0.0 ? ci / (ci + co) : ptoks / (ptoks + n);
   }
   R.run_seqs = seqs;
 }
 
+// Each class's share of a run: prefill time by prefill tokens, decode time by sequences.
+FLEETSIM_HD inline void set_class_shares(const Sim& s, Replica& R, const double* prefill_by_class, double ptoks) {
+  const double n = double(R.n_decode);
+  for (int32_t c = 0; c < s.p->n_classes; ++c) {
+    const double in = ptoks > 0.0 ? prefill_by_class[c] / ptoks : 0.0;
+    const double out = n > 0.0 ? double(R.n_decode_class[c]) / n : 0.0;
+    R.run_class_share[c] = R.run_in_share * in + (1.0 - R.run_in_share) * out;
+  }
+}
+
 // ---------------------------------------------------------------- KV blocks (continuous batching)
 
 // Blocks the decoding sequences of replica r allocate over steps [st, st + k).
-FLEETSIM_HD inline int64_t blocks_needed(const Sim& s, int32_t r, int64_t st, int64_t k) {
+FLEETSIM_HD inline int64_t blocks_needed(Sim& s, int32_t r, int64_t st, int64_t k) {
   if (k <= 0) return 0;
-  const int32_t* cnt = s.rescnt + r * s.bs;
+  const int32_t* cnt = rescnt_of(s, r);
+  const int32_t bs = s.rep[r].bs;
   const int64_t n = s.rep[r].n_decode;
-  int64_t total = (k / s.bs) * n;
-  const int64_t rem = k % s.bs;
-  for (int64_t j = 0; j < rem; ++j) total += cnt[(st + (k - rem) + j) % s.bs];
+  int64_t total = (k / bs) * n;
+  const int64_t rem = k % bs;
+  for (int64_t j = 0; j < rem; ++j) total += cnt[(st + (k - rem) + j) % bs];
   return total;
 }
 
 // Number of steps from st on that the free blocks cover (kInf-like large if no decoding).
-FLEETSIM_HD inline int64_t steps_covered(const Sim& s, int32_t r, int64_t st, int64_t free_blocks) {
+FLEETSIM_HD inline int64_t steps_covered(Sim& s, int32_t r, int64_t st, int64_t free_blocks) {
   const int64_t n = s.rep[r].n_decode;
   if (n == 0) return int64_t(1) << 60;
-  const int32_t* cnt = s.rescnt + r * s.bs;
+  const int32_t* cnt = rescnt_of(s, r);
+  const int32_t bs = s.rep[r].bs;
   const int64_t cycles = free_blocks / n;
   int64_t left = free_blocks - cycles * n;
-  int64_t j = cycles * s.bs;
-  for (int32_t i = 0; i < s.bs; ++i) {
-    const int64_t need = cnt[(st + j) % s.bs];
+  int64_t j = cycles * bs;
+  for (int32_t i = 0; i < bs; ++i) {
+    const int64_t need = cnt[(st + j) % bs];
     if (need > left) return j;
     left -= need;
     ++j;
@@ -402,9 +456,10 @@ FLEETSIM_HD inline void stop_decoding(Sim& s, int32_t r, int32_t sl) {
   Replica& R = s.rep[r];
   Seq& x = slot(s, r, sl);
   fh_remove(s, r, sl);
-  s.rescnt[r * s.bs + x.residue]--;
+  rescnt_of(s, r)[x.residue]--;
   R.A -= x.L0 - x.s0;
   R.n_decode--;
+  R.n_decode_class[s.req[x.req].cls]--;
   x.decoding = 0;
 }
 
@@ -418,8 +473,8 @@ FLEETSIM_HD inline int32_t preempt_newest(Sim& s, int32_t r, int64_t st) {
   Request& q = s.req[x.req];
   int32_t needed_now = 0;
   if (x.decoding) {
-    R.free_blocks += ceil_div(x.L0 + (st - x.s0), s.bs);
-    needed_now = (x.residue == int32_t(st % s.bs)) ? 1 : 0;
+    R.free_blocks += ceil_div(x.L0 + (st - x.s0), R.bs);
+    needed_now = (x.residue == int32_t(st % R.bs)) ? 1 : 0;
     q.generated += int32_t(st - x.s0);
     stop_decoding(s, r, sl);
   } else {
@@ -430,18 +485,18 @@ FLEETSIM_HD inline int32_t preempt_newest(Sim& s, int32_t r, int64_t st) {
   release_slot(s, r, sl);
   Queue& Q = s.q[R.queue];
   q_push_front(s, Q, ri);
-  s.waiting++;
-  if (q.in_window) s.tally->preempted++;
+  s.waiting[q.cls]++;
+  if (q.in_window) s.tally->classes[q.cls].preempted++;
   return needed_now;
 }
 
 FLEETSIM_HD inline void finish_decoding_at(Sim& s, int32_t r, int64_t last_step, double t) {
   Replica& R = s.rep[r];
-  int32_t* h = s.fheap + r * s.S;
+  int32_t* h = fheap_of(s, r);
   while (R.heap_n > 0 && slot(s, r, h[0]).finish <= last_step) {
     const int32_t sl = h[0];
     Seq& x = slot(s, r, sl);
-    R.free_blocks += ceil_div(x.L0 + (x.finish - x.s0) + 1, s.bs);
+    R.free_blocks += ceil_div(x.L0 + (x.finish - x.s0) + 1, R.bs);
     const int32_t ri = x.req;
     stop_decoding(s, r, sl);
     release_slot(s, r, sl);
@@ -452,6 +507,7 @@ FLEETSIM_HD inline void finish_decoding_at(Sim& s, int32_t r, int64_t last_step,
 // Apply the run in flight (it ended at t).
 FLEETSIM_HD inline void cont_finish_run(Sim& s, int32_t r, double t) {
   Replica& R = s.rep[r];
+  const PoolParams& P = pool_of(s, r);
   const int64_t k = R.run_k;
   if (k == 0) return;
   const int64_t st = R.step;
@@ -469,7 +525,7 @@ FLEETSIM_HD inline void cont_finish_run(Sim& s, int32_t r, double t) {
           list_remove_pf(s, r, sl);
           Request& q = s.req[x.req];
           if (q.t_first < 0.0) q.t_first = t;
-          if (!s.p->generative || x.out_left <= 1) {
+          if (!P.generative || x.out_left <= 1) {
             q.generated = q.output;
             R.free_blocks += x.blocks;
             const int32_t ri = x.req;
@@ -481,11 +537,12 @@ FLEETSIM_HD inline void cont_finish_run(Sim& s, int32_t r, double t) {
             x.s0 = st + 1;
             x.L0 = x.prefill_total;
             x.finish = x.s0 + x.out_left - 2;
-            x.residue = int32_t((((x.s0 - x.L0) % s.bs) + s.bs) % s.bs);
+            x.residue = int32_t((((x.s0 - x.L0) % R.bs) + R.bs) % R.bs);
             // blocks for the prompt were taken at admission and are now tracked by length
-            s.rescnt[r * s.bs + x.residue]++;
+            rescnt_of(s, r)[x.residue]++;
             R.A += x.L0 - x.s0;
             R.n_decode++;
+            R.n_decode_class[q.cls]++;
             fh_push(s, r, sl);
           }
         }
@@ -506,13 +563,14 @@ FLEETSIM_HD inline void cont_kick(Sim& s, int32_t r, double t);
 // Start the next step of replica r at time t: allocate, admit, and plan the run.
 FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
   const SimParams& p = *s.p;
+  const PoolParams& P = pool_of(s, r);
   Replica& R = s.rep[r];
   Queue& Q = s.q[R.queue];
   const int64_t st = R.step;
   advance_clock(s, t);
 
   // 1. a KV slot for every decoding sequence, preempting the newest while blocks are short
-  int64_t need = R.n_decode > 0 ? s.rescnt[r * s.bs + int32_t(st % s.bs)] : 0;
+  int64_t need = R.n_decode > 0 ? rescnt_of(s, r)[int32_t(st % R.bs)] : 0;
   int32_t changed = 0;  // queue head changed: preemptions pushed to it, or admissions took from it
   while (need > R.free_blocks) {
     need -= preempt_newest(s, r, st);
@@ -521,8 +579,10 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
   R.free_blocks -= need;
 
   // 2. prefill chunks: running prefills first, then admissions, within the token budget
-  int64_t budget = int64_t(p.max_batched_tokens) - R.n_decode;
+  int64_t budget = int64_t(P.max_batched_tokens) - R.n_decode;
   double ptoks = 0.0, ppairs = 0.0, pread = 0.0, pseqs = 0.0;
+  double pclass[kMaxClasses];
+  for (int32_t c = 0; c < kMaxClasses; ++c) pclass[c] = 0.0;
   for (int32_t sl = R.pf_head; sl != kNone; sl = slot(s, r, sl).pf_next) {
     Seq& x = slot(s, r, sl);
     const int64_t c = min_of<int64_t>(budget, x.prefill_total - x.prefill_done);
@@ -532,17 +592,18 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
     pseqs += 1.0;
     const double c0 = x.prefill_done, cd = double(c);
     ptoks += cd;
+    pclass[s.req[x.req].cls] += cd;
     ppairs += cd * c0 + cd * (cd + 1.0) * 0.5;
     pread += c0;
   }
-  while (budget > 0 && R.n_running < s.S && Q.size > 0) {
+  while (budget > 0 && R.n_running < R.S && Q.size > 0) {
     const int32_t ri = q_at(s, Q, 0);
     Request& q = s.req[ri];
-    const int32_t total = q.prompt + (p.generative ? q.generated : 0);
-    const int64_t blocks = ceil_div(total, s.bs);
-    if (blocks > R.free_blocks - p.kv_watermark_blocks) break;
+    const int32_t total = q.prompt + (P.generative ? q.generated : 0);
+    const int64_t blocks = ceil_div(total, R.bs);
+    if (blocks > R.free_blocks - P.kv_watermark_blocks) break;
     q_pop_front(s, Q);
-    s.waiting--;
+    s.waiting[q.cls]--;
     changed = 1;
     if (q.t_admit < 0.0) q.t_admit = t;
     const int32_t sl = R.free_head;
@@ -571,13 +632,16 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
     pseqs += 1.0;
     const double cd = double(c);
     ptoks += cd;
+    pclass[q.cls] += cd;
     ppairs += cd * (cd + 1.0) * 0.5;
   }
 
   // With a shared queue, work this replica left behind (or sent back) is offered to the others.
-  if (changed && p.router == Router::central_queue && Q.size > 0)
-    for (int32_t o = 0; o < p.replicas; ++o)
+  if (changed && P.router == Router::central_queue && Q.size > 0) {
+    const PoolState& ps = s.pool[R.pool];
+    for (int32_t o = ps.first_replica; o < ps.first_replica + ps.n_replicas; ++o)
       if (o != r) cont_kick(s, o, t);
+  }
 
   if (R.n_running == 0) {  // nothing to do: idle until work arrives
     R.busy = 0;
@@ -589,24 +653,25 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
   // 3. plan the run
   const double n = double(R.n_decode);
   const double T0 = double(R.A) + n * double(st);
-  const int64_t used = p.kv_total_blocks - R.free_blocks;
+  const int64_t used = P.kv_total_blocks - R.free_blocks;
   R.run_blocks0 = double(used);
   R.busy = 1;
   R.run_t0 = t;
   if (ptoks > 0.0) {
-    set_single_step(p, R, ptoks, ppairs, pread, n, T0, pseqs + n);
+    set_single_step(P, R, ptoks, ppairs, pread, n, T0, pseqs + n);
     R.run_prefill = 1;
     R.run_k = 1;
     R.run_blocks_rate = 0.0;
   } else {
-    set_decode_run(p, R, n, T0);
+    set_decode_run(P, R, n, T0);
     R.run_prefill = 0;
-    const int64_t k_fin = slot(s, r, s.fheap[r * s.S]).finish - st + 1;
+    const int64_t k_fin = slot(s, r, fheap_of(s, r)[0]).finish - st + 1;
     const int64_t k_blk = 1 + steps_covered(s, r, st + 1, R.free_blocks);
     R.run_k = min_of(k_fin, k_blk);
     if (p.max_run_steps > 0 && R.run_k > p.max_run_steps) R.run_k = p.max_run_steps;
-    R.run_blocks_rate = n / double(s.bs);
+    R.run_blocks_rate = n / double(R.bs);
   }
+  set_class_shares(s, R, pclass, ptoks);
   set_next(s, r, t + line_sum(R.run_line, R.run_k));
 }
 
@@ -620,7 +685,7 @@ FLEETSIM_HD inline void cont_kick(Sim& s, int32_t r, double t) {
     set_next(s, r, t);
     return;
   }
-  if (R.run_prefill || R.run_k <= 1 || R.n_running >= s.S) return;
+  if (R.run_prefill || R.run_k <= 1 || R.n_running >= R.S) return;
   const int64_t j = line_steps_until(R.run_line, R.run_k, t - R.run_t0);
   if (j < R.run_k) {
     R.run_k = j;
@@ -631,7 +696,7 @@ FLEETSIM_HD inline void cont_kick(Sim& s, int32_t r, double t) {
 // ---------------------------------------------------------------- static batching
 
 FLEETSIM_HD inline void static_try_start(Sim& s, int32_t r, double t) {
-  const SimParams& p = *s.p;
+  const PoolParams& P = pool_of(s, r);
   Replica& R = s.rep[r];
   if (R.busy) return;
   Queue& Q = s.q[R.queue];
@@ -639,37 +704,41 @@ FLEETSIM_HD inline void static_try_start(Sim& s, int32_t r, double t) {
     if (R.t_next != kInf) set_next(s, r, kInf);
     return;
   }
-  const double deadline = s.req[q_at(s, Q, 0)].t_arrive + p.batch_window_s;
-  if (Q.size < p.max_batch && t < deadline) {
+  const double deadline = s.req[q_at(s, Q, 0)].t_arrive + P.batch_window_s;
+  if (Q.size < P.max_batch && t < deadline) {
     if (R.t_next != deadline) set_next(s, r, deadline);
     return;
   }
   // form the batch: FCFS while the padded batch fits in the KV cache
-  const int64_t cap = p.kv_total_blocks * s.bs;
+  const int64_t cap = P.kv_total_blocks * R.bs;
   int64_t n = 0, pmax = 0, omax = 0;
-  while (n < p.max_batch && Q.size > 0) {
+  double nclass[kMaxClasses];
+  for (int32_t c = 0; c < kMaxClasses; ++c) nclass[c] = 0.0;
+  while (n < P.max_batch && Q.size > 0) {
     const Request& q = s.req[q_at(s, Q, 0)];
     const int64_t np = max_of<int64_t>(pmax, q.prompt), no = max_of<int64_t>(omax, q.output);
     if ((n + 1) * (np + no) > cap) break;
     const int32_t ri = q_pop_front(s, Q);
     advance_clock(s, t);
-    s.waiting--;
+    s.waiting[q.cls]--;
     s.req[ri].t_admit = t;
     slot(s, r, int32_t(n)).req = ri;
+    nclass[q.cls] += 1.0;
     pmax = np;
     omax = no;
     ++n;
   }
   const double dn = double(n), dp = double(pmax);
   // prefill of the padded batch
-  set_single_step(p, R, dn * dp, dn * dp * (dp + 1.0) * 0.5, 0.0, 0.0, 0.0, dn);
-  R.run_blocks0 = double(ceil_div(n * (pmax + omax), s.bs));
+  set_single_step(P, R, dn * dp, dn * dp * (dp + 1.0) * 0.5, 0.0, 0.0, 0.0, dn);
+  for (int32_t c = 0; c < s.p->n_classes; ++c) R.run_class_share[c] = nclass[c] / dn;
+  R.run_blocks0 = double(ceil_div(n * (pmax + omax), R.bs));
   R.run_blocks_rate = 0.0;
   const double t_first = t + R.run_line.o;
   account_run(s, R, 1, t, t_first);
   double t_end = t_first;
-  if (p.generative && omax >= 2) {
-    set_decode_run(p, R, dn, dn * dp);
+  if (P.generative && omax >= 2) {
+    set_decode_run(P, R, dn, dn * dp);
     const int64_t k = omax - 1;
     t_end = t_first + line_sum(R.run_line, k);
     account_run(s, R, k, t_first, t_end);
@@ -698,29 +767,31 @@ FLEETSIM_HD inline void static_finish(Sim& s, int32_t r, double t) {
 
 FLEETSIM_HD inline int32_t outstanding(const Sim& s, int32_t r) {
   const Replica& R = s.rep[r];
-  const int32_t running = s.p->batching == Batching::continuous ? R.n_running : R.batch_n;
+  const int32_t running = s.p->pools[R.pool].batching == Batching::continuous ? R.n_running : R.batch_n;
   return s.q[R.queue].size + running;
 }
 
-FLEETSIM_HD inline void handle_arrival(Sim& s, double t) {
-  const SimParams& p = *s.p;
-  Tally& T = *s.tally;
-  const uint64_t idx = s.arr.index++;
+FLEETSIM_HD inline void handle_arrival(Sim& s, int32_t cls, double t) {
+  const ClassParams& C = s.p->classes[cls];
+  const PoolParams& P = s.p->pools[C.pool];
+  PoolState& ps = s.pool[C.pool];
+  ClassTally& T = s.tally->classes[cls];
+  const uint64_t idx = s.arr[cls].index++;
   int64_t prompt, output;
-  if (p.arrivals.kind == ArrivalKind::trace) {
-    prompt = p.arrivals.trace_prompt[idx];
-    output = p.arrivals.trace_output[idx];
+  if (C.arrivals.kind == ArrivalKind::trace) {
+    prompt = C.arrivals.trace_prompt[idx];
+    output = C.arrivals.trace_output[idx];
   } else {
-    prompt = sample_length(p.prompt, s.rng, Stream::prompt, idx);
-    output = sample_length(p.output, s.rng, Stream::output, idx);
+    prompt = sample_length(C.prompt, s.rng, Stream::prompt, uint32_t(cls), idx);
+    output = sample_length(C.output, s.rng, Stream::output, uint32_t(cls), idx);
   }
   if (prompt < 1) prompt = 1;
-  if (p.generative) {
-    if (prompt > p.max_context - 1) prompt = p.max_context - 1;
+  if (P.generative) {
+    if (prompt > P.max_context - 1) prompt = P.max_context - 1;
     if (output < 1) output = 1;
-    if (output > p.max_context - prompt) output = p.max_context - prompt;
+    if (output > P.max_context - prompt) output = P.max_context - prompt;
   } else {
-    if (prompt > p.max_context) prompt = p.max_context;
+    if (prompt > P.max_context) prompt = P.max_context;
     output = 0;
   }
   const bool in_window = t >= s.W0;
@@ -728,30 +799,30 @@ FLEETSIM_HD inline void handle_arrival(Sim& s, double t) {
 
   // a request that cannot fit in KV even alone
   bool too_long;
-  if (p.batching == Batching::continuous) {
-    const int64_t kv_tokens = p.generative ? prompt + output - 1 : prompt;
-    too_long = ceil_div(kv_tokens, s.bs) > p.kv_total_blocks - p.kv_watermark_blocks;
+  if (P.batching == Batching::continuous) {
+    const int64_t kv_tokens = P.generative ? prompt + output - 1 : prompt;
+    too_long = ceil_div(kv_tokens, P.kv_block_tokens) > P.kv_total_blocks - P.kv_watermark_blocks;
   } else {
-    too_long = prompt + output > p.kv_total_blocks * s.bs;
+    too_long = prompt + output > P.kv_total_blocks * P.kv_block_tokens;
   }
   if (too_long) {
     if (in_window) T.rejected_too_long++;
     return;
   }
 
-  int32_t target = 0;  // queue index
-  if (p.router == Router::round_robin) {
-    target = s.rr_next;
-    s.rr_next = s.rr_next + 1 == p.replicas ? 0 : s.rr_next + 1;
-  } else if (p.router == Router::least_outstanding) {
-    int32_t best = outstanding(s, 0);
-    for (int32_t r = 1; r < p.replicas; ++r) {
+  int32_t target = ps.first_replica;  // the replica whose queue takes it (any replica of a central queue)
+  if (P.router == Router::round_robin) {
+    target = ps.first_replica + ps.rr_next;
+    ps.rr_next = ps.rr_next + 1 == ps.n_replicas ? 0 : ps.rr_next + 1;
+  } else if (P.router == Router::least_outstanding) {
+    int32_t best = outstanding(s, target);
+    for (int32_t r = ps.first_replica + 1; r < ps.first_replica + ps.n_replicas; ++r) {
       const int32_t o = outstanding(s, r);
       if (o < best) { best = o; target = r; }
     }
   }
-  Queue& Q = s.q[target];
-  if (Q.size >= p.queue_limit || s.req_free_n == 0) {
+  Queue& Q = s.q[s.rep[target].queue];
+  if (Q.size >= P.queue_limit || s.req_free_n == 0) {
     if (in_window) T.rejected_queue_full++;
     return;
   }
@@ -764,30 +835,32 @@ FLEETSIM_HD inline void handle_arrival(Sim& s, double t) {
   q.output = int32_t(output);
   q.generated = 0;
   q.in_window = in_window ? 1 : 0;
+  q.cls = int16_t(cls);
   const bool was_empty = Q.size == 0;
   advance_clock(s, t);
   q_push_back(s, Q, ri);
-  s.waiting++;
-  s.in_system++;
+  s.waiting[cls]++;
+  s.in_system[cls]++;
 
-  if (p.batching == Batching::continuous) {
-    if (p.router != Router::central_queue) {
+  const int32_t r0 = ps.first_replica, r1 = ps.first_replica + ps.n_replicas;
+  if (P.batching == Batching::continuous) {
+    if (P.router != Router::central_queue) {
       if (was_empty || !s.rep[target].busy) cont_kick(s, target, t);
     } else if (was_empty) {
       int32_t idle = kNone;
-      for (int32_t r = 0; r < p.replicas; ++r)
+      for (int32_t r = r0; r < r1; ++r)
         if (!s.rep[r].busy) { idle = r; break; }
       if (idle != kNone) {
         cont_kick(s, idle, t);
       } else {
-        for (int32_t r = 0; r < p.replicas; ++r) cont_kick(s, r, t);
+        for (int32_t r = r0; r < r1; ++r) cont_kick(s, r, t);
       }
     }
   } else {
-    if (p.router != Router::central_queue) {
+    if (P.router != Router::central_queue) {
       static_try_start(s, target, t);
     } else {
-      for (int32_t r = 0; r < p.replicas; ++r) static_try_start(s, r, t);
+      for (int32_t r = r0; r < r1; ++r) static_try_start(s, r, t);
     }
   }
 }
@@ -811,92 +884,131 @@ FLEETSIM_HD inline Sim sim_bind(const SimParams& p, uint32_t replication, uint8_
   s.rescnt = reinterpret_cast<int32_t*>(base + l.rescnt);
   s.rheap = reinterpret_cast<int32_t*>(base + l.rheap);
   s.rheap_pos = reinterpret_cast<int32_t*>(base + l.rheap_pos);
-  s.S = l.S;
-  s.bs = p.kv_block_tokens;
+  s.n_replicas = l.n_replicas;
   s.nq = l.nq;
   s.W0 = p.warmup_s;
   s.W1 = p.duration_s;
   s.t_clock = 0.0;
-  s.in_system = 0;
-  s.waiting = 0;
-  s.rr_next = 0;
+  for (int32_t c = 0; c < kMaxClasses; ++c) {
+    s.in_system[c] = 0;
+    s.waiting[c] = 0;
+  }
   s.req_free_n = l.req_cap;
   for (int32_t i = 0; i < l.req_cap; ++i) s.req_free[i] = l.req_cap - 1 - i;
-  for (int32_t i = 0; i < l.nq; ++i) {
-    s.q[i].base = i * l.qcap;
-    s.q[i].cap = l.qcap;
-    s.q[i].head = 0;
-    s.q[i].size = 0;
-  }
-  for (int32_t r = 0; r < p.replicas; ++r) {
-    Replica& R = s.rep[r];
-    R.t_next = kInf;
-    R.busy = 0;
-    R.queue = p.router == Router::central_queue ? 0 : r;
-    R.step = 0;
-    R.n_running = R.n_decode = 0;
-    R.run_head = R.run_tail = R.pf_head = R.pf_tail = kNone;
-    R.free_head = 0;
-    for (int32_t i = 0; i < l.S; ++i) {
-      Seq& x = slot(s, r, i);
-      x.next = i + 1 < l.S ? i + 1 : kNone;
-      x.heap_pos = kNone;
-      x.decoding = 0;
-      x.chunk = 0;
+  int32_t r = 0, qi = 0, qbase = 0;
+  int64_t slot_base = 0, res_base = 0;
+  for (int32_t pi = 0; pi < p.n_pools; ++pi) {
+    const PoolParams& P = p.pools[pi];
+    PoolState& ps = s.pool[pi];
+    ps.first_replica = r;
+    ps.n_replicas = P.replicas;
+    ps.first_queue = qi;
+    ps.n_queues = pool_queues(P);
+    ps.rr_next = 0;
+    const int32_t qcap = pool_queue_cap(P);
+    for (int32_t i = 0; i < ps.n_queues; ++i, ++qi) {
+      s.q[qi].base = qbase;
+      s.q[qi].cap = qcap;
+      s.q[qi].head = 0;
+      s.q[qi].size = 0;
+      qbase += qcap;
     }
-    R.heap_n = 0;
-    R.A = 0;
-    R.free_blocks = p.kv_total_blocks;
-    R.run_t0 = 0.0;
-    R.run_k = 0;
-    R.run_prefill = 0;
-    R.batch_n = 0;
-    R.batch_t_first = 0.0;
-    for (int32_t i = 0; i < p.kv_block_tokens; ++i) s.rescnt[r * p.kv_block_tokens + i] = 0;
-    s.rheap[r] = r;
-    s.rheap_pos[r] = r;
+    const int32_t S = pool_slots(P);
+    for (int32_t k = 0; k < P.replicas; ++k, ++r) {
+      Replica& R = s.rep[r];
+      R.t_next = kInf;
+      R.busy = 0;
+      R.pool = pi;
+      R.queue = ps.first_queue + (P.router == Router::central_queue ? 0 : k);
+      R.S = S;
+      R.bs = P.kv_block_tokens;
+      R.slot_base = slot_base;
+      R.res_base = res_base;
+      slot_base += S;
+      res_base += P.kv_block_tokens;
+      R.step = 0;
+      R.n_running = R.n_decode = 0;
+      for (int32_t c = 0; c < kMaxClasses; ++c) {
+        R.n_decode_class[c] = 0;
+        R.run_class_share[c] = 0.0;
+      }
+      R.run_head = R.run_tail = R.pf_head = R.pf_tail = kNone;
+      R.free_head = 0;
+      for (int32_t i = 0; i < S; ++i) {
+        Seq& x = s.seq[R.slot_base + i];
+        x.next = i + 1 < S ? i + 1 : kNone;
+        x.heap_pos = kNone;
+        x.decoding = 0;
+        x.chunk = 0;
+      }
+      R.heap_n = 0;
+      R.A = 0;
+      R.free_blocks = P.kv_total_blocks;
+      R.run_t0 = 0.0;
+      R.run_k = 0;
+      R.run_prefill = 0;
+      R.batch_n = 0;
+      R.batch_t_first = 0.0;
+      for (int32_t i = 0; i < P.kv_block_tokens; ++i) s.rescnt[R.res_base + i] = 0;
+      s.rheap[r] = r;
+      s.rheap_pos[r] = r;
+    }
   }
-  s.arr.candidate = 0;
-  s.arr.index = 0;
-  s.arr.next_t = 0.0;
+  for (int32_t c = 0; c < p.n_classes; ++c) {
+    s.arr[c].candidate = 0;
+    s.arr[c].index = 0;
+    s.arr[c].next_t = 0.0;
+  }
   return s;
 }
 
 // Run one simulation to completion (arrivals stop at duration_s; requests in flight drain).
 FLEETSIM_HD inline void simulate(const SimParams& p, uint32_t replication, uint8_t* workspace, Tally& tally) {
-  tally_clear(tally);
+  tally_clear(tally, p.n_pools, p.n_classes);
   Sim s = sim_bind(p, replication, workspace, &tally);
   tally.window_s = p.duration_s - p.warmup_s;
-  double ta = next_arrival(p.arrivals, s.rng, s.arr, 0.0, p.duration_s);
+  for (int32_t c = 0; c < p.n_classes; ++c)
+    s.next_arrival[c] = first_arrival(p.classes[c].arrivals, s.rng, uint32_t(c), s.arr[c], p.duration_s);
   int64_t events = 0;
   for (;;) {
     const int32_t r = s.rheap[0];
     const double tr = s.rep[r].t_next;
+    int32_t cls = 0;
+    double ta = s.next_arrival[0];
+    for (int32_t c = 1; c < p.n_classes; ++c)
+      if (s.next_arrival[c] < ta) { ta = s.next_arrival[c]; cls = c; }
     if (tr >= kInf && ta >= kInf) break;
     if (++events > p.max_events) {
       tally.status = int32_t(SimStatus::event_limit);
       break;
     }
     if (tr <= ta) {
-      if (p.batching == Batching::continuous) {
+      const PoolParams& P = p.pools[s.rep[r].pool];
+      if (P.batching == Batching::continuous) {
         cont_finish_run(s, r, tr);
         cont_start_step(s, r, tr);
       } else if (s.rep[r].busy) {
         static_finish(s, r, tr);
         static_try_start(s, r, tr);
-        if (p.router == Router::central_queue)
-          for (int32_t o = 0; o < p.replicas; ++o) static_try_start(s, o, tr);
+        if (P.router == Router::central_queue) {
+          const PoolState& ps = s.pool[s.rep[r].pool];
+          for (int32_t o = ps.first_replica; o < ps.first_replica + ps.n_replicas; ++o) static_try_start(s, o, tr);
+        }
       } else {
         static_try_start(s, r, tr);
       }
     } else {
-      handle_arrival(s, ta);
-      ta = next_arrival(p.arrivals, s.rng, s.arr, ta, p.duration_s);
+      handle_arrival(s, cls, ta);
+      s.next_arrival[cls] = next_arrival(p.classes[cls].arrivals, s.rng, uint32_t(cls), s.arr[cls], ta, p.duration_s);
     }
   }
   advance_clock(s, p.duration_s);
   tally.events = events;
-  tally.unfinished = s.in_system;
+  int64_t left = 0;
+  for (int32_t c = 0; c < p.n_classes; ++c) left += s.in_system[c];
+  tally.unfinished = left;
+  // provisioned replica time of every pool over the window (a fixed fleet)
+  for (int32_t pi = 0; pi < p.n_pools; ++pi) tally.pools[pi].replica_s = double(p.pools[pi].replicas) * tally.window_s;
 }
 
 // After a simulation: every replica empty, every KV block back, every queue empty.
@@ -904,9 +1016,10 @@ FLEETSIM_HD inline bool sim_drained(const SimParams& p, uint8_t* base) {
   const WorkspaceLayout l = workspace_layout(p);
   const Replica* rep = reinterpret_cast<const Replica*>(base + l.rep);
   const Queue* q = reinterpret_cast<const Queue*>(base + l.q);
-  for (int32_t r = 0; r < p.replicas; ++r) {
+  for (int32_t r = 0; r < l.n_replicas; ++r) {
     if (rep[r].n_running != 0 || rep[r].n_decode != 0 || rep[r].heap_n != 0) return false;
-    if (p.batching == Batching::continuous && rep[r].free_blocks != p.kv_total_blocks) return false;
+    const PoolParams& P = p.pools[rep[r].pool];
+    if (P.batching == Batching::continuous && rep[r].free_blocks != P.kv_total_blocks) return false;
   }
   for (int32_t i = 0; i < l.nq; ++i)
     if (q[i].size != 0) return false;

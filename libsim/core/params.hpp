@@ -1,10 +1,14 @@
 // Immutable simulation parameters: plain structs, validated and derived on the host before a
 // run, then read by the core on the host or (mirrored) on the device. Arrays are raw pointers to
 // memory owned elsewhere (a host vector, or its device copy), so the struct is trivially copyable.
+// Pools and request classes live in fixed-capacity arrays: no allocation, no indirection.
 #pragma once
 #include "hd.hpp"
 
 namespace fleetsim {
+
+constexpr int32_t kMaxPools = 8;
+constexpr int32_t kMaxClasses = 8;
 
 enum class DistKind : int32_t { fixed = 0, uniform = 1, lognormal = 2, geometric = 3, empirical = 4 };
 
@@ -27,7 +31,9 @@ struct ArrivalParams {
   double diurnal_amplitude;  // rate(t) = rate (1 + amplitude cos(2 pi (t - peak_at) / period))
   double diurnal_period_s;
   double diurnal_peak_at_s;
-  const double* trace_t_s;  // arrival times, ascending, already scaled
+  double start_s;            // no arrivals before (a batch job that starts later)
+  double stop_s;             // no arrivals after (and the run's duration_s)
+  const double* trace_t_s;   // arrival times, ascending, already scaled
   const int32_t* trace_prompt;
   const int32_t* trace_output;
   int64_t trace_n;
@@ -57,14 +63,11 @@ struct WorkParams {
   double kv_bytes_per_token;      // read per context token, written per new token
 };
 
-struct SimParams {
-  // workload
-  ArrivalParams arrivals;
-  DistParams prompt;
-  DistParams output;
-  int32_t max_context;  // model context; prompt + output are truncated to it
+// One pool of identical replicas: a device, a model, an engine, a router, a price.
+struct PoolParams {
+  // model
+  int32_t max_context;  // prompt + output are truncated to it
   int32_t generative;   // 0: embedding / scoring model, requests end with their prefill
-
   // engine
   Batching batching;
   int32_t max_num_seqs;        // continuous: running sequences per replica
@@ -76,24 +79,35 @@ struct SimParams {
   double batch_window_s;        // static batching
   PerfParams perf;
   WorkParams work;
-
   // fleet
-  int32_t replicas;
+  int32_t replicas;     // provisioned replicas (fixed fleet)
   Router router;
-  int32_t queue_limit;  // waiting requests per queue (per replica, or the central one)
-
-  // accounting (per replica)
+  int32_t queue_limit;  // waiting requests per queue (per replica, or the pool's central one)
+  // accounting, per replica
   double usd_per_replica_hour;
   double peak_flops_per_s;  // for compute utilization
   double peak_bytes_per_s;  // for bandwidth utilization
   double device_memory_bytes;
   double fixed_memory_bytes;  // weights + runtime overhead + activation peak
+};
 
-  // run
+// One class of requests: its own arrivals and lengths, served by one pool.
+struct ClassParams {
+  ArrivalParams arrivals;
+  DistParams prompt;
+  DistParams output;
+  int32_t pool;
+};
+
+struct SimParams {
+  int32_t n_pools;
+  int32_t n_classes;
+  PoolParams pools[kMaxPools];
+  ClassParams classes[kMaxClasses];
   double duration_s;
   double warmup_s;
   uint64_t seed;
-  int64_t max_events;  // guard against runaway configurations
+  int64_t max_events;     // guard against runaway configurations
   int64_t max_run_steps;  // 0: decode runs as long as the batch is unchanged; 1: every step an event (tests)
 };
 

@@ -37,16 +37,17 @@ FLEETSIM_HD inline Philox4x32 philox4x32_10(Philox4x32 ctr, uint32_t k0, uint32_
 // Independent random streams of one simulation.
 enum class Stream : uint32_t { arrival = 1, prompt = 2, output = 3, accept = 4 };
 
-// Key = seed; counter = (index low, index high, stream | sub << 8, replication).
+// Key = seed; counter = (index low, index high, stream | class << 8 | sub << 16, replication).
+// Each request class has its own streams, so adding a class leaves the others' requests as they were.
 struct Rng {
   uint32_t k0, k1, replication;
 
   // Two uniforms in (0, 1) with 53 random bits each.
-  FLEETSIM_HD inline void uniform2(Stream s, uint64_t index, uint32_t sub, double& a, double& b) const {
+  FLEETSIM_HD inline void uniform2(Stream s, uint32_t cls, uint64_t index, uint32_t sub, double& a, double& b) const {
     Philox4x32 c;
     c.v[0] = uint32_t(index);
     c.v[1] = uint32_t(index >> 32);
-    c.v[2] = uint32_t(s) | (sub << 8);
+    c.v[2] = uint32_t(s) | (cls << 8) | (sub << 16);
     c.v[3] = replication;
     const Philox4x32 r = philox4x32_10(c, k0, k1);
     const uint64_t u0 = (uint64_t(r.v[0]) << 32) | r.v[1];
@@ -55,9 +56,9 @@ struct Rng {
     a = (double(u0 >> 11) + 0.5) * scale;
     b = (double(u1 >> 11) + 0.5) * scale;
   }
-  FLEETSIM_HD inline double uniform(Stream s, uint64_t index, uint32_t sub) const {
+  FLEETSIM_HD inline double uniform(Stream s, uint32_t cls, uint64_t index, uint32_t sub) const {
     double a, b;
-    uniform2(s, index, sub, a, b);
+    uniform2(s, cls, index, sub, a, b);
     return a;
   }
 };

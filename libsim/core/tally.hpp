@@ -1,33 +1,24 @@
-// Raw per-simulation tallies, the core's only output. Everything a report shows is derived from
-// these on the host (libsim/report.cpp); tallies of replications merge by adding.
+// Raw per-simulation tallies, the core's only output: one block per request class (counts,
+// tokens, latency histograms) and one per pool (device time, work, memory). Everything a report
+// shows is derived from these on the host (libsim/report.cpp); tallies merge by adding.
 #pragma once
 #include "histogram.hpp"
+#include "params.hpp"
 
 namespace fleetsim {
 
-enum class SimStatus : int32_t { ok = 0, event_limit = 1, workspace_too_small = 2 };
+enum class SimStatus : int32_t { ok = 0, event_limit = 1 };
 
-struct Tally {
-  int32_t status;
-  // requests that arrived in the measurement window [warmup_s, duration_s)
+// Requests of one class that arrived in the measurement window [warmup_s, duration_s).
+struct ClassTally {
   int64_t arrived;
   int64_t completed;
   int64_t rejected_queue_full;
   int64_t rejected_too_long;
-  int64_t preempted;  // preemption events of window requests
-  int64_t events;     // all events processed (arrivals, steps and runs)
-  int64_t unfinished; // requests still in the system when the simulation stopped (0 unless it failed)
-  int64_t steps;      // steps started in the window (engine iterations)
-  double input_tokens;   // of completed window requests
-  double output_tokens;  // of completed window requests
-  double window_s;
-  // integrals over the window
-  double busy_s;         // replica time inside steps
-  double input_busy_s;   // busy time attributed to prefill work
-  double flops;          // model FLOPs performed
-  double bytes;          // bytes moved
-  double seq_steps;      // sequences per step, summed over steps
-  double kv_block_s;     // allocated KV blocks x seconds
+  int64_t preempted;     // preemption events
+  double input_tokens;   // of completed requests
+  double output_tokens;  // of completed requests
+  double busy_s;         // device time spent on this class's requests (in the window)
   double in_system_s;    // requests waiting or running x seconds
   double queue_len_s;    // requests waiting x seconds
   Histogram ttft;
@@ -36,44 +27,85 @@ struct Tally {
   Histogram queue_wait;
 };
 
-FLEETSIM_HD inline void tally_clear(Tally& t) {
-  t.status = 0;
-  t.arrived = t.completed = t.rejected_queue_full = t.rejected_too_long = t.preempted = 0;
-  t.events = t.steps = t.unfinished = 0;
-  t.input_tokens = t.output_tokens = t.window_s = 0.0;
-  t.busy_s = t.input_busy_s = t.flops = t.bytes = t.seq_steps = t.kv_block_s = 0.0;
-  t.in_system_s = t.queue_len_s = 0.0;
-  hist_clear(t.ttft);
-  hist_clear(t.tpot);
-  hist_clear(t.e2e);
-  hist_clear(t.queue_wait);
+// One pool's devices, integrated over the window.
+struct PoolTally {
+  double replica_s;     // provisioned replica time
+  double busy_s;        // replica time inside steps
+  double input_busy_s;  // busy time attributed to prefill work
+  double flops;         // model FLOPs performed
+  double bytes;         // bytes moved
+  double seq_steps;     // sequences per step, summed over steps
+  double steps;         // steps in the window
+  double kv_block_s;    // allocated KV blocks x seconds
+};
+
+struct Tally {
+  int32_t status;
+  int32_t n_pools;
+  int32_t n_classes;
+  int64_t events;      // all events processed
+  int64_t unfinished;  // requests still in the system when the simulation stopped (0 unless it failed)
+  double window_s;
+  PoolTally pools[kMaxPools];
+  ClassTally classes[kMaxClasses];
+};
+
+FLEETSIM_HD inline void class_tally_clear(ClassTally& c) {
+  c.arrived = c.completed = c.rejected_queue_full = c.rejected_too_long = c.preempted = 0;
+  c.input_tokens = c.output_tokens = c.busy_s = c.in_system_s = c.queue_len_s = 0.0;
+  hist_clear(c.ttft);
+  hist_clear(c.tpot);
+  hist_clear(c.e2e);
+  hist_clear(c.queue_wait);
 }
 
-FLEETSIM_HD inline void tally_merge(Tally& into, const Tally& from) {
-  if (from.status != 0) into.status = from.status;
+FLEETSIM_HD inline void pool_tally_clear(PoolTally& p) {
+  p.replica_s = p.busy_s = p.input_busy_s = p.flops = p.bytes = p.seq_steps = p.steps = p.kv_block_s = 0.0;
+}
+
+FLEETSIM_HD inline void tally_clear(Tally& t, int32_t n_pools = kMaxPools, int32_t n_classes = kMaxClasses) {
+  t.status = 0;
+  t.n_pools = n_pools;
+  t.n_classes = n_classes;
+  t.events = t.unfinished = 0;
+  t.window_s = 0.0;
+  for (int32_t i = 0; i < kMaxPools; ++i) pool_tally_clear(t.pools[i]);
+  for (int32_t i = 0; i < kMaxClasses; ++i) {
+    if (i < n_classes) {
+      class_tally_clear(t.classes[i]);
+    } else {  // unused classes: counts only, histograms left as they are (never read)
+      t.classes[i].arrived = t.classes[i].completed = 0;
+      t.classes[i].ttft.n = t.classes[i].tpot.n = t.classes[i].e2e.n = t.classes[i].queue_wait.n = 0;
+    }
+  }
+}
+
+FLEETSIM_HD inline void class_tally_merge(ClassTally& into, const ClassTally& from) {
   into.arrived += from.arrived;
   into.completed += from.completed;
   into.rejected_queue_full += from.rejected_queue_full;
   into.rejected_too_long += from.rejected_too_long;
   into.preempted += from.preempted;
-  into.events += from.events;
-  into.unfinished += from.unfinished;
-  into.steps += from.steps;
   into.input_tokens += from.input_tokens;
   into.output_tokens += from.output_tokens;
-  into.window_s += from.window_s;
   into.busy_s += from.busy_s;
-  into.input_busy_s += from.input_busy_s;
-  into.flops += from.flops;
-  into.bytes += from.bytes;
-  into.seq_steps += from.seq_steps;
-  into.kv_block_s += from.kv_block_s;
   into.in_system_s += from.in_system_s;
   into.queue_len_s += from.queue_len_s;
   hist_merge(into.ttft, from.ttft);
   hist_merge(into.tpot, from.tpot);
   hist_merge(into.e2e, from.e2e);
   hist_merge(into.queue_wait, from.queue_wait);
+}
+
+FLEETSIM_HD inline void pool_tally_merge(PoolTally& into, const PoolTally& from) {
+  into.replica_s += from.replica_s;
+  into.busy_s += from.busy_s;
+  into.input_busy_s += from.input_busy_s;
+  into.flops += from.flops;
+  into.bytes += from.bytes;
+  into.seq_steps += from.seq_steps;
+  into.steps += from.steps;
+  into.kv_block_s += from.kv_block_s;
 }
 
 }  // namespace fleetsim

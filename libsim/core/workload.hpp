@@ -7,10 +7,10 @@
 namespace fleetsim {
 
 // Gamma(shape, 1) by Marsaglia and Tsang (2000); shape < 1 uses the U^(1/shape) boost.
-FLEETSIM_HD inline double sample_gamma1(const Rng& rng, Stream s, uint64_t index, double shape) {
+FLEETSIM_HD inline double sample_gamma1(const Rng& rng, Stream s, uint32_t cls, uint64_t index, double shape) {
   double boost = 1.0;
   if (shape < 1.0) {
-    const double u = rng.uniform(s, index, 255);
+    const double u = rng.uniform(s, cls, index, 255);
     boost = dm::exp(dm::log(u) / shape);
     shape += 1.0;
   }
@@ -18,7 +18,7 @@ FLEETSIM_HD inline double sample_gamma1(const Rng& rng, Stream s, uint64_t index
   const double c = 1.0 / dm::sqrt(9.0 * d);
   for (uint32_t attempt = 0; attempt < 200; ++attempt) {
     double u1, u2;
-    rng.uniform2(s, index, attempt, u1, u2);
+    rng.uniform2(s, cls, index, attempt, u1, u2);
     const double x = normal_quantile(u1);
     double v = 1.0 + c * x;
     if (v <= 0.0) continue;
@@ -31,7 +31,7 @@ FLEETSIM_HD inline double sample_gamma1(const Rng& rng, Stream s, uint64_t index
 }
 
 // A length draw, rounded to the nearest integer and at least 1.
-FLEETSIM_HD inline int64_t sample_length(const DistParams& d, const Rng& rng, Stream s, uint64_t index) {
+FLEETSIM_HD inline int64_t sample_length(const DistParams& d, const Rng& rng, Stream s, uint32_t cls, uint64_t index) {
   double x = 0.0;
   switch (d.kind) {
     case DistKind::fixed:
@@ -39,13 +39,13 @@ FLEETSIM_HD inline int64_t sample_length(const DistParams& d, const Rng& rng, St
       break;
     case DistKind::uniform: {
       // integer uniform on [a, b]
-      const double u = rng.uniform(s, index, 0);
+      const double u = rng.uniform(s, cls, index, 0);
       x = d.a + dm::floor(u * (d.b - d.a + 1.0));
       if (x > d.b) x = d.b;
       break;
     }
     case DistKind::lognormal: {
-      const double u = rng.uniform(s, index, 0);
+      const double u = rng.uniform(s, cls, index, 0);
       x = dm::exp(d.a + d.b * normal_quantile(u));
       break;
     }
@@ -54,13 +54,13 @@ FLEETSIM_HD inline int64_t sample_length(const DistParams& d, const Rng& rng, St
       if (d.a <= 1.0) {
         x = 1.0;
       } else {
-        const double u = rng.uniform(s, index, 0);
+        const double u = rng.uniform(s, cls, index, 0);
         x = 1.0 + dm::floor(dm::log(u) * d.b);
       }
       break;
     }
     case DistKind::empirical: {
-      const double u = rng.uniform(s, index, 0);
+      const double u = rng.uniform(s, cls, index, 0);
       int64_t lo = 0, hi = d.n - 1;
       while (lo < hi) {  // first cdf >= u
         const int64_t mid = (lo + hi) / 2;
@@ -82,17 +82,19 @@ struct ArrivalCursor {
   uint64_t index;      // index of the next request
 };
 
-// Advance to the arrival after time `t` (the previous arrival). Returns kInf past the horizon.
-FLEETSIM_HD inline double next_arrival(const ArrivalParams& a, const Rng& rng, ArrivalCursor& c, double t,
+// Advance to the arrival after time `t` (the previous arrival). Returns kInf past the class's
+// stop time or the horizon.
+FLEETSIM_HD inline double next_arrival(const ArrivalParams& a, const Rng& rng, uint32_t cls, ArrivalCursor& c, double t,
                                        double horizon_s) {
+  const double stop = min_of(horizon_s, a.stop_s);
   switch (a.kind) {
     case ArrivalKind::poisson: {
-      const double u = rng.uniform(Stream::arrival, c.candidate++, 0);
+      const double u = rng.uniform(Stream::arrival, cls, c.candidate++, 0);
       t += -dm::log(u) / a.rate_per_s;
       break;
     }
     case ArrivalKind::gamma:
-      t += sample_gamma1(rng, Stream::arrival, c.candidate++, a.gamma_shape) * a.gamma_scale_s;
+      t += sample_gamma1(rng, Stream::arrival, cls, c.candidate++, a.gamma_shape) * a.gamma_scale_s;
       break;
     case ArrivalKind::diurnal: {
       // thinning of a Poisson process at the peak rate
@@ -100,9 +102,9 @@ FLEETSIM_HD inline double next_arrival(const ArrivalParams& a, const Rng& rng, A
       const double two_pi = 2.0 * dm::kPi;
       for (;;) {
         double u1, u2;
-        rng.uniform2(Stream::arrival, c.candidate++, 0, u1, u2);
+        rng.uniform2(Stream::arrival, cls, c.candidate++, 0, u1, u2);
         t += -dm::log(u1) / peak;
-        if (t >= horizon_s) break;
+        if (t >= stop) break;
         const double phase = two_pi * (t - a.diurnal_peak_at_s) / a.diurnal_period_s + 0.5 * dm::kPi;
         const double rate = a.rate_per_s * (1.0 + a.diurnal_amplitude * dm::sin(phase));
         if (u2 * peak <= rate) break;
@@ -110,11 +112,17 @@ FLEETSIM_HD inline double next_arrival(const ArrivalParams& a, const Rng& rng, A
       break;
     }
     case ArrivalKind::trace:
-      t = c.candidate < uint64_t(a.trace_n) ? a.trace_t_s[c.candidate] : kInf;
+      t = c.candidate < uint64_t(a.trace_n) ? a.trace_t_s[c.candidate] + a.start_s : kInf;
       c.candidate++;
       break;
   }
-  return t < horizon_s ? t : kInf;
+  return t < stop ? t : kInf;
+}
+
+// The first arrival of a class: its process started at start_s.
+FLEETSIM_HD inline double first_arrival(const ArrivalParams& a, const Rng& rng, uint32_t cls, ArrivalCursor& c,
+                                        double horizon_s) {
+  return next_arrival(a, rng, cls, c, a.kind == ArrivalKind::trace ? 0.0 : a.start_s, horizon_s);
 }
 
 }  // namespace fleetsim

@@ -21,7 +21,8 @@ int main(int argc, char** argv) {
     const auto t = simulate_once(p, uint32_t(r), ws);
     check_status(*t);
     // every request the run generated, warm-up included
-    requests += double(t->arrived) * s.duration_s / (s.duration_s - s.warmup_s);
+    for (int32_t c = 0; c < t->n_classes; ++c)
+      requests += double(t->classes[c].arrived) * s.duration_s / (s.duration_s - s.warmup_s);
     events += double(t->events);
   }
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
