@@ -103,8 +103,12 @@ Json utilization_json(const PoolTally& t, double peak_flops_s, double peak_bytes
                       double fixed_bytes_s, double kv_block_bytes_s, double memory_bytes_s) {
   Json ut;
   const double busy = t.replica_s > 0 ? t.busy_s / t.replica_s : 0.0;
+  const double cold = t.replica_s > 0 ? t.cold_s / t.replica_s : 0.0;
   ut["busy_fraction"] = busy;
-  ut["idle_fraction"] = 1.0 - busy;
+  ut["idle_fraction"] = t.replica_s > 0 ? 1.0 - busy - cold : 0.0;
+  ut["cold_start_fraction"] = cold;
+  ut["idle_headroom_fraction"] = ratio(t.headroom_s, t.replica_s);
+  ut["idle_waste_fraction"] = ratio(t.waste_s, t.replica_s);
   ut["compute_fraction"] = ratio(t.flops, peak_flops_s);
   ut["bandwidth_fraction"] = ratio(t.bytes, peak_bytes_s);
   ut["mean_batch_size"] = ratio(t.seq_steps, t.steps);
@@ -219,6 +223,13 @@ Json run_report(const Scenario& s, const Tally& t) {
   cap["max_concurrent_at_mean_context"] = max_concurrent(P0.capacity, mean_ctx, P0.kv_block_tokens);
   r["capacity"] = cap;
 
+  Json fleet;
+  fleet["mean_replicas"] = ratio(pools.replica_s, window);
+  fleet["max_replicas"] = pools.max_replicas;
+  fleet["scale_ups"] = pools.scale_ups;
+  fleet["scale_downs"] = pools.scale_downs;
+  r["fleet"] = fleet;
+
   if (s.multi) {
     // class cost: its pool's cost in proportion to the device time its requests used
     std::vector<double> class_usd(s.classes.size(), 0.0);
@@ -262,6 +273,10 @@ Json run_report(const Scenario& s, const Tally& t) {
       one["device"] = P.device.name;
       one["model"] = P.model.name;
       one["replicas"] = P.replicas;
+      one["fleet"] = {{"mean_replicas", ratio(pt.replica_s, window)},
+                      {"max_replicas", pt.max_replicas},
+                      {"scale_ups", pt.scale_ups},
+                      {"scale_downs", pt.scale_downs}};
       one["utilization"] = utilization_json(pt, pt.replica_s * pp.peak_flops_per_s, pt.replica_s * pp.peak_bytes_per_s,
                                             pt.replica_s * double(P.capacity.kv_blocks), pt.replica_s * pp.fixed_memory_bytes,
                                             pt.kv_block_s * P.capacity.kv_bytes_per_token * P.kv_block_tokens,
@@ -335,8 +350,14 @@ std::string format_run_table(const Json& r) {
   o += fmt::format("device      busy {}  idle {}  compute {}  bandwidth {}  mean batch {}\n", pct(ut["busy_fraction"]),
                    pct(ut["idle_fraction"]), pct(ut["compute_fraction"]), pct(ut["bandwidth_fraction"]),
                    num(ut["mean_batch_size"], 1));
+  o += fmt::format("            cold start {}  idle = headroom {} (chosen) + waste {} (not chosen)\n",
+                   pct(ut["cold_start_fraction"]), pct(ut["idle_headroom_fraction"]), pct(ut["idle_waste_fraction"]));
   o += fmt::format("memory      KV occupancy {}  memory occupancy {}\n", pct(ut["kv_occupancy"]),
                    pct(ut["memory_occupancy"]));
+  const Json& fl = r["fleet"];
+  if (fl["scale_ups"].get<double>() + fl["scale_downs"].get<double>() > 0)
+    o += fmt::format("fleet       mean {} replicas, max {}, {} started, {} stopped\n", num(fl["mean_replicas"], 2),
+                     num(fl["max_replicas"], 0), num(fl["scale_ups"], 0), num(fl["scale_downs"], 0));
   const Json& co = r["cost"];
   o += fmt::format("cost        {} device-h x {}/h = {}   per request {}   per 1M input {}   per 1M output {}\n",
                    num(co["device_hours"], 2), usd(co["usd_per_device_hour"], 2), usd(co["total_usd"], 2),

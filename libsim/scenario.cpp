@@ -301,8 +301,63 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
 
   // fleet
   const N fl = node.req("fleet");
-  fl.allow_keys({"replicas", "router", "queue_limit", "usd_per_hour"});
-  P.replicas = int(fl.req("replicas").integer(1, 4096));
+  fl.allow_keys({"replicas", "router", "queue_limit", "usd_per_hour", "headroom_replicas", "autoscale", "cold_start"});
+  const bool scaled = fl.has("autoscale");
+  P.replicas = fl.has("replicas") || !scaled ? int(fl.req("replicas").integer(scaled ? 0 : 1, 4096)) : -1;
+  P.min_replicas = P.max_replicas = P.replicas;
+  P.headroom_replicas = fl.has("headroom_replicas") ? int(fl.at("headroom_replicas").integer(0, 4096)) : 0;
+  if (scaled) {
+    const N as = fl.at("autoscale");
+    as.allow_keys({"min_replicas", "max_replicas", "signal", "target", "interval_s", "scale_up_window_s",
+                   "scale_down_window_s", "cooldown_s", "tolerance", "ttft_window_s", "ttft_quantile", "cpu_base",
+                   "cpu_per_request_s", "max_starts", "max_starts_per_hour"});
+    AutoscaleParams& A = P.autoscale;
+    A.enabled = 1;
+    P.min_replicas = int(as.req("min_replicas").integer(0, 4096));
+    P.max_replicas = int(as.req("max_replicas").integer(1, 4096));
+    if (P.max_replicas < P.min_replicas)
+      as.at("max_replicas").fail("max_replicas must be >= min_replicas", ErrorKind::inconsistent);
+    if (P.replicas < 0) P.replicas = P.min_replicas;
+    if (P.replicas < P.min_replicas || P.replicas > P.max_replicas)
+      fl.at("replicas").fail("replicas (the starting count) must lie in [min_replicas, max_replicas]",
+                             ErrorKind::inconsistent);
+    const std::string sig = as.req("signal").choice({"queue_depth", "inflight", "ttft", "busy", "host_cpu"});
+    A.signal = sig == "queue_depth" ? ScaleSignal::queue_depth
+               : sig == "inflight"  ? ScaleSignal::inflight
+               : sig == "ttft"      ? ScaleSignal::ttft
+               : sig == "busy"      ? ScaleSignal::busy
+                                    : ScaleSignal::host_cpu;
+    A.target = as.req("target").pos(1e6);
+    if ((A.signal == ScaleSignal::busy || A.signal == ScaleSignal::host_cpu) && A.target > 1.0)
+      as.at("target").fail("a " + sig + " target is a fraction in (0, 1]");
+    A.interval_s = as.has("interval_s") ? as.at("interval_s").pos(3600) : 15.0;
+    A.up_window_s = as.has("scale_up_window_s") ? as.at("scale_up_window_s").num_in(0, 86400) : 0.0;
+    A.down_window_s = as.has("scale_down_window_s") ? as.at("scale_down_window_s").num_in(0, 86400) : 300.0;
+    A.cooldown_s = as.has("cooldown_s") ? as.at("cooldown_s").num_in(0, 86400) : 300.0;
+    A.tolerance = as.has("tolerance") ? as.at("tolerance").num_in(0, 1) : 0.1;
+    A.ttft_window_s = as.has("ttft_window_s") ? as.at("ttft_window_s").pos(86400) : 60.0;
+    A.ttft_quantile = as.has("ttft_quantile") ? as.at("ttft_quantile").num_in(0.5, 1.0) : 0.95;
+    A.cpu_base = as.has("cpu_base") ? as.at("cpu_base").num_in(0, 1) : 0.05;
+    A.cpu_per_request_s = as.has("cpu_per_request_s") ? as.at("cpu_per_request_s").num_in(0, 10) : 0.004;
+    A.max_starts = as.has("max_starts") ? int(as.at("max_starts").integer(0, 1000000)) : 0;
+    A.max_starts_per_hour = as.has("max_starts_per_hour") ? as.at("max_starts_per_hour").num_in(0, 1e6) : 0.0;
+    if (!fl.has("headroom_replicas")) P.headroom_replicas = P.min_replicas;  // the warm floor is chosen headroom
+  }
+  // cold start: defaults from the seeds' figures (a new node, a 10-20 GB image, weights from object storage)
+  {
+    ColdStartParams& c = P.cold;
+    const N cs = fl.has("cold_start") ? fl.at("cold_start") : N{YAML::Node(YAML::NodeType::Map), fl.path + ".cold_start", &src};
+    cs.allow_keys({"provision_s", "image_pull_s", "download_gb_s", "cache_hit_probability", "cache_gb_s", "load_gb_s",
+                   "warmup_s"});
+    c.provision_s = cs.has("provision_s") ? cs.at("provision_s").num_in(0, 86400) : 120.0;
+    c.image_pull_s = cs.has("image_pull_s") ? cs.at("image_pull_s").num_in(0, 86400) : 60.0;
+    c.download_bytes_per_s = (cs.has("download_gb_s") ? cs.at("download_gb_s").pos(1e4) : 0.5) * 1e9;
+    c.cache_hit_probability = cs.has("cache_hit_probability") ? cs.at("cache_hit_probability").num_in(0, 1) : 0.0;
+    c.cache_bytes_per_s = (cs.has("cache_gb_s") ? cs.at("cache_gb_s").pos(1e4) : 2.0) * 1e9;
+    c.load_bytes_per_s = (cs.has("load_gb_s") ? cs.at("load_gb_s").pos(1e4) : 5.0) * 1e9;
+    c.warmup_s = cs.has("warmup_s") ? cs.at("warmup_s").num_in(0, 86400) : 30.0;
+    c.weights_bytes = P.model.params_b * 1e9 * weight_dtype_bytes(P.weight_dtype);
+  }
   if (fl.has("router")) {
     const std::string r = fl.at("router").choice({"round_robin", "least_outstanding", "central_queue"});
     P.router = r == "round_robin" ? Router::round_robin
@@ -637,6 +692,11 @@ PoolParams PoolSpec::params() const {
   p.work.kv_bytes_per_token = capacity.kv_bytes_per_token;
 
   p.replicas = replicas;
+  p.min_replicas = min_replicas;
+  p.max_replicas = max_replicas;
+  p.headroom_replicas = headroom_replicas;
+  p.autoscale = autoscale;
+  p.cold = cold;
   p.router = router;
   p.queue_limit = queue_limit;
   p.usd_per_replica_hour = usd_per_hour;

@@ -40,10 +40,13 @@ struct PoolSpec {
   double step_base_s = 0, per_prefill_token_s = 0, per_decode_seq_s = 0, per_context_token_s = 0;
 
   // fleet
-  int replicas = 0;
+  int replicas = 0;  // at the start
+  int min_replicas = 0, max_replicas = 0, headroom_replicas = 0;
   Router router = Router::least_outstanding;
   int queue_limit = 0;
   double usd_per_hour = 0;
+  AutoscaleParams autoscale{};
+  ColdStartParams cold{};
 
   Capacity capacity;  // per replica
   PoolParams params() const;

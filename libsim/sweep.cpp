@@ -25,7 +25,7 @@ namespace {
 
 // The metrics a sweep row reports: every numeric leaf of these sections of the run report.
 const char* const kMetricSections[] = {"requests", "latency_s", "throughput", "utilization", "cost", "capacity",
-                                       "classes", "pools", "teams", "simulation"};
+                                       "fleet", "classes", "pools", "teams", "simulation"};
 // Metrics with a 95% confidence interval in every row.
 const char* const kHeadline[] = {"cost.per_request_usd", "cost.per_million_output_tokens_usd", "latency_s.ttft.p99",
                                  "utilization.busy_fraction"};

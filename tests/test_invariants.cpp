@@ -26,11 +26,22 @@ std::string random_fleet(std::mt19937& g, int i, double duration = 300) {
                       std::to_string(iuni(256, 4096)) + ", kv_block_tokens: " + std::to_string(iuni(1, 32)) +
                       ", gpu_memory_utilization: " + std::to_string(uni(0.25, 0.9)) + "}";
   const std::string arrival = pick({"poisson", "gamma"});
+  int replicas = iuni(1, 6);
+  std::string autoscale;
+  if (iuni(0, 2) == 0) {  // an autoscaled pool with short cold starts, so replicas come and go
+    const int lo = iuni(0, 1), hi = iuni(2, 6);
+    replicas = iuni(lo, hi);
+    autoscale = ", autoscale: {min_replicas: " + std::to_string(lo) + ", max_replicas: " + std::to_string(hi) +
+                ", signal: " + pick({"queue_depth", "inflight", "ttft", "busy", "host_cpu"}) + ", target: " +
+                std::to_string(uni(0.3, 0.9)) + ", interval_s: " + std::to_string(uni(5, 30)) +
+                ", scale_down_window_s: " + std::to_string(uni(0, 60)) + ", cooldown_s: " + std::to_string(uni(0, 60)) +
+                "}, cold_start: {provision_s: " + std::to_string(uni(0, 20)) + ", image_pull_s: 1, warmup_s: 1}";
+  }
   return "duration_s: " + std::to_string(duration) + "\nwarmup_s: " + std::to_string(uni(0, duration / 3)) +
          "\nseed: " + std::to_string(i) + "\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\nengine: " + engine +
-         "\nfleet: {replicas: " + std::to_string(iuni(1, 6)) + ", router: " +
+         "\nfleet: {replicas: " + std::to_string(replicas) + ", router: " +
          pick({"round_robin", "least_outstanding", "central_queue"}) + ", queue_limit: " + std::to_string(iuni(1, 300)) +
-         "}\nworkload:\n  arrival: {process: " + arrival + ", rate_per_s: " + std::to_string(uni(0.5, 30)) +
+         autoscale + "}\nworkload:\n  arrival: {process: " + arrival + ", rate_per_s: " + std::to_string(uni(0.5, 30)) +
          (arrival == "gamma" ? ", cv: 3" : "") + "}\n  prompt_tokens: {dist: lognormal, median: " +
          std::to_string(iuni(50, 2000)) + ", p99: 12000}\n  output_tokens: {dist: geometric, mean: " +
          std::to_string(iuni(1, 600)) + "}\n";
@@ -50,6 +61,8 @@ TEST_CASE("random fleets conserve requests and KV blocks") {
     CHECK(r.drained);
     const Json& u = r.report["utilization"];
     CHECK(u["busy_fraction"].get<double>() <= 1.0 + 1e-9);
+    const PoolTally& pt = r.tally->pools[0];
+    CHECK(pt.busy_s + pt.cold_s + pt.headroom_s + pt.waste_s == doctest::Approx(pt.replica_s).epsilon(1e-6));
     CHECK(u["kv_occupancy"].get<double>() <= 1.0 + 1e-9);
     if (t.ttft.n > 0) {
       CHECK(t.ttft.min >= 0.0);

@@ -50,9 +50,13 @@ struct Queue {
   int32_t base, cap, head, size;
 };
 
+enum ReplicaState : int32_t { kOff = 0, kStarting = 1, kReady = 2, kDraining = 3 };
+
 struct Replica {
-  double t_next;  // end of the run in flight, a static-batching timer, or kInf
+  double t_next;  // end of the run in flight, a static-batching timer, the end of a cold start, or kInf
   int32_t busy;   // a run (possibly of zero steps: a wake-up) is in flight
+  int32_t state;  // ReplicaState
+  int32_t starts; // cold starts so far (keys its random draws)
   int32_t pool;
   int32_t queue;
   int32_t S;          // batch slots
@@ -82,16 +86,33 @@ struct Replica {
 };
 
 // The flat workspace of one simulation.
+constexpr int32_t kScaleHistory = 64;
+constexpr int32_t kTtftSamples = 128;
+
+// Per-pool state: replica counts for the time integrals, and the autoscaler's memory.
 struct PoolState {
-  int32_t first_replica, n_replicas;
+  int32_t first_replica, n_replicas;  // replica slots [first, first + n)
   int32_t first_queue, n_queues;
   int32_t rr_next;
+  int32_t n_prov, n_ready, n_starting, n_draining, n_busy;  // provisioned = starting + ready + draining
+  double t_clock;                                            // integrals are up to here
+  double busy_acc;                                           // busy replica-seconds since the last evaluation
+  double arrivals_since;                                     // arrivals since the last evaluation
+  double next_eval, last_eval, last_scale;
+  int32_t hist_n, hist_head;
+  double hist_t[kScaleHistory];
+  int32_t hist_d[kScaleHistory];
+  int32_t ttft_n, ttft_head;
+  double ttft_t[kTtftSamples], ttft_v[kTtftSamples];
+  int32_t starts;  // replicas started so far
+  int32_t start_head;
+  double start_t[kScaleHistory];  // times of the latest starts (for the per-hour cap)
 };
 
 struct Sim {
   const SimParams* p;
   Tally* tally;
-  PoolState pool[kMaxPools];
+  PoolState* pool;
   Rng rng;
   Request* req;
   int32_t* req_free;
@@ -116,7 +137,7 @@ struct Sim {
 // ---------------------------------------------------------------- workspace layout
 
 struct WorkspaceLayout {
-  uint64_t req, req_free, qbuf, q, rep, seq, fheap, rescnt, rheap, rheap_pos, total;
+  uint64_t pools, req, req_free, qbuf, q, rep, seq, fheap, rescnt, rheap, rheap_pos, total;
   int32_t n_replicas, nq, req_cap;
   int64_t slots, residues, qbuf_len;
 };
@@ -127,12 +148,12 @@ FLEETSIM_HD FLEETSIM_FORCEINLINE int32_t pool_slots(const PoolParams& P) {
   return P.batching == Batching::continuous ? P.max_num_seqs : P.max_batch;
 }
 FLEETSIM_HD FLEETSIM_FORCEINLINE int32_t pool_queues(const PoolParams& P) {
-  return P.router == Router::central_queue ? 1 : P.replicas;
+  return P.router == Router::central_queue ? 1 : P.max_replicas;
 }
 // A queue holds at most queue_limit fresh requests plus, per replica it feeds, as many preempted
 // ones as that replica has slots (running + preempted-waiting <= slots, see docs/model.md).
 FLEETSIM_HD FLEETSIM_FORCEINLINE int32_t pool_queue_cap(const PoolParams& P) {
-  return P.queue_limit + (P.router == Router::central_queue ? P.replicas : 1) * pool_slots(P);
+  return P.queue_limit + (P.router == Router::central_queue ? P.max_replicas : 1) * pool_slots(P);
 }
 
 FLEETSIM_HD inline WorkspaceLayout workspace_layout(const SimParams& p) {
@@ -144,14 +165,15 @@ FLEETSIM_HD inline WorkspaceLayout workspace_layout(const SimParams& p) {
   for (int32_t i = 0; i < p.n_pools; ++i) {
     const PoolParams& P = p.pools[i];
     const int32_t S = pool_slots(P), nq = pool_queues(P);
-    l.n_replicas += P.replicas;
+    l.n_replicas += P.max_replicas;
     l.nq += nq;
-    l.req_cap += nq * P.queue_limit + P.replicas * S;
-    l.slots += int64_t(P.replicas) * S;
-    l.residues += int64_t(P.replicas) * P.kv_block_tokens;
+    l.req_cap += nq * P.queue_limit + P.max_replicas * S;
+    l.slots += int64_t(P.max_replicas) * S;
+    l.residues += int64_t(P.max_replicas) * P.kv_block_tokens;
     l.qbuf_len += int64_t(nq) * pool_queue_cap(P);
   }
   uint64_t off = 0;
+  l.pools = off;     off = align_up(off + sizeof(PoolState) * uint64_t(p.n_pools));
   l.req = off;       off = align_up(off + sizeof(Request) * uint64_t(l.req_cap));
   l.req_free = off;  off = align_up(off + sizeof(int32_t) * uint64_t(l.req_cap));
   l.qbuf = off;      off = align_up(off + sizeof(int32_t) * uint64_t(l.qbuf_len));
@@ -314,6 +336,13 @@ FLEETSIM_HD inline void record_done(Sim& s, int32_t ri, double t) {
   Request& q = s.req[ri];
   advance_clock(s, t);
   s.in_system[q.cls]--;
+  {
+    PoolState& ps = s.pool[s.p->classes[q.cls].pool];
+    ps.ttft_t[ps.ttft_head] = t;
+    ps.ttft_v[ps.ttft_head] = (q.t_first < 0.0 ? t : q.t_first) - q.t_arrive;
+    ps.ttft_head = ps.ttft_head + 1 == kTtftSamples ? 0 : ps.ttft_head + 1;
+    if (ps.ttft_n < kTtftSamples) ps.ttft_n++;
+  }
   if (q.in_window) {
     ClassTally& T = s.tally->classes[q.cls];
     T.completed++;
@@ -326,6 +355,53 @@ FLEETSIM_HD inline void record_done(Sim& s, int32_t ri, double t) {
     if (q.output >= 2) hist_add(T.tpot, (t - q.t_first) / double(q.output - 1));
   }
   s.req_free[s.req_free_n++] = ri;
+}
+
+// Integrate the pool's replica counts up to time t: billed time, cold starts, idle time split
+// into chosen headroom and waste (clipped to the window), and busy time for the autoscaler.
+FLEETSIM_HD inline void pool_advance(Sim& s, int32_t pi, double t) {
+  PoolState& ps = s.pool[pi];
+  const double t0 = ps.t_clock;
+  if (!(t > t0)) return;
+  ps.busy_acc += double(ps.n_busy) * (t - t0);
+  const double a = max_of(t0, s.W0), b = min_of(t, s.W1);
+  if (b > a) {
+    const double dt = b - a;
+    PoolTally& T = s.tally->pools[pi];
+    T.replica_s += double(ps.n_prov) * dt;
+    T.cold_s += double(ps.n_starting) * dt;
+    const int32_t idle = ps.n_ready + ps.n_draining - ps.n_busy;
+    const int32_t head = min_of(idle, s.p->pools[pi].headroom_replicas);
+    T.headroom_s += double(head) * dt;
+    T.waste_s += double(idle - head) * dt;
+  }
+  ps.t_clock = t;
+}
+
+FLEETSIM_HD inline void set_busy(Sim& s, int32_t r, int32_t busy, double t) {
+  Replica& R = s.rep[r];
+  if (R.busy == busy) return;
+  pool_advance(s, R.pool, t);
+  s.pool[R.pool].n_busy += busy ? 1 : -1;
+  R.busy = busy;
+}
+
+FLEETSIM_HD inline void set_state(Sim& s, int32_t r, int32_t state, double t) {
+  Replica& R = s.rep[r];
+  if (R.state == state) return;
+  pool_advance(s, R.pool, t);
+  PoolState& ps = s.pool[R.pool];
+  auto count = [&](int32_t st, int32_t d) {
+    if (st == kReady) ps.n_ready += d;
+    if (st == kStarting) ps.n_starting += d;
+    if (st == kDraining) ps.n_draining += d;
+    if (st != kOff) ps.n_prov += d;
+  };
+  count(R.state, -1);
+  count(state, +1);
+  R.state = state;
+  PoolTally& T = s.tally->pools[R.pool];
+  if (double(ps.n_prov) > T.max_replicas) T.max_replicas = double(ps.n_prov);
 }
 
 // Step time of a step with the given work.
@@ -559,6 +635,7 @@ FLEETSIM_HD inline void cont_finish_run(Sim& s, int32_t r, double t) {
 }
 
 FLEETSIM_HD inline void cont_kick(Sim& s, int32_t r, double t);
+FLEETSIM_HD inline void replica_off(Sim& s, int32_t r, double t);
 
 // Start the next step of replica r at time t: allocate, admit, and plan the run.
 FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
@@ -596,7 +673,8 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
     ppairs += cd * c0 + cd * (cd + 1.0) * 0.5;
     pread += c0;
   }
-  while (budget > 0 && R.n_running < R.S && Q.size > 0) {
+  const bool admit = R.state == kReady || (R.state == kDraining && P.router != Router::central_queue);
+  while (admit && budget > 0 && R.n_running < R.S && Q.size > 0) {
     const int32_t ri = q_at(s, Q, 0);
     Request& q = s.req[ri];
     const int32_t total = q.prompt + (P.generative ? q.generated : 0);
@@ -644,9 +722,10 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
   }
 
   if (R.n_running == 0) {  // nothing to do: idle until work arrives
-    R.busy = 0;
+    set_busy(s, r, 0, t);
     R.run_k = 0;
     set_next(s, r, kInf);
+    if (R.state == kDraining && (P.router == Router::central_queue || Q.size == 0)) replica_off(s, r, t);
     return;
   }
 
@@ -655,7 +734,7 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
   const double T0 = double(R.A) + n * double(st);
   const int64_t used = P.kv_total_blocks - R.free_blocks;
   R.run_blocks0 = double(used);
-  R.busy = 1;
+  set_busy(s, r, 1, t);
   R.run_t0 = t;
   if (ptoks > 0.0) {
     set_single_step(P, R, ptoks, ppairs, pread, n, T0, pseqs + n);
@@ -678,8 +757,9 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
 // New work is waiting for replica r: wake it, or end its decode run at the next step boundary.
 FLEETSIM_HD inline void cont_kick(Sim& s, int32_t r, double t) {
   Replica& R = s.rep[r];
+  if (R.state != kReady && R.state != kDraining) return;  // a starting replica looks at its queue when ready
   if (!R.busy) {
-    R.busy = 1;
+    set_busy(s, r, 1, t);
     R.run_k = 0;
     R.run_t0 = t;
     set_next(s, r, t);
@@ -698,9 +778,17 @@ FLEETSIM_HD inline void cont_kick(Sim& s, int32_t r, double t) {
 FLEETSIM_HD inline void static_try_start(Sim& s, int32_t r, double t) {
   const PoolParams& P = pool_of(s, r);
   Replica& R = s.rep[r];
-  if (R.busy) return;
+  if (R.busy || R.state == kOff || R.state == kStarting) return;
+  if (R.state == kDraining && P.router == Router::central_queue) {
+    replica_off(s, r, t);
+    return;
+  }
   Queue& Q = s.q[R.queue];
   if (Q.size == 0) {
+    if (R.state == kDraining) {
+      replica_off(s, r, t);
+      return;
+    }
     if (R.t_next != kInf) set_next(s, r, kInf);
     return;
   }
@@ -745,7 +833,7 @@ FLEETSIM_HD inline void static_try_start(Sim& s, int32_t r, double t) {
   }
   R.batch_n = int32_t(n);
   R.batch_t_first = t_first;
-  R.busy = 1;
+  set_busy(s, r, 1, t);
   set_next(s, r, t_end);
 }
 
@@ -759,17 +847,202 @@ FLEETSIM_HD inline void static_finish(Sim& s, int32_t r, double t) {
     record_done(s, ri, t);
   }
   R.batch_n = 0;
-  R.busy = 0;
+  set_busy(s, r, 0, t);
   set_next(s, r, kInf);
 }
 
-// ---------------------------------------------------------------- arrivals and routing
+// ---------------------------------------------------------------- replica lifecycle and autoscaling
 
 FLEETSIM_HD inline int32_t outstanding(const Sim& s, int32_t r) {
   const Replica& R = s.rep[r];
   const int32_t running = s.p->pools[R.pool].batching == Batching::continuous ? R.n_running : R.batch_n;
   return s.q[R.queue].size + running;
 }
+
+
+// Seconds from asking for a replica to its first request: every stage of a cold start.
+FLEETSIM_HD inline double cold_start_s(const Sim& s, int32_t r) {
+  const Replica& R = s.rep[r];
+  const ColdStartParams& c = s.p->pools[R.pool].cold;
+  const double u = s.rng.uniform(Stream::lifecycle, uint32_t(R.pool), uint64_t(r) * 1000003ULL + uint64_t(R.starts), 0);
+  const bool hit = u < c.cache_hit_probability;
+  const double fetch = hit ? c.weights_bytes / c.cache_bytes_per_s : c.weights_bytes / c.download_bytes_per_s;
+  return c.provision_s + c.image_pull_s + fetch + c.weights_bytes / c.load_bytes_per_s + c.warmup_s;
+}
+
+// Ask for a new replica in a free slot of pool pi; false if none is free or capacity is capped.
+FLEETSIM_HD inline bool replica_start(Sim& s, int32_t pi, double t) {
+  PoolState& ps = s.pool[pi];
+  const AutoscaleParams& A = s.p->pools[pi].autoscale;
+  if (A.max_starts > 0 && ps.starts >= A.max_starts) return false;
+  if (A.max_starts_per_hour > 0.0) {
+    int32_t recent = 0;  // starts within the last hour (the ring keeps the latest kScaleHistory)
+    for (int32_t i = 0; i < min_of(ps.starts, kScaleHistory); ++i)
+      if (t - ps.start_t[i] < 3600.0) ++recent;
+    if (double(recent) >= A.max_starts_per_hour) return false;
+  }
+  for (int32_t r = ps.first_replica; r < ps.first_replica + ps.n_replicas; ++r) {
+    Replica& R = s.rep[r];
+    if (R.state != kOff) continue;
+    set_state(s, r, kStarting, t);
+    set_next(s, r, t + cold_start_s(s, r));
+    R.starts++;
+    ps.start_t[ps.start_head] = t;
+    ps.start_head = ps.start_head + 1 == kScaleHistory ? 0 : ps.start_head + 1;
+    ps.starts++;
+    ps.last_scale = t;
+    s.tally->pools[pi].scale_ups += 1.0;
+    return true;
+  }
+  return false;
+}
+
+// A replica stops billing: it has drained, or it was idle when the autoscaler removed it.
+FLEETSIM_HD inline void replica_off(Sim& s, int32_t r, double t) {
+  Replica& R = s.rep[r];
+  set_busy(s, r, 0, t);
+  set_state(s, r, kOff, t);
+  R.run_k = 0;
+  set_next(s, r, kInf);
+}
+
+// The end of a cold start: the replica serves from now on.
+FLEETSIM_HD inline void replica_ready(Sim& s, int32_t r, double t) {
+  Replica& R = s.rep[r];
+  const PoolParams& P = pool_of(s, r);
+  set_state(s, r, kReady, t);
+  R.t_next = kInf;
+  rh_update(s, r);
+  if (P.batching == Batching::continuous) {
+    if (s.q[R.queue].size > 0) cont_kick(s, r, t);
+  } else {
+    static_try_start(s, r, t);
+  }
+}
+
+// Remove one replica: an idle one at once, else drain the least loaded (highest index on ties).
+FLEETSIM_HD inline void scale_down_one(Sim& s, int32_t pi, double t) {
+  PoolState& ps = s.pool[pi];
+  int32_t victim = kNone, best = 0;
+  const bool central = s.p->pools[pi].router == Router::central_queue;
+  for (int32_t r = ps.first_replica + ps.n_replicas - 1; r >= ps.first_replica; --r) {
+    const Replica& R = s.rep[r];
+    // a start not yet finished is the cheapest to cancel, unless requests already wait for it
+    if (R.state == kStarting && (central || s.q[R.queue].size == 0)) {
+      victim = r;
+      break;
+    }
+    if (R.state != kReady) continue;
+    const int32_t o = outstanding(s, r);
+    if (victim == kNone || o < best) {
+      victim = r;
+      best = o;
+    }
+  }
+  if (victim == kNone) return;
+  s.tally->pools[pi].scale_downs += 1.0;
+  ps.last_scale = t;
+  const Replica& V = s.rep[victim];
+  const bool idle = V.state == kStarting ||
+                    (!V.busy && (s.p->pools[pi].router == Router::central_queue || s.q[V.queue].size == 0) &&
+                     (s.p->pools[pi].batching == Batching::continuous ? V.n_running == 0 : V.batch_n == 0));
+  if (idle) {
+    replica_off(s, victim, t);
+  } else {
+    set_state(s, victim, kDraining, t);
+  }
+}
+
+// The autoscaler's metric and the replica count it asks for.
+FLEETSIM_HD inline int32_t autoscale_desired(Sim& s, int32_t pi, double t, int32_t current) {
+  const PoolParams& P = s.p->pools[pi];
+  const AutoscaleParams& A = P.autoscale;
+  PoolState& ps = s.pool[pi];
+  int64_t waiting = 0, running = 0;
+  for (int32_t qi = ps.first_queue; qi < ps.first_queue + ps.n_queues; ++qi) waiting += s.q[qi].size;
+  for (int32_t r = ps.first_replica; r < ps.first_replica + ps.n_replicas; ++r)
+    running += P.batching == Batching::continuous ? s.rep[r].n_running : s.rep[r].batch_n;
+  const double interval = max_of(t - ps.last_eval, 1e-9);
+  double ratio = -1.0;  // metric / target, for the signals that scale the current count
+  switch (A.signal) {
+    case ScaleSignal::queue_depth:
+      return int32_t(dm::ceil(double(waiting) / A.target));
+    case ScaleSignal::inflight:
+      return int32_t(dm::ceil(double(waiting + running) / A.target));
+    case ScaleSignal::ttft: {
+      // the chosen percentile of first-token times completed within the window
+      int32_t n = 0;
+      double value = 0.0;
+      for (int32_t i = 0; i < ps.ttft_n; ++i)
+        if (t - ps.ttft_t[i] <= A.ttft_window_s) ++n;
+      if (n == 0) return waiting + running > 0 ? max_of(current, 1) : 0;
+      const int32_t rank = max_of(1, int32_t(dm::ceil(A.ttft_quantile * double(n))));
+      for (int32_t i = 0; i < ps.ttft_n; ++i) {
+        if (t - ps.ttft_t[i] > A.ttft_window_s) continue;
+        int32_t below = 0, equal = 0;
+        for (int32_t j = 0; j < ps.ttft_n; ++j) {
+          if (t - ps.ttft_t[j] > A.ttft_window_s) continue;
+          below += ps.ttft_v[j] < ps.ttft_v[i] ? 1 : 0;
+          equal += ps.ttft_v[j] == ps.ttft_v[i] ? 1 : 0;
+        }
+        if (below < rank && below + equal >= rank) {
+          value = ps.ttft_v[i];
+          break;
+        }
+      }
+      ratio = value / A.target;
+      break;
+    }
+    case ScaleSignal::busy: {
+      const double ready = max_of(double(ps.n_ready + ps.n_draining), 1.0);
+      ratio = (ps.busy_acc / interval / ready) / A.target;
+      break;
+    }
+    case ScaleSignal::host_cpu: {
+      // the host CPU only tokenizes and serves HTTP: it stays low while the device saturates
+      const double ready = max_of(double(ps.n_ready + ps.n_draining), 1.0);
+      const double cpu = min_of(1.0, A.cpu_base + A.cpu_per_request_s * ps.arrivals_since / interval / ready);
+      ratio = cpu / A.target;
+      break;
+    }
+  }
+  if (current == 0) return ratio > 0.0 ? 1 : 0;
+  if (ratio >= 1.0 - A.tolerance && ratio <= 1.0 + A.tolerance) return current;
+  return int32_t(dm::ceil(double(current) * ratio));
+}
+
+FLEETSIM_HD inline void autoscale_eval(Sim& s, int32_t pi, double t) {
+  const PoolParams& P = s.p->pools[pi];
+  const AutoscaleParams& A = P.autoscale;
+  PoolState& ps = s.pool[pi];
+  pool_advance(s, pi, t);
+  const int32_t current = ps.n_ready + ps.n_starting;  // draining replicas are already leaving
+  int32_t desired = autoscale_desired(s, pi, t, current);
+  desired = max_of(P.min_replicas, min_of(P.max_replicas, desired));
+  // stabilization: remember recommendations; scale up to the lowest of the up window, down to
+  // the highest of the down window
+  ps.hist_t[ps.hist_head] = t;
+  ps.hist_d[ps.hist_head] = desired;
+  ps.hist_head = ps.hist_head + 1 == kScaleHistory ? 0 : ps.hist_head + 1;
+  if (ps.hist_n < kScaleHistory) ps.hist_n++;
+  int32_t up = desired, down = desired;
+  for (int32_t i = 0; i < ps.hist_n; ++i) {
+    if (t - ps.hist_t[i] <= A.up_window_s) up = min_of(up, ps.hist_d[i]);
+    if (t - ps.hist_t[i] <= A.down_window_s) down = max_of(down, ps.hist_d[i]);
+  }
+  if (up > current) {
+    for (int32_t k = current; k < up; ++k)
+      if (!replica_start(s, pi, t)) break;
+  } else if (down < current && t - ps.last_scale >= A.cooldown_s) {
+    for (int32_t k = down; k < current; ++k) scale_down_one(s, pi, t);
+  }
+  ps.busy_acc = 0.0;
+  ps.arrivals_since = 0.0;
+  ps.last_eval = t;
+  ps.next_eval = t + A.interval_s;
+}
+
+// ---------------------------------------------------------------- arrivals and routing
 
 FLEETSIM_HD inline void handle_arrival(Sim& s, int32_t cls, double t) {
   const ClassParams& C = s.p->classes[cls];
@@ -810,15 +1083,27 @@ FLEETSIM_HD inline void handle_arrival(Sim& s, int32_t cls, double t) {
     return;
   }
 
-  int32_t target = ps.first_replica;  // the replica whose queue takes it (any replica of a central queue)
+  // only replicas that are ready or starting take new requests; scale-to-zero wakes one
+  ps.arrivals_since += 1.0;
+  if (ps.n_ready + ps.n_starting == 0 && !replica_start(s, C.pool, t)) {
+    if (in_window) T.rejected_queue_full++;  // no replica and none obtainable
+    return;
+  }
+  auto active = [&](int32_t r) { return s.rep[r].state == kReady || s.rep[r].state == kStarting; };
+  int32_t target = kNone;  // the replica whose queue takes it (any active replica of a central queue)
   if (P.router == Router::round_robin) {
-    target = ps.first_replica + ps.rr_next;
-    ps.rr_next = ps.rr_next + 1 == ps.n_replicas ? 0 : ps.rr_next + 1;
-  } else if (P.router == Router::least_outstanding) {
-    int32_t best = outstanding(s, target);
-    for (int32_t r = ps.first_replica + 1; r < ps.first_replica + ps.n_replicas; ++r) {
+    for (int32_t k = 0; k < ps.n_replicas && target == kNone; ++k) {
+      const int32_t r = ps.first_replica + ps.rr_next;
+      ps.rr_next = ps.rr_next + 1 == ps.n_replicas ? 0 : ps.rr_next + 1;
+      if (active(r)) target = r;
+    }
+  } else {
+    int32_t best = 0;
+    for (int32_t r = ps.first_replica; r < ps.first_replica + ps.n_replicas; ++r) {
+      if (!active(r)) continue;
       const int32_t o = outstanding(s, r);
-      if (o < best) { best = o; target = r; }
+      if (target == kNone || o < best) { best = o; target = r; }
+      if (P.router == Router::central_queue) break;
     }
   }
   Queue& Q = s.q[s.rep[target].queue];
@@ -849,7 +1134,7 @@ FLEETSIM_HD inline void handle_arrival(Sim& s, int32_t cls, double t) {
     } else if (was_empty) {
       int32_t idle = kNone;
       for (int32_t r = r0; r < r1; ++r)
-        if (!s.rep[r].busy) { idle = r; break; }
+        if (!s.rep[r].busy && s.rep[r].state == kReady) { idle = r; break; }
       if (idle != kNone) {
         cont_kick(s, idle, t);
       } else {
@@ -884,6 +1169,7 @@ FLEETSIM_HD inline Sim sim_bind(const SimParams& p, uint32_t replication, uint8_
   s.rescnt = reinterpret_cast<int32_t*>(base + l.rescnt);
   s.rheap = reinterpret_cast<int32_t*>(base + l.rheap);
   s.rheap_pos = reinterpret_cast<int32_t*>(base + l.rheap_pos);
+  s.pool = reinterpret_cast<PoolState*>(base + l.pools);
   s.n_replicas = l.n_replicas;
   s.nq = l.nq;
   s.W0 = p.warmup_s;
@@ -901,10 +1187,18 @@ FLEETSIM_HD inline Sim sim_bind(const SimParams& p, uint32_t replication, uint8_
     const PoolParams& P = p.pools[pi];
     PoolState& ps = s.pool[pi];
     ps.first_replica = r;
-    ps.n_replicas = P.replicas;
+    ps.n_replicas = P.max_replicas;
     ps.first_queue = qi;
     ps.n_queues = pool_queues(P);
     ps.rr_next = 0;
+    ps.n_prov = ps.n_ready = ps.n_starting = ps.n_draining = ps.n_busy = 0;
+    ps.t_clock = 0.0;
+    ps.busy_acc = ps.arrivals_since = 0.0;
+    ps.next_eval = P.autoscale.enabled ? P.autoscale.interval_s : kInf;
+    ps.last_eval = 0.0;
+    ps.last_scale = -kInf;
+    ps.hist_n = ps.hist_head = ps.ttft_n = ps.ttft_head = 0;
+    ps.starts = ps.start_head = 0;
     const int32_t qcap = pool_queue_cap(P);
     for (int32_t i = 0; i < ps.n_queues; ++i, ++qi) {
       s.q[qi].base = qbase;
@@ -914,10 +1208,12 @@ FLEETSIM_HD inline Sim sim_bind(const SimParams& p, uint32_t replication, uint8_
       qbase += qcap;
     }
     const int32_t S = pool_slots(P);
-    for (int32_t k = 0; k < P.replicas; ++k, ++r) {
+    for (int32_t k = 0; k < P.max_replicas; ++k, ++r) {
       Replica& R = s.rep[r];
       R.t_next = kInf;
       R.busy = 0;
+      R.state = kOff;
+      R.starts = 0;
       R.pool = pi;
       R.queue = ps.first_queue + (P.router == Router::central_queue ? 0 : k);
       R.S = S;
@@ -962,29 +1258,44 @@ FLEETSIM_HD inline Sim sim_bind(const SimParams& p, uint32_t replication, uint8_
   return s;
 }
 
+// The replicas each pool starts with are warm at t = 0.
+FLEETSIM_HD inline void sim_start_fleet(Sim& s, const SimParams& p) {
+  for (int32_t pi = 0; pi < p.n_pools; ++pi) {
+    const PoolState& ps = s.pool[pi];
+    for (int32_t k = 0; k < p.pools[pi].replicas; ++k) set_state(s, ps.first_replica + k, kReady, 0.0);
+  }
+}
+
 // Run one simulation to completion (arrivals stop at duration_s; requests in flight drain).
 FLEETSIM_HD inline void simulate(const SimParams& p, uint32_t replication, uint8_t* workspace, Tally& tally) {
   tally_clear(tally, p.n_pools, p.n_classes);
   Sim s = sim_bind(p, replication, workspace, &tally);
   tally.window_s = p.duration_s - p.warmup_s;
+  sim_start_fleet(s, p);
   for (int32_t c = 0; c < p.n_classes; ++c)
     s.next_arrival[c] = first_arrival(p.classes[c].arrivals, s.rng, uint32_t(c), s.arr[c], p.duration_s);
   int64_t events = 0;
   for (;;) {
+    // the next event: a replica's, then an autoscaler evaluation, then an arrival (ties in that order)
     const int32_t r = s.rheap[0];
     const double tr = s.rep[r].t_next;
-    int32_t cls = 0;
-    double ta = s.next_arrival[0];
+    int32_t cls = 0, pe = 0;
+    double ta = s.next_arrival[0], te = s.pool[0].next_eval;
     for (int32_t c = 1; c < p.n_classes; ++c)
       if (s.next_arrival[c] < ta) { ta = s.next_arrival[c]; cls = c; }
-    if (tr >= kInf && ta >= kInf) break;
+    for (int32_t pi = 1; pi < p.n_pools; ++pi)
+      if (s.pool[pi].next_eval < te) { te = s.pool[pi].next_eval; pe = pi; }
+    if (te >= p.duration_s) te = kInf;  // the fleet stays as it is while the last requests drain
+    if (tr >= kInf && ta >= kInf && te >= kInf) break;
     if (++events > p.max_events) {
       tally.status = int32_t(SimStatus::event_limit);
       break;
     }
-    if (tr <= ta) {
+    if (tr <= ta && tr <= te) {
       const PoolParams& P = p.pools[s.rep[r].pool];
-      if (P.batching == Batching::continuous) {
+      if (s.rep[r].state == kStarting) {
+        replica_ready(s, r, tr);
+      } else if (P.batching == Batching::continuous) {
         cont_finish_run(s, r, tr);
         cont_start_step(s, r, tr);
       } else if (s.rep[r].busy) {
@@ -997,18 +1308,19 @@ FLEETSIM_HD inline void simulate(const SimParams& p, uint32_t replication, uint8
       } else {
         static_try_start(s, r, tr);
       }
+    } else if (te <= ta) {
+      autoscale_eval(s, pe, te);
     } else {
       handle_arrival(s, cls, ta);
       s.next_arrival[cls] = next_arrival(p.classes[cls].arrivals, s.rng, uint32_t(cls), s.arr[cls], ta, p.duration_s);
     }
   }
   advance_clock(s, p.duration_s);
+  for (int32_t pi = 0; pi < p.n_pools; ++pi) pool_advance(s, pi, p.duration_s);
   tally.events = events;
   int64_t left = 0;
   for (int32_t c = 0; c < p.n_classes; ++c) left += s.in_system[c];
   tally.unfinished = left;
-  // provisioned replica time of every pool over the window (a fixed fleet)
-  for (int32_t pi = 0; pi < p.n_pools; ++pi) tally.pools[pi].replica_s = double(p.pools[pi].replicas) * tally.window_s;
 }
 
 // After a simulation: every replica empty, every KV block back, every queue empty.

@@ -63,6 +63,39 @@ struct WorkParams {
   double kv_bytes_per_token;      // read per context token, written per new token
 };
 
+enum class ScaleSignal : int32_t { queue_depth = 0, inflight = 1, ttft = 2, busy = 3, host_cpu = 4 };
+
+// How a new replica becomes ready: a node, the image, the weights (downloaded, or read from a
+// node-local cache), loading them into device memory, warm-up. Billed from the first stage.
+struct ColdStartParams {
+  double provision_s;
+  double image_pull_s;
+  double weights_bytes;
+  double download_bytes_per_s;
+  double cache_hit_probability;
+  double cache_bytes_per_s;
+  double load_bytes_per_s;
+  double warmup_s;
+};
+
+// A Kubernetes-HPA/KEDA-like autoscaler.
+struct AutoscaleParams {
+  int32_t enabled;
+  ScaleSignal signal;
+  double target;             // per replica (queue_depth, inflight) or a level (ttft seconds, busy, host_cpu)
+  double interval_s;         // evaluation period
+  double up_window_s;        // scale-up stabilization: the lowest recommendation over this window
+  double down_window_s;      // scale-down stabilization: the highest recommendation over this window
+  double cooldown_s;         // no scale-down this long after any scaling
+  double tolerance;          // ratio signals: no change within this relative distance of the target
+  double ttft_window_s;      // ttft signal: completions considered
+  double ttft_quantile;      // ttft signal: which percentile
+  double cpu_base;           // host_cpu signal: utilization with no traffic
+  double cpu_per_request_s;  // host_cpu signal: CPU seconds per request (tokenize, detokenize, HTTP)
+  int32_t max_starts;        // nodes obtainable in total over the run (0: unlimited)
+  double max_starts_per_hour;  // nodes obtainable per hour (0: unlimited)
+};
+
 // One pool of identical replicas: a device, a model, an engine, a router, a price.
 struct PoolParams {
   // model
@@ -80,7 +113,12 @@ struct PoolParams {
   PerfParams perf;
   WorkParams work;
   // fleet
-  int32_t replicas;     // provisioned replicas (fixed fleet)
+  int32_t replicas;      // replicas ready at the start
+  int32_t min_replicas;  // autoscaler floor (and the chosen headroom of idle replicas)
+  int32_t max_replicas;  // replica slots
+  int32_t headroom_replicas;  // idle replicas counted as chosen headroom, not waste
+  AutoscaleParams autoscale;
+  ColdStartParams cold;
   Router router;
   int32_t queue_limit;  // waiting requests per queue (per replica, or the pool's central one)
   // accounting, per replica

@@ -29,7 +29,13 @@ struct ClassTally {
 
 // One pool's devices, integrated over the window.
 struct PoolTally {
-  double replica_s;     // provisioned replica time
+  double replica_s;     // provisioned replica time (billed: starting, ready or draining)
+  double cold_s;        // replica time spent starting (provisioning to warm-up)
+  double headroom_s;    // idle replica time within the chosen headroom
+  double waste_s;       // idle replica time beyond it
+  double scale_ups;     // replicas started
+  double scale_downs;   // replicas stopped
+  double max_replicas;  // most replicas provisioned at once
   double busy_s;        // replica time inside steps
   double input_busy_s;  // busy time attributed to prefill work
   double flops;         // model FLOPs performed
@@ -61,6 +67,7 @@ FLEETSIM_HD inline void class_tally_clear(ClassTally& c) {
 
 FLEETSIM_HD inline void pool_tally_clear(PoolTally& p) {
   p.replica_s = p.busy_s = p.input_busy_s = p.flops = p.bytes = p.seq_steps = p.steps = p.kv_block_s = 0.0;
+  p.cold_s = p.headroom_s = p.waste_s = p.scale_ups = p.scale_downs = p.max_replicas = 0.0;
 }
 
 FLEETSIM_HD inline void tally_clear(Tally& t, int32_t n_pools = kMaxPools, int32_t n_classes = kMaxClasses) {
@@ -106,6 +113,12 @@ FLEETSIM_HD inline void pool_tally_merge(PoolTally& into, const PoolTally& from)
   into.seq_steps += from.seq_steps;
   into.steps += from.steps;
   into.kv_block_s += from.kv_block_s;
+  into.cold_s += from.cold_s;
+  into.headroom_s += from.headroom_s;
+  into.waste_s += from.waste_s;
+  into.scale_ups += from.scale_ups;
+  into.scale_downs += from.scale_downs;
+  into.max_replicas += from.max_replicas;
 }
 
 }  // namespace fleetsim
