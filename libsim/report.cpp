@@ -75,6 +75,8 @@ Json requests_json(const ClassTally& c, double window) {
   rq["rejected"] = rejected;
   rq["rejected_by_reason"] = {{"queue_full", c.rejected_queue_full}, {"too_long", c.rejected_too_long}};
   rq["preempted"] = c.preempted;
+  rq["retried"] = c.retried;
+  rq["failed"] = c.failed;
   rq["rejection_fraction"] = ratio(double(rejected), double(c.arrived));
   rq["mean_in_system"] = ratio(c.in_system_s, window);
   rq["mean_waiting"] = ratio(c.queue_len_s, window);
@@ -121,10 +123,13 @@ struct PoolCost {
   double device_hours = 0, total = 0, input = 0, output = 0;
 };
 
-PoolCost pool_cost(const PoolSpec& P, const PoolTally& t) {
+PoolCost pool_cost(const PoolSpec& P, const PoolTally& t, double window_s) {
   PoolCost c;
   c.device_hours = t.replica_s / 3600.0;
-  c.total = c.device_hours * P.usd_per_hour;
+  // committed replicas are paid for the whole window at their discount, used or not; the rest
+  // at the hourly price (spot-discounted on spot capacity)
+  const double committed = double(P.committed_replicas) * window_s / 3600.0 * P.usd_per_hour * (1.0 - P.committed_discount);
+  c.total = committed + t.excess_s / 3600.0 * P.hourly_usd();
   const double in_share = t.busy_s > 0 ? t.input_busy_s / t.busy_s : 0.0;
   c.input = c.total * in_share;
   c.output = c.total - c.input;
@@ -202,7 +207,7 @@ Json run_report(const Scenario& s, const Tally& t) {
     fixed_s += pt.replica_s * pp.fixed_memory_bytes;
     kv_bytes_s += pt.kv_block_s * P.capacity.kv_bytes_per_token * P.kv_block_tokens;
     mem_s += pt.replica_s * pp.device_memory_bytes;
-    costs.push_back(pool_cost(P, pt));
+    costs.push_back(pool_cost(P, pt, window));
     cost_all.device_hours += costs.back().device_hours;
     cost_all.total += costs.back().total;
     cost_all.input += costs.back().input;
@@ -228,6 +233,8 @@ Json run_report(const Scenario& s, const Tally& t) {
   fleet["max_replicas"] = pools.max_replicas;
   fleet["scale_ups"] = pools.scale_ups;
   fleet["scale_downs"] = pools.scale_downs;
+  fleet["crashes"] = pools.crashes;
+  fleet["interruptions"] = pools.interruptions;
   r["fleet"] = fleet;
 
   if (s.multi) {
@@ -276,7 +283,9 @@ Json run_report(const Scenario& s, const Tally& t) {
       one["fleet"] = {{"mean_replicas", ratio(pt.replica_s, window)},
                       {"max_replicas", pt.max_replicas},
                       {"scale_ups", pt.scale_ups},
-                      {"scale_downs", pt.scale_downs}};
+                      {"scale_downs", pt.scale_downs},
+                      {"crashes", pt.crashes},
+                      {"interruptions", pt.interruptions}};
       one["utilization"] = utilization_json(pt, pt.replica_s * pp.peak_flops_per_s, pt.replica_s * pp.peak_bytes_per_s,
                                             pt.replica_s * double(P.capacity.kv_blocks), pt.replica_s * pp.fixed_memory_bytes,
                                             pt.kv_block_s * P.capacity.kv_bytes_per_token * P.kv_block_tokens,
@@ -332,10 +341,13 @@ std::string format_run_table(const Json& r) {
                    sc["prompt_tokens"].get<std::string>(), sc["output_tokens"].get<std::string>(),
                    r["simulation"]["window_s"].get<double>(), sc["warmup_s"].get<double>(), sc["seed"].get<uint64_t>());
   const Json& rq = r["requests"];
-  o += fmt::format("requests  arrived {}  completed {}  rejected {} (queue full {}, too long {})  preempted {}\n\n",
+  o += fmt::format("requests  arrived {}  completed {}  rejected {} (queue full {}, too long {})  preempted {}",
                    num(rq["arrived"]), num(rq["completed"]), num(rq["rejected"]),
                    num(rq["rejected_by_reason"]["queue_full"]), num(rq["rejected_by_reason"]["too_long"]),
                    num(rq["preempted"]));
+  if (rq["retried"].get<double>() + rq["failed"].get<double>() > 0)
+    o += fmt::format("  retried {}  failed {}", num(rq["retried"]), num(rq["failed"]));
+  o += "\n\n";
   o += fmt::format("latency (ms)     {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}\n", "mean", "p50", "p90", "p95", "p99",
                    "p99.9", "max");
   for (const char* k : {"ttft", "tpot", "e2e", "queue_wait"}) {
@@ -355,9 +367,11 @@ std::string format_run_table(const Json& r) {
   o += fmt::format("memory      KV occupancy {}  memory occupancy {}\n", pct(ut["kv_occupancy"]),
                    pct(ut["memory_occupancy"]));
   const Json& fl = r["fleet"];
-  if (fl["scale_ups"].get<double>() + fl["scale_downs"].get<double>() > 0)
-    o += fmt::format("fleet       mean {} replicas, max {}, {} started, {} stopped\n", num(fl["mean_replicas"], 2),
-                     num(fl["max_replicas"], 0), num(fl["scale_ups"], 0), num(fl["scale_downs"], 0));
+  if (fl["scale_ups"].get<double>() + fl["scale_downs"].get<double>() + fl["crashes"].get<double>() +
+          fl["interruptions"].get<double>() > 0)
+    o += fmt::format("fleet       mean {} replicas, max {}, {} started, {} stopped, {} crashes, {} interruptions\n",
+                     num(fl["mean_replicas"], 2), num(fl["max_replicas"], 0), num(fl["scale_ups"], 0),
+                     num(fl["scale_downs"], 0), num(fl["crashes"], 0), num(fl["interruptions"], 0));
   const Json& co = r["cost"];
   o += fmt::format("cost        {} device-h x {}/h = {}   per request {}   per 1M input {}   per 1M output {}\n",
                    num(co["device_hours"], 2), usd(co["usd_per_device_hour"], 2), usd(co["total_usd"], 2),

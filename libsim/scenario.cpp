@@ -255,7 +255,8 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
   eng.allow_keys({"batching", "max_num_seqs", "max_batched_tokens", "gpu_memory_utilization", "kv_block_tokens",
                   "kv_watermark", "runtime_overhead_gib", "activation_gib", "max_batch", "batch_window_s", "perf_model",
                   "mfu", "mbu", "step_overhead_s", "step_base_s", "per_prefill_token_s", "per_decode_seq_s",
-                  "per_context_token_s"});
+                  "per_context_token_s", "on_kv_exhausted"});
+  P.crash_on_kv_exhausted = eng.has("on_kv_exhausted") && eng.at("on_kv_exhausted").choice({"preempt", "crash"}) == "crash";
   P.batching = eng.has("batching") && eng.at("batching").choice({"continuous", "static"}) == "static"
                    ? Batching::fixed_batch
                    : Batching::continuous;
@@ -301,7 +302,27 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
 
   // fleet
   const N fl = node.req("fleet");
-  fl.allow_keys({"replicas", "router", "queue_limit", "usd_per_hour", "headroom_replicas", "autoscale", "cold_start"});
+  fl.allow_keys({"replicas", "router", "queue_limit", "usd_per_hour", "headroom_replicas", "autoscale", "cold_start",
+                 "pricing", "failures"});
+  if (fl.has("pricing")) {
+    const N pr = fl.at("pricing");
+    pr.allow_keys({"spot", "committed_replicas", "committed_discount"});
+    if (pr.has("spot")) {
+      const N sp = pr.at("spot");
+      sp.allow_keys({"discount", "interruptions_per_hour"});
+      P.spot_discount = sp.req("discount").num_in(0, 0.99, "discount");
+      P.spot_interruptions_per_hour = sp.req("interruptions_per_hour").num_in(0, 100, "interruptions_per_hour");
+    }
+    P.committed_replicas = pr.has("committed_replicas") ? int(pr.at("committed_replicas").integer(0, 4096)) : 0;
+    P.committed_discount = pr.has("committed_discount") ? pr.at("committed_discount").num_in(0, 0.99, "committed_discount") : 0.0;
+    if (pr.has("committed_discount") && !pr.has("committed_replicas"))
+      pr.at("committed_discount").fail("committed_discount needs committed_replicas", ErrorKind::inconsistent);
+  }
+  if (fl.has("failures")) {
+    const N fa = fl.at("failures");
+    fa.allow_keys({"mtbf_hours"});
+    P.mtbf_hours = fa.req("mtbf_hours").pos(1e7);
+  }
   const bool scaled = fl.has("autoscale");
   P.replicas = fl.has("replicas") || !scaled ? int(fl.req("replicas").integer(scaled ? 0 : 1, 4096)) : -1;
   P.min_replicas = P.max_replicas = P.replicas;
@@ -582,7 +603,7 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Overr
 
   // classes: workload's arrival and lengths are the defaults of every class
   const N wl = root.has("workload") ? root.at("workload") : N{YAML::Node(YAML::NodeType::Map), "workload", &src};
-  wl.allow_keys({"arrival", "prompt_tokens", "output_tokens"});
+  wl.allow_keys({"arrival", "prompt_tokens", "output_tokens", "checkpointed", "max_retries"});
   if (root.has("classes")) {
     const N classes = root.at("classes");
     classes.require_map();
@@ -591,7 +612,7 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Overr
     for (auto it = classes.node.begin(); it != classes.node.end(); ++it) {
       const std::string name = it->first.as<std::string>();
       const N en{it->second, "classes." + name, &src};
-      en.allow_keys({"pool", "team", "arrival", "prompt_tokens", "output_tokens"});
+      en.allow_keys({"pool", "team", "arrival", "prompt_tokens", "output_tokens", "checkpointed", "max_retries"});
       int pool = 0;
       if (en.has("pool")) {
         std::vector<std::string> names;
@@ -616,6 +637,10 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Overr
       C.name = name;
       C.pool = pool;
       C.team = en.has("team") ? en.at("team").str() : name;
+      const N* ck = en.has("checkpointed") ? &en : wl.has("checkpointed") ? &wl : nullptr;
+      if (ck) C.checkpointed = ck->at("checkpointed").boolean();
+      const N* mr = en.has("max_retries") ? &en : wl.has("max_retries") ? &wl : nullptr;
+      if (mr) C.max_retries = int(mr->at("max_retries").integer(0, 1000));
       s.classes.push_back(std::move(C));
     }
     s.multi = true;
@@ -623,6 +648,8 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Overr
     RequestClassSpec C = build_class(root.req("workload"), s.pools[0], s.duration_s, src);
     C.name = "default";
     C.team = "default";
+    if (wl.has("checkpointed")) C.checkpointed = wl.at("checkpointed").boolean();
+    if (wl.has("max_retries")) C.max_retries = int(wl.at("max_retries").integer(0, 1000));
     s.classes.push_back(std::move(C));
   }
   // the workspace must stay reasonable (it is per simulation, and sweeps run thousands)
@@ -697,9 +724,14 @@ PoolParams PoolSpec::params() const {
   p.headroom_replicas = headroom_replicas;
   p.autoscale = autoscale;
   p.cold = cold;
+  p.crash_on_kv_exhausted = crash_on_kv_exhausted ? 1 : 0;
+  const double spot_rate = spot_interruptions_per_hour / 3600.0, hw_rate = mtbf_hours > 0 ? 1.0 / (mtbf_hours * 3600.0) : 0.0;
+  p.interruptions_per_s = spot_rate + hw_rate;
+  p.spot_share = p.interruptions_per_s > 0 ? spot_rate / p.interruptions_per_s : 0.0;
+  p.committed_replicas = committed_replicas;
   p.router = router;
   p.queue_limit = queue_limit;
-  p.usd_per_replica_hour = usd_per_hour;
+  p.usd_per_replica_hour = hourly_usd();
   p.peak_flops_per_s = peak_flops;
   p.peak_bytes_per_s = peak_bytes;
   p.device_memory_bytes = capacity.device_gib * kGiB;
@@ -735,6 +767,8 @@ ClassParams RequestClassSpec::params() const {
   c.prompt = dist(prompt);
   c.output = dist(output);
   c.pool = pool;
+  c.checkpointed = checkpointed ? 1 : 0;
+  c.max_retries = max_retries;
   return c;
 }
 

@@ -47,6 +47,13 @@ struct PoolSpec {
   double usd_per_hour = 0;
   AutoscaleParams autoscale{};
   ColdStartParams cold{};
+  // failures and pricing
+  bool crash_on_kv_exhausted = false;
+  double spot_discount = 0, spot_interruptions_per_hour = 0, mtbf_hours = 0;
+  int committed_replicas = 0;
+  double committed_discount = 0;
+  bool spot() const { return spot_interruptions_per_hour > 0 || spot_discount > 0; }
+  double hourly_usd() const { return usd_per_hour * (1.0 - spot_discount); }  // what a replica-hour beyond commitments costs
 
   Capacity capacity;  // per replica
   PoolParams params() const;
@@ -64,6 +71,8 @@ struct RequestClassSpec {
   std::shared_ptr<const TraceData> trace;  // shared between configurations of a sweep
   DistSpec prompt, output;
   double mean_prompt_tokens = 0, mean_output_tokens = 0;
+  bool checkpointed = false;
+  int max_retries = 3;
   ClassParams params() const;  // pointers into this object
 };
 

@@ -87,6 +87,14 @@ struct N {
       }
     }
   }
+  bool boolean() const {
+    if (node.IsScalar()) {
+      const std::string& v = node.Scalar();
+      if (v == "true" || v == "yes" || v == "on") return true;
+      if (v == "false" || v == "no" || v == "off") return false;
+    }
+    fail("expected true or false");
+  }
   std::string str() const {
     if (!node.IsScalar()) fail("expected a string");
     return node.Scalar();

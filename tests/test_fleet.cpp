@@ -104,3 +104,67 @@ TEST_CASE("provisioned time splits into busy, cold start, chosen headroom and wa
   CHECK(u["busy_fraction"].get<double>() + u["idle_headroom_fraction"].get<double>() + u["idle_waste_fraction"].get<double>() ==
         doctest::Approx(1.0).epsilon(1e-6));
 }
+
+TEST_CASE("a long input crash-loops a naive server; admission control rejects it instead") {
+  const auto naive = test::run(shipped("oom-restart-loop"));
+  const auto paged = test::run(shipped("oom-restart-loop", {"engine.on_kv_exhausted=preempt"}));
+  REQUIRE(naive.drained);
+  REQUIRE(paged.drained);
+  const ClassTally& doc = naive.tally->classes[1];
+  const ClassTally& chat = naive.tally->classes[0];
+  MESSAGE("naive server: " << naive.tally->pools[0].crashes << " crashes for " << doc.arrived << " long documents; "
+                           << chat.retried << " chat requests retried, " << chat.failed << " failed");
+  // every long document kills the server on its first try and on each of its 3 retries, then fails
+  CHECK(naive.tally->pools[0].crashes == doctest::Approx(4.0 * double(doc.arrived)));
+  CHECK(doc.failed == doc.arrived);
+  CHECK(doc.retried == 3 * doc.arrived);
+  // chat requests in flight die with the server
+  CHECK(chat.retried > 0);
+  CHECK(naive.report["classes"]["chat"]["latency_s"]["ttft"]["p99"].get<double>() >
+        10 * paged.report["classes"]["chat"]["latency_s"]["ttft"]["p99"].get<double>());
+  CHECK(naive.report["utilization"]["cold_start_fraction"].get<double>() > 0.05);
+  // with KV admission control nothing crashes: the document is rejected as too long
+  CHECK(paged.tally->pools[0].crashes == 0);
+  CHECK(paged.tally->classes[1].rejected_too_long == paged.tally->classes[1].arrived);
+  CHECK(paged.tally->classes[0].completed == paged.tally->classes[0].arrived);
+}
+
+TEST_CASE("spot is cheaper for a checkpointed batch class and worse for interactive p99") {
+  const std::vector<std::string> on_demand = {
+      "pools.interactive.fleet.pricing.spot.discount=0", "pools.interactive.fleet.pricing.spot.interruptions_per_hour=0",
+      "pools.batch.fleet.pricing.spot.discount=0", "pools.batch.fleet.pricing.spot.interruptions_per_hour=0"};
+  const auto spot = test::run(shipped("spot-vs-on-demand"));
+  const auto od = test::run(shipped("spot-vs-on-demand", on_demand));
+  REQUIRE(spot.drained);
+  REQUIRE(od.drained);
+  const Json& s = spot.report["classes"];
+  const Json& o = od.report["classes"];
+  MESSAGE("interruptions " << spot.report["fleet"]["interruptions"] << "; chat p99 TTFT spot "
+                           << s["chat"]["latency_s"]["ttft"]["p99"] << " s vs on-demand " << o["chat"]["latency_s"]["ttft"]["p99"]
+                           << " s; batch cost per request spot " << s["nightly-batch"]["cost"]["per_request_usd"]
+                           << " vs on-demand " << o["nightly-batch"]["cost"]["per_request_usd"]);
+  CHECK(spot.report["fleet"]["interruptions"].get<double>() >= 2);
+  // the batch class: every request done, at about the spot discount's price
+  CHECK(spot.tally->classes[1].completed == od.tally->classes[1].completed);
+  CHECK(spot.tally->classes[1].failed == 0);
+  CHECK(s["nightly-batch"]["cost"]["per_request_usd"].get<double>() < 0.5 * o["nightly-batch"]["cost"]["per_request_usd"].get<double>());
+  // interactive chat: the tail is worse
+  CHECK(s["chat"]["latency_s"]["ttft"]["p99"].get<double>() > 5 * o["chat"]["latency_s"]["ttft"]["p99"].get<double>());
+}
+
+TEST_CASE("committed capacity is paid whether used or not, at its discount; the rest at the hourly price") {
+  const auto base = test::run(shipped("chat-default", {"duration_s=1800"}));
+  const double hours = (1800 - 300) / 3600.0;
+  CHECK(base.report["cost"]["total_usd"].get<double>() == doctest::Approx(2 * hours * 3.00));
+  const auto committed = test::run(shipped("chat-default", {"duration_s=1800", "fleet.pricing.committed_replicas=2",
+                                                            "fleet.pricing.committed_discount=0.4"}));
+  CHECK(committed.report["cost"]["total_usd"].get<double>() == doctest::Approx(2 * hours * 3.00 * 0.6));
+  // committing to more than is used still costs the commitment
+  const auto over = test::run(shipped("chat-default", {"duration_s=1800", "fleet.pricing.committed_replicas=3",
+                                                       "fleet.pricing.committed_discount=0.4"}));
+  CHECK(over.report["cost"]["total_usd"].get<double>() == doctest::Approx(3 * hours * 3.00 * 0.6));
+  // and using more than the commitment pays the excess at the hourly price
+  const auto part = test::run(shipped("chat-default", {"duration_s=1800", "fleet.pricing.committed_replicas=1",
+                                                       "fleet.pricing.committed_discount=0.4"}));
+  CHECK(part.report["cost"]["total_usd"].get<double>() == doctest::Approx(hours * 3.00 * 0.6 + hours * 3.00));
+}

@@ -24,7 +24,8 @@ std::string random_fleet(std::mt19937& g, int i, double duration = 300) {
                       ", batch_window_s: " + std::to_string(uni(0, 0.2)) + "}"
                 : "{max_num_seqs: " + std::to_string(iuni(1, 64)) + ", max_batched_tokens: " +
                       std::to_string(iuni(256, 4096)) + ", kv_block_tokens: " + std::to_string(iuni(1, 32)) +
-                      ", gpu_memory_utilization: " + std::to_string(uni(0.25, 0.9)) + "}";
+                      ", gpu_memory_utilization: " + std::to_string(uni(0.25, 0.9)) +
+                      (iuni(0, 4) == 0 ? ", on_kv_exhausted: crash" : "") + "}";
   const std::string arrival = pick({"poisson", "gamma"});
   int replicas = iuni(1, 6);
   std::string autoscale;
@@ -37,12 +38,13 @@ std::string random_fleet(std::mt19937& g, int i, double duration = 300) {
                 ", scale_down_window_s: " + std::to_string(uni(0, 60)) + ", cooldown_s: " + std::to_string(uni(0, 60)) +
                 "}, cold_start: {provision_s: " + std::to_string(uni(0, 20)) + ", image_pull_s: 1, warmup_s: 1}";
   }
+  if (iuni(0, 3) == 0) autoscale += ", failures: {mtbf_hours: " + std::to_string(uni(0.02, 0.5)) + "}";
   return "duration_s: " + std::to_string(duration) + "\nwarmup_s: " + std::to_string(uni(0, duration / 3)) +
          "\nseed: " + std::to_string(i) + "\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\nengine: " + engine +
          "\nfleet: {replicas: " + std::to_string(replicas) + ", router: " +
          pick({"round_robin", "least_outstanding", "central_queue"}) + ", queue_limit: " + std::to_string(iuni(1, 300)) +
          autoscale + "}\nworkload:\n  arrival: {process: " + arrival + ", rate_per_s: " + std::to_string(uni(0.5, 30)) +
-         (arrival == "gamma" ? ", cv: 3" : "") + "}\n  prompt_tokens: {dist: lognormal, median: " +
+         (arrival == "gamma" ? ", cv: 3" : "") + "}\n  checkpointed: " + pick({"true", "false"}) + "\n  prompt_tokens: {dist: lognormal, median: " +
          std::to_string(iuni(50, 2000)) + ", p99: 12000}\n  output_tokens: {dist: geometric, mean: " +
          std::to_string(iuni(1, 600)) + "}\n";
 }
@@ -57,7 +59,7 @@ TEST_CASE("random fleets conserve requests and KV blocks") {
     const auto r = test::run(test::scenario(yaml));
     REQUIRE(r.tally->status == 0);
     const ClassTally& t = *r.all;
-    CHECK(t.arrived == t.completed + t.rejected_queue_full + t.rejected_too_long);
+    CHECK(t.arrived == t.completed + t.rejected_queue_full + t.rejected_too_long + t.failed);
     CHECK(r.drained);
     const Json& u = r.report["utilization"];
     CHECK(u["busy_fraction"].get<double>() <= 1.0 + 1e-9);
@@ -89,6 +91,7 @@ TEST_CASE("decode runs in closed form give what stepping one step at a time give
     REQUIRE(b->status == 0);
     CHECK(a->classes[0].arrived == b->classes[0].arrived);
     CHECK(a->classes[0].completed == b->classes[0].completed);
+    CHECK(a->classes[0].failed == b->classes[0].failed);
     CHECK(a->classes[0].rejected_queue_full == b->classes[0].rejected_queue_full);
     CHECK(a->classes[0].preempted == b->classes[0].preempted);
     CHECK(a->classes[0].output_tokens == b->classes[0].output_tokens);

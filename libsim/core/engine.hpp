@@ -26,6 +26,7 @@ struct Request {
   int32_t generated;  // output tokens emitted before the current prefill of this request
   int16_t in_window;
   int16_t cls;        // request class
+  int32_t retries;    // times its replica was lost under it
 };
 
 // A running sequence (a batch slot of a replica).
@@ -106,6 +107,8 @@ struct PoolState {
   double ttft_t[kTtftSamples], ttft_v[kTtftSamples];
   int32_t starts;  // replicas started so far
   int32_t start_head;
+  double next_fail;    // the next spot reclaim or hardware failure among the pool's replicas
+  int64_t fail_draws;  // random draws for failures so far
   double start_t[kScaleHistory];  // times of the latest starts (for the per-hour cap)
 };
 
@@ -369,6 +372,7 @@ FLEETSIM_HD inline void pool_advance(Sim& s, int32_t pi, double t) {
     const double dt = b - a;
     PoolTally& T = s.tally->pools[pi];
     T.replica_s += double(ps.n_prov) * dt;
+    T.excess_s += double(max_of(0, ps.n_prov - s.p->pools[pi].committed_replicas)) * dt;
     T.cold_s += double(ps.n_starting) * dt;
     const int32_t idle = ps.n_ready + ps.n_draining - ps.n_busy;
     const int32_t head = min_of(idle, s.p->pools[pi].headroom_replicas);
@@ -397,11 +401,22 @@ FLEETSIM_HD inline void set_state(Sim& s, int32_t r, int32_t state, double t) {
     if (st == kDraining) ps.n_draining += d;
     if (st != kOff) ps.n_prov += d;
   };
+  const int32_t before = ps.n_prov;
   count(R.state, -1);
   count(state, +1);
   R.state = state;
   PoolTally& T = s.tally->pools[R.pool];
   if (double(ps.n_prov) > T.max_replicas) T.max_replicas = double(ps.n_prov);
+  // failures are a Poisson process per provisioned replica: memoryless, so redraw the pool's next one
+  const double rate = s.p->pools[R.pool].interruptions_per_s * double(ps.n_prov);
+  if (ps.n_prov != before) {
+    if (rate > 0.0) {
+      const double u = s.rng.uniform(Stream::lifecycle, uint32_t(16 + R.pool), uint64_t(ps.fail_draws++), 1);
+      ps.next_fail = t - dm::log(u) / rate;
+    } else {
+      ps.next_fail = kInf;
+    }
+  }
 }
 
 // Step time of a step with the given work.
@@ -636,6 +651,7 @@ FLEETSIM_HD inline void cont_finish_run(Sim& s, int32_t r, double t) {
 
 FLEETSIM_HD inline void cont_kick(Sim& s, int32_t r, double t);
 FLEETSIM_HD inline void replica_off(Sim& s, int32_t r, double t);
+FLEETSIM_HD inline void replica_fail(Sim& s, int32_t r, double t, bool new_node, int32_t culprit);
 
 // Start the next step of replica r at time t: allocate, admit, and plan the run.
 FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
@@ -649,6 +665,11 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
   // 1. a KV slot for every decoding sequence, preempting the newest while blocks are short
   int64_t need = R.n_decode > 0 ? rescnt_of(s, r)[int32_t(st % R.bs)] : 0;
   int32_t changed = 0;  // queue head changed: preemptions pushed to it, or admissions took from it
+  if (need > R.free_blocks && P.crash_on_kv_exhausted) {  // a naive server dies instead of preempting
+    s.tally->pools[R.pool].crashes += 1.0;
+    replica_fail(s, r, t, false, kNone);
+    return;
+  }
   while (need > R.free_blocks) {
     need -= preempt_newest(s, r, st);
     changed = 1;
@@ -679,6 +700,14 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
     Request& q = s.req[ri];
     const int32_t total = q.prompt + (P.generative ? q.generated : 0);
     const int64_t blocks = ceil_div(total, R.bs);
+    if (P.crash_on_kv_exhausted && blocks > P.kv_total_blocks - P.kv_watermark_blocks) {
+      // a naive server tries the prompt and runs out of memory on it
+      q_pop_front(s, Q);
+      s.waiting[q.cls]--;
+      s.tally->pools[R.pool].crashes += 1.0;
+      replica_fail(s, r, t, false, ri);
+      return;
+    }
     if (blocks > R.free_blocks - P.kv_watermark_blocks) break;
     q_pop_front(s, Q);
     s.waiting[q.cls]--;
@@ -868,6 +897,127 @@ FLEETSIM_HD inline double cold_start_s(const Sim& s, int32_t r) {
   const bool hit = u < c.cache_hit_probability;
   const double fetch = hit ? c.weights_bytes / c.cache_bytes_per_s : c.weights_bytes / c.download_bytes_per_s;
   return c.provision_s + c.image_pull_s + fetch + c.weights_bytes / c.load_bytes_per_s + c.warmup_s;
+}
+
+// Seconds for a crashed server to come back on the same node: weights (node-local cache, if it
+// hits) and loading, and warm-up; no new node and no image pull.
+FLEETSIM_HD inline double restart_s(const Sim& s, int32_t r) {
+  const Replica& R = s.rep[r];
+  const ColdStartParams& c = s.p->pools[R.pool].cold;
+  const double u = s.rng.uniform(Stream::lifecycle, uint32_t(R.pool), uint64_t(r) * 1000003ULL + uint64_t(R.starts), 2);
+  const double fetch = u < c.cache_hit_probability ? c.weights_bytes / c.cache_bytes_per_s : c.weights_bytes / c.download_bytes_per_s;
+  return fetch + c.weights_bytes / c.load_bytes_per_s + c.warmup_s;
+}
+
+// A request whose replica was lost: back to the front of the queue to be retried (a checkpointed
+// class keeps its progress), or given up after max_retries.
+FLEETSIM_HD inline void requeue_lost(Sim& s, Queue& Q, int32_t ri, double t) {
+  Request& q = s.req[ri];
+  const ClassParams& C = s.p->classes[q.cls];
+  ClassTally& T = s.tally->classes[q.cls];
+  if (!C.checkpointed) q.generated = 0;
+  q.retries++;
+  advance_clock(s, t);
+  if (q.retries > C.max_retries) {
+    s.in_system[q.cls]--;
+    if (q.in_window) T.failed++;
+    s.req_free[s.req_free_n++] = ri;
+    return;
+  }
+  if (q.in_window) T.retried++;
+  q_push_front(s, Q, ri);
+  s.waiting[q.cls]++;
+}
+
+// Lose replica r at time t (a crash, a spot reclaim, a hardware failure): its requests are
+// retried, its KV state is gone, and it comes back after a restart on the same node or a full
+// cold start on a new one. `culprit` is a request the replica was taking when it died (or kNone).
+FLEETSIM_HD inline void replica_fail(Sim& s, int32_t r, double t, bool new_node, int32_t culprit) {
+  Replica& R = s.rep[r];
+  const PoolParams& P = pool_of(s, r);
+  Queue& Q = s.q[R.queue];
+  double wasted_from = t;  // work in flight since then is lost; its time still counts as busy
+  if (R.busy && P.batching == Batching::continuous && R.run_k > 0) {
+    wasted_from = R.run_t0;
+    if (!R.run_prefill) {  // the decode steps that completed before t happened: apply them
+      int64_t j = line_steps_until(R.run_line, R.run_k, t - R.run_t0);
+      if (R.run_t0 + line_sum(R.run_line, j) > t) j -= 1;
+      if (j > 0) {
+        const double tj = R.run_t0 + line_sum(R.run_line, j);
+        R.run_k = j;
+        cont_finish_run(s, r, tj);
+        wasted_from = tj;
+      }
+    }
+  } else if (R.busy && P.batching == Batching::fixed_batch && R.batch_n > 0) {
+    // a static batch was accounted when it formed: take back the part that will not run
+    const double a = max_of(t, s.W0), b = min_of(R.t_next, s.W1);
+    if (b > a) {
+      s.tally->pools[R.pool].busy_s -= b - a;
+      for (int32_t c = 0; c < s.p->n_classes; ++c) s.tally->classes[c].busy_s -= (b - a) * R.run_class_share[c];
+    }
+  }
+  if (t > wasted_from) {
+    const double a = max_of(wasted_from, s.W0), b = min_of(t, s.W1);
+    if (b > a) {
+      s.tally->pools[R.pool].busy_s += b - a;
+      for (int32_t c = 0; c < s.p->n_classes; ++c) s.tally->classes[c].busy_s += (b - a) * R.run_class_share[c];
+    }
+  }
+  if (culprit != kNone) requeue_lost(s, Q, culprit, t);
+  if (P.batching == Batching::continuous) {
+    while (R.run_tail != kNone) {  // newest first, so the oldest ends up at the front
+      const int32_t sl = R.run_tail;
+      Seq& x = slot(s, r, sl);
+      if (x.decoding) {
+        s.req[x.req].generated += int32_t(R.step - x.s0);
+        stop_decoding(s, r, sl);
+      } else {
+        list_remove_pf(s, r, sl);
+      }
+      const int32_t ri = x.req;
+      release_slot(s, r, sl);
+      requeue_lost(s, Q, ri, t);
+    }
+    R.free_blocks = P.kv_total_blocks;
+  } else {
+    for (int32_t i = R.batch_n - 1; i >= 0; --i) requeue_lost(s, Q, slot(s, r, i).req, t);
+    R.batch_n = 0;
+  }
+  set_busy(s, r, 0, t);
+  R.run_k = 0;
+  R.run_prefill = 0;
+  const double back = new_node ? cold_start_s(s, r) : restart_s(s, r);
+  R.starts++;
+  set_state(s, r, kStarting, t);
+  set_next(s, r, t + back);
+  if (P.router == Router::central_queue && Q.size > 0) {  // the others can take the retried work now
+    const PoolState& ps = s.pool[R.pool];
+    for (int32_t o = ps.first_replica; o < ps.first_replica + ps.n_replicas; ++o)
+      if (o != r) {
+        if (P.batching == Batching::continuous) cont_kick(s, o, t);
+        else static_try_start(s, o, t);
+      }
+  }
+}
+
+// A spot reclaim or hardware failure hits one provisioned replica of pool pi, chosen uniformly.
+FLEETSIM_HD inline void pool_interrupt(Sim& s, int32_t pi, double t) {
+  PoolState& ps = s.pool[pi];
+  const double u = s.rng.uniform(Stream::lifecycle, uint32_t(16 + pi), uint64_t(ps.fail_draws++), 3);
+  int32_t k = int32_t(u * double(ps.n_prov));
+  int32_t victim = kNone;
+  for (int32_t r = ps.first_replica; r < ps.first_replica + ps.n_replicas && victim == kNone; ++r)
+    if (s.rep[r].state != kOff && k-- == 0) victim = r;
+  s.tally->pools[pi].interruptions += 1.0;
+  ps.next_fail = kInf;
+  if (victim != kNone) replica_fail(s, victim, t, true, kNone);
+  // the next one (set_state redraws only when the provisioned count changes)
+  const double rate = s.p->pools[pi].interruptions_per_s * double(ps.n_prov);
+  if (rate > 0.0) {
+    const double v = s.rng.uniform(Stream::lifecycle, uint32_t(16 + pi), uint64_t(ps.fail_draws++), 1);
+    ps.next_fail = t - dm::log(v) / rate;
+  }
 }
 
 // Ask for a new replica in a free slot of pool pi; false if none is free or capacity is capped.
@@ -1074,7 +1224,8 @@ FLEETSIM_HD inline void handle_arrival(Sim& s, int32_t cls, double t) {
   bool too_long;
   if (P.batching == Batching::continuous) {
     const int64_t kv_tokens = P.generative ? prompt + output - 1 : prompt;
-    too_long = ceil_div(kv_tokens, P.kv_block_tokens) > P.kv_total_blocks - P.kv_watermark_blocks;
+    // a naive server has no such check: it takes the request and runs out of memory on it
+    too_long = !P.crash_on_kv_exhausted && ceil_div(kv_tokens, P.kv_block_tokens) > P.kv_total_blocks - P.kv_watermark_blocks;
   } else {
     too_long = prompt + output > P.kv_total_blocks * P.kv_block_tokens;
   }
@@ -1121,6 +1272,7 @@ FLEETSIM_HD inline void handle_arrival(Sim& s, int32_t cls, double t) {
   q.generated = 0;
   q.in_window = in_window ? 1 : 0;
   q.cls = int16_t(cls);
+  q.retries = 0;
   const bool was_empty = Q.size == 0;
   advance_clock(s, t);
   q_push_back(s, Q, ri);
@@ -1199,6 +1351,8 @@ FLEETSIM_HD inline Sim sim_bind(const SimParams& p, uint32_t replication, uint8_
     ps.last_scale = -kInf;
     ps.hist_n = ps.hist_head = ps.ttft_n = ps.ttft_head = 0;
     ps.starts = ps.start_head = 0;
+    ps.next_fail = kInf;
+    ps.fail_draws = 0;
     const int32_t qcap = pool_queue_cap(P);
     for (int32_t i = 0; i < ps.n_queues; ++i, ++qi) {
       s.q[qi].base = qbase;
@@ -1279,19 +1433,23 @@ FLEETSIM_HD inline void simulate(const SimParams& p, uint32_t replication, uint8
     // the next event: a replica's, then an autoscaler evaluation, then an arrival (ties in that order)
     const int32_t r = s.rheap[0];
     const double tr = s.rep[r].t_next;
-    int32_t cls = 0, pe = 0;
-    double ta = s.next_arrival[0], te = s.pool[0].next_eval;
+    int32_t cls = 0, pe = 0, pf = 0;
+    double ta = s.next_arrival[0], te = s.pool[0].next_eval, tf = s.pool[0].next_fail;
     for (int32_t c = 1; c < p.n_classes; ++c)
       if (s.next_arrival[c] < ta) { ta = s.next_arrival[c]; cls = c; }
-    for (int32_t pi = 1; pi < p.n_pools; ++pi)
+    for (int32_t pi = 1; pi < p.n_pools; ++pi) {
       if (s.pool[pi].next_eval < te) { te = s.pool[pi].next_eval; pe = pi; }
-    if (te >= p.duration_s) te = kInf;  // the fleet stays as it is while the last requests drain
-    if (tr >= kInf && ta >= kInf && te >= kInf) break;
+      if (s.pool[pi].next_fail < tf) { tf = s.pool[pi].next_fail; pf = pi; }
+    }
+    // the fleet stays as it is while the last requests drain
+    if (te >= p.duration_s) te = kInf;
+    if (tf >= p.duration_s) tf = kInf;
+    if (tr >= kInf && ta >= kInf && te >= kInf && tf >= kInf) break;
     if (++events > p.max_events) {
       tally.status = int32_t(SimStatus::event_limit);
       break;
     }
-    if (tr <= ta && tr <= te) {
+    if (tr <= ta && tr <= te && tr <= tf) {
       const PoolParams& P = p.pools[s.rep[r].pool];
       if (s.rep[r].state == kStarting) {
         replica_ready(s, r, tr);
@@ -1308,8 +1466,10 @@ FLEETSIM_HD inline void simulate(const SimParams& p, uint32_t replication, uint8
       } else {
         static_try_start(s, r, tr);
       }
-    } else if (te <= ta) {
+    } else if (te <= ta && te <= tf) {
       autoscale_eval(s, pe, te);
+    } else if (tf <= ta) {
+      pool_interrupt(s, pf, tf);
     } else {
       handle_arrival(s, cls, ta);
       s.next_arrival[cls] = next_arrival(p.classes[cls].arrivals, s.rng, uint32_t(cls), s.arr[cls], ta, p.duration_s);

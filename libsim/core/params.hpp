@@ -121,6 +121,11 @@ struct PoolParams {
   ColdStartParams cold;
   Router router;
   int32_t queue_limit;  // waiting requests per queue (per replica, or the pool's central one)
+  // failures
+  int32_t crash_on_kv_exhausted;  // a naive server: out of KV memory kills the process (no preemption)
+  double interruptions_per_s;     // per provisioned replica: spot reclaims plus hardware failures
+  double spot_share;              // of those interruptions, the share that are spot reclaims
+  int32_t committed_replicas;     // reserved capacity, paid whether used or not
   // accounting, per replica
   double usd_per_replica_hour;
   double peak_flops_per_s;  // for compute utilization
@@ -135,7 +140,9 @@ struct ClassParams {
   DistParams prompt;
   DistParams output;
   int32_t pool;
-};
+  int32_t checkpointed;  // work survives a lost replica (a batch job that checkpoints); else it restarts
+  int32_t max_retries;   // a request whose replica failed is retried this many times, then fails
+}; 
 
 struct SimParams {
   int32_t n_pools;

@@ -16,6 +16,8 @@ struct ClassTally {
   int64_t rejected_queue_full;
   int64_t rejected_too_long;
   int64_t preempted;     // preemption events
+  int64_t retried;       // requests sent back to the queue because their replica was lost
+  int64_t failed;        // requests given up after max_retries
   double input_tokens;   // of completed requests
   double output_tokens;  // of completed requests
   double busy_s;         // device time spent on this class's requests (in the window)
@@ -33,9 +35,12 @@ struct PoolTally {
   double cold_s;        // replica time spent starting (provisioning to warm-up)
   double headroom_s;    // idle replica time within the chosen headroom
   double waste_s;       // idle replica time beyond it
+  double excess_s;      // provisioned replica time beyond the committed replicas (paid at the hourly price)
   double scale_ups;     // replicas started
   double scale_downs;   // replicas stopped
   double max_replicas;  // most replicas provisioned at once
+  double crashes;       // replicas that died of a KV out-of-memory
+  double interruptions; // replicas lost to spot reclaim or hardware failure
   double busy_s;        // replica time inside steps
   double input_busy_s;  // busy time attributed to prefill work
   double flops;         // model FLOPs performed
@@ -57,7 +62,7 @@ struct Tally {
 };
 
 FLEETSIM_HD inline void class_tally_clear(ClassTally& c) {
-  c.arrived = c.completed = c.rejected_queue_full = c.rejected_too_long = c.preempted = 0;
+  c.arrived = c.completed = c.rejected_queue_full = c.rejected_too_long = c.preempted = c.retried = c.failed = 0;
   c.input_tokens = c.output_tokens = c.busy_s = c.in_system_s = c.queue_len_s = 0.0;
   hist_clear(c.ttft);
   hist_clear(c.tpot);
@@ -68,6 +73,7 @@ FLEETSIM_HD inline void class_tally_clear(ClassTally& c) {
 FLEETSIM_HD inline void pool_tally_clear(PoolTally& p) {
   p.replica_s = p.busy_s = p.input_busy_s = p.flops = p.bytes = p.seq_steps = p.steps = p.kv_block_s = 0.0;
   p.cold_s = p.headroom_s = p.waste_s = p.scale_ups = p.scale_downs = p.max_replicas = 0.0;
+  p.crashes = p.interruptions = p.excess_s = 0.0;
 }
 
 FLEETSIM_HD inline void tally_clear(Tally& t, int32_t n_pools = kMaxPools, int32_t n_classes = kMaxClasses) {
@@ -93,6 +99,8 @@ FLEETSIM_HD inline void class_tally_merge(ClassTally& into, const ClassTally& fr
   into.rejected_queue_full += from.rejected_queue_full;
   into.rejected_too_long += from.rejected_too_long;
   into.preempted += from.preempted;
+  into.retried += from.retried;
+  into.failed += from.failed;
   into.input_tokens += from.input_tokens;
   into.output_tokens += from.output_tokens;
   into.busy_s += from.busy_s;
@@ -119,6 +127,9 @@ FLEETSIM_HD inline void pool_tally_merge(PoolTally& into, const PoolTally& from)
   into.scale_ups += from.scale_ups;
   into.scale_downs += from.scale_downs;
   into.max_replicas += from.max_replicas;
+  into.crashes += from.crashes;
+  into.excess_s += from.excess_s;
+  into.interruptions += from.interruptions;
 }
 
 }  // namespace fleetsim
