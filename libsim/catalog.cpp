@@ -18,12 +18,41 @@ const std::vector<DeviceSpec>& builtin_devices() {
   return d;
 }
 
+// NVIDIA MIG profiles (MIG user guide, "Supported MIG Profiles"): compute in sevenths, memory in eighths.
+const std::vector<PartitionSpec>& builtin_partitions() {
+  static const std::vector<PartitionSpec> p = {
+      {"h100-sxm-80gb", "1g.10gb", 1, 1, 7}, {"h100-sxm-80gb", "1g.20gb", 1, 2, 4}, {"h100-sxm-80gb", "2g.20gb", 2, 2, 3},
+      {"h100-sxm-80gb", "3g.40gb", 3, 4, 2}, {"h100-sxm-80gb", "4g.40gb", 4, 4, 1}, {"h100-sxm-80gb", "7g.80gb", 7, 8, 1},
+      {"h200-141gb", "1g.18gb", 1, 1, 7},    {"h200-141gb", "1g.35gb", 1, 2, 4},    {"h200-141gb", "2g.35gb", 2, 2, 3},
+      {"h200-141gb", "3g.71gb", 3, 4, 2},    {"h200-141gb", "4g.71gb", 4, 4, 1},    {"h200-141gb", "7g.141gb", 7, 8, 1},
+      {"a100-80gb", "1g.10gb", 1, 1, 7},     {"a100-80gb", "1g.20gb", 1, 2, 4},     {"a100-80gb", "2g.20gb", 2, 2, 3},
+      {"a100-80gb", "3g.40gb", 3, 4, 2},     {"a100-80gb", "4g.40gb", 4, 4, 1},     {"a100-80gb", "7g.80gb", 7, 8, 1},
+      {"a100-40gb", "1g.5gb", 1, 1, 7},      {"a100-40gb", "1g.10gb", 1, 2, 4},     {"a100-40gb", "2g.10gb", 2, 2, 3},
+      {"a100-40gb", "3g.20gb", 3, 4, 2},     {"a100-40gb", "4g.20gb", 4, 4, 1},     {"a100-40gb", "7g.40gb", 7, 8, 1},
+  };
+  return p;
+}
+
+DeviceSpec partition_device(const DeviceSpec& whole, const PartitionSpec& p) {
+  DeviceSpec d = whole;
+  d.name = whole.name + ":" + p.name;
+  d.memory_gib = whole.memory_gib * p.memory_slices / 8.0;
+  d.bandwidth_gb_s = whole.bandwidth_gb_s * p.memory_slices / 8.0;
+  d.bf16_tflops = whole.bf16_tflops * p.compute_slices / 7.0;
+  d.fp8_tflops = whole.fp8_tflops * p.compute_slices / 7.0;
+  d.usd_per_hour = whole.usd_per_hour * p.compute_slices / 7.0;
+  d.notes = "MIG " + p.name + " of " + whole.name;
+  return d;
+}
+
 const std::vector<ModelSpec>& builtin_models() {
   static const std::vector<ModelSpec> m = {
       {"llama-3.1-8b", ModelKind::generate, 8.03, 32, 4096, 32, 8, 128, 14336, 128256, 131072,
        "Meta Llama 3.1 8B"},
       {"llama-3.1-70b", ModelKind::generate, 70.55, 80, 8192, 64, 8, 128, 28672, 128256, 131072,
        "Meta Llama 3.1 70B"},
+      {"llama-3.2-1b", ModelKind::generate, 1.24, 16, 2048, 32, 8, 64, 8192, 128256, 131072,
+       "Meta Llama 3.2 1B"},
       {"mistral-7b", ModelKind::generate, 7.25, 32, 4096, 32, 8, 128, 14336, 32768, 32768,
        "Mistral 7B v0.3"},
       {"qwen2.5-7b", ModelKind::generate, 7.62, 28, 3584, 28, 4, 128, 18944, 152064, 32768,

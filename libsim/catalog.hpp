@@ -33,7 +33,20 @@ struct ModelSpec {
   std::string notes;
 };
 
+// A MIG-style partition of a device: a share of its compute (slices of 7) and of its memory and
+// bandwidth (slices of 8). A replica on it is billed for its compute share of the device.
+struct PartitionSpec {
+  std::string device;  // the whole device it partitions
+  std::string name;    // e.g. 1g.10gb
+  int compute_slices = 0;
+  int memory_slices = 0;
+  int per_device = 0;  // instances of this profile that fit on one device
+};
+
 const std::vector<DeviceSpec>& builtin_devices();
+const std::vector<PartitionSpec>& builtin_partitions();
+// The device a replica on `p` sees: its memory, FLOP/s, bandwidth and price scaled to the slice.
+DeviceSpec partition_device(const DeviceSpec& whole, const PartitionSpec& p);
 const std::vector<ModelSpec>& builtin_models();
 
 const char* model_kind_name(ModelKind k);

@@ -278,6 +278,8 @@ Json run_report(const Scenario& s, const Tally& t) {
       const PoolTally& pt = t.pools[i];
       Json one;
       one["device"] = P.device.name;
+      one["replicas_per_device"] = P.replicas_per_device;
+      one["devices"] = (P.replicas + P.replicas_per_device - 1) / P.replicas_per_device;
       one["model"] = P.model.name;
       one["replicas"] = P.replicas;
       one["fleet"] = {{"mean_replicas", ratio(pt.replica_s, window)},

@@ -246,6 +246,27 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
       const std::string sug = did_you_mean(mname, names);
       mn.fail("unknown model '" + mname + "'" + (sug.empty() ? " (see `fleetsim catalog`, or define it under catalog.models)" : " (did you mean '" + sug + "'?)"));
     }
+    if (node.has("partition")) {
+      const N pn = node.at("partition");
+      const std::string prof = pn.str();
+      std::vector<std::string> profiles;
+      const PartitionSpec* part = nullptr;
+      for (const auto& p : builtin_partitions())
+        if (p.device == P.device.name) {
+          profiles.push_back(p.name);
+          if (p.name == prof) part = &p;
+        }
+      if (!part) {
+        std::string all;
+        for (const auto& x : profiles) all += (all.empty() ? "" : ", ") + x;
+        pn.fail("device " + P.device.name + " has no MIG profile '" + prof + "'" +
+                    (profiles.empty() ? " (it does not support MIG)" : " (expected one of: " + all + ")"),
+                ErrorKind::inconsistent);
+      }
+      P.partition = prof;
+      P.replicas_per_device = part->per_device;
+      P.device = partition_device(P.device, *part);
+    }
   }
   P.weight_dtype = node.has("weight_dtype") ? node.at("weight_dtype").choice(weight_dtypes()) : "bf16";
   P.kv_dtype = node.has("kv_dtype") ? node.at("kv_dtype").choice(kv_dtypes()) : "bf16";
@@ -516,7 +537,7 @@ RequestClassSpec build_class(const N& wl, const PoolSpec& pool, double duration_
 Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Override>& overrides) {
   const N root{root_node, "", &src};
   if (!root_node.IsMap()) root.fail("a scenario must be a YAML mapping (key: value lines)");
-  root.allow_keys({"name", "description", "seed", "duration_s", "warmup_s", "device", "model", "weight_dtype",
+  root.allow_keys({"name", "description", "seed", "duration_s", "warmup_s", "device", "partition", "model", "weight_dtype",
                    "kv_dtype", "engine", "fleet", "workload", "pools", "classes", "catalog", "sweep"});
   Scenario s;
   s.source = src.file;
@@ -562,7 +583,7 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Overr
     }
   }
   // pools: the top-level device, model, dtypes, engine and fleet are the defaults of every pool
-  static const char* const kPoolKeys[] = {"device", "model", "weight_dtype", "kv_dtype", "engine", "fleet"};
+  static const char* const kPoolKeys[] = {"device", "partition", "model", "weight_dtype", "kv_dtype", "engine", "fleet"};
   if (root.has("pools")) {
     const N pools = root.at("pools");
     pools.require_map();
@@ -571,7 +592,7 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Overr
     for (auto it = pools.node.begin(); it != pools.node.end(); ++it) {
       const std::string name = it->first.as<std::string>();
       const N en{it->second, "pools." + name, &src};
-      en.allow_keys({"device", "model", "weight_dtype", "kv_dtype", "engine", "fleet"});
+      en.allow_keys({"device", "partition", "model", "weight_dtype", "kv_dtype", "engine", "fleet"});
       YAML::Node merged(YAML::NodeType::Map);
       for (const char* k : kPoolKeys) {
         const std::string key = k;

@@ -24,7 +24,9 @@ struct DistSpec {
 // One pool of identical replicas.
 struct PoolSpec {
   std::string name;
-  DeviceSpec device;
+  DeviceSpec device;        // what one replica sees (a slice, for a MIG partition)
+  std::string partition;    // MIG profile, or empty for whole devices
+  int replicas_per_device = 1;
   ModelSpec model;
   std::string weight_dtype, kv_dtype;
 

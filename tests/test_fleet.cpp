@@ -168,3 +168,43 @@ TEST_CASE("committed capacity is paid whether used or not, at its discount; the 
                                                        "fleet.pricing.committed_discount=0.4"}));
   CHECK(part.report["cost"]["total_usd"].get<double>() == doctest::Approx(hours * 3.00 * 0.6 + hours * 3.00));
 }
+
+TEST_CASE("seven MIG slices serving a small model cost less per request than seven whole devices at low load") {
+  const auto mig = test::run(shipped("mig-small-model"));
+  const auto whole = test::run(shipped("mig-small-model", {"partition=7g.80gb"}));
+  REQUIRE(mig.drained);
+  REQUIRE(whole.drained);
+  const Scenario s = shipped("mig-small-model");
+  // a 1g.10gb slice: a seventh of the compute and price, an eighth of memory and bandwidth
+  CHECK(s.pools[0].device.memory_gib == doctest::Approx(79.22 / 8));
+  CHECK(s.pools[0].device.bf16_tflops == doctest::Approx(989.4 / 7));
+  CHECK(s.pools[0].device.usd_per_hour == doctest::Approx(3.00 / 7));
+  const double m = mig.report["cost"]["per_request_usd"].get<double>(), w = whole.report["cost"]["per_request_usd"].get<double>();
+  MESSAGE("cost per request: MIG slices " << m << ", whole devices " << w << "; p99 TTFT "
+                                          << mig.report["latency_s"]["ttft"]["p99"] << " vs "
+                                          << whole.report["latency_s"]["ttft"]["p99"]);
+  CHECK(m < w / 5);
+  CHECK(mig.tally->classes[0].completed == whole.tally->classes[0].completed);
+  CHECK(mig.report["latency_s"]["ttft"]["p99"].get<double>() < 0.5);  // slower per request, still interactive
+}
+
+TEST_CASE("continuous batching turns a low-utilization fleet into a high-utilization one at the cost of p99") {
+  // the same load: six replicas serving one request at a time, or one replica batching continuously
+  const auto one = test::run(load_default_scenario({"workload.arrival.rate_per_s=2", "engine.max_num_seqs=1",
+                                                    "fleet.replicas=6", "fleet.router=central_queue"}));
+  const auto cont = test::run(load_default_scenario({"workload.arrival.rate_per_s=2", "fleet.replicas=1"}));
+  const Json& a = one.report;
+  const Json& b = cont.report;
+  MESSAGE("one at a time x6: busy " << a["utilization"]["busy_fraction"] << ", bandwidth " << a["utilization"]["bandwidth_fraction"]
+                                    << ", p99 TPOT " << a["latency_s"]["tpot"]["p99"] << ", p99 e2e " << a["latency_s"]["e2e"]["p99"]
+                                    << ", $/request " << a["cost"]["per_request_usd"]);
+  MESSAGE("continuous x1: busy " << b["utilization"]["busy_fraction"] << ", bandwidth " << b["utilization"]["bandwidth_fraction"]
+                                 << ", p99 TPOT " << b["latency_s"]["tpot"]["p99"] << ", p99 e2e " << b["latency_s"]["e2e"]["p99"]
+                                 << ", $/request " << b["cost"]["per_request_usd"]);
+  CHECK(a["utilization"]["busy_fraction"].get<double>() < 0.5);
+  CHECK(b["utilization"]["busy_fraction"].get<double>() > 0.9);
+  CHECK(b["utilization"]["compute_fraction"].get<double>() > 4 * a["utilization"]["compute_fraction"].get<double>());
+  CHECK(b["cost"]["per_request_usd"].get<double>() < a["cost"]["per_request_usd"].get<double>() / 4);
+  CHECK(b["latency_s"]["tpot"]["p99"].get<double>() > 1.2 * a["latency_s"]["tpot"]["p99"].get<double>());
+  CHECK(b["latency_s"]["e2e"]["p99"].get<double>() > a["latency_s"]["e2e"]["p99"].get<double>());
+}
