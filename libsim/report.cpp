@@ -77,6 +77,8 @@ Json requests_json(const ClassTally& c, double window) {
   rq["preempted"] = c.preempted;
   rq["retried"] = c.retried;
   rq["failed"] = c.failed;
+  rq["cache_hits"] = c.cache_hits;
+  rq["prefix_hits"] = c.prefix_hits;
   rq["rejection_fraction"] = ratio(double(rejected), double(c.arrived));
   rq["mean_in_system"] = ratio(c.in_system_s, window);
   rq["mean_waiting"] = ratio(c.queue_len_s, window);

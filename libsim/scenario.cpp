@@ -276,7 +276,8 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
   eng.allow_keys({"batching", "max_num_seqs", "max_batched_tokens", "gpu_memory_utilization", "kv_block_tokens",
                   "kv_watermark", "runtime_overhead_gib", "activation_gib", "max_batch", "batch_window_s", "perf_model",
                   "mfu", "mbu", "step_overhead_s", "step_base_s", "per_prefill_token_s", "per_decode_seq_s",
-                  "per_context_token_s", "on_kv_exhausted"});
+                  "per_context_token_s", "on_kv_exhausted", "prefix_caching"});
+  if (eng.has("prefix_caching")) P.prefix_caching = eng.at("prefix_caching").boolean();
   P.crash_on_kv_exhausted = eng.has("on_kv_exhausted") && eng.at("on_kv_exhausted").choice({"preempt", "crash"}) == "crash";
   P.batching = eng.has("batching") && eng.at("batching").choice({"continuous", "static"}) == "static"
                    ? Batching::fixed_batch
@@ -624,7 +625,22 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Overr
 
   // classes: workload's arrival and lengths are the defaults of every class
   const N wl = root.has("workload") ? root.at("workload") : N{YAML::Node(YAML::NodeType::Map), "workload", &src};
-  wl.allow_keys({"arrival", "prompt_tokens", "output_tokens", "checkpointed", "max_retries"});
+  wl.allow_keys({"arrival", "prompt_tokens", "output_tokens", "checkpointed", "max_retries", "prefix", "response_cache"});
+  // caching keys of a class (or of workload, their default)
+  auto caching = [&](const N& cn, RequestClassSpec& C) {
+    if (cn.has("prefix")) {
+      const N px = cn.at("prefix");
+      px.allow_keys({"share", "tokens"});
+      C.prefix_share = px.req("share").num_in(0, 1, "share");
+      C.prefix_tokens = int(px.req("tokens").integer(1, 1 << 20));
+    }
+    if (cn.has("response_cache")) {
+      const N rc = cn.at("response_cache");
+      rc.allow_keys({"hit_rate", "latency_s"});
+      C.response_cache_hit_rate = rc.req("hit_rate").num_in(0, 1, "hit_rate");
+      if (rc.has("latency_s")) C.response_cache_latency_s = rc.at("latency_s").num_in(0, 60);
+    }
+  };
   if (root.has("classes")) {
     const N classes = root.at("classes");
     classes.require_map();
@@ -633,7 +649,8 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Overr
     for (auto it = classes.node.begin(); it != classes.node.end(); ++it) {
       const std::string name = it->first.as<std::string>();
       const N en{it->second, "classes." + name, &src};
-      en.allow_keys({"pool", "team", "arrival", "prompt_tokens", "output_tokens", "checkpointed", "max_retries"});
+      en.allow_keys({"pool", "team", "arrival", "prompt_tokens", "output_tokens", "checkpointed", "max_retries", "prefix",
+                     "response_cache"});
       int pool = 0;
       if (en.has("pool")) {
         std::vector<std::string> names;
@@ -662,6 +679,8 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Overr
       if (ck) C.checkpointed = ck->at("checkpointed").boolean();
       const N* mr = en.has("max_retries") ? &en : wl.has("max_retries") ? &wl : nullptr;
       if (mr) C.max_retries = int(mr->at("max_retries").integer(0, 1000));
+      caching(wl, C);
+      caching(en, C);
       s.classes.push_back(std::move(C));
     }
     s.multi = true;
@@ -671,6 +690,7 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Overr
     C.team = "default";
     if (wl.has("checkpointed")) C.checkpointed = wl.at("checkpointed").boolean();
     if (wl.has("max_retries")) C.max_retries = int(wl.at("max_retries").integer(0, 1000));
+    caching(wl, C);
     s.classes.push_back(std::move(C));
   }
   // the workspace must stay reasonable (it is per simulation, and sweeps run thousands)
@@ -746,6 +766,7 @@ PoolParams PoolSpec::params() const {
   p.autoscale = autoscale;
   p.cold = cold;
   p.crash_on_kv_exhausted = crash_on_kv_exhausted ? 1 : 0;
+  p.prefix_caching = prefix_caching ? 1 : 0;
   const double spot_rate = spot_interruptions_per_hour / 3600.0, hw_rate = mtbf_hours > 0 ? 1.0 / (mtbf_hours * 3600.0) : 0.0;
   p.interruptions_per_s = spot_rate + hw_rate;
   p.spot_share = p.interruptions_per_s > 0 ? spot_rate / p.interruptions_per_s : 0.0;
@@ -790,6 +811,10 @@ ClassParams RequestClassSpec::params() const {
   c.pool = pool;
   c.checkpointed = checkpointed ? 1 : 0;
   c.max_retries = max_retries;
+  c.prefix_share = prefix_share;
+  c.prefix_tokens = prefix_tokens;
+  c.response_cache_hit_rate = response_cache_hit_rate;
+  c.response_cache_latency_s = response_cache_latency_s;
   return c;
 }
 

@@ -51,6 +51,7 @@ struct PoolSpec {
   ColdStartParams cold{};
   // failures and pricing
   bool crash_on_kv_exhausted = false;
+  bool prefix_caching = true;
   double spot_discount = 0, spot_interruptions_per_hour = 0, mtbf_hours = 0;
   int committed_replicas = 0;
   double committed_discount = 0;
@@ -75,6 +76,9 @@ struct RequestClassSpec {
   double mean_prompt_tokens = 0, mean_output_tokens = 0;
   bool checkpointed = false;
   int max_retries = 3;
+  double prefix_share = 0;
+  int prefix_tokens = 0;
+  double response_cache_hit_rate = 0, response_cache_latency_s = 0.002;
   ClassParams params() const;  // pointers into this object
 };
 

@@ -208,3 +208,28 @@ TEST_CASE("continuous batching turns a low-utilization fleet into a high-utiliza
   CHECK(b["latency_s"]["tpot"]["p99"].get<double>() > 1.2 * a["latency_s"]["tpot"]["p99"].get<double>());
   CHECK(b["latency_s"]["e2e"]["p99"].get<double>() > a["latency_s"]["e2e"]["p99"].get<double>());
 }
+
+TEST_CASE("prefix caching skips a shared prompt's prefill; a response cache answers repeats without the device") {
+  const auto cached = test::run(shipped("prefix-and-response-cache"));
+  const auto plain = test::run(shipped("prefix-and-response-cache",
+                                       {"engine.prefix_caching=false", "workload.response_cache.hit_rate=0"}));
+  REQUIRE(cached.drained);  // the pinned prefix blocks are accounted for
+  REQUIRE(plain.drained);
+  const ClassTally& c = *cached.all;
+  const double hit = double(c.cache_hits) / double(c.arrived);
+  CHECK(hit == doctest::Approx(0.15).epsilon(0.05));
+  CHECK(c.prefix_hits > 0.8 * double(c.completed - c.cache_hits));  // all but the first on each replica
+  CHECK(plain.all->cache_hits == 0);
+  CHECK(plain.all->prefix_hits == 0);
+  const Json& a = cached.report;
+  const Json& b = plain.report;
+  MESSAGE("p99 TTFT cached " << a["latency_s"]["ttft"]["p99"] << " s vs " << b["latency_s"]["ttft"]["p99"] << " s; compute "
+                             << a["utilization"]["compute_fraction"] << " vs " << b["utilization"]["compute_fraction"]
+                             << "; KV occupancy " << a["utilization"]["kv_occupancy"] << " vs " << b["utilization"]["kv_occupancy"]);
+  CHECK(a["latency_s"]["ttft"]["p99"].get<double>() < b["latency_s"]["ttft"]["p99"].get<double>() / 3);
+  CHECK(a["utilization"]["compute_fraction"].get<double>() < b["utilization"]["compute_fraction"].get<double>() / 2);
+  CHECK(a["utilization"]["kv_occupancy"].get<double>() < b["utilization"]["kv_occupancy"].get<double>() / 3);
+  CHECK(a["cost"]["per_million_input_tokens_usd"].get<double>() < b["cost"]["per_million_input_tokens_usd"].get<double>() / 2);
+  // a cache hit costs no device time: the class busy time falls with the hits
+  CHECK(cached.tally->pools[0].flops < plain.tally->pools[0].flops);
+}

@@ -44,7 +44,9 @@ std::string random_fleet(std::mt19937& g, int i, double duration = 300) {
          "\nfleet: {replicas: " + std::to_string(replicas) + ", router: " +
          pick({"round_robin", "least_outstanding", "central_queue"}) + ", queue_limit: " + std::to_string(iuni(1, 300)) +
          autoscale + "}\nworkload:\n  arrival: {process: " + arrival + ", rate_per_s: " + std::to_string(uni(0.5, 30)) +
-         (arrival == "gamma" ? ", cv: 3" : "") + "}\n  checkpointed: " + pick({"true", "false"}) + "\n  prompt_tokens: {dist: lognormal, median: " +
+         (arrival == "gamma" ? ", cv: 3" : "") + "}\n  checkpointed: " + pick({"true", "false"}) +
+         (iuni(0, 2) == 0 ? "\n  prefix: {share: 0.7, tokens: " + std::to_string(iuni(16, 3000)) + "}" : "") +
+         (iuni(0, 3) == 0 ? "\n  response_cache: {hit_rate: 0.2}" : "") + "\n  prompt_tokens: {dist: lognormal, median: " +
          std::to_string(iuni(50, 2000)) + ", p99: 12000}\n  output_tokens: {dist: geometric, mean: " +
          std::to_string(iuni(1, 600)) + "}\n";
 }

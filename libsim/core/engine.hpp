@@ -26,7 +26,8 @@ struct Request {
   int32_t generated;  // output tokens emitted before the current prefill of this request
   int16_t in_window;
   int16_t cls;        // request class
-  int32_t retries;    // times its replica was lost under it
+  int16_t retries;    // times its replica was lost under it
+  int16_t has_prefix; // starts with its class's shared prefix
 };
 
 // A running sequence (a batch slot of a replica).
@@ -43,7 +44,8 @@ struct Seq {
   int32_t out_left;          // output tokens still to emit, counting the one the prefill emits
   int64_t blocks;            // KV blocks held while prefilling (the whole prefill)
   int64_t s0;                // first decode step
-  int64_t L0;                // KV tokens before step s0
+  int64_t L0;                // KV tokens of its own before step s0
+  int32_t ctx_extra;         // shared-prefix tokens it attends to but does not hold
   int64_t finish;            // last decode step
 };
 
@@ -69,8 +71,10 @@ struct Replica {
   int32_t n_decode_class[kMaxClasses];
   int32_t run_head, run_tail, pf_head, pf_tail, free_head;
   int32_t heap_n;
-  int64_t A;  // sum over decoding sequences of (L0 - s0): context tokens at step s are A + n s
+  int64_t A;  // sum over decoding sequences of (L0 + ctx_extra - s0): context tokens at step s are A + n s
   int64_t free_blocks;
+  int64_t pinned_blocks;  // held by cached shared prefixes
+  int32_t prefix_ready;   // bit c: class c's prefix is cached here
   // run in flight
   double run_t0;
   int64_t run_k;
@@ -548,7 +552,7 @@ FLEETSIM_HD inline void stop_decoding(Sim& s, int32_t r, int32_t sl) {
   Seq& x = slot(s, r, sl);
   fh_remove(s, r, sl);
   rescnt_of(s, r)[x.residue]--;
-  R.A -= x.L0 - x.s0;
+  R.A -= x.L0 + x.ctx_extra - x.s0;
   R.n_decode--;
   R.n_decode_class[s.req[x.req].cls]--;
   x.decoding = 0;
@@ -616,6 +620,15 @@ FLEETSIM_HD inline void cont_finish_run(Sim& s, int32_t r, double t) {
           list_remove_pf(s, r, sl);
           Request& q = s.req[x.req];
           if (q.t_first < 0.0) q.t_first = t;
+          // the first request with a shared prefix leaves it cached here (if the blocks are free)
+          if (q.has_prefix && P.prefix_caching && !((R.prefix_ready >> q.cls) & 1)) {
+            const int64_t pin = ceil_div(s.p->classes[q.cls].prefix_tokens, R.bs);
+            if (R.free_blocks - P.kv_watermark_blocks >= pin) {
+              R.free_blocks -= pin;
+              R.pinned_blocks += pin;
+              R.prefix_ready |= 1 << q.cls;
+            }
+          }
           if (!P.generative || x.out_left <= 1) {
             q.generated = q.output;
             R.free_blocks += x.blocks;
@@ -631,7 +644,7 @@ FLEETSIM_HD inline void cont_finish_run(Sim& s, int32_t r, double t) {
             x.residue = int32_t((((x.s0 - x.L0) % R.bs) + R.bs) % R.bs);
             // blocks for the prompt were taken at admission and are now tracked by length
             rescnt_of(s, r)[x.residue]++;
-            R.A += x.L0 - x.s0;
+            R.A += x.L0 + x.ctx_extra - x.s0;
             R.n_decode++;
             R.n_decode_class[q.cls]++;
             fh_push(s, r, sl);
@@ -688,7 +701,7 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
     if (c <= 0) continue;
     budget -= c;
     pseqs += 1.0;
-    const double c0 = x.prefill_done, cd = double(c);
+    const double c0 = double(x.prefill_done + x.ctx_extra), cd = double(c);
     ptoks += cd;
     pclass[s.req[x.req].cls] += cd;
     ppairs += cd * c0 + cd * (cd + 1.0) * 0.5;
@@ -698,7 +711,9 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
   while (admit && budget > 0 && R.n_running < R.S && Q.size > 0) {
     const int32_t ri = q_at(s, Q, 0);
     Request& q = s.req[ri];
-    const int32_t total = q.prompt + (P.generative ? q.generated : 0);
+    const int32_t shared =
+        q.has_prefix && ((R.prefix_ready >> q.cls) & 1) ? min_of(s.p->classes[q.cls].prefix_tokens, q.prompt - 1) : 0;
+    const int32_t total = q.prompt + (P.generative ? q.generated : 0) - shared;
     const int64_t blocks = ceil_div(total, R.bs);
     if (P.crash_on_kv_exhausted && blocks > P.kv_total_blocks - P.kv_watermark_blocks) {
       // a naive server tries the prompt and runs out of memory on it
@@ -727,6 +742,8 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
     R.pf_tail = sl;
     x.heap_pos = kNone;
     x.decoding = 0;
+    x.ctx_extra = shared;
+    if (shared > 0 && q.in_window && q.t_admit == t) s.tally->classes[q.cls].prefix_hits++;
     x.prefill_total = total;
     x.prefill_done = 0;
     x.out_left = q.output - q.generated;
@@ -737,10 +754,11 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
     x.chunk = int32_t(c);
     budget -= c;
     pseqs += 1.0;
-    const double cd = double(c);
+    const double cd = double(c), c0 = double(shared);
     ptoks += cd;
     pclass[q.cls] += cd;
-    ppairs += cd * (cd + 1.0) * 0.5;
+    ppairs += cd * c0 + cd * (cd + 1.0) * 0.5;
+    pread += c0;
   }
 
   // With a shared queue, work this replica left behind (or sent back) is offered to the others.
@@ -980,6 +998,8 @@ FLEETSIM_HD inline void replica_fail(Sim& s, int32_t r, double t, bool new_node,
       requeue_lost(s, Q, ri, t);
     }
     R.free_blocks = P.kv_total_blocks;
+    R.pinned_blocks = 0;
+    R.prefix_ready = 0;
   } else {
     for (int32_t i = R.batch_n - 1; i >= 0; --i) requeue_lost(s, Q, slot(s, r, i).req, t);
     R.batch_n = 0;
@@ -1219,6 +1239,22 @@ FLEETSIM_HD inline void handle_arrival(Sim& s, int32_t cls, double t) {
   }
   const bool in_window = t >= s.W0;
   if (in_window) T.arrived++;
+  double u_prefix, u_cache;
+  s.rng.uniform2(Stream::accept, uint32_t(cls), idx, 1, u_prefix, u_cache);
+  const bool has_prefix = u_prefix < C.prefix_share && C.prefix_tokens > 0;
+  if (has_prefix && prompt <= C.prefix_tokens) prompt = min_of<int64_t>(C.prefix_tokens + 1, P.max_context - 1);
+  if (u_cache < C.response_cache_hit_rate) {  // answered from the cache: no queue, no device
+    if (in_window) {
+      T.completed++;
+      T.cache_hits++;
+      T.input_tokens += double(prompt);
+      T.output_tokens += double(output);
+      hist_add(T.e2e, C.response_cache_latency_s);
+      hist_add(T.ttft, C.response_cache_latency_s);
+      hist_add(T.queue_wait, 0.0);
+    }
+    return;
+  }
 
   // a request that cannot fit in KV even alone
   bool too_long;
@@ -1273,6 +1309,7 @@ FLEETSIM_HD inline void handle_arrival(Sim& s, int32_t cls, double t) {
   q.in_window = in_window ? 1 : 0;
   q.cls = int16_t(cls);
   q.retries = 0;
+  q.has_prefix = has_prefix ? 1 : 0;
   const bool was_empty = Q.size == 0;
   advance_clock(s, t);
   q_push_back(s, Q, ri);
@@ -1390,10 +1427,13 @@ FLEETSIM_HD inline Sim sim_bind(const SimParams& p, uint32_t replication, uint8_
         x.heap_pos = kNone;
         x.decoding = 0;
         x.chunk = 0;
+        x.ctx_extra = 0;
       }
       R.heap_n = 0;
       R.A = 0;
       R.free_blocks = P.kv_total_blocks;
+      R.pinned_blocks = 0;
+      R.prefix_ready = 0;
       R.run_t0 = 0.0;
       R.run_k = 0;
       R.run_prefill = 0;
@@ -1491,7 +1531,7 @@ FLEETSIM_HD inline bool sim_drained(const SimParams& p, uint8_t* base) {
   for (int32_t r = 0; r < l.n_replicas; ++r) {
     if (rep[r].n_running != 0 || rep[r].n_decode != 0 || rep[r].heap_n != 0) return false;
     const PoolParams& P = p.pools[rep[r].pool];
-    if (P.batching == Batching::continuous && rep[r].free_blocks != P.kv_total_blocks) return false;
+    if (P.batching == Batching::continuous && rep[r].free_blocks + rep[r].pinned_blocks != P.kv_total_blocks) return false;
   }
   for (int32_t i = 0; i < l.nq; ++i)
     if (q[i].size != 0) return false;

@@ -123,6 +123,7 @@ struct PoolParams {
   int32_t queue_limit;  // waiting requests per queue (per replica, or the pool's central one)
   // failures
   int32_t crash_on_kv_exhausted;  // a naive server: out of KV memory kills the process (no preemption)
+  int32_t prefix_caching;         // the engine keeps shared prefixes' KV and skips their prefill
   double interruptions_per_s;     // per provisioned replica: spot reclaims plus hardware failures
   double spot_share;              // of those interruptions, the share that are spot reclaims
   int32_t committed_replicas;     // reserved capacity, paid whether used or not
@@ -142,7 +143,11 @@ struct ClassParams {
   int32_t pool;
   int32_t checkpointed;  // work survives a lost replica (a batch job that checkpoints); else it restarts
   int32_t max_retries;   // a request whose replica failed is retried this many times, then fails
-}; 
+  double prefix_share;   // share of requests that start with the class's shared prefix (a system prompt)
+  int32_t prefix_tokens;
+  double response_cache_hit_rate;  // share answered from a response cache, without the device
+  double response_cache_latency_s;
+};
 
 struct SimParams {
   int32_t n_pools;

@@ -18,6 +18,8 @@ struct ClassTally {
   int64_t preempted;     // preemption events
   int64_t retried;       // requests sent back to the queue because their replica was lost
   int64_t failed;        // requests given up after max_retries
+  int64_t cache_hits;    // answered from the response cache
+  int64_t prefix_hits;   // admitted with their shared prefix already cached
   double input_tokens;   // of completed requests
   double output_tokens;  // of completed requests
   double busy_s;         // device time spent on this class's requests (in the window)
@@ -62,7 +64,7 @@ struct Tally {
 };
 
 FLEETSIM_HD inline void class_tally_clear(ClassTally& c) {
-  c.arrived = c.completed = c.rejected_queue_full = c.rejected_too_long = c.preempted = c.retried = c.failed = 0;
+  c.arrived = c.completed = c.rejected_queue_full = c.rejected_too_long = c.preempted = c.retried = c.failed = c.cache_hits = c.prefix_hits = 0;
   c.input_tokens = c.output_tokens = c.busy_s = c.in_system_s = c.queue_len_s = 0.0;
   hist_clear(c.ttft);
   hist_clear(c.tpot);
@@ -101,6 +103,8 @@ FLEETSIM_HD inline void class_tally_merge(ClassTally& into, const ClassTally& fr
   into.preempted += from.preempted;
   into.retried += from.retried;
   into.failed += from.failed;
+  into.cache_hits += from.cache_hits;
+  into.prefix_hits += from.prefix_hits;
   into.input_tokens += from.input_tokens;
   into.output_tokens += from.output_tokens;
   into.busy_s += from.busy_s;
