@@ -127,10 +127,11 @@ struct PoolCost {
 
 PoolCost pool_cost(const PoolSpec& P, const PoolTally& t, double window_s) {
   PoolCost c;
-  c.device_hours = t.replica_s / 3600.0;
+  c.device_hours = t.replica_s / 3600.0 / P.time_slicing;  // time-sliced replicas share a device
   // committed replicas are paid for the whole window at their discount, used or not; the rest
   // at the hourly price (spot-discounted on spot capacity)
-  const double committed = double(P.committed_replicas) * window_s / 3600.0 * P.usd_per_hour * (1.0 - P.committed_discount);
+  const double committed =
+      double(P.committed_replicas) * window_s / 3600.0 * P.usd_per_hour / P.time_slicing * (1.0 - P.committed_discount);
   c.total = committed + t.excess_s / 3600.0 * P.hourly_usd();
   const double in_share = t.busy_s > 0 ? t.input_busy_s / t.busy_s : 0.0;
   c.input = c.total * in_share;
@@ -214,14 +215,14 @@ Json run_report(const Scenario& s, const Tally& t) {
     cost_all.total += costs.back().total;
     cost_all.input += costs.back().input;
     cost_all.output += costs.back().output;
-    usd_h += double(P.replicas) * P.usd_per_hour;
+    usd_h += double(P.replicas) * P.hourly_usd();
   }
 
   r["requests"] = requests_json(*all, window);
   r["latency_s"] = latency_json(*all);
   r["throughput"] = throughput_json(*all, window);
   r["utilization"] = utilization_json(pools, peak_flops_s, peak_bytes_s, kv_cap_s, fixed_s, kv_bytes_s, mem_s);
-  r["cost"] = cost_json(cost_all, s.pools.size() == 1 ? P0.usd_per_hour : usd_h / std::max(1, replicas),
+  r["cost"] = cost_json(cost_all, s.pools.size() == 1 ? P0.usd_per_hour * (1.0 - P0.spot_discount) : usd_h / std::max(1, replicas),
                         double(all->completed), all->input_tokens, all->output_tokens);
 
   const int64_t mean_ctx = int64_t(std::llround(C0.mean_prompt_tokens + C0.mean_output_tokens));
@@ -301,7 +302,7 @@ Json run_report(const Scenario& s, const Tally& t) {
           in += t.classes[c].input_tokens;
           out += t.classes[c].output_tokens;
         }
-      one["cost"] = cost_json(costs[i], P.usd_per_hour, done, in, out);
+      one["cost"] = cost_json(costs[i], P.usd_per_hour * (1.0 - P.spot_discount), done, in, out);
       one["capacity"] = capacity_json(P.capacity, mean_ctx, P.kv_block_tokens);
       pj[P.name] = one;
     }

@@ -267,6 +267,13 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
       P.replicas_per_device = part->per_device;
       P.device = partition_device(P.device, *part);
     }
+    if (node.has("time_slicing")) {
+      const N ts = node.at("time_slicing");
+      P.time_slicing = int(ts.integer(1, 16));
+      if (node.has("partition") && P.time_slicing > 1)
+        ts.fail("time_slicing and partition are different ways to share a device: choose one", ErrorKind::inconsistent);
+      P.replicas_per_device = P.time_slicing;
+    }
   }
   P.weight_dtype = node.has("weight_dtype") ? node.at("weight_dtype").choice(weight_dtypes()) : "bf16";
   P.kv_dtype = node.has("kv_dtype") ? node.at("kv_dtype").choice(kv_dtypes()) : "bf16";
@@ -435,6 +442,19 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
       << "); try a larger device, a smaller weight_dtype, or fewer max_batched_tokens";
     throw InputError(node.at("model").where(), node.at("model").path + ": " + o.str(), ErrorKind::does_not_fit);
   }
+  if (P.time_slicing > 1) {
+    if (P.batching != Batching::continuous)
+      node.at("time_slicing").fail("time slicing is modelled for continuous batching", ErrorKind::inconsistent);
+    const double fixed = P.capacity.weights_gib + P.capacity.runtime_overhead_gib + P.capacity.activation_gib;
+    if (fixed * P.time_slicing > P.capacity.device_gib) {
+      std::ostringstream o;
+      o.setf(std::ios::fixed);
+      o.precision(1);
+      o << P.time_slicing << " time-sliced replicas of " << P.model.name << " need " << fixed * P.time_slicing
+        << " GiB for their weights, runtimes and activations alone; " << P.device.name << " has " << P.capacity.device_gib;
+      throw InputError(node.at("time_slicing").where(), node.at("time_slicing").path + ": " + o.str(), ErrorKind::does_not_fit);
+    }
+  }
 
   return P;
 }
@@ -538,7 +558,7 @@ RequestClassSpec build_class(const N& wl, const PoolSpec& pool, double duration_
 Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Override>& overrides) {
   const N root{root_node, "", &src};
   if (!root_node.IsMap()) root.fail("a scenario must be a YAML mapping (key: value lines)");
-  root.allow_keys({"name", "description", "seed", "duration_s", "warmup_s", "device", "partition", "model", "weight_dtype",
+  root.allow_keys({"name", "description", "seed", "duration_s", "warmup_s", "device", "partition", "time_slicing", "model", "weight_dtype",
                    "kv_dtype", "engine", "fleet", "workload", "pools", "classes", "catalog", "sweep"});
   Scenario s;
   s.source = src.file;
@@ -584,7 +604,8 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Overr
     }
   }
   // pools: the top-level device, model, dtypes, engine and fleet are the defaults of every pool
-  static const char* const kPoolKeys[] = {"device", "partition", "model", "weight_dtype", "kv_dtype", "engine", "fleet"};
+  static const char* const kPoolKeys[] = {"device", "partition", "time_slicing", "model", "weight_dtype", "kv_dtype",
+                                          "engine", "fleet"};
   if (root.has("pools")) {
     const N pools = root.at("pools");
     pools.require_map();
@@ -593,7 +614,7 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Overr
     for (auto it = pools.node.begin(); it != pools.node.end(); ++it) {
       const std::string name = it->first.as<std::string>();
       const N en{it->second, "pools." + name, &src};
-      en.allow_keys({"device", "partition", "model", "weight_dtype", "kv_dtype", "engine", "fleet"});
+      en.allow_keys({"device", "partition", "time_slicing", "model", "weight_dtype", "kv_dtype", "engine", "fleet"});
       YAML::Node merged(YAML::NodeType::Map);
       for (const char* k : kPoolKeys) {
         const std::string key = k;
@@ -767,6 +788,7 @@ PoolParams PoolSpec::params() const {
   p.cold = cold;
   p.crash_on_kv_exhausted = crash_on_kv_exhausted ? 1 : 0;
   p.prefix_caching = prefix_caching ? 1 : 0;
+  p.time_slicing = time_slicing;
   const double spot_rate = spot_interruptions_per_hour / 3600.0, hw_rate = mtbf_hours > 0 ? 1.0 / (mtbf_hours * 3600.0) : 0.0;
   p.interruptions_per_s = spot_rate + hw_rate;
   p.spot_share = p.interruptions_per_s > 0 ? spot_rate / p.interruptions_per_s : 0.0;
@@ -774,8 +796,9 @@ PoolParams PoolSpec::params() const {
   p.router = router;
   p.queue_limit = queue_limit;
   p.usd_per_replica_hour = hourly_usd();
-  p.peak_flops_per_s = peak_flops;
-  p.peak_bytes_per_s = peak_bytes;
+  // a time-sliced replica's share of the device, for utilization (the price is shared in hourly_usd)
+  p.peak_flops_per_s = peak_flops / time_slicing;
+  p.peak_bytes_per_s = peak_bytes / time_slicing;
   p.device_memory_bytes = capacity.device_gib * kGiB;
   p.fixed_memory_bytes = (capacity.weights_gib + capacity.runtime_overhead_gib + capacity.activation_gib) * kGiB;
   return p;

@@ -26,6 +26,7 @@ struct PoolSpec {
   std::string name;
   DeviceSpec device;        // what one replica sees (a slice, for a MIG partition)
   std::string partition;    // MIG profile, or empty for whole devices
+  int time_slicing = 1;     // replicas taking turns on one device (no memory isolation)
   int replicas_per_device = 1;
   ModelSpec model;
   std::string weight_dtype, kv_dtype;
@@ -56,7 +57,8 @@ struct PoolSpec {
   int committed_replicas = 0;
   double committed_discount = 0;
   bool spot() const { return spot_interruptions_per_hour > 0 || spot_discount > 0; }
-  double hourly_usd() const { return usd_per_hour * (1.0 - spot_discount); }  // what a replica-hour beyond commitments costs
+  // what a replica-hour beyond commitments costs (time-sliced replicas share their device's price)
+  double hourly_usd() const { return usd_per_hour * (1.0 - spot_discount) / time_slicing; }
 
   Capacity capacity;  // per replica
   PoolParams params() const;

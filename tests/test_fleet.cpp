@@ -233,3 +233,22 @@ TEST_CASE("prefix caching skips a shared prompt's prefill; a response cache answ
   // a cache hit costs no device time: the class busy time falls with the hits
   CHECK(cached.tally->pools[0].flops < plain.tally->pools[0].flops);
 }
+
+TEST_CASE("time slicing: no memory isolation, so one tenant's KV growth can OOM its neighbour") {
+  const auto greedy = test::run(shipped("time-slicing"));
+  const auto split = test::run(shipped("time-slicing", {"engine.gpu_memory_utilization=0.45"}));
+  REQUIRE(greedy.drained);
+  REQUIRE(split.drained);
+  MESSAGE("each engine at 0.9 of the device: " << greedy.tally->pools[0].crashes << " OOM crashes, p99 TTFT "
+                                               << greedy.report["latency_s"]["ttft"]["p99"] << " s; at 0.45: "
+                                               << split.tally->pools[0].crashes << " crashes, p99 TTFT "
+                                               << split.report["latency_s"]["ttft"]["p99"] << " s");
+  CHECK(greedy.tally->pools[0].crashes > 0);
+  CHECK(split.tally->pools[0].crashes == 0);
+  CHECK(greedy.report["latency_s"]["ttft"]["p99"].get<double>() > 5 * split.report["latency_s"]["ttft"]["p99"].get<double>());
+  // two replicas on one device: one device-hour per hour, at the device's price
+  CHECK(split.report["cost"]["device_hours"].get<double>() == doctest::Approx(1800 / 3600.0));
+  CHECK(split.report["cost"]["total_usd"].get<double>() == doctest::Approx(1800 / 3600.0 * 3.00));
+  // weights that cannot fit twice are refused up front
+  CHECK_THROWS_AS(shipped("time-slicing", {"model=qwen2.5-72b", "weight_dtype=fp8"}), InputError);
+}

@@ -678,6 +678,28 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
   // 1. a KV slot for every decoding sequence, preempting the newest while blocks are short
   int64_t need = R.n_decode > 0 ? rescnt_of(s, r)[int32_t(st % R.bs)] : 0;
   int32_t changed = 0;  // queue head changed: preemptions pushed to it, or admissions took from it
+  // time slicing: the device's memory is shared without isolation, its compute taken in turns
+  double device_free = kInf, slowdown = 1.0;
+  const double block_bytes = P.work.kv_bytes_per_token * double(R.bs);
+  if (P.time_slicing > 1) {
+    const PoolState& ps = s.pool[R.pool];
+    const int32_t d0 = ps.first_replica + ((r - ps.first_replica) / P.time_slicing) * P.time_slicing;
+    const int32_t d1 = min_of(d0 + P.time_slicing, ps.first_replica + ps.n_replicas);
+    double used = 0.0;
+    for (int32_t k = d0; k < d1; ++k) {
+      if (s.rep[k].state == kOff) continue;
+      used += P.fixed_memory_bytes + double(P.kv_total_blocks - s.rep[k].free_blocks) * block_bytes;
+      if (k != r && s.rep[k].busy) slowdown += 1.0;
+    }
+    device_free = P.device_memory_bytes - used;
+    if (R.n_decode > 0 && double(rescnt_of(s, r)[int32_t(st % R.bs)]) * block_bytes > device_free &&
+        rescnt_of(s, r)[int32_t(st % R.bs)] <= R.free_blocks) {
+      // this engine has blocks to spare, the device does not: CUDA out of memory
+      s.tally->pools[R.pool].crashes += 1.0;
+      replica_fail(s, r, t, false, kNone);
+      return;
+    }
+  }
   if (need > R.free_blocks && P.crash_on_kv_exhausted) {  // a naive server dies instead of preempting
     s.tally->pools[R.pool].crashes += 1.0;
     replica_fail(s, r, t, false, kNone);
@@ -688,6 +710,7 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
     changed = 1;
   }
   R.free_blocks -= need;
+  device_free -= double(need) * block_bytes;
 
   // 2. prefill chunks: running prefills first, then admissions, within the token budget
   int64_t budget = int64_t(P.max_batched_tokens) - R.n_decode;
@@ -724,6 +747,14 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
       return;
     }
     if (blocks > R.free_blocks - P.kv_watermark_blocks) break;
+    if (double(blocks) * block_bytes > device_free) {  // time slicing: a neighbour holds the memory
+      q_pop_front(s, Q);
+      s.waiting[q.cls]--;
+      s.tally->pools[R.pool].crashes += 1.0;
+      replica_fail(s, r, t, false, ri);
+      return;
+    }
+    device_free -= double(blocks) * block_bytes;
     q_pop_front(s, Q);
     s.waiting[q.cls]--;
     changed = 1;
@@ -795,7 +826,16 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
     const int64_t k_blk = 1 + steps_covered(s, r, st + 1, R.free_blocks);
     R.run_k = min_of(k_fin, k_blk);
     if (p.max_run_steps > 0 && R.run_k > p.max_run_steps) R.run_k = p.max_run_steps;
+    if (P.time_slicing > 1) R.run_k = 1;  // neighbours' memory and turns change step by step
     R.run_blocks_rate = n / double(R.bs);
+  }
+  if (slowdown > 1.0) {  // busy neighbours take turns on the device
+    Line& l = R.run_line;
+    l.o *= slowdown;
+    l.a1 *= slowdown;
+    l.b1 *= slowdown;
+    l.a2 *= slowdown;
+    l.b2 *= slowdown;
   }
   set_class_shares(s, R, pclass, ptoks);
   set_next(s, r, t + line_sum(R.run_line, R.run_k));

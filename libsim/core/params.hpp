@@ -124,6 +124,7 @@ struct PoolParams {
   // failures
   int32_t crash_on_kv_exhausted;  // a naive server: out of KV memory kills the process (no preemption)
   int32_t prefix_caching;         // the engine keeps shared prefixes' KV and skips their prefill
+  int32_t time_slicing;           // replicas per device taking turns (1: a device each); memory not isolated
   double interruptions_per_s;     // per provisioned replica: spot reclaims plus hardware failures
   double spot_share;              // of those interruptions, the share that are spot reclaims
   int32_t committed_replicas;     // reserved capacity, paid whether used or not
