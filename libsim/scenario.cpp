@@ -283,7 +283,11 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
   eng.allow_keys({"batching", "max_num_seqs", "max_batched_tokens", "gpu_memory_utilization", "kv_block_tokens",
                   "kv_watermark", "runtime_overhead_gib", "activation_gib", "max_batch", "batch_window_s", "perf_model",
                   "mfu", "mbu", "step_overhead_s", "step_base_s", "per_prefill_token_s", "per_decode_seq_s",
-                  "per_context_token_s", "on_kv_exhausted", "prefix_caching"});
+                  "per_context_token_s", "on_kv_exhausted", "prefix_caching", "lora_adapters", "lora_rank",
+                  "lora_step_overhead"});
+  if (eng.has("lora_adapters")) P.lora_adapters = int(eng.at("lora_adapters").integer(0, 10000));
+  if (eng.has("lora_rank")) P.lora_rank = int(eng.at("lora_rank").integer(1, 4096));
+  if (eng.has("lora_step_overhead")) P.lora_step_overhead = eng.at("lora_step_overhead").num_in(0, 10);
   if (eng.has("prefix_caching")) P.prefix_caching = eng.at("prefix_caching").boolean();
   P.crash_on_kv_exhausted = eng.has("on_kv_exhausted") && eng.at("on_kv_exhausted").choice({"preempt", "crash"}) == "crash";
   P.batching = eng.has("batching") && eng.at("batching").choice({"continuous", "static"}) == "static"
@@ -424,7 +428,7 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
   mi.weight_bytes_per_param = weight_dtype_bytes(P.weight_dtype);
   mi.kv_elem_bytes = kv_dtype_bytes(P.kv_dtype);
   mi.gpu_memory_utilization = P.gpu_memory_utilization;
-  mi.runtime_overhead_gib = P.runtime_overhead_gib;
+  mi.runtime_overhead_gib = P.runtime_overhead_gib + P.lora_gib();  // resident adapters take memory too
   mi.activation_gib = P.activation_gib;
   mi.max_batched_tokens = P.max_batched_tokens;
   mi.max_num_seqs = P.batching == Batching::continuous ? P.max_num_seqs : P.max_batch;
@@ -746,6 +750,15 @@ Scenario load_from(const std::string& text, Source src, const std::vector<Overri
 
 }  // namespace
 
+double PoolSpec::lora_gib() const {
+  if (lora_adapters == 0) return 0.0;
+  // A and B matrices of rank r on q, k, v, o and the three MLP projections of every layer, bf16
+  const double kv_dim = double(model.kv_heads) * model.head_dim;
+  const double per_layer = double(lora_rank) * (2.0 * (model.hidden + model.hidden) + 2.0 * (model.hidden + kv_dim) +
+                                                3.0 * (model.hidden + model.intermediate));
+  return double(lora_adapters) * per_layer * model.layers * 2.0 / kGiB;
+}
+
 PoolParams PoolSpec::params() const {
   PoolParams p{};
   p.max_context = model.max_context;
@@ -763,17 +776,19 @@ PoolParams PoolSpec::params() const {
   const double peak_flops = (fp8 ? device.fp8_tflops : device.bf16_tflops) * 1e12;
   const double peak_bytes = device.bandwidth_gb_s * 1e9;
   p.perf.kind = perf_model;
+  // serving several adapters in one batch (segmented LoRA kernels) stretches every step
+  const double lora = lora_adapters > 0 ? 1.0 + lora_step_overhead : 1.0;
   if (perf_model == PerfKind::roofline) {
-    p.perf.overhead_s = step_overhead_s;
-    p.perf.flops_per_s = peak_flops * mfu;
-    p.perf.bytes_per_s = peak_bytes * mbu;
+    p.perf.overhead_s = step_overhead_s * lora;
+    p.perf.flops_per_s = peak_flops * mfu / lora;
+    p.perf.bytes_per_s = peak_bytes * mbu / lora;
   } else {
-    p.perf.overhead_s = step_base_s;
+    p.perf.overhead_s = step_base_s * lora;
     p.perf.flops_per_s = peak_flops;
     p.perf.bytes_per_s = peak_bytes;
-    p.perf.per_prefill_token_s = per_prefill_token_s;
-    p.perf.per_decode_seq_s = per_decode_seq_s;
-    p.perf.per_context_token_s = per_context_token_s;
+    p.perf.per_prefill_token_s = per_prefill_token_s * lora;
+    p.perf.per_decode_seq_s = per_decode_seq_s * lora;
+    p.perf.per_context_token_s = per_context_token_s * lora;
   }
   p.work.matmul_flops_per_token = 2.0 * model.params_b * 1e9;
   p.work.attn_flops_per_pair = 4.0 * model.layers * double(model.heads) * model.head_dim;

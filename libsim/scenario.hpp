@@ -53,6 +53,9 @@ struct PoolSpec {
   // failures and pricing
   bool crash_on_kv_exhausted = false;
   bool prefix_caching = true;
+  int lora_adapters = 0, lora_rank = 16;  // fine-tuned variants served by one replica (consolidation)
+  double lora_step_overhead = 0.15;
+  double lora_gib() const;
   double spot_discount = 0, spot_interruptions_per_hour = 0, mtbf_hours = 0;
   int committed_replicas = 0;
   double committed_discount = 0;

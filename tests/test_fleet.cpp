@@ -1,7 +1,10 @@
 // Fleet dynamics, each against a claim of the seeds: pools and request classes, ...
 #include <doctest/doctest.h>
 
+#include <sstream>
+
 #include "helpers.hpp"
+#include "libsim/sweep.hpp"
 
 using namespace fleetsim;
 
@@ -251,4 +254,54 @@ TEST_CASE("time slicing: no memory isolation, so one tenant's KV growth can OOM 
   CHECK(split.report["cost"]["total_usd"].get<double>() == doctest::Approx(1800 / 3600.0 * 3.00));
   // weights that cannot fit twice are refused up front
   CHECK_THROWS_AS(shipped("time-slicing", {"model=qwen2.5-72b", "weight_dtype=fp8"}), InputError);
+}
+
+TEST_CASE("four fine-tuned variants as LoRA adapters on one replica cost a quarter of four dedicated replicas") {
+  const auto separate = test::run(shipped("lora-separate"));
+  const auto merged = test::run(shipped("lora-consolidated"));
+  REQUIRE(separate.drained);
+  REQUIRE(merged.drained);
+  CHECK(separate.all->completed == merged.all->completed);  // the same requests, class by class
+  const double a = separate.report["cost"]["per_request_usd"].get<double>();
+  const double b = merged.report["cost"]["per_request_usd"].get<double>();
+  MESSAGE("cost per request: dedicated " << a << ", consolidated " << b << "; p99 TPOT "
+                                         << separate.report["latency_s"]["tpot"]["p99"] << " vs "
+                                         << merged.report["latency_s"]["tpot"]["p99"]);
+  CHECK(b < a / 3.5);
+  CHECK(merged.report["utilization"]["busy_fraction"].get<double>() >
+        separate.report["utilization"]["busy_fraction"].get<double>());
+  // adapters cost memory and step time: slower per token, still interactive
+  const Scenario s = shipped("lora-consolidated");
+  CHECK(s.pools[0].lora_gib() > 0.1);
+  CHECK(s.pools[0].capacity.kv_gib < shipped("lora-separate").pools[0].capacity.kv_gib);
+  CHECK(merged.report["latency_s"]["tpot"]["p99"].get<double>() > separate.report["latency_s"]["tpot"]["p99"].get<double>());
+  CHECK(merged.report["latency_s"]["ttft"]["p99"].get<double>() < 0.5);
+  // each team pays for the device time its requests used: about a quarter each
+  for (const char* team : {"support", "sales", "legal", "code"})
+    CHECK(merged.report["teams"][team]["share"].get<double>() == doctest::Approx(0.25).epsilon(0.15));
+}
+
+TEST_CASE("fleet dynamics run in sweeps like everything else: a row equals the run") {
+  const std::string sweep =
+      "sweep:\n  parameters:\n    pools.interactive.fleet.pricing.spot.interruptions_per_hour: [0, 0.5]\n"
+      "    classes.nightly-batch.checkpointed: [true, false]\n";
+  std::ifstream f(std::string(FLEETSIM_SOURCE_DIR) + "/scenarios/spot-vs-on-demand.yaml");
+  std::stringstream text;
+  text << f.rdbuf();
+  const ScenarioSource src =
+      ScenarioSource::from_text(text.str() + sweep, "<spot sweep>", std::string(FLEETSIM_SOURCE_DIR) + "/scenarios")
+          .with_overrides(parse_sets({"duration_s=3600"}));
+  const SweepSpec spec = parse_sweep(src);
+  SweepOptions o;
+  o.backend = Backend::cpu;
+  o.threads = 2;
+  const Json doc = run_sweep(src, spec, o);
+  REQUIRE(doc["rows"].size() == 4);
+  for (uint64_t c = 0; c < 4; ++c) {
+    const Json single = test::run(src.instantiate(spec.overrides(c))).report;
+    const Json& row = doc["rows"][c]["metrics"];
+    CHECK(row["classes"]["chat"]["latency_s"]["ttft"]["p99"] == single["classes"]["chat"]["latency_s"]["ttft"]["p99"]);
+    CHECK(row["fleet"]["interruptions"] == single["fleet"]["interruptions"]);
+    CHECK(row["cost"]["total_usd"] == single["cost"]["total_usd"]);
+  }
 }

@@ -18,16 +18,21 @@ TEST_CASE("relocated parameters and planned workspaces reproduce the host result
   const Scenario b = load_scenario_file(std::string(FLEETSIM_SOURCE_DIR) + "/scenarios/chat-azure-empirical.yaml",
                                         {"duration_s=300", "warmup_s=30"});
   const Scenario c = load_default_scenario({"duration_s=300", "warmup_s=30", "engine.batching=static"});
-  const SimParams pa = a.params(), pb = b.params(), pc = c.params();
+  const Scenario d = load_scenario_file(std::string(FLEETSIM_SOURCE_DIR) + "/scenarios/chat-azure-empirical.yaml",
+                                        {"duration_s=300", "warmup_s=30", "fleet.autoscale.min_replicas=1",
+                                         "fleet.autoscale.max_replicas=4", "fleet.autoscale.signal=inflight",
+                                         "fleet.autoscale.target=8", "fleet.failures.mtbf_hours=0.1"});
+  const SimParams pa = a.params(), pb = b.params(), pc = c.params(), pd = d.params();
   std::vector<SimJob> jobs;
   for (uint32_t r = 0; r < 3; ++r) {
     jobs.push_back(SimJob{&pa, r});
     jobs.push_back(SimJob{&pb, r});
     jobs.push_back(SimJob{&pc, r});
+    jobs.push_back(SimJob{&pd, r});
   }
   const Mirror m(jobs);
-  CHECK(m.params.size() == 3);
-  CHECK(m.arrays.size() == 7);  // 3 trace arrays + 2 x (values, cdf)
+  CHECK(m.params.size() == 4);
+  CHECK(m.arrays.size() == 11);  // 3 trace arrays + 2 scenarios x 2 empirical dists x (values, cdf)
 
   // the "device": a separate buffer holding the packed arrays; the originals are then wiped
   std::vector<char> device(m.array_bytes);

@@ -138,14 +138,16 @@ TEST_CASE("the Azure conversation trace replays every request in the window") {
 
 TEST_CASE("every shipped scenario validates and runs") {
   for (const char* name : {"chat-default", "azure-conv-replay", "azure-code-bursty", "rag-embedding",
-                           "static-batching", "long-context-70b", "chat-azure-empirical", "interactive-and-batch"}) {
+                           "static-batching", "long-context-70b", "chat-azure-empirical", "interactive-and-batch",
+                           "autoscale-host-cpu", "scale-to-zero", "oom-restart-loop", "spot-vs-on-demand", "mig-small-model",
+                           "prefix-and-response-cache", "time-slicing", "lora-separate", "lora-consolidated"}) {
     CAPTURE(name);
     const Scenario s = load_scenario_file(std::string(FLEETSIM_SOURCE_DIR) + "/scenarios/" + name + ".yaml",
                                           {"duration_s=600", "warmup_s=60"});
     const auto r = test::run(s);
     CHECK(r.tally->status == 0);
     CHECK(r.all->completed > 0);
-    CHECK(r.all->arrived == r.all->completed + r.all->rejected_queue_full + r.all->rejected_too_long);
+    CHECK(r.all->arrived == r.all->completed + r.all->rejected_queue_full + r.all->rejected_too_long + r.all->failed);
     CHECK(r.drained);
   }
 }
