@@ -6,7 +6,7 @@
 namespace fleetsim {
 
 bool cuda_available(std::string* why) {
-  if (why) *why = "this build of fleetsim has no CUDA backend (nvcc was not found at configure time)";
+  if (why) *why = "this build of fleetsim has no CUDA backend (built with FLEETSIM_CUDA=OFF, or nvcc was not found)";
   return false;
 }
 std::string cuda_device_name() { return ""; }
