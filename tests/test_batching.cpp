@@ -52,7 +52,7 @@ TEST_CASE("continuous batching sustains a multiple of one-at-a-time and static b
   CHECK(cont.compute > 3.0 * stat.compute);
 }
 
-TEST_CASE("static batching makes short requests wait for the longest member; continuous batching does not") {
+TEST_CASE("static batching makes short requests wait for the longest member, continuous batching does not") {
   // two requests arrive together: 8 and 400 output tokens
   const std::string trace = test::write_temp("pair.csv", "timestamp_s,prompt_tokens,output_tokens\n0.0,200,8\n0.001,200,400\n");
   auto yaml = [&](const std::string& engine) {
@@ -71,7 +71,7 @@ TEST_CASE("static batching makes short requests wait for the longest member; con
   CHECK(co.all->e2e.max < st.all->e2e.max);
 }
 
-TEST_CASE("when KV runs out, the newest sequence is preempted and recomputed; no request is lost") {
+TEST_CASE("when KV runs out, the newest sequence is preempted and recomputed, no request is lost") {
   // ~2.7 GiB of KV (about 21,000 tokens) for requests that grow to 3,000 tokens each
   const std::string yaml =
       "duration_s: 600\nwarmup_s: 0\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\n"

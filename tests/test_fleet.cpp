@@ -14,7 +14,7 @@ Scenario shipped(const std::string& name, const std::vector<std::string>& sets =
 }
 }  // namespace
 
-TEST_CASE("a batch job on the interactive pool multiplies interactive p99; separate pools fix it") {
+TEST_CASE("a batch job on the interactive pool multiplies interactive p99, separate pools fix it") {
   const auto separate = test::run(shipped("interactive-and-batch"));
   const auto mixed = test::run(shipped("interactive-and-batch", {"classes.summarize.pool=interactive"}));
   REQUIRE(separate.drained);
@@ -49,7 +49,7 @@ TEST_CASE("cost is attributed to classes and teams by the device time they used"
   CHECK(t.classes[0].busy_s + t.classes[1].busy_s == doctest::Approx(t.pools[0].busy_s).epsilon(1e-9));
 }
 
-TEST_CASE("scaling on host CPU never adds a replica while the queue grows; scaling on queue depth does") {
+TEST_CASE("scaling on host CPU never adds a replica while the queue grows, scaling on queue depth does") {
   const auto cpu = test::run(shipped("autoscale-host-cpu", {"duration_s=1800"}));
   const auto queue = test::run(shipped("autoscale-host-cpu", {"duration_s=1800", "fleet.autoscale.signal=queue_depth",
                                                               "fleet.autoscale.target=5"}));
@@ -108,7 +108,7 @@ TEST_CASE("provisioned time splits into busy, cold start, chosen headroom and wa
         doctest::Approx(1.0).epsilon(1e-6));
 }
 
-TEST_CASE("a long input crash-loops a naive server; admission control rejects it instead") {
+TEST_CASE("a long input crash-loops a naive server, admission control rejects it instead") {
   const auto naive = test::run(shipped("oom-restart-loop"));
   const auto paged = test::run(shipped("oom-restart-loop", {"engine.on_kv_exhausted=preempt"}));
   REQUIRE(naive.drained);
@@ -155,7 +155,7 @@ TEST_CASE("spot is cheaper for a checkpointed batch class and worse for interact
   CHECK(s["chat"]["latency_s"]["ttft"]["p99"].get<double>() > 5 * o["chat"]["latency_s"]["ttft"]["p99"].get<double>());
 }
 
-TEST_CASE("committed capacity is paid whether used or not, at its discount; the rest at the hourly price") {
+TEST_CASE("committed capacity is paid whether used or not, at its discount, the rest at the hourly price") {
   const auto base = test::run(shipped("chat-default", {"duration_s=1800"}));
   const double hours = (1800 - 300) / 3600.0;
   CHECK(base.report["cost"]["total_usd"].get<double>() == doctest::Approx(2 * hours * 3.00));
@@ -212,7 +212,7 @@ TEST_CASE("continuous batching turns a low-utilization fleet into a high-utiliza
   CHECK(b["latency_s"]["e2e"]["p99"].get<double>() > a["latency_s"]["e2e"]["p99"].get<double>());
 }
 
-TEST_CASE("prefix caching skips a shared prompt's prefill; a response cache answers repeats without the device") {
+TEST_CASE("prefix caching skips a shared prompt's prefill, a response cache answers repeats without the device") {
   const auto cached = test::run(shipped("prefix-and-response-cache"));
   const auto plain = test::run(shipped("prefix-and-response-cache",
                                        {"engine.prefix_caching=false", "workload.response_cache.hit_rate=0"}));

@@ -96,7 +96,7 @@ TEST_CASE("every request is accounted for: arrived = completed + rejected, and t
   }
 }
 
-TEST_CASE("the same seed gives byte-identical JSON; another seed does not") {
+TEST_CASE("the same seed gives byte-identical JSON, another seed does not") {
   const Scenario a = load_default_scenario({"duration_s=600"});
   const std::string j1 = test::run(a).report.dump();
   const std::string j2 = test::run(a).report.dump();
