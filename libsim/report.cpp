@@ -121,6 +121,17 @@ Json utilization_json(const PoolTally& t, double peak_flops_s, double peak_bytes
   return ut;
 }
 
+Json fleet_json(const PoolTally& t, double window) {
+  Json f;
+  f["mean_replicas"] = ratio(t.replica_s, window);
+  f["max_replicas"] = t.max_replicas;
+  f["scale_ups"] = t.scale_ups;
+  f["scale_downs"] = t.scale_downs;
+  f["crashes"] = t.crashes;
+  f["interruptions"] = t.interruptions;
+  return f;
+}
+
 struct PoolCost {
   double device_hours = 0, total = 0, input = 0, output = 0;
 };
@@ -231,14 +242,7 @@ Json run_report(const Scenario& s, const Tally& t) {
   cap["max_concurrent_at_mean_context"] = max_concurrent(P0.capacity, mean_ctx, P0.kv_block_tokens);
   r["capacity"] = cap;
 
-  Json fleet;
-  fleet["mean_replicas"] = ratio(pools.replica_s, window);
-  fleet["max_replicas"] = pools.max_replicas;
-  fleet["scale_ups"] = pools.scale_ups;
-  fleet["scale_downs"] = pools.scale_downs;
-  fleet["crashes"] = pools.crashes;
-  fleet["interruptions"] = pools.interruptions;
-  r["fleet"] = fleet;
+  r["fleet"] = fleet_json(pools, window);
 
   if (s.multi) {
     // class cost: its pool's cost in proportion to the device time its requests used
@@ -285,12 +289,7 @@ Json run_report(const Scenario& s, const Tally& t) {
       one["devices"] = (P.replicas + P.replicas_per_device - 1) / P.replicas_per_device;
       one["model"] = P.model.name;
       one["replicas"] = P.replicas;
-      one["fleet"] = {{"mean_replicas", ratio(pt.replica_s, window)},
-                      {"max_replicas", pt.max_replicas},
-                      {"scale_ups", pt.scale_ups},
-                      {"scale_downs", pt.scale_downs},
-                      {"crashes", pt.crashes},
-                      {"interruptions", pt.interruptions}};
+      one["fleet"] = fleet_json(pt, window);
       one["utilization"] = utilization_json(pt, pt.replica_s * pp.peak_flops_per_s, pt.replica_s * pp.peak_bytes_per_s,
                                             pt.replica_s * double(P.capacity.kv_blocks), pt.replica_s * pp.fixed_memory_bytes,
                                             pt.kv_block_s * P.capacity.kv_bytes_per_token * P.kv_block_tokens,
