@@ -674,8 +674,8 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Overr
     for (auto it = classes.node.begin(); it != classes.node.end(); ++it) {
       const std::string name = it->first.as<std::string>();
       const N en{it->second, "classes." + name, &src};
-      en.allow_keys({"pool", "team", "arrival", "prompt_tokens", "output_tokens", "checkpointed", "max_retries", "prefix",
-                     "response_cache"});
+      en.allow_keys({"pool", "team", "priority", "arrival", "prompt_tokens", "output_tokens", "checkpointed", "max_retries",
+                     "prefix", "response_cache"});
       int pool = 0;
       if (en.has("pool")) {
         std::vector<std::string> names;
@@ -700,6 +700,7 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Overr
       C.name = name;
       C.pool = pool;
       C.team = en.has("team") ? en.at("team").str() : name;
+      if (en.has("priority")) C.priority = int(en.at("priority").integer(-1000, 1000));
       const N* ck = en.has("checkpointed") ? &en : wl.has("checkpointed") ? &wl : nullptr;
       if (ck) C.checkpointed = ck->at("checkpointed").boolean();
       const N* mr = en.has("max_retries") ? &en : wl.has("max_retries") ? &wl : nullptr;
@@ -847,6 +848,7 @@ ClassParams RequestClassSpec::params() const {
   c.prompt = dist(prompt);
   c.output = dist(output);
   c.pool = pool;
+  c.priority = priority;
   c.checkpointed = checkpointed ? 1 : 0;
   c.max_retries = max_retries;
   c.prefix_share = prefix_share;

@@ -81,6 +81,7 @@ struct RequestClassSpec {
   double mean_prompt_tokens = 0, mean_output_tokens = 0;
   bool checkpointed = false;
   int max_retries = 3;
+  int priority = 0;  // higher is admitted first
   double prefix_share = 0;
   int prefix_tokens = 0;
   double response_cache_hit_rate = 0, response_cache_latency_s = 0.002;

@@ -139,6 +139,8 @@ struct Sim {
   int64_t in_system[kMaxClasses], waiting[kMaxClasses];
   ArrivalCursor arr[kMaxClasses];
   double next_arrival[kMaxClasses];
+  int32_t class_priority[kMaxClasses];
+  int32_t prioritized;  // classes differ in priority
 };
 
 // ---------------------------------------------------------------- workspace layout
@@ -213,6 +215,22 @@ FLEETSIM_HD FLEETSIM_FORCEINLINE void q_push_front(Sim& s, Queue& q, int32_t v) 
   s.qbuf[q.base + q.head] = v;
   q.size++;
 }
+// Insert behind every waiting request of the same or a higher priority (FCFS within a priority).
+FLEETSIM_HD inline void q_insert_by_priority(Sim& s, Queue& q, int32_t v, int32_t prio, const int32_t* class_prio) {
+  int32_t pos = q.size;
+  q_push_back(s, q, v);
+  while (pos > 0) {
+    int32_t k = q.head + pos - 1;
+    if (k >= q.cap) k -= q.cap;
+    int32_t kk = k + 1 == q.cap ? 0 : k + 1;
+    if (class_prio[s.req[s.qbuf[q.base + k]].cls] >= prio) break;
+    const int32_t tmp = s.qbuf[q.base + k];
+    s.qbuf[q.base + k] = s.qbuf[q.base + kk];
+    s.qbuf[q.base + kk] = tmp;
+    --pos;
+  }
+}
+
 FLEETSIM_HD FLEETSIM_FORCEINLINE int32_t q_pop_front(Sim& s, Queue& q) {
   const int32_t v = s.qbuf[q.base + q.head];
   q.head = q.head + 1 == q.cap ? 0 : q.head + 1;
@@ -1352,7 +1370,8 @@ FLEETSIM_HD inline void handle_arrival(Sim& s, int32_t cls, double t) {
   q.has_prefix = has_prefix ? 1 : 0;
   const bool was_empty = Q.size == 0;
   advance_clock(s, t);
-  q_push_back(s, Q, ri);
+  if (s.prioritized) q_insert_by_priority(s, Q, ri, C.priority, s.class_priority);
+  else q_push_back(s, Q, ri);
   s.waiting[cls]++;
   s.in_system[cls]++;
 
@@ -1484,10 +1503,13 @@ FLEETSIM_HD inline Sim sim_bind(const SimParams& p, uint32_t replication, uint8_
       s.rheap_pos[r] = r;
     }
   }
+  s.prioritized = 0;
   for (int32_t c = 0; c < p.n_classes; ++c) {
     s.arr[c].candidate = 0;
     s.arr[c].index = 0;
     s.arr[c].next_t = 0.0;
+    s.class_priority[c] = p.classes[c].priority;
+    if (p.classes[c].priority != p.classes[0].priority) s.prioritized = 1;
   }
   return s;
 }

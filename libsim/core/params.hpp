@@ -142,6 +142,7 @@ struct ClassParams {
   DistParams prompt;
   DistParams output;
   int32_t pool;
+  int32_t priority;      // waiting requests of a higher priority are admitted first (FCFS within one)
   int32_t checkpointed;  // work survives a lost replica (a batch job that checkpoints); else it restarts
   int32_t max_retries;   // a request whose replica failed is retried this many times, then fails
   double prefix_share;   // share of requests that start with the class's shared prefix (a system prompt)
