@@ -403,13 +403,29 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
     const N cs = fl.has("cold_start") ? fl.at("cold_start") : N{YAML::Node(YAML::NodeType::Map), fl.path + ".cold_start", &src};
     cs.allow_keys({"provision_s", "image_pull_s", "download_gb_s", "cache_hit_probability", "cache_gb_s", "load_gb_s",
                    "warmup_s"});
-    c.provision_s = cs.has("provision_s") ? cs.at("provision_s").num_in(0, 86400) : 120.0;
-    c.image_pull_s = cs.has("image_pull_s") ? cs.at("image_pull_s").num_in(0, 86400) : 60.0;
+    // a stage is a number of seconds, or {median, p99} for a lognormal spread
+    auto stage = [&](const char* key, double dflt, double& median, double& sigma) {
+      median = dflt;
+      sigma = 0.0;
+      if (!cs.has(key)) return;
+      const N st = cs.at(key);
+      if (st.node.IsMap()) {
+        st.allow_keys({"median", "p99"});
+        median = st.req("median").pos(86400);
+        const double p99 = st.req("p99").pos(86400 * 10);
+        if (p99 < median) st.at("p99").fail("p99 must be >= median", ErrorKind::inconsistent);
+        sigma = std::log(p99 / median) / 2.326;
+      } else {
+        median = st.num_in(0, 86400);
+      }
+    };
+    stage("provision_s", 120.0, c.provision_s, c.provision_sigma);
+    stage("image_pull_s", 60.0, c.image_pull_s, c.image_pull_sigma);
     c.download_bytes_per_s = (cs.has("download_gb_s") ? cs.at("download_gb_s").pos(1e4) : 0.5) * 1e9;
     c.cache_hit_probability = cs.has("cache_hit_probability") ? cs.at("cache_hit_probability").num_in(0, 1) : 0.0;
     c.cache_bytes_per_s = (cs.has("cache_gb_s") ? cs.at("cache_gb_s").pos(1e4) : 2.0) * 1e9;
     c.load_bytes_per_s = (cs.has("load_gb_s") ? cs.at("load_gb_s").pos(1e4) : 5.0) * 1e9;
-    c.warmup_s = cs.has("warmup_s") ? cs.at("warmup_s").num_in(0, 86400) : 30.0;
+    stage("warmup_s", 30.0, c.warmup_s, c.warmup_sigma);
     c.weights_bytes = P.model.params_b * 1e9 * weight_dtype_bytes(P.weight_dtype);
   }
   if (fl.has("router")) {

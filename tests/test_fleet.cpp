@@ -84,6 +84,11 @@ TEST_CASE("scale-to-zero makes the first request after idle wait for the cold st
   CHECK(warm.report["latency_s"]["ttft"]["p50"].get<double>() < 1.0);
   CHECK(z["cost"]["total_usd"].get<double>() < 0.5 * warm.report["cost"]["total_usd"].get<double>());
   CHECK(z["fleet"]["scale_ups"].get<double>() >= 10);
+  // a stage may be a distribution: node provisioning with median 120 s and p99 600 s spreads the wait
+  const auto spread = test::run(shipped("scale-to-zero", {"fleet.cold_start.provision_s={median: 120, p99: 600}"}));
+  const Json& t = spread.report["latency_s"]["ttft"];
+  CHECK(t["p50"].get<double>() == doctest::Approx(cold).epsilon(0.15));
+  CHECK(t["p99"].get<double>() > t["p50"].get<double>() + 150);
   // kept warm, the idle replica is the chosen headroom; scaled to zero, cold starts take the bill
   CHECK(warm.report["utilization"]["idle_headroom_fraction"].get<double>() > 0.9);
   CHECK(z["utilization"]["cold_start_fraction"].get<double>() > 0.5);

@@ -965,6 +965,14 @@ FLEETSIM_HD inline int32_t outstanding(const Sim& s, int32_t r) {
 }
 
 
+// A stage's duration: its median, spread lognormally by sigma (0: exactly the median).
+FLEETSIM_HD inline double stage_s(const Sim& s, int32_t r, double median, double sigma, uint32_t sub) {
+  if (sigma <= 0.0 || median <= 0.0) return median;
+  const Replica& R = s.rep[r];
+  const double u = s.rng.uniform(Stream::lifecycle, uint32_t(R.pool), uint64_t(r) * 1000003ULL + uint64_t(R.starts), sub);
+  return median * dm::exp(sigma * normal_quantile(u));
+}
+
 // Seconds from asking for a replica to its first request: every stage of a cold start.
 FLEETSIM_HD inline double cold_start_s(const Sim& s, int32_t r) {
   const Replica& R = s.rep[r];
@@ -972,7 +980,8 @@ FLEETSIM_HD inline double cold_start_s(const Sim& s, int32_t r) {
   const double u = s.rng.uniform(Stream::lifecycle, uint32_t(R.pool), uint64_t(r) * 1000003ULL + uint64_t(R.starts), 0);
   const bool hit = u < c.cache_hit_probability;
   const double fetch = hit ? c.weights_bytes / c.cache_bytes_per_s : c.weights_bytes / c.download_bytes_per_s;
-  return c.provision_s + c.image_pull_s + fetch + c.weights_bytes / c.load_bytes_per_s + c.warmup_s;
+  return stage_s(s, r, c.provision_s, c.provision_sigma, 10) + stage_s(s, r, c.image_pull_s, c.image_pull_sigma, 11) +
+         fetch + c.weights_bytes / c.load_bytes_per_s + stage_s(s, r, c.warmup_s, c.warmup_sigma, 12);
 }
 
 // Seconds for a crashed server to come back on the same node: weights (node-local cache, if it
@@ -982,7 +991,7 @@ FLEETSIM_HD inline double restart_s(const Sim& s, int32_t r) {
   const ColdStartParams& c = s.p->pools[R.pool].cold;
   const double u = s.rng.uniform(Stream::lifecycle, uint32_t(R.pool), uint64_t(r) * 1000003ULL + uint64_t(R.starts), 2);
   const double fetch = u < c.cache_hit_probability ? c.weights_bytes / c.cache_bytes_per_s : c.weights_bytes / c.download_bytes_per_s;
-  return fetch + c.weights_bytes / c.load_bytes_per_s + c.warmup_s;
+  return fetch + c.weights_bytes / c.load_bytes_per_s + stage_s(s, r, c.warmup_s, c.warmup_sigma, 12);
 }
 
 // A request whose replica was lost: back to the front of the queue to be retried (a checkpointed

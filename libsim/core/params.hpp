@@ -68,14 +68,17 @@ enum class ScaleSignal : int32_t { queue_depth = 0, inflight = 1, ttft = 2, busy
 // How a new replica becomes ready: a node, the image, the weights (downloaded, or read from a
 // node-local cache), loading them into device memory, warm-up. Billed from the first stage.
 struct ColdStartParams {
-  double provision_s;
+  double provision_s;  // medians; each stage is lognormal with its sigma (0: a fixed time)
+  double provision_sigma;
   double image_pull_s;
+  double image_pull_sigma;
   double weights_bytes;
   double download_bytes_per_s;
   double cache_hit_probability;
   double cache_bytes_per_s;
   double load_bytes_per_s;
   double warmup_s;
+  double warmup_sigma;
 };
 
 // A Kubernetes-HPA/KEDA-like autoscaler.
