@@ -394,7 +394,12 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
     A.cpu_base = as.has("cpu_base") ? as.at("cpu_base").num_in(0, 1) : 0.05;
     A.cpu_per_request_s = as.has("cpu_per_request_s") ? as.at("cpu_per_request_s").num_in(0, 10) : 0.004;
     A.max_starts = as.has("max_starts") ? int(as.at("max_starts").integer(0, 1000000)) : 0;
-    A.max_starts_per_hour = as.has("max_starts_per_hour") ? as.at("max_starts_per_hour").num_in(0, 1e6) : 0.0;
+    A.max_starts_per_hour = as.has("max_starts_per_hour") ? as.at("max_starts_per_hour").num_in(0, 64) : 0.0;
+    // the autoscaler remembers its last 64 recommendations
+    for (const char* k : {"scale_up_window_s", "scale_down_window_s"})
+      if (as.has(k) && as.at(k).num() > 64.0 * A.interval_s)
+        as.at(k).fail(std::string(k) + " is longer than 64 evaluations (64 x interval_s); lengthen interval_s",
+                      ErrorKind::inconsistent);
     if (!fl.has("headroom_replicas")) P.headroom_replicas = P.min_replicas;  // the warm floor is chosen headroom
   }
   // cold start: defaults from the seeds' figures (a new node, a 10-20 GB image, weights from object storage)

@@ -331,3 +331,24 @@ TEST_CASE("a higher-priority class is admitted first from a shared queue") {
   CHECK(fair.report["classes"]["gold"]["latency_s"]["queue_wait"]["mean"].get<double>() ==
         doctest::Approx(fair.report["classes"]["bronze"]["latency_s"]["queue_wait"]["mean"].get<double>()).epsilon(0.2));
 }
+
+TEST_CASE("cached prefixes give their blocks back when a request needs them, and a waiting queue keeps a replica") {
+  // a small KV cache: pinned prefixes must be evicted for long prompts, or admission would stall
+  const auto pin = test::run(test::scenario(
+      "duration_s: 600\nseed: 3\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\n"
+      "engine: {gpu_memory_utilization: 0.235}\nfleet: {replicas: 1}\n"
+      "workload: {arrival: {process: poisson, rate_per_s: 0.5}, prompt_tokens: {dist: uniform, min: 500, max: 6000},\n"
+      "           output_tokens: 50, prefix: {share: 0.5, tokens: 2000}}\n"));
+  CHECK(pin.drained);
+  CHECK(pin.all->arrived == pin.all->completed + pin.all->rejected_too_long + pin.all->rejected_queue_full);
+  CHECK(pin.all->prefix_hits > 0);
+  // scale-to-zero on the busy signal with a central queue: a replica still starting while requests
+  // wait is never cancelled
+  const auto busy = test::run(test::scenario(
+      "duration_s: 7200\nseed: 5\ndevice: l4-24gb\nmodel: llama-3.1-8b\nengine: {max_num_seqs: 16, max_batched_tokens: 2048}\n"
+      "fleet: {replicas: 0, router: central_queue, autoscale: {min_replicas: 0, max_replicas: 2, signal: busy,\n"
+      "        target: 0.5, interval_s: 15, scale_down_window_s: 60, cooldown_s: 60}}\n"
+      "workload: {arrival: {process: poisson, rate_per_s: 0.002}, prompt_tokens: 500, output_tokens: 100}\n"));
+  CHECK(busy.drained);
+  CHECK(busy.all->completed == busy.all->arrived);
+}

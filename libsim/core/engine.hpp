@@ -75,6 +75,7 @@ struct Replica {
   int64_t free_blocks;
   int64_t pinned_blocks;  // held by cached shared prefixes
   int32_t prefix_ready;   // bit c: class c's prefix is cached here
+  int32_t prefix_users[kMaxClasses];  // running sequences attending to class c's cached prefix
   // run in flight
   double run_t0;
   int64_t run_k;
@@ -559,10 +560,27 @@ FLEETSIM_HD inline void list_remove_pf(Sim& s, int32_t r, int32_t sl) {
 }
 FLEETSIM_HD inline void release_slot(Sim& s, int32_t r, int32_t sl) {
   Replica& R = s.rep[r];
+  if (slot(s, r, sl).ctx_extra > 0) R.prefix_users[s.req[slot(s, r, sl).req].cls]--;
   list_remove_run(s, r, sl);
   slot(s, r, sl).next = R.free_head;
   R.free_head = sl;
   R.n_running--;
+}
+
+// Give back the blocks of cached prefixes no running sequence attends to (vLLM evicts cached
+// blocks nobody references when it needs room). Returns whether anything was freed.
+FLEETSIM_HD inline bool evict_prefixes(Sim& s, int32_t r) {
+  Replica& R = s.rep[r];
+  bool freed = false;
+  for (int32_t c = 0; c < s.p->n_classes; ++c) {
+    if (!((R.prefix_ready >> c) & 1) || R.prefix_users[c] > 0) continue;
+    const int64_t pin = ceil_div(s.p->classes[c].prefix_tokens, R.bs);
+    R.free_blocks += pin;
+    R.pinned_blocks -= pin;
+    R.prefix_ready &= ~(1 << c);
+    freed = true;
+  }
+  return freed;
 }
 
 FLEETSIM_HD inline void stop_decoding(Sim& s, int32_t r, int32_t sl) {
@@ -723,6 +741,7 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
     replica_fail(s, r, t, false, kNone);
     return;
   }
+  if (need > R.free_blocks) evict_prefixes(s, r);
   while (need > R.free_blocks) {
     need -= preempt_newest(s, r, st);
     changed = 1;
@@ -752,10 +771,10 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
   while (admit && budget > 0 && R.n_running < R.S && Q.size > 0) {
     const int32_t ri = q_at(s, Q, 0);
     Request& q = s.req[ri];
-    const int32_t shared =
+    int32_t shared =
         q.has_prefix && ((R.prefix_ready >> q.cls) & 1) ? min_of(s.p->classes[q.cls].prefix_tokens, q.prompt - 1) : 0;
-    const int32_t total = q.prompt + (P.generative ? q.generated : 0) - shared;
-    const int64_t blocks = ceil_div(total, R.bs);
+    int32_t total = q.prompt + (P.generative ? q.generated : 0) - shared;
+    int64_t blocks = ceil_div(total, R.bs);
     if (P.crash_on_kv_exhausted && blocks > P.kv_total_blocks - P.kv_watermark_blocks) {
       // a naive server tries the prompt and runs out of memory on it
       q_pop_front(s, Q);
@@ -764,7 +783,15 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
       replica_fail(s, r, t, false, ri);
       return;
     }
-    if (blocks > R.free_blocks - P.kv_watermark_blocks) break;
+    if (blocks > R.free_blocks - P.kv_watermark_blocks) {
+      if (!evict_prefixes(s, r)) break;
+      if (shared > 0 && !((R.prefix_ready >> q.cls) & 1)) {  // its own prefix went too: it computes it
+        shared = 0;
+        total = q.prompt + (P.generative ? q.generated : 0);
+        blocks = ceil_div(total, R.bs);
+      }
+      if (blocks > R.free_blocks - P.kv_watermark_blocks) break;
+    }
     if (double(blocks) * block_bytes > device_free) {  // time slicing: a neighbour holds the memory
       q_pop_front(s, Q);
       s.waiting[q.cls]--;
@@ -792,6 +819,7 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
     x.heap_pos = kNone;
     x.decoding = 0;
     x.ctx_extra = shared;
+    if (shared > 0) R.prefix_users[q.cls]++;
     if (shared > 0 && q.in_window && q.t_admit == t) s.tally->classes[q.cls].prefix_hits++;
     x.prefill_total = total;
     x.prefill_done = 0;
@@ -1074,6 +1102,35 @@ FLEETSIM_HD inline void replica_fail(Sim& s, int32_t r, double t, bool new_node,
   set_busy(s, r, 0, t);
   R.run_k = 0;
   R.run_prefill = 0;
+  const bool was_draining = R.state == kDraining;
+  if (P.router != Router::central_queue) {
+    // the load balancer sends the lost requests, and those queued here, to ready replicas
+    const PoolState& ps = s.pool[R.pool];
+    while (Q.size > 0) {
+      int32_t best = kNone, best_out = 0;
+      for (int32_t o = ps.first_replica; o < ps.first_replica + ps.n_replicas; ++o) {
+        // keep room in its queue for everything it runs: a preemption or failure pushes those back
+        const int32_t out = outstanding(s, o);
+        if (o == r || s.rep[o].state != kReady || out >= s.q[s.rep[o].queue].cap) continue;
+        if (best == kNone || out < best_out) {
+          best = o;
+          best_out = out;
+        }
+      }
+      if (best == kNone) break;
+      Queue& O = s.q[s.rep[best].queue];
+      const bool was_empty = O.size == 0;
+      q_push_back(s, O, q_pop_front(s, Q));
+      if (was_empty) {
+        if (P.batching == Batching::continuous) cont_kick(s, best, t);
+        else static_try_start(s, best, t);
+      }
+    }
+  }
+  if (was_draining && Q.size == 0) {  // it was leaving anyway
+    replica_off(s, r, t);
+    return;
+  }
   const double back = new_node ? cold_start_s(s, r) : restart_s(s, r);
   R.starts++;
   set_state(s, r, kStarting, t);
@@ -1137,6 +1194,9 @@ FLEETSIM_HD inline bool replica_start(Sim& s, int32_t pi, double t) {
 // A replica stops billing: it has drained, or it was idle when the autoscaler removed it.
 FLEETSIM_HD inline void replica_off(Sim& s, int32_t r, double t) {
   Replica& R = s.rep[r];
+  R.free_blocks += R.pinned_blocks;  // the node and its cache are gone
+  R.pinned_blocks = 0;
+  R.prefix_ready = 0;
   set_busy(s, r, 0, t);
   set_state(s, r, kOff, t);
   R.run_k = 0;
@@ -1177,6 +1237,10 @@ FLEETSIM_HD inline void scale_down_one(Sim& s, int32_t pi, double t) {
     }
   }
   if (victim == kNone) return;
+  if (ps.n_ready + ps.n_starting == 1) {
+    for (int32_t qi = ps.first_queue; qi < ps.first_queue + ps.n_queues; ++qi)
+      if (s.q[qi].size > 0) return;  // the last replica stays while requests wait
+  }
   s.tally->pools[pi].scale_downs += 1.0;
   ps.last_scale = t;
   const Replica& V = s.rep[victim];
@@ -1203,9 +1267,9 @@ FLEETSIM_HD inline int32_t autoscale_desired(Sim& s, int32_t pi, double t, int32
   double ratio = -1.0;  // metric / target, for the signals that scale the current count
   switch (A.signal) {
     case ScaleSignal::queue_depth:
-      return int32_t(dm::ceil(double(waiting) / A.target));
+      return int32_t(min_of(1.0e6, dm::ceil(double(waiting) / A.target)));
     case ScaleSignal::inflight:
-      return int32_t(dm::ceil(double(waiting + running) / A.target));
+      return int32_t(min_of(1.0e6, dm::ceil(double(waiting + running) / A.target)));
     case ScaleSignal::ttft: {
       // the chosen percentile of first-token times completed within the window
       int32_t n = 0;
@@ -1243,9 +1307,10 @@ FLEETSIM_HD inline int32_t autoscale_desired(Sim& s, int32_t pi, double t, int32
       break;
     }
   }
-  if (current == 0) return ratio > 0.0 ? 1 : 0;
+  const int32_t floor = waiting + running > 0 ? 1 : 0;  // work is waiting: never ask for none
+  if (current == 0) return ratio > 0.0 ? 1 : floor;
   if (ratio >= 1.0 - A.tolerance && ratio <= 1.0 + A.tolerance) return current;
-  return int32_t(dm::ceil(double(current) * ratio));
+  return max_of(floor, int32_t(min_of(1.0e6, dm::ceil(double(current) * ratio))));
 }
 
 FLEETSIM_HD inline void autoscale_eval(Sim& s, int32_t pi, double t) {
@@ -1296,6 +1361,10 @@ FLEETSIM_HD inline void handle_arrival(Sim& s, int32_t cls, double t) {
     output = sample_length(C.output, s.rng, Stream::output, uint32_t(cls), idx);
   }
   if (prompt < 1) prompt = 1;
+  double u_prefix, u_cache;
+  s.rng.uniform2(Stream::accept, uint32_t(cls), idx, 1, u_prefix, u_cache);
+  const bool has_prefix = u_prefix < C.prefix_share && C.prefix_tokens > 0;
+  if (has_prefix && prompt <= C.prefix_tokens) prompt = C.prefix_tokens + 1;  // it starts with the prefix
   if (P.generative) {
     if (prompt > P.max_context - 1) prompt = P.max_context - 1;
     if (output < 1) output = 1;
@@ -1306,10 +1375,6 @@ FLEETSIM_HD inline void handle_arrival(Sim& s, int32_t cls, double t) {
   }
   const bool in_window = t >= s.W0;
   if (in_window) T.arrived++;
-  double u_prefix, u_cache;
-  s.rng.uniform2(Stream::accept, uint32_t(cls), idx, 1, u_prefix, u_cache);
-  const bool has_prefix = u_prefix < C.prefix_share && C.prefix_tokens > 0;
-  if (has_prefix && prompt <= C.prefix_tokens) prompt = min_of<int64_t>(C.prefix_tokens + 1, P.max_context - 1);
   if (u_cache < C.response_cache_hit_rate) {  // answered from the cache: no queue, no device
     if (in_window) {
       T.completed++;
@@ -1343,7 +1408,9 @@ FLEETSIM_HD inline void handle_arrival(Sim& s, int32_t cls, double t) {
     if (in_window) T.rejected_queue_full++;  // no replica and none obtainable
     return;
   }
-  auto active = [&](int32_t r) { return s.rep[r].state == kReady || s.rep[r].state == kStarting; };
+  // route to ready replicas; only when none is ready, to one still starting (it holds the queue)
+  const int32_t want = ps.n_ready > 0 ? int32_t(kReady) : int32_t(kStarting);
+  auto active = [&](int32_t r) { return s.rep[r].state == want; };
   int32_t target = kNone;  // the replica whose queue takes it (any active replica of a central queue)
   if (P.router == Router::round_robin) {
     for (int32_t k = 0; k < ps.n_replicas && target == kNone; ++k) {
@@ -1502,6 +1569,7 @@ FLEETSIM_HD inline Sim sim_bind(const SimParams& p, uint32_t replication, uint8_
       R.free_blocks = P.kv_total_blocks;
       R.pinned_blocks = 0;
       R.prefix_ready = 0;
+      for (int32_t c = 0; c < kMaxClasses; ++c) R.prefix_users[c] = 0;
       R.run_t0 = 0.0;
       R.run_k = 0;
       R.run_prefill = 0;
