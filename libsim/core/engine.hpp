@@ -327,6 +327,9 @@ FLEETSIM_HD inline void fh_remove(Sim& s, int32_t r, int32_t sl) {
 
 FLEETSIM_HD FLEETSIM_FORCEINLINE int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// 1 for an event inside the measurement window, else 0 (event counts are the window's, like rates).
+FLEETSIM_HD FLEETSIM_FORCEINLINE double in_window(const Sim& s, double t) { return t >= s.W0 && t < s.W1 ? 1.0 : 0.0; }
+
 // Integrate the request counts up to time t (clipped to the window).
 FLEETSIM_HD inline void advance_clock(Sim& s, double t) {
   const double a = max_of(s.t_clock, s.W0), b = min_of(t, s.W1);
@@ -731,13 +734,13 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
     if (R.n_decode > 0 && double(rescnt_of(s, r)[int32_t(st % R.bs)]) * block_bytes > device_free &&
         rescnt_of(s, r)[int32_t(st % R.bs)] <= R.free_blocks) {
       // this engine has blocks to spare, the device does not: CUDA out of memory
-      s.tally->pools[R.pool].crashes += 1.0;
+      s.tally->pools[R.pool].crashes += in_window(s, t);
       replica_fail(s, r, t, false, kNone);
       return;
     }
   }
   if (need > R.free_blocks && P.crash_on_kv_exhausted) {  // a naive server dies instead of preempting
-    s.tally->pools[R.pool].crashes += 1.0;
+    s.tally->pools[R.pool].crashes += in_window(s, t);
     replica_fail(s, r, t, false, kNone);
     return;
   }
@@ -779,7 +782,7 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
       // a naive server tries the prompt and runs out of memory on it
       q_pop_front(s, Q);
       s.waiting[q.cls]--;
-      s.tally->pools[R.pool].crashes += 1.0;
+      s.tally->pools[R.pool].crashes += in_window(s, t);
       replica_fail(s, r, t, false, ri);
       return;
     }
@@ -795,7 +798,7 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
     if (double(blocks) * block_bytes > device_free) {  // time slicing: a neighbour holds the memory
       q_pop_front(s, Q);
       s.waiting[q.cls]--;
-      s.tally->pools[R.pool].crashes += 1.0;
+      s.tally->pools[R.pool].crashes += in_window(s, t);
       replica_fail(s, r, t, false, ri);
       return;
     }
@@ -1133,6 +1136,12 @@ FLEETSIM_HD inline void replica_fail(Sim& s, int32_t r, double t, bool new_node,
   }
   const double back = new_node ? cold_start_s(s, r) : restart_s(s, r);
   R.starts++;
+  if (new_node) {  // a replacement node counts against the nodes obtainable
+    PoolState& ps = s.pool[R.pool];
+    ps.start_t[ps.start_head] = t;
+    ps.start_head = ps.start_head + 1 == kScaleHistory ? 0 : ps.start_head + 1;
+    ps.starts++;
+  }
   set_state(s, r, kStarting, t);
   set_next(s, r, t + back);
   if (P.router == Router::central_queue && Q.size > 0) {  // the others can take the retried work now
@@ -1153,7 +1162,7 @@ FLEETSIM_HD inline void pool_interrupt(Sim& s, int32_t pi, double t) {
   int32_t victim = kNone;
   for (int32_t r = ps.first_replica; r < ps.first_replica + ps.n_replicas && victim == kNone; ++r)
     if (s.rep[r].state != kOff && k-- == 0) victim = r;
-  s.tally->pools[pi].interruptions += 1.0;
+  s.tally->pools[pi].interruptions += in_window(s, t);
   ps.next_fail = kInf;
   if (victim != kNone) replica_fail(s, victim, t, true, kNone);
   // the next one (set_state redraws only when the provisioned count changes)
@@ -1185,7 +1194,7 @@ FLEETSIM_HD inline bool replica_start(Sim& s, int32_t pi, double t) {
     ps.start_head = ps.start_head + 1 == kScaleHistory ? 0 : ps.start_head + 1;
     ps.starts++;
     ps.last_scale = t;
-    s.tally->pools[pi].scale_ups += 1.0;
+    s.tally->pools[pi].scale_ups += in_window(s, t);
     return true;
   }
   return false;
@@ -1241,7 +1250,7 @@ FLEETSIM_HD inline void scale_down_one(Sim& s, int32_t pi, double t) {
     for (int32_t qi = ps.first_queue; qi < ps.first_queue + ps.n_queues; ++qi)
       if (s.q[qi].size > 0) return;  // the last replica stays while requests wait
   }
-  s.tally->pools[pi].scale_downs += 1.0;
+  s.tally->pools[pi].scale_downs += in_window(s, t);
   ps.last_scale = t;
   const Replica& V = s.rep[victim];
   const bool idle = V.state == kStarting ||
