@@ -149,27 +149,11 @@ int cmd_validate(const Options& o) {
 }
 
 int cmd_capacity(const Options& o) {
-  const DeviceSpec* dev = nullptr;
-  const ModelSpec* mod = nullptr;
-  std::vector<std::string> dn, mn;
-  for (const auto& d : builtin_devices()) {
-    dn.push_back(d.name);
-    if (d.name == o.device) dev = &d;
-  }
-  for (const auto& m : builtin_models()) {
-    mn.push_back(m.name);
-    if (m.name == o.model) mod = &m;
-  }
-  if (!dev) {
-    const std::string s = did_you_mean(o.device, dn);
-    throw InputError(Location{"--device", 0, 0, ""}, "unknown device '" + o.device + "'" +
-                                                      (s.empty() ? " (see `fleetsim catalog`)" : " (did you mean '" + s + "'?)"));
-  }
-  if (!mod) {
-    const std::string s = did_you_mean(o.model, mn);
-    throw InputError(Location{"--model", 0, 0, ""}, "unknown model '" + o.model + "'" +
-                                                     (s.empty() ? " (see `fleetsim catalog`)" : " (did you mean '" + s + "'?)"));
-  }
+  std::string why;
+  const DeviceSpec* dev = find_named(builtin_devices(), o.device, "device", " (see `fleetsim catalog`)", why);
+  if (!dev) throw InputError(Location{"--device", 0, 0, ""}, why);
+  const ModelSpec* mod = find_named(builtin_models(), o.model, "model", " (see `fleetsim catalog`)", why);
+  if (!mod) throw InputError(Location{"--model", 0, 0, ""}, why);
   MemoryInputs mi;
   mi.device = *dev;
   mi.model = *mod;

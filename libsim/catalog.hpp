@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "error.hpp"
+
 namespace fleetsim {
 
 struct DeviceSpec {
@@ -56,6 +58,21 @@ double weight_dtype_bytes(const std::string& dtype);
 double kv_dtype_bytes(const std::string& dtype);
 const std::vector<std::string>& weight_dtypes();
 const std::vector<std::string>& kv_dtypes();
+
+// The entry called `name`, or nullptr with `why` saying "unknown <what> '<name>'" and the closest
+// name (or `hint` when none is close).
+template <class Spec>
+const Spec* find_named(const std::vector<Spec>& list, const std::string& name, const std::string& what,
+                       const std::string& hint, std::string& why) {
+  std::vector<std::string> names;
+  for (const auto& x : list) {
+    if (x.name == name) return &x;
+    names.push_back(x.name);
+  }
+  const std::string sug = did_you_mean(name, names);
+  why = "unknown " + what + " '" + name + "'" + (sug.empty() ? hint : " (did you mean '" + sug + "'?)");
+  return nullptr;
+}
 
 // KV cache bytes per token = 2 (K and V) x layers x kv_heads x head_dim x bytes per element.
 double kv_bytes_per_token(const ModelSpec& m, double kv_elem_bytes);

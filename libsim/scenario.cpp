@@ -222,30 +222,15 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
                     Source& src) {
   PoolSpec P;
   {
+    std::string why;
     const N dn = node.req("device");
-    const std::string name = dn.str();
-    std::vector<std::string> names;
-    bool found = false;
-    for (const auto& d : devices) {
-      names.push_back(d.name);
-      if (d.name == name) { P.device = d; found = true; }
-    }
-    if (!found) {
-      const std::string sug = did_you_mean(name, names);
-      dn.fail("unknown device '" + name + "'" + (sug.empty() ? " (see `fleetsim catalog`, or define it under catalog.devices)" : " (did you mean '" + sug + "'?)"));
-    }
+    const DeviceSpec* dev = find_named(devices, dn.str(), "device", " (see `fleetsim catalog`, or define it under catalog.devices)", why);
+    if (!dev) dn.fail(why);
+    P.device = *dev;
     const N mn = node.req("model");
-    const std::string mname = mn.str();
-    names.clear();
-    found = false;
-    for (const auto& m : models) {
-      names.push_back(m.name);
-      if (m.name == mname) { P.model = m; found = true; }
-    }
-    if (!found) {
-      const std::string sug = did_you_mean(mname, names);
-      mn.fail("unknown model '" + mname + "'" + (sug.empty() ? " (see `fleetsim catalog`, or define it under catalog.models)" : " (did you mean '" + sug + "'?)"));
-    }
+    const ModelSpec* mod = find_named(models, mn.str(), "model", " (see `fleetsim catalog`, or define it under catalog.models)", why);
+    if (!mod) mn.fail(why);
+    P.model = *mod;
     if (node.has("partition")) {
       const N pn = node.at("partition");
       const std::string prof = pn.str();
@@ -601,33 +586,24 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Overr
   if (root.has("catalog")) {
     const N cat = root.at("catalog");
     cat.allow_keys({"devices", "models"});
-    if (cat.has("devices")) {
-      const N ds = cat.at("devices");
-      ds.require_map();
-      for (auto it = ds.node.begin(); it != ds.node.end(); ++it) {
+    // an entry with a built-in's name overrides its fields; a new name adds an entry
+    auto merge = [&](const char* key, auto& list, auto parse) {
+      if (!cat.has(key)) return;
+      const N section = cat.at(key);
+      section.require_map();
+      for (auto it = section.node.begin(); it != section.node.end(); ++it) {
         const std::string name = it->first.as<std::string>();
-        const N dn{it->second, ds.path + "." + name, &src};
-        DeviceSpec* base = nullptr;
-        for (auto& d : devices)
-          if (d.name == name) base = &d;
-        DeviceSpec parsed = parse_device(dn, base, name);
-        if (base) *base = parsed; else devices.push_back(parsed);
+        auto* base = static_cast<typename std::decay_t<decltype(list)>::value_type*>(nullptr);
+        for (auto& x : list)
+          if (x.name == name) base = &x;
+        auto parsed = parse(N{it->second, section.path + "." + name, &src}, base, name);
+        if (base) *base = parsed; else list.push_back(parsed);
       }
-    }
-    if (cat.has("models")) {
-      const N ms = cat.at("models");
-      ms.require_map();
-      for (auto it = ms.node.begin(); it != ms.node.end(); ++it) {
-        const std::string name = it->first.as<std::string>();
-        const N mn{it->second, ms.path + "." + name, &src};
-        ModelSpec* base = nullptr;
-        for (auto& m : models)
-          if (m.name == name) base = &m;
-        ModelSpec parsed = parse_model(mn, base, name);
-        if (base) *base = parsed; else models.push_back(parsed);
-      }
-    }
+    };
+    merge("devices", devices, parse_device);
+    merge("models", models, parse_model);
   }
+
   // pools: the top-level device, model, dtypes, engine and fleet are the defaults of every pool
   static const char* const kPoolKeys[] = {"device", "partition", "time_slicing", "model", "weight_dtype", "kv_dtype",
                                           "engine", "fleet"};

@@ -177,3 +177,25 @@ TEST_CASE("pools and classes: defaults inherited, names checked") {
   CHECK(error_of(replace(yaml, "  b: {device: l4-24gb,", "  b: {devic: l4-24gb,")).find("pools.b.devic: unknown key 'devic'") !=
         std::string::npos);
 }
+
+TEST_CASE("a scenario's catalog overrides built-in fields and adds devices and models") {
+  const std::string yaml =
+      "duration_s: 100\ndevice: my-gpu\nmodel: tiny\nfleet: {replicas: 1}\n"
+      "workload: {arrival: {process: poisson, rate_per_s: 1}, prompt_tokens: 100, output_tokens: 10}\n"
+      "catalog:\n"
+      "  devices:\n"
+      "    h100-sxm-80gb: {usd_per_hour: 2.10}\n"
+      "    my-gpu: {memory_gib: 40, bandwidth_gb_s: 900, bf16_tflops: 180, usd_per_hour: 0.9}\n"
+      "  models:\n"
+      "    tiny: {params_b: 0.5, layers: 12, hidden: 1024, heads: 16, kv_heads: 4, head_dim: 64,\n"
+      "           intermediate: 4096, vocab: 32000, max_context: 4096}\n";
+  const Scenario s = test::scenario(yaml);
+  CHECK(s.pools[0].device.memory_gib == 40);
+  CHECK(s.pools[0].usd_per_hour == doctest::Approx(0.9));
+  CHECK(s.pools[0].capacity.kv_bytes_per_token == 2.0 * 12 * 4 * 64 * 2);
+  CHECK(test::scenario(yaml, {"device=h100-sxm-80gb"}).pools[0].usd_per_hour == doctest::Approx(2.10));
+  CHECK(test::scenario(yaml, {"device=h100-sxm-80gb"}).pools[0].device.memory_gib == doctest::Approx(79.22));
+  CHECK(error_of(replace(yaml, "bandwidth_gb_s: 900, ", "")) ==
+        "<test>:9:13: error: catalog.devices.my-gpu: new device 'my-gpu' needs 'bandwidth_gb_s'");
+  CHECK(error_of(yaml, {"device=my-gpx"}) == "--set device=my-gpx: error: device: unknown device 'my-gpx' (did you mean 'my-gpu'?)");
+}
