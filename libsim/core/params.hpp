@@ -59,8 +59,36 @@ struct PerfParams {
 struct WorkParams {
   double matmul_flops_per_token;  // 2 x parameters
   double attn_flops_per_pair;     // 4 x layers x heads x head_dim, per (query, key) pair
-  double weight_bytes;            // read once per step
+  double weight_bytes;            // read once per step (an MoE model: its dense part)
   double kv_bytes_per_token;      // read per context token, written per new token
+  // sliding-window layers: a fixed cost per sequence, once its context passes the window
+  double window_flops_per_token;  // attention FLOPs of one new token over a full window
+  double window_bytes_per_seq;    // KV bytes of a full window, read once per step
+};
+
+// A replica of tp x pp devices (docs/model.md, "Parallelism"). A step is one traversal of the
+// pipeline by each of m = min(pp, sequences) micro-batches; per traversal it pays collectives
+// whose cost is a latency plus a per-token time (bytes per token / link bandwidth).
+struct ParallelParams {
+  int32_t tp;  // tensor-parallel degree
+  int32_t pp;  // pipeline stages
+  int32_t ep;  // expert-parallel degree (1, or tp: experts spread over the tensor-parallel group)
+  double allreduces;            // per traversal: 2 per layer (1 for an expert-parallel MoE layer)
+  double allreduce_latency_s;
+  double allreduce_s_per_token; // 2 (tp - 1) / tp x hidden x activation bytes / link bandwidth
+  double handoffs;              // per traversal: pp - 1 stage boundaries
+  double handoff_latency_s;
+  double handoff_s_per_token;   // hidden x activation bytes / bandwidth between stages
+  double all_to_alls;           // per traversal: dispatch and combine of each expert-parallel MoE layer
+  double all_to_all_latency_s;
+  double all_to_all_s_per_token;  // experts_per_token x hidden x bytes x (ep - 1) / ep^2 / bandwidth
+};
+
+// Mixture of experts: a step reads only the experts its tokens are routed to. With uniform
+// routing of k of E experts per token, a share 1 - (1 - k/E)^B of them is touched by B tokens.
+struct MoeParams {
+  double expert_bytes;  // routed experts' weights per device (0: a dense model)
+  double miss_log;      // log(1 - k/E): log of the chance that one token misses a given expert
 };
 
 enum class ScaleSignal : int32_t { queue_depth = 0, inflight = 1, ttft = 2, busy = 3, host_cpu = 4 };
@@ -114,7 +142,10 @@ struct PoolParams {
   int32_t max_batch;            // static batching
   double batch_window_s;        // static batching
   PerfParams perf;
-  WorkParams work;
+  WorkParams work;  // per device of one tensor-parallel rank, summed over the pipeline stages
+  ParallelParams par;
+  MoeParams moe;
+  int64_t window_blocks;  // KV blocks every running sequence holds for its sliding-window layers
   // fleet
   int32_t replicas;      // replicas ready at the start
   int32_t min_replicas;  // autoscaler floor (and the chosen headroom of idle replicas)

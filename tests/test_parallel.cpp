@@ -1,0 +1,164 @@
+// Parallelism and mixture-of-experts arithmetic against hand-computed figures, closed forms and
+// a Monte Carlo count.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <random>
+
+#include "libsim/capacity.hpp"
+#include "libsim/core/moe.hpp"
+#include "libsim/core/parallelism.hpp"
+
+using namespace fleetsim;
+
+namespace {
+const ModelSpec& model(const char* name) {
+  for (const auto& m : builtin_models())
+    if (m.name == name) return m;
+  throw std::runtime_error(name);
+}
+const DeviceSpec& device(const char* name) {
+  for (const auto& d : builtin_devices())
+    if (d.name == name) return d;
+  throw std::runtime_error(name);
+}
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+}  // namespace
+
+TEST_CASE("expected distinct experts E (1 - (1 - k/E)^B) matches a Monte Carlo count of routed tokens") {
+  std::mt19937_64 gen(7);
+  struct Case { int E, k, B; };
+  for (const Case c : {Case{8, 2, 1}, Case{8, 2, 4}, Case{128, 8, 1}, Case{128, 8, 16}, Case{128, 8, 64},
+                       Case{256, 8, 32}, Case{32, 4, 256}}) {
+    MoeParams m{1.0, std::log(1.0 - double(c.k) / c.E)};
+    const double expected = c.E * experts_touched_share(m, c.B);
+    CHECK(expected == doctest::Approx(c.E * (1.0 - std::pow(1.0 - double(c.k) / c.E, c.B))).epsilon(1e-12));
+    // each token picks k distinct experts uniformly at random
+    const int trials = 4000;
+    double sum = 0, sum2 = 0;
+    std::vector<int> perm(c.E);
+    for (int t = 0; t < trials; ++t) {
+      std::vector<char> hit(c.E, 0);
+      for (int b = 0; b < c.B; ++b) {
+        for (int i = 0; i < c.E; ++i) perm[i] = i;
+        for (int i = 0; i < c.k; ++i) {
+          std::uniform_int_distribution<int> d(i, c.E - 1);
+          std::swap(perm[i], perm[d(gen)]);
+          hit[perm[i]] = 1;
+        }
+      }
+      double n = 0;
+      for (char h : hit) n += h;
+      sum += n;
+      sum2 += n * n;
+    }
+    const double mean = sum / trials, sd = std::sqrt(sum2 / trials - mean * mean);
+    INFO("E=" << c.E << " k=" << c.k << " B=" << c.B << " formula " << expected << " monte carlo " << mean);
+    CHECK(std::abs(mean - expected) <= 4.0 * sd / std::sqrt(double(trials)) + 1e-9);
+  }
+  // one token reads exactly its k experts; many tokens read nearly all
+  MoeParams m{1.0, std::log(1.0 - 8.0 / 128.0)};
+  CHECK(128 * experts_touched_share(m, 1) == doctest::Approx(8.0));
+  CHECK(experts_touched_share(m, 2048) > 0.999);
+}
+
+TEST_CASE("ring all-reduce cost is latency + 2 (n-1)/n x bytes / bandwidth, and per traversal it adds up") {
+  // Llama 3.1 70B, tp = 4 over NVLink 4 (450 GB/s one way, 8 us): a decode step of 64 tokens
+  const double bytes = 64.0 * 8192 * 2;
+  const double t = ring_allreduce_s(bytes, 4, 450e9, 8e-6);
+  CHECK(t == doctest::Approx(8e-6 + 1.5 * bytes / 450e9));
+  CHECK(ring_allreduce_s(bytes, 1, 450e9, 8e-6) == 0.0);
+  ParallelParams c{};
+  c.tp = 4;
+  c.pp = 1;
+  c.ep = 1;
+  c.allreduces = 160;  // two per layer
+  c.allreduce_latency_s = 8e-6;
+  c.allreduce_s_per_token = 1.5 * 8192 * 2 / 450e9;
+  CHECK(comm_s(c, 64) == doctest::Approx(160 * t).epsilon(1e-12));
+  // 160 x (8 us + 3.5 us) = 1.84 ms
+  CHECK(comm_s(c, 64) == doctest::Approx(160 * (8e-6 + 1.5 * 64 * 8192 * 2 / 450e9)));
+  // a pipeline runs up to pp micro-batches, never more than it has sequences
+  c.pp = 4;
+  CHECK(micro_batches(c, 1) == 1.0);
+  CHECK(micro_batches(c, 3) == 3.0);
+  CHECK(micro_batches(c, 100) == 4.0);
+}
+
+TEST_CASE("memory per device adds up for tensor and pipeline parallel replicas") {
+  MemoryInputs in;
+  in.device = device("h100-sxm-80gb");
+  in.model = model("llama-3.1-70b");
+  in.tp = 2;
+  Capacity c = compute_capacity(in);
+  CHECK(c.devices == 2);
+  // by hand: 70.55e9 x 2 bytes / 2^30 / 2 = 65.70 GiB of weights on each device
+  CHECK(c.weights_gib == doctest::Approx(70.55e9 * 2 / kGiB / 2));
+  // 8 KV heads over 2 ranks: 2 x 80 layers x 4 heads x 128 x 2 bytes
+  CHECK(c.kv_bytes_per_token == 163840.0);
+  CHECK(c.usable_gib == doctest::Approx(c.weights_gib + c.runtime_overhead_gib + c.activation_gib + c.kv_gib));
+  CHECK(c.fits);
+  // whole-replica weights: every device's share adds up to the model
+  CHECK(c.weights_gib * c.devices == doctest::Approx(70.55e9 * 2 / kGiB));
+  // the same model does not fit on one H100; the smallest tensor-parallel group that does is 2
+  in.tp = 1;
+  CHECK_FALSE(compute_capacity(in).fits);
+  CHECK(smallest_fitting_tp(in) == 2);
+
+  // two pipeline stages hold 40 layers each: the same KV per device as tp = 2
+  in.tp = 1;
+  in.pp = 2;
+  c = compute_capacity(in);
+  CHECK(c.devices == 2);
+  CHECK(c.kv_bytes_per_token == 2.0 * 40 * 8 * 128 * 2);
+  CHECK(c.weights_gib == doctest::Approx(70.55e9 * 2 / kGiB / 2));
+
+  // tp beyond the KV heads replicates them: 16 ranks of 8 KV heads still hold one head each
+  in.pp = 1;
+  in.tp = 16;
+  CHECK(compute_capacity(in).kv_bytes_per_token == 2.0 * 80 * 1 * 128 * 2);
+
+  // Llama 3.1 405B: 756 GiB of bf16 weights need 16 H100s; fp8 weights fit on 8
+  in.model = model("llama-3.1-405b");
+  in.tp = 1;
+  CHECK(smallest_fitting_tp(in) == 16);
+  in.weight_bytes_per_param = 1.0;
+  CHECK(smallest_fitting_tp(in) == 8);
+}
+
+TEST_CASE("tensor parallelism must split heads evenly, as vLLM requires") {
+  CHECK(tp_problem(model("llama-3.1-70b"), 8).empty());
+  CHECK(tp_problem(model("llama-3.1-70b"), 16).empty());  // 64 heads; 8 KV heads replicated
+  CHECK_FALSE(tp_problem(model("qwen2.5-7b"), 8).empty());  // 28 heads
+  CHECK(tp_problem(model("qwen2.5-7b"), 8).find("28 attention heads") != std::string::npos);
+  CHECK(tp_problem(model("deepseek-v3"), 8).empty());
+}
+
+TEST_CASE("MoE catalog models: active parameters as their model cards state, and MLA / sliding-window KV") {
+  // routed experts x (1 - k/E) are the weights one token does not use
+  CHECK(model("mixtral-8x7b").active_params() / 1e9 == doctest::Approx(12.9).epsilon(0.03));
+  CHECK(model("qwen3-30b-a3b").active_params() / 1e9 == doctest::Approx(3.3).epsilon(0.03));
+  CHECK(model("qwen3-235b-a22b").active_params() / 1e9 == doctest::Approx(22.0).epsilon(0.03));
+  CHECK(model("deepseek-v3").active_params() / 1e9 == doctest::Approx(37.0).epsilon(0.03));
+  CHECK(model("llama-3.1-8b").active_params() == model("llama-3.1-8b").params_b * 1e9);
+  // DeepSeek-V3's latent cache: 61 layers x (512 + 64) x 2 bytes, the same on every TP rank
+  CHECK(kv_bytes_per_token(model("deepseek-v3"), 2) == 61.0 * 576 * 2);
+  CHECK(kv_bytes_per_token_per_device(model("deepseek-v3"), 2, 8, 1) == 61.0 * 576 * 2);
+  // gpt-oss-120b: 18 full-attention layers grow with the context; 18 sliding layers hold 128 tokens
+  const ModelSpec& oss = model("gpt-oss-120b");
+  CHECK(kv_bytes_per_token(oss, 2) == 2.0 * 18 * 8 * 64 * 2);
+  CHECK(window_kv_bytes_per_seq_per_device(oss, 2, 1, 1) == 2.0 * 18 * 8 * 64 * 2 * 128);
+  MemoryInputs in;
+  in.device = device("h100-sxm-80gb");
+  in.model = oss;
+  in.expert_weight_bytes_per_param = weight_dtype_bytes("mxfp4");
+  const Capacity c = compute_capacity(in);
+  CHECK(c.window_blocks_per_seq == 8);  // 128 tokens of 18 layers = 128 tokens of the full layers
+  CHECK(c.fits);
+  // mxfp4 experts: (116.83e9 - routed) x 2 + routed x 0.53125 bytes
+  const double routed = oss.routed_expert_params();
+  CHECK(c.weights_gib == doctest::Approx(((116.83e9 - routed) * 2 + routed * 0.53125) / kGiB));
+  CHECK(c.weights_gib < 62.0);
+  // a request's blocks: its tokens plus the window
+  CHECK(max_concurrent(c, 1024, 16) == c.kv_blocks / (64 + 8));
+}
