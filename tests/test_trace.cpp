@@ -1,4 +1,5 @@
-// Trace import: BurstGPT CSV, Mooncake JSONL, format detection, CSV quoting, located errors.
+// Trace import: BurstGPT CSV, Mooncake JSONL, format detection, CSV quoting, located errors, and
+// the shipped excerpts.
 #include <doctest/doctest.h>
 #include <unistd.h>
 
@@ -240,4 +241,32 @@ TEST_CASE("an unrecognised file says which formats are read") {
   CHECK(contains(e, path + ":1:1: error: unrecognised trace header"));
   CHECK(contains(e, "BurstGPT"));
   CHECK(contains(e, "Mooncake JSONL"));
+}
+
+TEST_CASE("the shipped Mooncake excerpt loads, with its prefix reuse") {
+  const std::string path = std::string(FLEETSIM_SOURCE_DIR) + "/scenarios/traces/mooncake-conversation-5min.jsonl";
+  const TraceData t = load_trace(path);
+  CHECK(t.rows == 918);
+  CHECK(t.t_s.size() == 918);
+  CHECK(t.skipped == 0);
+  CHECK(t.t_s.back() == doctest::Approx(297.0));
+  CHECK(t.prompt[0] == 6758);
+  CHECK(t.output[0] == 500);
+  // 2,575,267 of 12,446,054 prompt tokens are a prefix of an earlier request
+  int64_t cached = 0, prompt = 0;
+  for (size_t i = 0; i < t.prompt.size(); ++i) {
+    cached += t.cached_prefix[i];
+    prompt += t.prompt[i];
+    CHECK(t.cached_prefix[i] < t.prompt[i]);
+  }
+  CHECK(cached == 2575267);
+  CHECK(prompt == 12446054);
+  CHECK(t.prefix_hit_share == doctest::Approx(0.206914).epsilon(1e-5));
+
+  // a scenario replays it through the existing trace key
+  const Scenario s = test::scenario(
+      "duration_s: 300\nwarmup_s: 0\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\nfleet: {replicas: 1}\n"
+      "workload: {arrival: {process: trace, path: " + path + "}}\n");
+  CHECK(s.classes[0].trace->t_s.size() == 918);
+  CHECK(s.classes[0].trace->cached_prefix.size() == 918);
 }
