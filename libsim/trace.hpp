@@ -9,14 +9,40 @@ namespace fleetsim {
 struct TraceData {
   std::vector<double> t_s;  // arrival times, seconds, non-decreasing
   std::vector<int32_t> prompt, output;
-  std::string layout;  // which column layout was recognised
+  // Tokens at the start of each prompt that an unbounded prefix cache would already hold: the
+  // leading blocks whose hashes appeared in earlier requests of the trace, capped at prompt − 1.
+  // Filled for traces that carry block hashes (Mooncake); empty otherwise.
+  std::vector<int32_t> cached_prefix;
+  double prefix_hit_share = 0;  // sum of cached_prefix / sum of prompt (tokens); 0 without hashes
+  std::string layout;           // which format or column layout was recognised
+  int64_t rows = 0;             // data rows read, including filtered-out and skipped ones
+  int64_t skipped = 0;          // rows dropped as unusable (failed requests, empty prompts)
+  std::string skipped_reason;   // what the skipped rows were, "" when none
 };
 
-// Recognised layouts (by header):
+struct TraceOptions {
+  // BurstGPT: keep only rows whose Model is exactly this ("ChatGPT", "GPT-4"); "" keeps all.
+  // An error for any other format.
+  std::string model_filter;
+  // Mooncake: tokens per hash_ids block (512 in the published traces).
+  int32_t block_tokens = 512;
+};
+
+// Recognised formats. CSV, by header:
 //   timestamp_s,prompt_tokens,output_tokens               (native)
 //   arrived_at,num_prefill_tokens,num_decode_tokens       (Azure LLM 2023, relative seconds)
 //   TIMESTAMP,ContextTokens,GeneratedTokens               (Azure LLM 2023 original, wall clock)
-// Wall-clock timestamps are rebased to the first request. Throws InputError with file:line.
+//   Timestamp,Model,Request tokens,Response tokens,...    (BurstGPT; failed requests, with
+//                                                          Response tokens 0, are skipped and
+//                                                          counted, as are rows with Request tokens 0)
+// JSONL (first non-blank character '{'), one object per line:
+//   {"timestamp": ms, "input_length": n, "output_length": n, "hash_ids": [...]}   (Mooncake)
+// Wall-clock (Azure original), BurstGPT and Mooncake timestamps are rebased to the first kept
+// request. A UTF-8 byte-order mark is accepted; CSV fields may be quoted ("a,b", "say ""hi""").
+// Timestamps must not go backwards. Throws InputError with file:line.
+TraceData load_trace(const std::string& path, const TraceOptions& opt = {});
+
+// The same as load_trace(path) with default options, for existing callers.
 TraceData load_trace_csv(const std::string& path);
 
 // One numeric column of a CSV file with a header row.

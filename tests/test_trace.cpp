@@ -1,0 +1,272 @@
+// Trace import: BurstGPT CSV, Mooncake JSONL, format detection, CSV quoting, located errors, and
+// the shipped excerpts.
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "helpers.hpp"
+#include "libsim/error.hpp"
+#include "libsim/trace.hpp"
+
+using namespace fleetsim;
+
+namespace {
+
+// Writes `text` byte for byte into a directory of this test process.
+std::string write_file(const std::string& name, const std::string& text) {
+  const auto dir = std::filesystem::temp_directory_path() / ("fleetsim_test_trace_" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / name).string();
+  std::ofstream(path, std::ios::binary) << text;
+  return path;
+}
+
+std::string error_of(const std::string& path, const TraceOptions& opt = {}) {
+  try {
+    load_trace(path, opt);
+  } catch (const InputError& e) {
+    return e.one_line();
+  }
+  return "(no error)";
+}
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+const std::string kBurstHeader = "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n";
+
+// Failed requests (Response tokens 0) and empty prompts among good rows; the first row fails, so
+// the rebase is to the first kept request (100 s), not to the first row.
+const std::string kBurst = kBurstHeader +
+                           "99,GPT-4,10,0,10,API log\n"                     // 2: failed
+                           "100,ChatGPT,472,18,490,Conversation log\n"      // 3
+                           "100.5,GPT-4,300,0,300,API log\n"                // 4: failed
+                           "101.25,ChatGPT,0,12,12,API log\n"               // 5: empty prompt
+                           "103,GPT-4,1087,230,1317,Conversation log\n"     // 6
+                           "104,ChatGPT,50,0,50,Conversation log\n"         // 7: failed
+                           "110.75,ChatGPT,20,5,25,API log\n";              // 8
+
+// Four requests with overlapping block hashes, then two that test the run and the cap.
+const std::string kMooncake =
+    "{\"timestamp\": 5000, \"input_length\": 1300, \"output_length\": 10, \"hash_ids\": [1, 2, 3]}\n"
+    "{\"timestamp\": 5250, \"input_length\": 1200, \"output_length\": 20, \"hash_ids\": [1, 2, 4]}\n"
+    "{\"timestamp\": 5250, \"input_length\": 300, \"output_length\": 30, \"hash_ids\": [5]}\n"
+    "{\"timestamp\": 7125, \"input_length\": 1800, \"output_length\": 40, \"hash_ids\": [1, 2, 3, 6]}\n"
+    // 3 was seen, but 8 was not: only the leading run counts
+    "{\"timestamp\": 8000, \"input_length\": 1400, \"output_length\": 50, \"hash_ids\": [1, 8, 3]}\n"
+    // every block seen, the prompt exactly 3 blocks: the cache may hold all but one token
+    "{\"timestamp\": 9000, \"input_length\": 1536, \"output_length\": 60, \"hash_ids\": [1, 2, 3]}\n";
+
+}  // namespace
+
+TEST_CASE("BurstGPT: failed requests and empty prompts are skipped and counted") {
+  const TraceData t = load_trace(write_file("burst.csv", kBurst));
+  CHECK(contains(t.layout, "BurstGPT"));
+  CHECK(t.rows == 7);
+  REQUIRE(t.t_s.size() == 3);
+  CHECK(t.t_s[0] == 0.0);
+  CHECK(t.t_s[1] == doctest::Approx(3.0));
+  CHECK(t.t_s[2] == doctest::Approx(10.75));
+  CHECK(t.prompt == std::vector<int32_t>{472, 1087, 20});
+  CHECK(t.output == std::vector<int32_t>{18, 230, 5});
+  CHECK(t.skipped == 4);
+  CHECK(t.skipped_reason == "3 failed requests (Response tokens = 0); 1 row with Request tokens = 0");
+  CHECK(t.cached_prefix.empty());
+  CHECK(t.prefix_hit_share == 0.0);
+  // the existing entry point reads the same
+  CHECK(load_trace_csv(write_file("burst2.csv", kBurst)).prompt == t.prompt);
+}
+
+TEST_CASE("BurstGPT: a model filter keeps one model, and names the models when it matches none") {
+  const std::string path = write_file("burst_filter.csv", kBurst);
+  TraceOptions gpt4;
+  gpt4.model_filter = "GPT-4";
+  const TraceData t = load_trace(path, gpt4);
+  REQUIRE(t.t_s.size() == 1);  // GPT-4 rows: two failed, one kept
+  CHECK(t.prompt[0] == 1087);
+  CHECK(t.t_s[0] == 0.0);
+  CHECK(t.skipped == 2);
+  CHECK(t.skipped_reason == "2 failed requests (Response tokens = 0)");
+
+  TraceOptions chat;
+  chat.model_filter = "ChatGPT";
+  const TraceData c = load_trace(path, chat);
+  CHECK(c.prompt == std::vector<int32_t>{472, 20});
+  CHECK(c.t_s.back() == doctest::Approx(10.75));
+  CHECK(c.skipped == 2);
+
+  TraceOptions typo;
+  typo.model_filter = "GPT4";
+  CHECK(error_of(path, typo) == path + ": error: no rows for model 'GPT4' (did you mean 'GPT-4'?); models present: "
+                                       "'ChatGPT' (4 rows), 'GPT-4' (3 rows)");
+
+  // a filter whose rows all failed says so
+  const std::string all_failed = write_file("burst_failed.csv", kBurstHeader + "1,GPT-4,10,0,10,API log\n2,ChatGPT,5,5,10,API log\n");
+  CHECK(error_of(all_failed, gpt4) == all_failed + ":3:1: error: trace has no usable requests (1 row skipped: "
+                                                   "1 failed request (Response tokens = 0))");
+
+  // a filter on a format without models is an error, not silently ignored
+  const std::string native = write_file("native_filter.csv", "timestamp_s,prompt_tokens,output_tokens\n0,10,5\n");
+  CHECK(contains(error_of(native, gpt4), ":1:1: error: a model filter applies to BurstGPT traces only"));
+  const std::string jsonl = write_file("mooncake_filter.jsonl", kMooncake);
+  CHECK(contains(error_of(jsonl, gpt4), "a model filter applies to BurstGPT traces only"));
+}
+
+TEST_CASE("BurstGPT: the 8-column layout with Session ID and Elapsed time") {
+  const TraceData t = load_trace(write_file(
+      "burst3.csv",
+      "Timestamp,Session ID,Elapsed time,Model,Request tokens,Response tokens,Total tokens,Log Type\n"
+      "7.5,a1,3.2,ChatGPT,100,20,120,Conversation log\n"
+      "9,,,GPT-4,200,30,230,API log\n"));
+  REQUIRE(t.t_s.size() == 2);
+  CHECK(t.t_s[1] == doctest::Approx(1.5));
+  CHECK(t.prompt == std::vector<int32_t>{100, 200});
+  CHECK(t.output == std::vector<int32_t>{20, 30});
+}
+
+TEST_CASE("Mooncake: cached prefix from earlier requests' block hashes") {
+  const std::string path = write_file("mooncake.jsonl", kMooncake);
+  const TraceData t = load_trace(path);
+  CHECK(contains(t.layout, "Mooncake"));
+  CHECK(t.rows == 6);
+  CHECK(t.skipped == 0);
+  CHECK(t.prompt == std::vector<int32_t>{1300, 1200, 300, 1800, 1400, 1536});
+  CHECK(t.output == std::vector<int32_t>{10, 20, 30, 40, 50, 60});
+  CHECK(t.cached_prefix == std::vector<int32_t>{0, 2 * 512, 0, 3 * 512, 512, 1535});
+  const double cached = 1024 + 1536 + 512 + 1535, prompt = 1300 + 1200 + 300 + 1800 + 1400 + 1536;
+  CHECK(t.prefix_hit_share == doctest::Approx(cached / prompt));
+  // milliseconds to seconds, rebased to the first request
+  REQUIRE(t.t_s.size() == 6);
+  CHECK(t.t_s[0] == 0.0);
+  CHECK(t.t_s[1] == doctest::Approx(0.25));
+  CHECK(t.t_s[2] == doctest::Approx(0.25));
+  CHECK(t.t_s[3] == doctest::Approx(2.125));
+  CHECK(t.t_s[5] == doctest::Approx(4.0));
+
+  TraceOptions small;
+  small.block_tokens = 256;
+  CHECK(load_trace(path, small).cached_prefix == std::vector<int32_t>{0, 512, 0, 768, 256, 768});
+  TraceOptions zero;
+  zero.block_tokens = 0;
+  CHECK(contains(error_of(path, zero), "block_tokens must be at least 1"));
+
+  // the existing entry point (scenario files) dispatches too
+  CHECK(load_trace_csv(path).cached_prefix == t.cached_prefix);
+}
+
+TEST_CASE("Mooncake: empty prompts are skipped and counted; their hashes do not count as seen") {
+  const TraceData t = load_trace(write_file(
+      "mooncake_empty.jsonl",
+      "\n{\"timestamp\": 0, \"input_length\": 0, \"output_length\": 5, \"hash_ids\": [1]}\n"
+      "   \n"
+      "{\"timestamp\": 10, \"input_length\": 700, \"output_length\": 5, \"hash_ids\": [1, 2]}\n"
+      "{\"timestamp\": 20, \"input_length\": 700, \"output_length\": 5, \"hash_ids\": [1, 3], \"extra\": \"ignored\"}\n"));
+  CHECK(t.rows == 3);
+  CHECK(t.skipped == 1);
+  CHECK(t.skipped_reason == "1 row with input_length = 0");
+  CHECK(t.cached_prefix == std::vector<int32_t>{0, 512});
+  CHECK(t.t_s == std::vector<double>{0.0, 0.01});
+}
+
+TEST_CASE("Mooncake: malformed lines give located errors that say what was expected") {
+  const std::string bad_json = write_file("mc_bad.jsonl", "{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 5, \"hash_ids\": [1]}\n"
+                                                          "{\"timestamp\": 1, \"input_length\": 10,, \"output_length\": 5}\n");
+  const std::string e1 = error_of(bad_json);
+  CHECK(contains(e1, bad_json + ":2:"));
+  CHECK(contains(e1, "not valid JSON"));
+  CHECK(contains(e1, "expected one JSON object per line"));
+
+  const std::string missing = write_file("mc_missing.jsonl", "{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 5}\n");
+  CHECK(contains(error_of(missing), missing + ":1:1: error: missing \"hash_ids\""));
+
+  const std::string bad_len = write_file("mc_len.jsonl", "{\"timestamp\": 0, \"input_length\": 1.5, \"output_length\": 5, \"hash_ids\": []}\n");
+  CHECK(error_of(bad_len) == bad_len + ":1:18: error: \"input_length\" must be an integer token count in [0, 1e8], not 1.5");
+
+  const std::string bad_ids = write_file("mc_ids.jsonl", "{\"timestamp\": 0, \"input_length\": 9, \"output_length\": 5, \"hash_ids\": [1, \"x\"]}\n");
+  CHECK(contains(error_of(bad_ids), ":1:57: error: \"hash_ids\" must be a list of integers; found \"x\""));
+
+  const std::string not_object = write_file("mc_array.jsonl", "{\"timestamp\": 0, \"input_length\": 9, \"output_length\": 5, \"hash_ids\": []}\n[1, 2]\n");
+  CHECK(contains(error_of(not_object), ":2:1: error: not a JSON object"));
+}
+
+TEST_CASE("a non-monotone timestamp gives a located error") {
+  // CSV: checked on every row, a skipped one included
+  const std::string burst = write_file("burst_back.csv", kBurstHeader + "10,ChatGPT,5,5,10,API log\n12,ChatGPT,5,5,10,API log\n"
+                                                                        "11,GPT-4,5,0,5,API log\n");
+  CHECK(error_of(burst) == burst + ":4:1: error: timestamps go backwards (a trace must be sorted by arrival time)");
+  const std::string jsonl = write_file("mc_back.jsonl", "{\"timestamp\": 100, \"input_length\": 10, \"output_length\": 5, \"hash_ids\": [1]}\n"
+                                                        "\n"
+                                                        "{\"timestamp\": 99, \"input_length\": 10, \"output_length\": 5, \"hash_ids\": [1]}\n");
+  CHECK(error_of(jsonl) == jsonl + ":3:1: error: timestamps go backwards (a trace must be sorted by arrival time)");
+}
+
+TEST_CASE("a UTF-8 byte-order mark and CRLF line ends are accepted") {
+  const TraceData c = load_trace(write_file("bom.csv", "\xEF\xBB\xBFtimestamp_s,prompt_tokens,output_tokens\r\n0.5,10,5\r\n1.5,20,6\r\n"));
+  CHECK(c.layout == "timestamp_s,prompt_tokens,output_tokens");
+  CHECK(c.prompt == std::vector<int32_t>{10, 20});
+  CHECK(c.t_s == std::vector<double>{0.5, 1.5});  // native timestamps are not rebased
+  const TraceData b = load_trace(write_file("bom_burst.csv", "\xEF\xBB\xBF" + kBurst));
+  CHECK(b.prompt.size() == 3);
+  const TraceData j = load_trace(write_file("bom.jsonl", "\xEF\xBB\xBF" + kMooncake));
+  CHECK(j.cached_prefix.size() == 6);
+  CHECK(load_csv_column(write_file("bom_col.csv", "\xEF\xBB\xBFx,y\n1,2\n3,4\n"), "x") == std::vector<double>{1, 3});
+}
+
+TEST_CASE("quoted CSV fields may hold commas and quotes") {
+  const std::string path = write_file("quoted.csv", "\"Timestamp\",\"Model\",\"Request tokens\",\"Response tokens\",\"Total tokens\",\"Log Type\"\n"
+                                                    "1,\"GPT-4, 32k\",100,10,110,\"API log\"\n"
+                                                    "2, \"say \"\"hi\"\"\" ,200,20,220,API log\n"
+                                                    "3,ChatGPT,300,30,330,API log\n");
+  const TraceData t = load_trace(path);
+  CHECK(t.prompt == std::vector<int32_t>{100, 200, 300});
+  CHECK(t.output == std::vector<int32_t>{10, 20, 30});
+  TraceOptions o;
+  o.model_filter = "GPT-4, 32k";
+  CHECK(load_trace(path, o).prompt == std::vector<int32_t>{100});
+  o.model_filter = "say \"hi\"";
+  CHECK(load_trace(path, o).prompt == std::vector<int32_t>{200});
+  o.model_filter = "GPT-4";
+  CHECK(contains(error_of(path, o), "models present: 'ChatGPT' (1 row), 'GPT-4, 32k' (1 row), 'say \"hi\"' (1 row)"));
+
+  CHECK(load_csv_column(write_file("quoted_col.csv", "name,value\n\"a,b\",3\n\"c \"\"d\"\"\",4\n"), "value") == std::vector<double>{3, 4});
+
+  const std::string open = write_file("unterminated.csv", kBurstHeader + "1,\"GPT-4,100,10,110,API log\n");
+  CHECK(error_of(open) == open + ":2:3: error: unterminated quoted field (no closing \")");
+}
+
+TEST_CASE("an unrecognised file says which formats are read") {
+  const std::string path = write_file("unknown.csv", "time,in,out\n1,2,3\n");
+  const std::string e = error_of(path);
+  CHECK(contains(e, path + ":1:1: error: unrecognised trace header"));
+  CHECK(contains(e, "BurstGPT"));
+  CHECK(contains(e, "Mooncake JSONL"));
+}
+
+TEST_CASE("the shipped Mooncake excerpt loads, with its prefix reuse") {
+  const std::string path = std::string(FLEETSIM_SOURCE_DIR) + "/scenarios/traces/mooncake-conversation-5min.jsonl";
+  const TraceData t = load_trace(path);
+  CHECK(t.rows == 918);
+  CHECK(t.t_s.size() == 918);
+  CHECK(t.skipped == 0);
+  CHECK(t.t_s.back() == doctest::Approx(297.0));
+  CHECK(t.prompt[0] == 6758);
+  CHECK(t.output[0] == 500);
+  // 2,575,267 of 12,446,054 prompt tokens are a prefix of an earlier request
+  int64_t cached = 0, prompt = 0;
+  for (size_t i = 0; i < t.prompt.size(); ++i) {
+    cached += t.cached_prefix[i];
+    prompt += t.prompt[i];
+    CHECK(t.cached_prefix[i] < t.prompt[i]);
+  }
+  CHECK(cached == 2575267);
+  CHECK(prompt == 12446054);
+  CHECK(t.prefix_hit_share == doctest::Approx(0.206914).epsilon(1e-5));
+
+  // a scenario replays it through the existing trace key
+  const Scenario s = test::scenario(
+      "duration_s: 300\nwarmup_s: 0\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\nfleet: {replicas: 1}\n"
+      "workload: {arrival: {process: trace, path: " + path + "}}\n");
+  CHECK(s.classes[0].trace->t_s.size() == 918);
+  CHECK(s.classes[0].trace->cached_prefix.size() == 918);
+}
