@@ -34,10 +34,13 @@ struct Mirror {
         note(k.arrivals.trace_t_s, sizeof(double) * size_t(k.arrivals.trace_n));
         note(k.arrivals.trace_prompt, sizeof(int32_t) * size_t(k.arrivals.trace_n));
         note(k.arrivals.trace_output, sizeof(int32_t) * size_t(k.arrivals.trace_n));
+        note(k.arrivals.trace_cached, sizeof(int32_t) * size_t(k.arrivals.trace_n));
         note(k.prompt.values, sizeof(double) * size_t(k.prompt.n));
         note(k.prompt.cdf, sizeof(double) * size_t(k.prompt.n));
         note(k.output.values, sizeof(double) * size_t(k.output.n));
         note(k.output.cdf, sizeof(double) * size_t(k.output.n));
+        note(k.think.values, sizeof(double) * size_t(k.think.n));
+        note(k.think.cdf, sizeof(double) * size_t(k.think.n));
       }
   }
 
@@ -56,10 +59,13 @@ struct Mirror {
         move(k.arrivals.trace_t_s, base);
         move(k.arrivals.trace_prompt, base);
         move(k.arrivals.trace_output, base);
+        move(k.arrivals.trace_cached, base);
         move(k.prompt.values, base);
         move(k.prompt.cdf, base);
         move(k.output.values, base);
         move(k.output.cdf, base);
+        move(k.think.values, base);
+        move(k.think.cdf, base);
       }
     return out;
   }

@@ -21,7 +21,10 @@ struct DistParams {
   int64_t n;
 };
 
-enum class ArrivalKind : int32_t { poisson = 0, gamma = 1, diurnal = 2, trace = 3 };
+// Open loop: poisson, gamma, diurnal, trace, constant (evenly spaced) and burst (`clients`
+// requests at once). Closed loop: concurrency (`clients` users, each sending its next request when
+// its previous one ends, after a think time), as benchmarks run at a fixed concurrency.
+enum class ArrivalKind : int32_t { poisson = 0, gamma = 1, diurnal = 2, trace = 3, constant = 4, burst = 5, concurrency = 6 };
 
 struct ArrivalParams {
   ArrivalKind kind;
@@ -36,7 +39,9 @@ struct ArrivalParams {
   const double* trace_t_s;   // arrival times, ascending, already scaled
   const int32_t* trace_prompt;
   const int32_t* trace_output;
+  const int32_t* trace_cached;  // prompt tokens an unbounded prefix cache holds (null: none)
   int64_t trace_n;
+  int32_t clients;             // burst: requests; concurrency: users
 };
 
 enum class Batching : int32_t { continuous = 0, fixed_batch = 1 };
@@ -183,6 +188,10 @@ struct ClassParams {
   int32_t prefix_tokens;
   double response_cache_hit_rate;  // share answered from a response cache, without the device
   double response_cache_latency_s;
+  DistParams think;        // concurrency: a user's pause between a response and its next request
+  double good_ttft_s;      // goodput: a completed request meeting all three counts as good
+  double good_tpot_s;
+  double good_e2e_s;
 };
 
 struct SimParams {

@@ -25,6 +25,8 @@ struct ClassTally {
   double busy_s;         // device time spent on this class's requests (in the window)
   double in_system_s;    // requests waiting or running x seconds
   double queue_len_s;    // requests waiting x seconds
+  double thinking_s;     // closed-loop users between a response and their next request x seconds
+  int64_t good;          // completed within the class's goodput thresholds
   Histogram ttft;
   Histogram tpot;
   Histogram e2e;
@@ -65,7 +67,8 @@ struct Tally {
 
 FLEETSIM_HD inline void class_tally_clear(ClassTally& c) {
   c.arrived = c.completed = c.rejected_queue_full = c.rejected_too_long = c.preempted = c.retried = c.failed = c.cache_hits = c.prefix_hits = 0;
-  c.input_tokens = c.output_tokens = c.busy_s = c.in_system_s = c.queue_len_s = 0.0;
+  c.good = 0;
+  c.input_tokens = c.output_tokens = c.busy_s = c.in_system_s = c.queue_len_s = c.thinking_s = 0.0;
   hist_clear(c.ttft);
   hist_clear(c.tpot);
   hist_clear(c.e2e);
@@ -110,6 +113,8 @@ FLEETSIM_HD inline void class_tally_merge(ClassTally& into, const ClassTally& fr
   into.busy_s += from.busy_s;
   into.in_system_s += from.in_system_s;
   into.queue_len_s += from.queue_len_s;
+  into.thinking_s += from.thinking_s;
+  into.good += from.good;
   hist_merge(into.ttft, from.ttft);
   hist_merge(into.tpot, from.tpot);
   hist_merge(into.e2e, from.e2e);

@@ -30,8 +30,8 @@ FLEETSIM_HD inline double sample_gamma1(const Rng& rng, Stream s, uint32_t cls, 
   return (shape - (boost < 1.0 ? 1.0 : 0.0)) * boost;  // unreachable in practice (p < 1e-300)
 }
 
-// A length draw, rounded to the nearest integer and at least 1.
-FLEETSIM_HD inline int64_t sample_length(const DistParams& d, const Rng& rng, Stream s, uint32_t cls, uint64_t index) {
+// A draw from d, unrounded.
+FLEETSIM_HD inline double sample_value(const DistParams& d, const Rng& rng, Stream s, uint32_t cls, uint64_t index) {
   double x = 0.0;
   switch (d.kind) {
     case DistKind::fixed:
@@ -70,6 +70,12 @@ FLEETSIM_HD inline int64_t sample_length(const DistParams& d, const Rng& rng, St
       break;
     }
   }
+  return x;
+}
+
+// A length draw, rounded to the nearest integer and at least 1.
+FLEETSIM_HD inline int64_t sample_length(const DistParams& d, const Rng& rng, Stream s, uint32_t cls, uint64_t index) {
+  double x = sample_value(d, rng, s, cls, index);
   if (x > 1.0e9) x = 1.0e9;
   int64_t n = dm::lround(x);
   return n < 1 ? 1 : n;
@@ -115,6 +121,17 @@ FLEETSIM_HD inline double next_arrival(const ArrivalParams& a, const Rng& rng, u
       t = c.candidate < uint64_t(a.trace_n) ? a.trace_t_s[c.candidate] + a.start_s : kInf;
       c.candidate++;
       break;
+    case ArrivalKind::constant:
+      // the n-th arrival at start + n / rate (a product, so no rounding error accumulates)
+      t = a.start_s + double(c.candidate++) / a.rate_per_s;
+      break;
+    case ArrivalKind::burst:
+      t = c.candidate < uint64_t(a.clients) ? a.start_s : kInf;
+      c.candidate++;
+      break;
+    case ArrivalKind::concurrency:
+      t = kInf;  // users send when their previous response ends (the engine's client heap)
+      break;
   }
   return t < stop ? t : kInf;
 }
@@ -123,6 +140,13 @@ FLEETSIM_HD inline double next_arrival(const ArrivalParams& a, const Rng& rng, u
 FLEETSIM_HD inline double first_arrival(const ArrivalParams& a, const Rng& rng, uint32_t cls, ArrivalCursor& c,
                                         double horizon_s) {
   return next_arrival(a, rng, cls, c, a.kind == ArrivalKind::trace ? 0.0 : a.start_s, horizon_s);
+}
+
+// A closed-loop user's think time before its next request (seconds, at least 0).
+FLEETSIM_HD inline double sample_think_s(const DistParams& d, const Rng& rng, uint32_t cls, uint64_t index) {
+  if (d.kind == DistKind::fixed) return d.a > 0.0 ? d.a : 0.0;
+  const double x = sample_value(d, rng, Stream::think, cls, index);
+  return x > 0.0 ? x : 0.0;
 }
 
 }  // namespace fleetsim
