@@ -1,0 +1,138 @@
+// Small containers over the workspace: each queue's ring of request indices, the replica event
+// heap, and each replica's heap of decoding slots by finish step; and a replica's load.
+#pragma once
+#include "state.hpp"
+
+namespace fleetsim {
+
+FLEETSIM_HD FLEETSIM_FORCEINLINE int32_t q_at(const Sim& s, const Queue& q, int32_t i) {
+  int32_t k = q.head + i;
+  if (k >= q.cap) k -= q.cap;
+  return s.qbuf[q.base + k];
+}
+FLEETSIM_HD FLEETSIM_FORCEINLINE void q_push_back(Sim& s, Queue& q, int32_t v) {
+  int32_t k = q.head + q.size;
+  if (k >= q.cap) k -= q.cap;
+  s.qbuf[q.base + k] = v;
+  q.size++;
+}
+FLEETSIM_HD FLEETSIM_FORCEINLINE void q_push_front(Sim& s, Queue& q, int32_t v) {
+  q.head = q.head == 0 ? q.cap - 1 : q.head - 1;
+  s.qbuf[q.base + q.head] = v;
+  q.size++;
+}
+// Insert behind every waiting request of the same or a higher priority (FCFS within a priority).
+FLEETSIM_HD inline void q_insert_by_priority(Sim& s, Queue& q, int32_t v, int32_t prio, const int32_t* class_prio) {
+  int32_t pos = q.size;
+  q_push_back(s, q, v);
+  while (pos > 0) {
+    int32_t k = q.head + pos - 1;
+    if (k >= q.cap) k -= q.cap;
+    int32_t kk = k + 1 == q.cap ? 0 : k + 1;
+    if (class_prio[s.req[s.qbuf[q.base + k]].cls] >= prio) break;
+    const int32_t tmp = s.qbuf[q.base + k];
+    s.qbuf[q.base + k] = s.qbuf[q.base + kk];
+    s.qbuf[q.base + kk] = tmp;
+    --pos;
+  }
+}
+
+FLEETSIM_HD FLEETSIM_FORCEINLINE int32_t q_pop_front(Sim& s, Queue& q) {
+  const int32_t v = s.qbuf[q.base + q.head];
+  q.head = q.head + 1 == q.cap ? 0 : q.head + 1;
+  q.size--;
+  return v;
+}
+
+// Requests queued for replica r plus those it runs.
+FLEETSIM_HD inline int32_t outstanding(const Sim& s, int32_t r) {
+  const Replica& R = s.rep[r];
+  const int32_t running = s.p->pools[R.pool].batching == Batching::continuous ? R.n_running : R.batch_n;
+  return s.q[R.queue].size + running;
+}
+
+// Replica event heap, ordered by (t_next, index) so that ties resolve the same everywhere.
+FLEETSIM_HD FLEETSIM_FORCEINLINE bool rh_less(const Sim& s, int32_t a, int32_t b) {
+  const double ta = s.rep[a].t_next, tb = s.rep[b].t_next;
+  return ta < tb || (ta == tb && a < b);
+}
+FLEETSIM_HD inline void rh_update(Sim& s, int32_t r) {
+  int32_t i = s.rheap_pos[r];
+  const int32_t n = s.n_replicas;
+  while (i > 0) {  // sift up
+    const int32_t parent = (i - 1) / 2;
+    if (!rh_less(s, s.rheap[i], s.rheap[parent])) break;
+    const int32_t a = s.rheap[i], b = s.rheap[parent];
+    s.rheap[i] = b; s.rheap_pos[b] = i;
+    s.rheap[parent] = a; s.rheap_pos[a] = parent;
+    i = parent;
+  }
+  for (;;) {  // sift down
+    const int32_t l = 2 * i + 1, rr = l + 1;
+    int32_t m = i;
+    if (l < n && rh_less(s, s.rheap[l], s.rheap[m])) m = l;
+    if (rr < n && rh_less(s, s.rheap[rr], s.rheap[m])) m = rr;
+    if (m == i) break;
+    const int32_t a = s.rheap[i], b = s.rheap[m];
+    s.rheap[i] = b; s.rheap_pos[b] = i;
+    s.rheap[m] = a; s.rheap_pos[a] = m;
+    i = m;
+  }
+}
+FLEETSIM_HD FLEETSIM_FORCEINLINE void set_next(Sim& s, int32_t r, double t) {
+  s.rep[r].t_next = t;
+  rh_update(s, r);
+}
+
+FLEETSIM_HD FLEETSIM_FORCEINLINE const PoolParams& pool_of(const Sim& s, int32_t r) { return s.p->pools[s.rep[r].pool]; }
+
+// Per-replica finish heap of decoding slots, ordered by (finish step, slot).
+FLEETSIM_HD FLEETSIM_FORCEINLINE Seq& slot(Sim& s, int32_t r, int32_t i) { return s.seq[s.rep[r].slot_base + i]; }
+FLEETSIM_HD FLEETSIM_FORCEINLINE int32_t* fheap_of(Sim& s, int32_t r) { return s.fheap + s.rep[r].slot_base; }
+FLEETSIM_HD FLEETSIM_FORCEINLINE int32_t* rescnt_of(Sim& s, int32_t r) { return s.rescnt + s.rep[r].res_base; }
+FLEETSIM_HD FLEETSIM_FORCEINLINE bool fh_less(Sim& s, int32_t r, int32_t a, int32_t b) {
+  const int64_t fa = slot(s, r, a).finish, fb = slot(s, r, b).finish;
+  return fa < fb || (fa == fb && a < b);
+}
+FLEETSIM_HD FLEETSIM_FORCEINLINE void fh_swap(Sim& s, int32_t r, int32_t* h, int32_t i, int32_t j) {
+  const int32_t a = h[i], b = h[j];
+  h[i] = b; slot(s, r, b).heap_pos = i;
+  h[j] = a; slot(s, r, a).heap_pos = j;
+}
+FLEETSIM_HD inline void fh_fix(Sim& s, int32_t r, int32_t i) {
+  int32_t* h = fheap_of(s, r);
+  const int32_t n = s.rep[r].heap_n;
+  while (i > 0 && fh_less(s, r, h[i], h[(i - 1) / 2])) {
+    fh_swap(s, r, h, i, (i - 1) / 2);
+    i = (i - 1) / 2;
+  }
+  for (;;) {
+    const int32_t l = 2 * i + 1, rr = l + 1;
+    int32_t m = i;
+    if (l < n && fh_less(s, r, h[l], h[m])) m = l;
+    if (rr < n && fh_less(s, r, h[rr], h[m])) m = rr;
+    if (m == i) break;
+    fh_swap(s, r, h, i, m);
+    i = m;
+  }
+}
+FLEETSIM_HD inline void fh_push(Sim& s, int32_t r, int32_t sl) {
+  int32_t* h = fheap_of(s, r);
+  const int32_t i = s.rep[r].heap_n++;
+  h[i] = sl;
+  slot(s, r, sl).heap_pos = i;
+  fh_fix(s, r, i);
+}
+FLEETSIM_HD inline void fh_remove(Sim& s, int32_t r, int32_t sl) {
+  int32_t* h = fheap_of(s, r);
+  const int32_t i = slot(s, r, sl).heap_pos;
+  const int32_t last = --s.rep[r].heap_n;
+  if (i != last) {
+    h[i] = h[last];
+    slot(s, r, h[i]).heap_pos = i;
+    fh_fix(s, r, i);
+  }
+  slot(s, r, sl).heap_pos = kNone;
+}
+
+}  // namespace fleetsim

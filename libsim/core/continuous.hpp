@@ -1,0 +1,297 @@
+// Continuous batching: finish the run in flight (completions, prefills that become decodes), start
+// the next step (KV blocks, prefill chunks, admissions, the run's plan), and kick a replica that
+// has new work.
+#pragma once
+#include "accounting.hpp"
+#include "containers.hpp"
+#include "decls.hpp"
+#include "kv.hpp"
+#include "slots.hpp"
+#include "state.hpp"
+#include "steptime.hpp"
+#include "stepwork.hpp"
+
+namespace fleetsim {
+
+FLEETSIM_HD inline void finish_decoding_at(Sim& s, int32_t r, int64_t last_step, double t) {
+  Replica& R = s.rep[r];
+  int32_t* h = fheap_of(s, r);
+  while (R.heap_n > 0 && slot(s, r, h[0]).finish <= last_step) {
+    const int32_t sl = h[0];
+    Seq& x = slot(s, r, sl);
+    R.free_blocks += ceil_div(x.L0 + (x.finish - x.s0) + 1, R.bs);
+    const int32_t ri = x.req;
+    stop_decoding(s, r, sl);
+    release_slot(s, r, sl);
+    record_done(s, ri, t);
+  }
+}
+
+// Apply the run in flight (it ended at t).
+FLEETSIM_HD inline void cont_finish_run(Sim& s, int32_t r, double t) {
+  Replica& R = s.rep[r];
+  const PoolParams& P = pool_of(s, r);
+  const int64_t k = R.run_k;
+  if (k == 0) return;
+  const int64_t st = R.step;
+  account_run(s, R, k, R.run_t0, t);
+  if (R.run_prefill) {
+    finish_decoding_at(s, r, st, t);
+    int32_t sl = R.pf_head;
+    while (sl != kNone) {
+      Seq& x = slot(s, r, sl);
+      const int32_t nxt = x.pf_next;
+      if (x.chunk > 0) {
+        x.prefill_done += x.chunk;
+        x.chunk = 0;
+        if (x.prefill_done == x.prefill_total) {
+          list_remove_pf(s, r, sl);
+          Request& q = s.req[x.req];
+          if (q.t_first < 0.0) q.t_first = t;
+          // the first request with a shared prefix leaves it cached here (if the blocks are free)
+          if (q.has_prefix && P.prefix_caching && !((R.prefix_ready >> q.cls) & 1)) {
+            const int64_t pin = ceil_div(s.p->classes[q.cls].prefix_tokens, R.bs);
+            if (R.free_blocks - P.kv_watermark_blocks >= pin) {
+              R.free_blocks -= pin;
+              R.pinned_blocks += pin;
+              R.prefix_ready |= 1 << q.cls;
+            }
+          }
+          if (!P.generative || x.out_left <= 1) {
+            q.generated = q.output;
+            R.free_blocks += x.blocks;
+            const int32_t ri = x.req;
+            release_slot(s, r, sl);
+            record_done(s, ri, t);
+          } else {
+            q.generated += 1;
+            x.decoding = 1;
+            x.s0 = st + 1;
+            x.L0 = x.prefill_total;
+            x.finish = x.s0 + x.out_left - 2;
+            x.residue = int32_t((((x.s0 - x.L0) % R.bs) + R.bs) % R.bs);
+            // blocks for the prompt were taken at admission and are now tracked by length
+            rescnt_of(s, r)[x.residue]++;
+            R.A += x.L0 + x.ctx_extra - x.s0;
+            R.n_decode++;
+            R.n_decode_class[q.cls]++;
+            fh_push(s, r, sl);
+          }
+        }
+      }
+      sl = nxt;
+    }
+  } else {
+    // blocks for steps st+1 .. st+k-1 were taken as those steps started
+    R.free_blocks -= blocks_needed(s, r, st + 1, k - 1);
+    finish_decoding_at(s, r, st + k - 1, t);
+  }
+  R.step = st + k;
+  R.run_k = 0;
+}
+
+// Start the next step of replica r at time t: allocate, admit, and plan the run.
+FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
+  const SimParams& p = *s.p;
+  const PoolParams& P = pool_of(s, r);
+  Replica& R = s.rep[r];
+  Queue& Q = s.q[R.queue];
+  const int64_t st = R.step;
+  advance_clock(s, t);
+
+  // 1. a KV slot for every decoding sequence, preempting the newest while blocks are short
+  int64_t need = R.n_decode > 0 ? rescnt_of(s, r)[int32_t(st % R.bs)] : 0;
+  int32_t changed = 0;  // queue head changed: preemptions pushed to it, or admissions took from it
+  // time slicing: the device's memory is shared without isolation, its compute taken in turns
+  double device_free = kInf, slowdown = 1.0;
+  const double block_bytes = P.work.kv_bytes_per_token * double(R.bs);
+  if (P.time_slicing > 1) {
+    const PoolState& ps = s.pool[R.pool];
+    const int32_t d0 = ps.first_replica + ((r - ps.first_replica) / P.time_slicing) * P.time_slicing;
+    const int32_t d1 = min_of(d0 + P.time_slicing, ps.first_replica + ps.n_replicas);
+    double used = 0.0;
+    for (int32_t k = d0; k < d1; ++k) {
+      if (s.rep[k].state == kOff) continue;
+      used += P.fixed_memory_bytes + double(P.kv_total_blocks - s.rep[k].free_blocks) * block_bytes;
+      if (k != r && s.rep[k].busy) slowdown += 1.0;
+    }
+    device_free = P.device_memory_bytes - used;
+    if (R.n_decode > 0 && double(rescnt_of(s, r)[int32_t(st % R.bs)]) * block_bytes > device_free &&
+        rescnt_of(s, r)[int32_t(st % R.bs)] <= R.free_blocks) {
+      // this engine has blocks to spare, the device does not: CUDA out of memory
+      s.tally->pools[R.pool].crashes += in_window(s, t);
+      replica_fail(s, r, t, false, kNone);
+      return;
+    }
+  }
+  if (need > R.free_blocks && P.crash_on_kv_exhausted) {  // a naive server dies instead of preempting
+    s.tally->pools[R.pool].crashes += in_window(s, t);
+    replica_fail(s, r, t, false, kNone);
+    return;
+  }
+  if (need > R.free_blocks) evict_prefixes(s, r);
+  while (need > R.free_blocks) {
+    need -= preempt_newest(s, r, st);
+    changed = 1;
+  }
+  R.free_blocks -= need;
+  device_free -= double(need) * block_bytes;
+
+  // 2. prefill chunks: running prefills first, then admissions, within the token budget
+  int64_t budget = int64_t(P.max_batched_tokens) - R.n_decode;
+  double ptoks = 0.0, ppairs = 0.0, pread = 0.0, pseqs = 0.0;
+  double pclass[kMaxClasses];
+  for (int32_t c = 0; c < kMaxClasses; ++c) pclass[c] = 0.0;
+  for (int32_t sl = R.pf_head; sl != kNone; sl = slot(s, r, sl).pf_next) {
+    Seq& x = slot(s, r, sl);
+    const int64_t c = min_of<int64_t>(budget, x.prefill_total - x.prefill_done);
+    x.chunk = int32_t(c);
+    if (c <= 0) continue;
+    budget -= c;
+    pseqs += 1.0;
+    const double c0 = double(x.prefill_done + x.ctx_extra), cd = double(c);
+    ptoks += cd;
+    pclass[s.req[x.req].cls] += cd;
+    ppairs += cd * c0 + cd * (cd + 1.0) * 0.5;
+    pread += c0;
+  }
+  const bool admit = R.state == kReady || (R.state == kDraining && P.router != Router::central_queue);
+  while (admit && budget > 0 && R.n_running < R.S && Q.size > 0) {
+    const int32_t ri = q_at(s, Q, 0);
+    Request& q = s.req[ri];
+    int32_t shared =
+        q.has_prefix && ((R.prefix_ready >> q.cls) & 1) ? min_of(s.p->classes[q.cls].prefix_tokens, q.prompt - 1) : 0;
+    int32_t total = q.prompt + (P.generative ? q.generated : 0) - shared;
+    int64_t blocks = ceil_div(total, R.bs);
+    if (P.crash_on_kv_exhausted && blocks > P.kv_total_blocks - P.kv_watermark_blocks) {
+      // a naive server tries the prompt and runs out of memory on it
+      q_pop_front(s, Q);
+      s.waiting[q.cls]--;
+      s.tally->pools[R.pool].crashes += in_window(s, t);
+      replica_fail(s, r, t, false, ri);
+      return;
+    }
+    if (blocks > R.free_blocks - P.kv_watermark_blocks) {
+      if (!evict_prefixes(s, r)) break;
+      if (shared > 0 && !((R.prefix_ready >> q.cls) & 1)) {  // its own prefix went too: it computes it
+        shared = 0;
+        total = q.prompt + (P.generative ? q.generated : 0);
+        blocks = ceil_div(total, R.bs);
+      }
+      if (blocks > R.free_blocks - P.kv_watermark_blocks) break;
+    }
+    if (double(blocks) * block_bytes > device_free) {  // time slicing: a neighbour holds the memory
+      q_pop_front(s, Q);
+      s.waiting[q.cls]--;
+      s.tally->pools[R.pool].crashes += in_window(s, t);
+      replica_fail(s, r, t, false, ri);
+      return;
+    }
+    device_free -= double(blocks) * block_bytes;
+    q_pop_front(s, Q);
+    s.waiting[q.cls]--;
+    changed = 1;
+    if (q.t_admit < 0.0) q.t_admit = t;
+    const int32_t sl = R.free_head;
+    Seq& x = slot(s, r, sl);
+    R.free_head = x.next;
+    x.req = ri;
+    x.prev = R.run_tail;
+    x.next = kNone;
+    if (R.run_tail != kNone) slot(s, r, R.run_tail).next = sl; else R.run_head = sl;
+    R.run_tail = sl;
+    x.pf_prev = R.pf_tail;
+    x.pf_next = kNone;
+    if (R.pf_tail != kNone) slot(s, r, R.pf_tail).pf_next = sl; else R.pf_head = sl;
+    R.pf_tail = sl;
+    x.heap_pos = kNone;
+    x.decoding = 0;
+    x.ctx_extra = shared;
+    if (shared > 0) R.prefix_users[q.cls]++;
+    if (shared > 0 && q.in_window && q.t_admit == t) s.tally->classes[q.cls].prefix_hits++;
+    x.prefill_total = total;
+    x.prefill_done = 0;
+    x.out_left = q.output - q.generated;
+    x.blocks = blocks;
+    R.free_blocks -= blocks;
+    R.n_running++;
+    const int64_t c = min_of<int64_t>(budget, total);
+    x.chunk = int32_t(c);
+    budget -= c;
+    pseqs += 1.0;
+    const double cd = double(c), c0 = double(shared);
+    ptoks += cd;
+    pclass[q.cls] += cd;
+    ppairs += cd * c0 + cd * (cd + 1.0) * 0.5;
+    pread += c0;
+  }
+
+  // With a shared queue, work this replica left behind (or sent back) is offered to the others.
+  if (changed && P.router == Router::central_queue && Q.size > 0) {
+    const PoolState& ps = s.pool[R.pool];
+    for (int32_t o = ps.first_replica; o < ps.first_replica + ps.n_replicas; ++o)
+      if (o != r) cont_kick(s, o, t);
+  }
+
+  if (R.n_running == 0) {  // nothing to do: idle until work arrives
+    set_busy(s, r, 0, t);
+    R.run_k = 0;
+    set_next(s, r, kInf);
+    if (R.state == kDraining && (P.router == Router::central_queue || Q.size == 0)) replica_off(s, r, t);
+    return;
+  }
+
+  // 3. plan the run
+  const double n = double(R.n_decode);
+  const double T0 = double(R.A) + n * double(st);
+  const int64_t used = P.kv_total_blocks - R.free_blocks;
+  R.run_blocks0 = double(used);
+  set_busy(s, r, 1, t);
+  R.run_t0 = t;
+  if (ptoks > 0.0) {
+    set_single_step(P, R, ptoks, ppairs, pread, n, T0, pseqs + n);
+    R.run_prefill = 1;
+    R.run_k = 1;
+    R.run_blocks_rate = 0.0;
+  } else {
+    set_decode_run(P, R, n, T0);
+    R.run_prefill = 0;
+    const int64_t k_fin = slot(s, r, fheap_of(s, r)[0]).finish - st + 1;
+    const int64_t k_blk = 1 + steps_covered(s, r, st + 1, R.free_blocks);
+    R.run_k = min_of(k_fin, k_blk);
+    if (p.max_run_steps > 0 && R.run_k > p.max_run_steps) R.run_k = p.max_run_steps;
+    if (P.time_slicing > 1) R.run_k = 1;  // neighbours' memory and turns change step by step
+    R.run_blocks_rate = n / double(R.bs);
+  }
+  if (slowdown > 1.0) {  // busy neighbours take turns on the device
+    Line& l = R.run_line;
+    l.o *= slowdown;
+    l.a1 *= slowdown;
+    l.b1 *= slowdown;
+    l.a2 *= slowdown;
+    l.b2 *= slowdown;
+  }
+  set_class_shares(s, R, pclass, ptoks);
+  set_next(s, r, t + line_sum(R.run_line, R.run_k));
+}
+
+// New work is waiting for replica r: wake it, or end its decode run at the next step boundary.
+FLEETSIM_HD inline void cont_kick(Sim& s, int32_t r, double t) {
+  Replica& R = s.rep[r];
+  if (R.state != kReady && R.state != kDraining) return;  // a starting replica looks at its queue when ready
+  if (!R.busy) {
+    set_busy(s, r, 1, t);
+    R.run_k = 0;
+    R.run_t0 = t;
+    set_next(s, r, t);
+    return;
+  }
+  if (R.run_prefill || R.run_k <= 1 || R.n_running >= R.S) return;
+  const int64_t j = line_steps_until(R.run_line, R.run_k, t - R.run_t0);
+  if (j < R.run_k) {
+    R.run_k = j;
+    set_next(s, r, max_of(t, R.run_t0 + line_sum(R.run_line, j)));
+  }
+}
+
+}  // namespace fleetsim

@@ -1,0 +1,245 @@
+// A replica's life: how long a cold start or a restart takes, failures (crashes, spot reclaims,
+// hardware) and the requests they put back, starting a replica, stopping it, and its becoming ready.
+#pragma once
+#include "accounting.hpp"
+#include "containers.hpp"
+#include "continuous.hpp"
+#include "philox.hpp"
+#include "slots.hpp"
+#include "state.hpp"
+#include "static_batching.hpp"
+#include "steptime.hpp"
+
+namespace fleetsim {
+
+// A stage's duration: its median, spread lognormally by sigma (0: exactly the median).
+FLEETSIM_HD inline double stage_s(const Sim& s, int32_t r, double median, double sigma, uint32_t sub) {
+  if (sigma <= 0.0 || median <= 0.0) return median;
+  const Replica& R = s.rep[r];
+  const double u = s.rng.uniform(Stream::lifecycle, uint32_t(R.pool), uint64_t(r) * 1000003ULL + uint64_t(R.starts), sub);
+  return median * dm::exp(sigma * normal_quantile(u));
+}
+
+// Seconds from asking for a replica to its first request: every stage of a cold start.
+FLEETSIM_HD inline double cold_start_s(const Sim& s, int32_t r) {
+  const Replica& R = s.rep[r];
+  const ColdStartParams& c = s.p->pools[R.pool].cold;
+  const double u = s.rng.uniform(Stream::lifecycle, uint32_t(R.pool), uint64_t(r) * 1000003ULL + uint64_t(R.starts), 0);
+  const bool hit = u < c.cache_hit_probability;
+  const double fetch = hit ? c.weights_bytes / c.cache_bytes_per_s : c.weights_bytes / c.download_bytes_per_s;
+  return stage_s(s, r, c.provision_s, c.provision_sigma, 10) + stage_s(s, r, c.image_pull_s, c.image_pull_sigma, 11) +
+         fetch + c.weights_bytes / c.load_bytes_per_s + stage_s(s, r, c.warmup_s, c.warmup_sigma, 12);
+}
+
+// Seconds for a crashed server to come back on the same node: weights (node-local cache, if it
+// hits) and loading, and warm-up; no new node and no image pull.
+FLEETSIM_HD inline double restart_s(const Sim& s, int32_t r) {
+  const Replica& R = s.rep[r];
+  const ColdStartParams& c = s.p->pools[R.pool].cold;
+  const double u = s.rng.uniform(Stream::lifecycle, uint32_t(R.pool), uint64_t(r) * 1000003ULL + uint64_t(R.starts), 2);
+  const double fetch = u < c.cache_hit_probability ? c.weights_bytes / c.cache_bytes_per_s : c.weights_bytes / c.download_bytes_per_s;
+  return fetch + c.weights_bytes / c.load_bytes_per_s + stage_s(s, r, c.warmup_s, c.warmup_sigma, 12);
+}
+
+// A request whose replica was lost: back to the front of the queue to be retried (a checkpointed
+// class keeps its progress), or given up after max_retries.
+FLEETSIM_HD inline void requeue_lost(Sim& s, Queue& Q, int32_t ri, double t) {
+  Request& q = s.req[ri];
+  const ClassParams& C = s.p->classes[q.cls];
+  ClassTally& T = s.tally->classes[q.cls];
+  if (!C.checkpointed) q.generated = 0;
+  q.retries++;
+  advance_clock(s, t);
+  if (q.retries > C.max_retries) {
+    s.in_system[q.cls]--;
+    if (q.in_window) T.failed++;
+    s.req_free[s.req_free_n++] = ri;
+    return;
+  }
+  if (q.in_window) T.retried++;
+  q_push_front(s, Q, ri);
+  s.waiting[q.cls]++;
+}
+
+// Lose replica r at time t (a crash, a spot reclaim, a hardware failure): its requests are
+// retried, its KV state is gone, and it comes back after a restart on the same node or a full
+// cold start on a new one. `culprit` is a request the replica was taking when it died (or kNone).
+FLEETSIM_HD inline void replica_fail(Sim& s, int32_t r, double t, bool new_node, int32_t culprit) {
+  Replica& R = s.rep[r];
+  const PoolParams& P = pool_of(s, r);
+  Queue& Q = s.q[R.queue];
+  double wasted_from = t;  // work in flight since then is lost; its time still counts as busy
+  if (R.busy && P.batching == Batching::continuous && R.run_k > 0) {
+    wasted_from = R.run_t0;
+    if (!R.run_prefill) {  // the decode steps that completed before t happened: apply them
+      int64_t j = line_steps_until(R.run_line, R.run_k, t - R.run_t0);
+      if (R.run_t0 + line_sum(R.run_line, j) > t) j -= 1;
+      if (j > 0) {
+        const double tj = R.run_t0 + line_sum(R.run_line, j);
+        R.run_k = j;
+        cont_finish_run(s, r, tj);
+        wasted_from = tj;
+      }
+    }
+  } else if (R.busy && P.batching == Batching::fixed_batch && R.batch_n > 0) {
+    // a static batch was accounted when it formed: take back the part that will not run
+    const double a = max_of(t, s.W0), b = min_of(R.t_next, s.W1);
+    if (b > a) {
+      s.tally->pools[R.pool].busy_s -= b - a;
+      for (int32_t c = 0; c < s.p->n_classes; ++c) s.tally->classes[c].busy_s -= (b - a) * R.run_class_share[c];
+    }
+  }
+  if (t > wasted_from) {
+    const double a = max_of(wasted_from, s.W0), b = min_of(t, s.W1);
+    if (b > a) {
+      s.tally->pools[R.pool].busy_s += b - a;
+      for (int32_t c = 0; c < s.p->n_classes; ++c) s.tally->classes[c].busy_s += (b - a) * R.run_class_share[c];
+    }
+  }
+  if (culprit != kNone) requeue_lost(s, Q, culprit, t);
+  if (P.batching == Batching::continuous) {
+    while (R.run_tail != kNone) {  // newest first, so the oldest ends up at the front
+      const int32_t sl = R.run_tail;
+      Seq& x = slot(s, r, sl);
+      if (x.decoding) {
+        s.req[x.req].generated += int32_t(R.step - x.s0);
+        stop_decoding(s, r, sl);
+      } else {
+        list_remove_pf(s, r, sl);
+      }
+      const int32_t ri = x.req;
+      release_slot(s, r, sl);
+      requeue_lost(s, Q, ri, t);
+    }
+    R.free_blocks = P.kv_total_blocks;
+    R.pinned_blocks = 0;
+    R.prefix_ready = 0;
+  } else {
+    for (int32_t i = R.batch_n - 1; i >= 0; --i) requeue_lost(s, Q, slot(s, r, i).req, t);
+    R.batch_n = 0;
+  }
+  set_busy(s, r, 0, t);
+  R.run_k = 0;
+  R.run_prefill = 0;
+  const bool was_draining = R.state == kDraining;
+  if (P.router != Router::central_queue) {
+    // the load balancer sends the lost requests, and those queued here, to ready replicas
+    const PoolState& ps = s.pool[R.pool];
+    while (Q.size > 0) {
+      int32_t best = kNone, best_out = 0;
+      for (int32_t o = ps.first_replica; o < ps.first_replica + ps.n_replicas; ++o) {
+        // keep room in its queue for everything it runs: a preemption or failure pushes those back
+        const int32_t out = outstanding(s, o);
+        if (o == r || s.rep[o].state != kReady || out >= s.q[s.rep[o].queue].cap) continue;
+        if (best == kNone || out < best_out) {
+          best = o;
+          best_out = out;
+        }
+      }
+      if (best == kNone) break;
+      Queue& O = s.q[s.rep[best].queue];
+      const bool was_empty = O.size == 0;
+      q_push_back(s, O, q_pop_front(s, Q));
+      if (was_empty) {
+        if (P.batching == Batching::continuous) cont_kick(s, best, t);
+        else static_try_start(s, best, t);
+      }
+    }
+  }
+  if (was_draining && Q.size == 0) {  // it was leaving anyway
+    replica_off(s, r, t);
+    return;
+  }
+  const double back = new_node ? cold_start_s(s, r) : restart_s(s, r);
+  R.starts++;
+  if (new_node) {  // a replacement node counts against the nodes obtainable
+    PoolState& ps = s.pool[R.pool];
+    ps.start_t[ps.start_head] = t;
+    ps.start_head = ps.start_head + 1 == kScaleHistory ? 0 : ps.start_head + 1;
+    ps.starts++;
+  }
+  set_state(s, r, kStarting, t);
+  set_next(s, r, t + back);
+  if (P.router == Router::central_queue && Q.size > 0) {  // the others can take the retried work now
+    const PoolState& ps = s.pool[R.pool];
+    for (int32_t o = ps.first_replica; o < ps.first_replica + ps.n_replicas; ++o)
+      if (o != r) {
+        if (P.batching == Batching::continuous) cont_kick(s, o, t);
+        else static_try_start(s, o, t);
+      }
+  }
+}
+
+// A spot reclaim or hardware failure hits one provisioned replica of pool pi, chosen uniformly.
+FLEETSIM_HD inline void pool_interrupt(Sim& s, int32_t pi, double t) {
+  PoolState& ps = s.pool[pi];
+  const double u = s.rng.uniform(Stream::lifecycle, uint32_t(16 + pi), uint64_t(ps.fail_draws++), 3);
+  int32_t k = int32_t(u * double(ps.n_prov));
+  int32_t victim = kNone;
+  for (int32_t r = ps.first_replica; r < ps.first_replica + ps.n_replicas && victim == kNone; ++r)
+    if (s.rep[r].state != kOff && k-- == 0) victim = r;
+  s.tally->pools[pi].interruptions += in_window(s, t);
+  ps.next_fail = kInf;
+  if (victim != kNone) replica_fail(s, victim, t, true, kNone);
+  // the next one (set_state redraws only when the provisioned count changes)
+  const double rate = s.p->pools[pi].interruptions_per_s * double(ps.n_prov);
+  if (rate > 0.0) {
+    const double v = s.rng.uniform(Stream::lifecycle, uint32_t(16 + pi), uint64_t(ps.fail_draws++), 1);
+    ps.next_fail = t - dm::log(v) / rate;
+  }
+}
+
+// Ask for a new replica in a free slot of pool pi; false if none is free or capacity is capped.
+FLEETSIM_HD inline bool replica_start(Sim& s, int32_t pi, double t) {
+  PoolState& ps = s.pool[pi];
+  const AutoscaleParams& A = s.p->pools[pi].autoscale;
+  if (A.max_starts > 0 && ps.starts >= A.max_starts) return false;
+  if (A.max_starts_per_hour > 0.0) {
+    int32_t recent = 0;  // starts within the last hour (the ring keeps the latest kScaleHistory)
+    for (int32_t i = 0; i < min_of(ps.starts, kScaleHistory); ++i)
+      if (t - ps.start_t[i] < 3600.0) ++recent;
+    if (double(recent) >= A.max_starts_per_hour) return false;
+  }
+  for (int32_t r = ps.first_replica; r < ps.first_replica + ps.n_replicas; ++r) {
+    Replica& R = s.rep[r];
+    if (R.state != kOff) continue;
+    set_state(s, r, kStarting, t);
+    set_next(s, r, t + cold_start_s(s, r));
+    R.starts++;
+    ps.start_t[ps.start_head] = t;
+    ps.start_head = ps.start_head + 1 == kScaleHistory ? 0 : ps.start_head + 1;
+    ps.starts++;
+    ps.last_scale = t;
+    s.tally->pools[pi].scale_ups += in_window(s, t);
+    return true;
+  }
+  return false;
+}
+
+// A replica stops billing: it has drained, or it was idle when the autoscaler removed it.
+FLEETSIM_HD inline void replica_off(Sim& s, int32_t r, double t) {
+  Replica& R = s.rep[r];
+  R.free_blocks += R.pinned_blocks;  // the node and its cache are gone
+  R.pinned_blocks = 0;
+  R.prefix_ready = 0;
+  set_busy(s, r, 0, t);
+  set_state(s, r, kOff, t);
+  R.run_k = 0;
+  set_next(s, r, kInf);
+}
+
+// The end of a cold start: the replica serves from now on.
+FLEETSIM_HD inline void replica_ready(Sim& s, int32_t r, double t) {
+  Replica& R = s.rep[r];
+  const PoolParams& P = pool_of(s, r);
+  set_state(s, r, kReady, t);
+  R.t_next = kInf;
+  rh_update(s, r);
+  if (P.batching == Batching::continuous) {
+    if (s.q[R.queue].size > 0) cont_kick(s, r, t);
+  } else {
+    static_try_start(s, r, t);
+  }
+}
+
+}  // namespace fleetsim

@@ -1,0 +1,144 @@
+// An arrival: its lengths, the response cache, admission control (too long, no replica, queue
+// full), which replica's queue takes it, and waking the replicas that can serve it.
+#pragma once
+#include "accounting.hpp"
+#include "containers.hpp"
+#include "continuous.hpp"
+#include "lifecycle.hpp"
+#include "philox.hpp"
+#include "state.hpp"
+#include "static_batching.hpp"
+#include "tally.hpp"
+#include "workload.hpp"
+
+namespace fleetsim {
+
+FLEETSIM_HD inline void handle_arrival(Sim& s, int32_t cls, double t) {
+  const ClassParams& C = s.p->classes[cls];
+  const PoolParams& P = s.p->pools[C.pool];
+  PoolState& ps = s.pool[C.pool];
+  ClassTally& T = s.tally->classes[cls];
+  const uint64_t idx = s.arr[cls].index++;
+  int64_t prompt, output;
+  if (C.arrivals.kind == ArrivalKind::trace) {
+    prompt = C.arrivals.trace_prompt[idx];
+    output = C.arrivals.trace_output[idx];
+  } else {
+    prompt = sample_length(C.prompt, s.rng, Stream::prompt, uint32_t(cls), idx);
+    output = sample_length(C.output, s.rng, Stream::output, uint32_t(cls), idx);
+  }
+  if (prompt < 1) prompt = 1;
+  double u_prefix, u_cache;
+  s.rng.uniform2(Stream::accept, uint32_t(cls), idx, 1, u_prefix, u_cache);
+  const bool has_prefix = u_prefix < C.prefix_share && C.prefix_tokens > 0;
+  if (has_prefix && prompt <= C.prefix_tokens) prompt = C.prefix_tokens + 1;  // it starts with the prefix
+  if (P.generative) {
+    if (prompt > P.max_context - 1) prompt = P.max_context - 1;
+    if (output < 1) output = 1;
+    if (output > P.max_context - prompt) output = P.max_context - prompt;
+  } else {
+    if (prompt > P.max_context) prompt = P.max_context;
+    output = 0;
+  }
+  const bool in_window = t >= s.W0;
+  if (in_window) T.arrived++;
+  if (u_cache < C.response_cache_hit_rate) {  // answered from the cache: no queue, no device
+    if (in_window) {
+      T.completed++;
+      T.cache_hits++;
+      T.input_tokens += double(prompt);
+      T.output_tokens += double(output);
+      hist_add(T.e2e, C.response_cache_latency_s);
+      hist_add(T.ttft, C.response_cache_latency_s);
+      hist_add(T.queue_wait, 0.0);
+    }
+    return;
+  }
+
+  // a request that cannot fit in KV even alone
+  bool too_long;
+  if (P.batching == Batching::continuous) {
+    const int64_t kv_tokens = P.generative ? prompt + output - 1 : prompt;
+    // a naive server has no such check: it takes the request and runs out of memory on it
+    too_long = !P.crash_on_kv_exhausted && ceil_div(kv_tokens, P.kv_block_tokens) > P.kv_total_blocks - P.kv_watermark_blocks;
+  } else {
+    too_long = prompt + output > P.kv_total_blocks * P.kv_block_tokens;
+  }
+  if (too_long) {
+    if (in_window) T.rejected_too_long++;
+    return;
+  }
+
+  // only replicas that are ready or starting take new requests; scale-to-zero wakes one
+  ps.arrivals_since += 1.0;
+  if (ps.n_ready + ps.n_starting == 0 && !replica_start(s, C.pool, t)) {
+    if (in_window) T.rejected_queue_full++;  // no replica and none obtainable
+    return;
+  }
+  // route to ready replicas; only when none is ready, to one still starting (it holds the queue)
+  const int32_t want = ps.n_ready > 0 ? int32_t(kReady) : int32_t(kStarting);
+  auto active = [&](int32_t r) { return s.rep[r].state == want; };
+  int32_t target = kNone;  // the replica whose queue takes it (any active replica of a central queue)
+  if (P.router == Router::round_robin) {
+    for (int32_t k = 0; k < ps.n_replicas && target == kNone; ++k) {
+      const int32_t r = ps.first_replica + ps.rr_next;
+      ps.rr_next = ps.rr_next + 1 == ps.n_replicas ? 0 : ps.rr_next + 1;
+      if (active(r)) target = r;
+    }
+  } else {
+    int32_t best = 0;
+    for (int32_t r = ps.first_replica; r < ps.first_replica + ps.n_replicas; ++r) {
+      if (!active(r)) continue;
+      const int32_t o = outstanding(s, r);
+      if (target == kNone || o < best) { best = o; target = r; }
+      if (P.router == Router::central_queue) break;
+    }
+  }
+  Queue& Q = s.q[s.rep[target].queue];
+  if (Q.size >= P.queue_limit || s.req_free_n == 0) {
+    if (in_window) T.rejected_queue_full++;
+    return;
+  }
+  const int32_t ri = s.req_free[--s.req_free_n];
+  Request& q = s.req[ri];
+  q.t_arrive = t;
+  q.t_first = -1.0;
+  q.t_admit = -1.0;
+  q.prompt = int32_t(prompt);
+  q.output = int32_t(output);
+  q.generated = 0;
+  q.in_window = in_window ? 1 : 0;
+  q.cls = int16_t(cls);
+  q.retries = 0;
+  q.has_prefix = has_prefix ? 1 : 0;
+  const bool was_empty = Q.size == 0;
+  advance_clock(s, t);
+  if (s.prioritized) q_insert_by_priority(s, Q, ri, C.priority, s.class_priority);
+  else q_push_back(s, Q, ri);
+  s.waiting[cls]++;
+  s.in_system[cls]++;
+
+  const int32_t r0 = ps.first_replica, r1 = ps.first_replica + ps.n_replicas;
+  if (P.batching == Batching::continuous) {
+    if (P.router != Router::central_queue) {
+      if (was_empty || !s.rep[target].busy) cont_kick(s, target, t);
+    } else if (was_empty) {
+      int32_t idle = kNone;
+      for (int32_t r = r0; r < r1; ++r)
+        if (!s.rep[r].busy && s.rep[r].state == kReady) { idle = r; break; }
+      if (idle != kNone) {
+        cont_kick(s, idle, t);
+      } else {
+        for (int32_t r = r0; r < r1; ++r) cont_kick(s, r, t);
+      }
+    }
+  } else {
+    if (P.router != Router::central_queue) {
+      static_try_start(s, target, t);
+    } else {
+      for (int32_t r = r0; r < r1; ++r) static_try_start(s, r, t);
+    }
+  }
+}
+
+}  // namespace fleetsim

@@ -1,0 +1,311 @@
+// The data of one simulation: requests, batch slots, queues, replicas, per-pool state, and the Sim
+// that points into a flat workspace; the workspace's layout, and sim_bind, which lays it out and
+// resets it. Plain structs: no allocation, exceptions, virtual calls or containers in the core.
+#pragma once
+#include "params.hpp"
+#include "philox.hpp"
+#include "steptime.hpp"
+#include "tally.hpp"
+#include "workload.hpp"
+
+namespace fleetsim {
+
+constexpr int32_t kNone = -1;
+
+struct Request {
+  double t_arrive;
+  double t_first;  // first output token (or result, for non-generative models); < 0 if none yet
+  double t_admit;  // first admission into a batch; < 0 if none yet
+  int32_t prompt;
+  int32_t output;
+  int32_t generated;  // output tokens emitted before the current prefill of this request
+  int16_t in_window;
+  int16_t cls;        // request class
+  int16_t retries;    // times its replica was lost under it
+  int16_t has_prefix; // starts with its class's shared prefix
+};
+
+// A running sequence (a batch slot of a replica).
+struct Seq {
+  int32_t req;
+  int32_t prev, next;        // admission order; `next` also links the free slots
+  int32_t pf_prev, pf_next;  // sequences still in prefill, admission order
+  int32_t heap_pos;          // position in the finish heap while decoding
+  int32_t decoding;
+  int32_t residue;           // decode steps s with s % block == residue need a new KV block
+  int32_t prefill_total;     // tokens this prefill computes (prompt, plus output so far after preemption)
+  int32_t prefill_done;
+  int32_t chunk;             // prefill tokens scheduled in the step in flight
+  int32_t out_left;          // output tokens still to emit, counting the one the prefill emits
+  int64_t blocks;            // KV blocks held while prefilling (the whole prefill)
+  int64_t s0;                // first decode step
+  int64_t L0;                // KV tokens of its own before step s0
+  int32_t ctx_extra;         // shared-prefix tokens it attends to but does not hold
+  int64_t finish;            // last decode step
+};
+
+struct Queue {
+  int32_t base, cap, head, size;
+};
+
+enum ReplicaState : int32_t { kOff = 0, kStarting = 1, kReady = 2, kDraining = 3 };
+
+struct Replica {
+  double t_next;  // end of the run in flight, a static-batching timer, the end of a cold start, or kInf
+  int32_t busy;   // a run (possibly of zero steps: a wake-up) is in flight
+  int32_t state;  // ReplicaState
+  int32_t starts; // cold starts so far (keys its random draws)
+  int32_t pool;
+  int32_t queue;
+  int32_t S;          // batch slots
+  int32_t bs;         // KV block tokens
+  int64_t slot_base;  // first slot in the seq and finish-heap arrays
+  int64_t res_base;   // first counter in the residue array
+  int64_t step;   // index of the next step to start
+  int32_t n_running, n_decode;
+  int32_t n_decode_class[kMaxClasses];
+  int32_t run_head, run_tail, pf_head, pf_tail, free_head;
+  int32_t heap_n;
+  int64_t A;  // sum over decoding sequences of (L0 + ctx_extra - s0): context tokens at step s are A + n s
+  int64_t free_blocks;
+  int64_t pinned_blocks;  // held by cached shared prefixes
+  int32_t prefix_ready;   // bit c: class c's prefix is cached here
+  int32_t prefix_users[kMaxClasses];  // running sequences attending to class c's cached prefix
+  // run in flight
+  double run_t0;
+  int64_t run_k;
+  int32_t run_prefill;
+  Line run_line;
+  double run_fa, run_fb, run_ba, run_bb;  // FLOPs and bytes of step j: a + b j
+  double run_in_share;                    // fraction of the run's time attributed to input tokens
+  double run_seqs;                        // sequences in each step of the run
+  double run_blocks0, run_blocks_rate;    // allocated KV blocks at j = 0, and growth per step
+  double run_class_share[kMaxClasses];    // share of the run's time spent on each class
+  // static batching
+  int32_t batch_n;
+  double batch_t_first;
+};
+
+// The flat workspace of one simulation.
+constexpr int32_t kScaleHistory = 64;
+constexpr int32_t kTtftSamples = 128;
+
+// Per-pool state: replica counts for the time integrals, and the autoscaler's memory.
+struct PoolState {
+  int32_t first_replica, n_replicas;  // replica slots [first, first + n)
+  int32_t first_queue, n_queues;
+  int32_t rr_next;
+  int32_t n_prov, n_ready, n_starting, n_draining, n_busy;  // provisioned = starting + ready + draining
+  double t_clock;                                            // integrals are up to here
+  double busy_acc;                                           // busy replica-seconds since the last evaluation
+  double arrivals_since;                                     // arrivals since the last evaluation
+  double next_eval, last_eval, last_scale;
+  int32_t hist_n, hist_head;
+  double hist_t[kScaleHistory];
+  int32_t hist_d[kScaleHistory];
+  int32_t ttft_n, ttft_head;
+  double ttft_t[kTtftSamples], ttft_v[kTtftSamples];
+  int32_t starts;  // replicas started so far
+  int32_t start_head;
+  double next_fail;    // the next spot reclaim or hardware failure among the pool's replicas
+  int64_t fail_draws;  // random draws for failures so far
+  double start_t[kScaleHistory];  // times of the latest starts (for the per-hour cap)
+};
+
+struct Sim {
+  const SimParams* p;
+  Tally* tally;
+  PoolState* pool;
+  Rng rng;
+  Request* req;
+  int32_t* req_free;
+  int32_t req_free_n;
+  int32_t* qbuf;
+  Queue* q;
+  int32_t nq;
+  Replica* rep;
+  Seq* seq;
+  int32_t* fheap;
+  int32_t* rescnt;
+  int32_t* rheap;
+  int32_t* rheap_pos;
+  int32_t n_replicas;
+  double W0, W1;
+  double t_clock;
+  int64_t in_system[kMaxClasses], waiting[kMaxClasses];
+  ArrivalCursor arr[kMaxClasses];
+  double next_arrival[kMaxClasses];
+  int32_t class_priority[kMaxClasses];
+  int32_t prioritized;  // classes differ in priority
+};
+
+struct WorkspaceLayout {
+  uint64_t pools, req, req_free, qbuf, q, rep, seq, fheap, rescnt, rheap, rheap_pos, total;
+  int32_t n_replicas, nq, req_cap;
+  int64_t slots, residues, qbuf_len;
+};
+
+FLEETSIM_HD inline uint64_t align_up(uint64_t x) { return (x + 15) & ~uint64_t(15); }
+
+FLEETSIM_HD FLEETSIM_FORCEINLINE int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+FLEETSIM_HD FLEETSIM_FORCEINLINE int32_t pool_slots(const PoolParams& P) {
+  return P.batching == Batching::continuous ? P.max_num_seqs : P.max_batch;
+}
+FLEETSIM_HD FLEETSIM_FORCEINLINE int32_t pool_queues(const PoolParams& P) {
+  return P.router == Router::central_queue ? 1 : P.max_replicas;
+}
+// A queue holds at most queue_limit fresh requests plus, per replica it feeds, as many preempted
+// ones as that replica has slots (running + preempted-waiting <= slots, see docs/model.md).
+FLEETSIM_HD FLEETSIM_FORCEINLINE int32_t pool_queue_cap(const PoolParams& P) {
+  return P.queue_limit + (P.router == Router::central_queue ? P.max_replicas : 1) * pool_slots(P);
+}
+
+FLEETSIM_HD inline WorkspaceLayout workspace_layout(const SimParams& p) {
+  WorkspaceLayout l;
+  l.n_replicas = 0;
+  l.nq = 0;
+  l.req_cap = 0;
+  l.slots = l.residues = l.qbuf_len = 0;
+  for (int32_t i = 0; i < p.n_pools; ++i) {
+    const PoolParams& P = p.pools[i];
+    const int32_t S = pool_slots(P), nq = pool_queues(P);
+    l.n_replicas += P.max_replicas;
+    l.nq += nq;
+    l.req_cap += nq * P.queue_limit + P.max_replicas * S;
+    l.slots += int64_t(P.max_replicas) * S;
+    l.residues += int64_t(P.max_replicas) * P.kv_block_tokens;
+    l.qbuf_len += int64_t(nq) * pool_queue_cap(P);
+  }
+  uint64_t off = 0;
+  l.pools = off;     off = align_up(off + sizeof(PoolState) * uint64_t(p.n_pools));
+  l.req = off;       off = align_up(off + sizeof(Request) * uint64_t(l.req_cap));
+  l.req_free = off;  off = align_up(off + sizeof(int32_t) * uint64_t(l.req_cap));
+  l.qbuf = off;      off = align_up(off + sizeof(int32_t) * uint64_t(l.qbuf_len));
+  l.q = off;         off = align_up(off + sizeof(Queue) * uint64_t(l.nq));
+  l.rep = off;       off = align_up(off + sizeof(Replica) * uint64_t(l.n_replicas));
+  l.seq = off;       off = align_up(off + sizeof(Seq) * uint64_t(l.slots));
+  l.fheap = off;     off = align_up(off + sizeof(int32_t) * uint64_t(l.slots));
+  l.rescnt = off;    off = align_up(off + sizeof(int32_t) * uint64_t(l.residues));
+  l.rheap = off;     off = align_up(off + sizeof(int32_t) * uint64_t(l.n_replicas));
+  l.rheap_pos = off; off = align_up(off + sizeof(int32_t) * uint64_t(l.n_replicas));
+  l.total = off;
+  return l;
+}
+
+// Bind the workspace at `base` (workspace_layout(p).total bytes) and reset it.
+FLEETSIM_HD inline Sim sim_bind(const SimParams& p, uint32_t replication, uint8_t* base, Tally* tally) {
+  const WorkspaceLayout l = workspace_layout(p);
+  Sim s;
+  s.p = &p;
+  s.tally = tally;
+  s.rng = make_rng(p.seed, replication);
+  s.req = reinterpret_cast<Request*>(base + l.req);
+  s.req_free = reinterpret_cast<int32_t*>(base + l.req_free);
+  s.qbuf = reinterpret_cast<int32_t*>(base + l.qbuf);
+  s.q = reinterpret_cast<Queue*>(base + l.q);
+  s.rep = reinterpret_cast<Replica*>(base + l.rep);
+  s.seq = reinterpret_cast<Seq*>(base + l.seq);
+  s.fheap = reinterpret_cast<int32_t*>(base + l.fheap);
+  s.rescnt = reinterpret_cast<int32_t*>(base + l.rescnt);
+  s.rheap = reinterpret_cast<int32_t*>(base + l.rheap);
+  s.rheap_pos = reinterpret_cast<int32_t*>(base + l.rheap_pos);
+  s.pool = reinterpret_cast<PoolState*>(base + l.pools);
+  s.n_replicas = l.n_replicas;
+  s.nq = l.nq;
+  s.W0 = p.warmup_s;
+  s.W1 = p.duration_s;
+  s.t_clock = 0.0;
+  for (int32_t c = 0; c < kMaxClasses; ++c) {
+    s.in_system[c] = 0;
+    s.waiting[c] = 0;
+  }
+  s.req_free_n = l.req_cap;
+  for (int32_t i = 0; i < l.req_cap; ++i) s.req_free[i] = l.req_cap - 1 - i;
+  int32_t r = 0, qi = 0, qbase = 0;
+  int64_t slot_base = 0, res_base = 0;
+  for (int32_t pi = 0; pi < p.n_pools; ++pi) {
+    const PoolParams& P = p.pools[pi];
+    PoolState& ps = s.pool[pi];
+    ps.first_replica = r;
+    ps.n_replicas = P.max_replicas;
+    ps.first_queue = qi;
+    ps.n_queues = pool_queues(P);
+    ps.rr_next = 0;
+    ps.n_prov = ps.n_ready = ps.n_starting = ps.n_draining = ps.n_busy = 0;
+    ps.t_clock = 0.0;
+    ps.busy_acc = ps.arrivals_since = 0.0;
+    ps.next_eval = P.autoscale.enabled ? P.autoscale.interval_s : kInf;
+    ps.last_eval = 0.0;
+    ps.last_scale = -kInf;
+    ps.hist_n = ps.hist_head = ps.ttft_n = ps.ttft_head = 0;
+    ps.starts = ps.start_head = 0;
+    ps.next_fail = kInf;
+    ps.fail_draws = 0;
+    const int32_t qcap = pool_queue_cap(P);
+    for (int32_t i = 0; i < ps.n_queues; ++i, ++qi) {
+      s.q[qi].base = qbase;
+      s.q[qi].cap = qcap;
+      s.q[qi].head = 0;
+      s.q[qi].size = 0;
+      qbase += qcap;
+    }
+    const int32_t S = pool_slots(P);
+    for (int32_t k = 0; k < P.max_replicas; ++k, ++r) {
+      Replica& R = s.rep[r];
+      R.t_next = kInf;
+      R.busy = 0;
+      R.state = kOff;
+      R.starts = 0;
+      R.pool = pi;
+      R.queue = ps.first_queue + (P.router == Router::central_queue ? 0 : k);
+      R.S = S;
+      R.bs = P.kv_block_tokens;
+      R.slot_base = slot_base;
+      R.res_base = res_base;
+      slot_base += S;
+      res_base += P.kv_block_tokens;
+      R.step = 0;
+      R.n_running = R.n_decode = 0;
+      for (int32_t c = 0; c < kMaxClasses; ++c) {
+        R.n_decode_class[c] = 0;
+        R.run_class_share[c] = 0.0;
+      }
+      R.run_head = R.run_tail = R.pf_head = R.pf_tail = kNone;
+      R.free_head = 0;
+      for (int32_t i = 0; i < S; ++i) {
+        Seq& x = s.seq[R.slot_base + i];
+        x.next = i + 1 < S ? i + 1 : kNone;
+        x.heap_pos = kNone;
+        x.decoding = 0;
+        x.chunk = 0;
+        x.ctx_extra = 0;
+      }
+      R.heap_n = 0;
+      R.A = 0;
+      R.free_blocks = P.kv_total_blocks;
+      R.pinned_blocks = 0;
+      R.prefix_ready = 0;
+      for (int32_t c = 0; c < kMaxClasses; ++c) R.prefix_users[c] = 0;
+      R.run_t0 = 0.0;
+      R.run_k = 0;
+      R.run_prefill = 0;
+      R.batch_n = 0;
+      R.batch_t_first = 0.0;
+      for (int32_t i = 0; i < P.kv_block_tokens; ++i) s.rescnt[R.res_base + i] = 0;
+      s.rheap[r] = r;
+      s.rheap_pos[r] = r;
+    }
+  }
+  s.prioritized = 0;
+  for (int32_t c = 0; c < p.n_classes; ++c) {
+    s.arr[c].candidate = 0;
+    s.arr[c].index = 0;
+    s.arr[c].next_t = 0.0;
+    s.class_priority[c] = p.classes[c].priority;
+    if (p.classes[c].priority != p.classes[0].priority) s.prioritized = 1;
+  }
+  return s;
+}
+
+}  // namespace fleetsim

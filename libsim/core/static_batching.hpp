@@ -1,0 +1,89 @@
+// Static batching: form a padded batch from the queue (when full or when its window closes) and run
+// it to completion; finish it.
+#pragma once
+#include "accounting.hpp"
+#include "containers.hpp"
+#include "decls.hpp"
+#include "state.hpp"
+#include "steptime.hpp"
+#include "stepwork.hpp"
+
+namespace fleetsim {
+
+FLEETSIM_HD inline void static_try_start(Sim& s, int32_t r, double t) {
+  const PoolParams& P = pool_of(s, r);
+  Replica& R = s.rep[r];
+  if (R.busy || R.state == kOff || R.state == kStarting) return;
+  if (R.state == kDraining && P.router == Router::central_queue) {
+    replica_off(s, r, t);
+    return;
+  }
+  Queue& Q = s.q[R.queue];
+  if (Q.size == 0) {
+    if (R.state == kDraining) {
+      replica_off(s, r, t);
+      return;
+    }
+    if (R.t_next != kInf) set_next(s, r, kInf);
+    return;
+  }
+  const double deadline = s.req[q_at(s, Q, 0)].t_arrive + P.batch_window_s;
+  if (Q.size < P.max_batch && t < deadline) {
+    if (R.t_next != deadline) set_next(s, r, deadline);
+    return;
+  }
+  // form the batch: FCFS while the padded batch fits in the KV cache
+  const int64_t cap = P.kv_total_blocks * R.bs;
+  int64_t n = 0, pmax = 0, omax = 0;
+  double nclass[kMaxClasses];
+  for (int32_t c = 0; c < kMaxClasses; ++c) nclass[c] = 0.0;
+  while (n < P.max_batch && Q.size > 0) {
+    const Request& q = s.req[q_at(s, Q, 0)];
+    const int64_t np = max_of<int64_t>(pmax, q.prompt), no = max_of<int64_t>(omax, q.output);
+    if ((n + 1) * (np + no) > cap) break;
+    const int32_t ri = q_pop_front(s, Q);
+    advance_clock(s, t);
+    s.waiting[q.cls]--;
+    s.req[ri].t_admit = t;
+    slot(s, r, int32_t(n)).req = ri;
+    nclass[q.cls] += 1.0;
+    pmax = np;
+    omax = no;
+    ++n;
+  }
+  const double dn = double(n), dp = double(pmax);
+  // prefill of the padded batch
+  set_single_step(P, R, dn * dp, dn * dp * (dp + 1.0) * 0.5, 0.0, 0.0, 0.0, dn);
+  for (int32_t c = 0; c < s.p->n_classes; ++c) R.run_class_share[c] = nclass[c] / dn;
+  R.run_blocks0 = double(ceil_div(n * (pmax + omax), R.bs));
+  R.run_blocks_rate = 0.0;
+  const double t_first = t + R.run_line.o;
+  account_run(s, R, 1, t, t_first);
+  double t_end = t_first;
+  if (P.generative && omax >= 2) {
+    set_decode_run(P, R, dn, dn * dp);
+    const int64_t k = omax - 1;
+    t_end = t_first + line_sum(R.run_line, k);
+    account_run(s, R, k, t_first, t_end);
+  }
+  R.batch_n = int32_t(n);
+  R.batch_t_first = t_first;
+  set_busy(s, r, 1, t);
+  set_next(s, r, t_end);
+}
+
+FLEETSIM_HD inline void static_finish(Sim& s, int32_t r, double t) {
+  Replica& R = s.rep[r];
+  for (int32_t i = 0; i < R.batch_n; ++i) {
+    const int32_t ri = slot(s, r, i).req;
+    Request& q = s.req[ri];
+    q.t_first = R.batch_t_first;
+    q.generated = q.output;
+    record_done(s, ri, t);
+  }
+  R.batch_n = 0;
+  set_busy(s, r, 0, t);
+  set_next(s, r, kInf);
+}
+
+}  // namespace fleetsim

@@ -1,0 +1,128 @@
+// Scenario files: one request class (arrival process, trace, prompt and output lengths) and its
+// caching keys.
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <string>
+
+#include "catalog.hpp"
+#include "error.hpp"
+#include "scenario_internal.hpp"
+#include "trace.hpp"
+
+namespace fleetsim::detail {
+
+RequestClassSpec build_class(const N& wl, const PoolSpec& pool, double duration_s, Source& src) {
+  RequestClassSpec C;
+  const N ar = wl.req("arrival");
+  ar.allow_keys({"process", "rate_per_s", "cv", "peak_to_mean", "period_s", "peak_at_s", "path", "time_scale",
+                 "start_s", "stop_s"});
+  C.start_s = ar.has("start_s") ? ar.at("start_s").num_in(0, duration_s, "start_s") : 0.0;
+  C.stop_s = ar.has("stop_s") ? ar.at("stop_s").num_in(0, 1e12, "stop_s") : duration_s;
+  if (C.stop_s < C.start_s) ar.at("stop_s").fail("stop_s must be >= start_s", ErrorKind::inconsistent);
+  const std::string proc = ar.req("process").choice({"poisson", "gamma", "diurnal", "trace"});
+  auto only = [&](std::initializer_list<const char*> allowed) {
+    for (const char* k : {"rate_per_s", "cv", "peak_to_mean", "period_s", "peak_at_s", "path", "time_scale"}) {
+      bool ok = false;
+      for (const char* a : allowed) ok = ok || std::string(a) == k;
+      if (!ok && ar.has(k)) ar.at(k).fail(std::string("'") + k + "' does not apply to process: " + proc, ErrorKind::inconsistent);
+    }
+  };
+  if (proc == "poisson") {
+    only({"rate_per_s"});
+    C.arrival = ArrivalKind::poisson;
+    C.rate_per_s = ar.req("rate_per_s").pos(1e6);
+  } else if (proc == "gamma") {
+    only({"rate_per_s", "cv"});
+    C.arrival = ArrivalKind::gamma;
+    C.rate_per_s = ar.req("rate_per_s").pos(1e6);
+    C.cv = ar.req("cv").num_in(0.05, 30, "cv");
+  } else if (proc == "diurnal") {
+    only({"rate_per_s", "peak_to_mean", "period_s", "peak_at_s"});
+    C.arrival = ArrivalKind::diurnal;
+    C.rate_per_s = ar.req("rate_per_s").pos(1e6);
+    C.peak_to_mean = ar.req("peak_to_mean").num_in(1, 2, "peak_to_mean");
+    C.period_s = ar.has("period_s") ? ar.at("period_s").pos(365.0 * 86400) : 86400;
+    C.peak_at_s = ar.has("peak_at_s") ? ar.at("peak_at_s").num_in(0, 365.0 * 86400) : 0;
+  } else {
+    only({"path", "time_scale"});
+    C.arrival = ArrivalKind::trace;
+    C.trace_path = ar.req("path").str();
+    std::string path = C.trace_path;
+    if (!std::filesystem::path(path).is_absolute()) path = (std::filesystem::path(src.base_dir) / path).string();
+    C.time_scale = ar.has("time_scale") ? ar.at("time_scale").pos(1e6) : 1.0;
+    std::ostringstream key;
+    key.precision(17);
+    key << path << '\n' << C.time_scale;
+    {
+      std::unique_lock<std::mutex> lock(src.cache->mutex);
+      auto it = src.cache->traces.find(key.str());
+      if (it != src.cache->traces.end()) C.trace = it->second;
+    }
+    if (!C.trace) {
+      auto t = std::make_shared<TraceData>();
+      try {
+        *t = load_trace_csv(path);
+      } catch (const InputError& e) {
+        ar.at("path").fail(e.one_line());
+      }
+      for (auto& x : t->t_s) x *= C.time_scale;
+      std::unique_lock<std::mutex> lock(src.cache->mutex);
+      C.trace = src.cache->traces.emplace(key.str(), std::move(t)).first->second;
+    }
+    if (wl.has("prompt_tokens") || wl.has("output_tokens"))
+      (wl.has("prompt_tokens") ? wl.at("prompt_tokens") : wl.at("output_tokens"))
+          .fail("a trace supplies its own lengths; remove prompt_tokens/output_tokens", ErrorKind::inconsistent);
+    const double span = C.trace->t_s.back() > 0 ? C.trace->t_s.back() : 1.0;
+    C.rate_per_s = double(C.trace->t_s.size()) / span;
+  }
+  const bool generative = pool.model.kind == ModelKind::generate;
+  if (C.arrival != ArrivalKind::trace) {
+    C.prompt = parse_dist(wl.req("prompt_tokens"), src.base_dir);
+    if (generative) {
+      C.output = parse_dist(wl.req("output_tokens"), src.base_dir);
+    } else {
+      if (wl.has("output_tokens"))
+        wl.at("output_tokens").fail(std::string("model '") + pool.model.name + "' is a " + model_kind_name(pool.model.kind) +
+                                   " model: it generates no tokens, so output_tokens does not apply",
+                                   ErrorKind::inconsistent);
+      C.output.kind = DistKind::fixed;
+      C.output.a = 1;
+      C.output.describe = "none";
+    }
+    C.mean_prompt_tokens = mean_of(C.prompt, pool.model.max_context, src.cache);
+    C.mean_output_tokens = generative ? mean_of(C.output, pool.model.max_context, src.cache) : 0;
+  } else {
+    double sp = 0, so = 0;
+    const TraceData& tr = *C.trace;
+    for (size_t i = 0; i < tr.prompt.size(); ++i) {
+      sp += tr.prompt[i];
+      so += tr.output[i];
+    }
+    C.mean_prompt_tokens = sp / double(tr.prompt.size());
+    C.mean_output_tokens = generative ? so / double(tr.output.size()) : 0;
+    C.prompt.describe = "from trace";
+    C.output.describe = generative ? "from trace" : "none";
+  }
+
+  return C;
+}
+
+// The caching keys of a class (or of workload, their default).
+void parse_caching(const N& cn, RequestClassSpec& C) {
+  if (cn.has("prefix")) {
+    const N px = cn.at("prefix");
+    px.allow_keys({"share", "tokens"});
+    C.prefix_share = px.req("share").num_in(0, 1, "share");
+    C.prefix_tokens = int(px.req("tokens").integer(1, 1 << 20));
+  }
+  if (cn.has("response_cache")) {
+    const N rc = cn.at("response_cache");
+    rc.allow_keys({"hit_rate", "latency_s"});
+    C.response_cache_hit_rate = rc.req("hit_rate").num_in(0, 1, "hit_rate");
+    if (rc.has("latency_s")) C.response_cache_latency_s = rc.at("latency_s").num_in(0, 60);
+  }
+}
+
+}  // namespace fleetsim::detail

@@ -1,0 +1,30 @@
+// Internal to the scenario loader: the section parsers build() (scenario.cpp) calls, each in the
+// file named beside it.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "catalog.hpp"
+#include "scenario.hpp"
+#include "yaml_node.hpp"
+
+namespace fleetsim::detail {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+// scenario_dist.cpp: length distributions
+DistSpec parse_dist(const N& n, const std::string& base_dir);
+double mean_of(const DistSpec& d, int max_context, LoadCache* cache);
+
+// scenario_catalog.cpp: the scenario's catalog section merged into the built-in devices and models
+void merge_catalog(const N& root, Source& src, std::vector<DeviceSpec>& devices, std::vector<ModelSpec>& models);
+
+// scenario_pool.cpp: one pool (device, model, engine, fleet, cold start, memory)
+PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const std::vector<ModelSpec>& models,
+                    Source& src);
+
+// scenario_class.cpp: one request class (arrivals, lengths, traces) and its caching keys
+RequestClassSpec build_class(const N& wl, const PoolSpec& pool, double duration_s, Source& src);
+void parse_caching(const N& cn, RequestClassSpec& C);
+
+}  // namespace fleetsim::detail

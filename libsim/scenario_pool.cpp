@@ -1,0 +1,266 @@
+// Scenario files: one pool (device or MIG slice, model, dtypes, engine, fleet, autoscaler, cold
+// start) and whether it fits in memory.
+#include <cmath>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "capacity.hpp"
+#include "catalog.hpp"
+#include "error.hpp"
+#include "scenario_internal.hpp"
+
+namespace fleetsim::detail {
+
+PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const std::vector<ModelSpec>& models,
+                    Source& src) {
+  PoolSpec P;
+  {
+    std::string why;
+    const N dn = node.req("device");
+    const DeviceSpec* dev = find_named(devices, dn.str(), "device", " (see `fleetsim catalog`, or define it under catalog.devices)", why);
+    if (!dev) dn.fail(why);
+    P.device = *dev;
+    const N mn = node.req("model");
+    const ModelSpec* mod = find_named(models, mn.str(), "model", " (see `fleetsim catalog`, or define it under catalog.models)", why);
+    if (!mod) mn.fail(why);
+    P.model = *mod;
+    if (node.has("partition")) {
+      const N pn = node.at("partition");
+      const std::string prof = pn.str();
+      std::vector<std::string> profiles;
+      const PartitionSpec* part = nullptr;
+      for (const auto& p : builtin_partitions())
+        if (p.device == P.device.name) {
+          profiles.push_back(p.name);
+          if (p.name == prof) part = &p;
+        }
+      if (!part) {
+        std::string all;
+        for (const auto& x : profiles) all += (all.empty() ? "" : ", ") + x;
+        pn.fail("device " + P.device.name + " has no MIG profile '" + prof + "'" +
+                    (profiles.empty() ? " (it does not support MIG)" : " (expected one of: " + all + ")"),
+                ErrorKind::inconsistent);
+      }
+      P.partition = prof;
+      P.replicas_per_device = part->per_device;
+      P.device = partition_device(P.device, *part);
+    }
+    if (node.has("time_slicing")) {
+      const N ts = node.at("time_slicing");
+      P.time_slicing = int(ts.integer(1, 16));
+      if (node.has("partition") && P.time_slicing > 1)
+        ts.fail("time_slicing and partition are different ways to share a device: choose one", ErrorKind::inconsistent);
+      P.replicas_per_device = P.time_slicing;
+    }
+  }
+  P.weight_dtype = node.has("weight_dtype") ? node.at("weight_dtype").choice(weight_dtypes()) : "bf16";
+  P.kv_dtype = node.has("kv_dtype") ? node.at("kv_dtype").choice(kv_dtypes()) : "bf16";
+
+  // engine
+  const N eng = node.has("engine") ? node.at("engine") : N{YAML::Node(YAML::NodeType::Map), node.path.empty() ? "engine" : node.path + ".engine", &src};
+  eng.allow_keys({"batching", "max_num_seqs", "max_batched_tokens", "gpu_memory_utilization", "kv_block_tokens",
+                  "kv_watermark", "runtime_overhead_gib", "activation_gib", "max_batch", "batch_window_s", "perf_model",
+                  "mfu", "mbu", "step_overhead_s", "step_base_s", "per_prefill_token_s", "per_decode_seq_s",
+                  "per_context_token_s", "on_kv_exhausted", "prefix_caching", "lora_adapters", "lora_rank",
+                  "lora_step_overhead"});
+  if (eng.has("lora_adapters")) P.lora_adapters = int(eng.at("lora_adapters").integer(0, 10000));
+  if (eng.has("lora_rank")) P.lora_rank = int(eng.at("lora_rank").integer(1, 4096));
+  if (eng.has("lora_step_overhead")) P.lora_step_overhead = eng.at("lora_step_overhead").num_in(0, 10);
+  if (eng.has("prefix_caching")) P.prefix_caching = eng.at("prefix_caching").boolean();
+  P.crash_on_kv_exhausted = eng.has("on_kv_exhausted") && eng.at("on_kv_exhausted").choice({"preempt", "crash"}) == "crash";
+  P.batching = eng.has("batching") && eng.at("batching").choice({"continuous", "static"}) == "static"
+                   ? Batching::fixed_batch
+                   : Batching::continuous;
+  P.max_num_seqs = eng.has("max_num_seqs") ? int(eng.at("max_num_seqs").integer(1, 16384)) : 256;
+  P.max_batched_tokens = eng.has("max_batched_tokens") ? int(eng.at("max_batched_tokens").integer(16, 1 << 20)) : 8192;
+  P.gpu_memory_utilization = eng.has("gpu_memory_utilization") ? eng.at("gpu_memory_utilization").pos(1.0) : 0.9;
+  P.kv_block_tokens = eng.has("kv_block_tokens") ? int(eng.at("kv_block_tokens").integer(1, 1024)) : 16;
+  P.kv_watermark = eng.has("kv_watermark") ? eng.at("kv_watermark").num_in(0, 0.5, "kv_watermark") : 0.01;
+  P.runtime_overhead_gib = eng.has("runtime_overhead_gib") ? eng.at("runtime_overhead_gib").num_in(0, 1e4) : 1.8;
+  P.activation_gib = eng.has("activation_gib") ? eng.at("activation_gib").num_in(0, 1e4) : -1;
+  P.max_batch = eng.has("max_batch") ? int(eng.at("max_batch").integer(1, 16384)) : 8;
+  P.batch_window_s = eng.has("batch_window_s") ? eng.at("batch_window_s").num_in(0, 3600) : 0.05;
+  if (P.batching == Batching::continuous) {
+    if (eng.has("max_batch") || eng.has("batch_window_s"))
+      (eng.has("max_batch") ? eng.at("max_batch") : eng.at("batch_window_s"))
+          .fail("max_batch and batch_window_s apply to static batching only (set engine.batching: static)",
+                ErrorKind::inconsistent);
+    if (P.max_batched_tokens < P.max_num_seqs)
+      (eng.has("max_batched_tokens") ? eng.at("max_batched_tokens") : eng)
+          .fail("max_batched_tokens (" + std::to_string(P.max_batched_tokens) + ") must be >= max_num_seqs (" +
+                std::to_string(P.max_num_seqs) + "): every running sequence needs a token of the step budget",
+                ErrorKind::inconsistent);
+  }
+  P.perf_model = eng.has("perf_model") && eng.at("perf_model").choice({"roofline", "linear"}) == "linear"
+                     ? PerfKind::linear
+                     : PerfKind::roofline;
+  if (P.perf_model == PerfKind::roofline) {
+    for (const char* k : {"step_base_s", "per_prefill_token_s", "per_decode_seq_s", "per_context_token_s"})
+      if (eng.has(k)) eng.at(k).fail(std::string(k) + " belongs to perf_model: linear", ErrorKind::inconsistent);
+    P.mfu = eng.has("mfu") ? eng.at("mfu").pos(1.0) : 0.5;
+    P.mbu = eng.has("mbu") ? eng.at("mbu").pos(1.0) : 0.8;
+    P.step_overhead_s = eng.has("step_overhead_s") ? eng.at("step_overhead_s").num_in(0, 60) : 0.002;
+  } else {
+    for (const char* k : {"mfu", "mbu", "step_overhead_s"})
+      if (eng.has(k)) eng.at(k).fail(std::string(k) + " belongs to perf_model: roofline", ErrorKind::inconsistent);
+    P.step_base_s = eng.req("step_base_s").num_in(0, 60);
+    P.per_prefill_token_s = eng.has("per_prefill_token_s") ? eng.at("per_prefill_token_s").num_in(0, 60) : 0;
+    P.per_decode_seq_s = eng.has("per_decode_seq_s") ? eng.at("per_decode_seq_s").num_in(0, 60) : 0;
+    P.per_context_token_s = eng.has("per_context_token_s") ? eng.at("per_context_token_s").num_in(0, 60) : 0;
+    if (!(P.step_base_s + P.per_prefill_token_s + P.per_decode_seq_s > 0))
+      eng.at("step_base_s").fail("a linear step-time model needs step_base_s > 0 or per-token costs > 0");
+  }
+
+  // fleet
+  const N fl = node.req("fleet");
+  fl.allow_keys({"replicas", "router", "queue_limit", "usd_per_hour", "headroom_replicas", "autoscale", "cold_start",
+                 "pricing", "failures"});
+  if (fl.has("pricing")) {
+    const N pr = fl.at("pricing");
+    pr.allow_keys({"spot", "committed_replicas", "committed_discount"});
+    if (pr.has("spot")) {
+      const N sp = pr.at("spot");
+      sp.allow_keys({"discount", "interruptions_per_hour"});
+      P.spot_discount = sp.req("discount").num_in(0, 0.99, "discount");
+      P.spot_interruptions_per_hour = sp.req("interruptions_per_hour").num_in(0, 100, "interruptions_per_hour");
+    }
+    P.committed_replicas = pr.has("committed_replicas") ? int(pr.at("committed_replicas").integer(0, 4096)) : 0;
+    P.committed_discount = pr.has("committed_discount") ? pr.at("committed_discount").num_in(0, 0.99, "committed_discount") : 0.0;
+    if (pr.has("committed_discount") && !pr.has("committed_replicas"))
+      pr.at("committed_discount").fail("committed_discount needs committed_replicas", ErrorKind::inconsistent);
+  }
+  if (fl.has("failures")) {
+    const N fa = fl.at("failures");
+    fa.allow_keys({"mtbf_hours"});
+    P.mtbf_hours = fa.req("mtbf_hours").pos(1e7);
+  }
+  const bool scaled = fl.has("autoscale");
+  P.replicas = fl.has("replicas") || !scaled ? int(fl.req("replicas").integer(scaled ? 0 : 1, 4096)) : -1;
+  P.min_replicas = P.max_replicas = P.replicas;
+  P.headroom_replicas = fl.has("headroom_replicas") ? int(fl.at("headroom_replicas").integer(0, 4096)) : 0;
+  if (scaled) {
+    const N as = fl.at("autoscale");
+    as.allow_keys({"min_replicas", "max_replicas", "signal", "target", "interval_s", "scale_up_window_s",
+                   "scale_down_window_s", "cooldown_s", "tolerance", "ttft_window_s", "ttft_quantile", "cpu_base",
+                   "cpu_per_request_s", "max_starts", "max_starts_per_hour"});
+    AutoscaleParams& A = P.autoscale;
+    A.enabled = 1;
+    P.min_replicas = int(as.req("min_replicas").integer(0, 4096));
+    P.max_replicas = int(as.req("max_replicas").integer(1, 4096));
+    if (P.max_replicas < P.min_replicas)
+      as.at("max_replicas").fail("max_replicas must be >= min_replicas", ErrorKind::inconsistent);
+    if (P.replicas < 0) P.replicas = P.min_replicas;
+    if (P.replicas < P.min_replicas || P.replicas > P.max_replicas)
+      fl.at("replicas").fail("replicas (the starting count) must lie in [min_replicas, max_replicas]",
+                             ErrorKind::inconsistent);
+    const std::string sig = as.req("signal").choice({"queue_depth", "inflight", "ttft", "busy", "host_cpu"});
+    A.signal = sig == "queue_depth" ? ScaleSignal::queue_depth
+               : sig == "inflight"  ? ScaleSignal::inflight
+               : sig == "ttft"      ? ScaleSignal::ttft
+               : sig == "busy"      ? ScaleSignal::busy
+                                    : ScaleSignal::host_cpu;
+    A.target = as.req("target").pos(1e6);
+    if ((A.signal == ScaleSignal::busy || A.signal == ScaleSignal::host_cpu) && A.target > 1.0)
+      as.at("target").fail("a " + sig + " target is a fraction in (0, 1]");
+    A.interval_s = as.has("interval_s") ? as.at("interval_s").pos(3600) : 15.0;
+    A.up_window_s = as.has("scale_up_window_s") ? as.at("scale_up_window_s").num_in(0, 86400) : 0.0;
+    A.down_window_s = as.has("scale_down_window_s") ? as.at("scale_down_window_s").num_in(0, 86400) : 300.0;
+    A.cooldown_s = as.has("cooldown_s") ? as.at("cooldown_s").num_in(0, 86400) : 300.0;
+    A.tolerance = as.has("tolerance") ? as.at("tolerance").num_in(0, 1) : 0.1;
+    A.ttft_window_s = as.has("ttft_window_s") ? as.at("ttft_window_s").pos(86400) : 60.0;
+    A.ttft_quantile = as.has("ttft_quantile") ? as.at("ttft_quantile").num_in(0.5, 1.0) : 0.95;
+    A.cpu_base = as.has("cpu_base") ? as.at("cpu_base").num_in(0, 1) : 0.05;
+    A.cpu_per_request_s = as.has("cpu_per_request_s") ? as.at("cpu_per_request_s").num_in(0, 10) : 0.004;
+    A.max_starts = as.has("max_starts") ? int(as.at("max_starts").integer(0, 1000000)) : 0;
+    A.max_starts_per_hour = as.has("max_starts_per_hour") ? as.at("max_starts_per_hour").num_in(0, 64) : 0.0;
+    // the autoscaler remembers its last 64 recommendations
+    for (const char* k : {"scale_up_window_s", "scale_down_window_s"})
+      if (as.has(k) && as.at(k).num() > 64.0 * A.interval_s)
+        as.at(k).fail(std::string(k) + " is longer than 64 evaluations (64 x interval_s); lengthen interval_s",
+                      ErrorKind::inconsistent);
+    if (!fl.has("headroom_replicas")) P.headroom_replicas = P.min_replicas;  // the warm floor is chosen headroom
+  }
+  // cold start: defaults from the seeds' figures (a new node, a 10-20 GB image, weights from object storage)
+  {
+    ColdStartParams& c = P.cold;
+    const N cs = fl.has("cold_start") ? fl.at("cold_start") : N{YAML::Node(YAML::NodeType::Map), fl.path + ".cold_start", &src};
+    cs.allow_keys({"provision_s", "image_pull_s", "download_gb_s", "cache_hit_probability", "cache_gb_s", "load_gb_s",
+                   "warmup_s"});
+    // a stage is a number of seconds, or {median, p99} for a lognormal spread
+    auto stage = [&](const char* key, double dflt, double& median, double& sigma) {
+      median = dflt;
+      sigma = 0.0;
+      if (!cs.has(key)) return;
+      const N st = cs.at(key);
+      if (st.node.IsMap()) {
+        st.allow_keys({"median", "p99"});
+        median = st.req("median").pos(86400);
+        const double p99 = st.req("p99").pos(86400 * 10);
+        if (p99 < median) st.at("p99").fail("p99 must be >= median", ErrorKind::inconsistent);
+        sigma = std::log(p99 / median) / 2.326;
+      } else {
+        median = st.num_in(0, 86400);
+      }
+    };
+    stage("provision_s", 120.0, c.provision_s, c.provision_sigma);
+    stage("image_pull_s", 60.0, c.image_pull_s, c.image_pull_sigma);
+    c.download_bytes_per_s = (cs.has("download_gb_s") ? cs.at("download_gb_s").pos(1e4) : 0.5) * 1e9;
+    c.cache_hit_probability = cs.has("cache_hit_probability") ? cs.at("cache_hit_probability").num_in(0, 1) : 0.0;
+    c.cache_bytes_per_s = (cs.has("cache_gb_s") ? cs.at("cache_gb_s").pos(1e4) : 2.0) * 1e9;
+    c.load_bytes_per_s = (cs.has("load_gb_s") ? cs.at("load_gb_s").pos(1e4) : 5.0) * 1e9;
+    stage("warmup_s", 30.0, c.warmup_s, c.warmup_sigma);
+    c.weights_bytes = P.model.params_b * 1e9 * weight_dtype_bytes(P.weight_dtype);
+  }
+  if (fl.has("router")) {
+    const std::string r = fl.at("router").choice({"round_robin", "least_outstanding", "central_queue"});
+    P.router = r == "round_robin" ? Router::round_robin
+               : r == "central_queue" ? Router::central_queue
+                                      : Router::least_outstanding;
+  }
+  P.queue_limit = fl.has("queue_limit") ? int(fl.at("queue_limit").integer(1, 1000000)) : 1024;
+  P.usd_per_hour = fl.has("usd_per_hour") ? fl.at("usd_per_hour").num_in(0, 1e5) : P.device.usd_per_hour;
+
+  // memory: the hard boundary
+  MemoryInputs mi;
+  mi.device = P.device;
+  mi.model = P.model;
+  mi.weight_bytes_per_param = weight_dtype_bytes(P.weight_dtype);
+  mi.kv_elem_bytes = kv_dtype_bytes(P.kv_dtype);
+  mi.gpu_memory_utilization = P.gpu_memory_utilization;
+  mi.runtime_overhead_gib = P.runtime_overhead_gib + P.lora_gib();  // resident adapters take memory too
+  mi.activation_gib = P.activation_gib;
+  mi.max_batched_tokens = P.max_batched_tokens;
+  mi.max_num_seqs = P.batching == Batching::continuous ? P.max_num_seqs : P.max_batch;
+  mi.kv_block_tokens = P.kv_block_tokens;
+  P.capacity = compute_capacity(mi);
+  if (!P.capacity.fits) {
+    std::ostringstream o;
+    o.setf(std::ios::fixed);
+    o.precision(1);
+    o << "model " << P.model.name << " (" << P.weight_dtype << ") does not fit on " << P.device.name << ": it needs "
+      << P.capacity.needed_gib << " GiB (weights " << P.capacity.weights_gib << " + runtime "
+      << P.capacity.runtime_overhead_gib << " + activations " << P.capacity.activation_gib
+      << " + one KV block), the device offers " << P.capacity.usable_gib << " GiB (" << P.capacity.device_gib
+      << " GiB x gpu_memory_utilization " << P.gpu_memory_utilization
+      << "); try a larger device, a smaller weight_dtype, or fewer max_batched_tokens";
+    throw InputError(node.at("model").where(), node.at("model").path + ": " + o.str(), ErrorKind::does_not_fit);
+  }
+  if (P.time_slicing > 1) {
+    if (P.batching != Batching::continuous)
+      node.at("time_slicing").fail("time slicing is modelled for continuous batching", ErrorKind::inconsistent);
+    const double fixed = P.capacity.weights_gib + P.capacity.runtime_overhead_gib + P.capacity.activation_gib;
+    if (fixed * P.time_slicing > P.capacity.device_gib) {
+      std::ostringstream o;
+      o.setf(std::ios::fixed);
+      o.precision(1);
+      o << P.time_slicing << " time-sliced replicas of " << P.model.name << " need " << fixed * P.time_slicing
+        << " GiB for their weights, runtimes and activations alone; " << P.device.name << " has " << P.capacity.device_gib;
+      throw InputError(node.at("time_slicing").where(), node.at("time_slicing").path + ": " + o.str(), ErrorKind::does_not_fit);
+    }
+  }
+
+  return P;
+}
+
+}  // namespace fleetsim::detail
