@@ -36,6 +36,8 @@ struct Options {
   int64_t context = 4096;
   double gpu_mem_util = 0.9;
   int max_num_seqs = 256, max_batched_tokens = 8192, kv_block_tokens = 16;
+  int tp = 1, pp = 1;
+  std::string expert_weight_dtype;
   // sweep
   std::string backend = "auto", shard;
   int threads = 0;
@@ -163,7 +165,22 @@ int cmd_capacity(const Options& o) {
   mi.max_batched_tokens = o.max_batched_tokens;
   mi.max_num_seqs = o.max_num_seqs;
   mi.kv_block_tokens = o.kv_block_tokens;
+  mi.tp = o.tp;
+  mi.pp = o.pp;
+  const std::string tp_why = tp_problem(*mod, o.tp);
+  if (!tp_why.empty()) throw InputError(Location{"--tp", 0, 0, ""}, "--tp: " + tp_why + " (vLLM requires it)", ErrorKind::inconsistent);
+  if (o.pp > mod->layers)
+    throw InputError(Location{"--pp", 0, 0, ""},
+                     fmt::format("--pp: {} has {} layers; --pp can be at most that", mod->name, mod->layers),
+                     ErrorKind::inconsistent);
+  if (!o.expert_weight_dtype.empty()) {
+    if (!mod->moe())
+      throw InputError(Location{"--expert-weight-dtype", 0, 0, ""},
+                       "--expert-weight-dtype: " + mod->name + " has no experts", ErrorKind::inconsistent);
+    mi.expert_weight_bytes_per_param = weight_dtype_bytes(o.expert_weight_dtype);
+  }
   const Capacity c = compute_capacity(mi);
+  const int tp_fits = c.fits ? o.tp : smallest_fitting_tp(mi);
   Json j;
   j["schema_version"] = kSchemaVersion;
   j["kind"] = "capacity";
@@ -172,14 +189,22 @@ int cmd_capacity(const Options& o) {
   j["weight_dtype"] = o.weight_dtype;
   j["kv_dtype"] = o.kv_dtype;
   j["gpu_memory_utilization"] = o.gpu_mem_util;
+  j["tensor_parallel"] = o.tp;
+  j["pipeline_parallel"] = o.pp;
   j["fits"] = c.fits;
   j["needed_gib"] = c.needed_gib;
+  j["smallest_fitting_tp"] = tp_fits > 0 ? Json(tp_fits) : Json(nullptr);
   j["capacity"] = capacity_json(c, o.context, o.kv_block_tokens);
   if (o.format == "json") emit(j.dump(2) + "\n");
   else if (o.format == "csv") emit(json_to_csv(j));
   else {
-    emit(format_capacity_table(j["capacity"], fmt::format("{} ({}) on {} ({} KV){}", mod->name, o.weight_dtype, dev->name,
-                                                          o.kv_dtype, c.fits ? "" : "  -- DOES NOT FIT")));
+    const std::string par = o.tp * o.pp > 1 ? fmt::format(" x {} (tp {} x pp {})", o.tp * o.pp, o.tp, o.pp) : "";
+    std::string verdict;
+    if (!c.fits)
+      verdict = tp_fits > 0 ? fmt::format("  -- DOES NOT FIT; it fits at --tp {}", tp_fits)
+                            : "  -- DOES NOT FIT at any tensor-parallel degree up to 64";
+    emit(format_capacity_table(j["capacity"], fmt::format("{} ({}) on {}{} ({} KV){}", mod->name, o.weight_dtype,
+                                                          dev->name, par, o.kv_dtype, verdict)));
   }
   return c.fits ? kExitOk : kExitFailure;
 }
@@ -191,13 +216,20 @@ int cmd_catalog(const Options& o) {
   Json devs = Json::array(), mods = Json::array();
   for (const auto& d : builtin_devices())
     devs.push_back({{"name", d.name}, {"memory_gib", d.memory_gib}, {"bandwidth_gb_s", d.bandwidth_gb_s},
-                    {"bf16_tflops", d.bf16_tflops}, {"fp8_tflops", d.fp8_tflops}, {"usd_per_hour", d.usd_per_hour},
-                    {"notes", d.notes}});
+                    {"bf16_tflops", d.bf16_tflops}, {"fp8_tflops", d.fp8_tflops}, {"fp4_tflops", d.fp4_tflops},
+                    {"usd_per_hour", d.usd_per_hour}, {"interconnect", d.interconnect}, {"link_gb_s", d.link_gb_s},
+                    {"link_latency_us", d.link_latency_us}, {"link_domain", d.link_domain}, {"pcie_gb_s", d.pcie_gb_s},
+                    {"devices_per_node", d.devices_per_node}, {"notes", d.notes}});
   for (const auto& m : builtin_models())
     mods.push_back({{"name", m.name}, {"kind", model_kind_name(m.kind)}, {"params_b", m.params_b}, {"layers", m.layers},
                     {"hidden", m.hidden}, {"heads", m.heads}, {"kv_heads", m.kv_heads}, {"head_dim", m.head_dim},
                     {"intermediate", m.intermediate}, {"vocab", m.vocab}, {"max_context", m.max_context},
-                    {"kv_bytes_per_token_bf16", kv_bytes_per_token(m, 2.0)}, {"notes", m.notes}});
+                    {"kv_bytes_per_token_bf16", kv_bytes_per_token(m, 2.0)}, {"experts", m.experts},
+                    {"experts_per_token", m.experts_per_token}, {"shared_experts", m.shared_experts},
+                    {"expert_intermediate", m.expert_intermediate}, {"dense_layers", m.dense_layers},
+                    {"active_params_b", m.active_params() / 1e9}, {"kv_lora_rank", m.kv_lora_rank},
+                    {"rope_head_dim", m.rope_head_dim}, {"sliding_window", m.sliding_window},
+                    {"sliding_layers", m.sliding_layers}, {"notes", m.notes}});
   j["devices"] = devs;
   j["models"] = mods;
   if (o.format == "json") {
@@ -216,18 +248,23 @@ int cmd_catalog(const Options& o) {
     emit(out);
     return kExitOk;
   }
-  std::string out = fmt::format("{:<16} {:>8} {:>8} {:>9} {:>8} {:>7}  {}\n", "device", "mem GiB", "BW GB/s",
-                                "BF16 TF/s", "FP8 TF/s", "$/h", "notes");
+  std::string out = fmt::format("{:<18} {:>8} {:>8} {:>9} {:>8} {:>8} {:>7}  {:<28} {:>8}\n", "device", "mem GiB",
+                                "BW GB/s", "BF16 TF/s", "FP8 TF/s", "FP4 TF/s", "$/h", "interconnect", "link GB/s");
   for (const auto& d : builtin_devices())
-    out += fmt::format("{:<16} {:>8.2f} {:>8.0f} {:>9.1f} {:>8.1f} {:>7.2f}  {}\n", d.name, d.memory_gib,
-                       d.bandwidth_gb_s, d.bf16_tflops, d.fp8_tflops, d.usd_per_hour, d.notes);
-  out += fmt::format("\n{:<20} {:>8} {:>8} {:>6} {:>6} {:>5} {:>8} {:>8} {:>12}\n", "model", "kind", "params B", "layers",
-                     "hidden", "kv_h", "head_dim", "context", "KV B/token");
+    out += fmt::format("{:<18} {:>8.2f} {:>8.0f} {:>9.1f} {:>8.1f} {:>8.1f} {:>7.2f}  {:<28} {:>8.0f}\n", d.name,
+                       d.memory_gib, d.bandwidth_gb_s, d.bf16_tflops, d.fp8_tflops, d.fp4_tflops, d.usd_per_hour,
+                       d.interconnect, d.link_gb_s);
+  out += fmt::format("\n{:<20} {:>8} {:>8} {:>8} {:>6} {:>6} {:>5} {:>8} {:>8} {:>12}  {}\n", "model", "kind", "params B",
+                     "active B", "layers", "hidden", "kv_h", "head_dim", "context", "KV B/token", "experts");
   for (const auto& m : builtin_models())
-    out += fmt::format("{:<20} {:>8} {:>8.2f} {:>6} {:>6} {:>5} {:>8} {:>8} {:>12.0f}\n", m.name, model_kind_name(m.kind),
-                       m.params_b, m.layers, m.hidden, m.kv_heads, m.head_dim, m.max_context,
-                       kv_bytes_per_token(m, 2.0));
-  out += "\n(KV bytes per token at bf16 = 2 x layers x kv_heads x head_dim x 2)\n";
+    out += fmt::format("{:<20} {:>8} {:>8.2f} {:>8.2f} {:>6} {:>6} {:>5} {:>8} {:>8} {:>12.0f}  {}\n", m.name,
+                       model_kind_name(m.kind), m.params_b, m.active_params() / 1e9, m.layers, m.hidden, m.kv_heads,
+                       m.head_dim, m.max_context, kv_bytes_per_token(m, 2.0),
+                       m.moe() ? fmt::format("{} (top-{}{})", m.experts, m.experts_per_token,
+                                             m.shared_experts ? fmt::format(", {} shared", m.shared_experts) : "")
+                               : "-");
+  out += "\n(KV bytes per token at bf16 = 2 x full-attention layers x kv_heads x head_dim x 2; MLA: layers x\n"
+         " (kv_lora_rank + rope_head_dim) x 2; sliding-window layers add a fixed amount per sequence)\n";
   emit(out);
   return kExitOk;
 }
@@ -286,6 +323,10 @@ int main(int argc, char** argv) {
   cap->add_option("--max-batched-tokens", o.max_batched_tokens, "tokens per step (sizes the activations)")
       ->check(CLI::Range(16, 1 << 20));
   cap->add_option("--kv-block-tokens", o.kv_block_tokens, "tokens per KV block")->check(CLI::Range(1, 1024));
+  cap->add_option("--tp", o.tp, "tensor-parallel devices per replica")->check(CLI::Range(1, 64));
+  cap->add_option("--pp", o.pp, "pipeline stages per replica")->check(CLI::Range(1, 64));
+  cap->add_option("--expert-weight-dtype", o.expert_weight_dtype, "routed experts' dtype (MoE models)")
+      ->check(CLI::IsMember(weight_dtypes()));
   add_format(cap, o);
 
   CLI::App* cat = subs[3].first;

@@ -49,6 +49,7 @@ Json ratio(double num, double den) { return den > 0 ? Json(num / den) : Json(nul
 
 Json capacity_json(const Capacity& c, int64_t context_tokens, int block_tokens) {
   Json j;
+  j["devices_per_replica"] = c.devices;  // every other figure is per device
   j["device_gib"] = c.device_gib;
   j["usable_gib"] = c.usable_gib;
   j["weights_gib"] = c.weights_gib;
@@ -60,6 +61,7 @@ Json capacity_json(const Capacity& c, int64_t context_tokens, int block_tokens) 
   j["kv_block_tokens"] = block_tokens;
   j["kv_blocks"] = c.kv_blocks;
   j["kv_capacity_tokens"] = c.kv_capacity_tokens;
+  j["window_blocks_per_seq"] = c.window_blocks_per_seq;
   j["context_tokens"] = context_tokens;
   j["max_concurrent_at_context"] = max_concurrent(c, context_tokens, block_tokens);
   return j;
@@ -138,11 +140,13 @@ struct PoolCost {
 
 PoolCost pool_cost(const PoolSpec& P, const PoolTally& t, double window_s) {
   PoolCost c;
-  c.device_hours = t.replica_s / 3600.0 / P.time_slicing;  // time-sliced replicas share a device
+  // time-sliced replicas share a device; a tensor/pipeline-parallel replica holds several
+  c.device_hours = P.devices() > 1 ? t.replica_s * P.devices() / 3600.0 : t.replica_s / 3600.0 / P.time_slicing;
   // committed replicas are paid for the whole window at their discount, used or not; the rest
   // at the hourly price (spot-discounted on spot capacity)
   const double committed =
-      double(P.committed_replicas) * window_s / 3600.0 * P.usd_per_hour / P.time_slicing * (1.0 - P.committed_discount);
+      double(P.committed_replicas) * P.devices() * window_s / 3600.0 * P.usd_per_hour / P.time_slicing *
+      (1.0 - P.committed_discount);
   c.total = committed + t.excess_s / 3600.0 * P.hourly_usd();
   const double in_share = t.busy_s > 0 ? t.input_busy_s / t.busy_s : 0.0;
   c.input = c.total * in_share;
@@ -186,9 +190,16 @@ Json run_report(const Scenario& s, const Tally& t) {
   sc["weight_dtype"] = P0.weight_dtype;
   sc["kv_dtype"] = P0.kv_dtype;
   sc["batching"] = batching_name(P0.batching);
-  int replicas = 0;
-  for (const auto& P : s.pools) replicas += P.replicas;
+  int replicas = 0, devices = 0;
+  for (const auto& P : s.pools) {
+    replicas += P.replicas;
+    devices += P.replicas * P.devices();
+  }
   sc["replicas"] = replicas;
+  sc["devices"] = devices;  // at the start: replicas x tensor_parallel x pipeline_parallel
+  sc["tensor_parallel"] = P0.tp;
+  sc["pipeline_parallel"] = P0.pp;
+  sc["expert_parallel"] = P0.ep;
   sc["router"] = router_name(P0.router);
   sc["arrival"] = arrival_name(C0.arrival);
   double rate = 0;
@@ -233,7 +244,7 @@ Json run_report(const Scenario& s, const Tally& t) {
   r["latency_s"] = latency_json(*all);
   r["throughput"] = throughput_json(*all, window);
   r["utilization"] = utilization_json(pools, peak_flops_s, peak_bytes_s, kv_cap_s, fixed_s, kv_bytes_s, mem_s);
-  r["cost"] = cost_json(cost_all, s.pools.size() == 1 ? P0.usd_per_hour * (1.0 - P0.spot_discount) : usd_h / std::max(1, replicas),
+  r["cost"] = cost_json(cost_all, s.pools.size() == 1 ? P0.usd_per_hour * (1.0 - P0.spot_discount) : usd_h / std::max(1, devices),
                         double(all->completed), all->input_tokens, all->output_tokens);
 
   const int64_t mean_ctx = int64_t(std::llround(C0.mean_prompt_tokens + C0.mean_output_tokens));
@@ -289,6 +300,9 @@ Json run_report(const Scenario& s, const Tally& t) {
       one["devices"] = (P.replicas + P.replicas_per_device - 1) / P.replicas_per_device;
       one["model"] = P.model.name;
       one["replicas"] = P.replicas;
+      one["tensor_parallel"] = P.tp;
+      one["pipeline_parallel"] = P.pp;
+      one["expert_parallel"] = P.ep;
       one["fleet"] = fleet_json(pt, window);
       one["utilization"] = utilization_json(pt, pt.replica_s * pp.peak_flops_per_s, pt.replica_s * pp.peak_bytes_per_s,
                                             pt.replica_s * double(P.capacity.kv_blocks), pt.replica_s * pp.fixed_memory_bytes,
@@ -337,8 +351,13 @@ std::string usd(const Json& v, int prec = 4) { return v.is_null() ? "-" : fmt::f
 std::string format_run_table(const Json& r) {
   const Json& sc = r["scenario"];
   std::string o;
-  o += fmt::format("scenario  {}  ({} x {} {}, {} batching, router {})\n", sc["name"].get<std::string>(),
-                   sc["replicas"].get<int>(), sc["device"].get<std::string>(), sc["model"].get<std::string>(),
+  std::string par;
+  if (sc.contains("tensor_parallel") && sc["devices"].get<int>() != sc["replicas"].get<int>())
+    par = fmt::format(" in {} replica{} of tp {} x pp {}", sc["replicas"].get<int>(), sc["replicas"].get<int>() == 1 ? "" : "s",
+                      sc["tensor_parallel"].get<int>(), sc["pipeline_parallel"].get<int>());
+  o += fmt::format("scenario  {}  ({} x {}{} {}, {} batching, router {})\n", sc["name"].get<std::string>(),
+                   sc.contains("devices") ? sc["devices"].get<int>() : sc["replicas"].get<int>(),
+                   sc["device"].get<std::string>(), par, sc["model"].get<std::string>(),
                    sc["batching"].get<std::string>(), sc["router"].get<std::string>());
   o += fmt::format("workload  {} arrivals at {:.3f}/s, prompt {}, output {}; {:.0f} s measured after {:.0f} s warm-up, seed {}\n\n",
                    sc["arrival"].get<std::string>(), sc["rate_per_s"].get<double>(),
@@ -392,6 +411,7 @@ std::string format_run_table(const Json& r) {
 std::string format_capacity_table(const Json& c, const std::string& title) {
   std::string o = title + "\n";
   auto row = [&](const char* label, const std::string& v) { o += fmt::format("  {:<36} {}\n", label, v); };
+  if (c.value("devices_per_replica", 1) > 1) row("devices per replica (figures per device)", num(c["devices_per_replica"]));
   row("device memory (GiB)", num(c["device_gib"], 2));
   row("x gpu_memory_utilization (GiB)", num(c["usable_gib"], 2));
   row("- weights (GiB)", num(c["weights_gib"], 2));
@@ -401,6 +421,8 @@ std::string format_capacity_table(const Json& c, const std::string& title) {
   row("  (naive: usable - weights, GiB)", num(c["naive_kv_gib"], 2));
   row("KV bytes per token", num(c["kv_bytes_per_token"], 0));
   row("KV capacity (tokens)", num(c["kv_capacity_tokens"]));
+  if (c.value("window_blocks_per_seq", 0) > 0)
+    row("+ KV blocks per sequence (sliding window)", num(c["window_blocks_per_seq"]));
   row("context length (tokens)", num(c["context_tokens"]));
   row("concurrent requests at that context", num(c["max_concurrent_at_context"]));
   return o;

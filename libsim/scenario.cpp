@@ -49,7 +49,7 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Overr
   const N root{root_node, "", &src};
   if (!root_node.IsMap()) root.fail("a scenario must be a YAML mapping (key: value lines)");
   root.allow_keys({"name", "description", "seed", "duration_s", "warmup_s", "device", "partition", "time_slicing", "model", "weight_dtype",
-                   "kv_dtype", "engine", "fleet", "workload", "pools", "classes", "catalog", "sweep"});
+                   "expert_weight_dtype", "kv_dtype", "engine", "fleet", "workload", "pools", "classes", "catalog", "sweep"});
   Scenario s;
   s.source = src.file;
   for (const auto& o : overrides) s.overrides.push_back(o.label);
@@ -66,8 +66,8 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Overr
   merge_catalog(root, src, devices, models);
 
   // pools: the top-level device, model, dtypes, engine and fleet are the defaults of every pool
-  static const char* const kPoolKeys[] = {"device", "partition", "time_slicing", "model", "weight_dtype", "kv_dtype",
-                                          "engine", "fleet"};
+  static const char* const kPoolKeys[] = {"device", "partition", "time_slicing", "model", "weight_dtype",
+                                          "expert_weight_dtype", "kv_dtype", "engine", "fleet"};
   if (root.has("pools")) {
     const N pools = root.at("pools");
     pools.require_map();
@@ -76,7 +76,8 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Overr
     for (auto it = pools.node.begin(); it != pools.node.end(); ++it) {
       const std::string name = it->first.as<std::string>();
       const N en{it->second, "pools." + name, &src};
-      en.allow_keys({"device", "partition", "time_slicing", "model", "weight_dtype", "kv_dtype", "engine", "fleet"});
+      en.allow_keys({"device", "partition", "time_slicing", "model", "weight_dtype", "expert_weight_dtype", "kv_dtype",
+                     "engine", "fleet"});
       YAML::Node merged(YAML::NodeType::Map);
       for (const char* k : kPoolKeys) {
         const std::string key = k;

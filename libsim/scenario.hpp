@@ -30,6 +30,10 @@ struct PoolSpec {
   int replicas_per_device = 1;
   ModelSpec model;
   std::string weight_dtype, kv_dtype;
+  std::string expert_weight_dtype;  // routed experts' dtype (MoE); empty: weight_dtype
+  int tp = 1, pp = 1, ep = 1;       // tensor, pipeline and expert parallelism: a replica is tp x pp devices
+  double network_gb_s = 50, network_latency_us = 20;  // between nodes, per device
+  int devices() const { return tp * pp; }
 
   // engine
   Batching batching = Batching::continuous;
@@ -61,10 +65,12 @@ struct PoolSpec {
   double committed_discount = 0;
   bool spot() const { return spot_interruptions_per_hour > 0 || spot_discount > 0; }
   // what a replica-hour beyond commitments costs (time-sliced replicas share their device's price)
-  double hourly_usd() const { return usd_per_hour * (1.0 - spot_discount) / time_slicing; }
+  // (a replica of tp x pp devices pays for each)
+  double hourly_usd() const { return usd_per_hour * devices() * (1.0 - spot_discount) / time_slicing; }
 
-  Capacity capacity;  // per replica
+  Capacity capacity;  // per device of a replica
   PoolParams params() const;
+  void set_parallel_work(PoolParams& p) const;
 };
 
 // One class of requests.

@@ -20,6 +20,64 @@ double PoolSpec::lora_gib() const {
   return double(lora_adapters) * per_layer * model.layers * 2.0 / kGiB;
 }
 
+// Work of one tensor-parallel rank (summed over the pipeline stages), the collectives of a
+// traversal, and what a step reads of an MoE model's experts (docs/model.md, "Parallelism").
+void PoolSpec::set_parallel_work(PoolParams& p) const {
+  const ModelSpec& m = model;
+  const double wb = weight_dtype_bytes(weight_dtype);
+  const double eb = expert_weight_dtype.empty() ? wb : weight_dtype_bytes(expert_weight_dtype);
+  const double kvb = kv_dtype_bytes(kv_dtype);
+  WorkParams& w = p.work;
+  w.matmul_flops_per_token = 2.0 * m.active_params() / tp;
+  const double heads = double(m.heads) / tp;
+  w.attn_flops_per_pair = m.mla() ? m.full_attention_layers() * heads * (4.0 * m.kv_lora_rank + 2.0 * m.rope_head_dim)
+                                  : 4.0 * m.full_attention_layers() * heads * m.head_dim;
+  w.window_flops_per_token = 4.0 * m.sliding_layers * heads * m.head_dim * m.sliding_window;
+  w.window_bytes_per_seq = window_kv_bytes_per_seq_per_device(m, kvb, tp, 1);
+  w.kv_bytes_per_token = kv_bytes_per_token_per_device(m, kvb, tp, 1);
+  const double routed = m.moe() && m.experts_per_token < m.experts ? m.routed_expert_params() : 0.0;
+  w.weight_bytes = (weight_bytes(m, wb, eb) - routed * eb) / tp;
+  p.moe.expert_bytes = routed * eb / tp;
+  p.moe.miss_log = routed > 0 ? std::log(1.0 - double(m.experts_per_token) / m.experts) : 0.0;
+  p.window_blocks = capacity.window_blocks_per_seq;
+
+  // the link a group of g devices talks over: the scale-up link within its domain, PCIe within
+  // a node, the network beyond
+  auto link = [&](int g, double& gb_s, double& latency_us) {
+    if (g <= device.link_domain) {
+      gb_s = device.link_gb_s;
+      latency_us = device.link_latency_us;
+    } else if (g <= device.devices_per_node) {
+      gb_s = device.pcie_gb_s;
+      latency_us = 25.0;
+    } else {
+      gb_s = network_gb_s;
+      latency_us = network_latency_us;
+    }
+  };
+  constexpr double act_bytes = 2.0;  // bf16 activations
+  ParallelParams& c = p.par;
+  double gb_s = 0, lat_us = 0;
+  if (tp > 1) {
+    link(tp, gb_s, lat_us);
+    c.allreduces = 2.0 * m.layers - (ep > 1 ? double(m.moe_layers()) : 0.0);
+    c.allreduce_latency_s = lat_us * 1e-6;
+    c.allreduce_s_per_token = 2.0 * (tp - 1) / tp * m.hidden * act_bytes / (gb_s * 1e9);
+    if (ep > 1) {
+      c.all_to_alls = 2.0 * m.moe_layers();
+      c.all_to_all_latency_s = lat_us * 1e-6;
+      c.all_to_all_s_per_token =
+          double(m.experts_per_token) * m.hidden * act_bytes * (ep - 1) / (double(ep) * ep) / (gb_s * 1e9);
+    }
+  }
+  if (pp > 1) {
+    link(tp * pp, gb_s, lat_us);
+    c.handoffs = pp - 1;
+    c.handoff_latency_s = lat_us * 1e-6;
+    c.handoff_s_per_token = m.hidden * act_bytes / (gb_s * 1e9);
+  }
+}
+
 PoolParams PoolSpec::params() const {
   PoolParams p{};
   p.max_context = model.max_context;
@@ -33,8 +91,12 @@ PoolParams PoolSpec::params() const {
   p.max_batch = max_batch;
   p.batch_window_s = batch_window_s;
 
-  const bool fp8 = weight_dtype == "fp8" && device.fp8_tflops > 0;
-  const double peak_flops = (fp8 ? device.fp8_tflops : device.bf16_tflops) * 1e12;
+  // the matrix units the weights run on: FP8 or FP4 where the device has them (for an MoE model
+  // with its own expert dtype, the experts' dtype: they do most of the work); else BF16
+  const std::string& mm_dtype = model.moe() && !expert_weight_dtype.empty() ? expert_weight_dtype : weight_dtype;
+  const bool fp8 = mm_dtype == "fp8" && device.fp8_tflops > 0;
+  const bool fp4 = (mm_dtype == "nvfp4" || mm_dtype == "mxfp4") && device.fp4_tflops > 0;
+  const double peak_flops = (fp4 ? device.fp4_tflops : fp8 ? device.fp8_tflops : device.bf16_tflops) * 1e12;
   const double peak_bytes = device.bandwidth_gb_s * 1e9;
   p.perf.kind = perf_model;
   // serving several adapters in one batch (segmented LoRA kernels) stretches every step
@@ -55,6 +117,10 @@ PoolParams PoolSpec::params() const {
   p.work.attn_flops_per_pair = 4.0 * model.layers * double(model.heads) * model.head_dim;
   p.work.weight_bytes = model.params_b * 1e9 * weight_dtype_bytes(weight_dtype);
   p.work.kv_bytes_per_token = capacity.kv_bytes_per_token;
+  p.par.tp = tp;
+  p.par.pp = pp;
+  p.par.ep = ep;
+  if (devices() > 1 || model.moe() || model.mla() || model.sliding_layers > 0) set_parallel_work(p);
 
   p.replicas = replicas;
   p.min_replicas = min_replicas;
@@ -73,8 +139,9 @@ PoolParams PoolSpec::params() const {
   p.queue_limit = queue_limit;
   p.usd_per_replica_hour = hourly_usd();
   // a time-sliced replica's share of the device, for utilization (the price is shared in hourly_usd)
-  p.peak_flops_per_s = peak_flops / time_slicing;
-  p.peak_bytes_per_s = peak_bytes / time_slicing;
+  // work is per tensor-parallel rank summed over the pipeline stages: pp devices' worth
+  p.peak_flops_per_s = peak_flops * pp / time_slicing;
+  p.peak_bytes_per_s = peak_bytes * pp / time_slicing;
   p.device_memory_bytes = capacity.device_gib * kGiB;
   p.fixed_memory_bytes = (capacity.weights_gib + capacity.runtime_overhead_gib + capacity.activation_gib) * kGiB;
   return p;

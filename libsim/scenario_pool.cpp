@@ -56,6 +56,13 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
   }
   P.weight_dtype = node.has("weight_dtype") ? node.at("weight_dtype").choice(weight_dtypes()) : "bf16";
   P.kv_dtype = node.has("kv_dtype") ? node.at("kv_dtype").choice(kv_dtypes()) : "bf16";
+  if (node.has("expert_weight_dtype")) {
+    const N ed = node.at("expert_weight_dtype");
+    P.expert_weight_dtype = ed.choice(weight_dtypes());
+    if (!P.model.moe())
+      ed.fail("expert_weight_dtype applies to mixture-of-experts models; " + P.model.name + " has no experts",
+              ErrorKind::inconsistent);
+  }
 
   // engine
   const N eng = node.has("engine") ? node.at("engine") : N{YAML::Node(YAML::NodeType::Map), node.path.empty() ? "engine" : node.path + ".engine", &src};
@@ -63,7 +70,42 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
                   "kv_watermark", "runtime_overhead_gib", "activation_gib", "max_batch", "batch_window_s", "perf_model",
                   "mfu", "mbu", "step_overhead_s", "step_base_s", "per_prefill_token_s", "per_decode_seq_s",
                   "per_context_token_s", "on_kv_exhausted", "prefix_caching", "lora_adapters", "lora_rank",
-                  "lora_step_overhead"});
+                  "lora_step_overhead", "tensor_parallel", "pipeline_parallel", "expert_parallel", "network_gb_s",
+                  "network_latency_us"});
+  // parallelism: a replica of tp x pp devices
+  if (eng.has("tensor_parallel")) {
+    const N tn = eng.at("tensor_parallel");
+    P.tp = int(tn.integer(1, 64));
+    const std::string why = tp_problem(P.model, P.tp);
+    if (!why.empty()) tn.fail(why + " (vLLM requires it)", ErrorKind::inconsistent);
+  }
+  if (eng.has("pipeline_parallel")) {
+    const N pn = eng.at("pipeline_parallel");
+    P.pp = int(pn.integer(1, 64));
+    if (P.pp > P.model.layers)
+      pn.fail(P.model.name + " has " + std::to_string(P.model.layers) + " layers; pipeline_parallel can be at most that",
+              ErrorKind::inconsistent);
+  }
+  if (P.devices() > 1 && (!P.partition.empty() || P.time_slicing > 1))
+    (eng.has("tensor_parallel") ? eng.at("tensor_parallel") : eng.at("pipeline_parallel"))
+        .fail("a replica spanning devices cannot also share a device (partition or time_slicing)", ErrorKind::inconsistent);
+  if (eng.has("expert_parallel")) {
+    const N en = eng.at("expert_parallel");
+    P.ep = int(en.integer(1, 64));
+    if (P.ep > 1 && !P.model.moe())
+      en.fail(P.model.name + " has no experts to spread; expert_parallel applies to mixture-of-experts models",
+              ErrorKind::inconsistent);
+    if (P.ep != 1 && P.ep != P.tp)
+      en.fail("expert_parallel spreads the experts over the tensor-parallel group (vLLM's --enable-expert-parallel): "
+              "set it to 1 or to tensor_parallel (" + std::to_string(P.tp) + ")",
+              ErrorKind::inconsistent);
+    if (P.ep > 1 && P.model.experts % P.ep != 0)
+      en.fail(P.model.name + " has " + std::to_string(P.model.experts) + " experts, which expert_parallel=" +
+                  std::to_string(P.ep) + " does not divide",
+              ErrorKind::inconsistent);
+  }
+  if (eng.has("network_gb_s")) P.network_gb_s = eng.at("network_gb_s").pos(1e5);
+  if (eng.has("network_latency_us")) P.network_latency_us = eng.at("network_latency_us").num_in(0, 1e6);
   if (eng.has("lora_adapters")) P.lora_adapters = int(eng.at("lora_adapters").integer(0, 10000));
   if (eng.has("lora_rank")) P.lora_rank = int(eng.at("lora_rank").integer(1, 4096));
   if (eng.has("lora_step_overhead")) P.lora_step_overhead = eng.at("lora_step_overhead").num_in(0, 10);
@@ -210,7 +252,10 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
     c.cache_bytes_per_s = (cs.has("cache_gb_s") ? cs.at("cache_gb_s").pos(1e4) : 2.0) * 1e9;
     c.load_bytes_per_s = (cs.has("load_gb_s") ? cs.at("load_gb_s").pos(1e4) : 5.0) * 1e9;
     stage("warmup_s", 30.0, c.warmup_s, c.warmup_sigma);
-    c.weights_bytes = P.model.params_b * 1e9 * weight_dtype_bytes(P.weight_dtype);
+    // each device of a replica loads its own shard, all at once
+    c.weights_bytes = P.devices() > 1 || P.model.moe()
+                          ? weight_bytes(P.model, weight_dtype_bytes(P.weight_dtype), P.expert_weight_dtype.empty() ? -1.0 : weight_dtype_bytes(P.expert_weight_dtype)) / P.devices()
+                          : P.model.params_b * 1e9 * weight_dtype_bytes(P.weight_dtype);
   }
   if (fl.has("router")) {
     const std::string r = fl.at("router").choice({"round_robin", "least_outstanding", "central_queue"});
@@ -233,17 +278,24 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
   mi.max_batched_tokens = P.max_batched_tokens;
   mi.max_num_seqs = P.batching == Batching::continuous ? P.max_num_seqs : P.max_batch;
   mi.kv_block_tokens = P.kv_block_tokens;
+  mi.tp = P.tp;
+  mi.pp = P.pp;
+  if (!P.expert_weight_dtype.empty()) mi.expert_weight_bytes_per_param = weight_dtype_bytes(P.expert_weight_dtype);
   P.capacity = compute_capacity(mi);
   if (!P.capacity.fits) {
     std::ostringstream o;
     o.setf(std::ios::fixed);
     o.precision(1);
-    o << "model " << P.model.name << " (" << P.weight_dtype << ") does not fit on " << P.device.name << ": it needs "
-      << P.capacity.needed_gib << " GiB (weights " << P.capacity.weights_gib << " + runtime "
-      << P.capacity.runtime_overhead_gib << " + activations " << P.capacity.activation_gib
-      << " + one KV block), the device offers " << P.capacity.usable_gib << " GiB (" << P.capacity.device_gib
-      << " GiB x gpu_memory_utilization " << P.gpu_memory_utilization
-      << "); try a larger device, a smaller weight_dtype, or fewer max_batched_tokens";
+    const int tp_fits = P.partition.empty() && P.time_slicing == 1 ? smallest_fitting_tp(mi) : 0;
+    o << "model " << P.model.name << " (" << P.weight_dtype << ") does not fit on " << P.device.name;
+    if (P.devices() > 1) o << " at tensor_parallel " << P.tp << " x pipeline_parallel " << P.pp;
+    o << ": it needs " << P.capacity.needed_gib << " GiB" << (P.devices() > 1 ? " per device" : "") << " (weights "
+      << P.capacity.weights_gib << " + runtime " << P.capacity.runtime_overhead_gib << " + activations "
+      << P.capacity.activation_gib << " + one KV block), the device offers " << P.capacity.usable_gib << " GiB ("
+      << P.capacity.device_gib << " GiB x gpu_memory_utilization " << P.gpu_memory_utilization << "); ";
+    if (tp_fits > P.tp)
+      o << "it fits at engine.tensor_parallel: " << tp_fits << " (" << tp_fits * P.pp << " devices per replica), or ";
+    o << "try a larger device, a smaller weight_dtype, or fewer max_batched_tokens";
     throw InputError(node.at("model").where(), node.at("model").path + ": " + o.str(), ErrorKind::does_not_fit);
   }
   if (P.time_slicing > 1) {

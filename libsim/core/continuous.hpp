@@ -19,7 +19,7 @@ FLEETSIM_HD inline void finish_decoding_at(Sim& s, int32_t r, int64_t last_step,
   while (R.heap_n > 0 && slot(s, r, h[0]).finish <= last_step) {
     const int32_t sl = h[0];
     Seq& x = slot(s, r, sl);
-    R.free_blocks += ceil_div(x.L0 + (x.finish - x.s0) + 1, R.bs);
+    R.free_blocks += ceil_div(x.L0 + (x.finish - x.s0) + 1, R.bs) + pool_of(s, r).window_blocks;
     const int32_t ri = x.req;
     stop_decoding(s, r, sl);
     release_slot(s, r, sl);
@@ -162,7 +162,7 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
     int32_t shared =
         q.has_prefix && ((R.prefix_ready >> q.cls) & 1) ? min_of(s.p->classes[q.cls].prefix_tokens, q.prompt - 1) : 0;
     int32_t total = q.prompt + (P.generative ? q.generated : 0) - shared;
-    int64_t blocks = ceil_div(total, R.bs);
+    int64_t blocks = ceil_div(total, R.bs) + P.window_blocks;
     if (P.crash_on_kv_exhausted && blocks > P.kv_total_blocks - P.kv_watermark_blocks) {
       // a naive server tries the prompt and runs out of memory on it
       q_pop_front(s, Q);
@@ -176,7 +176,7 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
       if (shared > 0 && !((R.prefix_ready >> q.cls) & 1)) {  // its own prefix went too: it computes it
         shared = 0;
         total = q.prompt + (P.generative ? q.generated : 0);
-        blocks = ceil_div(total, R.bs);
+        blocks = ceil_div(total, R.bs) + P.window_blocks;
       }
       if (blocks > R.free_blocks - P.kv_watermark_blocks) break;
     }

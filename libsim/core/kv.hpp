@@ -63,7 +63,7 @@ FLEETSIM_HD inline int32_t preempt_newest(Sim& s, int32_t r, int64_t st) {
   Request& q = s.req[x.req];
   int32_t needed_now = 0;
   if (x.decoding) {
-    R.free_blocks += ceil_div(x.L0 + (st - x.s0), R.bs);
+    R.free_blocks += ceil_div(x.L0 + (st - x.s0), R.bs) + pool_of(s, r).window_blocks;
     needed_now = (x.residue == int32_t(st % R.bs)) ? 1 : 0;
     q.generated += int32_t(st - x.s0);
     stop_decoding(s, r, sl);

@@ -60,7 +60,7 @@ FLEETSIM_HD inline void handle_arrival(Sim& s, int32_t cls, double t) {
   if (P.batching == Batching::continuous) {
     const int64_t kv_tokens = P.generative ? prompt + output - 1 : prompt;
     // a naive server has no such check: it takes the request and runs out of memory on it
-    too_long = !P.crash_on_kv_exhausted && ceil_div(kv_tokens, P.kv_block_tokens) > P.kv_total_blocks - P.kv_watermark_blocks;
+    too_long = !P.crash_on_kv_exhausted && ceil_div(kv_tokens, P.kv_block_tokens) + P.window_blocks > P.kv_total_blocks - P.kv_watermark_blocks;
   } else {
     too_long = prompt + output > P.kv_total_blocks * P.kv_block_tokens;
   }
