@@ -352,13 +352,19 @@ std::string format_run_table(const Json& r) {
   const Json& sc = r["scenario"];
   std::string o;
   std::string par;
-  if (sc.contains("tensor_parallel") && sc["devices"].get<int>() != sc["replicas"].get<int>())
-    par = fmt::format(" in {} replica{} of tp {} x pp {}", sc["replicas"].get<int>(), sc["replicas"].get<int>() == 1 ? "" : "s",
-                      sc["tensor_parallel"].get<int>(), sc["pipeline_parallel"].get<int>());
-  o += fmt::format("scenario  {}  ({} x {}{} {}, {} batching, router {})\n", sc["name"].get<std::string>(),
-                   sc.contains("devices") ? sc["devices"].get<int>() : sc["replicas"].get<int>(),
-                   sc["device"].get<std::string>(), par, sc["model"].get<std::string>(),
-                   sc["batching"].get<std::string>(), sc["router"].get<std::string>());
+  if (sc["pools"].get<int>() > 1) {
+    o += fmt::format("scenario  {}  ({} pools: {} devices in {} replicas; per pool and class in --format json)\n",
+                     sc["name"].get<std::string>(), sc["pools"].get<int>(),
+                     sc.contains("devices") ? sc["devices"].get<int>() : sc["replicas"].get<int>(), sc["replicas"].get<int>());
+  } else {
+    if (sc.contains("tensor_parallel") && sc["devices"].get<int>() != sc["replicas"].get<int>())
+      par = fmt::format(" in {} replica{} of tp {} x pp {}", sc["replicas"].get<int>(), sc["replicas"].get<int>() == 1 ? "" : "s",
+                        sc["tensor_parallel"].get<int>(), sc["pipeline_parallel"].get<int>());
+    o += fmt::format("scenario  {}  ({} x {}{} {}, {} batching, router {})\n", sc["name"].get<std::string>(),
+                     sc.contains("devices") ? sc["devices"].get<int>() : sc["replicas"].get<int>(),
+                     sc["device"].get<std::string>(), par, sc["model"].get<std::string>(),
+                     sc["batching"].get<std::string>(), sc["router"].get<std::string>());
+  }
   o += fmt::format("workload  {} arrivals at {:.3f}/s, prompt {}, output {}; {:.0f} s measured after {:.0f} s warm-up, seed {}\n\n",
                    sc["arrival"].get<std::string>(), sc["rate_per_s"].get<double>(),
                    sc["prompt_tokens"].get<std::string>(), sc["output_tokens"].get<std::string>(),

@@ -5,7 +5,9 @@
 #include <cmath>
 #include <random>
 
+#include "helpers.hpp"
 #include "libsim/capacity.hpp"
+#include "libsim/core/engine.hpp"
 #include "libsim/core/moe.hpp"
 #include "libsim/core/parallelism.hpp"
 
@@ -161,4 +163,98 @@ TEST_CASE("MoE catalog models: active parameters as their model cards state, and
   CHECK(c.weights_gib < 62.0);
   // a request's blocks: its tokens plus the window
   CHECK(max_concurrent(c, 1024, 16) == c.kv_blocks / (64 + 8));
+}
+
+// ---------------------------------------------------------------- step time of a replica
+namespace {
+std::string pool_yaml(const std::string& model, const std::string& device, const std::string& engine,
+                      const std::string& extra = "") {
+  return "duration_s: 100\ndevice: " + device + "\nmodel: " + model + "\n" + extra + "engine: {" + engine +
+         "}\nfleet: {replicas: 1}\n"
+         "workload: {arrival: {process: poisson, rate_per_s: 1}, prompt_tokens: 100, output_tokens: 10}\n";
+}
+// Step j = 0 of a decode run of n sequences with T0 context tokens before it.
+double decode_step_s(const PoolParams& P, double n, double T0) {
+  Replica R{};
+  set_decode_run(P, R, n, T0);
+  return line_step(R.run_line, 0);
+}
+}  // namespace
+
+TEST_CASE("a tensor-parallel decode step: one rank's roofline plus two all-reduces per layer, by hand") {
+  const Scenario s = test::scenario(pool_yaml("llama-3.1-70b", "h100-sxm-80gb", "tensor_parallel: 2"));
+  const PoolParams P = s.pools[0].params();
+  const double n = 32, T0 = 32 * 1500.0;
+  // per rank: half the weights and half the KV heads; NVLink 4: 450 GB/s one way, 8 us
+  const double comm = 160 * (8e-6 + 2.0 * 1 / 2 * n * 8192 * 2 / 450e9);
+  const double flops = (2 * 70.55e9 * n + 4.0 * 80 * 64 * 128 * (T0 + n)) / 2;
+  const double bytes = 70.55e9 * 2 / 2 + 163840.0 * (T0 + n);
+  const double hand = 0.002 + comm + std::max(flops / (989.4e12 * 0.5), bytes / (3350e9 * 0.8));
+  CHECK(decode_step_s(P, n, T0) == doctest::Approx(hand).epsilon(1e-12));
+  // the worked example in docs/model.md: 32.7 ms, of which 1.47 ms all-reduce
+  CHECK(hand == doctest::Approx(0.0327).epsilon(0.01));
+  CHECK(comm == doctest::Approx(0.00147).epsilon(0.01));
+  // a replica of two devices bills two devices
+  const test::Result r = test::run(s);
+  const Json& cost = r.report["cost"];
+  CHECK(cost["device_hours"].get<double>() == doctest::Approx(2 * 100.0 / 3600));
+  CHECK(cost["total_usd"].get<double>() == doctest::Approx(cost["device_hours"].get<double>() * 3.00));
+}
+
+TEST_CASE("a pipeline of two stages: weights read once per traversal, compute and KV over two micro-batches") {
+  const Scenario s = test::scenario(pool_yaml("llama-3.1-70b", "h100-sxm-80gb", "pipeline_parallel: 2"));
+  const PoolParams P = s.pools[0].params();
+  const double n = 32, T0 = 32 * 1500.0;
+  const double handoff = 8e-6 + (n / 2) * 8192 * 2 / 450e9;  // one stage boundary, 16 tokens a micro-batch
+  const double flops = 2 * 70.55e9 * n + 4.0 * 80 * 64 * 128 * (T0 + n);
+  const double kv = 327680.0 * (T0 + n);
+  const double hand = 0.002 + handoff + std::max(flops / (2 * 989.4e12 * 0.5), (70.55e9 * 2 + kv / 2) / (3350e9 * 0.8));
+  CHECK(decode_step_s(P, n, T0) == doctest::Approx(hand).epsilon(1e-12));
+  // one sequence cannot be split: no pipelining, the stages run one after the other
+  const double one = 0.002 + 8e-6 + 8192 * 2 / 450e9 +
+                     std::max((2 * 70.55e9 + 4.0 * 80 * 64 * 128 * 1501) / (989.4e12 * 0.5),
+                              (70.55e9 * 2 + 327680.0 * 1501) / (3350e9 * 0.8));
+  CHECK(decode_step_s(P, 1, 1500) == doctest::Approx(one).epsilon(1e-12));
+}
+
+TEST_CASE("an MoE decode step reads the dense weights and the share of experts its tokens touch") {
+  const Scenario s = test::scenario(pool_yaml("qwen3-30b-a3b", "h100-sxm-80gb", ""));
+  const PoolParams P = s.pools[0].params();
+  const ModelSpec& m = model("qwen3-30b-a3b");
+  const double routed = m.routed_expert_params();
+  CHECK(P.moe.expert_bytes == doctest::Approx(routed * 2));
+  CHECK(P.work.weight_bytes == doctest::Approx((30.53e9 - routed) * 2));
+  for (double n : {1.0, 4.0, 64.0}) {
+    const double T0 = n * 1000;
+    const double touched = 1 - std::pow(1 - 8.0 / 128, n);
+    const double bytes = (30.53e9 - routed) * 2 + routed * 2 * touched + 98304.0 * (T0 + n);
+    const double flops = 2 * m.active_params() * n + 4.0 * 48 * 32 * 128 * (T0 + n);
+    const double hand = 0.002 + std::max(flops / (989.4e12 * 0.5), bytes / (3350e9 * 0.8));
+    INFO("n = " << n);
+    CHECK(decode_step_s(P, n, T0) == doctest::Approx(hand).epsilon(1e-12));
+  }
+  // one token reads 8 of 128 experts: far less than the whole model
+  CHECK(decode_step_s(P, 1, 1000) < 0.002 + 30.53e9 * 2 / (3350e9 * 0.8) / 4);
+}
+
+TEST_CASE("parallelism inputs that vLLM would refuse are located errors") {
+  auto err = [](const std::string& yaml) {
+    try {
+      test::scenario(yaml);
+    } catch (const InputError& e) {
+      return e.one_line();
+    }
+    return std::string("no error");
+  };
+  CHECK(err(pool_yaml("qwen2.5-7b", "h100-sxm-80gb", "tensor_parallel: 8")).find("28 attention heads") != std::string::npos);
+  CHECK(err(pool_yaml("llama-3.1-8b", "h100-sxm-80gb", "expert_parallel: 2")).find("no experts") != std::string::npos);
+  CHECK(err(pool_yaml("mixtral-8x7b", "h100-sxm-80gb", "tensor_parallel: 4, expert_parallel: 2"))
+            .find("set it to 1 or to tensor_parallel (4)") != std::string::npos);
+  CHECK(err(pool_yaml("llama-3.1-8b", "h100-sxm-80gb", "pipeline_parallel: 33")).find("32 layers") != std::string::npos);
+  CHECK(err(pool_yaml("llama-3.1-8b", "h100-sxm-80gb", "tensor_parallel: 2", "partition: 3g.40gb\n"))
+            .find("cannot also share a device") != std::string::npos);
+  // a model too big for one device names the smallest tensor-parallel group that holds it
+  const std::string big = err(pool_yaml("llama-3.1-405b", "h100-sxm-80gb", ""));
+  CHECK(big.find("does not fit") != std::string::npos);
+  CHECK(big.find("it fits at engine.tensor_parallel: 16") != std::string::npos);
 }
