@@ -297,7 +297,8 @@ Json run_report(const Scenario& s, const Tally& t) {
       Json one;
       one["device"] = P.device.name;
       one["replicas_per_device"] = P.replicas_per_device;
-      one["devices"] = (P.replicas + P.replicas_per_device - 1) / P.replicas_per_device;
+      one["devices"] = P.devices() > 1 ? P.replicas * P.devices()
+                                       : (P.replicas + P.replicas_per_device - 1) / P.replicas_per_device;
       one["model"] = P.model.name;
       one["replicas"] = P.replicas;
       one["tensor_parallel"] = P.tp;

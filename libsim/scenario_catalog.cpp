@@ -12,7 +12,8 @@ namespace fleetsim::detail {
 namespace {
 
 DeviceSpec parse_device(const N& n, const DeviceSpec* base, const std::string& name) {
-  n.allow_keys({"memory_gib", "bandwidth_gb_s", "bf16_tflops", "fp8_tflops", "usd_per_hour", "notes"});
+  n.allow_keys({"memory_gib", "bandwidth_gb_s", "bf16_tflops", "fp8_tflops", "fp4_tflops", "usd_per_hour", "notes",
+                "interconnect", "link_gb_s", "link_latency_us", "link_domain", "pcie_gb_s", "devices_per_node"});
   DeviceSpec d = base ? *base : DeviceSpec{};
   d.name = name;
   auto field = [&](const char* key, double& out, double hi, bool allow_zero) {
@@ -23,14 +24,30 @@ DeviceSpec parse_device(const N& n, const DeviceSpec* base, const std::string& n
   field("bandwidth_gb_s", d.bandwidth_gb_s, 1e6, false);
   field("bf16_tflops", d.bf16_tflops, 1e6, false);
   if (n.has("fp8_tflops")) d.fp8_tflops = n.at("fp8_tflops").num_in(0, 1e6);
+  if (n.has("fp4_tflops")) d.fp4_tflops = n.at("fp4_tflops").num_in(0, 1e7);
   field("usd_per_hour", d.usd_per_hour, 1e5, true);
   if (n.has("notes")) d.notes = n.at("notes").str();
+  // interconnect: a new device without a scale-up link talks over PCIe (Gen4 x16 by default)
+  if (!base) {
+    d.interconnect = "PCIe";
+    d.pcie_gb_s = d.link_gb_s = 32;
+    d.link_latency_us = 25;
+    d.link_domain = d.devices_per_node = 8;
+  }
+  if (n.has("interconnect")) d.interconnect = n.at("interconnect").str();
+  if (n.has("pcie_gb_s")) d.pcie_gb_s = n.at("pcie_gb_s").pos(1e5);
+  if (n.has("link_gb_s")) d.link_gb_s = n.at("link_gb_s").pos(1e5);
+  else if (!base && n.has("pcie_gb_s")) d.link_gb_s = d.pcie_gb_s;
+  if (n.has("link_latency_us")) d.link_latency_us = n.at("link_latency_us").num_in(0, 1e6);
+  if (n.has("devices_per_node")) d.devices_per_node = int(n.at("devices_per_node").integer(1, 1024));
+  if (n.has("link_domain")) d.link_domain = int(n.at("link_domain").integer(1, 100000));
   return d;
 }
 
 ModelSpec parse_model(const N& n, const ModelSpec* base, const std::string& name) {
   n.allow_keys({"kind", "params_b", "layers", "hidden", "heads", "kv_heads", "head_dim", "intermediate", "vocab",
-                "max_context", "notes"});
+                "max_context", "notes", "experts", "experts_per_token", "shared_experts", "expert_intermediate",
+                "dense_layers", "kv_lora_rank", "rope_head_dim", "sliding_window", "sliding_layers"});
   ModelSpec m = base ? *base : ModelSpec{};
   m.name = name;
   if (n.has("kind")) {
@@ -53,6 +70,30 @@ ModelSpec parse_model(const N& n, const ModelSpec* base, const std::string& name
   ifield("max_context", m.max_context, 2, 1 << 24);
   if (m.kv_heads > m.heads) n.fail("kv_heads must be <= heads", ErrorKind::inconsistent);
   if (n.has("notes")) m.notes = n.at("notes").str();
+  auto opt = [&](const char* key, int& out, int64_t lo, int64_t hi) {
+    if (n.has(key)) out = int(n.at(key).integer(lo, hi));
+  };
+  opt("experts", m.experts, 0, 1 << 16);
+  opt("experts_per_token", m.experts_per_token, 1, 1 << 16);
+  opt("shared_experts", m.shared_experts, 0, 1 << 16);
+  opt("expert_intermediate", m.expert_intermediate, 1, 1 << 22);
+  opt("dense_layers", m.dense_layers, 0, 1000);
+  opt("kv_lora_rank", m.kv_lora_rank, 0, 1 << 16);
+  opt("rope_head_dim", m.rope_head_dim, 0, 1 << 16);
+  opt("sliding_window", m.sliding_window, 0, 1 << 24);
+  opt("sliding_layers", m.sliding_layers, 0, 1000);
+  if (m.experts > 0) {
+    for (const char* k : {"experts_per_token", "expert_intermediate"})
+      if (!n.has(k) && !(base && base->experts > 0)) n.fail(std::string("a model with experts needs '") + k + "'");
+    if (m.experts_per_token > m.experts) n.at("experts_per_token").fail("experts_per_token must be <= experts", ErrorKind::inconsistent);
+    if (m.dense_layers >= m.layers) n.fail("dense_layers must be < layers (the other layers hold the experts)", ErrorKind::inconsistent);
+    if (m.routed_expert_params() >= m.params_b * 1e9)
+      n.fail("the routed experts alone (layers x experts x 3 x hidden x expert_intermediate) exceed params_b",
+             ErrorKind::inconsistent);
+  }
+  if (m.sliding_layers > 0 && m.sliding_window == 0) n.fail("sliding_layers needs sliding_window", ErrorKind::inconsistent);
+  if (m.sliding_layers >= m.layers)
+    n.fail("sliding_layers must be < layers (at least one full-attention layer holds the context)", ErrorKind::inconsistent);
   return m;
 }
 

@@ -258,3 +258,31 @@ TEST_CASE("parallelism inputs that vLLM would refuse are located errors") {
   CHECK(big.find("does not fit") != std::string::npos);
   CHECK(big.find("it fits at engine.tensor_parallel: 16") != std::string::npos);
 }
+
+TEST_CASE("a scenario can define its own MoE model and a device with its own interconnect") {
+  const std::string yaml =
+      "duration_s: 100\ndevice: my-gpu\nmodel: my-moe\nengine: {tensor_parallel: 2}\nfleet: {replicas: 1}\n"
+      "catalog:\n"
+      "  devices:\n"
+      "    my-gpu: {memory_gib: 80, bandwidth_gb_s: 2000, bf16_tflops: 500, usd_per_hour: 2, link_gb_s: 100,\n"
+      "             link_latency_us: 5, link_domain: 4}\n"
+      "  models:\n"
+      "    my-moe: {params_b: 10, layers: 16, hidden: 2048, heads: 16, kv_heads: 4, head_dim: 128,\n"
+      "             intermediate: 8192, vocab: 32000, max_context: 8192, experts: 16, experts_per_token: 2,\n"
+      "             expert_intermediate: 1024}\n"
+      "workload: {arrival: {process: poisson, rate_per_s: 1}, prompt_tokens: 100, output_tokens: 10}\n";
+  const Scenario s = test::scenario(yaml);
+  const PoolParams P = s.pools[0].params();
+  const double routed = 16.0 * 16 * 3 * 2048 * 1024;
+  CHECK(P.moe.expert_bytes == doctest::Approx(routed * 2 / 2));
+  CHECK(P.par.allreduce_latency_s == doctest::Approx(5e-6));
+  CHECK(P.par.allreduce_s_per_token == doctest::Approx(2.0 * 1 / 2 * 2048 * 2 / 100e9));
+  CHECK(s.pools[0].capacity.kv_bytes_per_token == 2.0 * 16 * 2 * 128 * 2);
+  // an MoE model needs its routing
+  try {
+    test::scenario(yaml, {"catalog.models.my-moe.experts_per_token=17"});
+    FAIL("expected an error");
+  } catch (const InputError& e) {
+    CHECK(std::string(e.what()).find("experts_per_token must be <= experts") != std::string::npos);
+  }
+}
