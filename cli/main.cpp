@@ -142,9 +142,11 @@ int cmd_validate(const Options& o) {
   }
   std::string pools;
   for (const auto& P : s.pools)
-    pools += fmt::format("{}{}{} x {} {}, {} batching, KV {:.1f} GiB = {} tokens per replica", pools.empty() ? "" : "; ",
-                         s.multi ? P.name + ": " : "", P.replicas, P.device.name, P.model.name, batching_name(P.batching),
-                         P.capacity.kv_gib, P.capacity.kv_capacity_tokens);
+    pools += fmt::format("{}{}{} x {}{} {}, {} batching, KV {:.1f} GiB{} = {} tokens per replica",
+                         pools.empty() ? "" : "; ", s.multi ? P.name + ": " : "", P.replicas, P.device.name,
+                         P.devices() > 1 ? fmt::format(" (tp {} x pp {} each)", P.tp, P.pp) : "", P.model.name,
+                         batching_name(P.batching), P.capacity.kv_gib, P.devices() > 1 ? " per device" : "",
+                         P.capacity.kv_capacity_tokens);
   emit(fmt::format("{}: ok ({}{}{})\n", s.source, pools,
                    s.multi ? fmt::format("; {} request classes", s.classes.size()) : "", sweep));
   return kExitOk;

@@ -273,7 +273,8 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
   mi.weight_bytes_per_param = weight_dtype_bytes(P.weight_dtype);
   mi.kv_elem_bytes = kv_dtype_bytes(P.kv_dtype);
   mi.gpu_memory_utilization = P.gpu_memory_utilization;
-  mi.runtime_overhead_gib = P.runtime_overhead_gib + P.lora_gib();  // resident adapters take memory too
+  // resident adapters take memory too (sharded like the weights)
+  mi.runtime_overhead_gib = P.runtime_overhead_gib + (P.devices() > 1 ? P.lora_gib() / P.devices() : P.lora_gib());
   mi.activation_gib = P.activation_gib;
   mi.max_batched_tokens = P.max_batched_tokens;
   mi.max_num_seqs = P.batching == Batching::continuous ? P.max_num_seqs : P.max_batch;
