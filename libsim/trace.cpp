@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -76,8 +77,11 @@ int split_csv(const std::string& line, std::vector<std::string>& out) {
   throw InputError(where, msg);
 }
 
+// A plain decimal number: digits, one point, an exponent; no hex, inf or nan (strtod takes them).
 bool parse_double(const std::string& s, double& v) {
   if (s.empty()) return false;
+  for (char c : s)
+    if (!((c >= '0' && c <= '9') || c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-')) return false;
   char* end = nullptr;
   v = std::strtod(s.c_str(), &end);
   return end && *end == '\0' && std::isfinite(v);
@@ -107,12 +111,27 @@ bool parse_wallclock(const std::string& s, double& v) {
   in.get(sep);
   if (!(in >> h >> colon1 >> mi >> colon2 >> sec)) return false;
   if (dash1 != '-' || dash2 != '-' || colon1 != ':' || colon2 != ':' || (sep != ' ' && sep != 'T')) return false;
-  if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec >= 61) return false;
+  static const int kDays[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  const bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+  if (mo < 1 || mo > 12 || d < 1 || h < 0 || h > 23 || mi < 0 || mi > 59 || !(sec >= 0 && sec < 61)) return false;
+  if (d > kDays[mo - 1] + (mo == 2 && leap ? 1 : 0)) return false;  // 2023-02-31 is no date
   v = double(days_from_civil(y, unsigned(mo), unsigned(d))) * 86400.0 + h * 3600.0 + mi * 60.0 + sec;
   return true;
 }
 
+// Traces are regular files of bounded size: a device like /dev/zero would never end a line.
+constexpr uintmax_t kMaxTraceBytes = uintmax_t(4) << 30;
+
 std::ifstream open_or_fail(const std::string& path) {
+  std::error_code ec;
+  const auto st = std::filesystem::status(path, ec);
+  if (ec || !std::filesystem::exists(st))
+    throw InputError(Location{path, 0, 0, ""}, "cannot open file (does it exist and is it readable?)");
+  if (!std::filesystem::is_regular_file(st))
+    throw InputError(Location{path, 0, 0, ""}, "not a regular file (a trace or CSV file is expected)");
+  const uintmax_t size = std::filesystem::file_size(path, ec);
+  if (ec || size > kMaxTraceBytes)
+    throw InputError(Location{path, 0, 0, ""}, "larger than 4 GiB; cut the trace to the span you want to replay");
   std::ifstream f(path, std::ios::binary);
   if (!f) throw InputError(Location{path, 0, 0, ""}, "cannot open file (does it exist and is it readable?)");
   return f;

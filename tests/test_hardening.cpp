@@ -1,0 +1,44 @@
+// Inputs that once crashed, hung or were silently misread: each now a located input error.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "helpers.hpp"
+#include "libsim/error.hpp"
+#include "libsim/trace.hpp"
+
+using namespace fleetsim;
+
+namespace {
+std::string trace_error(const std::string& path) {
+  try {
+    load_trace(path);
+  } catch (const InputError& e) {
+    return e.one_line();
+  }
+  return "no error";
+}
+}  // namespace
+
+TEST_CASE("trace timestamps: hex numbers and impossible dates are errors on their own row") {
+  const std::string hex = test::write_temp("hex.csv", "timestamp_s,prompt_tokens,output_tokens\n0,5,5\n0x10,5,5\n");
+  CHECK(trace_error(hex).find(":3:1: error: bad timestamp '0x10'") != std::string::npos);
+  const std::string inf = test::write_temp("inf.csv", "timestamp_s,prompt_tokens,output_tokens\ninf,5,5\n");
+  CHECK(trace_error(inf).find(":2:1: error: bad timestamp 'inf'") != std::string::npos);
+  const std::string feb = test::write_temp(
+      "feb.csv",
+      "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-02-28 00:00:00,5,5\n2023-02-31 00:00:00,5,5\n2023-03-01 00:00:00,5,5\n");
+  CHECK(trace_error(feb).find(":3:1: error: bad TIMESTAMP '2023-02-31 00:00:00'") != std::string::npos);
+  // 29 February exists in a leap year only
+  const std::string leap = test::write_temp(
+      "leap.csv", "TIMESTAMP,ContextTokens,GeneratedTokens\n2024-02-29 00:00:00,5,5\n2024-03-01 00:00:00,5,5\n");
+  CHECK(load_trace(leap).t_s.back() == 86400.0);
+  const std::string noleap = test::write_temp("noleap.csv", "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-02-29 00:00:00,5,5\n");
+  CHECK(trace_error(noleap).find("bad TIMESTAMP") != std::string::npos);
+}
+
+TEST_CASE("a trace path that is not a regular file is refused before any read (no unbounded /dev/zero line)") {
+  CHECK(trace_error("/dev/zero").find("not a regular file") != std::string::npos);
+  CHECK(trace_error("/tmp").find("not a regular file") != std::string::npos);
+  CHECK(trace_error("/nonexistent/trace.csv").find("cannot open file") != std::string::npos);
+}
