@@ -4,7 +4,10 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cmath>
+#include <optional>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -29,7 +32,7 @@ struct Options {
   std::string scenario;
   std::vector<std::string> sets;
   std::string format = "table";
-  int64_t seed = -1;
+  std::optional<uint64_t> seed;
   double duration = -1;
   // capacity
   std::string model, device, weight_dtype = "bf16", kv_dtype = "bf16";
@@ -48,7 +51,7 @@ void emit(const std::string& text) { std::fwrite(text.data(), 1, text.size(), st
 
 ScenarioSource source(const Options& o) {
   std::vector<std::string> sets = o.sets;
-  if (o.seed >= 0) sets.push_back("seed=" + std::to_string(o.seed));
+  if (o.seed) sets.push_back("seed=" + std::to_string(*o.seed));
   if (o.duration >= 0) sets.push_back("duration_s=" + fmt::format("{}", o.duration));
   const ScenarioSource src = o.scenario.empty() ? ScenarioSource::builtin_default() : ScenarioSource::from_file(o.scenario);
   return src.with_overrides(parse_sets(sets));
@@ -271,6 +274,21 @@ int cmd_catalog(const Options& o) {
   return kExitOk;
 }
 
+// A finite number in [lo, hi] (or (lo, hi] when lo is excluded); CLI11's own range checks let NaN
+// through and print infinities in full.
+CLI::Validator finite_in(double lo, double hi, bool lo_included = true) {
+  return CLI::Validator(
+      [=](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double v = std::strtod(text.c_str(), &end);
+        if (text.empty() || *end != '\0' || !std::isfinite(v)) return "expected a finite number, got '" + text + "'";
+        if (v > hi || v < lo || (!lo_included && v == lo))
+          return fmt::format("{} is out of range (expected a number in {}{}, {}])", text, lo_included ? "[" : "(", lo, hi);
+        return "";
+      },
+      fmt::format("NUMBER in {}{}, {}]", lo_included ? "[" : "(", lo, hi));
+}
+
 void add_format(CLI::App* c, Options& o) {
   c->add_option("--format", o.format, "output format")->check(CLI::IsMember({"table", "json", "csv"}));
 }
@@ -304,8 +322,17 @@ int main(int argc, char** argv) {
 
   CLI::App* run = subs[0].first;
   run->add_option("scenario", o.scenario, "scenario YAML file");
-  run->add_option("--seed", o.seed, "random seed (overrides the scenario's)")->check(CLI::NonNegativeNumber);
-  run->add_option("--duration", o.duration, "simulated seconds (overrides duration_s)")->check(CLI::PositiveNumber);
+  run->add_option("--seed", o.seed, "random seed, 0 to 2^64-1 (overrides the scenario's)")
+      ->check(CLI::Validator(
+          [](std::string& t) -> std::string {
+            bool ok = !t.empty() && t.find_first_not_of("0123456789") == std::string::npos;
+            errno = 0;
+            if (ok) std::strtoull(t.c_str(), nullptr, 10);
+            ok = ok && errno != ERANGE;
+            return ok ? "" : "expected an integer in [0, 18446744073709551615], got '" + t + "'";
+          },
+          "INTEGER in [0, 2^64-1]"));
+  run->add_option("--duration", o.duration, "simulated seconds (overrides duration_s)")->check(finite_in(0, 30.0 * 86400, false));
   add_scenario_flags(run, o);
   add_format(run, o);
 
@@ -320,7 +347,7 @@ int main(int argc, char** argv) {
   cap->add_option("--weight-dtype", o.weight_dtype, "weight dtype")->check(CLI::IsMember(weight_dtypes()));
   cap->add_option("--kv-dtype", o.kv_dtype, "KV cache dtype")->check(CLI::IsMember(kv_dtypes()));
   cap->add_option("--gpu-memory-utilization", o.gpu_mem_util, "fraction of device memory the engine may use")
-      ->check(CLI::Range(0.01, 1.0));
+      ->check(finite_in(0.01, 1.0));
   cap->add_option("--max-num-seqs", o.max_num_seqs, "sequences per step (sizes the sampler)")->check(CLI::Range(1, 16384));
   cap->add_option("--max-batched-tokens", o.max_batched_tokens, "tokens per step (sizes the activations)")
       ->check(CLI::Range(16, 1 << 20));
@@ -351,7 +378,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::Success& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    app.exit(e);
+    // one line, like every other input error
+    std::fprintf(stderr, "%s (see fleetsim --help)\n", e.what());
     return kExitUsage;
   }
   try {

@@ -55,7 +55,7 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Overr
   for (const auto& o : overrides) s.overrides.push_back(o.label);
   s.name = root.has("name") ? root.at("name").str() : std::filesystem::path(src.file).stem().string();
   if (root.has("description")) s.description = root.at("description").str();
-  s.seed = root.has("seed") ? uint64_t(root.at("seed").integer(0, int64_t(1) << 53)) : 1;
+  s.seed = root.has("seed") ? root.at("seed").unsigned_integer() : 1;
   s.duration_s = root.req("duration_s").pos(30.0 * 86400);
   s.warmup_s = root.has("warmup_s") ? root.at("warmup_s").num_in(0, 30.0 * 86400, "warmup_s") : 0.0;
   if (s.warmup_s >= s.duration_s) root.at("warmup_s").fail("warmup_s must be less than duration_s", ErrorKind::inconsistent);

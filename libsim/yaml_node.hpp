@@ -1,6 +1,8 @@
 // Internal: YAML nodes that remember their dotted path and source, so that every validation
 // error can say where (file:line:column, or the override that set the value) and what.
 #pragma once
+#include <cctype>
+#include <cerrno>
 #include <yaml-cpp/yaml.h>
 
 #include <cmath>
@@ -126,13 +128,39 @@ struct N {
     }
     return v;
   }
+  // Integers are read exactly (a double would round past 2^53), then range-checked.
   int64_t integer(int64_t lo, int64_t hi) const {
+    if (!node.IsScalar()) fail("expected an integer");
+    const std::string& str = node.Scalar();
+    bool digits = !str.empty();
+    for (size_t i = 0; i < str.size(); ++i) digits = digits && (std::isdigit((unsigned char)str[i]) || (i == 0 && str[i] == '-'));
+    if (digits && str != "-") {
+      errno = 0;
+      char* end = nullptr;
+      const long long x = std::strtoll(str.c_str(), &end, 10);
+      if (errno == ERANGE || x < lo || x > hi)
+        fail("value " + str + " is out of range (expected an integer in [" + std::to_string(lo) + ", " +
+             std::to_string(hi) + "])");
+      return int64_t(x);
+    }
     const double v = num();
     if (v != std::floor(v)) fail("expected an integer, got '" + node.Scalar() + "'");
     if (v < double(lo) || v > double(hi))
       fail("value " + node.Scalar() + " is out of range (expected an integer in [" + std::to_string(lo) + ", " +
            std::to_string(hi) + "])");
     return int64_t(v);
+  }
+  // A 64-bit unsigned integer, read exactly (seeds).
+  uint64_t unsigned_integer() const {
+    if (!node.IsScalar()) fail("expected an integer");
+    const std::string& str = node.Scalar();
+    bool digits = !str.empty();
+    for (char c : str) digits = digits && std::isdigit((unsigned char)c);
+    if (!digits) fail("expected an integer in [0, 18446744073709551615], got '" + str + "'");
+    errno = 0;
+    const unsigned long long x = std::strtoull(str.c_str(), nullptr, 10);
+    if (errno == ERANGE) fail("value " + str + " is out of range (expected an integer in [0, 18446744073709551615])");
+    return uint64_t(x);
   }
   std::string choice(const std::vector<std::string>& options) const {
     const std::string s = str();

@@ -38,6 +38,19 @@ expect "capacity" 0 "" -- "$bin" capacity --model llama-3.1-8b --device h100-sxm
 expect "capacity does not fit" 1 "" -- "$bin" capacity --model llama-3.1-70b --device l4-24gb
 expect "capacity unknown model" 2 "--model: error: unknown model 'llama-3.1-80b'" -- \
   "$bin" capacity --model llama-3.1-80b --device h100-sxm-80gb
+expect "capacity tensor-parallel" 0 "" -- "$bin" capacity --model llama-3.1-405b --device h100-sxm-80gb --tp 8 --weight-dtype fp8
+expect "capacity tp that does not split the heads" 2 "--tp: error: --tp: qwen2.5-7b has 28 attention heads" -- \
+  "$bin" capacity --model qwen2.5-7b --device h100-sxm-80gb --tp 8
+"$bin" capacity --model llama-3.1-70b --device h100-sxm-80gb | grep -q "it fits at --tp 2" ||
+  { echo "FAIL: capacity names the smallest tp that fits"; fail=$((fail + 1)); }
+expect "duration nan" 2 "--duration: expected a finite number, got 'nan'" -- "$bin" run --duration nan
+expect "duration inf" 2 "--duration: expected a finite number, got 'inf'" -- "$bin" run --duration inf
+expect "gpu memory utilization nan" 2 "--gpu-memory-utilization: expected a finite number" -- \
+  "$bin" capacity --model llama-3.1-8b --device h100-sxm-80gb --gpu-memory-utilization nan
+expect "negative seed" 2 "--seed: expected an integer" -- "$bin" run --seed -1
+expect "seed past 2^64" 2 "--seed: expected an integer" -- "$bin" run --seed 18446744073709551616
+"$bin" run --duration 600 --seed 9007199254740993 --format json | grep -q '"seed": 9007199254740993' ||
+  { echo "FAIL: a seed past 2^53 is kept exactly"; fail=$((fail + 1)); }
 for f in "$src"/scenarios/*.yaml; do
   expect "validate $f" 0 "" -- "$bin" validate "$f"
 done
