@@ -127,7 +127,7 @@ int cmd_run(const Options& o) {
   const SimParams p = s.params();
   HostWorkspace ws;
   const auto t = simulate_once(p, 0, ws);
-  check_status(*t);
+  check_status(*t, s.source);
   const Json r = run_report(s, *t);
   if (o.format == "json") emit(r.dump(2) + "\n");
   else if (o.format == "csv") emit(json_to_csv(r));

@@ -1,5 +1,7 @@
 #include "runner.hpp"
 
+#include "error.hpp"
+
 #include <stdexcept>
 #include <string>
 
@@ -17,12 +19,21 @@ std::unique_ptr<Tally> simulate_once(const SimParams& p, uint32_t replication, H
   return t;
 }
 
-void check_status(const Tally& t) {
+void check_status(const Tally& t, const std::string& source) {
+  const Location where{source, 0, 0, ""};
   if (t.status == int32_t(SimStatus::event_limit))
-    throw std::runtime_error("simulation stopped after " + std::to_string(t.events) +
-                             " events without finishing (an overloaded fleet with an enormous queue_limit?)");
+    throw InputError(where,
+                     "the simulation stopped after " + std::to_string(t.events) +
+                         " events, its budget for this scenario: an overloaded fleet whose queue keeps growing "
+                         "(lower queue_limit or the arrival rate, or add replicas), or step times too short to "
+                         "advance time (check the engine's step costs)",
+                     ErrorKind::inconsistent);
   if (t.status == 0 && t.unfinished != 0)
-    throw std::runtime_error("internal error: " + std::to_string(t.unfinished) + " requests never finished");
+    throw InputError(where,
+                     std::to_string(t.unfinished) +
+                         " requests never finished: a step took longer than any simulated time can hold (check "
+                         "the engine's mfu, mbu and step costs)",
+                     ErrorKind::inconsistent);
   if (t.status != 0) throw std::runtime_error("simulation failed with status " + std::to_string(t.status));
 }
 

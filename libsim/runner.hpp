@@ -1,5 +1,6 @@
 // Host entry points into the simulation core.
 #pragma once
+#include <string>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -21,7 +22,8 @@ class HostWorkspace {
 // One simulation of a scenario: replication r of its seed.
 std::unique_ptr<Tally> simulate_once(const SimParams& p, uint32_t replication, HostWorkspace& ws);
 
-// Throws std::runtime_error if the core stopped abnormally (event guard).
-void check_status(const Tally& t);
+// Throws InputError (exit 2, naming the scenario file and the likely cause) if the simulation hit
+// its event budget or left requests unfinished.
+void check_status(const Tally& t, const std::string& source);
 
 }  // namespace fleetsim

@@ -140,8 +140,9 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
   if (P.perf_model == PerfKind::roofline) {
     for (const char* k : {"step_base_s", "per_prefill_token_s", "per_decode_seq_s", "per_context_token_s"})
       if (eng.has(k)) eng.at(k).fail(std::string(k) + " belongs to perf_model: linear", ErrorKind::inconsistent);
-    P.mfu = eng.has("mfu") ? eng.at("mfu").pos(1.0) : 0.5;
-    P.mbu = eng.has("mbu") ? eng.at("mbu").pos(1.0) : 0.8;
+    // below a thousandth of peak no engine runs; such values only make steps last for ever
+    P.mfu = eng.has("mfu") ? eng.at("mfu").num_in(0.001, 1.0, "mfu") : 0.5;
+    P.mbu = eng.has("mbu") ? eng.at("mbu").num_in(0.001, 1.0, "mbu") : 0.8;
     P.step_overhead_s = eng.has("step_overhead_s") ? eng.at("step_overhead_s").num_in(0, 60) : 0.002;
   } else {
     for (const char* k : {"mfu", "mbu", "step_overhead_s"})
@@ -205,7 +206,8 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
     A.target = as.req("target").pos(1e6);
     if ((A.signal == ScaleSignal::busy || A.signal == ScaleSignal::host_cpu) && A.target > 1.0)
       as.at("target").fail("a " + sig + " target is a fraction in (0, 1]");
-    A.interval_s = as.has("interval_s") ? as.at("interval_s").pos(3600) : 15.0;
+    // controllers poll every few seconds; sub-100 ms evaluation only multiplies events
+    A.interval_s = as.has("interval_s") ? as.at("interval_s").num_in(0.1, 3600, "interval_s") : 15.0;
     A.up_window_s = as.has("scale_up_window_s") ? as.at("scale_up_window_s").num_in(0, 86400) : 0.0;
     A.down_window_s = as.has("scale_down_window_s") ? as.at("scale_down_window_s").num_in(0, 86400) : 300.0;
     A.cooldown_s = as.has("cooldown_s") ? as.at("cooldown_s").num_in(0, 86400) : 300.0;

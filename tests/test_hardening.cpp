@@ -42,3 +42,37 @@ TEST_CASE("a trace path that is not a regular file is refused before any read (n
   CHECK(trace_error("/tmp").find("not a regular file") != std::string::npos);
   CHECK(trace_error("/nonexistent/trace.csv").find("cannot open file") != std::string::npos);
 }
+
+TEST_CASE("engine and autoscaler figures that can only stall a simulation are refused where they are written") {
+  auto err = [](const std::vector<std::string>& sets) {
+    try {
+      load_default_scenario(sets);
+    } catch (const InputError& e) {
+      return e.one_line();
+    }
+    return std::string("no error");
+  };
+  CHECK(err({"engine.mfu=1e-300"}).find("engine.mfu: value 1e-300 is out of range (expected mfu in [0.001, 1])") !=
+        std::string::npos);
+  CHECK(err({"engine.mbu=0"}).find("engine.mbu: value 0 is out of range") != std::string::npos);
+  CHECK(err({"fleet.autoscale={min_replicas: 1, max_replicas: 4, signal: queue_depth, target: 4, interval_s: 1e-9}"})
+            .find("interval_s: value 1e-9 is out of range") != std::string::npos);
+  CHECK(err({"engine.mfu=0.001"}) == "no error");
+}
+
+TEST_CASE("a simulation that hits its event budget is an input error naming the scenario, not an internal one") {
+  Tally t{};
+  t.status = int32_t(SimStatus::event_limit);
+  t.events = 123;
+  try {
+    check_status(t, "my.yaml");
+    FAIL("expected an error");
+  } catch (const InputError& e) {
+    CHECK(e.one_line().find("my.yaml: error: the simulation stopped after 123 events") == 0);
+  }
+  t.status = 0;
+  t.unfinished = 7;
+  CHECK_THROWS_AS(check_status(t, "my.yaml"), InputError);
+  t.unfinished = 0;
+  CHECK_NOTHROW(check_status(t, "my.yaml"));
+}

@@ -19,7 +19,7 @@ int main(int argc, char** argv) {
   const auto t0 = std::chrono::steady_clock::now();
   for (int r = 0; r < repeats; ++r) {
     const auto t = simulate_once(p, uint32_t(r), ws);
-    check_status(*t);
+    check_status(*t, s.source);
     // every request the run generated, warm-up included
     for (int32_t c = 0; c < t->n_classes; ++c)
       requests += double(t->classes[c].arrived) * s.duration_s / (s.duration_s - s.warmup_s);
