@@ -2,6 +2,8 @@
 // ScenarioSource; each section's parsing is in scenario_<section>.cpp.
 #include "scenario.hpp"
 
+#include <algorithm>
+
 #include <yaml-cpp/yaml.h>
 
 #include <filesystem>
@@ -175,6 +177,12 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Overr
 
 Scenario load_from(const std::string& text, Source src, const std::vector<Override>& overrides) {
   src.lines = split_lines(text);
+  if (const size_t bad = invalid_utf8_at(text); bad != std::string::npos) {
+    const int line = int(std::count(text.begin(), text.begin() + long(bad), '\n')) + 1;
+    const size_t bol = text.rfind('\n', bad == 0 ? 0 : bad - 1);
+    const int col = int(bad - (bol == std::string::npos || bad == 0 ? 0 : bol + 1)) + 1;
+    throw InputError(Location{src.file, line, col, ""}, "not valid UTF-8 (a scenario file must be UTF-8 text)");
+  }
   YAML::Node root;
   try {
     root = YAML::Load(text);
@@ -199,6 +207,8 @@ Override parse_set(const std::string& text) {
   const size_t eq = text.find('=');
   const Location origin{"--set " + text, 0, 0, ""};
   if (eq == std::string::npos || eq == 0) throw InputError(origin, "expected PATH=VALUE, e.g. fleet.replicas=4");
+  if (invalid_utf8_at(text) != std::string::npos)
+    throw InputError(Location{"--set", 0, 0, ""}, "--set: not valid UTF-8");
   return Override{text.substr(0, eq), text.substr(eq + 1), origin, text};
 }
 

@@ -173,6 +173,32 @@ struct N {
   }
 };
 
+// Offset of the first byte that breaks UTF-8 (overlong forms, surrogates and code points past
+// U+10FFFF included), or npos. YAML is UTF-8, and names end up in JSON, which must be too.
+inline size_t invalid_utf8_at(const std::string& s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const unsigned char c = (unsigned char)s[i];
+    int n = 0;
+    uint32_t cp = 0;
+    if (c < 0x80) { ++i; continue; }
+    if ((c & 0xE0) == 0xC0) { n = 1; cp = c & 0x1F; }
+    else if ((c & 0xF0) == 0xE0) { n = 2; cp = c & 0x0F; }
+    else if ((c & 0xF8) == 0xF0) { n = 3; cp = c & 0x07; }
+    else return i;
+    for (int k = 1; k <= n; ++k) {
+      if (i + size_t(k) >= s.size()) return i;
+      const unsigned char d = (unsigned char)s[i + size_t(k)];
+      if ((d & 0xC0) != 0x80) return i;
+      cp = (cp << 6) | (d & 0x3F);
+    }
+    static const uint32_t kMin[4] = {0, 0x80, 0x800, 0x10000};
+    if (cp < kMin[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return i;
+    i += size_t(n) + 1;
+  }
+  return std::string::npos;
+}
+
 inline std::vector<std::string> split_lines(const std::string& text) {
   std::vector<std::string> lines;
   std::string cur;
@@ -203,26 +229,56 @@ inline void apply_override(YAML::Node root, const Override& o, Source& src) {
   parts.push_back(cur);
   for (const auto& p : parts)
     if (p.empty()) throw InputError(o.origin, "empty key in path '" + o.path + "'");
+  if (o.value.find_first_not_of(" \t") == std::string::npos)
+    throw InputError(o.origin, "no value after '=' (expected e.g. " + o.path + "=2; to remove a key, edit the file)");
   YAML::Node value_node;
   try {
     value_node = YAML::Load(o.value);
   } catch (const YAML::Exception& e) {
     throw InputError(o.origin, "value is not valid YAML: " + e.msg);
   }
+  // Names may hold dots (llama-3.1-8b): at each level take the longest run of parts that is an
+  // existing key; a catalog entry not yet in the file is catalog.models.NAME.FIELD.
+  auto join = [&](size_t a, size_t b) {
+    std::string k = parts[a];
+    for (size_t i = a + 1; i < b; ++i) k += "." + parts[i];
+    return k;
+  };
+  std::vector<std::string> keys;
+  {
+    YAML::Node probe = root;
+    size_t i = 0;
+    while (i < parts.size()) {
+      size_t take = 1;
+      if (probe.IsMap())
+        for (size_t j = parts.size(); j > i + 1; --j)
+          if (probe[join(i, j)].IsDefined()) {
+            take = j - i;
+            break;
+          }
+      if (take == 1 && keys.size() == 2 && keys[0] == "catalog" && (keys[1] == "models" || keys[1] == "devices") &&
+          parts.size() - i > 2)
+        take = parts.size() - i - 1;  // NAME with dots, then one FIELD
+      keys.push_back(join(i, i + take));
+      if (probe.IsMap() && probe[keys.back()].IsDefined()) probe.reset(probe[keys.back()]);
+      else probe.reset(YAML::Node());
+      i += take;
+    }
+  }
   YAML::Node node = root;
-  for (size_t i = 0; i + 1 < parts.size(); ++i) {
+  for (size_t i = 0; i + 1 < keys.size(); ++i) {
     if (!node.IsMap())
-      throw InputError(o.origin, "'" + parts[i - 1] + "' is not a mapping, so it has no key '" + parts[i] + "'");
-    YAML::Node next = node[parts[i]];
+      throw InputError(o.origin, "'" + keys[i - 1] + "' is not a mapping, so it has no key '" + keys[i] + "'");
+    YAML::Node next = node[keys[i]];
     if (!next.IsDefined() || next.IsNull()) {
-      node[parts[i]] = YAML::Node(YAML::NodeType::Map);
-      next = node[parts[i]];
+      node[keys[i]] = YAML::Node(YAML::NodeType::Map);
+      next = node[keys[i]];
     }
     node.reset(next);
   }
   if (!node.IsMap() && !node.IsNull())
     throw InputError(o.origin, "cannot set '" + o.path + "': its parent is not a mapping");
-  node[parts.back()] = value_node;
+  node[keys.back()] = value_node;
   src.overridden[o.path] = o.origin;
 }
 

@@ -6,6 +6,7 @@
 #include "helpers.hpp"
 #include "libsim/error.hpp"
 #include "libsim/trace.hpp"
+#include "libsim/yaml_node.hpp"
 
 using namespace fleetsim;
 
@@ -75,4 +76,34 @@ TEST_CASE("a simulation that hits its event budget is an input error naming the 
   CHECK_THROWS_AS(check_status(t, "my.yaml"), InputError);
   t.unfinished = 0;
   CHECK_NOTHROW(check_status(t, "my.yaml"));
+}
+
+TEST_CASE("--set: an empty value is an error at the --set, and catalog names with dots stay whole") {
+  try {
+    load_default_scenario({"fleet.replicas="});
+    FAIL("expected an error");
+  } catch (const InputError& e) {
+    CHECK(e.one_line().find("--set fleet.replicas=: error: no value after '='") == 0);
+  }
+  // llama-3.1-8b is one name, not llama-3 / 1-8b
+  const Scenario s = load_default_scenario({"catalog.models.llama-3.1-8b.params_b=8.5"});
+  CHECK(s.pools[0].model.params_b == 8.5);
+  const Scenario d = load_default_scenario({"catalog.devices.h100-sxm-80gb.usd_per_hour=2"});
+  CHECK(d.pools[0].device.usd_per_hour == 2.0);
+}
+
+TEST_CASE("invalid UTF-8 is refused where it is, before a whole sweep could fail on its JSON") {
+  CHECK(detail::invalid_utf8_at("plain") == std::string::npos);
+  CHECK(detail::invalid_utf8_at("caf\xc3\xa9 \xe2\x9c\x93") == std::string::npos);
+  CHECK(detail::invalid_utf8_at("caf\xe9") == 3);              // Latin-1
+  CHECK(detail::invalid_utf8_at("\xc0\xaf") == 0);             // overlong '/'
+  CHECK(detail::invalid_utf8_at("\xed\xa0\x80") == 0);         // a surrogate
+  CHECK(detail::invalid_utf8_at("ok\xf4\x90\x80\x80") == 2);   // past U+10FFFF
+  CHECK(detail::invalid_utf8_at("ok\xe2\x9c") == 2);           // truncated
+  try {
+    test::scenario("name: ok\ndescription: \"caf\xe9\"\n");
+    FAIL("expected an error");
+  } catch (const InputError& e) {
+    CHECK(e.one_line().find("<test>:2:18: error: not valid UTF-8") == 0);
+  }
 }
