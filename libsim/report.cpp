@@ -84,6 +84,8 @@ Json requests_json(const ClassTally& c, double window) {
   rq["rejection_fraction"] = ratio(double(rejected), double(c.arrived));
   rq["mean_in_system"] = ratio(c.in_system_s, window);
   rq["mean_waiting"] = ratio(c.queue_len_s, window);
+  rq["good"] = c.good;
+  rq["good_fraction"] = ratio(double(c.good), double(c.completed));
   return rq;
 }
 
@@ -101,7 +103,39 @@ Json throughput_json(const ClassTally& c, double window) {
   th["requests_per_s"] = ratio(double(c.completed), window);
   th["input_tokens_per_s"] = ratio(c.input_tokens, window);
   th["output_tokens_per_s"] = ratio(c.output_tokens, window);
+  th["goodput_per_s"] = ratio(double(c.good), window);
+  // "tok/s/user", as AIConfigurator and NIM report it: one user's decode speed, 1 / mean TPOT
+  th["output_tok_per_s_per_user"] = ratio(double(c.tpot.n), c.tpot.sum);
   return th;
+}
+
+// Closed-loop users of one class: the identity clients = mean_in_system + mean_thinking, and the
+// interactive response time law, X (R + Z) = clients (X completions per second, R mean e2e, Z mean
+// think time), which holds in steady state up to edge effects and rejections.
+double response_time_law(const ClassTally& c, double window, double think_mean_s) {
+  if (!(window > 0) || c.e2e.n == 0) return 0.0;
+  return double(c.completed) / window * (c.e2e.sum / double(c.e2e.n) + think_mean_s);
+}
+
+Json closed_loop_json(const RequestClassSpec& C, const ClassTally& c, double window) {
+  Json j;
+  j["clients"] = C.clients;
+  j["think_time_s"] = C.think_mean_s;
+  j["mean_in_system"] = ratio(c.in_system_s, window);
+  j["mean_thinking"] = ratio(c.thinking_s, window);
+  j["response_time_law"] = response_time_law(c, window, C.think_mean_s);
+  return j;
+}
+
+std::string goodput_bounds(const RequestClassSpec& C) {
+  std::string b;
+  auto add = [&](const char* k, double v) {
+    if (v < kInf) b += fmt::format("{}{} <= {:g} s", b.empty() ? "" : ", ", k, v);
+  };
+  add("ttft", C.good_ttft_s);
+  add("tpot", C.good_tpot_s);
+  add("e2e", C.good_e2e_s);
+  return b;
 }
 
 // Utilization of one pool, or of several (summed tallies, summed peaks).
@@ -205,6 +239,12 @@ Json run_report(const Scenario& s, const Tally& t) {
   double rate = 0;
   for (const auto& C : s.classes) rate += C.rate_per_s;
   sc["rate_per_s"] = rate;
+  if (C0.arrival == ArrivalKind::burst) sc["requests"] = C0.clients;
+  if (C0.arrival == ArrivalKind::concurrency) {
+    sc["clients"] = C0.clients;
+    sc["think_time_s"] = C0.think.describe;
+  }
+  if (!goodput_bounds(C0).empty()) sc["goodput"] = goodput_bounds(C0);
   sc["prompt_tokens"] = C0.prompt.describe;
   sc["output_tokens"] = C0.output.describe;
   sc["perf_model"] = perf_name(P0.perf_model);
@@ -255,6 +295,26 @@ Json run_report(const Scenario& s, const Tally& t) {
 
   r["fleet"] = fleet_json(pools, window);
 
+  // every closed-loop class together
+  {
+    int64_t clients = 0;
+    double in_system_s = 0, thinking_s = 0, law = 0;
+    bool any = false;
+    for (size_t c = 0; c < s.classes.size(); ++c)
+      if (s.classes[c].arrival == ArrivalKind::concurrency) {
+        any = true;
+        clients += s.classes[c].clients;
+        in_system_s += t.classes[c].in_system_s;
+        thinking_s += t.classes[c].thinking_s;
+        law += response_time_law(t.classes[c], window, s.classes[c].think_mean_s);
+      }
+    if (any)
+      r["closed_loop"] = {{"clients", clients},
+                          {"mean_in_system", ratio(in_system_s, window)},
+                          {"mean_thinking", ratio(thinking_s, window)},
+                          {"response_time_law", law}};
+  }
+
   if (s.multi) {
     // class cost: its pool's cost in proportion to the device time its requests used
     std::vector<double> class_usd(s.classes.size(), 0.0);
@@ -281,6 +341,8 @@ Json run_report(const Scenario& s, const Tally& t) {
       cj["requests"] = requests_json(ct, window);
       cj["latency_s"] = latency_json(ct);
       cj["throughput"] = throughput_json(ct, window);
+      if (C.arrival == ArrivalKind::concurrency) cj["closed_loop"] = closed_loop_json(C, ct, window);
+      if (!goodput_bounds(C).empty()) cj["goodput"] = goodput_bounds(C);
       cj["cost"] = {{"usd", class_usd[c]},
                     {"device_busy_s", ct.busy_s},
                     {"per_request_usd", ratio(class_usd[c], double(ct.completed))},
@@ -366,8 +428,15 @@ std::string format_run_table(const Json& r) {
                      sc["device"].get<std::string>(), par, sc["model"].get<std::string>(),
                      sc["batching"].get<std::string>(), sc["router"].get<std::string>());
   }
-  o += fmt::format("workload  {} arrivals at {:.3f}/s, prompt {}, output {}; {:.0f} s measured after {:.0f} s warm-up, seed {}\n\n",
-                   sc["arrival"].get<std::string>(), sc["rate_per_s"].get<double>(),
+  std::string arrivals;
+  if (sc.contains("clients"))
+    arrivals = fmt::format("{} closed-loop clients (think time {})", sc["clients"].get<int64_t>(),
+                           sc["think_time_s"].get<std::string>());
+  else if (sc.contains("requests"))
+    arrivals = fmt::format("a burst of {} requests", sc["requests"].get<int64_t>());
+  else
+    arrivals = fmt::format("{} arrivals at {:.3f}/s", sc["arrival"].get<std::string>(), sc["rate_per_s"].get<double>());
+  o += fmt::format("workload  {}, prompt {}, output {}; {:.0f} s measured after {:.0f} s warm-up, seed {}\n\n", arrivals,
                    sc["prompt_tokens"].get<std::string>(), sc["output_tokens"].get<std::string>(),
                    r["simulation"]["window_s"].get<double>(), sc["warmup_s"].get<double>(), sc["seed"].get<uint64_t>());
   const Json& rq = r["requests"];
@@ -386,8 +455,17 @@ std::string format_run_table(const Json& r) {
                      ms(l["p95"]), ms(l["p99"]), ms(l["p999"]), ms(l["max"]));
   }
   const Json& th = r["throughput"];
-  o += fmt::format("\nthroughput  {} req/s   {} input tok/s   {} output tok/s\n", num(th["requests_per_s"]),
-                   num(th["input_tokens_per_s"], 1), num(th["output_tokens_per_s"], 1));
+  o += fmt::format("\nthroughput  {} req/s   {} input tok/s   {} output tok/s   {} output tok/s/user\n",
+                   num(th["requests_per_s"]), num(th["input_tokens_per_s"], 1), num(th["output_tokens_per_s"], 1),
+                   num(th["output_tok_per_s_per_user"], 1));
+  if (sc.contains("goodput"))
+    o += fmt::format("goodput     {} req/s within {} ({} of completed)\n", num(th["goodput_per_s"]),
+                     sc["goodput"].get<std::string>(), pct(rq["good_fraction"]));
+  if (r.contains("closed_loop")) {
+    const Json& cl = r["closed_loop"];
+    o += fmt::format("clients     {} = {} in system + {} thinking   X (R + Z) = {}\n", num(cl["clients"]),
+                     num(cl["mean_in_system"], 2), num(cl["mean_thinking"], 2), num(cl["response_time_law"], 2));
+  }
   const Json& ut = r["utilization"];
   o += fmt::format("device      busy {}  idle {}  compute {}  bandwidth {}  mean batch {}\n", pct(ut["busy_fraction"]),
                    pct(ut["idle_fraction"]), pct(ut["compute_fraction"]), pct(ut["bandwidth_fraction"]),

@@ -38,6 +38,9 @@ const char* arrival_name(ArrivalKind a) {
     case ArrivalKind::gamma: return "gamma";
     case ArrivalKind::diurnal: return "diurnal";
     case ArrivalKind::trace: return "trace";
+    case ArrivalKind::constant: return "constant";
+    case ArrivalKind::burst: return "burst";
+    case ArrivalKind::concurrency: return "concurrency";
   }
   return "?";
 }
@@ -111,7 +114,8 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Overr
 
   // classes: workload's arrival and lengths are the defaults of every class
   const N wl = root.has("workload") ? root.at("workload") : N{YAML::Node(YAML::NodeType::Map), "workload", &src};
-  wl.allow_keys({"arrival", "prompt_tokens", "output_tokens", "checkpointed", "max_retries", "prefix", "response_cache"});
+  wl.allow_keys({"arrival", "prompt_tokens", "output_tokens", "checkpointed", "max_retries", "prefix", "response_cache",
+                 "goodput"});
   if (root.has("classes")) {
     const N classes = root.at("classes");
     classes.require_map();
@@ -121,7 +125,7 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Overr
       const std::string name = it->first.as<std::string>();
       const N en{it->second, "classes." + name, &src};
       en.allow_keys({"pool", "team", "priority", "arrival", "prompt_tokens", "output_tokens", "checkpointed", "max_retries",
-                     "prefix", "response_cache"});
+                     "prefix", "response_cache", "goodput"});
       int pool = 0;
       if (en.has("pool")) {
         std::vector<std::string> names;
@@ -153,6 +157,8 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Overr
       if (mr) C.max_retries = int(mr->at("max_retries").integer(0, 1000));
       parse_caching(wl, C);
       parse_caching(en, C);
+      parse_goodput(wl, C);
+      parse_goodput(en, C);
       s.classes.push_back(std::move(C));
     }
     s.multi = true;
@@ -163,6 +169,7 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Overr
     if (wl.has("checkpointed")) C.checkpointed = wl.at("checkpointed").boolean();
     if (wl.has("max_retries")) C.max_retries = int(wl.at("max_retries").integer(0, 1000));
     parse_caching(wl, C);
+    parse_goodput(wl, C);
     s.classes.push_back(std::move(C));
   }
   // the workspace must stay reasonable (it is per simulation, and sweeps run thousands)

@@ -91,6 +91,12 @@ struct RequestClassSpec {
   double prefix_share = 0;
   int prefix_tokens = 0;
   double response_cache_hit_rate = 0, response_cache_latency_s = 0.002;
+  // burst: requests; concurrency: closed-loop users, their think time and a rejected user's pause
+  int clients = 0;
+  DistSpec think;
+  double think_mean_s = 0, retry_after_s = 1.0;
+  // goodput bounds (infinity: none)
+  double good_ttft_s = kInf, good_tpot_s = kInf, good_e2e_s = kInf;
   ClassParams params() const;  // pointers into this object
 };
 

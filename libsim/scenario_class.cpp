@@ -17,13 +17,15 @@ RequestClassSpec build_class(const N& wl, const PoolSpec& pool, double duration_
   RequestClassSpec C;
   const N ar = wl.req("arrival");
   ar.allow_keys({"process", "rate_per_s", "cv", "peak_to_mean", "period_s", "peak_at_s", "path", "time_scale",
-                 "start_s", "stop_s"});
+                 "start_s", "stop_s", "requests", "clients", "think_time_s", "retry_after_s"});
   C.start_s = ar.has("start_s") ? ar.at("start_s").num_in(0, duration_s, "start_s") : 0.0;
   C.stop_s = ar.has("stop_s") ? ar.at("stop_s").num_in(0, 1e12, "stop_s") : duration_s;
   if (C.stop_s < C.start_s) ar.at("stop_s").fail("stop_s must be >= start_s", ErrorKind::inconsistent);
-  const std::string proc = ar.req("process").choice({"poisson", "gamma", "diurnal", "trace"});
+  const std::string proc =
+      ar.req("process").choice({"poisson", "gamma", "diurnal", "trace", "constant", "burst", "concurrency"});
   auto only = [&](std::initializer_list<const char*> allowed) {
-    for (const char* k : {"rate_per_s", "cv", "peak_to_mean", "period_s", "peak_at_s", "path", "time_scale"}) {
+    for (const char* k : {"rate_per_s", "cv", "peak_to_mean", "period_s", "peak_at_s", "path", "time_scale", "requests",
+                          "clients", "think_time_s", "retry_after_s"}) {
       bool ok = false;
       for (const char* a : allowed) ok = ok || std::string(a) == k;
       if (!ok && ar.has(k)) ar.at(k).fail(std::string("'") + k + "' does not apply to process: " + proc, ErrorKind::inconsistent);
@@ -45,6 +47,22 @@ RequestClassSpec build_class(const N& wl, const PoolSpec& pool, double duration_
     C.peak_to_mean = ar.req("peak_to_mean").num_in(1, 2, "peak_to_mean");
     C.period_s = ar.has("period_s") ? ar.at("period_s").pos(365.0 * 86400) : 86400;
     C.peak_at_s = ar.has("peak_at_s") ? ar.at("peak_at_s").num_in(0, 365.0 * 86400) : 0;
+  } else if (proc == "constant") {
+    only({"rate_per_s"});
+    C.arrival = ArrivalKind::constant;
+    C.rate_per_s = ar.req("rate_per_s").pos(1e6);
+  } else if (proc == "burst") {
+    only({"requests"});
+    C.arrival = ArrivalKind::burst;
+    C.clients = int(ar.req("requests").integer(1, 10000000));
+  } else if (proc == "concurrency") {
+    only({"clients", "think_time_s", "retry_after_s"});
+    C.arrival = ArrivalKind::concurrency;
+    C.clients = int(ar.req("clients").integer(1, 1000000));
+    if (ar.has("think_time_s")) C.think = parse_dist(ar.at("think_time_s"), src.base_dir, true);
+    else C.think.describe = "fixed(0)";
+    C.think_mean_s = mean_seconds(C.think);
+    if (ar.has("retry_after_s")) C.retry_after_s = ar.at("retry_after_s").pos(86400);
   } else {
     only({"path", "time_scale"});
     C.arrival = ArrivalKind::trace;
@@ -122,7 +140,22 @@ void parse_caching(const N& cn, RequestClassSpec& C) {
     rc.allow_keys({"hit_rate", "latency_s"});
     C.response_cache_hit_rate = rc.req("hit_rate").num_in(0, 1, "hit_rate");
     if (rc.has("latency_s")) C.response_cache_latency_s = rc.at("latency_s").num_in(0, 60);
+    if (C.arrival == ArrivalKind::concurrency && C.response_cache_hit_rate >= 1 && C.response_cache_latency_s <= 0 &&
+        C.think.kind == DistKind::fixed && C.think.a <= 0)
+      rc.fail("closed-loop users answered at once by the cache, with no think time, would send forever at one instant",
+              ErrorKind::inconsistent);
   }
+}
+
+// Goodput bounds of a class (or of workload, their default): a completed request that meets every
+// given bound counts as good, as `vllm bench serve --goodput` counts it.
+void parse_goodput(const N& cn, RequestClassSpec& C) {
+  if (!cn.has("goodput")) return;
+  const N g = cn.at("goodput");
+  g.allow_keys({"ttft_s", "tpot_s", "e2e_s"});
+  if (g.has("ttft_s")) C.good_ttft_s = g.at("ttft_s").pos(1e7);
+  if (g.has("tpot_s")) C.good_tpot_s = g.at("tpot_s").pos(1e7);
+  if (g.has("e2e_s")) C.good_e2e_s = g.at("e2e_s").pos(1e7);
 }
 
 }  // namespace fleetsim::detail

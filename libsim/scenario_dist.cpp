@@ -12,27 +12,30 @@
 
 namespace fleetsim::detail {
 
-DistSpec parse_dist(const N& n, const std::string& base_dir) {
+DistSpec parse_dist(const N& n, const std::string& base_dir, bool seconds) {
   DistSpec d;
+  // a value: a token count (an integer >= 1), or with `seconds` a time (a number >= 0)
+  auto value = [&](const N& v) { return seconds ? v.num_in(0, 1e7, "seconds") : double(v.integer(1, 10000000)); };
   if (n.node.IsScalar()) {  // shorthand for fixed
     d.kind = DistKind::fixed;
-    d.a = double(n.integer(1, 10000000));
+    d.a = value(n);
     d.describe = "fixed(" + n.node.Scalar() + ")";
     return d;
   }
   n.require_map();
-  const std::string kind = n.req("dist").choice({"fixed", "uniform", "lognormal", "geometric", "empirical"});
+  const std::string kind =
+      n.req("dist").choice({"fixed", "uniform", "lognormal", "geometric", "exponential", "empirical"});
   std::ostringstream desc;
   if (kind == "fixed") {
     n.allow_keys({"dist", "value"});
     d.kind = DistKind::fixed;
-    d.a = double(n.req("value").integer(1, 10000000));
+    d.a = value(n.req("value"));
     desc << "fixed(" << d.a << ")";
   } else if (kind == "uniform") {
     n.allow_keys({"dist", "min", "max"});
     d.kind = DistKind::uniform;
-    d.a = double(n.req("min").integer(1, 10000000));
-    d.b = double(n.req("max").integer(1, 10000000));
+    d.a = value(n.req("min"));
+    d.b = value(n.req("max"));
     if (d.b < d.a) n.at("max").fail("max must be >= min", ErrorKind::inconsistent);
     desc << "uniform(" << d.a << ".." << d.b << ")";
   } else if (kind == "lognormal") {
@@ -57,6 +60,11 @@ DistSpec parse_dist(const N& n, const std::string& base_dir) {
     d.a = n.req("mean").num_in(1, 1e7, "mean");
     d.b = d.a > 1 ? 1.0 / std::log(1.0 - 1.0 / d.a) : 0.0;
     desc << "geometric(mean=" << d.a << ")";
+  } else if (kind == "exponential") {
+    n.allow_keys({"dist", "mean"});
+    d.kind = DistKind::exponential;
+    d.a = n.req("mean").pos(1e7);
+    desc << "exponential(mean=" << d.a << ")";
   } else {
     n.allow_keys({"dist", "values", "weights", "csv", "column"});
     d.kind = DistKind::empirical;
@@ -75,9 +83,10 @@ DistSpec parse_dist(const N& n, const std::string& base_dir) {
       desc << "empirical(" << n.at("csv").str() << ":" << col << ", " << vals.size() << " values)";
     } else {
       const N v = n.req("values");
-      if (!v.node.IsSequence() || v.node.size() == 0) v.fail("expected a non-empty list of token counts");
+      if (!v.node.IsSequence() || v.node.size() == 0)
+        v.fail(seconds ? "expected a non-empty list of seconds" : "expected a non-empty list of token counts");
       for (size_t i = 0; i < v.node.size(); ++i)
-        vals.push_back(double(N{v.node[i], v.path + "[" + std::to_string(i) + "]", v.src}.integer(1, 10000000)));
+        vals.push_back(value(N{v.node[i], v.path + "[" + std::to_string(i) + "]", v.src}));
       if (n.has("weights")) {
         const N wn = n.at("weights");
         if (!wn.node.IsSequence() || wn.node.size() != vals.size())
@@ -103,6 +112,25 @@ DistSpec parse_dist(const N& n, const std::string& base_dir) {
   }
   d.describe = desc.str();
   return d;
+}
+
+double mean_seconds(const DistSpec& d) {
+  switch (d.kind) {
+    case DistKind::fixed: return d.a;
+    case DistKind::uniform: return 0.5 * (d.a + d.b);
+    case DistKind::lognormal: return std::exp(d.a + 0.5 * d.b * d.b);
+    case DistKind::geometric:
+    case DistKind::exponential: return d.a;
+    case DistKind::empirical: {
+      double m = 0, prev = 0;
+      for (size_t i = 0; i < d.values.size(); ++i) {
+        m += d.values[i] * (d.cdf[i] - prev);
+        prev = d.cdf[i];
+      }
+      return m;
+    }
+  }
+  return 0;
 }
 
 double mean_of(const DistSpec& d, int max_context, LoadCache* cache) {

@@ -13,7 +13,9 @@ namespace fleetsim::detail {
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 // scenario_dist.cpp: length distributions
-DistSpec parse_dist(const N& n, const std::string& base_dir);
+// (with `seconds`, values are times >= 0, not token counts >= 1: think times)
+DistSpec parse_dist(const N& n, const std::string& base_dir, bool seconds = false);
+double mean_seconds(const DistSpec& d);  // the exact mean of a time distribution
 double mean_of(const DistSpec& d, int max_context, LoadCache* cache);
 
 // scenario_catalog.cpp: the scenario's catalog section merged into the built-in devices and models
@@ -26,5 +28,6 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
 // scenario_class.cpp: one request class (arrivals, lengths, traces) and its caching keys
 RequestClassSpec build_class(const N& wl, const PoolSpec& pool, double duration_s, Source& src);
 void parse_caching(const N& cn, RequestClassSpec& C);
+void parse_goodput(const N& cn, RequestClassSpec& C);
 
 }  // namespace fleetsim::detail

@@ -182,6 +182,12 @@ ClassParams RequestClassSpec::params() const {
   c.prefix_tokens = prefix_tokens;
   c.response_cache_hit_rate = response_cache_hit_rate;
   c.response_cache_latency_s = response_cache_latency_s;
+  c.arrivals.clients = clients;
+  c.think = dist(think);
+  c.retry_after_s = retry_after_s;
+  c.good_ttft_s = good_ttft_s;
+  c.good_tpot_s = good_tpot_s;
+  c.good_e2e_s = good_e2e_s;
   return c;
 }
 
@@ -195,6 +201,10 @@ SimParams Scenario::params() const {
     p.classes[i] = classes[i].params();
     expected += classes[i].arrival == ArrivalKind::trace ? double(classes[i].trace->t_s.size())
                                                          : classes[i].rate_per_s * duration_s * 2.0;
+    // closed loop: each user at most one request per think time (or per millisecond without one)
+    if (classes[i].arrival == ArrivalKind::burst) expected += classes[i].clients;
+    if (classes[i].arrival == ArrivalKind::concurrency)
+      expected += classes[i].clients * duration_s / std::max(classes[i].think_mean_s, 1e-3);
   }
   p.duration_s = duration_s;
   p.warmup_s = warmup_s;

@@ -33,6 +33,12 @@ expect "json run" 0 "" -- "$bin" run --duration 600 --format json
 grep -q '"schema_version": 1' "$tmp/out" || { echo "FAIL: json has no schema_version"; fail=$((fail + 1)); }
 expect "csv run" 0 "" -- "$bin" run --duration 600 --format csv
 head -1 "$tmp/out" | grep -q 'requests.arrived' || { echo "FAIL: csv header"; fail=$((fail + 1)); }
+expect "closed-loop benchmark" 0 "" -- "$bin" run "$src/scenarios/closed-loop-benchmark.yaml" --duration 120 --set warmup_s=10
+grep -q '^workload  64 closed-loop clients' "$tmp/out" && grep -q '^clients     64 = ' "$tmp/out" ||
+  { echo "FAIL: closed-loop benchmark table"; fail=$((fail + 1)); }
+expect "closed-loop benchmark csv" 0 "" -- "$bin" run "$src/scenarios/closed-loop-benchmark.yaml" --duration 120 \
+  --set warmup_s=10 --format csv
+head -1 "$tmp/out" | grep -q 'closed_loop.response_time_law' || { echo "FAIL: csv has no closed_loop"; fail=$((fail + 1)); }
 expect "catalog" 0 "" -- "$bin" catalog
 expect "capacity" 0 "" -- "$bin" capacity --model llama-3.1-8b --device h100-sxm-80gb --context 8192
 expect "capacity does not fit" 1 "" -- "$bin" capacity --model llama-3.1-70b --device l4-24gb

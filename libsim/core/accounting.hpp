@@ -2,6 +2,7 @@
 // work and busy time, a finished request's latencies, and each pool's replica counts (billed,
 // starting, busy, idle) with the state changes that move them.
 #pragma once
+#include "clients.hpp"
 #include "detmath.hpp"
 #include "philox.hpp"
 #include "state.hpp"
@@ -64,9 +65,20 @@ FLEETSIM_HD inline void record_done(Sim& s, int32_t ri, double t) {
     hist_add(T.e2e, t - q.t_arrive);
     hist_add(T.ttft, q.t_first - q.t_arrive);
     hist_add(T.queue_wait, q.t_admit - q.t_arrive);
-    if (q.output >= 2) hist_add(T.tpot, (t - q.t_first) / double(q.output - 1));
+    double tpot = 0.0;  // vllm bench's convention for a single output token
+    if (q.output >= 2) {
+      tpot = (t - q.t_first) / double(q.output - 1);
+      hist_add(T.tpot, tpot);
+    }
+    if ((s.goodput_classes >> q.cls) & 1) {
+      const ClassParams& C = s.p->classes[q.cls];
+      if (q.t_first - q.t_arrive <= C.good_ttft_s && tpot <= C.good_tpot_s && t - q.t_arrive <= C.good_e2e_s) T.good++;
+    } else {
+      T.good++;  // no bound
+    }
   }
   s.req_free[s.req_free_n++] = ri;
+  client_done(s, q.cls, t);
 }
 
 // Integrate the pool's replica counts up to time t: billed time, cold starts, idle time split

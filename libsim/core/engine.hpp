@@ -9,11 +9,12 @@
 //
 // This file is the event loop. The rest of the core is split by concern: state.hpp (the data),
 // containers.hpp, accounting.hpp, stepwork.hpp, slots.hpp and kv.hpp, continuous.hpp and
-// static_batching.hpp, lifecycle.hpp, autoscale.hpp and routing.hpp; decls.hpp declares the
-// few calls that go against that order.
+// static_batching.hpp, lifecycle.hpp, autoscale.hpp, routing.hpp and clients.hpp (closed-loop
+// users); decls.hpp declares the few calls that go against that order.
 #pragma once
 #include "accounting.hpp"
 #include "autoscale.hpp"
+#include "clients.hpp"
 #include "continuous.hpp"
 #include "lifecycle.hpp"
 #include "routing.hpp"
@@ -39,7 +40,8 @@ FLEETSIM_HD inline void simulate(const SimParams& p, uint32_t replication, uint8
   tally.window_s = p.duration_s - p.warmup_s;
   sim_start_fleet(s, p);
   for (int32_t c = 0; c < p.n_classes; ++c)
-    s.next_arrival[c] = first_arrival(p.classes[c].arrivals, s.rng, uint32_t(c), s.arr[c], p.duration_s);
+    s.next_arrival[c] = (s.closed_classes >> c) & 1 ? client_next(s, c)
+                                                     : first_arrival(p.classes[c].arrivals, s.rng, uint32_t(c), s.arr[c], p.duration_s);
   int64_t events = 0;
   for (;;) {
     // the next event: a replica's, then an autoscaler evaluation, then an arrival (ties in that order)
@@ -82,6 +84,10 @@ FLEETSIM_HD inline void simulate(const SimParams& p, uint32_t replication, uint8
       autoscale_eval(s, pe, te);
     } else if (tf <= ta) {
       pool_interrupt(s, pf, tf);
+    } else if ((s.closed_classes >> cls) & 1) {
+      advance_clock(s, ta);  // the present, for the request's end if it is turned away
+      client_pop(s, cls, ta);
+      handle_arrival(s, cls, ta);
     } else {
       handle_arrival(s, cls, ta);
       s.next_arrival[cls] = next_arrival(p.classes[cls].arrivals, s.rng, uint32_t(cls), s.arr[cls], ta, p.duration_s);
@@ -89,6 +95,8 @@ FLEETSIM_HD inline void simulate(const SimParams& p, uint32_t replication, uint8
   }
   advance_clock(s, p.duration_s);
   for (int32_t pi = 0; pi < p.n_pools; ++pi) pool_advance(s, pi, p.duration_s);
+  if (s.closed_classes)
+    for (int32_t c = 0; c < p.n_classes; ++c) client_integrate(s, c, p.duration_s);
   tally.events = events;
   int64_t left = 0;
   for (int32_t c = 0; c < p.n_classes; ++c) left += s.in_system[c];

@@ -10,11 +10,11 @@ namespace fleetsim {
 constexpr int32_t kMaxPools = 8;
 constexpr int32_t kMaxClasses = 8;
 
-enum class DistKind : int32_t { fixed = 0, uniform = 1, lognormal = 2, geometric = 3, empirical = 4 };
+enum class DistKind : int32_t { fixed = 0, uniform = 1, lognormal = 2, geometric = 3, empirical = 4, exponential = 5 };
 
 struct DistParams {
   DistKind kind;
-  double a;  // fixed: value; uniform: low; lognormal: mu; geometric: mean
+  double a;  // fixed: value; uniform: low; lognormal: mu; geometric, exponential: mean
   double b;  // uniform: high; lognormal: sigma; geometric: 1 / log(1 - 1/mean)
   const double* values;  // empirical support, ascending cdf
   const double* cdf;
@@ -189,6 +189,7 @@ struct ClassParams {
   double response_cache_hit_rate;  // share answered from a response cache, without the device
   double response_cache_latency_s;
   DistParams think;        // concurrency: a user's pause between a response and its next request
+  double retry_after_s;    // concurrency: a rejected user's least pause before its next request
   double good_ttft_s;      // goodput: a completed request meeting all three counts as good
   double good_tpot_s;
   double good_e2e_s;

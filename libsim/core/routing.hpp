@@ -51,7 +51,10 @@ FLEETSIM_HD inline void handle_arrival(Sim& s, int32_t cls, double t) {
       hist_add(T.e2e, C.response_cache_latency_s);
       hist_add(T.ttft, C.response_cache_latency_s);
       hist_add(T.queue_wait, 0.0);
+      const double z = C.response_cache_latency_s;  // TTFT = e2e, TPOT 0
+      if (z <= C.good_ttft_s && z <= C.good_e2e_s) T.good++;
     }
+    client_done(s, cls, t + C.response_cache_latency_s);
     return;
   }
 
@@ -66,6 +69,7 @@ FLEETSIM_HD inline void handle_arrival(Sim& s, int32_t cls, double t) {
   }
   if (too_long) {
     if (in_window) T.rejected_too_long++;
+    client_done(s, cls, t, true);
     return;
   }
 
@@ -73,6 +77,7 @@ FLEETSIM_HD inline void handle_arrival(Sim& s, int32_t cls, double t) {
   ps.arrivals_since += 1.0;
   if (ps.n_ready + ps.n_starting == 0 && !replica_start(s, C.pool, t)) {
     if (in_window) T.rejected_queue_full++;  // no replica and none obtainable
+    client_done(s, cls, t, true);
     return;
   }
   // route to ready replicas; only when none is ready, to one still starting (it holds the queue)
@@ -97,6 +102,7 @@ FLEETSIM_HD inline void handle_arrival(Sim& s, int32_t cls, double t) {
   Queue& Q = s.q[s.rep[target].queue];
   if (Q.size >= P.queue_limit || s.req_free_n == 0) {
     if (in_window) T.rejected_queue_full++;
+    client_done(s, cls, t, true);
     return;
   }
   const int32_t ri = s.req_free[--s.req_free_n];

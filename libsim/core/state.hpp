@@ -137,11 +137,19 @@ struct Sim {
   double next_arrival[kMaxClasses];
   int32_t class_priority[kMaxClasses];
   int32_t prioritized;  // classes differ in priority
+  int32_t goodput_classes;  // bit c: class c has a goodput bound
+  // closed-loop users (clients.hpp): per class, a min-heap of pending send times
+  int32_t closed_classes;  // bit c: class c is closed-loop
+  double* client_heap;
+  int32_t client_base[kMaxClasses], client_n[kMaxClasses];
+  double client_stop[kMaxClasses];
+  double client_t[kMaxClasses];         // the thinking population is integrated up to here
+  uint64_t client_thinks[kMaxClasses];  // think times drawn so far (keys the next draw)
 };
 
 struct WorkspaceLayout {
-  uint64_t pools, req, req_free, qbuf, q, rep, seq, fheap, rescnt, rheap, rheap_pos, total;
-  int32_t n_replicas, nq, req_cap;
+  uint64_t pools, req, req_free, qbuf, q, rep, seq, fheap, rescnt, rheap, rheap_pos, clients, total;
+  int32_t n_replicas, nq, req_cap, client_slots;
   int64_t slots, residues, qbuf_len;
 };
 
@@ -177,6 +185,9 @@ FLEETSIM_HD inline WorkspaceLayout workspace_layout(const SimParams& p) {
     l.residues += int64_t(P.max_replicas) * P.kv_block_tokens;
     l.qbuf_len += int64_t(nq) * pool_queue_cap(P);
   }
+  l.client_slots = 0;
+  for (int32_t c = 0; c < p.n_classes; ++c)
+    if (p.classes[c].arrivals.kind == ArrivalKind::concurrency) l.client_slots += p.classes[c].arrivals.clients;
   uint64_t off = 0;
   l.pools = off;     off = align_up(off + sizeof(PoolState) * uint64_t(p.n_pools));
   l.req = off;       off = align_up(off + sizeof(Request) * uint64_t(l.req_cap));
@@ -189,6 +200,7 @@ FLEETSIM_HD inline WorkspaceLayout workspace_layout(const SimParams& p) {
   l.rescnt = off;    off = align_up(off + sizeof(int32_t) * uint64_t(l.residues));
   l.rheap = off;     off = align_up(off + sizeof(int32_t) * uint64_t(l.n_replicas));
   l.rheap_pos = off; off = align_up(off + sizeof(int32_t) * uint64_t(l.n_replicas));
+  l.clients = off;   off = align_up(off + sizeof(double) * uint64_t(l.client_slots));
   l.total = off;
   return l;
 }
@@ -298,12 +310,33 @@ FLEETSIM_HD inline Sim sim_bind(const SimParams& p, uint32_t replication, uint8_
     }
   }
   s.prioritized = 0;
+  s.goodput_classes = 0;
   for (int32_t c = 0; c < p.n_classes; ++c) {
+    const ClassParams& C = p.classes[c];
+    if (C.good_ttft_s < kInf || C.good_tpot_s < kInf || C.good_e2e_s < kInf) s.goodput_classes |= 1 << c;
     s.arr[c].candidate = 0;
     s.arr[c].index = 0;
     s.arr[c].next_t = 0.0;
     s.class_priority[c] = p.classes[c].priority;
     if (p.classes[c].priority != p.classes[0].priority) s.prioritized = 1;
+  }
+  // closed-loop users all send their first request at start_s
+  s.closed_classes = 0;
+  s.client_heap = reinterpret_cast<double*>(base + l.clients);
+  int32_t cb = 0;
+  for (int32_t c = 0; c < kMaxClasses; ++c) {
+    s.client_base[c] = cb;
+    s.client_n[c] = 0;
+    s.client_stop[c] = kInf;
+    s.client_t[c] = 0.0;
+    s.client_thinks[c] = 0;
+    if (c >= p.n_classes || p.classes[c].arrivals.kind != ArrivalKind::concurrency) continue;
+    const ArrivalParams& a = p.classes[c].arrivals;
+    s.closed_classes |= 1 << c;
+    s.client_n[c] = a.clients;
+    s.client_stop[c] = min_of(a.stop_s, p.duration_s);
+    for (int32_t i = 0; i < a.clients; ++i) s.client_heap[cb + i] = a.start_s;
+    cb += a.clients;
   }
   return s;
 }

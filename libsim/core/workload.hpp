@@ -59,6 +59,11 @@ FLEETSIM_HD inline double sample_value(const DistParams& d, const Rng& rng, Stre
       }
       break;
     }
+    case DistKind::exponential: {
+      const double u = rng.uniform(s, cls, index, 0);
+      x = -d.a * dm::log(u);
+      break;
+    }
     case DistKind::empirical: {
       const double u = rng.uniform(s, cls, index, 0);
       int64_t lo = 0, hi = d.n - 1;
@@ -142,9 +147,11 @@ FLEETSIM_HD inline double first_arrival(const ArrivalParams& a, const Rng& rng, 
   return next_arrival(a, rng, cls, c, a.kind == ArrivalKind::trace ? 0.0 : a.start_s, horizon_s);
 }
 
-// A closed-loop user's think time before its next request (seconds, at least 0).
+// A closed-loop user's think time before its next request (seconds, at least 0). Real-valued: a
+// uniform think time is continuous on [a, b], not an integer draw as a length is.
 FLEETSIM_HD inline double sample_think_s(const DistParams& d, const Rng& rng, uint32_t cls, uint64_t index) {
   if (d.kind == DistKind::fixed) return d.a > 0.0 ? d.a : 0.0;
+  if (d.kind == DistKind::uniform) return d.a + (d.b - d.a) * rng.uniform(Stream::think, cls, index, 0);
   const double x = sample_value(d, rng, Stream::think, cls, index);
   return x > 0.0 ? x : 0.0;
 }

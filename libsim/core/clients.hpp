@@ -1,0 +1,80 @@
+// Closed-loop users (arrival process `concurrency`): each of a class's `clients` users sends its
+// next request when its previous one ends, after a think time, as benchmarks run at a fixed
+// concurrency. A class keeps a min-heap of its users' pending send times in the workspace; its
+// next arrival is the heap's top. A user is either in the system (its request waits or runs) or in
+// the heap (thinking), so N = in_system + heap size at every moment.
+//
+// The thinking population (the heap's size) is integrated over the window where it changes, in
+// client_push and client_pop, rather than in advance_clock, so open-loop classes pay nothing.
+#pragma once
+#include "state.hpp"
+#include "workload.hpp"
+
+namespace fleetsim {
+
+// Integrate class c's thinking users up to time t (clipped to the window).
+FLEETSIM_HD inline void client_integrate(Sim& s, int32_t c, double t) {
+  const double a = max_of(s.client_t[c], s.W0), b = min_of(t, s.W1);
+  if (b > a) s.tally->classes[c].thinking_s += double(s.client_n[c]) * (b - a);
+  if (t > s.client_t[c]) s.client_t[c] = t;
+}
+
+// The next send time of class c's users, or kInf when none is due before its stop time.
+FLEETSIM_HD FLEETSIM_FORCEINLINE double client_next(const Sim& s, int32_t c) {
+  if (s.client_n[c] == 0) return kInf;
+  const double t = s.client_heap[s.client_base[c]];
+  return t < s.client_stop[c] ? t : kInf;
+}
+
+// A user starts thinking now (the clock's time) and will send at t.
+FLEETSIM_HD inline void client_push(Sim& s, int32_t c, double t) {
+  client_integrate(s, c, s.t_clock);
+  double* h = s.client_heap + s.client_base[c];
+  int32_t i = s.client_n[c]++;
+  while (i > 0) {
+    const int32_t up = (i - 1) / 2;
+    if (!(t < h[up])) break;
+    h[i] = h[up];
+    i = up;
+  }
+  h[i] = t;
+}
+
+// A user sends at time t (the heap's top): it leaves the thinking population.
+FLEETSIM_HD inline void client_pop(Sim& s, int32_t c, double t) {
+  client_integrate(s, c, t);
+  double* h = s.client_heap + s.client_base[c];
+  const int32_t n = --s.client_n[c];
+  const double x = h[n];
+  int32_t i = 0;
+  for (;;) {
+    int32_t k = 2 * i + 1;
+    if (k >= n) break;
+    if (k + 1 < n && h[k + 1] < h[k]) ++k;
+    if (!(h[k] < x)) break;
+    h[i] = h[k];
+    i = k;
+  }
+  if (n > 0) h[i] = x;
+  s.next_arrival[c] = client_next(s, c);
+}
+
+// A closed-loop user of class c whose request ended at t_end thinks, then sends its next request.
+FLEETSIM_HD inline void client_think(Sim& s, int32_t c, double t_end, bool rejected) {
+  const ClassParams& C = s.p->classes[c];
+  double z = sample_think_s(C.think, s.rng, uint32_t(c), s.client_thinks[c]++);
+  // a rejection is answered at once: a user that would send again at the same instant would find
+  // the same full queue, so it waits at least retry_after_s
+  if (rejected && z < C.retry_after_s) z = C.retry_after_s;
+  client_push(s, c, t_end + z);
+  s.next_arrival[c] = client_next(s, c);
+}
+
+// A request of class c ended at t_end (completed, answered by the response cache, failed or, with
+// `rejected`, turned away). Nothing to do for an open-loop class. The clock must already be at the
+// present (advance_clock): the thinking population changes now.
+FLEETSIM_HD FLEETSIM_FORCEINLINE void client_done(Sim& s, int32_t c, double t_end, bool rejected = false) {
+  if ((s.closed_classes >> c) & 1) client_think(s, c, t_end, rejected);
+}
+
+}  // namespace fleetsim
