@@ -1,8 +1,9 @@
 // Trace import: BurstGPT CSV, Mooncake JSONL, format detection, CSV quoting, located errors, and
-// the shipped excerpts.
+// the shipped excerpts; duration_s: trace_end.
 #include <doctest/doctest.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -269,4 +270,71 @@ TEST_CASE("the shipped Mooncake excerpt loads, with its prefix reuse") {
       "workload: {arrival: {process: trace, path: " + path + "}}\n");
   CHECK(s.classes[0].trace->t_s.size() == 918);
   CHECK(s.classes[0].trace->cached_prefix.size() == 918);
+}
+
+// ------------------------------------------------------------------ traces in scenarios
+
+namespace {
+
+const std::string kExcerpt = std::string(FLEETSIM_SOURCE_DIR) + "/scenarios/traces/mooncake-conversation-5min.jsonl";
+
+std::string scenario_error(const std::string& yaml, const std::vector<std::string>& sets = {}) {
+  try {
+    test::scenario(yaml, sets);
+  } catch (const InputError& e) {
+    return e.one_line();
+  }
+  return "(no error)";
+}
+
+// the shipped excerpt on 4 H100s, warm-up 30 s, to its last arrival
+const std::string kReplay = "duration_s: trace_end\nwarmup_s: 30\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\n"
+                            "engine: {max_num_seqs: 256, max_batched_tokens: 8192}\nfleet: {replicas: 4, queue_limit: 4096}\n";
+
+}  // namespace
+
+TEST_CASE("duration_s: trace_end runs to the last trace arrival") {
+  const Scenario s = test::scenario(kReplay + "workload: {arrival: {process: trace, path: " + kExcerpt + "}}\n");
+  const TraceData& t = *s.classes[0].trace;
+  CHECK(s.duration_s > t.t_s.back());
+  CHECK(s.duration_s == std::nextafter(t.t_s.back(), 1e300));
+  const auto r = test::run(s);
+  int64_t after_warmup = 0;
+  for (double x : t.t_s) after_warmup += x >= 30.0 ? 1 : 0;
+  CHECK(r.all->arrived == after_warmup);  // the last request is in
+  CHECK(r.all->completed == after_warmup);
+  CHECK(r.report["scenario"]["duration_s"].get<double>() == s.duration_s);
+
+  // shifted by start_s and stretched by time_scale, with a second class that is not a trace
+  const Scenario s2 = test::scenario(
+      kReplay +
+      "classes:\n"
+      "  replay: {arrival: {process: trace, path: " + kExcerpt + ", time_scale: 0.5, start_s: 40}}\n"
+      "  chat: {arrival: {process: poisson, rate_per_s: 1}, prompt_tokens: 100, output_tokens: 10}\n");
+  CHECK(s2.duration_s == std::nextafter(t.t_s.back() * 0.5 + 40.0, 1e300));
+  const auto r2 = test::run(s2);
+  CHECK(r2.tally->classes[0].arrived == int64_t(t.t_s.size()));  // all after the warm-up: start_s 40 > 30
+  CHECK(r2.drained);
+
+  // a number still works as before
+  CHECK(test::scenario(kReplay + "workload: {arrival: {process: trace, path: " + kExcerpt + "}}\n", {"duration_s=100"})
+            .duration_s == 100);
+}
+
+TEST_CASE("duration_s: trace_end errors are located") {
+  const std::string mc = write_file("mooncake_trace_end.jsonl", kMooncake);
+  const std::string yaml = "duration_s: trace_end\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\nfleet: {replicas: 1}\n"
+                           "workload: {arrival: {process: trace, path: " + mc + "}}\n";
+  CHECK(scenario_error(yaml) == "(no error)");
+  // no trace to end
+  CHECK(scenario_error("duration_s: trace_end\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\nfleet: {replicas: 1}\n"
+                       "workload: {arrival: {process: poisson, rate_per_s: 1}, prompt_tokens: 10, output_tokens: 5}\n") ==
+        "<test>:1:13: error: duration_s: trace_end needs a class that replays a trace (arrival: {process: trace, path: ...})");
+  // a misspelling says what is accepted
+  CHECK(scenario_error(yaml, {"duration_s=trace-end"}) ==
+        "--set duration_s=trace-end: error: duration_s: expected a number of seconds, or trace_end (run to the last trace "
+        "arrival); got 'trace-end'");
+  // the warm-up must end before the last arrival (4 s into this trace)
+  CHECK(contains(scenario_error(yaml, {"warmup_s=5"}),
+                 "error: warmup_s: warmup_s must be less than duration_s (trace_end: 4.000000 s)"));
 }
