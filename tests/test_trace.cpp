@@ -1,5 +1,5 @@
 // Trace import: BurstGPT CSV, Mooncake JSONL, format detection, CSV quoting, located errors, and
-// the shipped excerpts; duration_s: trace_end.
+// the shipped excerpts; duration_s: trace_end and the trace keys of scenarios.
 #include <doctest/doctest.h>
 #include <unistd.h>
 
@@ -337,4 +337,50 @@ TEST_CASE("duration_s: trace_end errors are located") {
   // the warm-up must end before the last arrival (4 s into this trace)
   CHECK(contains(scenario_error(yaml, {"warmup_s=5"}),
                  "error: warmup_s: warmup_s must be less than duration_s (trace_end: 4.000000 s)"));
+}
+
+TEST_CASE("trace keys: model and block_tokens reach the loader and key its cache") {
+  const std::string burst = write_file("burst_scenario.csv", kBurst);
+  const std::string yaml = "duration_s: trace_end\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\nfleet: {replicas: 1}\n"
+                           "workload: {arrival: {process: trace, path: " + burst + ", model: ChatGPT}}\n";
+  const ScenarioSource src = ScenarioSource::from_text(yaml, "<test>", FLEETSIM_SOURCE_DIR);
+  const Scenario chat = src.instantiate();
+  CHECK(chat.classes[0].trace->prompt == std::vector<int32_t>{472, 20});
+  const Scenario gpt4 = src.instantiate({parse_set("workload.arrival.model=GPT-4")});
+  CHECK(gpt4.classes[0].trace->prompt == std::vector<int32_t>{1087});
+  CHECK(src.instantiate().classes[0].trace == chat.classes[0].trace);  // cached, and shared
+
+  const std::string mc = write_file("mooncake_scenario.jsonl", kMooncake);
+  const ScenarioSource msrc = ScenarioSource::from_text(
+      "duration_s: trace_end\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\nfleet: {replicas: 1}\n"
+      "workload: {arrival: {process: trace, path: " + mc + "}}\n",
+      "<test>", FLEETSIM_SOURCE_DIR);
+  CHECK(msrc.instantiate().classes[0].trace->cached_prefix == std::vector<int32_t>{0, 1024, 0, 1536, 512, 1535});
+  CHECK(msrc.instantiate({parse_set("workload.arrival.block_tokens=256")}).classes[0].trace->cached_prefix ==
+        std::vector<int32_t>{0, 512, 0, 768, 256, 768});
+}
+
+TEST_CASE("trace keys: bad inputs are located errors") {
+  const std::string mc = write_file("mooncake_errors.jsonl", kMooncake);
+  const std::string head = "duration_s: trace_end\n"           // 1
+                           "device: h100-sxm-80gb\n"           // 2
+                           "model: llama-3.1-8b\n"             // 3
+                           "fleet: {replicas: 1}\n"            // 4
+                           "workload:\n"                       // 5
+                           "  arrival:\n"                      // 6
+                           "    process: trace\n";             // 7
+  // a model filter on a Mooncake file: the loader's error, at the path
+  const std::string e1 = scenario_error(head + "    path: " + mc + "\n    model: ChatGPT\n");
+  CHECK(contains(e1, "<test>:8:11: error: workload.arrival.path: "));
+  CHECK(contains(e1, "a model filter applies to BurstGPT traces only"));
+  CHECK(scenario_error(head + "    path: " + mc + "\n    block_tokens: 0\n") ==
+        "<test>:9:19: error: workload.arrival.block_tokens: value 0 is out of range (expected an integer in [1, 1048576])");
+  // block_tokens on a trace without hashes
+  const std::string csv = write_file("native_bt.csv", "timestamp_s,prompt_tokens,output_tokens\n0,10,5\n");
+  CHECK(contains(scenario_error(head + "    path: " + csv + "\n    block_tokens: 256\n"),
+                 "<test>:9:19: error: workload.arrival.block_tokens: block_tokens applies to traces with block hashes"));
+  // the trace keys on another process
+  CHECK(scenario_error("duration_s: 10\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\nfleet: {replicas: 1}\n"
+                       "workload: {arrival: {process: poisson, rate_per_s: 1, model: ChatGPT}, prompt_tokens: 10, output_tokens: 5}\n") ==
+        "<test>:5:62: error: workload.arrival.model: 'model' applies to process: trace only");
 }
