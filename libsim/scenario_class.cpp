@@ -124,6 +124,10 @@ void parse_caching(const N& cn, RequestClassSpec& C) {
   if (cn.has("prefix")) {
     const N px = cn.at("prefix");
     px.allow_keys({"share", "tokens"});
+    if (C.trace && !C.trace->cached_prefix.empty())
+      px.fail("the trace's block hashes already say which prompt prefixes are cached (engine.prefix_caching "
+              "reuses them); remove prefix",
+              ErrorKind::inconsistent);
     C.prefix_share = px.req("share").num_in(0, 1, "share");
     C.prefix_tokens = int(px.req("tokens").integer(1, 1 << 20));
   }

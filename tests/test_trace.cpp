@@ -1,14 +1,16 @@
 // Trace import: BurstGPT CSV, Mooncake JSONL, format detection, CSV quoting, located errors, and
-// the shipped excerpts; duration_s: trace_end and the trace keys of scenarios.
+// the shipped excerpts; trace keys in scenarios, prefix reuse in the core and duration_s: trace_end.
 #include <doctest/doctest.h>
 #include <unistd.h>
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
 #include "helpers.hpp"
 #include "libsim/error.hpp"
+#include "libsim/mirror.hpp"
 #include "libsim/trace.hpp"
 
 using namespace fleetsim;
@@ -383,4 +385,82 @@ TEST_CASE("trace keys: bad inputs are located errors") {
   CHECK(scenario_error("duration_s: 10\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\nfleet: {replicas: 1}\n"
                        "workload: {arrival: {process: poisson, rate_per_s: 1, model: ChatGPT}, prompt_tokens: 10, output_tokens: 5}\n") ==
         "<test>:5:62: error: workload.arrival.model: 'model' applies to process: trace only");
+}
+
+TEST_CASE("trace replay: a cached prefix shortens a request's TTFT by exactly the prefill it skips") {
+  // blocks of 100 tokens: the second request repeats the first one's first two blocks
+  const std::string path = write_file("three.jsonl",
+                                      "{\"timestamp\": 0, \"input_length\": 300, \"output_length\": 1, \"hash_ids\": [1, 2, 3]}\n"
+                                      "{\"timestamp\": 10000, \"input_length\": 300, \"output_length\": 1, \"hash_ids\": [1, 2, 4]}\n"
+                                      "{\"timestamp\": 20000, \"input_length\": 250, \"output_length\": 1, \"hash_ids\": [5, 6, 7]}\n");
+  const std::string yaml =
+      "duration_s: trace_end\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\n"
+      "engine: {perf_model: linear, step_base_s: 0.01, per_prefill_token_s: 0.001}\n"
+      "fleet: {replicas: 1}\n"
+      "workload: {arrival: {process: trace, path: " + path + ", block_tokens: 100}}\n";
+  const Scenario s = test::scenario(yaml);
+  REQUIRE(s.classes[0].trace->cached_prefix == std::vector<int32_t>{0, 200, 0});
+  CHECK(s.params().classes[0].arrivals.trace_cached == s.classes[0].trace->cached_prefix.data());
+  const auto on = test::run(s);
+  const auto off = test::run(test::scenario(yaml, {"engine.prefix_caching=false"}));
+  REQUIRE(on.drained);
+  REQUIRE(off.drained);
+  // each request is alone on the replica: its TTFT is one prefill step, base + per token x computed tokens
+  auto step = [](double tokens) { return 0.01 + 0.001 * tokens; };
+  CHECK(off.all->ttft.n == 3);
+  CHECK(off.all->ttft.sum == doctest::Approx(step(300) + step(300) + step(250)).epsilon(1e-12));
+  CHECK(on.all->ttft.sum == doctest::Approx(step(300) + step(100) + step(250)).epsilon(1e-12));
+  CHECK(off.all->ttft.sum - on.all->ttft.sum == doctest::Approx(200 * 0.001).epsilon(1e-9));
+  CHECK(on.all->prefix_hits == 1);
+  CHECK(on.all->prefix_tokens_reused == 200);
+  CHECK(off.all->prefix_hits == 0);
+  CHECK(off.all->prefix_tokens_reused == 0);
+  CHECK(on.report["requests"]["prefix_reuse_share"].get<double>() == doctest::Approx(200.0 / 850.0));
+  // prefill device time (the whole step under the linear model) shrinks by the same 0.2 s
+  CHECK(off.tally->pools[0].input_busy_s - on.tally->pools[0].input_busy_s == doctest::Approx(0.2).epsilon(1e-9));
+}
+
+TEST_CASE("trace prefix reuse under preemption and lost replicas: every block comes back") {
+  // a small KV cache (preemptions, recomputed with the cached part still skipped) and replicas
+  // that fail (requests retried)
+  const Scenario s = test::scenario(kReplay + "workload: {arrival: {process: trace, path: " + kExcerpt + "}}\n",
+                                    {"engine.gpu_memory_utilization=0.35", "fleet.failures.mtbf_hours=0.05"});
+  const auto r = test::run(s);
+  CHECK(r.tally->status == 0);
+  CHECK(r.all->preempted > 0);
+  CHECK(r.all->retried > 0);
+  CHECK(r.all->arrived == r.all->completed + r.all->rejected_queue_full + r.all->rejected_too_long + r.all->failed);
+  CHECK(r.all->prefix_hits == r.all->completed);  // after the warm-up every request reuses a prefix
+  CHECK(r.drained);
+}
+
+TEST_CASE("trace prefix reuse: relocated parameters (the CUDA data path) reproduce the host result") {
+  const Scenario s = test::scenario(kReplay + "workload: {arrival: {process: trace, path: " + kExcerpt + "}}\n");
+  const SimParams p = s.params();
+  REQUIRE(p.classes[0].arrivals.trace_cached != nullptr);
+  const std::vector<SimJob> jobs{SimJob{&p, 0}};
+  const Mirror m(jobs);
+  CHECK(m.arrays.size() == 4);  // times, prompts, outputs, cached prefixes
+  std::vector<char> device(m.array_bytes);
+  m.pack([&](size_t off, const void* src, size_t bytes) { std::memcpy(device.data() + off, src, bytes); });
+  const std::vector<SimParams> moved = m.relocated(device.data());
+  CHECK(moved[0].classes[0].arrivals.trace_cached != p.classes[0].arrivals.trace_cached);
+  std::vector<uint8_t> ws(workspace_layout(p).total);
+  auto from_mirror = std::make_unique<Tally>();
+  simulate(moved[0], 0, ws.data(), *from_mirror);
+  HostWorkspace host;
+  const auto direct = simulate_once(p, 0, host);
+  CHECK(std::memcmp(from_mirror.get(), direct.get(), sizeof(Tally)) == 0);
+  CHECK(direct->classes[0].prefix_tokens_reused > 0);
+}
+
+TEST_CASE("trace prefix reuse: no cached prefix without block hashes; no class prefix with them") {
+  const std::string burst = write_file("burst_params.csv", kBurst);
+  const Scenario b = test::scenario("duration_s: trace_end\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\nfleet: {replicas: 1}\n"
+                                    "workload: {arrival: {process: trace, path: " + burst + "}, prefix: {share: 1, tokens: 10}}\n");
+  CHECK(b.params().classes[0].arrivals.trace_cached == nullptr);
+  const std::string mc = write_file("mooncake_prefix.jsonl", kMooncake);
+  CHECK(scenario_error("duration_s: trace_end\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\nfleet: {replicas: 1}\n"
+                       "workload:\n  arrival: {process: trace, path: " + mc + "}\n  prefix: {share: 1, tokens: 100}\n")
+            .find("<test>:7:11: error: workload.prefix: the trace's block hashes already say which prompt prefixes are cached") == 0);
 }
