@@ -81,6 +81,8 @@ Json requests_json(const ClassTally& c, double window) {
   rq["failed"] = c.failed;
   rq["cache_hits"] = c.cache_hits;
   rq["prefix_hits"] = c.prefix_hits;
+  rq["prefix_tokens_reused"] = c.prefix_tokens_reused;
+  rq["prefix_reuse_share"] = ratio(double(c.prefix_tokens_reused), c.input_tokens);
   rq["rejection_fraction"] = ratio(double(rejected), double(c.arrived));
   rq["mean_in_system"] = ratio(c.in_system_s, window);
   rq["mean_waiting"] = ratio(c.queue_len_s, window);
@@ -446,6 +448,8 @@ std::string format_run_table(const Json& r) {
                    num(rq["preempted"]));
   if (rq["retried"].get<double>() + rq["failed"].get<double>() > 0)
     o += fmt::format("  retried {}  failed {}", num(rq["retried"]), num(rq["failed"]));
+  if (rq.contains("prefix_tokens_reused") && rq["prefix_tokens_reused"].get<double>() > 0)
+    o += fmt::format("  prefix hits {} ({} of input tokens reused)", num(rq["prefix_hits"]), pct(rq["prefix_reuse_share"]));
   o += "\n\n";
   o += fmt::format("latency (ms)     {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}\n", "mean", "p50", "p90", "p95", "p99",
                    "p99.9", "max");

@@ -6,6 +6,9 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -50,6 +53,8 @@ namespace {
 
 using namespace detail;
 
+constexpr double kMaxDurationS = 30.0 * 86400;
+
 Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Override>& overrides) {
   const N root{root_node, "", &src};
   if (!root_node.IsMap()) root.fail("a scenario must be a YAML mapping (key: value lines)");
@@ -61,9 +66,19 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Overr
   s.name = root.has("name") ? root.at("name").str() : std::filesystem::path(src.file).stem().string();
   if (root.has("description")) s.description = root.at("description").str();
   s.seed = root.has("seed") ? root.at("seed").unsigned_integer() : 1;
-  s.duration_s = root.req("duration_s").pos(30.0 * 86400);
-  s.warmup_s = root.has("warmup_s") ? root.at("warmup_s").num_in(0, 30.0 * 86400, "warmup_s") : 0.0;
-  if (s.warmup_s >= s.duration_s) root.at("warmup_s").fail("warmup_s must be less than duration_s", ErrorKind::inconsistent);
+  // duration_s: trace_end runs to the last arrival of any replayed trace (set once the classes are read)
+  const N dur = root.req("duration_s");
+  const bool to_trace_end = dur.node.IsScalar() && dur.node.Scalar() == "trace_end";
+  if (!to_trace_end && dur.node.IsScalar()) {
+    const std::string& v = dur.node.Scalar();
+    char* end = nullptr;
+    std::strtod(v.c_str(), &end);
+    if (v.empty() || *end != '\0') dur.fail("expected a number of seconds, or trace_end (run to the last trace arrival); got '" + v + "'");
+  }
+  s.duration_s = to_trace_end ? kMaxDurationS : dur.pos(kMaxDurationS);
+  s.warmup_s = root.has("warmup_s") ? root.at("warmup_s").num_in(0, kMaxDurationS, "warmup_s") : 0.0;
+  if (!to_trace_end && s.warmup_s >= s.duration_s)
+    root.at("warmup_s").fail("warmup_s must be less than duration_s", ErrorKind::inconsistent);
 
   // catalogs, with the scenario's overrides and additions
   std::vector<DeviceSpec> devices = builtin_devices();
@@ -171,6 +186,19 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Overr
     parse_caching(wl, C);
     parse_goodput(wl, C);
     s.classes.push_back(std::move(C));
+  }
+  if (to_trace_end) {
+    double last = -1.0;
+    for (const auto& C : s.classes)
+      if (C.arrival == ArrivalKind::trace) last = std::max(last, C.trace->t_s.back() + C.start_s);
+    if (last < 0.0)
+      dur.fail("trace_end needs a class that replays a trace (arrival: {process: trace, path: ...})", ErrorKind::inconsistent);
+    // arrivals are taken while t < duration_s: the run ends just after the last one (it is included)
+    s.duration_s = std::nextafter(last, kMaxDurationS * 2.0);
+    if (s.warmup_s >= s.duration_s)
+      root.at("warmup_s").fail("warmup_s must be less than duration_s (trace_end: " + std::to_string(last) + " s)",
+                               ErrorKind::inconsistent);
+    for (auto& C : s.classes) C.stop_s = std::min(C.stop_s, s.duration_s);
   }
   // the workspace must stay reasonable (it is per simulation, and sweeps run thousands)
   const SimParams p = s.params();

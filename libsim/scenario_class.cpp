@@ -17,7 +17,8 @@ RequestClassSpec build_class(const N& wl, const PoolSpec& pool, double duration_
   RequestClassSpec C;
   const N ar = wl.req("arrival");
   ar.allow_keys({"process", "rate_per_s", "cv", "peak_to_mean", "period_s", "peak_at_s", "path", "time_scale",
-                 "start_s", "stop_s", "requests", "clients", "think_time_s", "retry_after_s"});
+                 "start_s", "stop_s", "requests", "clients", "think_time_s", "retry_after_s", "model",
+                 "block_tokens"});
   C.start_s = ar.has("start_s") ? ar.at("start_s").num_in(0, duration_s, "start_s") : 0.0;
   C.stop_s = ar.has("stop_s") ? ar.at("stop_s").num_in(0, 1e12, "stop_s") : duration_s;
   if (C.stop_s < C.start_s) ar.at("stop_s").fail("stop_s must be >= start_s", ErrorKind::inconsistent);
@@ -31,6 +32,9 @@ RequestClassSpec build_class(const N& wl, const PoolSpec& pool, double duration_
       if (!ok && ar.has(k)) ar.at(k).fail(std::string("'") + k + "' does not apply to process: " + proc, ErrorKind::inconsistent);
     }
   };
+  if (proc != "trace")
+    for (const char* k : {"model", "block_tokens"})
+      if (ar.has(k)) ar.at(k).fail(std::string("'") + k + "' applies to process: trace only", ErrorKind::inconsistent);
   if (proc == "poisson") {
     only({"rate_per_s"});
     C.arrival = ArrivalKind::poisson;
@@ -70,9 +74,12 @@ RequestClassSpec build_class(const N& wl, const PoolSpec& pool, double duration_
     std::string path = C.trace_path;
     if (!std::filesystem::path(path).is_absolute()) path = (std::filesystem::path(src.base_dir) / path).string();
     C.time_scale = ar.has("time_scale") ? ar.at("time_scale").pos(1e6) : 1.0;
+    TraceOptions topt;
+    if (ar.has("model")) topt.model_filter = ar.at("model").str();
+    if (ar.has("block_tokens")) topt.block_tokens = int32_t(ar.at("block_tokens").integer(1, 1 << 20));
     std::ostringstream key;
     key.precision(17);
-    key << path << '\n' << C.time_scale;
+    key << path << '\n' << C.time_scale << '\n' << topt.model_filter << '\n' << topt.block_tokens;
     {
       std::unique_lock<std::mutex> lock(src.cache->mutex);
       auto it = src.cache->traces.find(key.str());
@@ -81,7 +88,7 @@ RequestClassSpec build_class(const N& wl, const PoolSpec& pool, double duration_
     if (!C.trace) {
       auto t = std::make_shared<TraceData>();
       try {
-        *t = load_trace_csv(path);
+        *t = load_trace(path, topt);
       } catch (const InputError& e) {
         ar.at("path").fail(e.one_line());
       }
@@ -89,6 +96,10 @@ RequestClassSpec build_class(const N& wl, const PoolSpec& pool, double duration_
       std::unique_lock<std::mutex> lock(src.cache->mutex);
       C.trace = src.cache->traces.emplace(key.str(), std::move(t)).first->second;
     }
+    if (ar.has("block_tokens") && C.trace->cached_prefix.empty())
+      ar.at("block_tokens").fail("block_tokens applies to traces with block hashes (Mooncake JSONL); " + C.trace_path +
+                                     " is a " + C.trace->layout + " trace",
+                                 ErrorKind::inconsistent);
     if (wl.has("prompt_tokens") || wl.has("output_tokens"))
       (wl.has("prompt_tokens") ? wl.at("prompt_tokens") : wl.at("output_tokens"))
           .fail("a trace supplies its own lengths; remove prompt_tokens/output_tokens", ErrorKind::inconsistent);
@@ -132,6 +143,10 @@ void parse_caching(const N& cn, RequestClassSpec& C) {
   if (cn.has("prefix")) {
     const N px = cn.at("prefix");
     px.allow_keys({"share", "tokens"});
+    if (C.trace && !C.trace->cached_prefix.empty())
+      px.fail("the trace's block hashes already say which prompt prefixes are cached (engine.prefix_caching "
+              "reuses them); remove prefix",
+              ErrorKind::inconsistent);
     C.prefix_share = px.req("share").num_in(0, 1, "share");
     C.prefix_tokens = int(px.req("tokens").integer(1, 1 << 20));
   }

@@ -171,6 +171,7 @@ ClassParams RequestClassSpec::params() const {
   c.arrivals.trace_t_s = trace ? trace->t_s.data() : nullptr;
   c.arrivals.trace_prompt = trace ? trace->prompt.data() : nullptr;
   c.arrivals.trace_output = trace ? trace->output.data() : nullptr;
+  c.arrivals.trace_cached = trace && !trace->cached_prefix.empty() ? trace->cached_prefix.data() : nullptr;
   c.arrivals.trace_n = trace ? int64_t(trace->t_s.size()) : 0;
   c.prompt = dist(prompt);
   c.output = dist(output);

@@ -140,7 +140,7 @@ TEST_CASE("every shipped scenario validates and runs") {
   for (const char* name : {"chat-default", "azure-conv-replay", "azure-code-bursty", "rag-embedding",
                            "static-batching", "long-context-70b", "chat-azure-empirical", "interactive-and-batch",
                            "autoscale-host-cpu", "scale-to-zero", "oom-restart-loop", "spot-vs-on-demand", "mig-small-model",
-                           "prefix-and-response-cache", "time-slicing", "lora-separate", "lora-consolidated"}) {
+                           "prefix-and-response-cache", "time-slicing", "lora-separate", "lora-consolidated", "mooncake-replay"}) {
     CAPTURE(name);
     const Scenario s = load_scenario_file(std::string(FLEETSIM_SOURCE_DIR) + "/scenarios/" + name + ".yaml",
                                           {"duration_s=600", "warmup_s=60"});

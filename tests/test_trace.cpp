@@ -1,13 +1,16 @@
 // Trace import: BurstGPT CSV, Mooncake JSONL, format detection, CSV quoting, located errors, and
-// the shipped excerpts.
+// the shipped excerpts; trace keys in scenarios, prefix reuse in the core and duration_s: trace_end.
 #include <doctest/doctest.h>
 #include <unistd.h>
 
+#include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
 #include "helpers.hpp"
 #include "libsim/error.hpp"
+#include "libsim/mirror.hpp"
 #include "libsim/trace.hpp"
 
 using namespace fleetsim;
@@ -269,4 +272,230 @@ TEST_CASE("the shipped Mooncake excerpt loads, with its prefix reuse") {
       "workload: {arrival: {process: trace, path: " + path + "}}\n");
   CHECK(s.classes[0].trace->t_s.size() == 918);
   CHECK(s.classes[0].trace->cached_prefix.size() == 918);
+}
+
+// ------------------------------------------------------------------ traces in scenarios
+
+namespace {
+
+const std::string kExcerpt = std::string(FLEETSIM_SOURCE_DIR) + "/scenarios/traces/mooncake-conversation-5min.jsonl";
+
+std::string scenario_error(const std::string& yaml, const std::vector<std::string>& sets = {}) {
+  try {
+    test::scenario(yaml, sets);
+  } catch (const InputError& e) {
+    return e.one_line();
+  }
+  return "(no error)";
+}
+
+// the shipped excerpt on 4 H100s, warm-up 30 s, to its last arrival
+const std::string kReplay = "duration_s: trace_end\nwarmup_s: 30\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\n"
+                            "engine: {max_num_seqs: 256, max_batched_tokens: 8192}\nfleet: {replicas: 4, queue_limit: 4096}\n";
+
+}  // namespace
+
+TEST_CASE("duration_s: trace_end runs to the last trace arrival") {
+  const Scenario s = test::scenario(kReplay + "workload: {arrival: {process: trace, path: " + kExcerpt + "}}\n");
+  const TraceData& t = *s.classes[0].trace;
+  CHECK(s.duration_s > t.t_s.back());
+  CHECK(s.duration_s == std::nextafter(t.t_s.back(), 1e300));
+  const auto r = test::run(s);
+  int64_t after_warmup = 0;
+  for (double x : t.t_s) after_warmup += x >= 30.0 ? 1 : 0;
+  CHECK(r.all->arrived == after_warmup);  // the last request is in
+  CHECK(r.all->completed == after_warmup);
+  CHECK(r.report["scenario"]["duration_s"].get<double>() == s.duration_s);
+
+  // shifted by start_s and stretched by time_scale, with a second class that is not a trace
+  const Scenario s2 = test::scenario(
+      kReplay +
+      "classes:\n"
+      "  replay: {arrival: {process: trace, path: " + kExcerpt + ", time_scale: 0.5, start_s: 40}}\n"
+      "  chat: {arrival: {process: poisson, rate_per_s: 1}, prompt_tokens: 100, output_tokens: 10}\n");
+  CHECK(s2.duration_s == std::nextafter(t.t_s.back() * 0.5 + 40.0, 1e300));
+  const auto r2 = test::run(s2);
+  CHECK(r2.tally->classes[0].arrived == int64_t(t.t_s.size()));  // all after the warm-up: start_s 40 > 30
+  CHECK(r2.drained);
+
+  // a number still works as before
+  CHECK(test::scenario(kReplay + "workload: {arrival: {process: trace, path: " + kExcerpt + "}}\n", {"duration_s=100"})
+            .duration_s == 100);
+}
+
+TEST_CASE("duration_s: trace_end errors are located") {
+  const std::string mc = write_file("mooncake_trace_end.jsonl", kMooncake);
+  const std::string yaml = "duration_s: trace_end\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\nfleet: {replicas: 1}\n"
+                           "workload: {arrival: {process: trace, path: " + mc + "}}\n";
+  CHECK(scenario_error(yaml) == "(no error)");
+  // no trace to end
+  CHECK(scenario_error("duration_s: trace_end\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\nfleet: {replicas: 1}\n"
+                       "workload: {arrival: {process: poisson, rate_per_s: 1}, prompt_tokens: 10, output_tokens: 5}\n") ==
+        "<test>:1:13: error: duration_s: trace_end needs a class that replays a trace (arrival: {process: trace, path: ...})");
+  // a misspelling says what is accepted
+  CHECK(scenario_error(yaml, {"duration_s=trace-end"}) ==
+        "--set duration_s=trace-end: error: duration_s: expected a number of seconds, or trace_end (run to the last trace "
+        "arrival); got 'trace-end'");
+  // the warm-up must end before the last arrival (4 s into this trace)
+  CHECK(contains(scenario_error(yaml, {"warmup_s=5"}),
+                 "error: warmup_s: warmup_s must be less than duration_s (trace_end: 4.000000 s)"));
+}
+
+TEST_CASE("trace keys: model and block_tokens reach the loader and key its cache") {
+  const std::string burst = write_file("burst_scenario.csv", kBurst);
+  const std::string yaml = "duration_s: trace_end\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\nfleet: {replicas: 1}\n"
+                           "workload: {arrival: {process: trace, path: " + burst + ", model: ChatGPT}}\n";
+  const ScenarioSource src = ScenarioSource::from_text(yaml, "<test>", FLEETSIM_SOURCE_DIR);
+  const Scenario chat = src.instantiate();
+  CHECK(chat.classes[0].trace->prompt == std::vector<int32_t>{472, 20});
+  const Scenario gpt4 = src.instantiate({parse_set("workload.arrival.model=GPT-4")});
+  CHECK(gpt4.classes[0].trace->prompt == std::vector<int32_t>{1087});
+  CHECK(src.instantiate().classes[0].trace == chat.classes[0].trace);  // cached, and shared
+
+  const std::string mc = write_file("mooncake_scenario.jsonl", kMooncake);
+  const ScenarioSource msrc = ScenarioSource::from_text(
+      "duration_s: trace_end\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\nfleet: {replicas: 1}\n"
+      "workload: {arrival: {process: trace, path: " + mc + "}}\n",
+      "<test>", FLEETSIM_SOURCE_DIR);
+  CHECK(msrc.instantiate().classes[0].trace->cached_prefix == std::vector<int32_t>{0, 1024, 0, 1536, 512, 1535});
+  CHECK(msrc.instantiate({parse_set("workload.arrival.block_tokens=256")}).classes[0].trace->cached_prefix ==
+        std::vector<int32_t>{0, 512, 0, 768, 256, 768});
+}
+
+TEST_CASE("trace keys: bad inputs are located errors") {
+  const std::string mc = write_file("mooncake_errors.jsonl", kMooncake);
+  const std::string head = "duration_s: trace_end\n"           // 1
+                           "device: h100-sxm-80gb\n"           // 2
+                           "model: llama-3.1-8b\n"             // 3
+                           "fleet: {replicas: 1}\n"            // 4
+                           "workload:\n"                       // 5
+                           "  arrival:\n"                      // 6
+                           "    process: trace\n";             // 7
+  // a model filter on a Mooncake file: the loader's error, at the path
+  const std::string e1 = scenario_error(head + "    path: " + mc + "\n    model: ChatGPT\n");
+  CHECK(contains(e1, "<test>:8:11: error: workload.arrival.path: "));
+  CHECK(contains(e1, "a model filter applies to BurstGPT traces only"));
+  CHECK(scenario_error(head + "    path: " + mc + "\n    block_tokens: 0\n") ==
+        "<test>:9:19: error: workload.arrival.block_tokens: value 0 is out of range (expected an integer in [1, 1048576])");
+  // block_tokens on a trace without hashes
+  const std::string csv = write_file("native_bt.csv", "timestamp_s,prompt_tokens,output_tokens\n0,10,5\n");
+  CHECK(contains(scenario_error(head + "    path: " + csv + "\n    block_tokens: 256\n"),
+                 "<test>:9:19: error: workload.arrival.block_tokens: block_tokens applies to traces with block hashes"));
+  // the trace keys on another process
+  CHECK(scenario_error("duration_s: 10\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\nfleet: {replicas: 1}\n"
+                       "workload: {arrival: {process: poisson, rate_per_s: 1, model: ChatGPT}, prompt_tokens: 10, output_tokens: 5}\n") ==
+        "<test>:5:62: error: workload.arrival.model: 'model' applies to process: trace only");
+}
+
+TEST_CASE("trace replay: a cached prefix shortens a request's TTFT by exactly the prefill it skips") {
+  // blocks of 100 tokens: the second request repeats the first one's first two blocks
+  const std::string path = write_file("three.jsonl",
+                                      "{\"timestamp\": 0, \"input_length\": 300, \"output_length\": 1, \"hash_ids\": [1, 2, 3]}\n"
+                                      "{\"timestamp\": 10000, \"input_length\": 300, \"output_length\": 1, \"hash_ids\": [1, 2, 4]}\n"
+                                      "{\"timestamp\": 20000, \"input_length\": 250, \"output_length\": 1, \"hash_ids\": [5, 6, 7]}\n");
+  const std::string yaml =
+      "duration_s: trace_end\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\n"
+      "engine: {perf_model: linear, step_base_s: 0.01, per_prefill_token_s: 0.001}\n"
+      "fleet: {replicas: 1}\n"
+      "workload: {arrival: {process: trace, path: " + path + ", block_tokens: 100}}\n";
+  const Scenario s = test::scenario(yaml);
+  REQUIRE(s.classes[0].trace->cached_prefix == std::vector<int32_t>{0, 200, 0});
+  CHECK(s.params().classes[0].arrivals.trace_cached == s.classes[0].trace->cached_prefix.data());
+  const auto on = test::run(s);
+  const auto off = test::run(test::scenario(yaml, {"engine.prefix_caching=false"}));
+  REQUIRE(on.drained);
+  REQUIRE(off.drained);
+  // each request is alone on the replica: its TTFT is one prefill step, base + per token x computed tokens
+  auto step = [](double tokens) { return 0.01 + 0.001 * tokens; };
+  CHECK(off.all->ttft.n == 3);
+  CHECK(off.all->ttft.sum == doctest::Approx(step(300) + step(300) + step(250)).epsilon(1e-12));
+  CHECK(on.all->ttft.sum == doctest::Approx(step(300) + step(100) + step(250)).epsilon(1e-12));
+  CHECK(off.all->ttft.sum - on.all->ttft.sum == doctest::Approx(200 * 0.001).epsilon(1e-9));
+  CHECK(on.all->prefix_hits == 1);
+  CHECK(on.all->prefix_tokens_reused == 200);
+  CHECK(off.all->prefix_hits == 0);
+  CHECK(off.all->prefix_tokens_reused == 0);
+  CHECK(on.report["requests"]["prefix_reuse_share"].get<double>() == doctest::Approx(200.0 / 850.0));
+  // prefill device time (the whole step under the linear model) shrinks by the same 0.2 s
+  CHECK(off.tally->pools[0].input_busy_s - on.tally->pools[0].input_busy_s == doctest::Approx(0.2).epsilon(1e-9));
+}
+
+TEST_CASE("trace prefix reuse under preemption and lost replicas: every block comes back") {
+  // a small KV cache (preemptions, recomputed with the cached part still skipped) and replicas
+  // that fail (requests retried)
+  const Scenario s = test::scenario(kReplay + "workload: {arrival: {process: trace, path: " + kExcerpt + "}}\n",
+                                    {"engine.gpu_memory_utilization=0.35", "fleet.failures.mtbf_hours=0.05"});
+  const auto r = test::run(s);
+  CHECK(r.tally->status == 0);
+  CHECK(r.all->preempted > 0);
+  CHECK(r.all->retried > 0);
+  CHECK(r.all->arrived == r.all->completed + r.all->rejected_queue_full + r.all->rejected_too_long + r.all->failed);
+  CHECK(r.all->prefix_hits == r.all->completed);  // after the warm-up every request reuses a prefix
+  CHECK(r.drained);
+}
+
+TEST_CASE("trace prefix reuse: relocated parameters (the CUDA data path) reproduce the host result") {
+  const Scenario s = test::scenario(kReplay + "workload: {arrival: {process: trace, path: " + kExcerpt + "}}\n");
+  const SimParams p = s.params();
+  REQUIRE(p.classes[0].arrivals.trace_cached != nullptr);
+  const std::vector<SimJob> jobs{SimJob{&p, 0}};
+  const Mirror m(jobs);
+  CHECK(m.arrays.size() == 4);  // times, prompts, outputs, cached prefixes
+  std::vector<char> device(m.array_bytes);
+  m.pack([&](size_t off, const void* src, size_t bytes) { std::memcpy(device.data() + off, src, bytes); });
+  const std::vector<SimParams> moved = m.relocated(device.data());
+  CHECK(moved[0].classes[0].arrivals.trace_cached != p.classes[0].arrivals.trace_cached);
+  std::vector<uint8_t> ws(workspace_layout(p).total);
+  auto from_mirror = std::make_unique<Tally>();
+  simulate(moved[0], 0, ws.data(), *from_mirror);
+  HostWorkspace host;
+  const auto direct = simulate_once(p, 0, host);
+  CHECK(std::memcmp(from_mirror.get(), direct.get(), sizeof(Tally)) == 0);
+  CHECK(direct->classes[0].prefix_tokens_reused > 0);
+}
+
+TEST_CASE("trace prefix reuse: no cached prefix without block hashes; no class prefix with them") {
+  const std::string burst = write_file("burst_params.csv", kBurst);
+  const Scenario b = test::scenario("duration_s: trace_end\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\nfleet: {replicas: 1}\n"
+                                    "workload: {arrival: {process: trace, path: " + burst + "}, prefix: {share: 1, tokens: 10}}\n");
+  CHECK(b.params().classes[0].arrivals.trace_cached == nullptr);
+  const std::string mc = write_file("mooncake_prefix.jsonl", kMooncake);
+  CHECK(scenario_error("duration_s: trace_end\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\nfleet: {replicas: 1}\n"
+                       "workload:\n  arrival: {process: trace, path: " + mc + "}\n  prefix: {share: 1, tokens: 100}\n")
+            .find("<test>:7:11: error: workload.prefix: the trace's block hashes already say which prompt prefixes are cached") == 0);
+}
+
+TEST_CASE("the Mooncake replay: prefix caching lowers TTFT and prefill work; the reused share is the trace's") {
+  const std::string file = std::string(FLEETSIM_SOURCE_DIR) + "/scenarios/mooncake-replay.yaml";
+  const Scenario s = load_scenario_file(file);
+  const auto on = test::run(s);
+  const auto off = test::run(load_scenario_file(file, {"engine.prefix_caching=false"}));
+  REQUIRE(on.drained);
+  REQUIRE(off.drained);
+  const ClassTally& a = *on.all;
+  const ClassTally& b = *off.all;
+  // the same requests either way, all served
+  CHECK(a.arrived == b.arrived);
+  CHECK(a.completed == a.arrived);
+  CHECK(b.completed == b.arrived);
+  CHECK(a.ttft.sum / double(a.ttft.n) < b.ttft.sum / double(b.ttft.n));
+  CHECK(on.tally->pools[0].input_busy_s < off.tally->pools[0].input_busy_s);
+  CHECK(on.tally->pools[0].flops < off.tally->pools[0].flops);
+  CHECK(b.prefix_hits == 0);
+
+  // the share reused is the trace's own, over the requests that arrived in the window
+  const TraceData& t = *s.classes[0].trace;
+  int64_t cached = 0, prompt = 0, n = 0;
+  for (size_t i = 0; i < t.t_s.size(); ++i) {
+    if (t.t_s[i] < s.warmup_s) continue;
+    cached += t.cached_prefix[i];
+    prompt += t.prompt[i];
+    ++n;
+  }
+  CHECK(a.arrived == n);
+  CHECK(a.prefix_tokens_reused == cached);
+  CHECK(a.input_tokens == double(prompt));
+  CHECK(on.report["requests"]["prefix_reuse_share"].get<double>() == doctest::Approx(double(cached) / double(prompt)).epsilon(1e-12));
+  // over the whole excerpt that share is 20.7% (prefix_hit_share); the window's is a little higher
+  CHECK(double(cached) / double(prompt) > t.prefix_hit_share);
 }

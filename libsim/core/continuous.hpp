@@ -161,7 +161,10 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
     Request& q = s.req[ri];
     int32_t shared =
         q.has_prefix && ((R.prefix_ready >> q.cls) & 1) ? min_of(s.p->classes[q.cls].prefix_tokens, q.prompt - 1) : 0;
-    int32_t total = q.prompt + (P.generative ? q.generated : 0) - shared;
+    // a trace's cached prefix: an unbounded pool-wide cache holds it, so it is attended to, not
+    // computed or held (docs/model.md, "Caching"); never together with a shared prefix
+    const int32_t reused = P.prefix_caching ? q.cached : 0;
+    int32_t total = q.prompt + (P.generative ? q.generated : 0) - shared - reused;
     int64_t blocks = ceil_div(total, R.bs) + P.window_blocks;
     if (P.crash_on_kv_exhausted && blocks > P.kv_total_blocks - P.kv_watermark_blocks) {
       // a naive server tries the prompt and runs out of memory on it
@@ -175,7 +178,7 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
       if (!evict_prefixes(s, r)) break;
       if (shared > 0 && !((R.prefix_ready >> q.cls) & 1)) {  // its own prefix went too: it computes it
         shared = 0;
-        total = q.prompt + (P.generative ? q.generated : 0);
+        total = q.prompt + (P.generative ? q.generated : 0) - reused;
         blocks = ceil_div(total, R.bs) + P.window_blocks;
       }
       if (blocks > R.free_blocks - P.kv_watermark_blocks) break;
@@ -206,9 +209,12 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
     R.pf_tail = sl;
     x.heap_pos = kNone;
     x.decoding = 0;
-    x.ctx_extra = shared;
+    x.ctx_extra = shared + reused;
     if (shared > 0) R.prefix_users[q.cls]++;
-    if (shared > 0 && q.in_window && q.t_admit == t) s.tally->classes[q.cls].prefix_hits++;
+    if (x.ctx_extra > 0 && q.in_window && q.t_admit == t) {
+      s.tally->classes[q.cls].prefix_hits++;
+      s.tally->classes[q.cls].prefix_tokens_reused += x.ctx_extra;
+    }
     x.prefill_total = total;
     x.prefill_done = 0;
     x.out_left = q.output - q.generated;
@@ -219,7 +225,7 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
     x.chunk = int32_t(c);
     budget -= c;
     pseqs += 1.0;
-    const double cd = double(c), c0 = double(shared);
+    const double cd = double(c), c0 = double(x.ctx_extra);
     ptoks += cd;
     pclass[q.cls] += cd;
     ppairs += cd * c0 + cd * (cd + 1.0) * 0.5;

@@ -19,10 +19,11 @@ FLEETSIM_HD inline void handle_arrival(Sim& s, int32_t cls, double t) {
   PoolState& ps = s.pool[C.pool];
   ClassTally& T = s.tally->classes[cls];
   const uint64_t idx = s.arr[cls].index++;
-  int64_t prompt, output;
+  int64_t prompt, output, cached = 0;
   if (C.arrivals.kind == ArrivalKind::trace) {
     prompt = C.arrivals.trace_prompt[idx];
     output = C.arrivals.trace_output[idx];
+    if (C.arrivals.trace_cached) cached = C.arrivals.trace_cached[idx];
   } else {
     prompt = sample_length(C.prompt, s.rng, Stream::prompt, uint32_t(cls), idx);
     output = sample_length(C.output, s.rng, Stream::output, uint32_t(cls), idx);
@@ -30,7 +31,8 @@ FLEETSIM_HD inline void handle_arrival(Sim& s, int32_t cls, double t) {
   if (prompt < 1) prompt = 1;
   double u_prefix, u_cache;
   s.rng.uniform2(Stream::accept, uint32_t(cls), idx, 1, u_prefix, u_cache);
-  const bool has_prefix = u_prefix < C.prefix_share && C.prefix_tokens > 0;
+  // a request whose trace names its cached prefix does not also take the class's (the loader forbids both)
+  const bool has_prefix = u_prefix < C.prefix_share && C.prefix_tokens > 0 && cached == 0;
   if (has_prefix && prompt <= C.prefix_tokens) prompt = C.prefix_tokens + 1;  // it starts with the prefix
   if (P.generative) {
     if (prompt > P.max_context - 1) prompt = P.max_context - 1;
@@ -40,6 +42,7 @@ FLEETSIM_HD inline void handle_arrival(Sim& s, int32_t cls, double t) {
     if (prompt > P.max_context) prompt = P.max_context;
     output = 0;
   }
+  if (cached > prompt - 1) cached = prompt - 1;  // a truncated prompt: at least one token is computed
   const bool in_window = t >= s.W0;
   if (in_window) T.arrived++;
   if (u_cache < C.response_cache_hit_rate) {  // answered from the cache: no queue, no device
@@ -61,7 +64,8 @@ FLEETSIM_HD inline void handle_arrival(Sim& s, int32_t cls, double t) {
   // a request that cannot fit in KV even alone
   bool too_long;
   if (P.batching == Batching::continuous) {
-    const int64_t kv_tokens = P.generative ? prompt + output - 1 : prompt;
+    // (a prefix the cache holds is attended to, not held: docs/model.md, "Caching")
+    const int64_t kv_tokens = (P.generative ? prompt + output - 1 : prompt) - (P.prefix_caching ? cached : 0);
     // a naive server has no such check: it takes the request and runs out of memory on it
     too_long = !P.crash_on_kv_exhausted && ceil_div(kv_tokens, P.kv_block_tokens) + P.window_blocks > P.kv_total_blocks - P.kv_watermark_blocks;
   } else {
@@ -113,6 +117,7 @@ FLEETSIM_HD inline void handle_arrival(Sim& s, int32_t cls, double t) {
   q.prompt = int32_t(prompt);
   q.output = int32_t(output);
   q.generated = 0;
+  q.cached = int32_t(cached);
   q.in_window = in_window ? 1 : 0;
   q.cls = int16_t(cls);
   q.retries = 0;

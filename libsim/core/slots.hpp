@@ -20,7 +20,7 @@ FLEETSIM_HD inline void list_remove_pf(Sim& s, int32_t r, int32_t sl) {
 }
 FLEETSIM_HD inline void release_slot(Sim& s, int32_t r, int32_t sl) {
   Replica& R = s.rep[r];
-  if (slot(s, r, sl).ctx_extra > 0) R.prefix_users[s.req[slot(s, r, sl).req].cls]--;
+  if (slot(s, r, sl).ctx_extra > 0 && s.req[slot(s, r, sl).req].has_prefix) R.prefix_users[s.req[slot(s, r, sl).req].cls]--;
   list_remove_run(s, r, sl);
   slot(s, r, sl).next = R.free_head;
   R.free_head = sl;

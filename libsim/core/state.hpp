@@ -19,6 +19,7 @@ struct Request {
   int32_t prompt;
   int32_t output;
   int32_t generated;  // output tokens emitted before the current prefill of this request
+  int32_t cached;     // prompt tokens its trace says an earlier request already computed (0: none)
   int16_t in_window;
   int16_t cls;        // request class
   int16_t retries;    // times its replica was lost under it
@@ -40,7 +41,7 @@ struct Seq {
   int64_t blocks;            // KV blocks held while prefilling (the whole prefill)
   int64_t s0;                // first decode step
   int64_t L0;                // KV tokens of its own before step s0
-  int32_t ctx_extra;         // shared-prefix tokens it attends to but does not hold
+  int32_t ctx_extra;         // cached prefix tokens (shared or from its trace) it attends to but does not hold
   int64_t finish;            // last decode step
 };
 

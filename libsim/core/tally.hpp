@@ -19,7 +19,8 @@ struct ClassTally {
   int64_t retried;       // requests sent back to the queue because their replica was lost
   int64_t failed;        // requests given up after max_retries
   int64_t cache_hits;    // answered from the response cache
-  int64_t prefix_hits;   // admitted with their shared prefix already cached
+  int64_t prefix_hits;   // admitted with a cached prefix (the class's shared one, or from its trace)
+  int64_t prefix_tokens_reused;  // prompt tokens those hits did not prefill (at first admission)
   double input_tokens;   // of completed requests
   double output_tokens;  // of completed requests
   double busy_s;         // device time spent on this class's requests (in the window)
@@ -68,6 +69,7 @@ struct Tally {
 FLEETSIM_HD inline void class_tally_clear(ClassTally& c) {
   c.arrived = c.completed = c.rejected_queue_full = c.rejected_too_long = c.preempted = c.retried = c.failed = c.cache_hits = c.prefix_hits = 0;
   c.good = 0;
+  c.prefix_tokens_reused = 0;
   c.input_tokens = c.output_tokens = c.busy_s = c.in_system_s = c.queue_len_s = c.thinking_s = 0.0;
   hist_clear(c.ttft);
   hist_clear(c.tpot);
@@ -108,6 +110,7 @@ FLEETSIM_HD inline void class_tally_merge(ClassTally& into, const ClassTally& fr
   into.failed += from.failed;
   into.cache_hits += from.cache_hits;
   into.prefix_hits += from.prefix_hits;
+  into.prefix_tokens_reused += from.prefix_tokens_reused;
   into.input_tokens += from.input_tokens;
   into.output_tokens += from.output_tokens;
   into.busy_s += from.busy_s;
