@@ -3,7 +3,7 @@
 # outside Debian's archive. CUDA is optional: when nvcc is on the PATH the CUDA backend is built too.
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build libyaml-cpp-dev libfmt-dev libcli11-dev nlohmann-json3-dev
-      libeigen3-dev doctest-dev libthrust-dev)
+      libeigen3-dev doctest-dev libthrust-dev python3)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
