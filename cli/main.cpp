@@ -6,7 +6,6 @@
 
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 
 #include "libsim/capacity.hpp"
@@ -106,15 +105,7 @@ int cmd_sweep(const Options& o) {
 
 int cmd_merge(const Options& o) {
   std::vector<std::pair<std::string, Json>> shards;
-  for (const auto& path : o.inputs) {
-    std::ifstream f(path);
-    if (!f) throw InputError(Location{path, 0, 0, ""}, "cannot open shard file (does it exist and is it readable?)");
-    try {
-      shards.emplace_back(path, Json::parse(f));
-    } catch (const Json::parse_error& e) {
-      throw InputError(Location{path, 0, 0, ""}, std::string("not valid JSON: ") + e.what());
-    }
-  }
+  for (const auto& path : o.inputs) shards.emplace_back(path, read_json_file(path));
   emit_sweep(merge_sweeps(shards), o.format);
   return kExitOk;
 }

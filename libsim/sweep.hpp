@@ -70,8 +70,20 @@ Backend resolve_backend(Backend requested, std::string* note);
 // Run (this shard of) the sweep. The document is kind "sweep" (docs/output-schema.md).
 Json run_sweep(const ScenarioSource& src, const SweepSpec& spec, const SweepOptions& opt);
 
-// Combine shard documents into the whole sweep's document. Throws InputError.
+// Combine shard documents into the whole sweep's document. Every shard is checked against the
+// sweep document schema first (docs/output-schema.md): types and ranges of every field used, the
+// same sweep in every shard, shard indices 0..N-1 once each, every configuration of each shard
+// present once and within range. Throws InputError naming the file and the JSON path.
 Json merge_sweeps(const std::vector<std::pair<std::string, Json>>& shards);
+
+// Parse JSON text; a syntax error or an out-of-range number is an InputError located at
+// file:line:column (line counted from first_line).
+Json parse_json_located(const std::string& text, const std::string& file, int first_line = 1);
+
+// Read and parse a JSON file (a shard). Throws InputError for a missing, unreadable or
+// non-regular file and for invalid JSON.
+Json read_json_file(const std::string& path);
+
 
 std::string format_sweep_table(const Json& doc, size_t max_rows = 20);
 std::string sweep_to_csv(const Json& doc);

@@ -86,5 +86,32 @@ if ! nvidia-smi -L >/dev/null 2>&1; then
     "$bin" sweep "$src/tests/data/gpu-check.yaml" "${small[@]}" --backend cuda
 fi
 
+# merge checks its shards: located errors, exit 2, never a crash
+python3 - "$tmp" <<'PY'
+import json, sys
+d = sys.argv[1]
+s1 = json.load(open(f"{d}/shard1.json"))
+def save(name, doc): json.dump(doc, open(f"{d}/{name}", "w"))
+x = json.loads(json.dumps(s1)); del x["rows"][0]["index"]; save("noindex.json", x)
+x = json.loads(json.dumps(s1)); x["rows"][1]["index"] = "x"; save("xindex.json", x)
+x = json.loads(json.dumps(s1)); x["shard"]["index"] = 7; save("shard7.json", x)
+x = json.loads(json.dumps(s1)); x["shard"]["index"] = 2; save("relabelled.json", x)
+PY
+sed 's/"seed": 11/"seed": 1e400/' "$tmp/shard0.json" >"$tmp/huge.json"
+seedline=$(grep -n '"seed": 1e400' "$tmp/huge.json" | head -1 | cut -d: -f1)
+expect "merge: a row without index" 2 "noindex.json: error: /rows/0: missing key \"index\"" -- \
+  "$bin" merge "$tmp/shard0.json" "$tmp/noindex.json" "$tmp/shard2.json"
+expect "merge: an index that is a string" 2 "xindex.json: error: /rows/1/index: expected an integer, got \"x\"" -- \
+  "$bin" merge "$tmp/shard0.json" "$tmp/xindex.json" "$tmp/shard2.json"
+expect "merge: shard index out of range" 2 "shard7.json: error: /shard/index: shard 7 is out of range for 3 shards" -- \
+  "$bin" merge "$tmp/shard0.json" "$tmp/shard1.json" "$tmp/shard7.json"
+expect "merge: a shard relabelled" 2 "relabelled.json: error: /rows/0/index: configuration 1 belongs to shard 1 of 3, not to shard 2" -- \
+  "$bin" merge "$tmp/shard0.json" "$tmp/shard1.json" "$tmp/relabelled.json"
+expect "merge: a shard twice" 2 "error: /shard/index: shard 1 appears twice" -- \
+  "$bin" merge "$tmp/shard0.json" "$tmp/shard1.json" "$tmp/shard1.json"
+expect "merge: a number beyond a double" 2 "huge.json:$seedline:13: error: number out of range (beyond a double): 1e400" -- \
+  "$bin" merge "$tmp/huge.json" "$tmp/shard1.json" "$tmp/shard2.json"
+expect "merge: a directory" 2 "$tmp: error: is a directory, not a shard file" -- "$bin" merge "$tmp" "$tmp/shard1.json"
+
 echo "cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
