@@ -1,11 +1,17 @@
 // fleetsim: the command-line client of libsim. Subcommands are a table; each one parses its
-// flags, calls the library, and formats the result. Usage and input errors exit 2.
+// flags, calls the library, and formats the result. Exit codes: 0 ok, 1 a failure the command
+// reports (a model that does not fit, an internal error), 2 usage and input errors, 3 an output
+// that could not be written. A reader that closes the pipe early (`| head`) ends the command
+// quietly with its usual code.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 
 #include "libsim/capacity.hpp"
@@ -23,6 +29,7 @@ using namespace fleetsim;
 constexpr int kExitOk = 0;
 constexpr int kExitFailure = 1;
 constexpr int kExitUsage = 2;
+constexpr int kExitOutput = 3;  // writing stdout failed
 
 struct Options {
   std::string scenario;
@@ -43,7 +50,27 @@ struct Options {
   std::vector<std::string> inputs;
 };
 
-void emit(const std::string& text) { std::fwrite(text.data(), 1, text.size(), stdout); }
+// The first error writing stdout (errno), 0 while none. Output stops at the first error.
+int g_write_errno = 0;
+
+void emit(const std::string& text) {
+  if (g_write_errno) return;
+  errno = 0;
+  if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size()) g_write_errno = errno ? errno : EIO;
+}
+
+// Flush stdout and turn a failed write into the exit code: a closed pipe (EPIPE: the reader has
+// what it wanted) ends quietly with the command's own code; any other failure (a full disk) is a
+// one-line error and exit 3.
+int finish_output(int rc) {
+  errno = 0;
+  if (std::fflush(stdout) != 0 && !g_write_errno) g_write_errno = errno ? errno : EIO;
+  std::cout.flush();  // CLI11's help and messages (stdio-synchronised: already flushed above)
+  if ((std::ferror(stdout) || !std::cout.good()) && !g_write_errno) g_write_errno = EIO;
+  if (!g_write_errno || g_write_errno == EPIPE) return rc;
+  std::fprintf(stderr, "fleetsim: error: writing the output failed: %s\n", std::strerror(g_write_errno));
+  return kExitOutput;
+}
 
 ScenarioSource source(const Options& o) {
   std::vector<std::string> sets = o.sets;
@@ -335,27 +362,29 @@ int main(int argc, char** argv) {
   mg->add_option("shards", o.inputs, "JSON outputs of `fleetsim sweep --shard K/N --format json`")->required();
   add_format(mg, o);
 
+  // a closed pipe is a failed write (EPIPE), not a death by SIGPIPE
+  std::signal(SIGPIPE, SIG_IGN);
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {
-    return app.exit(e);
+    return finish_output(app.exit(e));
   } catch (const CLI::ParseError& e) {
     app.exit(e);
-    return kExitUsage;
+    return finish_output(kExitUsage);
   }
   try {
     for (const auto& [sub, cmd] : subs)
-      if (sub->parsed()) return cmd->run(o);
+      if (sub->parsed()) return finish_output(cmd->run(o));
   } catch (const InputError& e) {
     std::cerr << e.one_line() << "\n";
     if (isatty(STDERR_FILENO)) {
       const std::string c = e.caret();
       if (!c.empty()) std::cerr << c << "\n";
     }
-    return kExitUsage;
+    return finish_output(kExitUsage);
   } catch (const std::exception& e) {
     std::cerr << "fleetsim: error: " << e.what() << "\n";
-    return kExitFailure;
+    return finish_output(kExitFailure);
   }
-  return kExitUsage;
+  return finish_output(kExitUsage);
 }

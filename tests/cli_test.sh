@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The CLI end to end: exit codes (0 ok, 2 usage/input), one-line located errors, formats.
+# The CLI end to end: exit codes (0 ok, 2 usage/input, 3 output not written), one-line located
+# errors, formats.
 set -u
 bin=$1
 src=$2
@@ -112,6 +113,31 @@ expect "merge: a shard twice" 2 "error: /shard/index: shard 1 appears twice" -- 
 expect "merge: a number beyond a double" 2 "huge.json:$seedline:13: error: number out of range (beyond a double): 1e400" -- \
   "$bin" merge "$tmp/huge.json" "$tmp/shard1.json" "$tmp/shard2.json"
 expect "merge: a directory" 2 "$tmp: error: is a directory, not a shard file" -- "$bin" merge "$tmp" "$tmp/shard1.json"
+
+check() {  # check NAME CONDITION...: a test of files the last command left
+  local name=$1
+  shift
+  if "$@"; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: $name"; fi
+}
+
+# output that cannot be written: a full disk is an error (exit 3); a reader that leaves early
+# (| head) ends the command quietly, not by SIGPIPE
+if [ -w /dev/full ]; then
+  expect "run > /dev/full" 3 "fleetsim: error: writing the output failed: No space left on device" -- \
+    sh -c '"$1" run --duration 600 >/dev/full' sh "$bin"
+  expect "merge > /dev/full" 3 "fleetsim: error: writing the output failed" -- \
+    sh -c '"$1" merge "$2/shard0.json" "$2/shard1.json" "$2/shard2.json" >/dev/full' sh "$bin" "$tmp"
+fi
+big=(--set sweep.sample=40 --set duration_s=300 --set warmup_s=30 --threads 2)  # JSON beyond a pipe's buffer
+"$bin" sweep "$src/tests/data/gpu-check.yaml" "${big[@]}" --format json 2>"$tmp/err" | head -1 >"$tmp/out"
+rc=${PIPESTATUS[0]}
+check "sweep | head -1 exits 0 (was $rc)" [ "$rc" -eq 0 ]
+check "sweep | head -1 prints its first line" grep -qx '{' "$tmp/out"
+check "sweep | head -1 says nothing about the pipe" sh -c "! grep -qi 'pipe\|error' '$tmp/err'"
+"$bin" merge "$tmp/shard0.json" "$tmp/shard1.json" "$tmp/shard2.json" --format json 2>"$tmp/err" | head -c 10 >/dev/null
+rc=${PIPESTATUS[0]}
+check "merge | head exits 0 (was $rc)" [ "$rc" -eq 0 ]
+check "merge | head says nothing" [ ! -s "$tmp/err" ]
 
 echo "cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
