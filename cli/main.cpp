@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <mutex>
 
 #include "libsim/capacity.hpp"
 #include "libsim/catalog.hpp"
@@ -84,22 +85,60 @@ Scenario load(const Options& o) { return source(o).instantiate(); }
 
 bool has_sweep(const ScenarioSource& src) { return src.text().find("sweep:") != std::string::npos; }
 
-// A progress bar on a terminal (stderr), nothing otherwise.
-std::function<void(uint64_t, uint64_t)> progress_bar() {
-  if (!isatty(STDERR_FILENO)) return {};
-  const auto start = std::chrono::steady_clock::now();
-  return [start](uint64_t done, uint64_t total) {
-    const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    const int width = 30;
-    const int fill = total ? int(double(width) * double(done) / double(total)) : width;
-    const std::string eta = done > 0 && done < total ? fmt::format(", ~{:.0f} s left", el * double(total - done) / double(done)) : "";
-    std::fprintf(stderr, "\r[%s%s] %llu/%llu configurations, %.1f s%s   ", std::string(size_t(fill), '#').c_str(),
-                 std::string(size_t(width - fill), '.').c_str(), (unsigned long long)done, (unsigned long long)total, el,
-                 eta.c_str());
-    if (done == total) std::fprintf(stderr, "\n");
+// Sweep progress on stderr. On a terminal, a bar redrawn in place; otherwise (a CI log, a file) a
+// plain line every kPlainEvery and one at the end, so a long sweep shows it is alive.
+class Progress {
+ public:
+  static constexpr double kPlainEvery = 5.0;  // seconds
+
+  explicit Progress(bool tty) : tty_(tty), start_(std::chrono::steady_clock::now()) {}
+
+  void update(const SweepProgress& p) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (ended_) return;
+    const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    const bool finished = p.configurations_done == p.configurations_total;
+    // the time left, from the pace over replications
+    const uint64_t reps_now = p.replications_done;
+    const uint64_t reps_left = p.replications_total - p.replications_done;
+    const std::string eta = reps_now > 0 && !finished ? fmt::format(", ~{:.0f} s left", el * double(reps_left) / double(reps_now)) : "";
+    const std::string counts = fmt::format("{}/{} configurations, {}/{} replications", p.configurations_done,
+                                           p.configurations_total, p.replications_done, p.replications_total);
+    if (tty_) {
+      const int width = 30;
+      const int fill = p.configurations_total ? int(double(width) * double(p.configurations_done) / double(p.configurations_total)) : width;
+      std::fprintf(stderr, "\r[%s%s] %s, %.1f s%s   ", std::string(size_t(fill), '#').c_str(),
+                   std::string(size_t(width - fill), '.').c_str(), counts.c_str(), el, eta.c_str());
+      open_ = true;
+      if (finished) end_line();
+    } else if (finished) {
+      std::fprintf(stderr, "fleetsim sweep: done: %s in %.1f s\n", counts.c_str(), el);
+    } else if (el - last_ >= kPlainEvery) {
+      last_ = el;
+      std::fprintf(stderr, "fleetsim sweep: %s, %.0f s%s\n", counts.c_str(), el, eta.c_str());
+    }
+    if (finished) ended_ = true;
     std::fflush(stderr);
-  };
-}
+  }
+
+  // End the bar's line (a failed sweep); no further output.
+  void close() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    end_line();
+    ended_ = true;
+  }
+
+ private:
+  void end_line() {
+    if (open_) std::fputc('\n', stderr);
+    open_ = false;
+  }
+
+  std::mutex mutex_;
+  bool tty_, open_ = false, ended_ = false;
+  std::chrono::steady_clock::time_point start_;
+  double last_ = 0;
+};
 
 void emit_sweep(const Json& doc, const std::string& format) {
   if (format == "json") emit(doc.dump(2) + "\n");
@@ -125,8 +164,17 @@ int cmd_sweep(const Options& o) {
   resolve_backend(opt.backend, &note);
   std::fprintf(stderr, "fleetsim sweep: %llu configurations x %u replications on the %s\n",
                (unsigned long long)spec.count(), spec.replications, note.c_str());
-  opt.progress = progress_bar();
-  emit_sweep(run_sweep(src, spec, opt), o.format);
+  Progress progress(isatty(STDERR_FILENO));
+  opt.progress = [&progress](const SweepProgress& p) { progress.update(p); };
+  Json doc;
+  try {
+    doc = run_sweep(src, spec, opt);
+  } catch (...) {
+    progress.close();
+    throw;
+  }
+  progress.close();
+  emit_sweep(doc, o.format);
   return kExitOk;
 }
 

@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <cstring>
 #include <limits>
 #include <map>
@@ -550,7 +551,7 @@ Json run_sweep(const ScenarioSource& src, const SweepSpec& spec, const SweepOpti
   std::vector<Json> rows(configs.size());
   const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
   const unsigned threads = opt.threads > 0 ? unsigned(opt.threads) : hw;
-  std::atomic<uint64_t> next{0}, done{0};
+  std::atomic<uint64_t> next{0}, done{0}, reps_done{0};
 
   // Instantiate configuration `pos`; returns nullptr with a reason when it cannot run.
   auto prepare = [&](size_t pos, std::string& reason) -> std::unique_ptr<Scenario> {
@@ -565,20 +566,34 @@ Json run_sweep(const ScenarioSource& src, const SweepSpec& spec, const SweepOpti
     for (const Tally* t : reps)
       if (reason.empty() && (t->status != 0 || t->unfinished != 0))
         reason = "simulation did not finish: the configuration is so overloaded that its queues never drain";
+    if (!s) reps_done.fetch_add(spec.replications);  // nothing to run counts as done
     rows[pos] = sweep_row(spec, configs[pos], reason.empty() ? s : nullptr, reason.empty() ? reps : std::vector<const Tally*>{},
                           reason);
     done.fetch_add(1);
   };
 
-  auto report_progress = [&](std::atomic<bool>& stop) {
-    while (!stop.load()) {
-      opt.progress(done.load(), configs.size());
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  auto snapshot = [&] {
+    SweepProgress p;
+    p.configurations_total = configs.size();
+    p.configurations_done = done.load();
+    p.replications_total = configs.size() * spec.replications;
+    p.replications_done = reps_done.load();
+    return p;
+  };
+  std::mutex stop_mutex;
+  std::condition_variable stop_cv;
+  bool stop_progress = false;
+  auto report_progress = [&]() {
+    std::unique_lock<std::mutex> lock(stop_mutex);
+    while (!stop_progress) {
+      lock.unlock();
+      opt.progress(snapshot());
+      lock.lock();
+      stop_cv.wait_for(lock, std::chrono::milliseconds(200), [&] { return stop_progress; });
     }
   };
-  std::atomic<bool> stop{false};
   std::thread progress_thread;
-  if (opt.progress) progress_thread = std::thread(report_progress, std::ref(stop));
+  if (opt.progress) progress_thread = std::thread(report_progress);
 
   std::exception_ptr failure;
   std::mutex failure_mutex;
@@ -609,6 +624,7 @@ Json run_sweep(const ScenarioSource& src, const SweepSpec& spec, const SweepOpti
               if (!tallies[r]) tallies[r] = std::make_unique<Tally>();
               simulate(p, r, ws.for_params(p), *tallies[r]);
               reps.push_back(tallies[r].get());
+              reps_done.fetch_add(1);
             }
           }
           finish(pos, s.get(), reps, reason);
@@ -650,6 +666,7 @@ Json run_sweep(const ScenarioSource& src, const SweepSpec& spec, const SweepOpti
       }
       std::vector<Tally> tallies(jobs.size());
       if (!jobs.empty()) cuda_simulate(jobs, tallies.data());
+      reps_done.fetch_add(jobs.size());
       for (size_t i = 0; i < w1 - w0; ++i) {
         std::vector<const Tally*> reps;
         if (sc[i])
@@ -658,9 +675,13 @@ Json run_sweep(const ScenarioSource& src, const SweepSpec& spec, const SweepOpti
       }
     }
   }
-  stop.store(true);
+  {
+    std::lock_guard<std::mutex> lock(stop_mutex);
+    stop_progress = true;
+  }
+  stop_cv.notify_all();
   if (progress_thread.joinable()) progress_thread.join();
-  if (opt.progress) opt.progress(done.load(), configs.size());
+  if (opt.progress) opt.progress(snapshot());
   if (failure) std::rethrow_exception(failure);
   return assemble(sweep_header(src, spec, base, opt.shard_index, opt.shard_count), std::move(rows));
 }

@@ -56,12 +56,20 @@ struct MeanCI {
 MeanCI mean_ci(const std::vector<double>& xs);
 double t_critical_95(uint32_t dof);
 
+// How far a running sweep (this shard of it) has got. A configuration that cannot run counts its
+// replications as done.
+struct SweepProgress {
+  uint64_t configurations_done = 0, configurations_total = 0;
+  uint64_t replications_done = 0, replications_total = 0;
+};
+
 struct SweepOptions {
   Backend backend = Backend::auto_select;
   int threads = 0;           // 0: all hardware threads
   uint32_t shard_index = 0;  // this shard, 0-based
   uint32_t shard_count = 1;
-  std::function<void(uint64_t done, uint64_t total)> progress;  // may be empty
+  // Called about every 200 ms from a helper thread, and once at the end; may be empty.
+  std::function<void(const SweepProgress&)> progress;
 };
 
 // Which backend `auto` picks, and a sentence saying why.

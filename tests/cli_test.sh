@@ -139,5 +139,11 @@ rc=${PIPESTATUS[0]}
 check "merge | head exits 0 (was $rc)" [ "$rc" -eq 0 ]
 check "merge | head says nothing" [ ! -s "$tmp/err" ]
 
+# progress: when stderr is not a terminal, a plain line at the end (and every few seconds)
+"$bin" sweep "$src/tests/data/gpu-check.yaml" "${small[@]}" >/dev/null 2>"$tmp/err"
+check "sweep ends its progress with one plain line" \
+  grep -q '^fleetsim sweep: done: 12/12 configurations, 24/24 replications in [0-9.]* s$' "$tmp/err"
+check "no progress bar on a file" sh -c "! grep -q '\[#' '$tmp/err'"
+
 echo "cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
