@@ -1,12 +1,13 @@
 // fleetsim: the command-line client of libsim. Subcommands are a table; each one parses its
 // flags, calls the library, and formats the result. Exit codes: 0 ok, 1 a failure the command
 // reports (a model that does not fit, an internal error), 2 usage and input errors, 3 an output
-// that could not be written. A reader that closes the pipe early (`| head`) ends the command
-// quietly with its usual code.
+// that could not be written, 130/143 a sweep stopped by SIGINT/SIGTERM. A reader that closes
+// the pipe early (`| head`) ends the command quietly with its usual code.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -14,6 +15,7 @@
 #include <cstring>
 #include <iostream>
 #include <mutex>
+#include <optional>
 
 #include "libsim/capacity.hpp"
 #include "libsim/catalog.hpp"
@@ -30,7 +32,7 @@ using namespace fleetsim;
 constexpr int kExitOk = 0;
 constexpr int kExitFailure = 1;
 constexpr int kExitUsage = 2;
-constexpr int kExitOutput = 3;  // writing stdout failed
+constexpr int kExitOutput = 3;  // writing stdout or a journal failed
 
 struct Options {
   std::string scenario;
@@ -46,9 +48,10 @@ struct Options {
   int tp = 1, pp = 1;
   std::string expert_weight_dtype;
   // sweep
-  std::string backend = "auto", shard;
+  std::string backend = "auto", shard, journal, resume;
   int threads = 0;
   std::vector<std::string> inputs;
+  std::vector<std::string> argv;  // the command line, for the resume hint
 };
 
 // The first error writing stdout (errno), 0 while none. Output stops at the first error.
@@ -71,6 +74,54 @@ int finish_output(int rc) {
   if (!g_write_errno || g_write_errno == EPIPE) return rc;
   std::fprintf(stderr, "fleetsim: error: writing the output failed: %s\n", std::strerror(g_write_errno));
   return kExitOutput;
+}
+
+// SIGINT/SIGTERM during a sweep: the handler only records the signal; the sweep's workers see
+// g_stop between simulations. A second signal of the same kind kills at once (SA_RESETHAND).
+std::atomic<bool> g_stop{false};
+volatile std::sig_atomic_t g_signal = 0;
+static_assert(std::atomic<bool>::is_always_lock_free, "the stop flag must be usable in a signal handler");
+
+extern "C" void on_stop_signal(int sig) {
+  g_signal = sig;
+  g_stop.store(true, std::memory_order_relaxed);
+}
+
+void catch_stop_signals() {
+  for (int sig : {SIGINT, SIGTERM}) {
+    struct sigaction old {};
+    if (sigaction(sig, nullptr, &old) == 0 && old.sa_handler == SIG_IGN) continue;  // e.g. nohup, a background job
+    struct sigaction sa {};
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESETHAND | SA_RESTART;
+    sigaction(sig, &sa, nullptr);
+  }
+}
+
+std::string shell_quote(const std::string& s) {
+  if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%") ==
+                        std::string::npos)
+    return s;
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+// The command line that resumes this sweep from `journal`: the same arguments with --journal
+// (and any --resume) replaced by --resume JOURNAL.
+std::string resume_command(const std::vector<std::string>& argv, const std::string& journal) {
+  std::string out;
+  for (size_t i = 0; i < argv.size(); ++i) {
+    const std::string& a = argv[i];
+    if (a == "--journal" || a == "--resume") {
+      ++i;
+      continue;
+    }
+    if (a.rfind("--journal=", 0) == 0 || a.rfind("--resume=", 0) == 0) continue;
+    out += (out.empty() ? "" : " ") + shell_quote(a);
+  }
+  return out + " --resume " + shell_quote(journal);
 }
 
 ScenarioSource source(const Options& o) {
@@ -97,9 +148,14 @@ class Progress {
     std::lock_guard<std::mutex> lock(mutex_);
     if (ended_) return;
     const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    if (g_stop.load() && !announced_) {
+      announced_ = true;
+      end_line();
+      std::fprintf(stderr, "fleetsim sweep: stopping after the simulations under way (signal again to stop at once)\n");
+    }
     const bool finished = p.configurations_done == p.configurations_total;
-    // the time left, from the pace over replications
-    const uint64_t reps_now = p.replications_done;
+    // the time left, from this run's pace over replications
+    const uint64_t reps_now = p.replications_done - std::min(p.replications_done, p.resumed * per_config(p));
     const uint64_t reps_left = p.replications_total - p.replications_done;
     const std::string eta = reps_now > 0 && !finished ? fmt::format(", ~{:.0f} s left", el * double(reps_left) / double(reps_now)) : "";
     const std::string counts = fmt::format("{}/{} configurations, {}/{} replications", p.configurations_done,
@@ -121,7 +177,7 @@ class Progress {
     std::fflush(stderr);
   }
 
-  // End the bar's line (a failed sweep); no further output.
+  // End the bar's line (an interrupted or failed sweep); no further output.
   void close() {
     std::lock_guard<std::mutex> lock(mutex_);
     end_line();
@@ -129,13 +185,16 @@ class Progress {
   }
 
  private:
+  static uint64_t per_config(const SweepProgress& p) {
+    return p.configurations_total ? p.replications_total / p.configurations_total : 0;
+  }
   void end_line() {
     if (open_) std::fputc('\n', stderr);
     open_ = false;
   }
 
   std::mutex mutex_;
-  bool tty_, open_ = false, ended_ = false;
+  bool tty_, open_ = false, ended_ = false, announced_ = false;
   std::chrono::steady_clock::time_point start_;
   double last_ = 0;
 };
@@ -162,13 +221,41 @@ int cmd_sweep(const Options& o) {
   }
   std::string note;
   resolve_backend(opt.backend, &note);
-  std::fprintf(stderr, "fleetsim sweep: %llu configurations x %u replications on the %s\n",
-               (unsigned long long)spec.count(), spec.replications, note.c_str());
+  std::optional<SweepJournal> journal;
+  if (!o.resume.empty()) {
+    if (!o.journal.empty() && o.journal != o.resume)
+      throw InputError(Location{"--journal " + o.journal, 0, 0, ""},
+                       "--resume FILE keeps journaling to FILE; drop --journal or give it the same file");
+    journal = SweepJournal::resume(o.resume, src, spec, opt.shard_index, opt.shard_count);
+    opt.finished = journal->finished();
+  } else if (!o.journal.empty()) {
+    journal = SweepJournal::create(o.journal, src, spec, opt.shard_index, opt.shard_count);
+  }
+  if (journal) opt.on_row = [&j = *journal](const Json& row) { j.append(row); };
+  std::fprintf(stderr, "fleetsim sweep: %llu configurations x %u replications on the %s%s\n",
+               (unsigned long long)spec.count(), spec.replications, note.c_str(),
+               o.resume.empty() ? ""
+                                : fmt::format("; resuming {} with {} configurations finished", o.resume, opt.finished.size())
+                                      .c_str());
   Progress progress(isatty(STDERR_FILENO));
   opt.progress = [&progress](const SweepProgress& p) { progress.update(p); };
+  opt.stop = &g_stop;
+  catch_stop_signals();
   Json doc;
   try {
     doc = run_sweep(src, spec, opt);
+  } catch (const SweepInterrupted& e) {
+    progress.close();
+    const int sig = g_signal ? int(g_signal) : SIGINT;
+    const std::string what = fmt::format("fleetsim sweep: stopped by {} with {} of {} configurations finished",
+                                         sig == SIGTERM ? "SIGTERM" : "SIGINT", e.done, e.total);
+    if (journal)
+      std::fprintf(stderr, "%s; they are in %s\nresume with: %s\n", what.c_str(), journal->path().c_str(),
+                   resume_command(o.argv, journal->path()).c_str());
+    else
+      std::fprintf(stderr, "%s; without --journal FILE they are lost (run with --journal FILE to be able to resume)\n",
+                   what.c_str());
+    return 128 + sig;
   } catch (...) {
     progress.close();
     throw;
@@ -404,6 +491,10 @@ int main(int argc, char** argv) {
   sw->add_option("--backend", o.backend, "where simulations run")->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   sw->add_option("--threads", o.threads, "CPU threads (default: all)")->check(CLI::Range(1, 4096));
   sw->add_option("--shard", o.shard, "run only slice K of N (0 <= K < N); combine with fleetsim merge");
+  sw->add_option("--journal", o.journal,
+                 "append each finished configuration to FILE (JSON Lines), so an interrupted sweep can be resumed");
+  sw->add_option("--resume", o.resume,
+                 "continue the sweep journaled in FILE: run only the configurations it lacks, journaling them to FILE");
   add_format(sw, o);
 
   CLI::App* mg = subs[5].first;
@@ -412,6 +503,7 @@ int main(int argc, char** argv) {
 
   // a closed pipe is a failed write (EPIPE), not a death by SIGPIPE
   std::signal(SIGPIPE, SIG_IGN);
+  o.argv.assign(argv, argv + argc);
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {
@@ -430,6 +522,9 @@ int main(int argc, char** argv) {
       if (!c.empty()) std::cerr << c << "\n";
     }
     return finish_output(kExitUsage);
+  } catch (const OutputError& e) {
+    std::cerr << e.what() << "\n";
+    return finish_output(kExitOutput);
   } catch (const std::exception& e) {
     std::cerr << "fleetsim: error: " << e.what() << "\n";
     return finish_output(kExitFailure);

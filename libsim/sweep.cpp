@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -19,6 +21,7 @@
 #include <mutex>
 #include <set>
 #include <thread>
+#include <utility>
 
 #include "core/philox.hpp"
 #include "runner.hpp"
@@ -546,12 +549,22 @@ Json run_sweep(const ScenarioSource& src, const SweepSpec& spec, const SweepOpti
     throw InputError(Location{"--shard", 0, 0, ""}, "expected K/N with 0 <= K < N");
   const Scenario base = src.instantiate();
   const Backend backend = resolve_backend(opt.backend, nullptr);
+  // configurations finished earlier (a journal) are not run again
+  std::set<uint64_t> finished;
+  for (const Json& r : opt.finished) {
+    const uint64_t i = r.at("index").get<uint64_t>();
+    if (i >= spec.count() || i % opt.shard_count != opt.shard_index || !finished.insert(i).second)
+      throw InputError(Location{"--resume", 0, 0, ""}, fmt::format("configuration {} does not belong here", i));
+  }
   std::vector<uint64_t> configs;
-  for (uint64_t c = opt.shard_index; c < spec.count(); c += opt.shard_count) configs.push_back(c);
+  for (uint64_t c = opt.shard_index; c < spec.count(); c += opt.shard_count)
+    if (!finished.count(c)) configs.push_back(c);
   std::vector<Json> rows(configs.size());
   const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
   const unsigned threads = opt.threads > 0 ? unsigned(opt.threads) : hw;
   std::atomic<uint64_t> next{0}, done{0}, reps_done{0};
+  const uint64_t total = configs.size() + finished.size();
+  auto stopping = [&] { return opt.stop && opt.stop->load(std::memory_order_relaxed); };
 
   // Instantiate configuration `pos`; returns nullptr with a reason when it cannot run.
   auto prepare = [&](size_t pos, std::string& reason) -> std::unique_ptr<Scenario> {
@@ -562,6 +575,7 @@ Json run_sweep(const ScenarioSource& src, const SweepSpec& spec, const SweepOpti
       return nullptr;
     }
   };
+  std::mutex row_mutex;
   auto finish = [&](size_t pos, const Scenario* s, const std::vector<const Tally*>& reps, std::string reason) {
     for (const Tally* t : reps)
       if (reason.empty() && (t->status != 0 || t->unfinished != 0))
@@ -569,15 +583,20 @@ Json run_sweep(const ScenarioSource& src, const SweepSpec& spec, const SweepOpti
     if (!s) reps_done.fetch_add(spec.replications);  // nothing to run counts as done
     rows[pos] = sweep_row(spec, configs[pos], reason.empty() ? s : nullptr, reason.empty() ? reps : std::vector<const Tally*>{},
                           reason);
+    if (opt.on_row) {
+      std::lock_guard<std::mutex> lock(row_mutex);
+      opt.on_row(rows[pos]);
+    }
     done.fetch_add(1);
   };
 
   auto snapshot = [&] {
     SweepProgress p;
-    p.configurations_total = configs.size();
-    p.configurations_done = done.load();
-    p.replications_total = configs.size() * spec.replications;
-    p.replications_done = reps_done.load();
+    p.resumed = finished.size();
+    p.configurations_total = total;
+    p.configurations_done = finished.size() + done.load();
+    p.replications_total = total * spec.replications;
+    p.replications_done = (finished.size() * spec.replications) + reps_done.load();
     return p;
   };
   std::mutex stop_mutex;
@@ -613,6 +632,7 @@ Json run_sweep(const ScenarioSource& src, const SweepSpec& spec, const SweepOpti
         HostWorkspace ws;
         std::vector<std::unique_ptr<Tally>> tallies(spec.replications);
         for (;;) {
+          if (stopping()) return;
           const uint64_t pos = next.fetch_add(1);
           if (pos >= configs.size()) return;
           std::string reason;
@@ -621,6 +641,7 @@ Json run_sweep(const ScenarioSource& src, const SweepSpec& spec, const SweepOpti
           if (s) {
             const SimParams p = s->params();
             for (uint32_t r = 0; r < spec.replications; ++r) {
+              if (stopping()) return;  // this configuration is dropped; a resumed sweep runs it again
               if (!tallies[r]) tallies[r] = std::make_unique<Tally>();
               simulate(p, r, ws.for_params(p), *tallies[r]);
               reps.push_back(tallies[r].get());
@@ -638,7 +659,7 @@ Json run_sweep(const ScenarioSource& src, const SweepSpec& spec, const SweepOpti
   } else {
     // waves of configurations: instantiate on the host, simulate on the device, summarise
     const size_t wave = std::max<size_t>(1, 8192 / spec.replications);
-    for (size_t w0 = 0; w0 < configs.size() && !failure; w0 += wave) {
+    for (size_t w0 = 0; w0 < configs.size() && !failure && !stopping(); w0 += wave) {
       const size_t w1 = std::min(configs.size(), w0 + wave);
       std::vector<std::unique_ptr<Scenario>> sc(w1 - w0);
       std::vector<std::string> reasons(w1 - w0);
@@ -667,12 +688,14 @@ Json run_sweep(const ScenarioSource& src, const SweepSpec& spec, const SweepOpti
       std::vector<Tally> tallies(jobs.size());
       if (!jobs.empty()) cuda_simulate(jobs, tallies.data());
       reps_done.fetch_add(jobs.size());
-      for (size_t i = 0; i < w1 - w0; ++i) {
-        std::vector<const Tally*> reps;
-        if (sc[i])
-          for (uint32_t r = 0; r < spec.replications; ++r) reps.push_back(&tallies[first_job[i] + r]);
-        finish(w0 + i, sc[i].get(), reps, reasons[i]);
-      }
+      guarded([&] {
+        for (size_t i = 0; i < w1 - w0; ++i) {
+          std::vector<const Tally*> reps;
+          if (sc[i])
+            for (uint32_t r = 0; r < spec.replications; ++r) reps.push_back(&tallies[first_job[i] + r]);
+          finish(w0 + i, sc[i].get(), reps, reasons[i]);
+        }
+      });
     }
   }
   {
@@ -683,12 +706,14 @@ Json run_sweep(const ScenarioSource& src, const SweepSpec& spec, const SweepOpti
   if (progress_thread.joinable()) progress_thread.join();
   if (opt.progress) opt.progress(snapshot());
   if (failure) std::rethrow_exception(failure);
+  if (done.load() < configs.size()) throw SweepInterrupted(finished.size() + done.load(), total);
+  rows.insert(rows.end(), opt.finished.begin(), opt.finished.end());
   return assemble(sweep_header(src, spec, base, opt.shard_index, opt.shard_count), std::move(rows));
 }
 
 namespace {
 
-// ---- checking sweep documents (merge) against docs/output-schema.md ----
+// ---- checking sweep documents (merge) and journal rows against docs/output-schema.md ----
 
 // A value as an error message shows it: strings quoted and cut short, containers by kind.
 std::string describe(const Json& v) {
@@ -769,7 +794,7 @@ struct At {
   }
 };
 
-// What the rows of one document must agree with.
+// What the rows of one document (or journal) must agree with.
 struct SweepShape {
   std::vector<std::pair<std::string, std::vector<Json>>> params;  // path, values
   uint64_t grid_size = 1, configurations = 0;
@@ -1143,6 +1168,193 @@ std::string read_text_file(const std::string& path, const char* what) {
 }  // namespace
 
 Json read_json_file(const std::string& path) { return parse_json_located(read_text_file(path, "shard file"), path); }
+
+// ---- the journal ----
+
+namespace {
+
+constexpr int kJournalVersion = 1;
+
+Json journal_header(const ScenarioSource& src, const SweepSpec& spec, uint32_t shard_index, uint32_t shard_count) {
+  const Scenario base = src.instantiate();
+  const Json doc = sweep_header(src, spec, base, shard_index, shard_count);
+  Json overrides = Json::array();
+  for (const auto& o : src.base_overrides()) overrides.push_back(o.label);
+  Json h;
+  h["fleetsim_journal"] = "sweep";
+  h["version"] = kJournalVersion;
+  h["scenario"] = {{"source", src.name()},
+                   {"text_fnv1a64", fmt::format("{:016x}", fnv1a(src.text()))},
+                   {"overrides", overrides},
+                   {"seed", base.seed}};
+  h["sweep"] = {{"parameters", doc["sweep"]["parameters"]},
+                {"replications", spec.replications},
+                {"sample", doc["sweep"]["sample"]},
+                {"configurations", spec.count()},
+                {"fingerprint", spec.fingerprint}};
+  h["shard"] = doc["shard"];
+  return h;
+}
+
+// Why a journal's header does not match this run, or "" when it does.
+std::string header_mismatch(const Json& got, const Json& want) {
+  if (!got.is_object() || got.value("fleetsim_journal", Json()) != "sweep")
+    return "not a fleetsim sweep journal (its first line should name the sweep)";
+  if (got.value("version", Json()) != kJournalVersion)
+    return fmt::format("/version: {}: this fleetsim reads journal version {}", value_at(got, "/version"), kJournalVersion);
+  struct Field {
+    const char* ptr;
+    const char* what;
+  };
+  static const Field fields[] = {
+      {"/scenario/text_fnv1a64", "the scenario's text has changed since the journal was written"},
+      {"/scenario/overrides", "the journal was written with other --set, --seed or --duration overrides"},
+      {"/scenario/seed", "the journal was written with another seed"},
+      {"/sweep/parameters", "the journal was written for other sweep parameters"},
+      {"/sweep/replications", "the journal was written for another number of replications"},
+      {"/sweep/sample", "the journal was written for another sample"},
+      {"/sweep/configurations", "the journal was written for another number of configurations"},
+      {"/sweep/fingerprint", "the journal was written for another sweep section (sample seed, objective or slo)"},
+      {"/shard", "the journal was written for another shard"},
+  };
+  for (const auto& f : fields) {
+    const Json::json_pointer p(f.ptr);
+    if (!got.contains(p) || got.at(p) != want.at(p)) {
+      const std::string d = got.contains(p) ? first_difference(got.at(p), want.at(p), f.ptr) : std::string(f.ptr);
+      return fmt::format("{}: {} (journal: {}, this run: {}); resume with the same scenario file and flags", d, f.what,
+                         value_at(got, d), value_at(want, d));
+    }
+  }
+  return "";
+}
+
+[[noreturn]] void write_failed(const std::string& path, int err) {
+  throw OutputError(fmt::format("{}: error: writing the journal failed: {}", path, std::strerror(err)), err);
+}
+
+}  // namespace
+
+namespace {
+
+struct FdCloser {
+  int fd = -1;
+  ~FdCloser() {
+    if (fd >= 0) ::close(fd);
+  }
+  int release() { return std::exchange(fd, -1); }
+};
+
+// Open a journal and lock it (flock, a regular file) for this process alone: a second sweep
+// resuming or restarting the same journal is refused instead of interleaving its rows.
+int open_journal(const std::string& path, int flags) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+    throw InputError(Location{path, 0, 0, ""}, "is a directory, not a journal file");
+  const int fd = ::open(path.c_str(), flags | O_CLOEXEC, 0666);
+  if (fd < 0) throw InputError(Location{path, 0, 0, ""}, fmt::format("cannot open the journal: {}", std::strerror(errno)));
+  struct stat fst {};
+  if (::fstat(fd, &fst) == 0 && !S_ISREG(fst.st_mode)) return fd;  // a device or a pipe: nothing to lock
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    ::close(fd);
+    throw InputError(Location{path, 0, 0, ""}, err == EWOULDBLOCK ? std::string("the journal is in use by another running sweep")
+                                                                  : fmt::format("cannot lock the journal: {}", std::strerror(err)));
+  }
+  return fd;
+}
+
+std::FILE* append_stream(FdCloser& fd, const std::string& path) {
+  std::FILE* f = ::fdopen(fd.fd, "a");
+  if (!f) throw InputError(Location{path, 0, 0, ""}, fmt::format("cannot open the journal: {}", std::strerror(errno)));
+  fd.release();
+  return f;
+}
+
+}  // namespace
+
+SweepJournal SweepJournal::create(const std::string& path, const ScenarioSource& src, const SweepSpec& spec,
+                                  uint32_t shard_index, uint32_t shard_count) {
+  const Json header = journal_header(src, spec, shard_index, shard_count);
+  FdCloser fd{open_journal(path, O_RDWR | O_CREAT)};
+  struct stat st {};
+  if (::fstat(fd.fd, &st) == 0 && st.st_size > 0)
+    throw InputError(Location{path, 0, 0, ""},
+                     fmt::format("the journal exists and may hold finished configurations: continue it with --resume {}, "
+                                 "or remove it to start afresh",
+                                 path));
+  SweepJournal j;
+  j.path_ = path;
+  j.file_.reset(append_stream(fd, path));
+  const std::string line = header.dump() + "\n";
+  if (std::fwrite(line.data(), 1, line.size(), j.file_.get()) != line.size() || std::fflush(j.file_.get()) != 0)
+    write_failed(path, errno);
+  return j;
+}
+
+SweepJournal SweepJournal::resume(const std::string& path, const ScenarioSource& src, const SweepSpec& spec,
+                                  uint32_t shard_index, uint32_t shard_count) {
+  FdCloser fd{open_journal(path, O_RDWR)};
+  std::string text;
+  char buf[1 << 16];
+  for (;;) {
+    const ssize_t n = ::read(fd.fd, buf, sizeof buf);
+    if (n == 0) break;
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw InputError(Location{path, 0, 0, ""}, fmt::format("cannot read the journal: {}", std::strerror(errno)));
+    }
+    text.append(buf, size_t(n));
+  }
+  const size_t complete = text.rfind('\n') == std::string::npos ? 0 : text.rfind('\n') + 1;  // a cut-short tail is dropped
+  if (complete == 0)
+    throw InputError(Location{path, 0, 0, ""},
+                     "the journal has no complete first line (it was cut short before the sweep started): remove it and "
+                     "start again with --journal");
+  const Json want = journal_header(src, spec, shard_index, shard_count);
+
+  SweepShape sh;
+  for (const auto& p : spec.params) sh.params.emplace_back(p.path, p.json_values);
+  sh.grid_size = spec.grid_size;
+  sh.configurations = spec.count();
+  sh.sampled = spec.sample != 0;
+  sh.shard_index = shard_index;
+  sh.shard_count = shard_count;
+  sh.expected_parameters = [&spec](uint64_t i) { return spec.parameters_json(i); };
+
+  SweepJournal j;
+  j.path_ = path;
+  std::map<uint64_t, int> seen;  // configuration -> line
+  int line_no = 0;
+  for (size_t start = 0; start < complete;) {
+    const size_t end = text.find('\n', start);
+    const std::string line = text.substr(start, end - start);
+    start = end + 1;
+    ++line_no;
+    const Json v = parse_json_located(line, path, line_no);
+    if (line_no == 1) {
+      const std::string why = header_mismatch(v, want);
+      if (!why.empty()) throw InputError(Location{path, 1, 0, ""}, why);
+      continue;
+    }
+    const Fail fail = [&](const std::string& ptr, const std::string& msg) {
+      throw InputError(Location{path, line_no, 0, ""}, (ptr.empty() ? "/" : ptr) + ": " + msg);
+    };
+    const At row{v, "", &fail};
+    const uint64_t i = check_row(row, sh);
+    const auto [it, fresh] = seen.emplace(i, line_no);
+    if (!fresh) row["index"].fail(fmt::format("configuration {} is already on line {}", i, it->second));
+    j.finished_.push_back(v);
+  }
+  if (complete < text.size() && ::ftruncate(fd.fd, off_t(complete)) != 0) write_failed(path, errno);
+  j.file_.reset(append_stream(fd, path));
+  return j;
+}
+
+void SweepJournal::append(const Json& row) {
+  const std::string line = row.dump() + "\n";
+  if (std::fwrite(line.data(), 1, line.size(), file_.get()) != line.size() || std::fflush(file_.get()) != 0)
+    write_failed(path_, errno);
+}
 
 std::string format_sweep_table(const Json& doc, size_t max_rows) {
   const Json& sw = doc["sweep"];

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The CLI end to end: exit codes (0 ok, 2 usage/input, 3 output not written), one-line located
-# errors, formats.
+# The CLI end to end: exit codes (0 ok, 2 usage/input, 3 output not written, 130/143 a sweep
+# stopped by a signal), one-line located errors, formats, journals.
 set -u
 bin=$1
 src=$2
@@ -127,6 +127,8 @@ if [ -w /dev/full ]; then
     sh -c '"$1" run --duration 600 >/dev/full' sh "$bin"
   expect "merge > /dev/full" 3 "fleetsim: error: writing the output failed" -- \
     sh -c '"$1" merge "$2/shard0.json" "$2/shard1.json" "$2/shard2.json" >/dev/full' sh "$bin" "$tmp"
+  expect "journal on a full disk" 3 "/dev/full: error: writing the journal failed: No space left on device" -- \
+    "$bin" sweep "$src/tests/data/gpu-check.yaml" "${small[@]}" --journal /dev/full
 fi
 big=(--set sweep.sample=40 --set duration_s=300 --set warmup_s=30 --threads 2)  # JSON beyond a pipe's buffer
 "$bin" sweep "$src/tests/data/gpu-check.yaml" "${big[@]}" --format json 2>"$tmp/err" | head -1 >"$tmp/out"
@@ -144,6 +146,46 @@ check "merge | head says nothing" [ ! -s "$tmp/err" ]
 check "sweep ends its progress with one plain line" \
   grep -q '^fleetsim sweep: done: 12/12 configurations, 24/24 replications in [0-9.]* s$' "$tmp/err"
 check "no progress bar on a file" sh -c "! grep -q '\[#' '$tmp/err'"
+
+# journals: a sweep stopped by SIGINT, then by SIGTERM, resumes to the uninterrupted result
+jscen=(--set sweep.sample=400 --set duration_s=1200)  # a few seconds on one thread
+"$bin" sweep "$src/tests/data/gpu-check.yaml" "${jscen[@]}" --threads 2 --format json >"$tmp/uninterrupted.json" 2>/dev/null
+lines() { if [ -f "$1" ]; then wc -l <"$1"; else echo 0; fi; }
+# wait (at most 2 minutes) for the journal to hold N lines; a killed sweep must still be running
+wait_lines() { local i; for i in $(seq 1200); do [ "$(lines "$1")" -ge "$2" ] && return 0; sleep 0.1; done; return 1; }
+# background jobs of a script ignore SIGINT unless told otherwise
+env --default-signal=INT "$bin" sweep "$src/tests/data/gpu-check.yaml" "${jscen[@]}" --threads 1 --format json \
+  --journal "$tmp/journal.jsonl" >"$tmp/out" 2>"$tmp/err" &
+pid=$!
+wait_lines "$tmp/journal.jsonl" 6
+kill -INT "$pid"
+wait "$pid"
+rc=$?
+n1=$(lines "$tmp/journal.jsonl")
+check "SIGINT exits 130 (was $rc)" [ "$rc" -eq 130 ]
+check "an interrupted sweep prints no document" [ ! -s "$tmp/out" ]
+check "SIGINT: the journal holds the finished configurations ($n1 lines)" [ "$n1" -gt 1 -a "$n1" -lt 401 ]
+check "SIGINT: says how many finished" grep -q "stopped by SIGINT with $((n1 - 1)) of 400 configurations finished; they are in $tmp/journal.jsonl" "$tmp/err"
+check "SIGINT: says how to resume" grep -q "^resume with: .* --resume $tmp/journal.jsonl$" "$tmp/err"
+resume=$(sed -n 's/^resume with: //p' "$tmp/err")
+read -ra resume_args <<<"$resume"  # (the test's paths have no spaces)
+"${resume_args[@]}" >"$tmp/out" 2>"$tmp/err" &
+pid=$!
+wait_lines "$tmp/journal.jsonl" $((n1 + 5))
+kill -TERM "$pid"
+wait "$pid"
+rc=$?
+n2=$(lines "$tmp/journal.jsonl")
+check "SIGTERM exits 143 (was $rc)" [ "$rc" -eq 143 ]
+check "SIGTERM: the journal grew ($n1 -> $n2 lines)" [ "$n2" -gt "$n1" -a "$n2" -lt 401 ]
+check "SIGTERM: resumed from the journal" grep -q "resuming $tmp/journal.jsonl with $((n1 - 1)) configurations finished" "$tmp/err"
+expect "resume to the end" 0 "" -- "${resume_args[@]}"
+check "the resumed sweep is byte-identical to the uninterrupted one" cmp -s "$tmp/out" "$tmp/uninterrupted.json"
+check "the journal is complete ($(lines "$tmp/journal.jsonl") lines)" [ "$(lines "$tmp/journal.jsonl")" -eq 401 ]
+expect "journal of another sweep" 2 "journal.jsonl:1: error: /scenario/overrides" -- \
+  "$bin" sweep "$src/tests/data/gpu-check.yaml" --set sweep.sample=300 --resume "$tmp/journal.jsonl"
+expect "a journal is not overwritten" 2 "journal.jsonl: error: the journal exists and may hold finished configurations" -- \
+  "$bin" sweep "$src/tests/data/gpu-check.yaml" "${jscen[@]}" --journal "$tmp/journal.jsonl"
 
 echo "cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
