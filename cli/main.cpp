@@ -1,16 +1,23 @@
 // fleetsim: the command-line client of libsim. Subcommands are a table; each one parses its
-// flags, calls the library, and formats the result. Usage and input errors exit 2.
+// flags, calls the library, and formats the result. Exit codes: 0 ok, 1 a failure the command
+// reports (a model that does not fit, an internal error), 2 usage and input errors, 3 an output
+// that could not be written, 130/143 a sweep stopped by SIGINT/SIGTERM. A reader that closes
+// the pipe early (`| head`) ends the command quietly with its usual code.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <optional>
 #include <cstdio>
-#include <fstream>
+#include <cstring>
 #include <iostream>
+#include <mutex>
+#include <optional>
 
 #include "libsim/capacity.hpp"
 #include "libsim/catalog.hpp"
@@ -27,6 +34,7 @@ using namespace fleetsim;
 constexpr int kExitOk = 0;
 constexpr int kExitFailure = 1;
 constexpr int kExitUsage = 2;
+constexpr int kExitOutput = 3;  // writing stdout or a journal failed
 
 struct Options {
   std::string scenario;
@@ -42,12 +50,81 @@ struct Options {
   int tp = 1, pp = 1;
   std::string expert_weight_dtype;
   // sweep
-  std::string backend = "auto", shard;
+  std::string backend = "auto", shard, journal, resume;
   int threads = 0;
   std::vector<std::string> inputs;
+  std::vector<std::string> argv;  // the command line, for the resume hint
 };
 
-void emit(const std::string& text) { std::fwrite(text.data(), 1, text.size(), stdout); }
+// The first error writing stdout (errno), 0 while none. Output stops at the first error.
+int g_write_errno = 0;
+
+void emit(const std::string& text) {
+  if (g_write_errno) return;
+  errno = 0;
+  if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size()) g_write_errno = errno ? errno : EIO;
+}
+
+// Flush stdout and turn a failed write into the exit code: a closed pipe (EPIPE: the reader has
+// what it wanted) ends quietly with the command's own code; any other failure (a full disk) is a
+// one-line error and exit 3.
+int finish_output(int rc) {
+  errno = 0;
+  if (std::fflush(stdout) != 0 && !g_write_errno) g_write_errno = errno ? errno : EIO;
+  std::cout.flush();  // CLI11's help and messages (stdio-synchronised: already flushed above)
+  if ((std::ferror(stdout) || !std::cout.good()) && !g_write_errno) g_write_errno = EIO;
+  if (!g_write_errno || g_write_errno == EPIPE) return rc;
+  std::fprintf(stderr, "fleetsim: error: writing the output failed: %s\n", std::strerror(g_write_errno));
+  return kExitOutput;
+}
+
+// SIGINT/SIGTERM during a sweep: the handler only records the signal; the sweep's workers see
+// g_stop between simulations. A second signal of the same kind kills at once (SA_RESETHAND).
+std::atomic<bool> g_stop{false};
+volatile std::sig_atomic_t g_signal = 0;
+static_assert(std::atomic<bool>::is_always_lock_free, "the stop flag must be usable in a signal handler");
+
+extern "C" void on_stop_signal(int sig) {
+  g_signal = sig;
+  g_stop.store(true, std::memory_order_relaxed);
+}
+
+void catch_stop_signals() {
+  for (int sig : {SIGINT, SIGTERM}) {
+    struct sigaction old {};
+    if (sigaction(sig, nullptr, &old) == 0 && old.sa_handler == SIG_IGN) continue;  // e.g. nohup, a background job
+    struct sigaction sa {};
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESETHAND | SA_RESTART;
+    sigaction(sig, &sa, nullptr);
+  }
+}
+
+std::string shell_quote(const std::string& s) {
+  if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%") ==
+                        std::string::npos)
+    return s;
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+// The command line that resumes this sweep from `journal`: the same arguments with --journal
+// (and any --resume) replaced by --resume JOURNAL.
+std::string resume_command(const std::vector<std::string>& argv, const std::string& journal) {
+  std::string out;
+  for (size_t i = 0; i < argv.size(); ++i) {
+    const std::string& a = argv[i];
+    if (a == "--journal" || a == "--resume") {
+      ++i;
+      continue;
+    }
+    if (a.rfind("--journal=", 0) == 0 || a.rfind("--resume=", 0) == 0) continue;
+    out += (out.empty() ? "" : " ") + shell_quote(a);
+  }
+  return out + " --resume " + shell_quote(journal);
+}
 
 ScenarioSource source(const Options& o) {
   std::vector<std::string> sets = o.sets;
@@ -61,22 +138,68 @@ Scenario load(const Options& o) { return source(o).instantiate(); }
 
 bool has_sweep(const ScenarioSource& src) { return src.text().find("sweep:") != std::string::npos; }
 
-// A progress bar on a terminal (stderr), nothing otherwise.
-std::function<void(uint64_t, uint64_t)> progress_bar() {
-  if (!isatty(STDERR_FILENO)) return {};
-  const auto start = std::chrono::steady_clock::now();
-  return [start](uint64_t done, uint64_t total) {
-    const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    const int width = 30;
-    const int fill = total ? int(double(width) * double(done) / double(total)) : width;
-    const std::string eta = done > 0 && done < total ? fmt::format(", ~{:.0f} s left", el * double(total - done) / double(done)) : "";
-    std::fprintf(stderr, "\r[%s%s] %llu/%llu configurations, %.1f s%s   ", std::string(size_t(fill), '#').c_str(),
-                 std::string(size_t(width - fill), '.').c_str(), (unsigned long long)done, (unsigned long long)total, el,
-                 eta.c_str());
-    if (done == total) std::fprintf(stderr, "\n");
+// Sweep progress on stderr. On a terminal, a bar redrawn in place; otherwise (a CI log, a file) a
+// plain line every kPlainEvery and one at the end, so a long sweep shows it is alive.
+class Progress {
+ public:
+  static constexpr double kPlainEvery = 5.0;  // seconds
+
+  explicit Progress(bool tty) : tty_(tty), start_(std::chrono::steady_clock::now()) {}
+
+  void update(const SweepProgress& p) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (ended_) return;
+    const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    if (g_stop.load() && !announced_) {
+      announced_ = true;
+      end_line();
+      std::fprintf(stderr, "fleetsim sweep: stopping after the simulations under way (signal again to stop at once)\n");
+    }
+    const bool finished = p.configurations_done == p.configurations_total;
+    // the time left, from this run's pace over replications
+    const uint64_t reps_now = p.replications_done - std::min(p.replications_done, p.resumed * per_config(p));
+    const uint64_t reps_left = p.replications_total - p.replications_done;
+    const std::string eta = reps_now > 0 && !finished ? fmt::format(", ~{:.0f} s left", el * double(reps_left) / double(reps_now)) : "";
+    const std::string counts = fmt::format("{}/{} configurations, {}/{} replications", p.configurations_done,
+                                           p.configurations_total, p.replications_done, p.replications_total);
+    if (tty_) {
+      const int width = 30;
+      const int fill = p.configurations_total ? int(double(width) * double(p.configurations_done) / double(p.configurations_total)) : width;
+      std::fprintf(stderr, "\r[%s%s] %s, %.1f s%s   ", std::string(size_t(fill), '#').c_str(),
+                   std::string(size_t(width - fill), '.').c_str(), counts.c_str(), el, eta.c_str());
+      open_ = true;
+      if (finished) end_line();
+    } else if (finished) {
+      std::fprintf(stderr, "fleetsim sweep: done: %s in %.1f s\n", counts.c_str(), el);
+    } else if (el - last_ >= kPlainEvery) {
+      last_ = el;
+      std::fprintf(stderr, "fleetsim sweep: %s, %.0f s%s\n", counts.c_str(), el, eta.c_str());
+    }
+    if (finished) ended_ = true;
     std::fflush(stderr);
-  };
-}
+  }
+
+  // End the bar's line (an interrupted or failed sweep); no further output.
+  void close() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    end_line();
+    ended_ = true;
+  }
+
+ private:
+  static uint64_t per_config(const SweepProgress& p) {
+    return p.configurations_total ? p.replications_total / p.configurations_total : 0;
+  }
+  void end_line() {
+    if (open_) std::fputc('\n', stderr);
+    open_ = false;
+  }
+
+  std::mutex mutex_;
+  bool tty_, open_ = false, ended_ = false, announced_ = false;
+  std::chrono::steady_clock::time_point start_;
+  double last_ = 0;
+};
 
 void emit_sweep(const Json& doc, const std::string& format) {
   if (format == "json") emit(doc.dump(2) + "\n");
@@ -100,24 +223,53 @@ int cmd_sweep(const Options& o) {
   }
   std::string note;
   resolve_backend(opt.backend, &note);
-  std::fprintf(stderr, "fleetsim sweep: %llu configurations x %u replications on the %s\n",
-               (unsigned long long)spec.count(), spec.replications, note.c_str());
-  opt.progress = progress_bar();
-  emit_sweep(run_sweep(src, spec, opt), o.format);
+  std::optional<SweepJournal> journal;
+  if (!o.resume.empty()) {
+    if (!o.journal.empty() && o.journal != o.resume)
+      throw InputError(Location{"--journal " + o.journal, 0, 0, ""},
+                       "--resume FILE keeps journaling to FILE; drop --journal or give it the same file");
+    journal = SweepJournal::resume(o.resume, src, spec, opt.shard_index, opt.shard_count);
+    opt.finished = journal->finished();
+  } else if (!o.journal.empty()) {
+    journal = SweepJournal::create(o.journal, src, spec, opt.shard_index, opt.shard_count);
+  }
+  if (journal) opt.on_row = [&j = *journal](const Json& row) { j.append(row); };
+  std::fprintf(stderr, "fleetsim sweep: %llu configurations x %u replications on the %s%s\n",
+               (unsigned long long)spec.count(), spec.replications, note.c_str(),
+               o.resume.empty() ? ""
+                                : fmt::format("; resuming {} with {} configurations finished", o.resume, opt.finished.size())
+                                      .c_str());
+  Progress progress(isatty(STDERR_FILENO));
+  opt.progress = [&progress](const SweepProgress& p) { progress.update(p); };
+  opt.stop = &g_stop;
+  catch_stop_signals();
+  Json doc;
+  try {
+    doc = run_sweep(src, spec, opt);
+  } catch (const SweepInterrupted& e) {
+    progress.close();
+    const int sig = g_signal ? int(g_signal) : SIGINT;
+    const std::string what = fmt::format("fleetsim sweep: stopped by {} with {} of {} configurations finished",
+                                         sig == SIGTERM ? "SIGTERM" : "SIGINT", e.done, e.total);
+    if (journal)
+      std::fprintf(stderr, "%s; they are in %s\nresume with: %s\n", what.c_str(), journal->path().c_str(),
+                   resume_command(o.argv, journal->path()).c_str());
+    else
+      std::fprintf(stderr, "%s; without --journal FILE they are lost (run with --journal FILE to be able to resume)\n",
+                   what.c_str());
+    return 128 + sig;
+  } catch (...) {
+    progress.close();
+    throw;
+  }
+  progress.close();
+  emit_sweep(doc, o.format);
   return kExitOk;
 }
 
 int cmd_merge(const Options& o) {
   std::vector<std::pair<std::string, Json>> shards;
-  for (const auto& path : o.inputs) {
-    std::ifstream f(path);
-    if (!f) throw InputError(Location{path, 0, 0, ""}, "cannot open shard file (does it exist and is it readable?)");
-    try {
-      shards.emplace_back(path, Json::parse(f));
-    } catch (const Json::parse_error& e) {
-      throw InputError(Location{path, 0, 0, ""}, std::string("not valid JSON: ") + e.what());
-    }
-  }
+  for (const auto& path : o.inputs) shards.emplace_back(path, read_json_file(path));
   emit_sweep(merge_sweeps(shards), o.format);
   return kExitOk;
 }
@@ -367,34 +519,44 @@ int main(int argc, char** argv) {
   sw->add_option("--backend", o.backend, "where simulations run")->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   sw->add_option("--threads", o.threads, "CPU threads (default: all)")->check(CLI::Range(1, 4096));
   sw->add_option("--shard", o.shard, "run only slice K of N (0 <= K < N); combine with fleetsim merge");
+  sw->add_option("--journal", o.journal,
+                 "append each finished configuration to FILE (JSON Lines), so an interrupted sweep can be resumed");
+  sw->add_option("--resume", o.resume,
+                 "continue the sweep journaled in FILE: run only the configurations it lacks, journaling them to FILE");
   add_format(sw, o);
 
   CLI::App* mg = subs[5].first;
   mg->add_option("shards", o.inputs, "JSON outputs of `fleetsim sweep --shard K/N --format json`")->required();
   add_format(mg, o);
 
+  // a closed pipe is a failed write (EPIPE), not a death by SIGPIPE
+  std::signal(SIGPIPE, SIG_IGN);
+  o.argv.assign(argv, argv + argc);
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {
-    return app.exit(e);
+    return finish_output(app.exit(e));
   } catch (const CLI::ParseError& e) {
     // one line, like every other input error
     std::fprintf(stderr, "%s (see fleetsim --help)\n", e.what());
-    return kExitUsage;
+    return finish_output(kExitUsage);
   }
   try {
     for (const auto& [sub, cmd] : subs)
-      if (sub->parsed()) return cmd->run(o);
+      if (sub->parsed()) return finish_output(cmd->run(o));
   } catch (const InputError& e) {
     std::cerr << e.one_line() << "\n";
     if (isatty(STDERR_FILENO)) {
       const std::string c = e.caret();
       if (!c.empty()) std::cerr << c << "\n";
     }
-    return kExitUsage;
+    return finish_output(kExitUsage);
+  } catch (const OutputError& e) {
+    std::cerr << e.what() << "\n";
+    return finish_output(kExitOutput);
   } catch (const std::exception& e) {
     std::cerr << "fleetsim: error: " << e.what() << "\n";
-    return kExitFailure;
+    return finish_output(kExitFailure);
   }
-  return kExitUsage;
+  return finish_output(kExitUsage);
 }

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The CLI end to end: exit codes (0 ok, 2 usage/input), one-line located errors, formats.
+# The CLI end to end: exit codes (0 ok, 2 usage/input, 3 output not written, 130/143 a sweep
+# stopped by a signal), one-line located errors, formats, journals.
 set -u
 bin=$1
 src=$2
@@ -104,6 +105,106 @@ if ! nvidia-smi -L >/dev/null 2>&1; then
   expect "cuda without a device" 2 "--backend: error: cuda backend unavailable" -- \
     "$bin" sweep "$src/tests/data/gpu-check.yaml" "${small[@]}" --backend cuda
 fi
+
+# merge checks its shards: located errors, exit 2, never a crash
+python3 - "$tmp" <<'PY'
+import json, sys
+d = sys.argv[1]
+s1 = json.load(open(f"{d}/shard1.json"))
+def save(name, doc): json.dump(doc, open(f"{d}/{name}", "w"))
+x = json.loads(json.dumps(s1)); del x["rows"][0]["index"]; save("noindex.json", x)
+x = json.loads(json.dumps(s1)); x["rows"][1]["index"] = "x"; save("xindex.json", x)
+x = json.loads(json.dumps(s1)); x["shard"]["index"] = 7; save("shard7.json", x)
+x = json.loads(json.dumps(s1)); x["shard"]["index"] = 2; save("relabelled.json", x)
+PY
+sed 's/"seed": 11/"seed": 1e400/' "$tmp/shard0.json" >"$tmp/huge.json"
+seedline=$(grep -n '"seed": 1e400' "$tmp/huge.json" | head -1 | cut -d: -f1)
+expect "merge: a row without index" 2 "noindex.json: error: /rows/0: missing key \"index\"" -- \
+  "$bin" merge "$tmp/shard0.json" "$tmp/noindex.json" "$tmp/shard2.json"
+expect "merge: an index that is a string" 2 "xindex.json: error: /rows/1/index: expected an integer, got \"x\"" -- \
+  "$bin" merge "$tmp/shard0.json" "$tmp/xindex.json" "$tmp/shard2.json"
+expect "merge: shard index out of range" 2 "shard7.json: error: /shard/index: shard 7 is out of range for 3 shards" -- \
+  "$bin" merge "$tmp/shard0.json" "$tmp/shard1.json" "$tmp/shard7.json"
+expect "merge: a shard relabelled" 2 "relabelled.json: error: /rows/0/index: configuration 1 belongs to shard 1 of 3, not to shard 2" -- \
+  "$bin" merge "$tmp/shard0.json" "$tmp/shard1.json" "$tmp/relabelled.json"
+expect "merge: a shard twice" 2 "error: /shard/index: shard 1 appears twice" -- \
+  "$bin" merge "$tmp/shard0.json" "$tmp/shard1.json" "$tmp/shard1.json"
+expect "merge: a number beyond a double" 2 "huge.json:$seedline:13: error: number out of range (beyond a double): 1e400" -- \
+  "$bin" merge "$tmp/huge.json" "$tmp/shard1.json" "$tmp/shard2.json"
+expect "merge: a directory" 2 "$tmp: error: is a directory, not a shard file" -- "$bin" merge "$tmp" "$tmp/shard1.json"
+
+check() {  # check NAME CONDITION...: a test of files the last command left
+  local name=$1
+  shift
+  if "$@"; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: $name"; fi
+}
+
+# output that cannot be written: a full disk is an error (exit 3); a reader that leaves early
+# (| head) ends the command quietly, not by SIGPIPE
+if [ -w /dev/full ]; then
+  expect "run > /dev/full" 3 "fleetsim: error: writing the output failed: No space left on device" -- \
+    sh -c '"$1" run --duration 600 >/dev/full' sh "$bin"
+  expect "merge > /dev/full" 3 "fleetsim: error: writing the output failed" -- \
+    sh -c '"$1" merge "$2/shard0.json" "$2/shard1.json" "$2/shard2.json" >/dev/full' sh "$bin" "$tmp"
+  expect "journal on a full disk" 3 "/dev/full: error: writing the journal failed: No space left on device" -- \
+    "$bin" sweep "$src/tests/data/gpu-check.yaml" "${small[@]}" --journal /dev/full
+fi
+big=(--set sweep.sample=40 --set duration_s=300 --set warmup_s=30 --threads 2)  # JSON beyond a pipe's buffer
+"$bin" sweep "$src/tests/data/gpu-check.yaml" "${big[@]}" --format json 2>"$tmp/err" | head -1 >"$tmp/out"
+rc=${PIPESTATUS[0]}
+check "sweep | head -1 exits 0 (was $rc)" [ "$rc" -eq 0 ]
+check "sweep | head -1 prints its first line" grep -qx '{' "$tmp/out"
+check "sweep | head -1 says nothing about the pipe" sh -c "! grep -qi 'pipe\|error' '$tmp/err'"
+"$bin" merge "$tmp/shard0.json" "$tmp/shard1.json" "$tmp/shard2.json" --format json 2>"$tmp/err" | head -c 10 >/dev/null
+rc=${PIPESTATUS[0]}
+check "merge | head exits 0 (was $rc)" [ "$rc" -eq 0 ]
+check "merge | head says nothing" [ ! -s "$tmp/err" ]
+
+# progress: when stderr is not a terminal, a plain line at the end (and every few seconds)
+"$bin" sweep "$src/tests/data/gpu-check.yaml" "${small[@]}" >/dev/null 2>"$tmp/err"
+check "sweep ends its progress with one plain line" \
+  grep -q '^fleetsim sweep: done: 12/12 configurations, 24/24 replications in [0-9.]* s$' "$tmp/err"
+check "no progress bar on a file" sh -c "! grep -q '\[#' '$tmp/err'"
+
+# journals: a sweep stopped by SIGINT, then by SIGTERM, resumes to the uninterrupted result
+jscen=(--set sweep.sample=400 --set duration_s=1200)  # a few seconds on one thread
+"$bin" sweep "$src/tests/data/gpu-check.yaml" "${jscen[@]}" --threads 2 --format json >"$tmp/uninterrupted.json" 2>/dev/null
+lines() { if [ -f "$1" ]; then wc -l <"$1"; else echo 0; fi; }
+# wait (at most 2 minutes) for the journal to hold N lines; a killed sweep must still be running
+wait_lines() { local i; for i in $(seq 1200); do [ "$(lines "$1")" -ge "$2" ] && return 0; sleep 0.1; done; return 1; }
+# background jobs of a script ignore SIGINT unless told otherwise
+env --default-signal=INT "$bin" sweep "$src/tests/data/gpu-check.yaml" "${jscen[@]}" --threads 1 --format json \
+  --journal "$tmp/journal.jsonl" >"$tmp/out" 2>"$tmp/err" &
+pid=$!
+wait_lines "$tmp/journal.jsonl" 6
+kill -INT "$pid"
+wait "$pid"
+rc=$?
+n1=$(lines "$tmp/journal.jsonl")
+check "SIGINT exits 130 (was $rc)" [ "$rc" -eq 130 ]
+check "an interrupted sweep prints no document" [ ! -s "$tmp/out" ]
+check "SIGINT: the journal holds the finished configurations ($n1 lines)" [ "$n1" -gt 1 -a "$n1" -lt 401 ]
+check "SIGINT: says how many finished" grep -q "stopped by SIGINT with $((n1 - 1)) of 400 configurations finished; they are in $tmp/journal.jsonl" "$tmp/err"
+check "SIGINT: says how to resume" grep -q "^resume with: .* --resume $tmp/journal.jsonl$" "$tmp/err"
+resume=$(sed -n 's/^resume with: //p' "$tmp/err")
+read -ra resume_args <<<"$resume"  # (the test's paths have no spaces)
+"${resume_args[@]}" >"$tmp/out" 2>"$tmp/err" &
+pid=$!
+wait_lines "$tmp/journal.jsonl" $((n1 + 5))
+kill -TERM "$pid"
+wait "$pid"
+rc=$?
+n2=$(lines "$tmp/journal.jsonl")
+check "SIGTERM exits 143 (was $rc)" [ "$rc" -eq 143 ]
+check "SIGTERM: the journal grew ($n1 -> $n2 lines)" [ "$n2" -gt "$n1" -a "$n2" -lt 401 ]
+check "SIGTERM: resumed from the journal" grep -q "resuming $tmp/journal.jsonl with $((n1 - 1)) configurations finished" "$tmp/err"
+expect "resume to the end" 0 "" -- "${resume_args[@]}"
+check "the resumed sweep is byte-identical to the uninterrupted one" cmp -s "$tmp/out" "$tmp/uninterrupted.json"
+check "the journal is complete ($(lines "$tmp/journal.jsonl") lines)" [ "$(lines "$tmp/journal.jsonl")" -eq 401 ]
+expect "journal of another sweep" 2 "journal.jsonl:1: error: /scenario/overrides" -- \
+  "$bin" sweep "$src/tests/data/gpu-check.yaml" --set sweep.sample=300 --resume "$tmp/journal.jsonl"
+expect "a journal is not overwritten" 2 "journal.jsonl: error: the journal exists and may hold finished configurations" -- \
+  "$bin" sweep "$src/tests/data/gpu-check.yaml" "${jscen[@]}" --journal "$tmp/journal.jsonl"
 
 echo "cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -2,7 +2,11 @@
 // shrink as 1/sqrt(R), SLOs and infeasible configurations are reported, bad sweeps are refused.
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include "helpers.hpp"
 #include "libsim/sweep.hpp"
@@ -186,4 +190,162 @@ TEST_CASE("bad sweep definitions are located errors") {
   CHECK(error_of("sweep:\n  paramters:\n    fleet.replicas: [1]\n").find("unknown key 'paramters' (did you mean 'parameters'?)") !=
         std::string::npos);
   CHECK(error_of("").find("no sweep section") != std::string::npos);
+}
+
+namespace {
+
+const std::string kJournalled =
+    "sweep:\n  parameters:\n    fleet.replicas: [1, 2, 3]\n    engine.max_batched_tokens: [128, 8192]\n"
+    "  replications: 2\n  slo: {latency_s.ttft.p99: 2}\n";
+
+// A journal file in the temporary directory, removed at the end of the test.
+struct TempFile {
+  std::string path;
+  explicit TempFile(const std::string& name)
+      : path((std::filesystem::temp_directory_path() / ("fleetsim-test-" + name)).string()) {
+    std::filesystem::remove(path);
+  }
+  ~TempFile() { std::filesystem::remove(path); }
+  std::vector<std::string> lines() const {
+    std::ifstream f(path);
+    std::vector<std::string> out;
+    for (std::string l; std::getline(f, l);) out.push_back(l);
+    return out;
+  }
+  void write(const std::string& text) const { std::ofstream(path, std::ios::binary) << text; }
+};
+
+// Run the sweep journalled to `journal` (resuming it when asked), with 1 thread.
+Json run_journalled(const ScenarioSource& src, const std::string& journal, bool resume,
+                    const std::atomic<bool>* stop = nullptr, std::function<void()> after_row = {}) {
+  const SweepSpec spec = parse_sweep(src);
+  SweepJournal j = resume ? SweepJournal::resume(journal, src, spec, 0, 1) : SweepJournal::create(journal, src, spec, 0, 1);
+  SweepOptions o;
+  o.backend = Backend::cpu;
+  o.threads = 1;
+  o.finished = j.finished();
+  o.stop = stop;
+  o.on_row = [&](const Json& row) {
+    j.append(row);
+    if (after_row) after_row();
+  };
+  return run_sweep(src, spec, o);
+}
+
+std::string resume_error(const ScenarioSource& src, const std::string& journal, uint32_t k = 0, uint32_t n = 1) {
+  try {
+    SweepJournal::resume(journal, src, parse_sweep(src), k, n);
+  } catch (const InputError& e) {
+    return e.one_line();
+  }
+  return "(no error)";
+}
+
+}  // namespace
+
+TEST_CASE("a sweep resumed from a cut-short journal gives the uninterrupted document, byte for byte") {
+  const auto src = source(kJournalled);
+  const std::string whole = run(src, 2).dump(2);
+  TempFile journal("resume.jsonl");
+  CHECK(run_journalled(src, journal.path, false).dump(2) == whole);
+  const std::vector<std::string> lines = journal.lines();
+  REQUIRE(lines.size() == 1 + 6);  // the header, then one row per configuration
+  for (size_t k = 1; k <= lines.size(); ++k) {
+    for (bool torn : {false, true}) {
+      if (torn && k == lines.size()) continue;
+      CAPTURE(k);
+      CAPTURE(torn);
+      // the first k lines, as an interruption leaves them; maybe half of the next one too
+      std::string text;
+      for (size_t i = 0; i < k; ++i) text += lines[i] + "\n";
+      if (torn) text += lines[k].substr(0, lines[k].size() / 2);
+      journal.write(text);
+      CHECK(SweepJournal::resume(journal.path, src, parse_sweep(src), 0, 1).finished().size() == k - 1);
+      CHECK(run_journalled(src, journal.path, true).dump(2) == whole);
+      CHECK(journal.lines().size() == lines.size());  // the journal is whole again
+    }
+  }
+  // a finished journal runs nothing more and still gives the document
+  CHECK(run_journalled(src, journal.path, true).dump(2) == whole);
+  // starting afresh over a journal that holds work is refused
+  CHECK_THROWS_WITH_AS(SweepJournal::create(journal.path, src, parse_sweep(src), 0, 1),
+                       doctest::Contains("continue it with --resume"), InputError);
+}
+
+TEST_CASE("a stop request ends the sweep after the simulation under way; resuming completes it") {
+  const auto src = source(kJournalled);
+  const std::string whole = run(src, 2).dump(2);
+  TempFile journal("stop.jsonl");
+  std::atomic<bool> stop{false};
+  int rows = 0;
+  try {
+    run_journalled(src, journal.path, false, &stop, [&] {
+      if (++rows == 2) stop.store(true);
+    });
+    FAIL("the sweep did not stop");
+  } catch (const SweepInterrupted& e) {
+    CHECK(e.done == 2);  // one thread: it stops before the next configuration
+    CHECK(e.total == 6);
+  }
+  CHECK(journal.lines().size() == 1 + 2);
+  // stopped again at once, and then resumed to the end
+  stop.store(true);
+  CHECK_THROWS_AS(run_journalled(src, journal.path, true, &stop), SweepInterrupted);
+  stop.store(false);
+  CHECK(run_journalled(src, journal.path, true, &stop).dump(2) == whole);
+  // a journal that cannot be written stops the sweep with that error
+  SweepOptions o;
+  o.backend = Backend::cpu;
+  o.threads = 2;
+  o.on_row = [](const Json&) { throw OutputError("j: error: writing the journal failed: No space left on device", 28); };
+  CHECK_THROWS_AS(run_sweep(src, parse_sweep(src), o), OutputError);
+}
+
+TEST_CASE("a journal of another sweep is refused, located at its first line; a bad row at its line") {
+  const auto src = source(kJournalled);
+  TempFile journal("other.jsonl");
+  run_journalled(src, journal.path, false);
+  const std::string p = journal.path;
+  CHECK(resume_error(src, p) == "(no error)");
+  {
+    const SweepJournal held = SweepJournal::resume(p, src, parse_sweep(src), 0, 1);  // a sweep running on it
+    CHECK(resume_error(src, p) == p + ": error: the journal is in use by another running sweep");
+  }
+  CHECK(resume_error(src.with_overrides(parse_sets({"fleet.router=central_queue"})), p) ==
+        p + ":1: error: /scenario/overrides: the journal was written with other --set, --seed or --duration overrides "
+            "(journal: [], this run: [\"fleet.router=central_queue\"]); resume with the same scenario file and flags");
+  CHECK(resume_error(source(std::string(kJournalled) + "  seed: 9\n"), p)
+            .find(p + ":1: error: /scenario/text_fnv1a64: the scenario's text has changed since the journal was written") == 0);
+  CHECK(resume_error(src, p, 1, 2) ==
+        p + ":1: error: /shard/index: the journal was written for another shard (journal: 0, this run: 1); resume with "
+            "the same scenario file and flags");
+  // the same text with other replications (as a --set would give) is caught by its overrides;
+  // a journal header naming other replications is caught by them
+  std::vector<std::string> lines = journal.lines();
+  Json header = Json::parse(lines[0]);
+  header["sweep"]["replications"] = 3;
+  std::string text = header.dump() + "\n";
+  for (size_t i = 1; i < lines.size(); ++i) text += lines[i] + "\n";
+  journal.write(text);
+  CHECK(resume_error(src, p) ==
+        p + ":1: error: /sweep/replications: the journal was written for another number of replications (journal: 3, "
+            "this run: 2); resume with the same scenario file and flags");
+  // rows
+  auto with_row3 = [&](const std::string& row) {
+    std::string t;
+    for (size_t i = 0; i < lines.size(); ++i) t += (i == 3 ? row : lines[i]) + "\n";
+    journal.write(t);
+    return resume_error(src, p);
+  };
+  Json row = Json::parse(lines[3]);
+  row["index"] = "x";
+  CHECK(with_row3(row.dump()) == p + ":4: error: /index: expected an integer, got \"x\"");
+  CHECK(with_row3(lines[2]) == p + ":4: error: /index: configuration " + Json::parse(lines[2])["index"].dump() +
+                                   " is already on line 3");
+  row = Json::parse(lines[3]);
+  row["parameters"]["fleet.replicas"] = 7;
+  CHECK(with_row3(row.dump()).find(p + ":4: error: /parameters/fleet.replicas: 7, but configuration") == 0);
+  CHECK(with_row3("{\"index\": 1e999}") == p + ":4:11: error: number out of range (beyond a double): 1e999");
+  journal.write("");
+  CHECK(resume_error(src, p).find(p + ": error: the journal has no complete first line") == 0);
 }
