@@ -202,10 +202,14 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Overr
   }
   // the workspace must stay reasonable (it is per simulation, and sweeps run thousands)
   const SimParams p = s.params();
-  const double ws = double(workspace_layout(p).total);
-  if (ws > 2.0 * kGiB) {
-    root.fail("this fleet needs " + std::to_string(int64_t(ws / (1024 * 1024))) +
-            " MiB of simulation state (replicas x (queue_limit + max_num_seqs)); lower queue_limit or replicas");
+  const WorkspaceLayout layout = workspace_layout(p);
+  const double ws = double(layout.total);
+  if (ws > 2.0 * kGiB || !layout_fits(p, layout)) {
+    root.fail("this fleet needs " + std::to_string(int64_t(ws / (1024 * 1024))) + " MiB of simulation state for " +
+                  std::to_string(layout.req_cap) +
+                  " request slots (queues x queue_limit + replicas x max_num_seqs); at most 2048 MiB: lower queue_limit "
+                  "or replicas",
+              ErrorKind::inconsistent);
   }
   return s;
 }

@@ -7,6 +7,7 @@
 #include "libsim/error.hpp"
 #include "libsim/trace.hpp"
 #include "libsim/yaml_node.hpp"
+#include "libsim/core/state.hpp"
 
 using namespace fleetsim;
 
@@ -106,4 +107,30 @@ TEST_CASE("invalid UTF-8 is refused where it is, before a whole sweep could fail
   } catch (const InputError& e) {
     CHECK(e.one_line().find("<test>:2:18: error: not valid UTF-8") == 0);
   }
+}
+
+TEST_CASE("a fleet whose request slots overflow 32 bits is refused with its true size (it once segfaulted)") {
+  const std::string yaml =
+      "duration_s: 60\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\nfleet: {replicas: 4096, queue_limit: 973000}\n"
+      "workload: {arrival: {process: poisson, rate_per_s: 1}, prompt_tokens: 10, output_tokens: 10}\n";
+  try {
+    test::scenario(yaml);
+    FAIL("expected an error");
+  } catch (const InputError& e) {
+    // 4096 queues x 973,000 + 4096 replicas x 256 slots = 3,986,456,576: past int32
+    CHECK(e.one_line().find("for 3986456576 request slots") != std::string::npos);
+    CHECK(e.one_line().find("at most 2048 MiB") != std::string::npos);
+  }
+  // the layout's counts are exact in 64 bits and the int32 check sees the overflow
+  SimParams p{};
+  p.n_pools = 1;
+  p.pools[0].max_num_seqs = 256;
+  p.pools[0].max_replicas = 4096;
+  p.pools[0].queue_limit = 973000;
+  p.pools[0].kv_block_tokens = 16;
+  const WorkspaceLayout l = workspace_layout(p);
+  CHECK(l.req_cap == int64_t(4096) * 973000 + int64_t(4096) * 256);
+  CHECK_FALSE(layout_fits(p, l));
+  p.pools[0].queue_limit = 1000;
+  CHECK(layout_fits(p, workspace_layout(p)));
 }

@@ -108,12 +108,12 @@ FLEETSIM_HD inline bool sim_drained(const SimParams& p, uint8_t* base) {
   const WorkspaceLayout l = workspace_layout(p);
   const Replica* rep = reinterpret_cast<const Replica*>(base + l.rep);
   const Queue* q = reinterpret_cast<const Queue*>(base + l.q);
-  for (int32_t r = 0; r < l.n_replicas; ++r) {
+  for (int32_t r = 0; r < int32_t(l.n_replicas); ++r) {
     if (rep[r].n_running != 0 || rep[r].n_decode != 0 || rep[r].heap_n != 0) return false;
     const PoolParams& P = p.pools[rep[r].pool];
     if (P.batching == Batching::continuous && rep[r].free_blocks + rep[r].pinned_blocks != P.kv_total_blocks) return false;
   }
-  for (int32_t i = 0; i < l.nq; ++i)
+  for (int32_t i = 0; i < int32_t(l.nq); ++i)
     if (q[i].size != 0) return false;
   return true;
 }

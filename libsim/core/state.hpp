@@ -148,9 +148,11 @@ struct Sim {
   uint64_t client_thinks[kMaxClasses];  // think times drawn so far (keys the next draw)
 };
 
+// Counts are 64-bit so that no product overflows; the core indexes with int32, so the host checks
+// layout_fits() before a run (scenario validation refuses a fleet that does not).
 struct WorkspaceLayout {
   uint64_t pools, req, req_free, qbuf, q, rep, seq, fheap, rescnt, rheap, rheap_pos, clients, total;
-  int32_t n_replicas, nq, req_cap, client_slots;
+  int64_t n_replicas, nq, req_cap, client_slots;
   int64_t slots, residues, qbuf_len;
 };
 
@@ -178,17 +180,17 @@ FLEETSIM_HD inline WorkspaceLayout workspace_layout(const SimParams& p) {
   l.slots = l.residues = l.qbuf_len = 0;
   for (int32_t i = 0; i < p.n_pools; ++i) {
     const PoolParams& P = p.pools[i];
-    const int32_t S = pool_slots(P), nq = pool_queues(P);
+    const int64_t S = pool_slots(P), nq = pool_queues(P);
     l.n_replicas += P.max_replicas;
     l.nq += nq;
-    l.req_cap += nq * P.queue_limit + P.max_replicas * S;
+    l.req_cap += nq * int64_t(P.queue_limit) + int64_t(P.max_replicas) * S;
     l.slots += int64_t(P.max_replicas) * S;
     l.residues += int64_t(P.max_replicas) * P.kv_block_tokens;
-    l.qbuf_len += int64_t(nq) * pool_queue_cap(P);
+    l.qbuf_len += nq * (int64_t(P.queue_limit) + (P.router == Router::central_queue ? P.max_replicas : 1) * S);
   }
   l.client_slots = 0;
   for (int32_t c = 0; c < p.n_classes; ++c)
-    if (p.classes[c].arrivals.kind == ArrivalKind::concurrency) l.client_slots += p.classes[c].arrivals.clients;
+    if (p.classes[c].arrivals.kind == ArrivalKind::concurrency) l.client_slots += int64_t(p.classes[c].arrivals.clients);
   uint64_t off = 0;
   l.pools = off;     off = align_up(off + sizeof(PoolState) * uint64_t(p.n_pools));
   l.req = off;       off = align_up(off + sizeof(Request) * uint64_t(l.req_cap));
@@ -204,6 +206,18 @@ FLEETSIM_HD inline WorkspaceLayout workspace_layout(const SimParams& p) {
   l.clients = off;   off = align_up(off + sizeof(double) * uint64_t(l.client_slots));
   l.total = off;
   return l;
+}
+
+// Every count the core indexes with int32 fits one (a pool's queue capacity included).
+FLEETSIM_HD inline bool layout_fits(const SimParams& p, const WorkspaceLayout& l) {
+  const int64_t lim = 2147483647;
+  for (int32_t i = 0; i < p.n_pools; ++i) {
+    const PoolParams& P = p.pools[i];
+    if (int64_t(P.queue_limit) + (P.router == Router::central_queue ? P.max_replicas : 1) * int64_t(pool_slots(P)) > lim)
+      return false;
+  }
+  return l.n_replicas <= lim && l.nq <= lim && l.req_cap <= lim && l.client_slots <= lim && l.slots <= lim &&
+         l.residues <= lim && l.qbuf_len <= lim;
 }
 
 // Bind the workspace at `base` (workspace_layout(p).total bytes) and reset it.
@@ -224,8 +238,8 @@ FLEETSIM_HD inline Sim sim_bind(const SimParams& p, uint32_t replication, uint8_
   s.rheap = reinterpret_cast<int32_t*>(base + l.rheap);
   s.rheap_pos = reinterpret_cast<int32_t*>(base + l.rheap_pos);
   s.pool = reinterpret_cast<PoolState*>(base + l.pools);
-  s.n_replicas = l.n_replicas;
-  s.nq = l.nq;
+  s.n_replicas = int32_t(l.n_replicas);
+  s.nq = int32_t(l.nq);
   s.W0 = p.warmup_s;
   s.W1 = p.duration_s;
   s.t_clock = 0.0;
@@ -233,8 +247,8 @@ FLEETSIM_HD inline Sim sim_bind(const SimParams& p, uint32_t replication, uint8_
     s.in_system[c] = 0;
     s.waiting[c] = 0;
   }
-  s.req_free_n = l.req_cap;
-  for (int32_t i = 0; i < l.req_cap; ++i) s.req_free[i] = l.req_cap - 1 - i;
+  s.req_free_n = int32_t(l.req_cap);
+  for (int32_t i = 0; i < int32_t(l.req_cap); ++i) s.req_free[i] = int32_t(l.req_cap) - 1 - i;
   int32_t r = 0, qi = 0, qbase = 0;
   int64_t slot_base = 0, res_base = 0;
   for (int32_t pi = 0; pi < p.n_pools; ++pi) {
