@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <mutex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -94,7 +95,7 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Overr
     if (pools.node.size() == 0) pools.fail("no pools (expected e.g. pools: {interactive: {replicas: 2}})");
     if (pools.node.size() > size_t(kMaxPools)) pools.fail("at most " + std::to_string(kMaxPools) + " pools");
     for (auto it = pools.node.begin(); it != pools.node.end(); ++it) {
-      const std::string name = it->first.as<std::string>();
+      const std::string name = pools.key_name(it->first);
       const N en{it->second, "pools." + name, &src};
       en.allow_keys({"device", "partition", "time_slicing", "model", "weight_dtype", "expert_weight_dtype", "kv_dtype",
                      "engine", "fleet"});
@@ -137,7 +138,7 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Overr
     if (classes.node.size() == 0) classes.fail("no classes (expected e.g. classes: {chat: {pool: interactive}})");
     if (classes.node.size() > size_t(kMaxClasses)) classes.fail("at most " + std::to_string(kMaxClasses) + " request classes");
     for (auto it = classes.node.begin(); it != classes.node.end(); ++it) {
-      const std::string name = it->first.as<std::string>();
+      const std::string name = classes.key_name(it->first);
       const N en{it->second, "classes." + name, &src};
       en.allow_keys({"pool", "team", "priority", "arrival", "prompt_tokens", "output_tokens", "checkpointed", "max_retries",
                      "prefix", "response_cache", "goodput"});
@@ -251,9 +252,51 @@ Override parse_set(const std::string& text) {
   return Override{text.substr(0, eq), text.substr(eq + 1), origin, text};
 }
 
+bool it_is_flow(const YAML::Node& n) { return n.Style() == YAML::EmitterStyle::Flow; }
+
+// The scenario text with a block-style top-level `sweep:` section replaced by blank lines; the text
+// itself when there is none, or when it cannot be cut safely (flow style, malformed YAML).
+std::string without_sweep_section(const std::string& text) {
+  if (text.find("sweep") == std::string::npos) return text;
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception&) {
+    return text;  // the parse of the whole text reports it
+  }
+  if (!root.IsMap()) return text;
+  int first = -1;
+  for (auto it = root.begin(); it != root.end(); ++it)
+    if (it->first.IsScalar() && it->first.Scalar() == "sweep") first = it->first.Mark().line;
+  if (first < 0 || it_is_flow(root)) return text;
+  std::vector<std::string> lines = split_lines(text);
+  if (size_t(first) >= lines.size() || lines[size_t(first)].rfind("sweep", 0) != 0) return text;
+  size_t end = size_t(first) + 1;
+  while (end < lines.size()) {
+    const std::string& l = lines[end];
+    if (!l.empty() && l[0] != ' ' && l[0] != '\t' && l[0] != '#') break;  // the next top-level key
+    ++end;
+  }
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (i < size_t(first) || i >= end) out += lines[i];
+    if (i + 1 < lines.size()) out += '\n';
+  }
+  return out;
+}
+
 struct ScenarioSource::Impl {
   std::string text, name, base_dir;
   mutable LoadCache cache;
+  // The text each configuration parses: the sweep section blanked line by line (line numbers
+  // stay), so a sweep of N values does not parse its N values N times.
+  mutable std::once_flag once;
+  mutable std::string run_text;
+  const std::string& text_to_instantiate() const {
+    std::call_once(once, [this] { run_text = without_sweep_section(text); });
+    return run_text;
+  }
 };
 
 ScenarioSource ScenarioSource::from_text(const std::string& text, const std::string& name, const std::string& base_dir) {
@@ -290,10 +333,10 @@ Scenario ScenarioSource::instantiate(const std::vector<Override>& overrides) con
   src.file = impl_->name;
   src.base_dir = impl_->base_dir;
   src.cache = &impl_->cache;
-  if (base_.empty()) return load_from(impl_->text, std::move(src), overrides);
+  if (base_.empty()) return load_from(impl_->text_to_instantiate(), std::move(src), overrides);
   std::vector<Override> all = base_;
   all.insert(all.end(), overrides.begin(), overrides.end());
-  return load_from(impl_->text, std::move(src), all);
+  return load_from(impl_->text_to_instantiate(), std::move(src), all);
 }
 
 const std::string& ScenarioSource::text() const { return impl_->text; }

@@ -110,7 +110,7 @@ void merge_catalog(const N& root, Source& src, std::vector<DeviceSpec>& devices,
       const N section = cat.at(key);
       section.require_map();
       for (auto it = section.node.begin(); it != section.node.end(); ++it) {
-        const std::string name = it->first.as<std::string>();
+        const std::string name = section.key_name(it->first);
         auto* base = static_cast<typename std::decay_t<decltype(list)>::value_type*>(nullptr);
         for (auto& x : list)
           if (x.name == name) base = &x;

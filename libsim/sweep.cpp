@@ -204,7 +204,7 @@ SweepSpec parse_sweep(const ScenarioSource& scenario) {
   if (ps.node.size() == 0) ps.fail("no parameters to sweep (expected e.g. fleet.replicas: [1, 2, 4])");
   for (auto it = ps.node.begin(); it != ps.node.end(); ++it) {
     SweepParam p;
-    p.path = it->first.as<std::string>();
+    p.path = ps.key_name(it->first);
     const N v{it->second, ps.path + "." + p.path, &src};
     auto add = [&](const YAML::Node& node, const std::string& text, Json json) {
       Location l;
@@ -213,7 +213,9 @@ SweepSpec parse_sweep(const ScenarioSource& scenario) {
       if (m.line >= 0) {
         l.line = m.line + 1;
         l.column = m.column + 1;
-        if (size_t(m.line) < src.lines.size()) l.source_line = src.lines[size_t(m.line)];
+        // (a long one-line list would otherwise be copied once per value)
+        if (size_t(m.line) < src.lines.size() && src.lines[size_t(m.line)].size() <= 240)
+          l.source_line = src.lines[size_t(m.line)];
       }
       p.values.push_back(text);
       p.json_values.push_back(std::move(json));
@@ -226,6 +228,7 @@ SweepSpec parse_sweep(const ScenarioSource& scenario) {
         add(x, x.IsScalar() ? x.Scalar() : yaml_flow(x), yaml_to_json(x));
       }
     } else if (v.node.IsMap() && v.has("from")) {
+      p.is_range = true;
       v.allow_keys({"from", "to", "step"});
       const double from = v.at("from").num(), to = v.req("to").num();
       const double step = v.has("step") ? v.at("step").num() : 1.0;
@@ -273,9 +276,15 @@ SweepSpec parse_sweep(const ScenarioSource& scenario) {
     spec.sampled.assign(chosen.begin(), chosen.end());
   }
 
-  // every value must work on the base scenario, unless it only clashes with other values
+  // every value must work on the base scenario, unless it only clashes with other values: each
+  // distinct value of a list once; of a range, its ends and its second value (a range's values
+  // share a type, and the scenario's limits are intervals)
   for (const auto& p : spec.params) {
-    for (size_t i = 0; i < p.values.size(); ++i) {
+    std::set<std::string> seen;
+    const size_t n = p.values.size();
+    for (size_t i = 0; i < n; ++i) {
+      if (p.is_range && i > 1 && i + 1 < n) continue;
+      if (!seen.insert(p.values[i]).second) continue;
       try {
         scenario.instantiate({Override{p.path, p.values[i], p.origins[i], p.path + "=" + p.values[i]}});
       } catch (const InputError& e) {
@@ -299,7 +308,7 @@ SweepSpec parse_sweep(const ScenarioSource& scenario) {
     const N slo = sw.at("slo");
     slo.require_map();
     for (auto it = slo.node.begin(); it != slo.node.end(); ++it) {
-      const std::string m = it->first.as<std::string>();
+      const std::string m = slo.key_name(it->first);
       const N kn{it->first, slo.path + "." + m, &src};
       check_metric(kn, m);
       const N vn{it->second, slo.path + "." + m, &src};

@@ -23,6 +23,7 @@ struct SweepParam {
   std::vector<std::string> values;  // each value as YAML text
   std::vector<Json> json_values;    // each value as it appears in reports
   std::vector<Location> origins;    // where each value was written
+  bool is_range = false;            // written as {from, to, step}
 };
 
 struct SloTerm {

@@ -74,10 +74,15 @@ struct N {
   void require_map() const {
     if (!node.IsMap()) fail("expected a mapping of keys to values");
   }
+  // A key of this mapping as a name: keys must be plain scalars (YAML allows lists as keys).
+  std::string key_name(const YAML::Node& key) const {
+    if (!key.IsScalar()) N{key, path, src}.fail("a key must be a plain name, not a list or a mapping");
+    return key.Scalar();
+  }
   void allow_keys(const std::vector<std::string>& keys) const {
     require_map();
     for (auto it = node.begin(); it != node.end(); ++it) {
-      const std::string k = it->first.as<std::string>();
+      const std::string k = key_name(it->first);
       bool ok = false;
       for (const auto& a : keys) ok = ok || a == k;
       if (!ok) {

@@ -8,6 +8,7 @@
 #include "libsim/trace.hpp"
 #include "libsim/yaml_node.hpp"
 #include "libsim/core/state.hpp"
+#include "libsim/sweep.hpp"
 
 using namespace fleetsim;
 
@@ -133,4 +134,57 @@ TEST_CASE("a fleet whose request slots overflow 32 bits is refused with its true
   CHECK_FALSE(layout_fits(p, l));
   p.pools[0].queue_limit = 1000;
   CHECK(layout_fits(p, workspace_layout(p)));
+}
+
+namespace {
+std::string with_sweep(const std::string& sweep) {
+  return std::string(default_scenario_text()) + "sweep:\n" + sweep;
+}
+}  // namespace
+
+TEST_CASE("long sweep lists and ranges are checked without re-reading the scenario for every value") {
+  // 20,000 list values (200 distinct) and a range of 100,000: each distinct list value and the
+  // ends of the range are instantiated, each from a text whose sweep section is blanked
+  std::string list = "  max_configurations: 100000\n  parameters:\n    engine.max_num_seqs: [";
+  for (int i = 0; i < 20000; ++i) list += (i ? "," : "") + std::to_string(16 + i % 200);
+  list += "]\n";
+  const SweepSpec a = parse_sweep(ScenarioSource::from_text(with_sweep(list), "<test>", FLEETSIM_SOURCE_DIR));
+  CHECK(a.params[0].values.size() == 20000);
+  CHECK(a.params[0].origins[19999].source_line.empty());  // a 100 KB line is not copied per value
+  const SweepSpec r = parse_sweep(ScenarioSource::from_text(
+      with_sweep("  max_configurations: 100000\n  parameters:\n    workload.arrival.rate_per_s: {from: 1, to: 100000}\n"),
+      "<test>", FLEETSIM_SOURCE_DIR));
+  CHECK(r.count() == 100000);
+  // a bad end of a range is still caught where it is written
+  try {
+    parse_sweep(ScenarioSource::from_text(with_sweep("  parameters:\n    fleet.replicas: {from: 1, to: 5000}\n"), "<test>",
+                                          FLEETSIM_SOURCE_DIR));
+    FAIL("expected an error");
+  } catch (const InputError& e) {
+    CHECK(e.one_line().find("fleet.replicas") != std::string::npos);
+    CHECK(e.one_line().find("out of range") != std::string::npos);
+  }
+  // the scenario's own errors keep their line numbers with the sweep section blanked
+  try {
+    ScenarioSource::from_text(with_sweep("  parameters:\n    fleet.replicas: [1, 2]\n"), "<test>", ".")
+        .instantiate({parse_set("fleet.routr=x")});
+    FAIL("expected an error");
+  } catch (const InputError& e) {
+    CHECK(e.one_line().find("routr") != std::string::npos);
+  }
+}
+
+TEST_CASE("a key that is a list is a located error, not an internal one") {
+  try {
+    parse_sweep(ScenarioSource::from_text(with_sweep("  parameters:\n    [a, b]: [1, 2]\n"), "<test>", "."));
+    FAIL("expected an error");
+  } catch (const InputError& e) {
+    CHECK(e.one_line().find(":31:5: error: sweep.parameters: a key must be a plain name") != std::string::npos);
+  }
+  try {
+    test::scenario("name: x\n? [a, b]\n: 1\n");
+    FAIL("expected an error");
+  } catch (const InputError& e) {
+    CHECK(e.one_line().find("a key must be a plain name") != std::string::npos);
+  }
 }
