@@ -49,7 +49,9 @@ RequestClassSpec build_class(const N& wl, const PoolSpec& pool, double duration_
     C.arrival = ArrivalKind::diurnal;
     C.rate_per_s = ar.req("rate_per_s").pos(1e6);
     C.peak_to_mean = ar.req("peak_to_mean").num_in(1, 2, "peak_to_mean");
-    C.period_s = ar.has("period_s") ? ar.at("period_s").pos(365.0 * 86400) : 86400;
+    // a cycle of at least a minute: shorter ones are not a load pattern, and a vanishing period
+    // only feeds sin() arguments past its range reduction
+    C.period_s = ar.has("period_s") ? ar.at("period_s").num_in(60, 365.0 * 86400, "period_s") : 86400;
     C.peak_at_s = ar.has("peak_at_s") ? ar.at("peak_at_s").num_in(0, 365.0 * 86400) : 0;
   } else if (proc == "constant") {
     only({"rate_per_s"});

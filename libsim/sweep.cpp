@@ -196,7 +196,7 @@ SweepSpec parse_sweep(const ScenarioSource& scenario) {
 
   SweepSpec spec;
   spec.replications = sw.has("replications") ? uint32_t(sw.at("replications").integer(1, 10000)) : 1;
-  spec.max_configurations = sw.has("max_configurations") ? uint64_t(sw.at("max_configurations").integer(1, 100000000)) : 100000;
+  spec.max_configurations = sw.has("max_configurations") ? uint64_t(sw.at("max_configurations").integer(1, 1000000)) : 100000;
   spec.sample_seed = sw.has("seed") ? sw.at("seed").unsigned_integer() : base.seed;
 
   const N ps = sw.req("parameters");

@@ -188,3 +188,21 @@ TEST_CASE("a key that is a list is a located error, not an internal one") {
     CHECK(e.one_line().find("a key must be a plain name") != std::string::npos);
   }
 }
+
+TEST_CASE("a vanishing diurnal period and a sample beyond any sweep's memory are range errors") {
+  try {
+    load_default_scenario({"workload.arrival={process: diurnal, rate_per_s: 10, peak_to_mean: 1.5, period_s: 1e-300}"});
+    FAIL("expected an error");
+  } catch (const InputError& e) {
+    CHECK(e.one_line().find("period_s: value 1e-300 is out of range") != std::string::npos);
+  }
+  try {
+    parse_sweep(ScenarioSource::from_text(
+        with_sweep("  sample: 100000000\n  max_configurations: 100000000\n  parameters:\n"
+                   "    workload.arrival.rate_per_s: {from: 1, to: 100000}\n    fleet.replicas: {from: 1, to: 1000}\n"),
+        "<test>", FLEETSIM_SOURCE_DIR));
+    FAIL("expected an error");
+  } catch (const InputError& e) {
+    CHECK(e.one_line().find("max_configurations") != std::string::npos);
+  }
+}
