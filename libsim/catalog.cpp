@@ -104,18 +104,18 @@ const std::vector<ModelSpec>& builtin_models() {
     v.push_back(moe({"qwen3-235b-a22b", ModelKind::generate, 235.09, 94, 4096, 64, 4, 128, 12288, 151936, 40960,
                      "Qwen3-235B-A22B (MoE, 128 experts, top-8)"},
                     128, 8, 0, 1536, 0));
-    ModelSpec oss20 = moe({"gpt-oss-20b", ModelKind::generate, 20.91, 24, 2880, 64, 8, 64, 2880, 201088, 131072,
-                           "OpenAI gpt-oss-20b (MoE, 32 experts, top-4; alternating 128-token sliding window)"},
-                          32, 4, 0, 2880, 0);
-    oss20.sliding_window = 128;
-    oss20.sliding_layers = 12;
-    v.push_back(oss20);
-    ModelSpec oss120 = moe({"gpt-oss-120b", ModelKind::generate, 116.83, 36, 2880, 64, 8, 64, 2880, 201088, 131072,
-                            "OpenAI gpt-oss-120b (MoE, 128 experts, top-4; alternating 128-token sliding window)"},
-                           128, 4, 0, 2880, 0);
-    oss120.sliding_window = 128;
-    oss120.sliding_layers = 18;
-    v.push_back(oss120);
+    // gpt-oss: every other layer attends to a 128-token sliding window
+    auto alternating_window = [](ModelSpec x) {
+      x.sliding_window = 128;
+      x.sliding_layers = x.layers / 2;
+      return x;
+    };
+    v.push_back(alternating_window(moe({"gpt-oss-20b", ModelKind::generate, 20.91, 24, 2880, 64, 8, 64, 2880, 201088,
+                                        131072, "OpenAI gpt-oss-20b (MoE, 32 experts, top-4; alternating 128-token sliding window)"},
+                                       32, 4, 0, 2880, 0)));
+    v.push_back(alternating_window(moe({"gpt-oss-120b", ModelKind::generate, 116.83, 36, 2880, 64, 8, 64, 2880, 201088,
+                                        131072, "OpenAI gpt-oss-120b (MoE, 128 experts, top-4; alternating 128-token sliding window)"},
+                                       128, 4, 0, 2880, 0)));
     ModelSpec ds = moe({"deepseek-v3", ModelKind::generate, 671.03, 61, 7168, 128, 128, 128, 18432, 129280, 163840,
                         "DeepSeek-V3 (MoE, 256 routed + 1 shared expert, top-8; MLA)"},
                        256, 8, 1, 2048, 3);

@@ -36,7 +36,21 @@ FLEETSIM_HD FLEETSIM_FORCEINLINE double parallel_step_s(const PoolParams& P, dou
 // Decode-only run of n sequences whose context before step j is T0 + n j.
 FLEETSIM_HD inline void set_decode_run(const PoolParams& P, Replica& R, double n, double T0) {
   const WorkParams& w = P.work;
-  if (!plain_step_model(P)) {
+  const bool roofline = P.perf.kind == PerfKind::roofline;
+  Line l;
+  l.o = P.perf.overhead_s;
+  if (plain_step_model(P)) {
+    R.run_fa = w.matmul_flops_per_token * n + w.attn_flops_per_pair * (T0 + n);
+    R.run_fb = w.attn_flops_per_pair * n;
+    R.run_ba = w.weight_bytes + w.kv_bytes_per_token * (T0 + n);
+    R.run_bb = w.kv_bytes_per_token * n;
+    if (roofline) {
+      l.a1 = R.run_fa / P.perf.flops_per_s;
+      l.b1 = R.run_fb / P.perf.flops_per_s;
+      l.a2 = R.run_ba / P.perf.bytes_per_s;
+      l.b2 = R.run_bb / P.perf.bytes_per_s;
+    }
+  } else {
     const double m = micro_batches(P.par, n);
     const double W = step_weight_bytes(w, P.moe, n / m);
     const double kv_a = w.kv_bytes_per_token * (T0 + n) + w.window_bytes_per_seq * n;
@@ -44,37 +58,15 @@ FLEETSIM_HD inline void set_decode_run(const PoolParams& P, Replica& R, double n
     R.run_fb = w.attn_flops_per_pair * n;
     R.run_ba = W * m + kv_a;  // each micro-batch reads the weights it touches
     R.run_bb = w.kv_bytes_per_token * n;
-    Line l;
-    if (P.perf.kind == PerfKind::roofline) {
-      l.o = P.perf.overhead_s + comm_s(P.par, n / m);
+    if (roofline) {
+      l.o += comm_s(P.par, n / m);
       l.a1 = R.run_fa / (m * P.perf.flops_per_s);
       l.b1 = R.run_fb / (m * P.perf.flops_per_s);
       l.a2 = (W + kv_a / m) / P.perf.bytes_per_s;
       l.b2 = R.run_bb / (m * P.perf.bytes_per_s);
-    } else {  // a calibrated profile already includes the replica's parallelism
-      l.o = P.perf.overhead_s;
-      l.a1 = P.perf.per_decode_seq_s * n + P.perf.per_context_token_s * (T0 + n);
-      l.b1 = P.perf.per_context_token_s * n;
-      l.a2 = 0.0;
-      l.b2 = 0.0;
     }
-    R.run_line = l;
-    R.run_in_share = 0.0;
-    R.run_seqs = n;
-    return;
   }
-  R.run_fa = w.matmul_flops_per_token * n + w.attn_flops_per_pair * (T0 + n);
-  R.run_fb = w.attn_flops_per_pair * n;
-  R.run_ba = w.weight_bytes + w.kv_bytes_per_token * (T0 + n);
-  R.run_bb = w.kv_bytes_per_token * n;
-  Line l;
-  l.o = P.perf.overhead_s;
-  if (P.perf.kind == PerfKind::roofline) {
-    l.a1 = R.run_fa / P.perf.flops_per_s;
-    l.b1 = R.run_fb / P.perf.flops_per_s;
-    l.a2 = R.run_ba / P.perf.bytes_per_s;
-    l.b2 = R.run_bb / P.perf.bytes_per_s;
-  } else {
+  if (!roofline) {  // a calibrated profile already includes the replica's parallelism
     l.a1 = P.perf.per_decode_seq_s * n + P.perf.per_context_token_s * (T0 + n);
     l.b1 = P.perf.per_context_token_s * n;
     l.a2 = 0.0;
