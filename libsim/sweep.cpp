@@ -145,13 +145,20 @@ MeanCI mean_ci(const std::vector<double>& xs) {
   return r;
 }
 
-std::vector<Override> SweepSpec::overrides(uint64_t config) const {
-  uint64_t g = sample ? sampled[config] : config;
-  std::vector<size_t> idx(params.size());
-  for (size_t k = params.size(); k-- > 0;) {  // the last parameter varies fastest
-    idx[k] = size_t(g % params[k].values.size());
-    g /= params[k].values.size();
+// The value index of each parameter at grid point g (the last parameter varies fastest).
+template <class Count>
+std::vector<size_t> grid_point(uint64_t g, size_t n, Count&& count) {
+  std::vector<size_t> idx(n);
+  for (size_t k = n; k-- > 0;) {
+    idx[k] = size_t(g % count(k));
+    g /= count(k);
   }
+  return idx;
+}
+
+std::vector<Override> SweepSpec::overrides(uint64_t config) const {
+  const auto idx = grid_point(sample ? sampled[config] : config, params.size(),
+                              [&](size_t k) { return params[k].values.size(); });
   std::vector<Override> out;
   for (size_t k = 0; k < params.size(); ++k) {
     const auto& p = params[k];
@@ -161,12 +168,8 @@ std::vector<Override> SweepSpec::overrides(uint64_t config) const {
 }
 
 Json SweepSpec::parameters_json(uint64_t config) const {
-  uint64_t g = sample ? sampled[config] : config;
-  std::vector<size_t> idx(params.size());
-  for (size_t k = params.size(); k-- > 0;) {
-    idx[k] = size_t(g % params[k].values.size());
-    g /= params[k].values.size();
-  }
+  const auto idx = grid_point(sample ? sampled[config] : config, params.size(),
+                              [&](size_t k) { return params[k].values.size(); });
   Json j = Json::object();
   for (size_t k = 0; k < params.size(); ++k) j[params[k].path] = params[k].json_values[idx[k]];
   return j;
@@ -816,11 +819,7 @@ struct SweepShape {
 
 // The parameters of grid point g (the last parameter varies fastest).
 Json grid_parameters(const std::vector<std::pair<std::string, std::vector<Json>>>& params, uint64_t g) {
-  std::vector<size_t> idx(params.size());
-  for (size_t k = params.size(); k-- > 0;) {
-    idx[k] = size_t(g % params[k].second.size());
-    g /= params[k].second.size();
-  }
+  const auto idx = grid_point(g, params.size(), [&](size_t k) { return params[k].second.size(); });
   Json j = Json::object();
   for (size_t k = 0; k < params.size(); ++k) j[params[k].first] = params[k].second[idx[k]];
   return j;
