@@ -40,6 +40,7 @@ void PoolSpec::set_parallel_work(PoolParams& p) const {
   p.moe.expert_bytes = routed * eb / tp;
   p.moe.miss_log = routed > 0 ? std::log(1.0 - double(m.experts_per_token) / m.experts) : 0.0;
   p.window_blocks = capacity.window_blocks_per_seq;
+  p.extended_steps = 1;
 
   // the link a group of g devices talks over: the scale-up link within its domain, PCIe within
   // a node, the network beyond

@@ -20,9 +20,9 @@ FLEETSIM_HD inline double step_time(const PoolParams& P, double flops, double by
          P.perf.per_context_token_s * decode_ctx;
 }
 
-FLEETSIM_HD FLEETSIM_FORCEINLINE bool plain_step_model(const PoolParams& P) {
-  return P.par.tp == 1 && P.par.pp == 1 && P.moe.expert_bytes == 0.0 && P.work.window_bytes_per_seq == 0.0;
-}
+// The extended path with tp = pp = 1 and no experts or windows gives the plain path's bits; the
+// flag (set on the host) only spares the plain path its extra arithmetic.
+FLEETSIM_HD FLEETSIM_FORCEINLINE bool plain_step_model(const PoolParams& P) { return P.extended_steps == 0; }
 
 // The roofline time of a step on a replica of tp x pp devices with m micro-batches in flight:
 // compute and the KV part of the bytes split over the micro-batches, each traversal reading the
