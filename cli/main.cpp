@@ -48,6 +48,7 @@ struct Options {
   double gpu_mem_util = 0.9;
   int max_num_seqs = 256, max_batched_tokens = 8192, kv_block_tokens = 16;
   int tp = 1, pp = 1;
+  bool enforce_eager = false;
   std::string expert_weight_dtype;
   // sweep
   std::string backend = "auto", shard, journal, resume;
@@ -322,6 +323,7 @@ int cmd_capacity(const Options& o) {
   mi.max_batched_tokens = o.max_batched_tokens;
   mi.max_num_seqs = o.max_num_seqs;
   mi.kv_block_tokens = o.kv_block_tokens;
+  mi.enforce_eager = o.enforce_eager;
   mi.tp = o.tp;
   mi.pp = o.pp;
   const std::string tp_why = tp_problem(*mod, o.tp);
@@ -508,6 +510,7 @@ int main(int argc, char** argv) {
   cap->add_option("--pp", o.pp, "pipeline stages per replica")->check(CLI::Range(1, 64));
   cap->add_option("--expert-weight-dtype", o.expert_weight_dtype, "routed experts' dtype (MoE models)")
       ->check(CLI::IsMember(weight_dtypes()));
+  cap->add_flag("--enforce-eager", o.enforce_eager, "no CUDA graphs (their memory is not reserved)");
   add_format(cap, o);
 
   CLI::App* cat = subs[3].first;

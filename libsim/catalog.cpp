@@ -34,6 +34,10 @@ const std::vector<DeviceSpec>& builtin_devices() {
        "Infinity Fabric, fully connected", 448, 10, 8, 64, 8},
       {"rtx-pro-6000-96gb", 94.97, 1597, 500.0, 1000.0, 1.50, "NVIDIA RTX PRO 6000 Blackwell Server Edition 96GB GDDR7",
        2000.0, "PCIe Gen5 x16", 64, 25, 8, 64, 8},
+      {"rtx-3090-24gb", 23.58, 936, 71.0, 0.0, 0.22, "NVIDIA GeForce RTX 3090 24GB GDDR6X; BF16 tensor figure with FP32 accumulate", 0,
+       "PCIe Gen4 x16", 32, 25, 8, 32, 8},
+      {"rtx-4090-24gb", 23.55, 1008, 165.2, 330.3, 0.35, "NVIDIA GeForce RTX 4090 24GB GDDR6X; tensor figures with FP32 accumulate",
+       0, "PCIe Gen4 x16", 32, 25, 8, 32, 8},
   };
   return d;
 }
@@ -86,7 +90,16 @@ const std::vector<ModelSpec>& builtin_models() {
          "Meta Llama 3.1 405B"},
         {"llama-3.3-70b", ModelKind::generate, 70.55, 80, 8192, 64, 8, 128, 28672, 128256, 131072,
          "Meta Llama 3.3 70B Instruct"},
+        {"qwen3-32b", ModelKind::generate, 32.76, 64, 5120, 64, 8, 128, 25600, 151936, 40960, "Qwen3 32B"},
+        {"deepseek-r1-distill-qwen-14b", ModelKind::generate, 14.77, 48, 5120, 40, 8, 128, 13824, 152064, 131072,
+         "DeepSeek-R1-Distill-Qwen-14B (Qwen2.5 14B architecture)"},
+        {"deepseek-coder-6.7b", ModelKind::generate, 6.74, 32, 4096, 32, 32, 128, 11008, 32256, 16384,
+         "DeepSeek Coder 6.7B (Llama architecture, full multi-head attention)"},
     };
+    ModelSpec qwen3_small{"qwen3-0.6b", ModelKind::generate, 0.596, 28, 1024, 16, 8, 128, 3072, 151936, 40960,
+                          "Qwen3 0.6B (input embedding shared with the LM head)"};
+    qwen3_small.tied_embeddings = true;
+    v.push_back(qwen3_small);
     auto moe = [](ModelSpec x, int experts, int per_token, int shared, int expert_inter, int dense_layers) {
       x.experts = experts;
       x.experts_per_token = per_token;

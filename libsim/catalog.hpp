@@ -57,6 +57,7 @@ struct ModelSpec {
   // tokens only, so their KV per sequence is bounded.
   int sliding_window = 0;
   int sliding_layers = 0;
+  bool tied_embeddings = false;  // the LM head reuses the input embedding (tie_word_embeddings)
 
   bool moe() const { return experts > 0; }
   bool mla() const { return kv_lora_rank > 0; }

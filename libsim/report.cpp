@@ -54,6 +54,8 @@ Json capacity_json(const Capacity& c, int64_t context_tokens, int block_tokens) 
   j["usable_gib"] = c.usable_gib;
   j["weights_gib"] = c.weights_gib;
   j["runtime_overhead_gib"] = c.runtime_overhead_gib;
+  j["non_torch_gib"] = c.non_torch_gib;
+  j["cuda_graph_gib"] = c.cuda_graph_gib;
   j["activation_gib"] = c.activation_gib;
   j["kv_gib"] = c.kv_gib;
   j["naive_kv_gib"] = c.naive_kv_gib;
@@ -505,6 +507,10 @@ std::string format_capacity_table(const Json& c, const std::string& title) {
   row("x gpu_memory_utilization (GiB)", num(c["usable_gib"], 2));
   row("- weights (GiB)", num(c["weights_gib"], 2));
   row("- runtime overhead (GiB)", num(c["runtime_overhead_gib"], 2));
+  if (c.contains("non_torch_gib")) {
+    row("    non-torch memory (GiB)", num(c["non_torch_gib"], 2));
+    row("    CUDA graphs (GiB)", num(c["cuda_graph_gib"], 2));
+  }
   row("- activation peak (GiB)", num(c["activation_gib"], 2));
   row("= KV cache (GiB)", num(c["kv_gib"], 2));
   row("  (naive: usable - weights, GiB)", num(c["naive_kv_gib"], 2));

@@ -39,7 +39,8 @@ struct PoolSpec {
   Batching batching = Batching::continuous;
   int max_num_seqs = 0, max_batched_tokens = 0, kv_block_tokens = 0;
   double gpu_memory_utilization = 0, kv_watermark = 0;
-  double runtime_overhead_gib = 0, activation_gib = -1;
+  double runtime_overhead_gib = -1, activation_gib = -1;  // < 0: modelled
+  bool enforce_eager = false;  // no CUDA graphs: their memory is not reserved
   int max_batch = 0;
   double batch_window_s = 0;
   PerfKind perf_model = PerfKind::roofline;

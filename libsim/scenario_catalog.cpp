@@ -47,7 +47,8 @@ DeviceSpec parse_device(const N& n, const DeviceSpec* base, const std::string& n
 ModelSpec parse_model(const N& n, const ModelSpec* base, const std::string& name) {
   n.allow_keys({"kind", "params_b", "layers", "hidden", "heads", "kv_heads", "head_dim", "intermediate", "vocab",
                 "max_context", "notes", "experts", "experts_per_token", "shared_experts", "expert_intermediate",
-                "dense_layers", "kv_lora_rank", "rope_head_dim", "sliding_window", "sliding_layers"});
+                "dense_layers", "kv_lora_rank", "rope_head_dim", "sliding_window", "sliding_layers",
+                "tied_embeddings"});
   ModelSpec m = base ? *base : ModelSpec{};
   m.name = name;
   if (n.has("kind")) {
@@ -82,6 +83,7 @@ ModelSpec parse_model(const N& n, const ModelSpec* base, const std::string& name
   opt("rope_head_dim", m.rope_head_dim, 0, 1 << 16);
   opt("sliding_window", m.sliding_window, 0, 1 << 24);
   opt("sliding_layers", m.sliding_layers, 0, 1000);
+  if (n.has("tied_embeddings")) m.tied_embeddings = n.at("tied_embeddings").boolean();
   if (m.experts > 0) {
     for (const char* k : {"experts_per_token", "expert_intermediate"})
       if (!n.has(k) && !(base && base->experts > 0)) n.fail(std::string("a model with experts needs '") + k + "'");

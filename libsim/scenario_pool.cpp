@@ -71,7 +71,7 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
                   "mfu", "mbu", "step_overhead_s", "step_base_s", "per_prefill_token_s", "per_decode_seq_s",
                   "per_context_token_s", "on_kv_exhausted", "prefix_caching", "lora_adapters", "lora_rank",
                   "lora_step_overhead", "tensor_parallel", "pipeline_parallel", "expert_parallel", "network_gb_s",
-                  "network_latency_us"});
+                  "network_latency_us", "enforce_eager"});
   // parallelism: a replica of tp x pp devices
   if (eng.has("tensor_parallel")) {
     const N tn = eng.at("tensor_parallel");
@@ -119,7 +119,8 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
   P.gpu_memory_utilization = eng.has("gpu_memory_utilization") ? eng.at("gpu_memory_utilization").pos(1.0) : 0.9;
   P.kv_block_tokens = eng.has("kv_block_tokens") ? int(eng.at("kv_block_tokens").integer(1, 1024)) : 16;
   P.kv_watermark = eng.has("kv_watermark") ? eng.at("kv_watermark").num_in(0, 0.5, "kv_watermark") : 0.01;
-  P.runtime_overhead_gib = eng.has("runtime_overhead_gib") ? eng.at("runtime_overhead_gib").num_in(0, 1e4) : 1.8;
+  P.runtime_overhead_gib = eng.has("runtime_overhead_gib") ? eng.at("runtime_overhead_gib").num_in(0, 1e4) : -1;
+  P.enforce_eager = eng.has("enforce_eager") && eng.at("enforce_eager").boolean();
   P.activation_gib = eng.has("activation_gib") ? eng.at("activation_gib").num_in(0, 1e4) : -1;
   P.max_batch = eng.has("max_batch") ? int(eng.at("max_batch").integer(1, 16384)) : 8;
   P.batch_window_s = eng.has("batch_window_s") ? eng.at("batch_window_s").num_in(0, 3600) : 0.05;
@@ -276,7 +277,9 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
   mi.kv_elem_bytes = kv_dtype_bytes(P.kv_dtype);
   mi.gpu_memory_utilization = P.gpu_memory_utilization;
   // resident adapters take memory too (sharded like the weights)
-  mi.runtime_overhead_gib = P.runtime_overhead_gib + (P.devices() > 1 ? P.lora_gib() / P.devices() : P.lora_gib());
+  mi.runtime_overhead_gib = P.runtime_overhead_gib;
+  mi.adapter_gib = P.devices() > 1 ? P.lora_gib() / P.devices() : P.lora_gib();
+  mi.enforce_eager = P.enforce_eager;
   mi.activation_gib = P.activation_gib;
   mi.max_batched_tokens = P.max_batched_tokens;
   mi.max_num_seqs = P.batching == Batching::continuous ? P.max_num_seqs : P.max_batch;

@@ -72,10 +72,10 @@ TEST_CASE("static batching makes short requests wait for the longest member, con
 }
 
 TEST_CASE("when KV runs out, the newest sequence is preempted and recomputed, no request is lost") {
-  // ~2.7 GiB of KV (about 21,000 tokens) for requests that grow to 3,000 tokens each
+  // ~2.7 GiB of KV (about 22,000 tokens) for requests that grow to 3,000 tokens each
   const std::string yaml =
       "duration_s: 600\nwarmup_s: 0\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\n"
-      "engine: {gpu_memory_utilization: 0.26, max_num_seqs: 64}\n"
+      "engine: {gpu_memory_utilization: 0.24, max_num_seqs: 64}\n"
       "fleet: {replicas: 1, queue_limit: 100000}\n"
       "workload: {arrival: {process: poisson, rate_per_s: 0.5}, prompt_tokens: 1000, output_tokens: 2000}\n";
   const Scenario s = test::scenario(yaml);
@@ -98,7 +98,7 @@ TEST_CASE("when KV runs out, the newest sequence is preempted and recomputed, no
 TEST_CASE("a request too long for the KV cache even alone is rejected with reason too_long") {
   const std::string yaml =
       "duration_s: 100\nwarmup_s: 0\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\n"
-      "engine: {gpu_memory_utilization: 0.26}\nfleet: {replicas: 1}\n"
+      "engine: {gpu_memory_utilization: 0.24}\nfleet: {replicas: 1}\n"
       "workload: {arrival: {process: poisson, rate_per_s: 1}, prompt_tokens: 30000, output_tokens: 10}\n";
   const auto r = test::run(test::scenario(yaml));
   CHECK(r.all->arrived > 50);

@@ -157,10 +157,11 @@ TEST_CASE("MoE catalog models: active parameters as their model cards state, and
   const Capacity c = compute_capacity(in);
   CHECK(c.window_blocks_per_seq == 8);  // 128 tokens of 18 layers = 128 tokens of the full layers
   CHECK(c.fits);
-  // mxfp4 experts: (116.83e9 - routed) x 2 + routed x 0.53125 bytes
+  // mxfp4 experts: (116.83e9 - routed) x 2 + routed x 0.53125 bytes, the experts' hidden size
+  // padded from 2,880 to 3,072 as vLLM's MoE kernels hold them; vLLM logs 64.38 GiB on one H100
   const double routed = oss.routed_expert_params();
-  CHECK(c.weights_gib == doctest::Approx(((116.83e9 - routed) * 2 + routed * 0.53125) / kGiB));
-  CHECK(c.weights_gib < 62.0);
+  CHECK(c.weights_gib == doctest::Approx(((116.83e9 - routed) * 2 + routed * 0.53125 * 3072 / 2880) / kGiB));
+  CHECK(c.weights_gib == doctest::Approx(64.38).epsilon(0.005));
   // a request's blocks: its tokens plus the window
   CHECK(max_concurrent(c, 1024, 16) == c.kv_blocks / (64 + 8));
 }
