@@ -303,6 +303,12 @@ TraceData load_mooncake(const std::string& path, std::ifstream& f, const TraceOp
       const size_t colon = at == std::string::npos ? at : what.find(": ", at);
       if (colon != std::string::npos) what = what.substr(colon + 2);
       fail(path, lineno, line, "not valid JSON (" + what + "); " + kMooncakeExpected, int(std::min<size_t>(e.byte, line.size() + 1)));
+    } catch (const json::exception& e) {
+      // a number beyond a double's range (1e400) is an out_of_range error, not a parse_error
+      std::string what = e.what();
+      if (const size_t b = what.find("] "); what.rfind("[json.exception.", 0) == 0 && b != std::string::npos)
+        what = what.substr(b + 2);
+      fail(path, lineno, line, "not valid JSON (" + what + "); " + kMooncakeExpected);
     }
     if (!j.is_object()) fail(path, lineno, line, std::string("not a JSON object; ") + kMooncakeExpected);
     auto col_of = [&](const char* key) { return int(line.find(std::string("\"") + key + "\"") + 1); };

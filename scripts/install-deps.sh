@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Install the Debian 12 packages fleetsim builds with (needs root or sudo). Nothing is downloaded
 # outside Debian's archive. CUDA is optional: when nvcc is on the PATH the CUDA backend is built too.
+# clang and its runtime libraries (libclang-rt-dev: libFuzzer, the sanitizers) build the fuzzers.
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build libyaml-cpp-dev libfmt-dev libcli11-dev nlohmann-json3-dev
-      libeigen3-dev doctest-dev libthrust-dev python3)
+      libeigen3-dev doctest-dev libthrust-dev python3 clang libclang-rt-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

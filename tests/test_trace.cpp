@@ -189,6 +189,12 @@ TEST_CASE("Mooncake: malformed lines give located errors that say what was expec
   const std::string bad_ids = write_file("mc_ids.jsonl", "{\"timestamp\": 0, \"input_length\": 9, \"output_length\": 5, \"hash_ids\": [1, \"x\"]}\n");
   CHECK(contains(error_of(bad_ids), ":1:57: error: \"hash_ids\" must be a list of integers; found \"x\""));
 
+  // a number no double holds: an input error, not an escaped exception of the JSON parser
+  const std::string overflow = write_file("mc_overflow.jsonl", "{\"timestamp\": 0, \"input_length\": 9, \"output_length\": 5, \"hash_ids\": [1e400]}\n");
+  CHECK(error_of(overflow) == overflow + ":1:1: error: not valid JSON (number overflow parsing '1e400'); " +
+                                  "expected one JSON object per line: {\"timestamp\": ms, \"input_length\": tokens, "
+                                  "\"output_length\": tokens, \"hash_ids\": [block ids]}");
+
   const std::string not_object = write_file("mc_array.jsonl", "{\"timestamp\": 0, \"input_length\": 9, \"output_length\": 5, \"hash_ids\": []}\n[1, 2]\n");
   CHECK(contains(error_of(not_object), ":2:1: error: not a JSON object"));
 }
