@@ -19,6 +19,7 @@
 #include <mutex>
 #include <optional>
 
+#include "cli/fit_command.hpp"
 #include "libsim/capacity.hpp"
 #include "libsim/catalog.hpp"
 #include "libsim/error.hpp"
@@ -55,6 +56,7 @@ struct Options {
   int threads = 0;
   std::vector<std::string> inputs;
   std::vector<std::string> argv;  // the command line, for the resume hint
+  cli::FitArgs fit;
 };
 
 // The first error writing stdout (errno), 0 while none. Output stops at the first error.
@@ -443,6 +445,12 @@ CLI::Validator finite_in(double lo, double hi, bool lo_included = true) {
       fmt::format("NUMBER in {}{}, {}]", lo_included ? "[" : "(", lo, hi));
 }
 
+int cmd_fit(const Options& o) {
+  cli::FitArgs a = o.fit;
+  a.format = o.format;
+  return cli::run_fit(a, emit);
+}
+
 void add_format(CLI::App* c, Options& o) {
   c->add_option("--format", o.format, "output format")->check(CLI::IsMember({"table", "json", "csv"}));
 }
@@ -470,6 +478,7 @@ int main(int argc, char** argv) {
       {"catalog", "list the built-in devices and models", cmd_catalog},
       {"sweep", "run a scenario's sweep: many configurations x replications, on CPU threads or CUDA", cmd_sweep},
       {"merge", "combine the JSON outputs of sweep shards into the whole sweep's result", cmd_merge},
+      {"fit", "fit a calibrated performance profile to benchmark results or step timings", cmd_fit},
   };
   std::vector<std::pair<CLI::App*, const Command*>> subs;
   for (const auto& c : commands) subs.emplace_back(app.add_subcommand(c.name, c.help), &c);
@@ -531,6 +540,25 @@ int main(int argc, char** argv) {
   CLI::App* mg = subs[5].first;
   mg->add_option("shards", o.inputs, "JSON outputs of `fleetsim sweep --shard K/N --format json`")->required();
   add_format(mg, o);
+
+  CLI::App* ft = subs[6].first;
+  ft->add_option("data", o.fit.inputs,
+                 "benchmark results: CSV (model, device, tp, isl, osl, concurrency or request_rate, mean_ttft_ms, "
+                 "mean_tpot_ms, ...), vllm bench serve JSON or GuideLLM JSON; with --steps, step timings")
+      ->required();
+  ft->add_flag("--steps", o.fit.steps, "the data are per-step timings (fitted by non-negative least squares)");
+  ft->add_option("--device", o.fit.device, "catalog device, for results that do not name one");
+  ft->add_option("--model", o.fit.model, "catalog or Hugging Face model, for results that do not name one");
+  ft->add_option("--tp", o.fit.tp, "tensor-parallel degree, for results that do not say")->check(CLI::Range(1, 64));
+  ft->add_option("--engine", o.fit.engine, "the serving engine measured (recorded in the profile)");
+  ft->add_option("--name", o.fit.name, "the profile's name (default DEVICE/MODEL/tpN)");
+  ft->add_option("-o,--output", o.fit.output, "write the profile to FILE (default: standard output)");
+  ft->add_option("--folds", o.fit.folds, "k-fold cross-validation for the held-out error (0: none)")->check(CLI::Range(0, 50));
+  ft->add_option("--threads", o.fit.threads, "CPU threads (default: all)")->check(CLI::Range(1, 4096));
+  ft->add_option("--requests-per-client", o.fit.requests_per_client,
+                 "requests each closed-loop client sends when a result does not state num_prompts")
+      ->check(CLI::Range(1, 10000));
+  ft->add_option("--format", o.format, "output format")->check(CLI::IsMember({"table", "json"}));
 
   // a closed pipe is a failed write (EPIPE), not a death by SIGPIPE
   std::signal(SIGPIPE, SIG_IGN);

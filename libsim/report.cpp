@@ -208,6 +208,33 @@ Json cost_json(const PoolCost& c, double usd_per_hour, double completed, double 
 
 }  // namespace
 
+// How sure the step-time model is: a calibrated profile names itself and quotes its error on
+// measurements held out of its fit; the roofline and linear models say they are uncalibrated.
+static Json step_time_json(const PoolSpec& P) {
+  Json j;
+  if (P.perf_model == PerfKind::calibrated && P.profile) {
+    const PerfProfile& f = *P.profile;
+    j["calibrated"] = true;
+    j["profile"] = f.name;
+    j["profile_source"] = f.origin;
+    if (!f.engine.empty()) j["engine"] = f.engine;
+    if (!f.data.empty()) j["fitted_on"] = f.data;
+    Json held;
+    held["points"] = f.held_out.points;
+    for (int k = 0; k < 4; ++k)
+      if (std::isfinite(f.held_out.median[k])) held["median_abs_error_" + std::string(kProfileMetrics[k])] = f.held_out.median[k];
+    j["held_out"] = held;
+  } else {
+    j["calibrated"] = false;
+    j["note"] = P.perf_model == PerfKind::roofline
+                    ? "uncalibrated roofline: expect tens of percent error (docs/validation.md); fit a profile with "
+                      "`fleetsim fit`"
+                    : "linear model with user-given costs: uncalibrated unless they were measured";
+  }
+  if (P.client_ttft_s > 0) j["client_ttft_s"] = P.client_ttft_s;
+  return j;
+}
+
 Json run_report(const Scenario& s, const Tally& t) {
   const double window = t.window_s;
   const PoolSpec& P0 = s.pools[0];
@@ -252,6 +279,7 @@ Json run_report(const Scenario& s, const Tally& t) {
   sc["prompt_tokens"] = C0.prompt.describe;
   sc["output_tokens"] = C0.output.describe;
   sc["perf_model"] = perf_name(P0.perf_model);
+  sc["step_time"] = step_time_json(P0);
   sc["pools"] = s.pools.size();
   sc["classes"] = s.classes.size();
   r["scenario"] = sc;
@@ -440,9 +468,25 @@ std::string format_run_table(const Json& r) {
     arrivals = fmt::format("a burst of {} requests", sc["requests"].get<int64_t>());
   else
     arrivals = fmt::format("{} arrivals at {:.3f}/s", sc["arrival"].get<std::string>(), sc["rate_per_s"].get<double>());
-  o += fmt::format("workload  {}, prompt {}, output {}; {:.0f} s measured after {:.0f} s warm-up, seed {}\n\n", arrivals,
+  o += fmt::format("workload  {}, prompt {}, output {}; {:.0f} s measured after {:.0f} s warm-up, seed {}\n", arrivals,
                    sc["prompt_tokens"].get<std::string>(), sc["output_tokens"].get<std::string>(),
                    r["simulation"]["window_s"].get<double>(), sc["warmup_s"].get<double>(), sc["seed"].get<uint64_t>());
+  if (sc.contains("step_time")) {
+    const Json& st = sc["step_time"];
+    if (st["calibrated"].get<bool>()) {
+      std::string err;
+      const Json& h = st["held_out"];
+      for (const char* k : {"mean_ttft", "mean_tpot", "mean_e2e"})
+        if (h.contains(std::string("median_abs_error_") + k))
+          err += fmt::format("{}{} {:.0f}%", err.empty() ? "" : ", ", k, 100.0 * h[std::string("median_abs_error_") + k].get<double>());
+      o += fmt::format("steps     calibrated profile {} (median error on {} held-out runs: {})\n",
+                       st["profile"].get<std::string>(), h["points"].get<int>(), err.empty() ? "none measured" : err);
+    } else {
+      o += fmt::format("steps     {} (uncalibrated: docs/validation.md gives its error; `fleetsim fit` makes a profile)\n",
+                       sc["perf_model"].get<std::string>());
+    }
+  }
+  o += "\n";
   const Json& rq = r["requests"];
   o += fmt::format("requests  arrived {}  completed {}  rejected {} (queue full {}, too long {})  preempted {}",
                    num(rq["arrived"]), num(rq["completed"]), num(rq["rejected"]),

@@ -48,7 +48,9 @@ const char* arrival_name(ArrivalKind a) {
   }
   return "?";
 }
-const char* perf_name(PerfKind p) { return p == PerfKind::roofline ? "roofline" : "linear"; }
+const char* perf_name(PerfKind p) {
+  return p == PerfKind::roofline ? "roofline" : p == PerfKind::linear ? "linear" : "calibrated";
+}
 
 namespace {
 

@@ -10,6 +10,7 @@
 #include "catalog.hpp"
 #include "core/params.hpp"
 #include "error.hpp"
+#include "profile.hpp"
 #include "trace.hpp"
 
 namespace fleetsim {
@@ -44,6 +45,8 @@ struct PoolSpec {
   int max_batch = 0;
   double batch_window_s = 0;
   PerfKind perf_model = PerfKind::roofline;
+  std::shared_ptr<const PerfProfile> profile;  // calibrated: the fitted coefficients and their provenance
+  double client_ttft_s = 0;                   // added to every TTFT and e2e (the client's own time)
   double mfu = 0, mbu = 0, step_overhead_s = 0;
   double step_base_s = 0, per_prefill_token_s = 0, per_decode_seq_s = 0, per_context_token_s = 0;
 
@@ -94,6 +97,8 @@ struct RequestClassSpec {
   double response_cache_hit_rate = 0, response_cache_latency_s = 0.002;
   // burst: requests; concurrency: closed-loop users, their think time and a rejected user's pause
   int clients = 0;
+  int64_t max_requests = 0;  // concurrency: requests in all (0: until stop_s)
+  double ramp_s = 0;         // concurrency: users' first sends spread evenly over this long
   DistSpec think;
   double think_mean_s = 0, retry_after_s = 1.0;
   // goodput bounds (infinity: none)

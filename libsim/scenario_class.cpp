@@ -17,7 +17,7 @@ RequestClassSpec build_class(const N& wl, const PoolSpec& pool, double duration_
   RequestClassSpec C;
   const N ar = wl.req("arrival");
   ar.allow_keys({"process", "rate_per_s", "cv", "peak_to_mean", "period_s", "peak_at_s", "path", "time_scale",
-                 "start_s", "stop_s", "requests", "clients", "think_time_s", "retry_after_s", "model",
+                 "start_s", "stop_s", "requests", "clients", "think_time_s", "retry_after_s", "ramp_s", "model",
                  "block_tokens"});
   C.start_s = ar.has("start_s") ? ar.at("start_s").num_in(0, duration_s, "start_s") : 0.0;
   C.stop_s = ar.has("stop_s") ? ar.at("stop_s").num_in(0, 1e12, "stop_s") : duration_s;
@@ -26,7 +26,7 @@ RequestClassSpec build_class(const N& wl, const PoolSpec& pool, double duration_
       ar.req("process").choice({"poisson", "gamma", "diurnal", "trace", "constant", "burst", "concurrency"});
   auto only = [&](std::initializer_list<const char*> allowed) {
     for (const char* k : {"rate_per_s", "cv", "peak_to_mean", "period_s", "peak_at_s", "path", "time_scale", "requests",
-                          "clients", "think_time_s", "retry_after_s"}) {
+                          "clients", "think_time_s", "retry_after_s", "ramp_s"}) {
       bool ok = false;
       for (const char* a : allowed) ok = ok || std::string(a) == k;
       if (!ok && ar.has(k)) ar.at(k).fail(std::string("'") + k + "' does not apply to process: " + proc, ErrorKind::inconsistent);
@@ -62,9 +62,17 @@ RequestClassSpec build_class(const N& wl, const PoolSpec& pool, double duration_
     C.arrival = ArrivalKind::burst;
     C.clients = int(ar.req("requests").integer(1, 10000000));
   } else if (proc == "concurrency") {
-    only({"clients", "think_time_s", "retry_after_s"});
+    only({"clients", "think_time_s", "retry_after_s", "requests", "ramp_s"});
+    if (ar.has("ramp_s")) C.ramp_s = ar.at("ramp_s").num_in(0, 86400);
     C.arrival = ArrivalKind::concurrency;
     C.clients = int(ar.req("clients").integer(1, 1000000));
+    if (ar.has("requests")) {
+      C.max_requests = ar.at("requests").integer(1, 1000000000);
+      if (C.max_requests < C.clients)
+        ar.at("requests").fail("requests (" + std::to_string(C.max_requests) + ") must be >= clients (" +
+                                   std::to_string(C.clients) + "): each user sends at least one",
+                               ErrorKind::inconsistent);
+    }
     if (ar.has("think_time_s")) C.think = parse_dist(ar.at("think_time_s"), src.base_dir, true);
     else C.think.describe = "fixed(0)";
     C.think_mean_s = mean_seconds(C.think);

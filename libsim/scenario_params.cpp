@@ -106,6 +106,14 @@ PoolParams PoolSpec::params() const {
     p.perf.overhead_s = step_overhead_s * lora;
     p.perf.flops_per_s = peak_flops * mfu / lora;
     p.perf.bytes_per_s = peak_bytes * mbu / lora;
+  } else if (perf_model == PerfKind::calibrated) {
+    apply_profile(profile->c, peak_flops, device.bf16_tflops * 1e12, peak_bytes, enforce_eager, p.perf);
+    p.perf.overhead_s *= lora;
+    p.perf.per_seq_s *= lora;
+    p.perf.weight_s_per_byte *= lora;
+    p.perf.matmul_s_per_flop *= lora;
+    p.perf.kv_s_per_byte *= lora;
+    p.perf.attn_s_per_flop *= lora;
   } else {
     p.perf.overhead_s = step_base_s * lora;
     p.perf.flops_per_s = peak_flops;
@@ -114,6 +122,7 @@ PoolParams PoolSpec::params() const {
     p.perf.per_decode_seq_s = per_decode_seq_s * lora;
     p.perf.per_context_token_s = per_context_token_s * lora;
   }
+  p.perf.client_ttft_s = client_ttft_s;
   p.work.matmul_flops_per_token = 2.0 * model.params_b * 1e9;
   p.work.attn_flops_per_pair = 4.0 * model.layers * double(model.heads) * model.head_dim;
   p.work.weight_bytes = model.params_b * 1e9 * weight_dtype_bytes(weight_dtype);
@@ -185,6 +194,8 @@ ClassParams RequestClassSpec::params() const {
   c.response_cache_hit_rate = response_cache_hit_rate;
   c.response_cache_latency_s = response_cache_latency_s;
   c.arrivals.clients = clients;
+  c.arrivals.max_requests = max_requests;
+  c.arrivals.ramp_s = ramp_s;
   c.think = dist(think);
   c.retry_after_s = retry_after_s;
   c.good_ttft_s = good_ttft_s;
@@ -206,7 +217,9 @@ SimParams Scenario::params() const {
     // closed loop: each user at most one request per think time (or per millisecond without one)
     if (classes[i].arrival == ArrivalKind::burst) expected += classes[i].clients;
     if (classes[i].arrival == ArrivalKind::concurrency)
-      expected += classes[i].clients * duration_s / std::max(classes[i].think_mean_s, 1e-3);
+      expected += classes[i].max_requests > 0
+                      ? double(classes[i].max_requests)
+                      : classes[i].clients * duration_s / std::max(classes[i].think_mean_s, 1e-3);
   }
   p.duration_s = duration_s;
   p.warmup_s = warmup_s;

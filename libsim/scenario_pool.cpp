@@ -8,6 +8,7 @@
 #include "capacity.hpp"
 #include "catalog.hpp"
 #include "error.hpp"
+#include "profile.hpp"
 #include "scenario_internal.hpp"
 
 namespace fleetsim::detail {
@@ -71,7 +72,7 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
                   "mfu", "mbu", "step_overhead_s", "step_base_s", "per_prefill_token_s", "per_decode_seq_s",
                   "per_context_token_s", "on_kv_exhausted", "prefix_caching", "lora_adapters", "lora_rank",
                   "lora_step_overhead", "tensor_parallel", "pipeline_parallel", "expert_parallel", "network_gb_s",
-                  "network_latency_us", "enforce_eager"});
+                  "network_latency_us", "enforce_eager", "perf_profile", "client_ttft_s"});
   // parallelism: a replica of tp x pp devices
   if (eng.has("tensor_parallel")) {
     const N tn = eng.at("tensor_parallel");
@@ -135,10 +136,47 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
                 std::to_string(P.max_num_seqs) + "): every running sequence needs a token of the step budget",
                 ErrorKind::inconsistent);
   }
-  P.perf_model = eng.has("perf_model") && eng.at("perf_model").choice({"roofline", "linear"}) == "linear"
-                     ? PerfKind::linear
-                     : PerfKind::roofline;
-  if (P.perf_model == PerfKind::roofline) {
+  // the step-time model: a calibrated profile (named, or the shipped one for this device, model
+  // and tp when the scenario leaves it open), else the uncalibrated roofline, or a linear model
+  const std::string pm = eng.has("perf_model") ? eng.at("perf_model").choice({"roofline", "linear", "calibrated"}) : "";
+  const std::string pp_name = eng.has("perf_profile") ? eng.at("perf_profile").str() : "";
+  if (!pp_name.empty() && pm != "" && pm != "calibrated")
+    eng.at("perf_profile").fail("perf_profile belongs to perf_model: calibrated (drop perf_model: " + pm + ")",
+                                ErrorKind::inconsistent);
+  const bool explicit_roofline_knobs = eng.has("mfu") || eng.has("mbu") || eng.has("step_overhead_s");
+  const PerfProfile* shipped = nullptr;
+  if (pm == "calibrated" || (pm.empty() && pp_name.empty() && !explicit_roofline_knobs && P.partition.empty() &&
+                             P.time_slicing == 1))
+    shipped = find_builtin_profile(P.device.name, P.model.name, P.tp);
+  if (!pp_name.empty() && pp_name != "auto" && pp_name != "none") {
+    try {
+      P.profile = std::make_shared<PerfProfile>(load_profile(pp_name, src.base_dir));
+    } catch (const InputError& e) {
+      eng.at("perf_profile").fail(e.what(), e.kind());
+    }
+    if (P.profile->device != P.device.name)
+      eng.at("perf_profile").fail("profile " + P.profile->name + " was fitted on " + P.profile->device + ", not " +
+                                      P.device.name + ": a profile carries to other models, not to other devices",
+                                  ErrorKind::inconsistent);
+  } else if (pp_name != "none" && shipped) {
+    P.profile = std::make_shared<PerfProfile>(*shipped);
+  } else if (pm == "calibrated") {
+    (eng.has("perf_profile") ? eng.at("perf_profile") : eng.at("perf_model"))
+        .fail("no shipped profile for " + P.device.name + " (" + P.model.name + ", tp " + std::to_string(P.tp) +
+                  "): name a profile file written by `fleetsim fit`, or use perf_model: roofline",
+              ErrorKind::inconsistent);
+  }
+  P.perf_model = P.profile ? PerfKind::calibrated : pm == "linear" ? PerfKind::linear : PerfKind::roofline;
+  if (P.profile && explicit_roofline_knobs)
+    eng.at(eng.has("mfu") ? "mfu" : eng.has("mbu") ? "mbu" : "step_overhead_s")
+        .fail("mfu, mbu and step_overhead_s belong to perf_model: roofline, not to a calibrated profile",
+              ErrorKind::inconsistent);
+  if (eng.has("client_ttft_s")) P.client_ttft_s = eng.at("client_ttft_s").num_in(0, 60);
+  else if (P.profile) P.client_ttft_s = P.profile->c.client_ttft_s;
+  if (P.perf_model == PerfKind::calibrated) {
+    for (const char* k : {"step_base_s", "per_prefill_token_s", "per_decode_seq_s", "per_context_token_s"})
+      if (eng.has(k)) eng.at(k).fail(std::string(k) + " belongs to perf_model: linear", ErrorKind::inconsistent);
+  } else if (P.perf_model == PerfKind::roofline) {
     for (const char* k : {"step_base_s", "per_prefill_token_s", "per_decode_seq_s", "per_context_token_s"})
       if (eng.has(k)) eng.at(k).fail(std::string(k) + " belongs to perf_model: linear", ErrorKind::inconsistent);
     // below a thousandth of peak no engine runs; such values only make steps last for ever

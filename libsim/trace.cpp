@@ -382,6 +382,8 @@ TraceData load_trace(const std::string& path, const TraceOptions& opt) {
   return first == '{' ? load_mooncake(path, f, opt) : load_csv(path, f, opt);
 }
 
+int split_csv_line(const std::string& line, std::vector<std::string>& fields) { return split_csv(line, fields); }
+
 TraceData load_trace_csv(const std::string& path) { return load_trace(path); }
 
 std::vector<double> load_csv_column(const std::string& path, const std::string& column) {

@@ -49,10 +49,12 @@ FLEETSIM_HD inline void record_done(Sim& s, int32_t ri, double t) {
   Request& q = s.req[ri];
   advance_clock(s, t);
   s.in_system[q.cls]--;
+  // what the client adds (HTTP, tokenization, detokenization) shifts its first token and its end
+  const double cl = s.p->pools[s.p->classes[q.cls].pool].perf.client_ttft_s;
   {
     PoolState& ps = s.pool[s.p->classes[q.cls].pool];
     ps.ttft_t[ps.ttft_head] = t;
-    ps.ttft_v[ps.ttft_head] = (q.t_first < 0.0 ? t : q.t_first) - q.t_arrive;
+    ps.ttft_v[ps.ttft_head] = (q.t_first < 0.0 ? t : q.t_first) - q.t_arrive + cl;
     ps.ttft_head = ps.ttft_head + 1 == kTtftSamples ? 0 : ps.ttft_head + 1;
     if (ps.ttft_n < kTtftSamples) ps.ttft_n++;
   }
@@ -62,8 +64,8 @@ FLEETSIM_HD inline void record_done(Sim& s, int32_t ri, double t) {
     T.input_tokens += q.prompt;
     T.output_tokens += q.output;
     if (q.t_first < 0.0) q.t_first = t;
-    hist_add(T.e2e, t - q.t_arrive);
-    hist_add(T.ttft, q.t_first - q.t_arrive);
+    hist_add(T.e2e, t - q.t_arrive + cl);
+    hist_add(T.ttft, q.t_first - q.t_arrive + cl);
     hist_add(T.queue_wait, q.t_admit - q.t_arrive);
     double tpot = 0.0;  // vllm bench's convention for a single output token
     if (q.output >= 2) {
@@ -72,13 +74,14 @@ FLEETSIM_HD inline void record_done(Sim& s, int32_t ri, double t) {
     }
     if ((s.goodput_classes >> q.cls) & 1) {
       const ClassParams& C = s.p->classes[q.cls];
-      if (q.t_first - q.t_arrive <= C.good_ttft_s && tpot <= C.good_tpot_s && t - q.t_arrive <= C.good_e2e_s) T.good++;
+      if (q.t_first - q.t_arrive + cl <= C.good_ttft_s && tpot <= C.good_tpot_s && t - q.t_arrive + cl <= C.good_e2e_s)
+        T.good++;
     } else {
       T.good++;  // no bound
     }
   }
   s.req_free[s.req_free_n++] = ri;
-  client_done(s, q.cls, t);
+  client_done(s, q.cls, t + cl);
 }
 
 // Integrate the pool's replica counts up to time t: billed time, cold starts, idle time split

@@ -62,7 +62,13 @@ FLEETSIM_HD inline void client_pop(Sim& s, int32_t c, double t) {
 // A closed-loop user of class c whose request ended at t_end thinks, then sends its next request.
 FLEETSIM_HD inline void client_think(Sim& s, int32_t c, double t_end, bool rejected) {
   const ClassParams& C = s.p->classes[c];
-  double z = sample_think_s(C.think, s.rng, uint32_t(c), s.client_thinks[c]++);
+  const uint64_t k = s.client_thinks[c]++;
+  // a benchmark of max_requests requests: once all are sent, a user whose response ends leaves
+  if (C.arrivals.max_requests > 0 && int64_t(k) + C.arrivals.clients >= C.arrivals.max_requests) {
+    s.next_arrival[c] = client_next(s, c);
+    return;
+  }
+  double z = sample_think_s(C.think, s.rng, uint32_t(c), k);
   // a rejection is answered at once: a user that would send again at the same instant would find
   // the same full queue, so it waits at least retry_after_s
   if (rejected && z < C.retry_after_s) z = C.retry_after_s;

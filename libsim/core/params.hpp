@@ -42,14 +42,20 @@ struct ArrivalParams {
   const int32_t* trace_cached;  // prompt tokens an unbounded prefix cache holds (null: none)
   int64_t trace_n;
   int32_t clients;             // burst: requests; concurrency: users
+  double ramp_s;               // concurrency: user i first sends at start_s + ramp_s x i / clients
+  int64_t max_requests;        // concurrency: requests sent in all, then users stop (0: no limit), as a benchmark's num_prompts
 };
 
 enum class Batching : int32_t { continuous = 0, fixed_batch = 1 };
 enum class Router : int32_t { round_robin = 0, least_outstanding = 1, central_queue = 2 };
-enum class PerfKind : int32_t { roofline = 0, linear = 1 };
+enum class PerfKind : int32_t { roofline = 0, linear = 1, calibrated = 2 };
 
 // What one step costs. Roofline: overhead + max(FLOPs / flops_per_s, bytes / bytes_per_s).
 // Linear: overhead + per_prefill_token * p + per_decode_seq * n + per_context_token * ctx.
+// Calibrated (a fitted profile, docs/model.md "Calibrated step time"): a sum of terms, each a
+// fitted coefficient times the step's work: overhead + per_seq S + weight bytes + GEMM FLOPs + KV
+// bytes + prefill-attention FLOPs. A sum rather than a max: GEMMs between the memory-bound and
+// the compute-bound regime pay for both, which is the token-dependent efficiency real kernels show.
 struct PerfParams {
   PerfKind kind;
   double overhead_s;
@@ -58,6 +64,13 @@ struct PerfParams {
   double per_prefill_token_s;
   double per_decode_seq_s;
   double per_context_token_s;
+  double per_seq_s;          // calibrated: scheduling, sampling and bookkeeping per sequence in the step
+  double weight_s_per_byte;  // calibrated: per weight byte read
+  double matmul_s_per_flop;  // calibrated: per GEMM FLOP
+  double kv_s_per_byte;      // calibrated: per KV byte read or written
+  double attn_s_per_flop;    // calibrated: per prefill-attention FLOP
+  double comm_factor;        // calibrated: x the modelled collectives of a replica of several devices
+  double client_ttft_s;      // HTTP, tokenization and detokenization a client sees in its TTFT (any kind)
 };
 
 // Work per step, from the model architecture.

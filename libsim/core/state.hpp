@@ -350,7 +350,8 @@ FLEETSIM_HD inline Sim sim_bind(const SimParams& p, uint32_t replication, uint8_
     s.closed_classes |= 1 << c;
     s.client_n[c] = a.clients;
     s.client_stop[c] = min_of(a.stop_s, p.duration_s);
-    for (int32_t i = 0; i < a.clients; ++i) s.client_heap[cb + i] = a.start_s;
+    // ascending, so already a min-heap
+    for (int32_t i = 0; i < a.clients; ++i) s.client_heap[cb + i] = a.start_s + a.ramp_s * double(i) / double(a.clients);
     cb += a.clients;
   }
   return s;

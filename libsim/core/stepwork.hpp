@@ -33,22 +33,37 @@ FLEETSIM_HD FLEETSIM_FORCEINLINE double parallel_step_s(const PoolParams& P, dou
   return P.perf.overhead_s + comm + max_of(flops / (m * P.perf.flops_per_s), (weight_bytes + kv_bytes / m) / P.perf.bytes_per_s);
 }
 
+// The calibrated step time (params.hpp) of a step's work on one device of a rank: m micro-batches
+// share the compute and KV part, each traversal reads the weights once, plus the collectives.
+FLEETSIM_HD FLEETSIM_FORCEINLINE double calibrated_step_s(const PerfParams& f, double seqs, double weight_bytes,
+                                                          double matmul_flops, double kv_bytes, double attn_flops,
+                                                          double m, double comm) {
+  return f.overhead_s + comm + f.per_seq_s * seqs + f.weight_s_per_byte * weight_bytes +
+         (f.matmul_s_per_flop * matmul_flops + f.kv_s_per_byte * kv_bytes + f.attn_s_per_flop * attn_flops) / m;
+}
+
 // Decode-only run of n sequences whose context before step j is T0 + n j.
 FLEETSIM_HD inline void set_decode_run(const PoolParams& P, Replica& R, double n, double T0) {
   const WorkParams& w = P.work;
-  const bool roofline = P.perf.kind == PerfKind::roofline;
+  const PerfParams& f = P.perf;
+  const bool roofline = f.kind == PerfKind::roofline;
   Line l;
-  l.o = P.perf.overhead_s;
+  l.o = f.overhead_s;
+  l.a2 = l.b2 = 0.0;
   if (plain_step_model(P)) {
     R.run_fa = w.matmul_flops_per_token * n + w.attn_flops_per_pair * (T0 + n);
     R.run_fb = w.attn_flops_per_pair * n;
     R.run_ba = w.weight_bytes + w.kv_bytes_per_token * (T0 + n);
     R.run_bb = w.kv_bytes_per_token * n;
     if (roofline) {
-      l.a1 = R.run_fa / P.perf.flops_per_s;
-      l.b1 = R.run_fb / P.perf.flops_per_s;
-      l.a2 = R.run_ba / P.perf.bytes_per_s;
-      l.b2 = R.run_bb / P.perf.bytes_per_s;
+      l.a1 = R.run_fa / f.flops_per_s;
+      l.b1 = R.run_fb / f.flops_per_s;
+      l.a2 = R.run_ba / f.bytes_per_s;
+      l.b2 = R.run_bb / f.bytes_per_s;
+    } else if (f.kind == PerfKind::calibrated) {
+      l.a1 = f.per_seq_s * n + f.weight_s_per_byte * w.weight_bytes + f.matmul_s_per_flop * w.matmul_flops_per_token * n +
+             f.kv_s_per_byte * w.kv_bytes_per_token * (T0 + n);
+      l.b1 = f.kv_s_per_byte * R.run_bb;
     }
   } else {
     const double m = micro_batches(P.par, n);
@@ -60,15 +75,20 @@ FLEETSIM_HD inline void set_decode_run(const PoolParams& P, Replica& R, double n
     R.run_bb = w.kv_bytes_per_token * n;
     if (roofline) {
       l.o += comm_s(P.par, n / m);
-      l.a1 = R.run_fa / (m * P.perf.flops_per_s);
-      l.b1 = R.run_fb / (m * P.perf.flops_per_s);
-      l.a2 = (W + kv_a / m) / P.perf.bytes_per_s;
-      l.b2 = R.run_bb / (m * P.perf.bytes_per_s);
+      l.a1 = R.run_fa / (m * f.flops_per_s);
+      l.b1 = R.run_fb / (m * f.flops_per_s);
+      l.a2 = (W + kv_a / m) / f.bytes_per_s;
+      l.b2 = R.run_bb / (m * f.bytes_per_s);
+    } else if (f.kind == PerfKind::calibrated) {
+      l.o += f.comm_factor * comm_s(P.par, n / m);
+      l.a1 = f.per_seq_s * n + f.weight_s_per_byte * W +
+             (f.matmul_s_per_flop * w.matmul_flops_per_token * n + f.kv_s_per_byte * kv_a) / m;
+      l.b1 = f.kv_s_per_byte * R.run_bb / m;
     }
   }
-  if (!roofline) {  // a calibrated profile already includes the replica's parallelism
-    l.a1 = P.perf.per_decode_seq_s * n + P.perf.per_context_token_s * (T0 + n);
-    l.b1 = P.perf.per_context_token_s * n;
+  if (f.kind == PerfKind::linear) {  // a linear model already includes the replica's parallelism
+    l.a1 = f.per_decode_seq_s * n + f.per_context_token_s * (T0 + n);
+    l.b1 = f.per_context_token_s * n;
     l.a2 = 0.0;
     l.b2 = 0.0;
   }
@@ -81,23 +101,33 @@ FLEETSIM_HD inline void set_decode_run(const PoolParams& P, Replica& R, double n
 FLEETSIM_HD inline void set_single_step(const PoolParams& P, Replica& R, double ptoks, double ppairs, double pread,
                                         double n, double T0, double seqs) {
   const WorkParams& w = P.work;
+  const PerfParams& f = P.perf;
   const bool plain = plain_step_model(P);
   double f_in = w.matmul_flops_per_token * ptoks + w.attn_flops_per_pair * ppairs;
   double f_out = n > 0.0 ? w.matmul_flops_per_token * n + w.attn_flops_per_pair * (T0 + n) : 0.0;
+  const double ctx_out = n > 0.0 ? T0 + n : 0.0;
   double bytes, dt;
   if (plain) {
-    bytes = w.weight_bytes + w.kv_bytes_per_token * (pread + ptoks + (n > 0.0 ? T0 + n : 0.0));
-    dt = step_time(P, f_in + f_out, bytes, ptoks, n, n > 0.0 ? T0 + n : 0.0);
+    bytes = w.weight_bytes + w.kv_bytes_per_token * (pread + ptoks + ctx_out);
+    dt = f.kind == PerfKind::calibrated
+             ? calibrated_step_s(f, seqs, w.weight_bytes, w.matmul_flops_per_token * (ptoks + n),
+                                 w.kv_bytes_per_token * (pread + ptoks + ctx_out), w.attn_flops_per_pair * ppairs, 1.0, 0.0)
+             : step_time(P, f_in + f_out, bytes, ptoks, n, ctx_out);
   } else {
     const double m = micro_batches(P.par, seqs);
     const double tokens = ptoks + n;
     const double W = step_weight_bytes(w, P.moe, tokens / m);
     f_in += w.window_flops_per_token * ptoks;
     f_out += w.window_flops_per_token * n;
-    const double kv = w.kv_bytes_per_token * (pread + ptoks + (n > 0.0 ? T0 + n : 0.0)) + w.window_bytes_per_seq * seqs;
+    const double kv = w.kv_bytes_per_token * (pread + ptoks + ctx_out) + w.window_bytes_per_seq * seqs;
     bytes = W * m + kv;
-    dt = P.perf.kind == PerfKind::roofline ? parallel_step_s(P, f_in + f_out, W, kv, m, comm_s(P.par, tokens / m))
-                                            : step_time(P, f_in + f_out, bytes, ptoks, n, n > 0.0 ? T0 + n : 0.0);
+    if (f.kind == PerfKind::roofline)
+      dt = parallel_step_s(P, f_in + f_out, W, kv, m, comm_s(P.par, tokens / m));
+    else if (f.kind == PerfKind::calibrated)
+      dt = calibrated_step_s(f, seqs, W, w.matmul_flops_per_token * tokens, kv,
+                             w.attn_flops_per_pair * ppairs + w.window_flops_per_token * ptoks, m, f.comm_factor * comm_s(P.par, tokens / m));
+    else
+      dt = step_time(P, f_in + f_out, bytes, ptoks, n, ctx_out);
   }
   R.run_fa = f_in + f_out;
   R.run_fb = 0.0;
@@ -107,8 +137,13 @@ FLEETSIM_HD inline void set_single_step(const PoolParams& P, Replica& R, double 
   l.o = dt;
   l.a1 = l.b1 = l.a2 = l.b2 = 0.0;
   R.run_line = l;
-  if (P.perf.kind == PerfKind::roofline) {
+  if (f.kind == PerfKind::roofline) {
     R.run_in_share = f_in / (f_in + f_out);
+  } else if (f.kind == PerfKind::calibrated) {
+    const double ci = f.matmul_s_per_flop * w.matmul_flops_per_token * ptoks + f.attn_s_per_flop * w.attn_flops_per_pair * ppairs +
+                      f.kv_s_per_byte * w.kv_bytes_per_token * (pread + ptoks);
+    const double co = f.matmul_s_per_flop * w.matmul_flops_per_token * n + f.kv_s_per_byte * w.kv_bytes_per_token * ctx_out;
+    R.run_in_share = ci + co > 0.0 ? ci / (ci + co) : ptoks / (ptoks + n);
   } else {
     const double ci = P.perf.per_prefill_token_s * ptoks;
     const double co = P.perf.per_decode_seq_s * n + P.perf.per_context_token_s * (n > 0.0 ? T0 + n : 0.0);

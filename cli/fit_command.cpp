@@ -1,0 +1,183 @@
+#include "fit_command.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <fstream>
+#include <iostream>
+
+#include "libsim/fit.hpp"
+#include "libsim/report.hpp"
+
+namespace fleetsim::cli {
+
+namespace {
+
+std::string pct(double v) { return std::isfinite(v) ? fmt::format("{:.1f}%", 100.0 * v) : "-"; }
+
+// Per metric: mean |relative error| and R^2 of predicted against measured.
+void quality(const std::vector<PointResult>& r, int m, double& mape, double& r2) {
+  double sum_err = 0, n = 0, mean = 0;
+  for (const auto& x : r)
+    if (std::isfinite(x.error[m])) sum_err += x.error[m], mean += x.point->measured[m], n += 1;
+  mape = n > 0 ? sum_err / n : std::nan("");
+  if (n < 2) {
+    r2 = std::nan("");
+    return;
+  }
+  mean /= n;
+  double ss_res = 0, ss_tot = 0;
+  for (const auto& x : r)
+    if (std::isfinite(x.error[m])) {
+      const double d = x.point->measured[m] - x.predicted.v[m];
+      ss_res += d * d;
+      ss_tot += (x.point->measured[m] - mean) * (x.point->measured[m] - mean);
+    }
+  r2 = ss_tot > 0 ? 1.0 - ss_res / ss_tot : std::nan("");
+}
+
+}  // namespace
+
+int run_fit(const FitArgs& a, const std::function<void(const std::string&)>& emit) {
+  PerfProfile prof;
+  prof.engine = a.engine;
+  prof.method = a.steps ? "non-negative least squares on step timings (fleetsim fit --steps)"
+                        : "Levenberg-Marquardt over simulated benchmark runs (fleetsim fit)";
+  std::string data;
+  for (const auto& f : a.inputs) data += (data.empty() ? "" : ", ") + f;
+  prof.data = data;
+  Json out;
+  std::string table;
+
+  if (a.steps) {
+    std::vector<StepSample> samples;
+    std::string device;
+    for (const auto& f : a.inputs) {
+      auto s = read_step_samples(f, device);
+      samples.insert(samples.end(), s.begin(), s.end());
+    }
+    prof.device = device;
+    prof.c = fit_steps(samples);
+    // k-fold: each step predicted by a fit without it
+    const int k = std::max(2, a.folds);
+    std::vector<double> err_fit, err_held;
+    for (const auto& s : samples) err_fit.push_back(std::fabs(step_prediction(prof.c, s) - s.step_s) / s.step_s);
+    if (int(samples.size()) >= 2 * k) {
+      for (int f = 0; f < k; ++f) {
+        std::vector<StepSample> train;
+        for (size_t i = 0; i < samples.size(); ++i)
+          if (int(i % size_t(k)) != f) train.push_back(samples[i]);
+        const PerfCoefficients c = fit_steps(train);
+        for (size_t i = size_t(f); i < samples.size(); i += size_t(k))
+          err_held.push_back(std::fabs(step_prediction(c, samples[i]) - samples[i].step_s) / samples[i].step_s);
+      }
+    }
+    auto med = [](std::vector<double> v) {
+      if (v.empty()) return std::nan("");
+      std::sort(v.begin(), v.end());
+      return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+    };
+    double mean_fit = 0;
+    for (double e : err_fit) mean_fit += e;
+    mean_fit /= double(err_fit.size());
+    table += fmt::format("{} step timings on {}\nstep time: MAPE {} (fit), median |error| {} (fit), {} ({}-fold held out)\n",
+                         samples.size(), device, pct(mean_fit), pct(med(err_fit)), pct(med(err_held)), k);
+    out["steps"] = samples.size();
+    out["step_time"] = {{"mape", mean_fit}, {"median_abs_error", med(err_fit)}, {"held_out_median_abs_error", med(err_held)}};
+  } else {
+    BenchPoint defaults;
+    defaults.device_id = a.device;
+    defaults.model_id = a.model;
+    defaults.tp = a.tp;
+    defaults.engine = a.engine;
+    defaults.weight_dtype = "";
+    std::vector<BenchPoint> points;
+    for (const auto& f : a.inputs) {
+      auto p = read_benchmarks(f, defaults);
+      points.insert(points.end(), p.begin(), p.end());
+    }
+    mark_unsimulatable(points, a.requests_per_client);
+    std::vector<const BenchPoint*> ok;
+    for (const auto& p : points) {
+      if (!p.skip.empty()) {
+        std::cerr << "fleetsim fit: skipping " << p.where << ": " << p.skip << "\n";
+        continue;
+      }
+      if (!ok.empty() && p.device != ok[0]->device)
+        throw InputError(Location{p.where, 0, 0, ""}, "a profile is fitted for one device: this point is on " + p.device +
+                                                          ", earlier ones on " + ok[0]->device +
+                                                          " (fit each device on its own)");
+      ok.push_back(&p);
+    }
+    if (ok.size() < 3)
+      throw InputError(Location{a.inputs.empty() ? "" : a.inputs[0], 0, 0, ""},
+                       fmt::format("{} usable benchmark points: a fit needs at least 3 (a point needs a catalog model "
+                                   "and device, lengths, a load, and a measured TTFT or TPOT; --device/--model/--tp "
+                                   "fill what JSON results do not say)",
+                                   ok.size()));
+    prof.device = ok[0]->device;
+    bool one_model = true, one_tp = true;
+    for (const BenchPoint* p : ok) one_model = one_model && p->model == ok[0]->model, one_tp = one_tp && p->tp == ok[0]->tp;
+    if (one_model) prof.model = ok[0]->model;
+    if (one_model && one_tp) prof.tp = ok[0]->tp;
+    FitOptions opt;
+    opt.threads = a.threads;
+    opt.folds = a.folds;
+    opt.requests_per_client = a.requests_per_client;
+    opt.progress = [](const std::string& s) { std::cerr << "fleetsim fit: " << s << "\n"; };
+    prof.c = fit_benchmarks(ok, opt);
+    const auto fitted = evaluate(ok, &prof.c, opt);
+    prof.fit = summarize(fitted);
+    if (a.folds >= 2 && int(ok.size()) >= 2 * a.folds) prof.held_out = summarize(cross_validate(ok, opt));
+    else if (a.folds >= 2)
+      std::cerr << "fleetsim fit: " << ok.size() << " points are too few for " << a.folds
+                << "-fold cross-validation (2 per fold): no held-out error\n";
+    const bool cv = prof.held_out.points > 0;
+    table += fmt::format("{} benchmark points on {}{}\n\n{:<10} {:>8} {:>8} {:>14} {:>14}\n", ok.size(), prof.device,
+                         prof.model.empty() ? "" : " (" + prof.model + ")", "metric", "MAPE", "R^2", "median |error|",
+                         cv ? fmt::format("{}-fold held out", a.folds) : std::string());
+    Json q;
+    for (int m = 0; m < kBenchMetrics; ++m) {
+      double mape, r2;
+      quality(fitted, m, mape, r2);
+      if (!std::isfinite(mape)) continue;
+      table += fmt::format("{:<10} {:>8} {:>8} {:>14} {:>14}\n", kProfileMetrics[m], pct(mape),
+                           std::isfinite(r2) ? fmt::format("{:.3f}", r2) : "-", pct(prof.fit.median[m]),
+                           cv ? pct(prof.held_out.median[m]) : std::string());
+      q[kProfileMetrics[m]] = {{"mape", mape},
+                               {"r2", std::isfinite(r2) ? Json(r2) : Json()},
+                               {"median_abs_error", prof.fit.median[m]},
+                               {"held_out_median_abs_error",
+                                std::isfinite(prof.held_out.median[m]) ? Json(prof.held_out.median[m]) : Json()}};
+    }
+    out["points"] = ok.size();
+    out["quality"] = q;
+  }
+  prof.name = !a.name.empty() ? a.name
+                              : prof.device + "/" + (prof.model.empty() ? std::string("any") : prof.model) +
+                                    (prof.tp > 0 ? "/tp" + std::to_string(prof.tp) : "");
+  table += "\ncoefficients:\n";
+  Json coeffs;
+  for (int i = 0; i < kProfileTerms; ++i) {
+    table += fmt::format("  {:<17} {:.6g}\n", profile_term_names()[i], profile_term(prof.c, i));
+    coeffs[profile_term_names()[i]] = profile_term(prof.c, i);
+  }
+  const std::string yaml = profile_yaml(prof);
+  const bool to_stdout = a.output.empty() || a.output == "-";
+  if (!to_stdout) {
+    std::ofstream f(a.output, std::ios::binary);
+    if (!(f << yaml) || !f.flush())
+      throw InputError(Location{"--output " + a.output, 0, 0, ""}, "cannot write the profile to " + a.output);
+    table += "\nwrote " + a.output + " (use it with engine.perf_profile: " + a.output + ")\n";
+  }
+  out["profile"] = prof.name;
+  out["device"] = prof.device;
+  out["coefficients"] = coeffs;
+  if (a.format == "json") emit(out.dump(2) + "\n");
+  else if (to_stdout) emit(yaml);
+  else emit(table);
+  if (to_stdout && a.format != "json") std::cerr << table;
+  return 0;
+}
+
+}  // namespace fleetsim::cli

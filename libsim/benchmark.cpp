@@ -1,0 +1,369 @@
+#include "benchmark.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "trace.hpp"
+
+namespace fleetsim {
+
+namespace {
+
+std::string lower(std::string s) {
+  for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+[[noreturn]] void fail_at(const std::string& path, int line, const std::string& text, const std::string& msg) {
+  throw InputError(Location{path, line, 0, text}, msg);
+}
+
+double num_or_nan(const std::string& s, const std::string& path, int line, const std::string& text, const char* col) {
+  if (s.empty()) return std::nan("");
+  if (lower(s) == "inf") return INFINITY;
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  if (end == s.c_str() || *end != '\0' || std::isnan(v) || v < 0)
+    fail_at(path, line, text, std::string("column ") + col + ": expected a number >= 0, not '" + s + "'");
+  return v;
+}
+
+// key=value pairs in a free-text notes cell ("max_num_seqs=128; gpu_memory_utilization=0.9").
+std::map<std::string, double> note_values(const std::string& notes) {
+  std::map<std::string, double> out;
+  for (const char* key : {"max_num_seqs", "max_num_batched_tokens", "gpu_memory_utilization", "gpu_mem_util"}) {
+    const size_t at = notes.find(std::string(key) + "=");
+    if (at == std::string::npos) continue;
+    out[key] = std::strtod(notes.c_str() + at + std::string(key).size() + 1, nullptr);
+  }
+  return out;
+}
+
+void finish_point(BenchPoint& p) {
+  p.model = catalog_model_for(p.model_id);
+  p.device = catalog_device_for(p.device_id);
+  const std::string dt = lower(p.weight_dtype);
+  if (dt.rfind("fp8", 0) == 0 || (dt.empty() && lower(p.model_id).find("fp8") != std::string::npos)) p.weight_dtype = "fp8";
+  else if (dt.empty() || dt == "fp16" || dt == "bf16" || dt == "float16" || dt == "bfloat16") p.weight_dtype = "bf16";
+  p.group = p.engine + "/" + p.model + "/" + p.device + "/tp" + std::to_string(p.tp);
+  if (p.model.empty()) p.skip = "model " + p.model_id + " is not in the catalog";
+  else if (p.device.empty()) p.skip = "device " + p.device_id + " is not in the catalog";
+  else if (!(p.isl > 0) || !(p.osl > 0)) p.skip = "prompt and output lengths not stated";
+  else if (p.concurrency <= 0 && !(p.rate_per_s > 0)) p.skip = "neither concurrency nor request rate stated";
+  else if (p.weight_dtype != "fp8" && p.weight_dtype != "bf16") p.skip = "weight dtype " + p.weight_dtype + " not modelled";
+}
+
+std::vector<BenchPoint> read_csv(const std::string& path, std::istream& in, const BenchPoint& defaults) {
+  std::string line;
+  std::vector<std::string> header, cols;
+  int lineno = 1;
+  if (!std::getline(in, line)) fail_at(path, 1, "", "empty file: expected a CSV header");
+  if (!line.empty() && line.back() == '\r') line.pop_back();
+  if (line.compare(0, 3, "\xEF\xBB\xBF") == 0) line.erase(0, 3);
+  if (split_csv_line(line, header)) fail_at(path, 1, line, "unterminated quoted field in the header");
+  std::map<std::string, size_t> col;
+  for (size_t i = 0; i < header.size(); ++i) col[lower(header[i])] = i;
+  for (const char* need : {"model", "isl", "osl"})
+    if (!col.count(need))
+      fail_at(path, 1, line,
+              std::string("missing column '") + need +
+                  "': expected model, device, tp, isl, osl, concurrency or request_rate, and mean_ttft_ms, "
+                  "mean_tpot_ms, mean_e2e_ms, p99_ttft_ms (any of them)");
+  if (!col.count("concurrency") && !col.count("request_rate"))
+    fail_at(path, 1, line, "missing column 'concurrency' or 'request_rate'");
+  std::vector<BenchPoint> out;
+  while (std::getline(in, line)) {
+    ++lineno;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.find_first_not_of(" \t") == std::string::npos) continue;
+    if (const int q = split_csv_line(line, cols)) fail_at(path, lineno, line, "unterminated quoted field at column " + std::to_string(q));
+    auto get = [&](const char* k) -> std::string {
+      auto it = col.find(k);
+      return it == col.end() || it->second >= cols.size() ? std::string() : cols[it->second];
+    };
+    auto num = [&](const char* k) { return num_or_nan(get(k), path, lineno, line, k); };
+    BenchPoint p = defaults;
+    p.where = path + ":" + std::to_string(lineno);
+    p.source = get("source");
+    if (!get("engine").empty()) p.engine = get("engine");
+    p.engine_version = get("engine_version");
+    p.model_id = get("model");
+    if (!get("device").empty()) p.device_id = get("device");
+    if (!get("tp").empty()) p.tp = int(num("tp"));
+    if (!get("weight_dtype").empty()) p.weight_dtype = get("weight_dtype");
+    else if (!defaults.weight_dtype.empty() && col.count("weight_dtype")) p.weight_dtype = "";
+    p.isl = num("isl");
+    p.osl = num("osl");
+    const double conc = num("concurrency"), rate = num("request_rate");
+    if (std::isfinite(conc) && conc > 0) p.concurrency = int(conc);
+    else if (!std::isnan(rate)) p.rate_per_s = rate;
+    const double np = num("num_prompts");
+    if (std::isfinite(np)) p.num_prompts = int(np);
+    p.measured[kMeanTtft] = num("mean_ttft_ms") / 1e3;
+    p.measured[kMeanTpot] = num("mean_tpot_ms") / 1e3;
+    p.measured[kMeanE2e] = num("mean_e2e_ms") / 1e3;
+    p.measured[kP99Ttft] = num("p99_ttft_ms") / 1e3;
+    const std::string notes = get("notes");
+    const auto nv = note_values(notes);
+    if (nv.count("max_num_seqs")) p.max_num_seqs = int(nv.at("max_num_seqs"));
+    if (nv.count("max_num_batched_tokens")) p.max_batched_tokens = int(nv.at("max_num_batched_tokens"));
+    if (nv.count("gpu_memory_utilization")) p.gpu_memory_utilization = nv.at("gpu_memory_utilization");
+    if (nv.count("gpu_mem_util")) p.gpu_memory_utilization = nv.at("gpu_mem_util");
+    p.poisson = notes.find("poisson") != std::string::npos;
+    finish_point(p);
+    if (p.skip.empty() && lower(notes).find("failures=") != std::string::npos &&
+        lower(notes).find("failures=0") == std::string::npos)
+      p.skip = "requests failed in the measured run: its figures cover only the survivors";
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+double ms(const nlohmann::json& j, const char* key) {
+  return j.contains(key) && j[key].is_number() ? j[key].get<double>() / 1e3 : std::nan("");
+}
+
+// vllm bench serve --save-result: one run per file.
+BenchPoint read_vllm_json(const std::string& path, const nlohmann::json& j, const BenchPoint& defaults) {
+  BenchPoint p = defaults;
+  p.where = path;
+  p.source = path;
+  if (p.engine.empty()) p.engine = "vllm";
+  if (j.contains("model_id") && j["model_id"].is_string()) p.model_id = j["model_id"].get<std::string>();
+  if (j.contains("max_concurrency") && j["max_concurrency"].is_number()) p.concurrency = j["max_concurrency"].get<int>();
+  if (j.contains("request_rate")) {
+    const auto& r = j["request_rate"];
+    if (r.is_number()) p.rate_per_s = r.get<double>();
+    else if (r.is_string()) p.rate_per_s = lower(r.get<std::string>()) == "inf" ? INFINITY : std::atof(r.get<std::string>().c_str());
+    p.poisson = true;  // vllm bench serve's default burstiness 1.0
+  }
+  if (p.concurrency > 0 && std::isinf(p.rate_per_s)) p.rate_per_s = 0;
+  if (j.contains("num_prompts") && j["num_prompts"].is_number()) p.num_prompts = j["num_prompts"].get<int>();
+  else if (j.contains("completed") && j["completed"].is_number()) p.num_prompts = j["completed"].get<int>();
+  if (j.contains("total_input_tokens") && j.contains("completed") && j["completed"].get<double>() > 0 && !(p.isl > 0))
+    p.isl = j["total_input_tokens"].get<double>() / j["completed"].get<double>();
+  if (j.contains("total_output_tokens") && j.contains("completed") && j["completed"].get<double>() > 0 && !(p.osl > 0))
+    p.osl = j["total_output_tokens"].get<double>() / j["completed"].get<double>();
+  p.measured[kMeanTtft] = ms(j, "mean_ttft_ms");
+  p.measured[kMeanTpot] = ms(j, "mean_tpot_ms");
+  p.measured[kMeanE2e] = ms(j, "mean_e2el_ms");
+  p.measured[kP99Ttft] = ms(j, "p99_ttft_ms");
+  finish_point(p);
+  return p;
+}
+
+// GuideLLM's report: benchmarks[] with args.profile (concurrent streams or a rate) and metrics.
+std::vector<BenchPoint> read_guidellm_json(const std::string& path, const nlohmann::json& j, const BenchPoint& defaults) {
+  std::vector<BenchPoint> out;
+  int i = 0;
+  for (const auto& b : j["benchmarks"]) {
+    BenchPoint p = defaults;
+    p.where = path + " benchmarks[" + std::to_string(i++) + "]";
+    p.source = p.where;
+    if (p.engine.empty()) p.engine = "vllm";
+    const auto& m = b.value("metrics", nlohmann::json::object());
+    auto stat = [&](const char* metric, const char* which) -> double {
+      if (!m.contains(metric)) return std::nan("");
+      const auto& x = m[metric].contains("successful") ? m[metric]["successful"] : m[metric];
+      if (std::string(which) == "p99")
+        return x.contains("percentiles") && x["percentiles"].contains("p99") ? x["percentiles"]["p99"].get<double>()
+                                                                             : std::nan("");
+      return x.contains(which) && x[which].is_number() ? x[which].get<double>() : std::nan("");
+    };
+    p.measured[kMeanTtft] = stat("time_to_first_token_ms", "mean") / 1e3;
+    p.measured[kP99Ttft] = stat("time_to_first_token_ms", "p99") / 1e3;
+    p.measured[kMeanTpot] = stat("time_per_output_token_ms", "mean") / 1e3;
+    p.measured[kMeanE2e] = stat("request_latency", "mean");  // seconds in GuideLLM
+    if (!(p.isl > 0)) p.isl = stat("prompt_token_count", "mean");
+    if (!(p.osl > 0)) p.osl = stat("output_token_count", "mean");
+    const nlohmann::json args = b.value("args", nlohmann::json::object());
+    const nlohmann::json prof =
+        args.contains("strategy") ? args["strategy"] : args.value("profile", nlohmann::json::object());
+    const std::string kind = prof.value("type_", prof.value("strategy", std::string()));
+    if (prof.contains("streams") && prof["streams"].is_number()) p.concurrency = prof["streams"].get<int>();
+    else if (prof.contains("rate") && prof["rate"].is_number()) {
+      p.rate_per_s = prof["rate"].get<double>();
+      p.poisson = kind == "poisson";
+    }
+    if (b.contains("model") && b["model"].is_string() && p.model_id.empty()) p.model_id = b["model"].get<std::string>();
+    finish_point(p);
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string catalog_model_for(const std::string& model_id) {
+  std::string m = lower(model_id);
+  if (const size_t slash = m.rfind('/'); slash != std::string::npos) m = m.substr(slash + 1);
+  for (const std::string& suffix : {"-fp8-dynamic", "-fp8", "-instruct-2407", "-instruct", "-hf", "-v0.1", "-instruct"})
+    if (ends_with(m, suffix)) m = m.substr(0, m.size() - suffix.size());
+  if (ends_with(m, "-instruct")) m = m.substr(0, m.size() - 9);
+  // same architecture fields under another release name (docs/catalog.md)
+  static const std::map<std::string, std::string> alias = {
+      {"qwen2-7b", "qwen2.5-7b"},     {"qwen2-72b", "qwen2.5-72b"},   {"meta-llama-3-8b", "llama-3.1-8b"},
+      {"llama-3.1-70b", "llama-3.1-70b"}, {"qwen3-235b-a22b", "qwen3-235b-a22b"}, {"codellama-34b", "codellama-34b"},
+      {"mixtral-8x7b", "mixtral-8x7b"}, {"llama-3.3-70b", "llama-3.3-70b"}};
+  if (auto it = alias.find(m); it != alias.end()) m = it->second;
+  for (const auto& x : builtin_models())
+    if (x.name == m) return m;
+  return "";
+}
+
+std::string catalog_device_for(const std::string& device_id) {
+  const std::string d = lower(device_id);
+  for (const auto& x : builtin_devices())
+    if (x.name == d) return d;
+  static const std::map<std::string, std::string> alias = {
+      {"h100-sxm", "h100-sxm-80gb"}, {"h100", "h100-sxm-80gb"},     {"h200-sxm", "h200-141gb"}, {"h200", "h200-141gb"},
+      {"b200-sxm", "b200-180gb"},    {"b200", "b200-180gb"},        {"a100-80gb", "a100-80gb"}, {"a100-40gb", "a100-40gb"},
+      {"l40s", "l40s-48gb"},         {"l4", "l4-24gb"},             {"mi300x", "mi300x-192gb"}};
+  auto it = alias.find(d);
+  return it == alias.end() ? "" : it->second;
+}
+
+std::vector<BenchPoint> read_benchmarks(const std::string& path, const BenchPoint& defaults) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(Location{path, 0, 0, ""}, "cannot read benchmark file " + path);
+  BenchPoint d = defaults;
+  for (double& v : d.measured) v = std::nan("");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t first = text.find_first_not_of(" \t\r\n\xEF\xBB\xBF");
+  if (first != std::string::npos && text[first] == '{') {
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(text);
+    } catch (const nlohmann::json::parse_error& e) {
+      throw InputError(Location{path, 0, 0, ""}, std::string("malformed JSON: ") + e.what());
+    }
+    try {
+      if (j.contains("benchmarks") && j["benchmarks"].is_array()) return read_guidellm_json(path, j, d);
+      if (j.contains("mean_ttft_ms")) return {read_vllm_json(path, j, d)};
+    } catch (const nlohmann::json::exception& e) {
+      throw InputError(Location{path, 0, 0, ""}, std::string("unexpected JSON layout: ") + e.what());
+    }
+    throw InputError(Location{path, 0, 0, ""},
+                     "not a benchmark result: expected `vllm bench serve --save-result` JSON (mean_ttft_ms, ...) or a "
+                     "GuideLLM report (benchmarks: [...])");
+  }
+  std::istringstream s(text);
+  return read_csv(path, s, d);
+}
+
+std::string benchmark_scenario_yaml(const BenchPoint& p, int requests_per_client) {
+  const DeviceSpec* dev = nullptr;
+  for (const auto& x : builtin_devices())
+    if (x.name == p.device) dev = &x;
+  // vLLM's server defaults (EngineArgs, asserted by vLLM's tests/engine/test_arg_utils.py,
+  // test_defaults_with_usage_context): 1024 sequences and 8192 tokens per step on cards of 70 GiB
+  // and more other than the A100, else 256 and 2048
+  const bool big = dev && dev->memory_gib >= 70.0 && p.device.rfind("a100", 0) != 0;
+  const int seqs = p.max_num_seqs > 0 ? p.max_num_seqs : big ? 1024 : 256;
+  const int batched = std::max(p.max_batched_tokens > 0 ? p.max_batched_tokens : big ? 8192 : 2048, seqs);
+  std::ostringstream y;
+  y << "name: bench\nseed: 7\n";
+  const int isl = std::max(1, int(std::lround(p.isl))), osl = std::max(1, int(std::lround(p.osl)));
+  std::string arrival;
+  double duration = 2.0e6;
+  if (p.concurrency > 0) {
+    const int n = p.num_prompts > 0 ? std::max(p.num_prompts, p.concurrency) : p.concurrency * requests_per_client;
+    arrival = "{process: concurrency, clients: " + std::to_string(p.concurrency) + ", requests: " + std::to_string(n) + "}";
+  } else if (std::isinf(p.rate_per_s)) {
+    arrival = "{process: burst, requests: " + std::to_string(std::max(1, p.num_prompts)) + "}";
+  } else {
+    const int n = p.num_prompts > 0 ? p.num_prompts : std::max(200, int(60.0 * p.rate_per_s));
+    duration = double(n) / p.rate_per_s;
+    char b[128];
+    std::snprintf(b, sizeof b, "{process: %s, rate_per_s: %.9g}", p.poisson ? "poisson" : "constant", p.rate_per_s);
+    arrival = b;
+  }
+  char d[64];
+  std::snprintf(d, sizeof d, "%.9g", duration);
+  y << "duration_s: " << d << "\nwarmup_s: 0\n";
+  y << "device: " << p.device << "\nmodel: " << p.model << "\nweight_dtype: " << p.weight_dtype << "\n";
+  y << "engine:\n  max_num_seqs: " << seqs << "\n  max_batched_tokens: " << batched
+    << "\n  gpu_memory_utilization: " << (p.gpu_memory_utilization > 0 ? p.gpu_memory_utilization : 0.9) << "\n";
+  if (p.tp > 1) y << "  tensor_parallel: " << p.tp << "\n";
+  y << "  perf_profile: none\n";
+  y << "fleet:\n  replicas: 1\n  queue_limit: 1000000\n";
+  y << "workload:\n  arrival: " << arrival << "\n  prompt_tokens: " << isl << "\n  output_tokens: " << osl << "\n";
+  return y.str();
+}
+
+PreparedPoint prepare_point(const BenchPoint& p, int requests_per_client) {
+  PreparedPoint pp;
+  pp.point = &p;
+  pp.scenario = load_scenario_text(benchmark_scenario_yaml(p, requests_per_client), p.where, "");
+  return pp;
+}
+
+void mark_unsimulatable(std::vector<BenchPoint>& points, int requests_per_client) {
+  for (auto& p : points) {
+    if (!p.skip.empty()) continue;
+    try {
+      prepare_point(p, requests_per_client);
+    } catch (const InputError& e) {
+      p.skip = e.what();
+    }
+  }
+}
+
+Prediction predict_point(const PreparedPoint& pp, const PerfCoefficients* c, HostWorkspace& ws, int replications) {
+  Scenario s = pp.scenario;
+  if (c) {
+    auto prof = std::make_shared<PerfProfile>();
+    prof->name = "fit";
+    prof->device = s.pools[0].device.name;
+    prof->c = *c;
+    s.pools[0].profile = prof;
+    s.pools[0].perf_model = PerfKind::calibrated;
+    s.pools[0].client_ttft_s = c->client_ttft_s;
+  }
+  Prediction out;
+  for (double& v : out.v) v = 0;
+  // Closed-loop clients all send at t = 0, as a benchmark with a fixed concurrency starts; with
+  // fixed lengths they then stay in step. Spreading the first sends over one request's duration
+  // (workload.arrival.ramp_s) fitted the published runs worse (docs/validation.md).
+  const SimParams params = s.params();
+  Histogram ttft;
+  hist_clear(ttft);
+  double n = 0, sum_ttft = 0, sum_tpot = 0, n_tpot = 0, sum_e2e = 0;
+  for (int r = 0; r < replications; ++r) {
+    const auto t = simulate_once(params, uint32_t(r), ws);
+    if (t->status != 0 || t->unfinished != 0) out.ok = false;
+    const ClassTally& ct = t->classes[0];
+    hist_merge(ttft, ct.ttft);
+    n += double(ct.ttft.n);
+    sum_ttft += ct.ttft.sum;
+    sum_e2e += ct.e2e.sum;
+    sum_tpot += ct.tpot.sum;
+    n_tpot += double(ct.tpot.n);
+  }
+  if (n <= 0) {
+    out.ok = false;
+    return out;
+  }
+  out.v[kMeanTtft] = sum_ttft / n;
+  out.v[kMeanE2e] = sum_e2e / n;
+  out.v[kMeanTpot] = n_tpot > 0 ? sum_tpot / n_tpot : 0.0;
+  out.v[kP99Ttft] = hist_quantile(ttft, 0.99);
+  return out;
+}
+
+double relative_error(double predicted, double measured) {
+  if (!std::isfinite(predicted) || !std::isfinite(measured) || measured <= 0) return std::nan("");
+  return std::fabs(predicted - measured) / measured;
+}
+
+}  // namespace fleetsim
