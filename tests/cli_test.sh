@@ -206,5 +206,31 @@ expect "journal of another sweep" 2 "journal.jsonl:1: error: /scenario/overrides
 expect "a journal is not overwritten" 2 "journal.jsonl: error: the journal exists and may hold finished configurations" -- \
   "$bin" sweep "$src/tests/data/gpu-check.yaml" "${jscen[@]}" --journal "$tmp/journal.jsonl"
 
+# fleetsim fit: a profile from benchmark results, used by a run; located errors
+cat >"$tmp/bench.csv" <<'CSV'
+model,device,tp,isl,osl,concurrency,mean_ttft_ms,mean_tpot_ms
+meta-llama/Llama-3.1-8B-Instruct,H100-SXM,1,512,64,1,25,7.5
+meta-llama/Llama-3.1-8B-Instruct,H100-SXM,1,512,64,4,40,8.0
+meta-llama/Llama-3.1-8B-Instruct,H100-SXM,1,2048,64,2,90,8.5
+meta-llama/Llama-3.1-8B-Instruct,H100-SXM,1,2048,64,8,260,10.5
+CSV
+expect "fit" 0 "" -- "$bin" fit "$tmp/bench.csv" --folds 0 -o "$tmp/profile.yaml" --threads 2
+check "fit wrote a profile" grep -q '^profile: h100-sxm-80gb/llama-3.1-8b/tp1$' "$tmp/profile.yaml"
+check "fit prints its quality" grep -q 'mean_tpot' "$tmp/out"
+expect "run with the fitted profile" 0 "" -- "$bin" run --duration 600 --set engine.perf_profile="$tmp/profile.yaml" --format json
+check "the run names the profile" grep -q '"profile": "h100-sxm-80gb/llama-3.1-8b/tp1"' "$tmp/out"
+expect "fit of a missing file" 2 "nonesuch.csv: error: cannot read benchmark file" -- "$bin" fit "$tmp/nonesuch.csv"
+printf '{"hello": 1}\n' >"$tmp/odd.json"
+expect "fit of an unknown JSON" 2 "odd.json: error: not a benchmark result" -- "$bin" fit "$tmp/odd.json"
+head -2 "$tmp/bench.csv" >"$tmp/two.csv"
+expect "fit of too few points" 2 "1 usable benchmark points" -- "$bin" fit "$tmp/two.csv"
+sed 's/H100-SXM/A100-80GB/' "$tmp/bench.csv" | tail -2 >>"$tmp/bench2.csv"
+cat "$tmp/bench.csv" "$tmp/bench2.csv" >"$tmp/mixed.csv"
+expect "fit across devices" 2 "a profile is fitted for one device" -- "$bin" fit "$tmp/mixed.csv"
+expect "a run on a profile of another device" 2 "not to other devices" -- \
+  "$bin" run --set device=a100-80gb --set engine.perf_profile="$tmp/profile.yaml"
+expect "an unknown shipped profile" 2 "no shipped performance profile 'h100-sxm-80gb/nonesuch'" -- \
+  "$bin" run --set engine.perf_profile=h100-sxm-80gb/nonesuch
+
 echo "cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

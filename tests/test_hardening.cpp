@@ -55,12 +55,12 @@ TEST_CASE("engine and autoscaler figures that can only stall a simulation are re
     }
     return std::string("no error");
   };
-  CHECK(err({"engine.mfu=1e-300"}).find("engine.mfu: value 1e-300 is out of range (expected mfu in [0.001, 1])") !=
+  CHECK(err({"engine.perf_profile=none", "engine.mfu=1e-300"}).find("engine.mfu: value 1e-300 is out of range (expected mfu in [0.001, 1])") !=
         std::string::npos);
-  CHECK(err({"engine.mbu=0"}).find("engine.mbu: value 0 is out of range") != std::string::npos);
+  CHECK(err({"engine.perf_profile=none", "engine.mbu=0"}).find("engine.mbu: value 0 is out of range") != std::string::npos);
   CHECK(err({"fleet.autoscale={min_replicas: 1, max_replicas: 4, signal: queue_depth, target: 4, interval_s: 1e-9}"})
             .find("interval_s: value 1e-9 is out of range") != std::string::npos);
-  CHECK(err({"engine.mfu=0.001"}) == "no error");
+  CHECK(err({"engine.perf_profile=none", "engine.mfu=0.001"}) == "no error");
 }
 
 TEST_CASE("a simulation that hits its event budget is an input error naming the scenario, not an internal one") {
@@ -179,7 +179,7 @@ TEST_CASE("a key that is a list is a located error, not an internal one") {
     parse_sweep(ScenarioSource::from_text(with_sweep("  parameters:\n    [a, b]: [1, 2]\n"), "<test>", "."));
     FAIL("expected an error");
   } catch (const InputError& e) {
-    CHECK(e.one_line().find(":31:5: error: sweep.parameters: a key must be a plain name") != std::string::npos);
+    CHECK(e.one_line().find(":35:5: error: sweep.parameters: a key must be a plain name") != std::string::npos);
   }
   try {
     test::scenario("name: x\n? [a, b]\n: 1\n");

@@ -25,7 +25,8 @@ std::string random_fleet(std::mt19937& g, int i, double duration = 300) {
                 : "{max_num_seqs: " + std::to_string(iuni(1, 64)) + ", max_batched_tokens: " +
                       std::to_string(iuni(256, 4096)) + ", kv_block_tokens: " + std::to_string(iuni(1, 32)) +
                       ", gpu_memory_utilization: " + std::to_string(uni(0.25, 0.9)) +
-                      (iuni(0, 4) == 0 ? ", on_kv_exhausted: crash" : "") + "}";
+                      (iuni(0, 4) == 0 ? ", on_kv_exhausted: crash" : "") +
+                      pick({"", ", perf_profile: none", ", perf_profile: h100-sxm-80gb/vllm"}) + "}";
   const std::string arrival = pick({"poisson", "gamma"});
   int replicas = iuni(1, 6);
   std::string autoscale;

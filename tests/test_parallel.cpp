@@ -183,7 +183,7 @@ double decode_step_s(const PoolParams& P, double n, double T0) {
 }  // namespace
 
 TEST_CASE("a tensor-parallel decode step: one rank's roofline plus two all-reduces per layer, by hand") {
-  const Scenario s = test::scenario(pool_yaml("llama-3.1-70b", "h100-sxm-80gb", "tensor_parallel: 2"));
+  const Scenario s = test::scenario(pool_yaml("llama-3.1-70b", "h100-sxm-80gb", "tensor_parallel: 2, perf_profile: none"));
   const PoolParams P = s.pools[0].params();
   const double n = 32, T0 = 32 * 1500.0;
   // per rank: half the weights and half the KV heads; NVLink 4: 450 GB/s one way, 8 us

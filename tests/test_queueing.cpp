@@ -85,7 +85,7 @@ TEST_CASE("Little's law holds for the default scenario, in the system and in the
 TEST_CASE("every request is accounted for: arrived = completed + rejected, and the fleet drains") {
   for (const char* router : {"round_robin", "least_outstanding", "central_queue"}) {
     const Scenario s = load_default_scenario(
-        {"duration_s=900", "warmup_s=0", std::string("fleet.router=") + router, "workload.arrival.rate_per_s=40",
+        {"duration_s=900", "warmup_s=0", std::string("fleet.router=") + router, "workload.arrival.rate_per_s=80",
          "fleet.queue_limit=50"});
     const auto r = test::run(s);
     const ClassTally& t = *r.all;

@@ -1,0 +1,323 @@
+// Calibrated step time and `fleetsim fit`: profiles, the step-time terms against hand-computed
+// values, non-negative least squares against known solutions, fits that recover the coefficients
+// that generated their data, benchmark readers, and the client's share of TTFT.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <fstream>
+#include <random>
+#include <string>
+
+#include "helpers.hpp"
+#include "libsim/core/stepwork.hpp"
+#include "libsim/fit.hpp"
+
+using namespace fleetsim;
+
+namespace {
+
+std::string error_of(const std::string& yaml) {
+  try {
+    test::scenario(yaml);
+  } catch (const InputError& e) {
+    return e.one_line();
+  }
+  return "(no error)";
+}
+
+PerfProfile sample_profile() {
+  PerfProfile p;
+  p.name = "h100-sxm-80gb/test";
+  p.device = "h100-sxm-80gb";
+  p.engine = "vllm";
+  p.c.step_s = 0.003;
+  p.c.per_seq_s = 4e-5;
+  p.c.weight_factor = 1.3;
+  p.c.matmul_factor = 1.8;
+  p.c.kv_factor = 1.5;
+  p.c.attention_factor = 3.0;
+  p.c.client_ttft_s = 0.004;
+  return p;
+}
+
+std::string write_temp(const std::string& name, const std::string& text) {
+  const std::string path = std::string("/tmp/fleetsim_test_") + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+const std::string kFleet =
+    "duration_s: 60\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\nfleet: {replicas: 1}\n"
+    "workload: {arrival: {process: poisson, rate_per_s: 2}, prompt_tokens: 512, output_tokens: 64}\n";
+
+}  // namespace
+
+TEST_CASE("a profile survives writing and reading, and bad profiles are located errors") {
+  const PerfProfile p = sample_profile();
+  const PerfProfile q = parse_profile(profile_yaml(p), "<round trip>");
+  for (int i = 0; i < kProfileTerms; ++i) CHECK(profile_term(q.c, i) == doctest::Approx(profile_term(p.c, i)).epsilon(1e-5));
+  CHECK(q.name == p.name);
+  CHECK(q.device == p.device);
+  CHECK(q.model.empty());
+  CHECK(q.tp == 0);
+  try {
+    parse_profile("profile: x\ndevice: h100-sxm-80gb\ncoefficients: {step_s: 0.001, warp_factor: 2}\n", "p.yaml");
+    FAIL("expected an error");
+  } catch (const InputError& e) {
+    CHECK(e.one_line().find("p.yaml:3") != std::string::npos);
+    CHECK(e.one_line().find("warp_factor") != std::string::npos);
+  }
+  CHECK_THROWS_AS(parse_profile("profile: x\ndevice: h900\ncoefficients: {step_s: 0.001}\n", "p.yaml"), InputError);
+  CHECK_THROWS_AS(parse_profile("profile: x\ndevice: h100-sxm-80gb\ncoefficients: {client_ttft_s: 0.001}\n", "p.yaml"),
+                  InputError);
+}
+
+TEST_CASE("calibrated step time is the sum of its terms, and a decode run follows the same sum step by step") {
+  Scenario s = test::scenario(kFleet + "engine: {perf_profile: none}\n");
+  s.pools[0].profile = std::make_shared<PerfProfile>(sample_profile());
+  s.pools[0].perf_model = PerfKind::calibrated;
+  const PoolParams P = s.pools[0].params();
+  const WorkParams& w = P.work;
+  const double B = 3350e9, F = 989.4e12;
+  // a prefill of 1000 tokens from scratch beside 10 decoding sequences at context 2000 in all
+  Replica R{};
+  const double pairs = 1000.0 * 1001.0 / 2.0;
+  set_single_step(P, R, 1000, pairs, 0, 10, 1990, 11);
+  const double expect = 0.003 + 4e-5 * 11 + 1.3 * w.weight_bytes / B + 1.8 * w.matmul_flops_per_token * 1010 / F +
+                        1.5 * w.kv_bytes_per_token * (1000 + 2000) / B + 3.0 * w.attn_flops_per_pair * pairs / F;
+  CHECK(R.run_line.o == doctest::Approx(expect).epsilon(1e-12));
+  // the hand-computed figure: 8B bf16 weights are 16.06 GB, streamed at 1/1.3 of 3.35 TB/s
+  CHECK(1.3 * w.weight_bytes / B == doctest::Approx(6.232e-3).epsilon(1e-3));
+  // a decode run of 16 sequences: step j reads context 3000 + 16 (j + 1)
+  set_decode_run(P, R, 16, 3000);
+  for (int64_t j : {0, 1, 7, 500}) {
+    const double ctx = 3000 + 16.0 * double(j + 1);
+    const double step = 0.003 + 4e-5 * 16 + 1.3 * w.weight_bytes / B + 1.8 * w.matmul_flops_per_token * 16 / F +
+                        1.5 * w.kv_bytes_per_token * ctx / B;
+    CHECK(line_step(R.run_line, j) == doctest::Approx(step).epsilon(1e-12));
+  }
+}
+
+TEST_CASE("non-negative least squares: the exact solution when it is feasible, KKT conditions when not") {
+  std::mt19937 g(3);
+  std::normal_distribution<double> n(0, 1);
+  Eigen::MatrixXd A(30, 5);
+  for (int i = 0; i < 30; ++i)
+    for (int j = 0; j < 5; ++j) A(i, j) = std::fabs(n(g)) + 0.1;
+  Eigen::VectorXd x_true(5);
+  x_true << 1.0, 0.0, 2.5, 0.25, 0.0;
+  const Eigen::VectorXd x = nnls(A, A * x_true);
+  for (int j = 0; j < 5; ++j) CHECK(x[j] == doctest::Approx(x_true[j]).epsilon(1e-9).scale(1.0));
+  // b pulls coefficient 0 negative: it must sit at 0 with a non-positive gradient there
+  Eigen::VectorXd b = A * x_true - 3.0 * A.col(0);
+  const Eigen::VectorXd y = nnls(A, b);
+  const Eigen::VectorXd grad = A.transpose() * (b - A * y);
+  for (int j = 0; j < 5; ++j) {
+    CHECK(y[j] >= 0.0);
+    if (y[j] > 1e-12) CHECK(std::fabs(grad[j]) < 1e-8 * b.norm() * A.norm());
+    else CHECK(grad[j] <= 1e-8 * b.norm() * A.norm());
+  }
+}
+
+TEST_CASE("fit --steps recovers the coefficients that generated the step timings") {
+  const PerfProfile truth = sample_profile();
+  std::string csv = "model,device,tp,prefill_tokens,prefill_seqs,decode_seqs,decode_context_tokens,step_ms\n";
+  std::mt19937 g(11);
+  std::vector<std::array<double, 4>> rows;
+  for (int i = 0; i < 40; ++i) {
+    const double pt = i % 3 == 0 ? 0 : double(std::uniform_int_distribution<int>(16, 4096)(g));
+    const double ds = double(std::uniform_int_distribution<int>(1, 128)(g));
+    const double ctx = ds * std::uniform_int_distribution<int>(100, 3000)(g);
+    rows.push_back({pt, pt > 0 ? 1.0 : 0.0, ds, ctx});
+  }
+  // the step times the truth gives, through the same feature map the reader uses
+  const std::string probe = write_temp("steps_probe.csv", [&] {
+    std::string s = csv;
+    // two models, so that the fixed term and the weight term can be told apart
+    int k = 0;
+    for (const auto& r : rows)
+      s += std::string(k++ % 2 ? "meta-llama/Llama-3.1-8B" : "Qwen/Qwen3-32B") + ",H100-SXM,1," + std::to_string(r[0]) +
+           "," + std::to_string(r[1]) + "," + std::to_string(r[2]) + "," + std::to_string(r[3]) + ",1\n";
+    return s;
+  }());
+  std::string device;
+  const auto features = read_step_samples(probe, device);
+  CHECK(device == "h100-sxm-80gb");
+  REQUIRE(features.size() == rows.size());
+  std::vector<StepSample> samples = features;
+  for (auto& s : samples) s.step_s = step_prediction(truth.c, s);
+  const PerfCoefficients c = fit_steps(samples);
+  for (int i = 0; i < 6; ++i) CHECK(profile_term(c, i) == doctest::Approx(profile_term(truth.c, i)).epsilon(1e-6));
+}
+
+TEST_CASE("fit on benchmark points recovers predictions of the coefficients that generated them") {
+  // measurements made by the simulator itself with known coefficients: the fit must reproduce them
+  const PerfProfile truth = sample_profile();
+  std::vector<BenchPoint> pts;
+  for (int isl : {256, 2048})
+    for (int conc : {1, 8, 32}) {
+      BenchPoint p;
+      p.where = "synthetic";
+      p.engine = "vllm";
+      p.model_id = "meta-llama/Llama-3.1-8B-Instruct";
+      p.device_id = "H100-SXM";
+      p.isl = isl;
+      p.osl = 128;
+      p.concurrency = conc;
+      p.num_prompts = 4 * conc;
+      for (double& v : p.measured) v = std::nan("");
+      p.model = catalog_model_for(p.model_id);
+      p.device = catalog_device_for(p.device_id);
+      pts.push_back(p);
+    }
+  HostWorkspace ws;
+  for (auto& p : pts) {
+    const Prediction m = predict_point(prepare_point(p), &truth.c, ws);
+    REQUIRE(m.ok);
+    p.measured[kMeanTtft] = m.v[kMeanTtft];
+    p.measured[kMeanTpot] = m.v[kMeanTpot];
+  }
+  std::vector<const BenchPoint*> ptr;
+  for (const auto& p : pts) ptr.push_back(&p);
+  FitOptions opt;
+  opt.threads = 2;
+  opt.prior_weight = 0.0;
+  const PerfCoefficients c = fit_benchmarks(ptr, opt);
+  const ProfileError e = summarize(evaluate(ptr, &c, opt));
+  CHECK(e.median[kMeanTpot] < 0.02);
+  CHECK(e.median[kMeanTtft] < 0.05);
+  // the uncalibrated roofline does not get there: the fit did the work
+  const ProfileError r = summarize(evaluate(ptr, nullptr, opt));
+  CHECK(r.median[kMeanTpot] > 0.05);
+}
+
+TEST_CASE("benchmark results are read from CSV, vllm bench serve JSON and GuideLLM JSON") {
+  const std::string csv = write_temp(
+      "bench.csv",
+      "model,device,tp,isl,osl,concurrency,request_rate,mean_ttft_ms,mean_tpot_ms,p99_ttft_ms,notes\n"
+      "meta-llama/Llama-3.1-8B-Instruct,H100-SXM,1,1024,128,16,,45.5,9.25,80,max_num_seqs=128\n"
+      "Qwen/Qwen3-32B,h100-sxm-80gb,2,4096,512,,2.5,300,20,,poisson\n"
+      "acme/unknown-13b,H100-SXM,1,100,100,4,,1,1,,\n");
+  BenchPoint d;
+  const auto p = read_benchmarks(csv, d);
+  REQUIRE(p.size() == 3);
+  CHECK(p[0].model == "llama-3.1-8b");
+  CHECK(p[0].device == "h100-sxm-80gb");
+  CHECK(p[0].concurrency == 16);
+  CHECK(p[0].max_num_seqs == 128);
+  CHECK(p[0].measured[kMeanTtft] == doctest::Approx(0.0455));
+  CHECK(p[0].measured[kP99Ttft] == doctest::Approx(0.080));
+  CHECK(std::isnan(p[0].measured[kMeanE2e]));
+  CHECK(p[1].rate_per_s == doctest::Approx(2.5));
+  CHECK(p[1].poisson);
+  CHECK(p[1].tp == 2);
+  CHECK(p[2].skip.find("not in the catalog") != std::string::npos);
+
+  const std::string vj = write_temp("vllm.json",
+                                    R"({"backend": "vllm", "model_id": "meta-llama/Llama-3.1-8B-Instruct",
+      "num_prompts": 200, "request_rate": "inf", "max_concurrency": 32, "completed": 200,
+      "total_input_tokens": 204800, "total_output_tokens": 25600, "mean_ttft_ms": 120.5, "p99_ttft_ms": 300.0,
+      "mean_tpot_ms": 11.0, "mean_e2el_ms": 1517.5})");
+  BenchPoint dv;
+  dv.device_id = "h100-sxm-80gb";
+  const auto v = read_benchmarks(vj, dv);
+  REQUIRE(v.size() == 1);
+  CHECK(v[0].skip.empty());
+  CHECK(v[0].concurrency == 32);
+  CHECK(v[0].rate_per_s == 0);
+  CHECK(v[0].isl == doctest::Approx(1024));
+  CHECK(v[0].osl == doctest::Approx(128));
+  CHECK(v[0].measured[kMeanE2e] == doctest::Approx(1.5175));
+
+  const std::string gj = write_temp("guidellm.json",
+                                    R"({"benchmarks": [{"args": {"strategy": {"type_": "concurrent", "streams": 8}},
+      "metrics": {"time_to_first_token_ms": {"successful": {"mean": 50.0, "percentiles": {"p99": 90.0}}},
+                  "time_per_output_token_ms": {"successful": {"mean": 8.0}},
+                  "request_latency": {"successful": {"mean": 2.1}},
+                  "prompt_token_count": {"successful": {"mean": 512}},
+                  "output_token_count": {"successful": {"mean": 256}}}}]})");
+  BenchPoint dg;
+  dg.device_id = "h100-sxm-80gb";
+  dg.model_id = "llama-3.1-8b";
+  const auto gl = read_benchmarks(gj, dg);
+  REQUIRE(gl.size() == 1);
+  CHECK(gl[0].skip.empty());
+  CHECK(gl[0].concurrency == 8);
+  CHECK(gl[0].isl == doctest::Approx(512));
+  CHECK(gl[0].measured[kP99Ttft] == doctest::Approx(0.090));
+  CHECK(gl[0].measured[kMeanE2e] == doctest::Approx(2.1));
+
+  CHECK_THROWS_AS(read_benchmarks(write_temp("bad.csv", "model,isl\nx,1\n"), d), InputError);
+  CHECK_THROWS_AS(read_benchmarks(write_temp("bad.json", "{\"hello\": 1}"), d), InputError);
+}
+
+TEST_CASE("the client's own time shifts every TTFT and e2e by exactly its amount and leaves TPOT alone") {
+  const std::vector<std::string> sets = {"duration_s=600", "warmup_s=60"};
+  const auto a = test::run(test::scenario(kFleet + "engine: {perf_profile: none}\n", sets));
+  const auto b = test::run(test::scenario(kFleet + "engine: {perf_profile: none, client_ttft_s: 0.05}\n", sets));
+  REQUIRE(a.all->completed == b.all->completed);
+  const double n = double(a.all->completed);
+  CHECK(b.all->ttft.sum / n - a.all->ttft.sum / n == doctest::Approx(0.05).epsilon(1e-9));
+  CHECK(b.all->e2e.sum / n - a.all->e2e.sum / n == doctest::Approx(0.05).epsilon(1e-9));
+  CHECK(b.all->tpot.sum == doctest::Approx(a.all->tpot.sum).epsilon(1e-12));
+  CHECK(b.report["scenario"]["step_time"]["client_ttft_s"].get<double>() == doctest::Approx(0.05));
+}
+
+TEST_CASE("a closed-loop benchmark of N requests sends exactly N; a ramp keeps users accounted for") {
+  const std::string yaml =
+      "duration_s: 100000\nwarmup_s: 0\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\n"
+      "engine: {perf_model: linear, step_base_s: 0.01}\nfleet: {replicas: 1}\n"
+      "workload: {arrival: {process: concurrency, clients: 4, requests: 10}, prompt_tokens: 64, output_tokens: 8}\n";
+  const auto r = test::run(test::scenario(yaml));
+  CHECK(r.all->arrived == 10);
+  CHECK(r.all->completed == 10);
+  const auto q = test::run(test::scenario(yaml, {"duration_s=50", "workload.arrival.requests=1000000",
+                                                 "workload.arrival.ramp_s=5"}));
+  // users not yet started count as thinking: in_system + thinking = N x window
+  CHECK(q.all->in_system_s + q.all->thinking_s == doctest::Approx(4 * 50.0).epsilon(1e-9));
+  try {
+    test::scenario(yaml, {"workload.arrival.requests=2"});
+    FAIL("expected an error");
+  } catch (const InputError& e) {
+    CHECK(e.one_line().find("must be >= clients") != std::string::npos);
+  }
+}
+
+TEST_CASE("perf_profile: shipped names, files, none, and located errors") {
+  // no profile named: the roofline, saying it is uncalibrated
+  const auto r = test::run(test::scenario(kFleet + "engine: {perf_profile: none}\n"));
+  CHECK(r.report["scenario"]["perf_model"] == "roofline");
+  CHECK(r.report["scenario"]["step_time"]["calibrated"] == false);
+  CHECK(r.report["scenario"]["step_time"]["note"].get<std::string>().find("uncalibrated") != std::string::npos);
+  // a profile file
+  const std::string path = write_temp("profile.yaml", profile_yaml(sample_profile()));
+  const auto f = test::run(test::scenario(kFleet + "engine: {perf_profile: " + path + "}\n"));
+  CHECK(f.report["scenario"]["perf_model"] == "calibrated");
+  CHECK(f.report["scenario"]["step_time"]["profile"] == "h100-sxm-80gb/test");
+  CHECK(f.report["scenario"]["step_time"]["client_ttft_s"].get<double>() == doctest::Approx(0.004));
+  // errors
+  CHECK(error_of(kFleet + "engine: {perf_profile: h100-sxm-80gb/nonesuch}\n").find("no shipped performance profile") !=
+        std::string::npos);
+  CHECK(error_of(kFleet + "engine: {perf_profile: /nonexistent/p.yaml}\n").find("cannot read") != std::string::npos);
+  CHECK(error_of(kFleet + "engine: {perf_model: roofline, perf_profile: " + path + "}\n").find("belongs to") !=
+        std::string::npos);
+  const std::string a100 = "duration_s: 60\ndevice: a100-80gb\nmodel: llama-3.1-8b\nfleet: {replicas: 1}\n"
+                           "workload: {arrival: {process: poisson, rate_per_s: 2}, prompt_tokens: 512, output_tokens: 64}\n";
+  CHECK(error_of(a100 + "engine: {perf_profile: " + path + "}\n").find("not to other devices") != std::string::npos);
+  CHECK(error_of(kFleet + "engine: {perf_profile: " + path + ", mfu: 0.4}\n").find("belong to perf_model: roofline") !=
+        std::string::npos);
+}
+
+TEST_CASE("every shipped profile parses, names a catalog device, and quotes its held-out error") {
+  REQUIRE(!builtin_profiles().empty());
+  for (const auto& p : builtin_profiles()) {
+    CAPTURE(p.name);
+    CHECK(p.held_out.points > 0);
+    CHECK(std::isfinite(p.held_out.median[kMeanTpot]));
+    CHECK(p.c.weight_factor > 0);
+  }
+  // the built-in default scenario runs calibrated, and says how well its profile did on held-out runs
+  const auto r = test::run(load_default_scenario({"duration_s=120", "warmup_s=0"}));
+  CHECK(r.report["scenario"]["perf_model"] == "calibrated");
+  CHECK(r.report["scenario"]["step_time"]["held_out"]["points"].get<int>() > 0);
+}

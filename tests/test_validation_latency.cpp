@@ -1,0 +1,32 @@
+// The shipped performance profiles against the published serving runs they were not fitted on
+// (docs/validation.md, "Latency"): each profile's held-out median error may not grow past the
+// figure it records. Deterministic: simulations, no timing.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "libsim/fit.hpp"
+#include "validation/latency_validation.hpp"
+
+using namespace fleetsim;
+using namespace fleetsim::validation;
+
+TEST_CASE("every shipped profile still predicts its held-out runs as well as it records") {
+  const LatencyData d = load_latency_data(std::string(FLEETSIM_SOURCE_DIR) + "/tests/validation");
+  FitOptions opt;
+  int checked = 0;
+  for (const auto& p : builtin_profiles()) {
+    const Split* split = split_for(p, d);
+    if (!split) continue;
+    CAPTURE(p.name);
+    const ProfileError e = summarize(evaluate(split->held, &p.c, opt));
+    CHECK(e.points == p.held_out.points);
+    for (int m = 0; m < kBenchMetrics; ++m) {
+      CAPTURE(kProfileMetrics[m]);
+      if (!std::isfinite(p.held_out.median[m])) continue;
+      CHECK(e.median[m] <= p.held_out.median[m] + 5e-4);  // the file rounds to 4 decimals
+    }
+    ++checked;
+  }
+  CHECK(checked >= 10);
+}

@@ -1,0 +1,204 @@
+// The latency validation (docs/validation.md, "Latency"): fits the shipped profiles on one half
+// of the published serving runs and reports fleetsim's error on the other half, and on the
+// independent runs kept out of every fit.
+//   validate_latency [--write] [--threads N] [ROOT]
+// prints the section as Markdown; --write also rewrites profiles/ and
+// tests/validation/latency_fleetsim.csv (every point's prediction). The split is in
+// latency_validation.hpp.
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <sys/stat.h>
+
+#include "latency_validation.hpp"
+#include "libsim/fit.hpp"
+
+using namespace fleetsim;
+using namespace fleetsim::validation;
+
+namespace {
+
+std::string pct(double v) {
+  if (!std::isfinite(v)) return "–";
+  char b[32];
+  std::snprintf(b, sizeof b, "%.1f%%", 100.0 * v);
+  return b;
+}
+
+std::string ms(double s) {
+  if (!std::isfinite(s)) return "";
+  char b[32];
+  std::snprintf(b, sizeof b, "%.1f", s * 1e3);
+  return b;
+}
+
+std::string row(const std::string& title, const ProfileError& e) {
+  std::ostringstream o;
+  o << "| " << title << " | " << e.points << " | " << pct(e.median[kMeanTtft]) << " | " << pct(e.median[kMeanTpot])
+    << " | " << pct(e.median[kMeanE2e]) << " | " << pct(e.median[kP99Ttft]) << " |\n";
+  return o.str();
+}
+
+void mkdirs(const std::string& path) {
+  for (size_t i = 1; i < path.size(); ++i)
+    if (path[i] == '/') mkdir(path.substr(0, i).c_str(), 0755);
+  mkdir(path.c_str(), 0755);
+}
+
+struct Fitted {
+  PerfProfile profile;
+  std::vector<PointResult> fit, held;
+};
+
+Fitted fit_profile(const std::string& name, const Split& split, const BenchPoint& p0, bool device_level,
+                   const FitOptions& opt) {
+  Fitted f;
+  PerfProfile& p = f.profile;
+  p.name = name;
+  p.device = p0.device;
+  if (!device_level) {
+    p.model = p0.model;
+    p.tp = p0.tp;
+  }
+  p.engine = p0.engine + (p0.engine_version.empty() ? "" : " " + p0.engine_version);
+  if (device_level) p.engine = p0.engine;
+  p.c = fit_benchmarks(split.fit, opt);
+  p.data = "tests/validation/serving_points.csv: " +
+           (device_level ? "every vLLM configuration on " + p0.device_id
+                         : p0.engine + " runs of " + p0.model_id + " on " + p0.device_id + " tp" + std::to_string(p0.tp)) +
+           ", odd rows of each configuration";
+  p.method = "Levenberg-Marquardt over simulated benchmark runs (fleetsim fit)";
+  f.fit = evaluate(split.fit, &p.c, opt);
+  f.held = evaluate(split.held, &p.c, opt);
+  p.fit = summarize(f.fit);
+  p.held_out = summarize(f.held);
+  std::fprintf(stderr, "%-45s fit %3zu held out %3zu: median TTFT %s TPOT %s e2e %s\n", name.c_str(), split.fit.size(),
+               split.held.size(), pct(p.held_out.median[0]).c_str(), pct(p.held_out.median[1]).c_str(),
+               pct(p.held_out.median[2]).c_str());
+  return f;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string root = FLEETSIM_SOURCE_DIR;
+  bool write = false;
+  FitOptions opt;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--write") write = true;
+    else if (a == "--threads" && i + 1 < argc) opt.threads = std::atoi(argv[++i]);
+    else if (a == "-h" || a == "--help") {
+      std::printf("usage: validate_latency [--write] [--threads N] [ROOT]\n");
+      return 0;
+    } else root = a;
+  }
+  const LatencyData d = load_latency_data(root + "/tests/validation", opt.requests_per_client);
+  int simulatable = 0;
+  for (const auto& p : d.serving) simulatable += p.skip.empty() ? 1 : 0;
+
+  std::vector<Fitted> fitted;
+  for (const auto& [group, split] : d.by_group) {
+    if (split.fit.size() < 6 || split.held.empty()) continue;
+    const BenchPoint& p0 = *split.fit[0];
+    const std::string name =
+        p0.device + "/" + p0.model + "/tp" + std::to_string(p0.tp) + (p0.engine == "vllm" ? "" : "-" + p0.engine);
+    fitted.push_back(fit_profile(name, split, p0, false, opt));
+  }
+  std::map<std::string, size_t> device_fit;
+  for (const auto& [dev, split] : d.by_device) {
+    if (split.fit.size() < 8) continue;
+    device_fit[dev] = fitted.size();
+    fitted.push_back(fit_profile(dev + "/vllm", split, *split.fit[0], true, opt));
+  }
+
+  // uncalibrated roofline on the same held-out rows, and the independent runs
+  std::vector<const BenchPoint*> held_vllm, held_all;
+  for (const auto& [group, split] : d.by_group)
+    for (const BenchPoint* p : split.held) {
+      held_all.push_back(p);
+      if (p->engine == "vllm") held_vllm.push_back(p);
+    }
+  const auto roof_vllm = evaluate(held_vllm, nullptr, opt);
+  const std::vector<const BenchPoint*> indep = independent_points(d);
+  const auto roof_indep = evaluate(indep, nullptr, opt);
+  std::vector<PointResult> cal_indep;
+  if (device_fit.count("h100-sxm-80gb")) cal_indep = evaluate(indep, &fitted[device_fit["h100-sxm-80gb"]].profile.c, opt);
+
+  std::vector<PointResult> vllm_cfg_held, vllm_dev_held;
+  for (const auto& f : fitted) {
+    const bool dev = f.profile.model.empty();
+    if (f.profile.engine.rfind("vllm", 0) != 0) continue;
+    (dev ? vllm_dev_held : vllm_cfg_held).insert((dev ? vllm_dev_held : vllm_cfg_held).end(), f.held.begin(), f.held.end());
+  }
+
+  std::ostringstream md;
+  md << "Data: " << d.serving.size() << " published serving runs (" << simulatable
+     << " of them expressible), and " << indep.size() << " of the " << d.holdout.size()
+     << " independent runs (the others lack a request rate or lengths, or lost requests).\n\n";
+  md << "### Summary: median |error| on points no fit saw\n\n";
+  md << "| predictor, points | points | mean TTFT | mean TPOT | mean e2e | p99 TTFT |\n|---|---|---|---|---|---|\n";
+  md << row("uncalibrated roofline, held-out vLLM rows", summarize(roof_vllm));
+  md << row("**per-configuration vLLM profiles, held-out rows**", summarize(vllm_cfg_held));
+  md << row("per-device vLLM profiles, held-out rows", summarize(vllm_dev_held));
+  md << row("uncalibrated roofline, independent runs", summarize(roof_indep));
+  if (!cal_indep.empty()) md << row("h100-sxm-80gb/vllm (device profile), independent runs", summarize(cal_indep));
+  md << "\n### Each shipped profile\n\n";
+  md << "| profile | engine | fit points | held-out points | held-out mean TTFT | mean TPOT | mean e2e | p99 TTFT | "
+        "fit-set mean TTFT | mean TPOT |\n|---|---|---|---|---|---|---|---|---|---|\n";
+  for (const auto& f : fitted) {
+    const PerfProfile& p = f.profile;
+    md << "| `" << p.name << "` | " << p.engine << " | " << p.fit.points << " | " << p.held_out.points << " | "
+       << pct(p.held_out.median[kMeanTtft]) << " | " << pct(p.held_out.median[kMeanTpot]) << " | "
+       << pct(p.held_out.median[kMeanE2e]) << " | " << pct(p.held_out.median[kP99Ttft]) << " | "
+       << pct(p.fit.median[kMeanTtft]) << " | " << pct(p.fit.median[kMeanTpot]) << " |\n";
+  }
+  md << "\n### Independent runs, one by one (h100-sxm-80gb/vllm, no fit saw them)\n\n";
+  md << "| source | model, tp | ISL / OSL | rate (req/s) | mean TTFT ms (measured / fleetsim) | TPOT ms | e2e ms | p99 TTFT ms |\n"
+        "|---|---|---|---|---|---|---|---|\n";
+  for (const auto& r : cal_indep) {
+    const BenchPoint& p = *r.point;
+    std::string src = p.source;
+    if (const size_t at = src.find("default_args/"); at != std::string::npos) src = src.substr(at + 13);
+    if (const size_t sl = src.find('/'); sl != std::string::npos) src = src.substr(0, sl);
+    char b[512];
+    std::snprintf(b, sizeof b, "| %s | %s tp%d | %.0f / %.0f | %.0f | %s / %s | %s / %s | %s / %s | %s / %s |\n", src.c_str(),
+                  p.model.c_str(), p.tp, p.isl, p.osl, p.rate_per_s, ms(p.measured[0]).c_str(), ms(r.predicted.v[0]).c_str(),
+                  ms(p.measured[1]).c_str(), ms(r.predicted.v[1]).c_str(), ms(p.measured[2]).c_str(),
+                  ms(r.predicted.v[2]).c_str(), ms(p.measured[3]).c_str(), ms(r.predicted.v[3]).c_str());
+    md << b;
+  }
+  std::printf("%s", md.str().c_str());
+
+  if (write) {
+    for (const auto& f : fitted) {
+      const std::string path = root + "/profiles/" + f.profile.name + ".yaml";
+      mkdirs(path.substr(0, path.rfind('/')));
+      std::ofstream(path) << profile_yaml(f.profile);
+    }
+    std::ofstream csv(root + "/tests/validation/latency_fleetsim.csv");
+    csv << "where,profile,set,mean_ttft_ms,mean_tpot_ms,mean_e2e_ms,p99_ttft_ms,err_mean_ttft,err_mean_tpot,err_mean_e2e,"
+           "err_p99_ttft\n";
+    auto line = [&](const PointResult& r, const std::string& prof, const char* set) {
+      csv << r.point->where.substr(r.point->where.find("tests/")) << "," << prof << "," << set;
+      for (int m = 0; m < kBenchMetrics; ++m) csv << "," << ms(r.predicted.v[m]);
+      for (int m = 0; m < kBenchMetrics; ++m) {
+        char b[32];
+        std::snprintf(b, sizeof b, "%.4f", r.error[m]);
+        csv << "," << (std::isfinite(r.error[m]) ? b : "");
+      }
+      csv << "\n";
+    };
+    for (const auto& f : fitted) {
+      for (const auto& r : f.fit) line(r, f.profile.name, "fit");
+      for (const auto& r : f.held) line(r, f.profile.name, "held_out");
+    }
+    for (const auto& r : cal_indep) line(r, "h100-sxm-80gb/vllm", "independent");
+    for (const auto& r : roof_vllm) line(r, "roofline", "held_out");
+  }
+  return 0;
+}
