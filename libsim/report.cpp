@@ -398,6 +398,8 @@ Json run_report(const Scenario& s, const Tally& t) {
       one["tensor_parallel"] = P.tp;
       one["pipeline_parallel"] = P.pp;
       one["expert_parallel"] = P.ep;
+      one["perf_model"] = perf_name(P.perf_model);
+      one["step_time"] = step_time_json(P);
       one["fleet"] = fleet_json(pt, window);
       one["utilization"] = utilization_json(pt, pt.replica_s * pp.peak_flops_per_s, pt.replica_s * pp.peak_bytes_per_s,
                                             pt.replica_s * double(P.capacity.kv_blocks), pt.replica_s * pp.fixed_memory_bytes,
