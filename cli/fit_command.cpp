@@ -2,12 +2,15 @@
 
 #include <fmt/format.h>
 
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 
 #include "libsim/fit.hpp"
 #include "libsim/report.hpp"
+#include "libsim/sweep.hpp"
 
 namespace fleetsim::cli {
 
@@ -165,9 +168,12 @@ int run_fit(const FitArgs& a, const std::function<void(const std::string&)>& emi
   const std::string yaml = profile_yaml(prof);
   const bool to_stdout = a.output.empty() || a.output == "-";
   if (!to_stdout) {
+    errno = 0;
     std::ofstream f(a.output, std::ios::binary);
-    if (!(f << yaml) || !f.flush())
-      throw InputError(Location{"--output " + a.output, 0, 0, ""}, "cannot write the profile to " + a.output);
+    if (!(f << yaml) || !f.flush()) {
+      const int err = errno ? errno : EIO;
+      throw OutputError(fmt::format("{}: error: writing the profile failed: {}", a.output, std::strerror(err)), err);
+    }
     table += "\nwrote " + a.output + " (use it with engine.perf_profile: " + a.output + ")\n";
   }
   out["profile"] = prof.name;

@@ -9,7 +9,7 @@
 #include <map>
 #include <sstream>
 
-#include "trace.hpp"
+#include "csv.hpp"
 
 namespace fleetsim {
 
@@ -22,20 +22,6 @@ std::string lower(std::string s) {
 
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-[[noreturn]] void fail_at(const std::string& path, int line, const std::string& text, const std::string& msg) {
-  throw InputError(Location{path, line, 0, text}, msg);
-}
-
-double num_or_nan(const std::string& s, const std::string& path, int line, const std::string& text, const char* col) {
-  if (s.empty()) return std::nan("");
-  if (lower(s) == "inf") return INFINITY;
-  char* end = nullptr;
-  const double v = std::strtod(s.c_str(), &end);
-  if (end == s.c_str() || *end != '\0' || std::isnan(v) || v < 0)
-    fail_at(path, line, text, std::string("column ") + col + ": expected a number >= 0, not '" + s + "'");
-  return v;
 }
 
 // key=value pairs in a free-text notes cell ("max_num_seqs=128; gpu_memory_utilization=0.9").
@@ -59,66 +45,59 @@ void finish_point(BenchPoint& p) {
   if (p.model.empty()) p.skip = "model " + p.model_id + " is not in the catalog";
   else if (p.device.empty()) p.skip = "device " + p.device_id + " is not in the catalog";
   else if (!(p.isl > 0) || !(p.osl > 0)) p.skip = "prompt and output lengths not stated";
+  else if (!(p.isl <= 1e7) || !(p.osl <= 1e7)) p.skip = "prompt or output length beyond 10,000,000 tokens";
+  else if (p.rate_per_s < 0 || std::isnan(p.rate_per_s)) p.skip = "a negative request rate";
   else if (p.concurrency <= 0 && !(p.rate_per_s > 0)) p.skip = "neither concurrency nor request rate stated";
   else if (p.weight_dtype != "fp8" && p.weight_dtype != "bf16") p.skip = "weight dtype " + p.weight_dtype + " not modelled";
 }
 
 std::vector<BenchPoint> read_csv(const std::string& path, std::istream& in, const BenchPoint& defaults) {
-  std::string line;
-  std::vector<std::string> header, cols;
-  int lineno = 1;
-  if (!std::getline(in, line)) fail_at(path, 1, "", "empty file: expected a CSV header");
-  if (!line.empty() && line.back() == '\r') line.pop_back();
-  if (line.compare(0, 3, "\xEF\xBB\xBF") == 0) line.erase(0, 3);
-  if (split_csv_line(line, header)) fail_at(path, 1, line, "unterminated quoted field in the header");
-  std::map<std::string, size_t> col;
-  for (size_t i = 0; i < header.size(); ++i) col[lower(header[i])] = i;
+  CsvReader csv(in, path);
   for (const char* need : {"model", "isl", "osl"})
-    if (!col.count(need))
-      fail_at(path, 1, line,
-              std::string("missing column '") + need +
-                  "': expected model, device, tp, isl, osl, concurrency or request_rate, and mean_ttft_ms, "
-                  "mean_tpot_ms, mean_e2e_ms, p99_ttft_ms (any of them)");
-  if (!col.count("concurrency") && !col.count("request_rate"))
-    fail_at(path, 1, line, "missing column 'concurrency' or 'request_rate'");
+    if (!csv.has(need))
+      throw InputError(Location{path, 1, 0, csv.header_line()},
+                       std::string("missing column '") + need +
+                           "': expected model, device, tp, isl, osl, concurrency or request_rate, and mean_ttft_ms, "
+                           "mean_tpot_ms, mean_e2e_ms, p99_ttft_ms (any of them)");
+  if (!csv.has("concurrency") && !csv.has("request_rate"))
+    throw InputError(Location{path, 1, 0, csv.header_line()}, "missing column 'concurrency' or 'request_rate'");
   std::vector<BenchPoint> out;
-  while (std::getline(in, line)) {
-    ++lineno;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.find_first_not_of(" \t") == std::string::npos) continue;
-    if (const int q = split_csv_line(line, cols)) fail_at(path, lineno, line, "unterminated quoted field at column " + std::to_string(q));
-    auto get = [&](const char* k) -> std::string {
-      auto it = col.find(k);
-      return it == col.end() || it->second >= cols.size() ? std::string() : cols[it->second];
-    };
-    auto num = [&](const char* k) { return num_or_nan(get(k), path, lineno, line, k); };
+  while (csv.next()) {
     BenchPoint p = defaults;
-    p.where = path + ":" + std::to_string(lineno);
-    p.source = get("source");
-    if (!get("engine").empty()) p.engine = get("engine");
-    p.engine_version = get("engine_version");
-    p.model_id = get("model");
-    if (!get("device").empty()) p.device_id = get("device");
-    if (!get("tp").empty()) p.tp = int(num("tp"));
-    if (!get("weight_dtype").empty()) p.weight_dtype = get("weight_dtype");
-    else if (!defaults.weight_dtype.empty() && col.count("weight_dtype")) p.weight_dtype = "";
-    p.isl = num("isl");
-    p.osl = num("osl");
-    const double conc = num("concurrency"), rate = num("request_rate");
-    if (std::isfinite(conc) && conc > 0) p.concurrency = int(conc);
-    else if (!std::isnan(rate)) p.rate_per_s = rate;
-    const double np = num("num_prompts");
-    if (std::isfinite(np)) p.num_prompts = int(np);
-    p.measured[kMeanTtft] = num("mean_ttft_ms") / 1e3;
-    p.measured[kMeanTpot] = num("mean_tpot_ms") / 1e3;
-    p.measured[kMeanE2e] = num("mean_e2e_ms") / 1e3;
-    p.measured[kP99Ttft] = num("p99_ttft_ms") / 1e3;
-    const std::string notes = get("notes");
+    p.where = csv.where();
+    p.source = csv.get("source");
+    if (!csv.get("engine").empty()) p.engine = csv.get("engine");
+    p.engine_version = csv.get("engine_version");
+    p.model_id = csv.get("model");
+    if (!csv.get("device").empty()) p.device_id = csv.get("device");
+    p.tp = int(csv.integer("tp", 1, 64, p.tp));
+    if (!csv.get("weight_dtype").empty()) p.weight_dtype = csv.get("weight_dtype");
+    else if (csv.has("weight_dtype")) p.weight_dtype = "";
+    p.isl = csv.number("isl");
+    p.osl = csv.number("osl");
+    for (const char* k : {"isl", "osl"})
+      if (csv.number(k) > 1e7) csv.fail(std::string("column ") + k + ": more than 10,000,000 tokens");
+    if (!csv.get("concurrency").empty()) p.concurrency = int(csv.integer("concurrency", 1, 1000000, 0));
+    else if (!std::isnan(csv.number("request_rate"))) p.rate_per_s = csv.number("request_rate");
+    p.num_prompts = int(csv.integer("num_prompts", 1, 1000000000, 0));
+    p.measured[kMeanTtft] = csv.number("mean_ttft_ms") / 1e3;
+    p.measured[kMeanTpot] = csv.number("mean_tpot_ms") / 1e3;
+    p.measured[kMeanE2e] = csv.number("mean_e2e_ms") / 1e3;
+    p.measured[kP99Ttft] = csv.number("p99_ttft_ms") / 1e3;
+    const std::string notes = csv.get("notes");
     const auto nv = note_values(notes);
-    if (nv.count("max_num_seqs")) p.max_num_seqs = int(nv.at("max_num_seqs"));
-    if (nv.count("max_num_batched_tokens")) p.max_batched_tokens = int(nv.at("max_num_batched_tokens"));
-    if (nv.count("gpu_memory_utilization")) p.gpu_memory_utilization = nv.at("gpu_memory_utilization");
-    if (nv.count("gpu_mem_util")) p.gpu_memory_utilization = nv.at("gpu_mem_util");
+    auto note_int = [&](const char* k, int hi) {
+      const double v = nv.at(k);
+      if (!(v >= 1 && v <= hi)) csv.fail(std::string("notes: ") + k + " out of range [1, " + std::to_string(hi) + "]");
+      return int(v);
+    };
+    if (nv.count("max_num_seqs")) p.max_num_seqs = note_int("max_num_seqs", 16384);
+    if (nv.count("max_num_batched_tokens")) p.max_batched_tokens = note_int("max_num_batched_tokens", 1 << 20);
+    for (const char* k : {"gpu_memory_utilization", "gpu_mem_util"})
+      if (nv.count(k)) {
+        if (!(nv.at(k) > 0 && nv.at(k) <= 1)) csv.fail(std::string("notes: ") + k + " out of range (0, 1]");
+        p.gpu_memory_utilization = nv.at(k);
+      }
     p.poisson = notes.find("poisson") != std::string::npos;
     finish_point(p);
     if (p.skip.empty() && lower(notes).find("failures=") != std::string::npos &&
@@ -127,6 +106,15 @@ std::vector<BenchPoint> read_csv(const std::string& path, std::istream& in, cons
     out.push_back(std::move(p));
   }
   return out;
+}
+
+// A count in a JSON result: a whole number in [1, hi].
+int count_of(const nlohmann::json& v, const char* key, int hi, const std::string& path) {
+  const double x = v.get<double>();
+  if (!(x >= 1 && x <= hi) || x != std::floor(x))
+    throw InputError(Location{path, 0, 0, ""}, std::string(key) + ": expected a whole number in [1, " + std::to_string(hi) +
+                                                   "], not " + v.dump());
+  return int(x);
 }
 
 double ms(const nlohmann::json& j, const char* key) {
@@ -140,7 +128,8 @@ BenchPoint read_vllm_json(const std::string& path, const nlohmann::json& j, cons
   p.source = path;
   if (p.engine.empty()) p.engine = "vllm";
   if (j.contains("model_id") && j["model_id"].is_string()) p.model_id = j["model_id"].get<std::string>();
-  if (j.contains("max_concurrency") && j["max_concurrency"].is_number()) p.concurrency = j["max_concurrency"].get<int>();
+  if (j.contains("max_concurrency") && j["max_concurrency"].is_number())
+    p.concurrency = count_of(j["max_concurrency"], "max_concurrency", 1000000, path);
   if (j.contains("request_rate")) {
     const auto& r = j["request_rate"];
     if (r.is_number()) p.rate_per_s = r.get<double>();
@@ -148,8 +137,10 @@ BenchPoint read_vllm_json(const std::string& path, const nlohmann::json& j, cons
     p.poisson = true;  // vllm bench serve's default burstiness 1.0
   }
   if (p.concurrency > 0 && std::isinf(p.rate_per_s)) p.rate_per_s = 0;
-  if (j.contains("num_prompts") && j["num_prompts"].is_number()) p.num_prompts = j["num_prompts"].get<int>();
-  else if (j.contains("completed") && j["completed"].is_number()) p.num_prompts = j["completed"].get<int>();
+  if (j.contains("num_prompts") && j["num_prompts"].is_number())
+    p.num_prompts = count_of(j["num_prompts"], "num_prompts", 1000000000, path);
+  else if (j.contains("completed") && j["completed"].is_number())
+    p.num_prompts = count_of(j["completed"], "completed", 1000000000, path);
   if (j.contains("total_input_tokens") && j.contains("completed") && j["completed"].get<double>() > 0 && !(p.isl > 0))
     p.isl = j["total_input_tokens"].get<double>() / j["completed"].get<double>();
   if (j.contains("total_output_tokens") && j.contains("completed") && j["completed"].get<double>() > 0 && !(p.osl > 0))
@@ -190,7 +181,8 @@ std::vector<BenchPoint> read_guidellm_json(const std::string& path, const nlohma
     const nlohmann::json prof =
         args.contains("strategy") ? args["strategy"] : args.value("profile", nlohmann::json::object());
     const std::string kind = prof.value("type_", prof.value("strategy", std::string()));
-    if (prof.contains("streams") && prof["streams"].is_number()) p.concurrency = prof["streams"].get<int>();
+    if (prof.contains("streams") && prof["streams"].is_number())
+      p.concurrency = count_of(prof["streams"], "streams", 1000000, path);
     else if (prof.contains("rate") && prof["rate"].is_number()) {
       p.rate_per_s = prof["rate"].get<double>();
       p.poisson = kind == "poisson";

@@ -8,7 +8,7 @@
 #include <sstream>
 #include <thread>
 
-#include "trace.hpp"
+#include "csv.hpp"
 
 namespace fleetsim {
 
@@ -56,58 +56,41 @@ Eigen::VectorXd nnls(const Eigen::MatrixXd& A, const Eigen::VectorXd& b, int max
 std::vector<StepSample> read_step_samples(const std::string& path, std::string& device_out) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(Location{path, 0, 0, ""}, "cannot read step timings " + path);
-  std::string line;
-  std::vector<std::string> header, cols;
-  if (!std::getline(in, line)) throw InputError(Location{path, 1, 0, ""}, "empty file: expected a CSV header");
-  if (!line.empty() && line.back() == '\r') line.pop_back();
-  split_csv_line(line, header);
-  std::map<std::string, size_t> col;
-  for (size_t i = 0; i < header.size(); ++i) col[header[i]] = i;
+  CsvReader csv(in, path);
   for (const char* need : {"model", "device", "prefill_tokens", "decode_seqs", "decode_context_tokens", "step_ms"})
-    if (!col.count(need))
-      throw InputError(Location{path, 1, 0, line},
+    if (!csv.has(need))
+      throw InputError(Location{path, 1, 0, csv.header_line()},
                        std::string("missing column '") + need +
                            "': per-step timings need model, device, prefill_tokens, decode_seqs, "
                            "decode_context_tokens, step_ms (tp, weight_dtype, prefill_seqs optional)");
   std::vector<StepSample> out;
   std::map<std::string, Scenario> scenarios;  // one per configuration, for its work per device
-  int lineno = 1;
-  while (std::getline(in, line)) {
-    ++lineno;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.find_first_not_of(" \t") == std::string::npos) continue;
-    split_csv_line(line, cols);
-    auto get = [&](const char* k) -> std::string {
-      auto it = col.find(k);
-      return it == col.end() || it->second >= cols.size() ? std::string() : cols[it->second];
-    };
+  while (csv.next()) {
     auto num = [&](const char* k, double dflt) {
-      const std::string v = get(k);
-      if (v.empty()) return dflt;
-      char* end = nullptr;
-      const double x = std::strtod(v.c_str(), &end);
-      if (end == v.c_str() || *end != '\0' || !(x >= 0) || !std::isfinite(x))
-        throw InputError(Location{path, lineno, 0, line}, std::string("column ") + k + ": expected a number >= 0, not '" + v + "'");
-      return x;
+      const double x = csv.number(k);
+      if (std::isinf(x)) csv.fail(std::string("column ") + k + ": expected a finite number");
+      return std::isnan(x) ? dflt : x;
     };
-    const std::string key = get("model") + "|" + get("device") + "|" + get("tp") + "|" + get("weight_dtype");
+    const int tp = int(csv.integer("tp", 1, 64, 1));
+    const std::string dtype = csv.get("weight_dtype").empty() ? "bf16" : csv.get("weight_dtype");
+    const std::string key = csv.get("model") + "|" + csv.get("device") + "|" + std::to_string(tp) + "|" + dtype;
     if (!scenarios.count(key)) {
       std::ostringstream y;
-      y << "name: steps\nduration_s: 1\ndevice: " << catalog_device_for(get("device")) << "\nmodel: "
-        << catalog_model_for(get("model")) << "\nweight_dtype: " << (get("weight_dtype").empty() ? "bf16" : get("weight_dtype"))
-        << "\nengine: {perf_profile: none" << (get("tp").empty() || get("tp") == "1" ? "" : ", tensor_parallel: " + get("tp"))
+      y << "name: steps\nduration_s: 1\ndevice: " << catalog_device_for(csv.get("device")) << "\nmodel: "
+        << catalog_model_for(csv.get("model")) << "\nweight_dtype: " << dtype << "\nengine: {perf_profile: none"
+        << (tp == 1 ? "" : ", tensor_parallel: " + std::to_string(tp))
         << "}\nfleet: {replicas: 1}\nworkload: {arrival: {process: poisson, rate_per_s: 1}, prompt_tokens: 10, output_tokens: 10}\n";
       try {
-        scenarios.emplace(key, load_scenario_text(y.str(), path + ":" + std::to_string(lineno), ""));
+        scenarios.emplace(key, load_scenario_text(y.str(), csv.where(), ""));
       } catch (const InputError& e) {
-        throw InputError(Location{path, lineno, 0, line}, std::string("cannot model this row's configuration: ") + e.what());
+        csv.fail(std::string("cannot model this row's configuration (") + e.what() + ")");
       }
     }
     const Scenario& sc = scenarios.at(key);
     if (device_out.empty()) device_out = sc.pools[0].device.name;
     else if (device_out != sc.pools[0].device.name)
-      throw InputError(Location{path, lineno, 0, line}, "a profile is fitted for one device: this row is on " +
-                                                            sc.pools[0].device.name + ", earlier rows on " + device_out);
+      csv.fail("a profile is fitted for one device: this row is on " + sc.pools[0].device.name + ", earlier rows on " +
+               device_out);
     const PoolParams P = sc.pools[0].params();
     const double bf16 = sc.pools[0].device.bf16_tflops * 1e12;
     const double peak_flops = P.peak_flops_per_s, peak_bytes = P.peak_bytes_per_s;
@@ -115,7 +98,7 @@ std::vector<StepSample> read_step_samples(const std::string& path, std::string& 
     const double ds = num("decode_seqs", 0), dctx = num("decode_context_tokens", 0);
     const double per_seq = ps > 0 ? pt / ps : 0;
     StepSample s;
-    s.where = path + ":" + std::to_string(lineno);
+    s.where = csv.where();
     s.x[0] = 1.0;
     s.x[1] = ps + ds;
     s.x[2] = P.work.weight_bytes / peak_bytes;
@@ -123,6 +106,7 @@ std::vector<StepSample> read_step_samples(const std::string& path, std::string& 
     s.x[4] = P.work.kv_bytes_per_token * (pt + dctx) / peak_bytes;
     s.x[5] = P.work.attn_flops_per_pair * ps * per_seq * (per_seq + 1) / 2 / bf16;
     s.step_s = num("step_ms", 0) / 1e3;
+    if (!(s.step_s > 0)) csv.fail("column step_ms: a step takes some time (expected > 0)");
     out.push_back(s);
   }
   if (out.empty()) throw InputError(Location{path, 0, 0, ""}, "no step timings in " + path);

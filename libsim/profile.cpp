@@ -18,13 +18,6 @@ constexpr const char* kTermNames[kProfileTerms] = {"step_s",           "per_seq_
                                                    "matmul_factor",    "kv_factor",     "attention_factor",
                                                    "client_ttft_s",    "comm_factor"};
 
-std::vector<std::string> split_lines_of(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string l; std::getline(in, l);) out.push_back(l);
-  return out;
-}
-
 void read_error(ProfileError& e, const detail::N& n) {
   n.allow_keys({"points", "median", "worst"});
   e.points = n.has("points") ? int(n.at("points").integer(0, 1000000)) : 0;
@@ -79,15 +72,8 @@ double profile_term(const PerfCoefficients& c, int i) { return profile_term(cons
 PerfProfile parse_profile(const std::string& text, const std::string& where) {
   detail::Source src;
   src.file = where;
-  src.lines = split_lines_of(text);
-  YAML::Node root;
-  try {
-    root = YAML::Load(text);
-  } catch (const YAML::ParserException& e) {
-    Location l{where, e.mark.line + 1, e.mark.column + 1, ""};
-    if (e.mark.line >= 0 && size_t(e.mark.line) < src.lines.size()) l.source_line = src.lines[size_t(e.mark.line)];
-    throw InputError(l, "malformed YAML: " + e.msg);
-  }
+  src.lines = detail::split_lines(text);
+  const YAML::Node root = detail::load_located(text, src);
   const detail::N n{root, "", &src};
   if (!root.IsMap()) n.fail("a performance profile is a mapping (profile, device, coefficients, ...)");
   n.allow_keys({"profile", "device", "model", "tp", "engine", "coefficients", "data", "method", "fit", "held_out"});

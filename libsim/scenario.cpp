@@ -225,14 +225,7 @@ Scenario load_from(const std::string& text, Source src, const std::vector<Overri
     const int col = int(bad - (bol == std::string::npos || bad == 0 ? 0 : bol + 1)) + 1;
     throw InputError(Location{src.file, line, col, ""}, "not valid UTF-8 (a scenario file must be UTF-8 text)");
   }
-  YAML::Node root;
-  try {
-    root = YAML::Load(text);
-  } catch (const YAML::ParserException& e) {
-    Location l{src.file, e.mark.line + 1, e.mark.column + 1, ""};
-    if (e.mark.line >= 0 && size_t(e.mark.line) < src.lines.size()) l.source_line = src.lines[size_t(e.mark.line)];
-    throw InputError(l, "malformed YAML: " + e.msg);
-  }
+  YAML::Node root = load_located(text, src);
   if (!root.IsDefined() || root.IsNull()) throw InputError(Location{src.file, 1, 1, ""}, "empty scenario file");
   if (root.IsMap())
     for (const auto& o : overrides) apply_override(root, o, src);

@@ -89,12 +89,7 @@ SweepSpec parse_sweep(const ScenarioSource& scenario) {
   src.file = scenario.name();
   src.base_dir = scenario.base_dir();
   src.lines = detail::split_lines(scenario.text());
-  YAML::Node root;
-  try {
-    root = YAML::Load(scenario.text());
-  } catch (const YAML::ParserException& e) {
-    throw InputError(Location{src.file, e.mark.line + 1, e.mark.column + 1, ""}, "malformed YAML: " + e.msg);
-  }
+  YAML::Node root = detail::load_located(scenario.text(), src);
   if (root.IsMap())
     for (const auto& o : scenario.base_overrides()) detail::apply_override(root, o, src);
   const N r{root, "", &src};

@@ -219,6 +219,17 @@ inline std::vector<std::string> split_lines(const std::string& text) {
   return lines;
 }
 
+// Parse YAML text; a syntax error becomes an InputError located in `src` (with its line's text).
+inline YAML::Node load_located(const std::string& text, const Source& src) {
+  try {
+    return YAML::Load(text);
+  } catch (const YAML::ParserException& e) {
+    Location l{src.file, e.mark.line + 1, e.mark.column + 1, ""};
+    if (e.mark.line >= 0 && size_t(e.mark.line) < src.lines.size()) l.source_line = src.lines[size_t(e.mark.line)];
+    throw InputError(l, "malformed YAML: " + e.msg);
+  }
+}
+
 // Apply one override to the YAML tree.
 inline void apply_override(YAML::Node root, const Override& o, Source& src) {
   std::vector<std::string> parts;

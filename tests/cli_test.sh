@@ -227,6 +227,14 @@ expect "fit of too few points" 2 "1 usable benchmark points" -- "$bin" fit "$tmp
 sed 's/H100-SXM/A100-80GB/' "$tmp/bench.csv" | tail -2 >>"$tmp/bench2.csv"
 cat "$tmp/bench.csv" "$tmp/bench2.csv" >"$tmp/mixed.csv"
 expect "fit across devices" 2 "a profile is fitted for one device" -- "$bin" fit "$tmp/mixed.csv"
+printf 'model,device,tp,isl,osl,concurrency\nx,H100-SXM,1e12,1,1,1\n' >"$tmp/badtp.csv"
+expect "fit of an out-of-range tp" 2 "badtp.csv:2: error: column tp: expected an integer in [1, 64], not '1e12'" -- \
+  "$bin" fit "$tmp/badtp.csv"
+printf 'model,device,prefill_tokens,decode_seqs,decode_context_tokens,step_ms\nmeta-llama/Llama-3.1-8B,H100-SXM,0,4,100,0\n' \
+  >"$tmp/steps.csv"
+expect "fit --steps of a step that takes no time" 2 "steps.csv:2: error: column step_ms" -- "$bin" fit --steps "$tmp/steps.csv"
+expect "fit to an unwritable profile" 3 "" -- "$bin" fit "$tmp/bench.csv" --folds 0 --threads 2 -o "$tmp/no/such/dir/p.yaml"
+check "fit says why the profile was not written" grep -q "p.yaml: error: writing the profile failed: No such file" "$tmp/err"
 expect "a run on a profile of another device" 2 "not to other devices" -- \
   "$bin" run --set device=a100-80gb --set engine.perf_profile="$tmp/profile.yaml"
 expect "an unknown shipped profile" 2 "no shipped performance profile 'h100-sxm-80gb/nonesuch'" -- \

@@ -15,6 +15,16 @@ inline Scenario scenario(const std::string& yaml, const std::vector<std::string>
   return load_scenario_text(yaml, "<test>", FLEETSIM_SOURCE_DIR, sets);
 }
 
+// The one-line error a scenario gives, or "(no error)".
+inline std::string error_of(const std::string& yaml, const std::vector<std::string>& sets = {}) {
+  try {
+    scenario(yaml, sets);
+  } catch (const InputError& e) {
+    return e.one_line();
+  }
+  return "(no error)";
+}
+
 struct Result {
   std::unique_ptr<Tally> tally;
   std::unique_ptr<ClassTally> all;  // every class merged

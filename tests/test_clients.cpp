@@ -30,14 +30,7 @@ std::string closed_loop(int clients, const std::string& think, double duration, 
          std::to_string(output) + "\n";
 }
 
-std::string error_of(const std::string& yaml) {
-  try {
-    test::scenario(yaml);
-  } catch (const InputError& e) {
-    return e.one_line();
-  }
-  return "(no error)";
-}
+using test::error_of;
 
 double window_of(const Scenario& s) { return s.duration_s - s.warmup_s; }
 
