@@ -23,6 +23,7 @@
 #include "libsim/capacity.hpp"
 #include "libsim/catalog.hpp"
 #include "libsim/error.hpp"
+#include "libsim/ledger.hpp"
 #include "libsim/report.hpp"
 #include "libsim/runner.hpp"
 #include "libsim/scenario.hpp"
@@ -286,6 +287,8 @@ int cmd_run(const Options& o) {
   const Json r = run_report(s, *t);
   if (o.format == "json") emit(r.dump(2) + "\n");
   else if (o.format == "csv") emit(json_to_csv(r));
+  else if (o.format == "ledger") emit(ledger_csv(make_ledger(s, *t)));
+  else if (o.format == "focus") emit(focus_csv(make_ledger(s, *t), s, 0.0));
   else emit(format_run_table(r));
   return kExitOk;
 }
@@ -497,7 +500,8 @@ int main(int argc, char** argv) {
           "INTEGER in [0, 2^64-1]"));
   run->add_option("--duration", o.duration, "simulated seconds (overrides duration_s)")->check(finite_in(0, 30.0 * 86400, false));
   add_scenario_flags(run, o);
-  add_format(run, o);
+  run->add_option("--format", o.format, "output format (ledger: the cost ledger as CSV; focus: FinOps FOCUS CSV)")
+      ->check(CLI::IsMember({"table", "json", "csv", "ledger", "focus"}));
 
   CLI::App* val = subs[1].first;
   val->add_option("scenario", o.scenario, "scenario YAML file")->required();

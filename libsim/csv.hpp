@@ -9,6 +9,9 @@
 
 namespace fleetsim {
 
+// One CSV field as written: quoted (RFC 4180) when it holds a comma, a quote or a line break.
+std::string csv_quote(const std::string& field);
+
 class CsvReader {
  public:
   // Reads the header from `in` (a byte-order mark and CRLF endings are accepted). Column names

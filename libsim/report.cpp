@@ -1,5 +1,8 @@
 #include "report.hpp"
 
+#include "csv.hpp"
+#include "ledger.hpp"
+
 #include <fmt/format.h>
 
 #include <cmath>
@@ -25,6 +28,27 @@ LatencyStats latency_stats(const Histogram& h) {
 
 namespace {
 
+// The distribution as [seconds, fraction at or below] points: one pass over the buckets, a point
+// wherever the cumulative fraction has moved by 1/64 (and at the tail quantiles), bucket upper edges.
+Json hist_cdf(const Histogram& h) {
+  Json pts = Json::array();
+  if (h.n == 0) return pts;
+  uint64_t cum = 0;
+  double last = -1.0;
+  for (int b = 0; b < kHistBuckets; ++b) {
+    if (h.counts[b] == 0) continue;
+    cum += h.counts[b];
+    const double f = double(cum) / double(h.n);
+    if (f - last >= 1.0 / 64 || (f >= 0.99 && f - last >= 1e-3) || cum == h.n) {
+      double lo, hi;
+      hist_bucket_bounds(b, lo, hi);
+      pts.push_back({std::min(hi, h.max), f});
+      last = f;
+    }
+  }
+  return pts;
+}
+
 Json lat_json(const Histogram& h) {
   const LatencyStats l = latency_stats(h);
   Json j;
@@ -40,6 +64,7 @@ Json lat_json(const Histogram& h) {
   j["p99"] = l.p99;
   j["p999"] = l.p999;
   j["max"] = l.max;
+  j["cdf"] = hist_cdf(h);
   return j;
 }
 
@@ -172,40 +197,6 @@ Json fleet_json(const PoolTally& t, double window) {
   return f;
 }
 
-struct PoolCost {
-  double device_hours = 0, total = 0, input = 0, output = 0;
-};
-
-PoolCost pool_cost(const PoolSpec& P, const PoolTally& t, double window_s) {
-  PoolCost c;
-  // time-sliced replicas share a device; a tensor/pipeline-parallel replica holds several
-  c.device_hours = P.devices() > 1 ? t.replica_s * P.devices() / 3600.0 : t.replica_s / 3600.0 / P.time_slicing;
-  // committed replicas are paid for the whole window at their discount, used or not; the rest
-  // at the hourly price (spot-discounted on spot capacity)
-  const double committed =
-      double(P.committed_replicas) * P.devices() * window_s / 3600.0 * P.usd_per_hour / P.time_slicing *
-      (1.0 - P.committed_discount);
-  c.total = committed + t.excess_s / 3600.0 * P.hourly_usd();
-  const double in_share = t.busy_s > 0 ? t.input_busy_s / t.busy_s : 0.0;
-  c.input = c.total * in_share;
-  c.output = c.total - c.input;
-  return c;
-}
-
-Json cost_json(const PoolCost& c, double usd_per_hour, double completed, double in_tokens, double out_tokens) {
-  Json co;
-  co["usd_per_device_hour"] = usd_per_hour;
-  co["device_hours"] = c.device_hours;
-  co["total_usd"] = c.total;
-  co["input_usd"] = c.input;
-  co["output_usd"] = c.output;
-  co["per_request_usd"] = ratio(c.total, completed);
-  co["per_million_input_tokens_usd"] = ratio(c.input * 1e6, in_tokens);
-  co["per_million_output_tokens_usd"] = ratio(c.output * 1e6, out_tokens);
-  co["per_million_tokens_usd"] = ratio(c.total * 1e6, in_tokens + out_tokens);
-  return co;
-}
-
 }  // namespace
 
 // How sure the step-time model is: a calibrated profile names itself and quotes its error on
@@ -290,9 +281,8 @@ Json run_report(const Scenario& s, const Tally& t) {
   for (size_t c = 0; c < s.classes.size(); ++c) class_tally_merge(*all, t.classes[c]);
   PoolTally pools{};
   pool_tally_clear(pools);
-  double peak_flops_s = 0, peak_bytes_s = 0, kv_cap_s = 0, fixed_s = 0, kv_bytes_s = 0, mem_s = 0, usd_h = 0;
-  PoolCost cost_all;
-  std::vector<PoolCost> costs;
+  double peak_flops_s = 0, peak_bytes_s = 0, kv_cap_s = 0, fixed_s = 0, kv_bytes_s = 0, mem_s = 0;
+  const Ledger ledger = make_ledger(s, t);
   for (size_t i = 0; i < s.pools.size(); ++i) {
     const PoolSpec& P = s.pools[i];
     const PoolParams pp = P.params();
@@ -304,20 +294,13 @@ Json run_report(const Scenario& s, const Tally& t) {
     fixed_s += pt.replica_s * pp.fixed_memory_bytes;
     kv_bytes_s += pt.kv_block_s * P.capacity.kv_bytes_per_token * P.kv_block_tokens;
     mem_s += pt.replica_s * pp.device_memory_bytes;
-    costs.push_back(pool_cost(P, pt, window));
-    cost_all.device_hours += costs.back().device_hours;
-    cost_all.total += costs.back().total;
-    cost_all.input += costs.back().input;
-    cost_all.output += costs.back().output;
-    usd_h += double(P.replicas) * P.hourly_usd();
   }
 
   r["requests"] = requests_json(*all, window);
   r["latency_s"] = latency_json(*all);
   r["throughput"] = throughput_json(*all, window);
   r["utilization"] = utilization_json(pools, peak_flops_s, peak_bytes_s, kv_cap_s, fixed_s, kv_bytes_s, mem_s);
-  r["cost"] = cost_json(cost_all, s.pools.size() == 1 ? P0.usd_per_hour * (1.0 - P0.spot_discount) : usd_h / std::max(1, devices),
-                        double(all->completed), all->input_tokens, all->output_tokens);
+  r["cost"] = cost_json(ledger.total);
 
   const int64_t mean_ctx = int64_t(std::llround(C0.mean_prompt_tokens + C0.mean_output_tokens));
   Json cap = capacity_json(P0.capacity, mean_ctx, P0.kv_block_tokens);
@@ -348,20 +331,6 @@ Json run_report(const Scenario& s, const Tally& t) {
   }
 
   if (s.multi) {
-    // class cost: its pool's cost in proportion to the device time its requests used
-    std::vector<double> class_usd(s.classes.size(), 0.0);
-    for (size_t i = 0; i < s.pools.size(); ++i) {
-      double busy = 0;
-      int members = 0;
-      for (size_t c = 0; c < s.classes.size(); ++c)
-        if (s.classes[c].pool == int(i)) {
-          busy += t.classes[c].busy_s;
-          ++members;
-        }
-      for (size_t c = 0; c < s.classes.size(); ++c)
-        if (s.classes[c].pool == int(i))
-          class_usd[c] = costs[i].total * (busy > 0 ? t.classes[c].busy_s / busy : 1.0 / members);
-    }
     Json classes = Json::object();
     std::map<std::string, double> team_usd;
     for (size_t c = 0; c < s.classes.size(); ++c) {
@@ -370,17 +339,25 @@ Json run_report(const Scenario& s, const Tally& t) {
       Json cj;
       cj["pool"] = s.pools[size_t(C.pool)].name;
       cj["team"] = C.team;
+      {
+        Json w;
+        w["arrival"] = arrival_name(C.arrival);
+        if (C.arrival == ArrivalKind::concurrency || C.arrival == ArrivalKind::burst)
+          w["clients"] = C.clients;
+        else
+          w["rate_per_s"] = C.rate_per_s;
+        w["prompt_tokens"] = C.prompt.describe;
+        w["output_tokens"] = C.output.describe;
+        cj["workload"] = w;
+      }
       cj["requests"] = requests_json(ct, window);
       cj["latency_s"] = latency_json(ct);
       cj["throughput"] = throughput_json(ct, window);
       if (C.arrival == ArrivalKind::concurrency) cj["closed_loop"] = closed_loop_json(C, ct, window);
       if (!goodput_bounds(C).empty()) cj["goodput"] = goodput_bounds(C);
-      cj["cost"] = {{"usd", class_usd[c]},
-                    {"device_busy_s", ct.busy_s},
-                    {"per_request_usd", ratio(class_usd[c], double(ct.completed))},
-                    {"per_million_output_tokens_usd", ratio(class_usd[c] * 1e6, ct.output_tokens)}};
+      cj["cost"] = class_cost_json(ledger.classes[c]);
       classes[C.name] = cj;
-      team_usd[C.team] += class_usd[c];
+      team_usd[C.team] += ledger.classes[c].usd();
     }
     r["classes"] = classes;
     Json pj = Json::object();
@@ -405,23 +382,18 @@ Json run_report(const Scenario& s, const Tally& t) {
                                             pt.replica_s * double(P.capacity.kv_blocks), pt.replica_s * pp.fixed_memory_bytes,
                                             pt.kv_block_s * P.capacity.kv_bytes_per_token * P.kv_block_tokens,
                                             pt.replica_s * pp.device_memory_bytes);
-      double done = 0, in = 0, out = 0;
-      for (size_t c = 0; c < s.classes.size(); ++c)
-        if (s.classes[c].pool == int(i)) {
-          done += double(t.classes[c].completed);
-          in += t.classes[c].input_tokens;
-          out += t.classes[c].output_tokens;
-        }
-      one["cost"] = cost_json(costs[i], P.usd_per_hour * (1.0 - P.spot_discount), done, in, out);
+      one["cost"] = cost_json(ledger.pools[i].cost);
       one["capacity"] = capacity_json(P.capacity, mean_ctx, P.kv_block_tokens);
       pj[P.name] = one;
     }
     r["pools"] = pj;
     Json tj = Json::object();
     for (const auto& [team, usd] : team_usd)
-      tj[team] = {{"usd", usd}, {"share", ratio(usd, cost_all.total)}};
+      tj[team] = {{"usd", usd}, {"share", ratio(usd, ledger.total.effective_usd())}};
     r["teams"] = tj;
   }
+
+  r["ledger"] = ledger_json(ledger);
 
   Json sim;
   sim["events"] = t.events;
@@ -447,12 +419,6 @@ void flatten(const Json& j, const std::string& prefix, std::vector<std::pair<std
     out.emplace_back(prefix, j.dump());
   }
 }
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string q = "\"";
-  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return q + "\"";
-}
 }  // namespace
 
 std::string json_to_csv(const Json& doc) {
@@ -460,8 +426,8 @@ std::string json_to_csv(const Json& doc) {
   flatten(doc, "", kv);
   std::string head, row;
   for (size_t i = 0; i < kv.size(); ++i) {
-    head += (i ? "," : "") + csv_field(kv[i].first);
-    row += (i ? "," : "") + csv_field(kv[i].second);
+    head += (i ? "," : "") + csv_quote(kv[i].first);
+    row += (i ? "," : "") + csv_quote(kv[i].second);
   }
   return head + "\n" + row + "\n";
 }

@@ -2,7 +2,10 @@
 // print by default, read from the same JSON the other formats carry.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
 #include <string>
+#include <vector>
 
 #include "report.hpp"
 
@@ -20,16 +23,120 @@ std::string ms(const Json& v) { return v.is_null() ? "-" : fmt::format("{:.1f}",
 std::string pct(const Json& v) { return v.is_null() ? "-" : fmt::format("{:.1f}%", v.get<double>() * 100.0); }
 std::string usd(const Json& v, int prec = 4) { return v.is_null() ? "-" : fmt::format("${:.{}f}", v.get<double>(), prec); }
 
+std::string hours(double h) { return fmt::format("{:.2f}", h); }
+std::string dollars(double x) { return x >= 1000 ? fmt::format("${:.0f}", x) : fmt::format("${:.2f}", x); }
+
+// Rows of cells, each column as wide as its widest cell: text left, figures right.
+std::string columns(const std::vector<std::vector<std::string>>& rows, const std::string& indent) {
+  std::vector<size_t> w;
+  for (const auto& r : rows)
+    for (size_t i = 0; i < r.size(); ++i) {
+      if (w.size() <= i) w.push_back(0);
+      w[i] = std::max(w[i], r[i].size());
+    }
+  std::string o;
+  for (const auto& r : rows) {
+    std::string line = indent;
+    for (size_t i = 0; i < r.size(); ++i) {
+      const bool figure = !r[i].empty() && (std::isdigit((unsigned char)r[i][0]) || r[i][0] == '$' ||
+                                                (r[i][0] == '-' && (r[i].size() == 1 || std::isdigit((unsigned char)r[i][1]))));
+      line += figure ? fmt::format("{:>{}}", r[i], w[i]) : fmt::format("{:<{}}", r[i], w[i]);
+      if (i + 1 < r.size()) line += "  ";
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    o += line + "\n";
+  }
+  return o;
+}
+
+
+// One line per class and per pool: the figures the totals above add up.
+std::string by_class_and_pool(const Json& r) {
+  std::vector<std::vector<std::string>> rows = {
+      {"by class", "completed", "rejected", "ttft p50", "ttft p99", "tpot p50", "e2e p99", "output tok/s", "$", "$/1M out"}};
+  for (auto it = r["classes"].begin(); it != r["classes"].end(); ++it) {
+    const Json& c = it.value();
+    const Json& l = c["latency_s"];
+    rows.push_back({"  " + it.key(), num(c["requests"]["completed"]), num(c["requests"]["rejected"]), ms(l["ttft"]["p50"]),
+                    ms(l["ttft"]["p99"]), ms(l["tpot"]["p50"]), ms(l["e2e"]["p99"]), num(c["throughput"]["output_tokens_per_s"], 1),
+                    usd(c["cost"]["usd"], 2), usd(c["cost"]["per_million_output_tokens_usd"], 3)});
+  }
+  std::string o = columns(rows, "");
+  rows.clear();
+  rows.push_back({"by pool", "devices", "replicas", "busy", "idle", "cold start", "mean batch", "device-h", "$", "$/1M out"});
+  for (auto it = r["pools"].begin(); it != r["pools"].end(); ++it) {
+    const Json& p = it.value();
+    const Json& u = p["utilization"];
+    rows.push_back({"  " + it.key(), fmt::format("{} x {}", p["devices"].get<int>(), p["device"].get<std::string>()),
+                    num(p["fleet"]["mean_replicas"], 2), pct(u["busy_fraction"]), pct(u["idle_fraction"]),
+                    pct(u["cold_start_fraction"]), num(u["mean_batch_size"], 1), hours(p["cost"]["device_hours"].get<double>()),
+                    usd(p["cost"]["total_usd"], 2), usd(p["cost"]["per_million_output_tokens_usd"], 3)});
+  }
+  return o + columns(rows, "");
+}
+
+// The ledger: pricing lines per pool (hours x rate = dollars, list beside effective), where the
+// hours went, and what each class paid.
+std::string ledger_table(const Json& r) {
+  const Json& L = r["ledger"];
+  std::string o = "cost        device-hours x rate = dollars (effective; list price beside)\n";
+  std::vector<std::vector<std::string>> rows;
+  for (auto it = L["pools"].begin(); it != L["pools"].end(); ++it)
+    for (const auto& line : it.value()["pricing"])
+      rows.push_back({"pool " + it.key(), line["category"].get<std::string>(), hours(line["device_hours"].get<double>()),
+                      "x", fmt::format("${:.3f}/h", line["effective_usd_per_hour"].get<double>()), "=",
+                      dollars(line["effective_usd"].get<double>()),
+                      fmt::format("(list ${:.2f}/h = {})", line["list_usd_per_hour"].get<double>(),
+                                  dollars(line["list_usd"].get<double>()))});
+  rows.push_back({"total", "", hours(L["billed_device_hours"].get<double>()), "x",
+                  fmt::format("${:.3f}/h", L["usd_per_device_hour"].get<double>()), "=", dollars(L["effective_usd"].get<double>()),
+                  fmt::format("(list {})", dollars(L["list_usd"].get<double>()))});
+  o += columns(rows, "  ");
+  rows.clear();
+  std::string where = "where       ";
+  bool first = true;
+  for (auto it = L["buckets"].begin(); it != L["buckets"].end(); ++it) {
+    const double h = it.value()["device_hours"].get<double>();
+    if (h <= 0 && it.key() != "busy_decode") continue;
+    std::string name = it.key();
+    std::replace(name.begin(), name.end(), '_', ' ');
+    where += fmt::format("{}{} {} h {}", first ? "" : " | ", name, hours(h), dollars(it.value()["usd"].get<double>()));
+    first = false;
+  }
+  o += where + "\n";
+  if (L["classes"].size() > 1) {
+    for (auto it = L["classes"].begin(); it != L["classes"].end(); ++it) {
+      const Json& c = it.value();
+      rows.push_back({"class " + it.key(), "pool " + c["pool"].get<std::string>(), "team " + c["team"].get<std::string>(),
+                      dollars(c["usd"].get<double>()), "= busy", dollars(c["busy_usd"].get<double>()), "+ idle share",
+                      dollars(c["idle_share_usd"].get<double>()), "per 1M in", usd(c["per_million_input_tokens_usd"], 3), "out",
+                      usd(c["per_million_output_tokens_usd"], 3)});
+    }
+    o += columns(rows, "  ");
+  }
+  const Json& co = r["cost"];
+  o += fmt::format("per unit    request {}   per 1M input {}   per 1M output {}   idle {} of {}\n", usd(co["per_request_usd"], 5),
+                   usd(co["per_million_input_tokens_usd"], 3), usd(co["per_million_output_tokens_usd"], 3),
+                   dollars(co["idle_usd"].get<double>()), dollars(co["total_usd"].get<double>()));
+  o += fmt::format("30 days     {} ({})\n", dollars(L["projection_30d"]["effective_usd"].get<double>()),
+                   L["projection_30d"]["note"].get<std::string>());
+  return o;
+}
+
 }  // namespace
 
 std::string format_run_table(const Json& r) {
   const Json& sc = r["scenario"];
   std::string o;
   std::string par;
-  if (sc["pools"].get<int>() > 1) {
-    o += fmt::format("scenario  {}  ({} pools: {} devices in {} replicas; per pool and class in --format json)\n",
-                     sc["name"].get<std::string>(), sc["pools"].get<int>(),
-                     sc.contains("devices") ? sc["devices"].get<int>() : sc["replicas"].get<int>(), sc["replicas"].get<int>());
+  const bool multi = sc["pools"].get<int>() > 1 || sc["classes"].get<int>() > 1;
+  if (multi) {
+    std::string pools;
+    for (auto it = r["pools"].begin(); it != r["pools"].end(); ++it)
+      pools += fmt::format("{}{}: {} x {}", pools.empty() ? "" : ", ", it.key(), it.value()["devices"].get<int>(),
+                           it.value()["device"].get<std::string>());
+    o += fmt::format("scenario  {}  ({} devices in {} replicas; {})\n", sc["name"].get<std::string>(),
+                     sc.contains("devices") ? sc["devices"].get<int>() : sc["replicas"].get<int>(), sc["replicas"].get<int>(), pools);
   } else {
     if (sc.contains("tensor_parallel") && sc["devices"].get<int>() != sc["replicas"].get<int>())
       par = fmt::format(" in {} replica{} of tp {} x pp {}", sc["replicas"].get<int>(), sc["replicas"].get<int>() == 1 ? "" : "s",
@@ -47,9 +154,23 @@ std::string format_run_table(const Json& r) {
     arrivals = fmt::format("a burst of {} requests", sc["requests"].get<int64_t>());
   else
     arrivals = fmt::format("{} arrivals at {:.3f}/s", sc["arrival"].get<std::string>(), sc["rate_per_s"].get<double>());
-  o += fmt::format("workload  {}, prompt {}, output {}; {:.0f} s measured after {:.0f} s warm-up, seed {}\n", arrivals,
-                   sc["prompt_tokens"].get<std::string>(), sc["output_tokens"].get<std::string>(),
-                   r["simulation"]["window_s"].get<double>(), sc["warmup_s"].get<double>(), sc["seed"].get<uint64_t>());
+  if (multi && r.contains("classes")) {
+    o += fmt::format("workload  {:.0f} s measured after {:.0f} s warm-up, seed {}\n", r["simulation"]["window_s"].get<double>(),
+                     sc["warmup_s"].get<double>(), sc["seed"].get<uint64_t>());
+    std::vector<std::vector<std::string>> rows;
+    for (auto it = r["classes"].begin(); it != r["classes"].end(); ++it) {
+      const Json& w = it.value()["workload"];
+      rows.push_back({"class " + it.key(), "-> pool " + it.value()["pool"].get<std::string>(),
+                      w.contains("clients") ? fmt::format("{} {} clients", w["clients"].get<int64_t>(), w["arrival"].get<std::string>())
+                                            : fmt::format("{} at {:.3f}/s", w["arrival"].get<std::string>(), w["rate_per_s"].get<double>()),
+                      "prompt " + w["prompt_tokens"].get<std::string>(), "output " + w["output_tokens"].get<std::string>()});
+    }
+    o += columns(rows, "          ");
+  } else {
+    o += fmt::format("workload  {}, prompt {}, output {}; {:.0f} s measured after {:.0f} s warm-up, seed {}\n", arrivals,
+                     sc["prompt_tokens"].get<std::string>(), sc["output_tokens"].get<std::string>(),
+                     r["simulation"]["window_s"].get<double>(), sc["warmup_s"].get<double>(), sc["seed"].get<uint64_t>());
+  }
   if (sc.contains("step_time")) {
     const Json& st = sc["step_time"];
     if (st["calibrated"].get<bool>()) {
@@ -83,6 +204,7 @@ std::string format_run_table(const Json& r) {
     o += fmt::format("  {:<14} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}\n", k, ms(l["mean"]), ms(l["p50"]), ms(l["p90"]),
                      ms(l["p95"]), ms(l["p99"]), ms(l["p999"]), ms(l["max"]));
   }
+  if (multi && r.contains("classes")) o += "\n" + by_class_and_pool(r);
   const Json& th = r["throughput"];
   o += fmt::format("\nthroughput  {} req/s   {} input tok/s   {} output tok/s   {} output tok/s/user\n",
                    num(th["requests_per_s"]), num(th["input_tokens_per_s"], 1), num(th["output_tokens_per_s"], 1),
@@ -109,11 +231,7 @@ std::string format_run_table(const Json& r) {
     o += fmt::format("fleet       mean {} replicas, max {}, {} started, {} stopped, {} crashes, {} interruptions\n",
                      num(fl["mean_replicas"], 2), num(fl["max_replicas"], 0), num(fl["scale_ups"], 0),
                      num(fl["scale_downs"], 0), num(fl["crashes"], 0), num(fl["interruptions"], 0));
-  const Json& co = r["cost"];
-  o += fmt::format("cost        {} device-h x {}/h = {}   per request {}   per 1M input {}   per 1M output {}\n",
-                   num(co["device_hours"], 2), usd(co["usd_per_device_hour"], 2), usd(co["total_usd"], 2),
-                   usd(co["per_request_usd"], 5), usd(co["per_million_input_tokens_usd"], 3),
-                   usd(co["per_million_output_tokens_usd"], 3));
+  o += ledger_table(r);
   const Json& cap = r["capacity"];
   o += fmt::format("capacity    weights {:.1f} GiB  KV {:.1f} GiB = {} tokens ({} B/token)  fits {} requests at {} tokens\n",
                    cap["weights_gib"].get<double>(), cap["kv_gib"].get<double>(), num(cap["kv_capacity_tokens"]),

@@ -42,7 +42,10 @@ FLEETSIM_HD inline void account_run(Sim& s, const Replica& R, int64_t k, double 
   T.seq_steps += f * double(k) * R.run_seqs;
   T.steps += f * double(k);
   T.kv_block_s += overlap * (R.run_blocks0 + 0.5 * R.run_blocks_rate * double(k));
-  for (int32_t c = 0; c < s.p->n_classes; ++c) s.tally->classes[c].busy_s += overlap * R.run_class_share[c];
+  for (int32_t c = 0; c < s.p->n_classes; ++c) {
+    s.tally->classes[c].busy_s += overlap * R.run_class_share[c];
+    s.tally->classes[c].input_busy_s += overlap * R.run_class_in_share[c];
+  }
 }
 
 FLEETSIM_HD inline void record_done(Sim& s, int32_t ri, double t) {
@@ -97,6 +100,7 @@ FLEETSIM_HD inline void pool_advance(Sim& s, int32_t pi, double t) {
     PoolTally& T = s.tally->pools[pi];
     T.replica_s += double(ps.n_prov) * dt;
     T.excess_s += double(max_of(0, ps.n_prov - s.p->pools[pi].committed_replicas)) * dt;
+    T.committed_unused_s += double(max_of(0, s.p->pools[pi].committed_replicas - ps.n_prov)) * dt;
     T.cold_s += double(ps.n_starting) * dt;
     const int32_t idle = ps.n_ready + ps.n_draining - ps.n_busy;
     const int32_t head = min_of(idle, s.p->pools[pi].headroom_replicas);

@@ -37,7 +37,7 @@ FLEETSIM_HD inline void sim_start_fleet(Sim& s, const SimParams& p) {
 FLEETSIM_HD inline void simulate(const SimParams& p, uint32_t replication, uint8_t* workspace, Tally& tally) {
   tally_clear(tally, p.n_pools, p.n_classes);
   Sim s = sim_bind(p, replication, workspace, &tally);
-  tally.window_s = p.duration_s - p.warmup_s;
+  tally.window_s = s.W1 - s.W0;
   sim_start_fleet(s, p);
   for (int32_t c = 0; c < p.n_classes; ++c)
     s.next_arrival[c] = (s.closed_classes >> c) & 1 ? client_next(s, c)

@@ -102,6 +102,11 @@ FLEETSIM_HD inline void replica_fail(Sim& s, int32_t r, double t, bool new_node,
     while (R.run_tail != kNone) {  // newest first, so the oldest ends up at the front
       const int32_t sl = R.run_tail;
       Seq& x = slot(s, r, sl);
+      {
+        const Request& q = s.req[x.req];
+        const double lost = x.decoding ? double(x.L0 + (R.step - x.s0)) : double(x.prefill_done);
+        if (q.in_window) s.tally->classes[q.cls].lost_tokens += lost;
+      }
       if (x.decoding) {
         s.req[x.req].generated += int32_t(R.step - x.s0);
         stop_decoding(s, r, sl);
@@ -116,7 +121,11 @@ FLEETSIM_HD inline void replica_fail(Sim& s, int32_t r, double t, bool new_node,
     R.pinned_blocks = 0;
     R.prefix_ready = 0;
   } else {
-    for (int32_t i = R.batch_n - 1; i >= 0; --i) requeue_lost(s, Q, slot(s, r, i).req, t);
+    for (int32_t i = R.batch_n - 1; i >= 0; --i) {
+      const Request& q = s.req[slot(s, r, i).req];  // its prefill at least (the decode progress is not tracked)
+      if (q.in_window && t >= R.batch_t_first) s.tally->classes[q.cls].lost_tokens += double(q.prompt);
+      requeue_lost(s, Q, slot(s, r, i).req, t);
+    }
     R.batch_n = 0;
   }
   set_busy(s, r, 0, t);

@@ -216,6 +216,9 @@ struct SimParams {
   ClassParams classes[kMaxClasses];
   double duration_s;
   double warmup_s;
+  // measurement window [measure_from_s, measure_to_s) when measure_to_s > 0, else [warmup_s,
+  // duration_s): the trajectory does not depend on it, so windows of one run are comparable
+  double measure_from_s, measure_to_s;
   uint64_t seed;
   int64_t max_events;     // guard against runaway configurations
   int64_t max_run_steps;  // 0: decode runs as long as the batch is unchanged; 1: every step an event (tests)

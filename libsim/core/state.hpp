@@ -82,6 +82,7 @@ struct Replica {
   double run_seqs;                        // sequences in each step of the run
   double run_blocks0, run_blocks_rate;    // allocated KV blocks at j = 0, and growth per step
   double run_class_share[kMaxClasses];    // share of the run's time spent on each class
+  double run_class_in_share[kMaxClasses]; // of which on its input tokens (prefill)
   // static batching
   int32_t batch_n;
   double batch_t_first;
@@ -240,8 +241,8 @@ FLEETSIM_HD inline Sim sim_bind(const SimParams& p, uint32_t replication, uint8_
   s.pool = reinterpret_cast<PoolState*>(base + l.pools);
   s.n_replicas = int32_t(l.n_replicas);
   s.nq = int32_t(l.nq);
-  s.W0 = p.warmup_s;
-  s.W1 = p.duration_s;
+  s.W0 = p.measure_to_s > 0.0 ? p.measure_from_s : p.warmup_s;
+  s.W1 = p.measure_to_s > 0.0 ? p.measure_to_s : p.duration_s;
   s.t_clock = 0.0;
   for (int32_t c = 0; c < kMaxClasses; ++c) {
     s.in_system[c] = 0;
@@ -297,6 +298,7 @@ FLEETSIM_HD inline Sim sim_bind(const SimParams& p, uint32_t replication, uint8_
       for (int32_t c = 0; c < kMaxClasses; ++c) {
         R.n_decode_class[c] = 0;
         R.run_class_share[c] = 0.0;
+        R.run_class_in_share[c] = 0.0;
       }
       R.run_head = R.run_tail = R.pf_head = R.pf_tail = kNone;
       R.free_head = 0;

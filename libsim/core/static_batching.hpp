@@ -54,7 +54,7 @@ FLEETSIM_HD inline void static_try_start(Sim& s, int32_t r, double t) {
   const double dn = double(n), dp = double(pmax);
   // prefill of the padded batch
   set_single_step(P, R, dn * dp, dn * dp * (dp + 1.0) * 0.5, 0.0, 0.0, 0.0, dn);
-  for (int32_t c = 0; c < s.p->n_classes; ++c) R.run_class_share[c] = nclass[c] / dn;
+  for (int32_t c = 0; c < s.p->n_classes; ++c) R.run_class_in_share[c] = R.run_class_share[c] = nclass[c] / dn;
   R.run_blocks0 = double(ceil_div(n * (pmax + omax), R.bs));
   R.run_blocks_rate = 0.0;
   const double t_first = t + R.run_line.o;
@@ -62,6 +62,7 @@ FLEETSIM_HD inline void static_try_start(Sim& s, int32_t r, double t) {
   double t_end = t_first;
   if (P.generative && omax >= 2) {
     set_decode_run(P, R, dn, dn * dp);
+    for (int32_t c = 0; c < s.p->n_classes; ++c) R.run_class_in_share[c] = 0.0;
     const int64_t k = omax - 1;
     t_end = t_first + line_sum(R.run_line, k);
     account_run(s, R, k, t_first, t_end);

@@ -158,7 +158,8 @@ FLEETSIM_HD inline void set_class_shares(const Sim& s, Replica& R, const double*
   for (int32_t c = 0; c < s.p->n_classes; ++c) {
     const double in = ptoks > 0.0 ? prefill_by_class[c] / ptoks : 0.0;
     const double out = n > 0.0 ? double(R.n_decode_class[c]) / n : 0.0;
-    R.run_class_share[c] = R.run_in_share * in + (1.0 - R.run_in_share) * out;
+    R.run_class_in_share[c] = R.run_in_share * in;
+    R.run_class_share[c] = R.run_class_in_share[c] + (1.0 - R.run_in_share) * out;
   }
 }
 

@@ -24,6 +24,8 @@ struct ClassTally {
   double input_tokens;   // of completed requests
   double output_tokens;  // of completed requests
   double busy_s;         // device time spent on this class's requests (in the window)
+  double input_busy_s;   // of which on their prompts (prefill)
+  double lost_tokens;    // KV tokens computed and then dropped (preemption, a lost replica), to be recomputed
   double in_system_s;    // requests waiting or running x seconds
   double queue_len_s;    // requests waiting x seconds
   double thinking_s;     // closed-loop users between a response and their next request x seconds
@@ -41,6 +43,7 @@ struct PoolTally {
   double headroom_s;    // idle replica time within the chosen headroom
   double waste_s;       // idle replica time beyond it
   double excess_s;      // provisioned replica time beyond the committed replicas (paid at the hourly price)
+  double committed_unused_s;  // committed replicas not provisioned (paid for, never started)
   double scale_ups;     // replicas started
   double scale_downs;   // replicas stopped
   double max_replicas;  // most replicas provisioned at once
@@ -70,7 +73,7 @@ FLEETSIM_HD inline void class_tally_clear(ClassTally& c) {
   c.arrived = c.completed = c.rejected_queue_full = c.rejected_too_long = c.preempted = c.retried = c.failed = c.cache_hits = c.prefix_hits = 0;
   c.good = 0;
   c.prefix_tokens_reused = 0;
-  c.input_tokens = c.output_tokens = c.busy_s = c.in_system_s = c.queue_len_s = c.thinking_s = 0.0;
+  c.input_tokens = c.output_tokens = c.busy_s = c.input_busy_s = c.lost_tokens = c.in_system_s = c.queue_len_s = c.thinking_s = 0.0;
   hist_clear(c.ttft);
   hist_clear(c.tpot);
   hist_clear(c.e2e);
@@ -80,7 +83,7 @@ FLEETSIM_HD inline void class_tally_clear(ClassTally& c) {
 FLEETSIM_HD inline void pool_tally_clear(PoolTally& p) {
   p.replica_s = p.busy_s = p.input_busy_s = p.flops = p.bytes = p.seq_steps = p.steps = p.kv_block_s = 0.0;
   p.cold_s = p.headroom_s = p.waste_s = p.scale_ups = p.scale_downs = p.max_replicas = 0.0;
-  p.crashes = p.interruptions = p.excess_s = 0.0;
+  p.crashes = p.interruptions = p.excess_s = p.committed_unused_s = 0.0;
 }
 
 FLEETSIM_HD inline void tally_clear(Tally& t, int32_t n_pools = kMaxPools, int32_t n_classes = kMaxClasses) {
@@ -114,6 +117,8 @@ FLEETSIM_HD inline void class_tally_merge(ClassTally& into, const ClassTally& fr
   into.input_tokens += from.input_tokens;
   into.output_tokens += from.output_tokens;
   into.busy_s += from.busy_s;
+  into.input_busy_s += from.input_busy_s;
+  into.lost_tokens += from.lost_tokens;
   into.in_system_s += from.in_system_s;
   into.queue_len_s += from.queue_len_s;
   into.thinking_s += from.thinking_s;
@@ -141,6 +146,7 @@ FLEETSIM_HD inline void pool_tally_merge(PoolTally& into, const PoolTally& from)
   into.max_replicas += from.max_replicas;
   into.crashes += from.crashes;
   into.excess_s += from.excess_s;
+  into.committed_unused_s += from.committed_unused_s;
   into.interruptions += from.interruptions;
 }
 

@@ -1,0 +1,234 @@
+// The ledger's identities: every line is rate x hours, buckets sum to what was billed, classes and
+// pools sum to the total, the exports carry the same dollars; and the seeds' cost arithmetic.
+#include <doctest/doctest.h>
+
+#include <regex>
+#include <sstream>
+
+#include "helpers.hpp"
+#include "libsim/csv.hpp"
+#include "libsim/ledger.hpp"
+
+using namespace fleetsim;
+
+namespace {
+
+Scenario shipped(const std::string& name, const std::vector<std::string>& sets = {}) {
+  return load_scenario_file(std::string(FLEETSIM_SOURCE_DIR) + "/scenarios/" + name + ".yaml", sets);
+}
+
+double num(const Json& j) { return j.get<double>(); }
+
+// Every identity a cost block of the report must satisfy.
+void check_block(const Json& b, const std::string& what) {
+  INFO(what);
+  double hours = 0, usd = 0, list = 0, eff = 0, line_hours = 0;
+  for (auto it = b["buckets"].begin(); it != b["buckets"].end(); ++it) {
+    hours += num(it.value()["device_hours"]);
+    usd += num(it.value()["usd"]);
+    CHECK(num(it.value()["usd"]) == doctest::Approx(num(it.value()["device_hours"]) * num(b["usd_per_device_hour"])));
+  }
+  for (const auto& l : b["pricing"]) {
+    CHECK(num(l["list_usd"]) == doctest::Approx(num(l["device_hours"]) * num(l["list_usd_per_hour"])));
+    CHECK(num(l["effective_usd"]) == doctest::Approx(num(l["device_hours"]) * num(l["effective_usd_per_hour"])));
+    CHECK(num(l["effective_usd_per_hour"]) <= num(l["list_usd_per_hour"]));
+    list += num(l["list_usd"]);
+    eff += num(l["effective_usd"]);
+    line_hours += num(l["device_hours"]);
+  }
+  CHECK(hours == doctest::Approx(num(b["billed_device_hours"])).epsilon(1e-12));
+  CHECK(line_hours == doctest::Approx(num(b["billed_device_hours"])).epsilon(1e-12));
+  CHECK(usd == doctest::Approx(num(b["effective_usd"])).epsilon(1e-12));
+  CHECK(eff == doctest::Approx(num(b["effective_usd"])).epsilon(1e-12));
+  CHECK(list == doctest::Approx(num(b["list_usd"])).epsilon(1e-12));
+  CHECK(num(b["billed_device_hours"]) * num(b["usd_per_device_hour"]) == doctest::Approx(num(b["effective_usd"])));
+}
+
+// A `cost` block: rate x hours = total, input + output = total, per-unit figures from them.
+void check_cost(const Json& c, double completed, double in_tokens, double out_tokens, const std::string& what) {
+  INFO(what);
+  CHECK(num(c["device_hours"]) * num(c["usd_per_device_hour"]) == doctest::Approx(num(c["total_usd"])));
+  CHECK(num(c["input_usd"]) + num(c["output_usd"]) == doctest::Approx(num(c["total_usd"])));
+  CHECK(num(c["per_request_usd"]) == doctest::Approx(num(c["total_usd"]) / completed));
+  CHECK(num(c["per_million_input_tokens_usd"]) == doctest::Approx(num(c["input_usd"]) * 1e6 / in_tokens));
+  CHECK(num(c["per_million_output_tokens_usd"]) == doctest::Approx(num(c["output_usd"]) * 1e6 / out_tokens));
+}
+
+}  // namespace
+
+TEST_CASE("two pools, committed and spot: every line of the report reconciles") {
+  const Scenario s = shipped("committed-and-spot");
+  const auto r = test::run(s);
+  REQUIRE(r.drained);
+  const Json& j = r.report;
+  const Json& L = j["ledger"];
+  const double window_h = 3300.0 / 3600.0;
+
+  check_block(L, "total");
+  double pool_usd = 0, pool_hours = 0, pool_in = 0;
+  for (auto it = L["pools"].begin(); it != L["pools"].end(); ++it) {
+    check_block(it.value(), "pool " + it.key());
+    pool_usd += num(it.value()["effective_usd"]);
+    pool_hours += num(it.value()["billed_device_hours"]);
+  }
+  CHECK(pool_usd == doctest::Approx(num(L["effective_usd"])));
+  CHECK(pool_hours == doctest::Approx(num(L["billed_device_hours"])));
+
+  // committed H100s: 3 reserved for the whole window at 60% of $3.00, 2 of them running
+  const Json& chat = L["pools"]["chat"];
+  REQUIRE(chat["pricing"].size() == 1);
+  CHECK(chat["pricing"][0]["category"] == "committed");
+  CHECK(num(chat["pricing"][0]["device_hours"]) == doctest::Approx(3 * window_h));
+  CHECK(num(chat["pricing"][0]["effective_usd_per_hour"]) == doctest::Approx(1.80));
+  CHECK(num(chat["buckets"]["committed_unused"]["device_hours"]) == doctest::Approx(1 * window_h));
+  CHECK(num(chat["committed_break_even_utilization"]) == doctest::Approx(0.6));
+  // spot A100s: billed at 40% of $1.86, and the reclaims show as cold starts
+  const Json& batch = L["pools"]["batch"];
+  CHECK(batch["pricing"][0]["category"] == "spot");
+  CHECK(num(batch["pricing"][0]["effective_usd_per_hour"]) == doctest::Approx(1.86 * 0.4));
+  CHECK(num(j["pools"]["batch"]["fleet"]["interruptions"]) > 0);
+  CHECK(num(batch["buckets"]["cold_start"]["device_hours"]) > 0);
+  // the pool `cost` blocks are the ledger's: the JSON no longer quotes a rate it does not bill
+  CHECK(num(j["pools"]["chat"]["cost"]["usd_per_device_hour"]) == doctest::Approx(1.80));
+  CHECK(num(j["pools"]["chat"]["cost"]["total_usd"]) == doctest::Approx(num(chat["effective_usd"])));
+
+  // classes: busy + idle share = what they pay, and they add up to their pools and the teams'
+  double class_usd = 0, team_usd = 0, class_in = 0;
+  for (size_t k = 0; k < s.classes.size(); ++k) {
+    const Json& c = j["classes"][s.classes[k].name];
+    const ClassTally& ct = r.tally->classes[k];
+    check_cost(c["cost"], double(ct.completed), ct.input_tokens, ct.output_tokens, "class " + s.classes[k].name);
+    CHECK(num(c["cost"]["busy_usd"]) + num(c["cost"]["idle_share_usd"]) == doctest::Approx(num(c["cost"]["usd"])));
+    CHECK(num(c["cost"]["usd"]) == doctest::Approx(num(L["pools"][c["pool"].get<std::string>()]["effective_usd"])));
+    class_usd += num(c["cost"]["usd"]);
+    class_in += num(c["cost"]["input_usd"]);
+  }
+  for (auto it = j["teams"].begin(); it != j["teams"].end(); ++it) team_usd += num(it.value()["usd"]);
+  CHECK(class_usd == doctest::Approx(num(j["cost"]["total_usd"])));
+  CHECK(team_usd == doctest::Approx(num(j["cost"]["total_usd"])));
+  for (auto it = j["pools"].begin(); it != j["pools"].end(); ++it) pool_in += num(it.value()["cost"]["input_usd"]);
+  CHECK(pool_in == doctest::Approx(num(j["cost"]["input_usd"])));
+  CHECK(class_in == doctest::Approx(num(j["cost"]["input_usd"])));
+  const ClassTally all = *r.all;
+  check_cost(j["cost"], double(all.completed), all.input_tokens, all.output_tokens, "total");
+
+  SUBCASE("the ledger CSV: hours x rate = dollars on every row, buckets and lines sum to the total") {
+    const std::string csv = ledger_csv(make_ledger(s, *r.tally));
+    std::istringstream in(csv);
+    CsvReader rd(in, "<ledger>");
+    double buckets = 0, lines = 0;
+    int rows = 0;
+    while (rd.next()) {
+      ++rows;
+      const double h = rd.number("device_hours"), rate = rd.number("usd_per_device_hour"), usd = rd.number("usd");
+      CHECK(h * rate == doctest::Approx(usd));
+      if (rd.get("scope") == "pool" && rd.get("kind") == "bucket") buckets += usd;
+      if (rd.get("scope") == "pool" && rd.get("kind") == "effective") lines += usd;
+    }
+    CHECK(rows == 2 * 7 + 2 * 2 + 2 * 2 + 7 + 2 * 2);
+    CHECK(buckets == doctest::Approx(num(L["effective_usd"])));
+    CHECK(lines == doctest::Approx(num(L["effective_usd"])));
+  }
+  SUBCASE("the FOCUS export: effective and list cost sum to the ledger's, tagged by pool, class and team") {
+    std::istringstream in(focus_csv(make_ledger(s, *r.tally), s, 0.0));
+    CsvReader rd(in, "<focus>");
+    double eff = 0, list = 0;
+    int rows = 0;
+    while (rd.next()) {
+      ++rows;
+      CHECK(rd.number("PricingQuantity") * rd.number("ContractedUnitPrice") == doctest::Approx(rd.number("EffectiveCost")));
+      CHECK(rd.number("PricingQuantity") * rd.number("ListUnitPrice") == doctest::Approx(rd.number("ListCost")));
+      CHECK(rd.get("Tags").find("\"team\":") != std::string::npos);
+      eff += rd.number("EffectiveCost");
+      list += rd.number("ListCost");
+    }
+    CHECK(rows == 2);
+    CHECK(eff == doctest::Approx(num(L["effective_usd"])));
+    CHECK(list == doctest::Approx(num(L["list_usd"])));
+  }
+  SUBCASE("the table prints each pricing line as hours x rate = dollars that multiply out") {
+    const std::string table = format_run_table(j);
+    const std::regex line(R"(([0-9.]+)  x  \$([0-9.]+)/h  =  \$([0-9.]+))");
+    int n = 0;
+    for (std::sregex_iterator it(table.begin(), table.end(), line), end; it != end; ++it, ++n)
+      CHECK(std::stod((*it)[1]) * std::stod((*it)[2]) == doctest::Approx(std::stod((*it)[3])).epsilon(0.01));
+    CHECK(n == 3);  // two pools and the total
+    CHECK(table.find("2 x h100-sxm-80gb") != std::string::npos);
+    CHECK(table.find("2 x a100-80gb") != std::string::npos);
+    CHECK(table.find("class summarize") != std::string::npos);
+  }
+}
+
+TEST_CASE("the seeds' arithmetic: $4/h at 1,000 tokens/s is $1.11 per 1M tokens, ten times that at 10%") {
+  const Scenario s = test::scenario(
+      "name: seeds\nduration_s: 3600\nwarmup_s: 0\nmodel: llama-3.1-8b\ndevice: h100-sxm-80gb\n"
+      "fleet: {replicas: 1, usd_per_hour: 4}\n"
+      "workload: {arrival: {process: poisson, rate_per_s: 1}, prompt_tokens: {dist: fixed, value: 200}, "
+      "output_tokens: {dist: fixed, value: 50}}\n");
+  for (double busy : {1.0, 0.1}) {
+    auto t = std::make_unique<Tally>();
+    tally_clear(*t, 1, 1);
+    t->window_s = 3600;
+    t->pools[0].replica_s = 3600;
+    t->pools[0].busy_s = 3600 * busy;
+    t->pools[0].waste_s = 3600 * (1 - busy);
+    t->pools[0].input_busy_s = 0.5 * t->pools[0].busy_s;
+    t->classes[0].busy_s = t->pools[0].busy_s;
+    t->classes[0].input_busy_s = t->pools[0].input_busy_s;
+    t->classes[0].completed = 1000;
+    t->classes[0].input_tokens = 0.5 * 1000.0 * busy * 3600;  // 1,000 tokens/s while busy
+    t->classes[0].output_tokens = 0.5 * 1000.0 * busy * 3600;
+    const Json r = run_report(s, *t);
+    CAPTURE(busy);
+    CHECK(num(r["cost"]["per_million_tokens_usd"]) == doctest::Approx(4.0 / 3.6 / busy));
+    CHECK(num(r["ledger"]["buckets"]["idle_waste"]["usd"]) == doctest::Approx(4.0 * (1 - busy)));
+  }
+}
+
+TEST_CASE("committed capacity beats on-demand above its break-even utilization and loses below") {
+  // two replicas always running; four committed ones are used half of the time
+  const std::string yaml =
+      "name: commit\nseed: 1\nduration_s: 1200\nwarmup_s: 0\nmodel: llama-3.1-8b\ndevice: h100-sxm-80gb\n"
+      "fleet: {replicas: 2, usd_per_hour: 3}\n"
+      "workload: {arrival: {process: poisson, rate_per_s: 1}, prompt_tokens: {dist: fixed, value: 200}, "
+      "output_tokens: {dist: fixed, value: 50}}\n";
+  const double on_demand = num(test::run(test::scenario(yaml)).report["cost"]["total_usd"]);
+  CHECK(on_demand == doctest::Approx(2 * 3.0 * 1200 / 3600));
+  for (double discount : {0.6, 0.4}) {
+    const auto r = test::run(test::scenario(
+        yaml, {"fleet.pricing.committed_replicas=4", "fleet.pricing.committed_discount=" + std::to_string(discount)}));
+    const Json& L = r.report["ledger"];
+    const double break_even = num(L["pools"]["default"]["committed_break_even_utilization"]);
+    const double used = 2.0 / 4.0;
+    const double committed = num(L["effective_usd"]);
+    CAPTURE(discount);
+    CHECK(break_even == doctest::Approx(1 - discount));
+    CHECK(num(L["buckets"]["committed_unused"]["device_hours"]) == doctest::Approx(2 * 1200 / 3600.0));
+    CHECK((committed < on_demand) == (used > break_even));
+  }
+}
+
+TEST_CASE("tensor-parallel replicas bill every device on the on-demand line") {
+  const auto r = test::run(test::scenario(
+      "name: tp\nseed: 1\nduration_s: 400\nwarmup_s: 40\nmodel: llama-3.1-70b\ndevice: h100-sxm-80gb\n"
+      "engine: {tensor_parallel: 2}\nfleet: {replicas: 2, usd_per_hour: 3, pricing: {committed_replicas: 1}}\n"
+      "workload: {arrival: {process: poisson, rate_per_s: 1}, prompt_tokens: {dist: fixed, value: 200}, "
+      "output_tokens: {dist: fixed, value: 50}}\n"));
+  const Json& L = r.report["ledger"];
+  check_block(L, "tp2");
+  double h = 0;
+  for (const auto& l : L["pricing"]) h += num(l["device_hours"]);
+  CHECK(h == doctest::Approx(2 * 2 * 360 / 3600.0));
+  CHECK(num(L["pricing"][1]["device_hours"]) == doctest::Approx(1 * 2 * 360 / 3600.0));  // the replica beyond the commitment
+}
+
+TEST_CASE("work thrown away by preemption is its own bucket, carved out of busy time") {
+  const auto r = test::run(shipped("oom-restart-loop"));
+  const Json& L = r.report["ledger"];
+  check_block(L, "oom-restart-loop");
+  double lost = 0;
+  for (int c = 0; c < r.tally->n_classes; ++c) lost += r.tally->classes[c].lost_tokens;
+  MESSAGE("lost tokens " << lost << ", lost work " << num(L["buckets"]["lost_work"]["device_hours"]) << " device-h");
+  CHECK(lost > 0);
+  CHECK(num(L["buckets"]["lost_work"]["device_hours"]) > 0);
+}
