@@ -4,7 +4,7 @@
 # clang and its runtime libraries (libclang-rt-dev: libFuzzer, the sanitizers) build the fuzzers.
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build libyaml-cpp-dev libfmt-dev libcli11-dev nlohmann-json3-dev
-      libeigen3-dev doctest-dev libthrust-dev python3 clang libclang-rt-dev)
+      libeigen3-dev doctest-dev libthrust-dev python3 clang libclang-rt-dev chromium)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,0 +1,84 @@
+#include "report_command.hpp"
+
+#include <fmt/format.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+
+#include "libsim/error.hpp"
+#include "libsim/report_html.hpp"
+#include "libsim/sweep.hpp"
+
+namespace fleetsim::cli {
+
+namespace {
+
+const char* const kExpected =
+    "expected the JSON of `fleetsim run --format json` (kind \"run\") or of `fleetsim sweep "
+    "--format json` / `fleetsim merge` (kind \"sweep\")";
+
+std::string read_input(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0)
+    throw InputError(
+        Location{path, 0, 0, ""},
+        fmt::format("cannot open the report input ({}; does it exist and is it readable?)", std::strerror(errno)));
+  if (S_ISDIR(st.st_mode)) throw InputError(Location{path, 0, 0, ""}, std::string("is a directory: ") + kExpected);
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f)
+    throw InputError(
+        Location{path, 0, 0, ""},
+        fmt::format("cannot open the report input ({}; does it exist and is it readable?)", std::strerror(errno)));
+  std::string text;
+  char buf[1 << 16];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
+  const bool failed = std::ferror(f);
+  const int err = errno;
+  std::fclose(f);
+  if (failed)
+    throw InputError(Location{path, 0, 0, ""}, fmt::format("cannot read the report input: {}", std::strerror(err)));
+  return text;
+}
+
+}  // namespace
+
+int run_report_command(const ReportArgs& a) {
+  const std::string text = read_input(a.input);
+  if (text.find_first_not_of(" \t\r\n") == std::string::npos)
+    throw InputError(Location{a.input, 0, 0, ""}, std::string("is empty: ") + kExpected);
+  Json doc;
+  try {
+    doc = parse_json_located(text, a.input);
+  } catch (const InputError& e) {
+    throw InputError(e.where(), std::string(e.what()) + " (" + kExpected + ")");
+  }
+  const std::string kind =
+      doc.is_object() && doc.contains("kind") && doc["kind"].is_string() ? doc["kind"].get<std::string>() : "";
+  if (kind != "run" && kind != "sweep")
+    throw InputError(Location{a.input, 0, 0, ""},
+                     std::string(kExpected) + (!doc.is_object() ? ", got a JSON " + std::string(doc.type_name())
+                                               : kind.empty()   ? ", got no \"kind\""
+                                                                : ", got kind \"" + kind + "\""));
+  const std::string html = html_report(doc);
+  if (a.output.empty() || a.output == "-") {
+    errno = 0;
+    if (std::fwrite(html.data(), 1, html.size(), stdout) != html.size() || std::fflush(stdout) != 0) {
+      const int err = errno ? errno : EIO;
+      throw OutputError(fmt::format("fleetsim report: error: writing the report failed: {}", std::strerror(err)), err);
+    }
+    return 0;
+  }
+  errno = 0;
+  std::ofstream f(a.output, std::ios::binary | std::ios::trunc);
+  if (!(f << html) || !f.flush()) {
+    const int err = errno ? errno : EIO;
+    throw OutputError(fmt::format("{}: error: writing the report failed: {}", a.output, std::strerror(err)), err);
+  }
+  return 0;
+}
+
+}  // namespace fleetsim::cli

@@ -1,0 +1,16 @@
+// `fleetsim report INPUT -o FILE`: the HTML report of a run or sweep JSON document.
+#pragma once
+#include <string>
+
+namespace fleetsim::cli {
+
+struct ReportArgs {
+  std::string input;   // a `fleetsim run --format json` or `fleetsim sweep`/`merge` JSON file
+  std::string output;  // the HTML file to write ("" or "-": standard output)
+};
+
+// Returns 0. An input that cannot be read, is not JSON, or is not a run or sweep document is an
+// InputError naming the file; an output that cannot be written is an OutputError.
+int run_report_command(const ReportArgs& a);
+
+}  // namespace fleetsim::cli
