@@ -19,6 +19,7 @@
 #include <mutex>
 #include <optional>
 
+#include "cli/check_command.hpp"
 #include "cli/fit_command.hpp"
 #include "libsim/capacity.hpp"
 #include "libsim/catalog.hpp"
@@ -58,6 +59,7 @@ struct Options {
   std::vector<std::string> inputs;
   std::vector<std::string> argv;  // the command line, for the resume hint
   cli::FitArgs fit;
+  cli::CheckArgs check;
 };
 
 // The first error writing stdout (errno), 0 while none. Output stops at the first error.
@@ -448,6 +450,15 @@ CLI::Validator finite_in(double lo, double hi, bool lo_included = true) {
       fmt::format("NUMBER in {}{}, {}]", lo_included ? "[" : "(", lo, hi));
 }
 
+int cmd_check(const Options& o) {
+  cli::CheckArgs a = o.check;
+  a.scenario = o.scenario;
+  a.sets = o.sets;
+  a.format = o.format;
+  a.threads = o.threads;
+  return cli::run_check(a, emit);
+}
+
 int cmd_fit(const Options& o) {
   cli::FitArgs a = o.fit;
   a.format = o.format;
@@ -482,6 +493,7 @@ int main(int argc, char** argv) {
       {"sweep", "run a scenario's sweep: many configurations x replications, on CPU threads or CUDA", cmd_sweep},
       {"merge", "combine the JSON outputs of sweep shards into the whole sweep's result", cmd_merge},
       {"fit", "fit a calibrated performance profile to benchmark results or step timings", cmd_fit},
+      {"check", "judge a scenario against budgets (exit 0 pass, 1 violated, 2 input error), for CI", cmd_check},
   };
   std::vector<std::pair<CLI::App*, const Command*>> subs;
   for (const auto& c : commands) subs.emplace_back(app.add_subcommand(c.name, c.help), &c);
@@ -563,6 +575,16 @@ int main(int argc, char** argv) {
                  "requests each closed-loop client sends when a result does not state num_prompts")
       ->check(CLI::Range(1, 10000));
   ft->add_option("--format", o.format, "output format")->check(CLI::IsMember({"table", "json"}));
+
+  CLI::App* ck = subs[7].first;
+  ck->add_option("scenario", o.scenario, "scenario YAML file (the built-in default if none is given)");
+  ck->add_option("--budgets", o.check.budgets, "budgets file (default: the scenario's budgets: section)");
+  add_scenario_flags(ck, o);
+  ck->add_option("--baseline", o.check.baseline, "another version of the scenario: report what moved");
+  ck->add_option("--junit", o.check.junit, "write a JUnit XML report to FILE");
+  ck->add_option("--markdown", o.check.markdown, "write a Markdown summary (for a pull-request comment) to FILE");
+  ck->add_option("--threads", o.threads, "CPU threads (default: all)")->check(CLI::Range(1, 4096));
+  ck->add_option("--format", o.format, "output format")->check(CLI::IsMember({"table", "json"}));
 
   // a closed pipe is a failed write (EPIPE), not a death by SIGPIPE
   std::signal(SIGPIPE, SIG_IGN);

@@ -187,7 +187,11 @@ Json cost_json(const CostBlock& c) {
 
 Json class_cost_json(const ClassLedger& c) {
   Json co;
+  const double hours = c.busy_hours + c.idle_share_hours;
   co["usd"] = c.usd();
+  co["total_usd"] = c.usd();  // the same key as a pool's cost block
+  co["device_hours"] = hours;
+  co["usd_per_device_hour"] = hours > 0 ? c.usd() / hours : 0.0;
   co["busy_usd"] = c.busy_usd;
   co["idle_share_usd"] = c.idle_share_usd;
   co["device_busy_s"] = c.busy_s;
@@ -269,7 +273,11 @@ std::string ledger_csv(const Ledger& l) {
   };
   auto block = [&](const std::string& scope, const std::string& name, const CostBlock& c) {
     const double billed = c.billed_hours(), rate = billed > 0 ? c.effective_usd() / billed : 0.0;
-    for (int b = 0; b < kBuckets; ++b) row(scope, name, "bucket", bucket_name(Bucket(b)), c.hours[size_t(b)], rate, c.usd[size_t(b)]);
+    // a pool's buckets share its rate; the total's mix the pools' rates, so each has its own
+    for (int b = 0; b < kBuckets; ++b) {
+      const double h = c.hours[size_t(b)];
+      row(scope, name, "bucket", bucket_name(Bucket(b)), h, h > 0 ? c.usd[size_t(b)] / h : rate, c.usd[size_t(b)]);
+    }
     for (const auto& p : c.lines) {
       row(scope, name, "list", p.category, p.device_hours, p.list_usd_per_hour, p.list_usd());
       row(scope, name, "effective", p.category, p.device_hours, p.effective_usd_per_hour, p.effective_usd());

@@ -62,7 +62,8 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Overr
   const N root{root_node, "", &src};
   if (!root_node.IsMap()) root.fail("a scenario must be a YAML mapping (key: value lines)");
   root.allow_keys({"name", "description", "seed", "duration_s", "warmup_s", "device", "partition", "time_slicing", "model", "weight_dtype",
-                   "expert_weight_dtype", "kv_dtype", "engine", "fleet", "workload", "pools", "classes", "catalog", "sweep"});
+                   "expert_weight_dtype", "kv_dtype", "engine", "fleet", "workload", "pools", "classes", "catalog", "sweep",
+                   "budgets"});
   Scenario s;
   s.source = src.file;
   for (const auto& o : overrides) s.overrides.push_back(o.label);

@@ -43,7 +43,7 @@ FLEETSIM_HD inline void handle_arrival(Sim& s, int32_t cls, double t) {
     output = 0;
   }
   if (cached > prompt - 1) cached = prompt - 1;  // a truncated prompt: at least one token is computed
-  const bool in_window = t >= s.W0;
+  const bool in_window = t >= s.W0 && t < s.W1;
   if (in_window) T.arrived++;
   if (u_cache < C.response_cache_hit_rate) {  // answered from the cache: no queue, no device
     if (in_window) {

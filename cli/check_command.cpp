@@ -1,0 +1,65 @@
+#include "check_command.hpp"
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <thread>
+
+#include "libsim/budget.hpp"
+#include "libsim/error.hpp"
+#include "libsim/sweep.hpp"
+
+namespace fleetsim::cli {
+
+namespace {
+
+void write_file(const std::string& path, const std::string& text) {
+  errno = 0;
+  std::ofstream f(path, std::ios::binary);
+  f << text;
+  f.flush();
+  if (!f) {
+    const int err = errno ? errno : EIO;
+    throw OutputError(path + ": error: writing failed: " + std::strerror(err), err);
+  }
+}
+
+Scenario load(const std::string& file, const std::vector<std::string>& sets) {
+  const ScenarioSource src = file.empty() ? ScenarioSource::builtin_default() : ScenarioSource::from_file(file);
+  return src.with_overrides(parse_sets(sets)).instantiate();
+}
+
+}  // namespace
+
+int run_check(const CheckArgs& a, const std::function<void(const std::string&)>& emit) {
+  const std::vector<std::string> scenario_only = scenario_sets(a.sets);
+  const Scenario s = load(a.scenario, scenario_only);
+  if (a.budgets.empty() && a.scenario.empty())
+    throw InputError(Location{"--budgets", 0, 0, ""},
+                     "no budgets: give a budgets file with --budgets, or a scenario with a budgets: section");
+  const BudgetSpec spec = parse_budgets(a.budgets.empty() ? a.scenario : a.budgets, a.sets);
+  std::unique_ptr<Scenario> baseline;
+  if (!a.baseline.empty()) baseline = std::make_unique<Scenario>(load(a.baseline, scenario_only));
+  const int threads = a.threads > 0 ? a.threads : int(std::max(1u, std::thread::hardware_concurrency()));
+  const CheckResult r = check_budgets(s, spec, baseline.get(), threads);
+
+  if (!a.junit.empty()) write_file(a.junit, check_junit(r, s, spec));
+  if (!a.markdown.empty()) write_file(a.markdown, check_markdown(r, s, spec));
+  if (a.format == "json")
+    emit(check_json(r, s, spec).dump(2) + "\n");
+  else
+    emit(check_table(r, s, spec));
+  // in GitHub Actions, each violated budget also becomes an annotation at its line
+  const char* gha = std::getenv("GITHUB_ACTIONS");
+  if (gha && std::string(gha) == "true") {
+    const std::string ann = check_annotations(r);
+    if (a.format == "json")
+      std::fputs(ann.c_str(), stderr);
+    else
+      emit(ann);
+  }
+  return r.pass ? 0 : 1;
+}
+
+}  // namespace fleetsim::cli

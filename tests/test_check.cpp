@@ -1,0 +1,127 @@
+// `fleetsim check`: budgets judged on 95% bounds over replications, worst windows, headroom.
+#include <doctest/doctest.h>
+
+#include <fmt/format.h>
+
+#include "helpers.hpp"
+#include "libsim/budget.hpp"
+
+using namespace fleetsim;
+
+namespace {
+
+const std::string kExample = std::string(FLEETSIM_SOURCE_DIR) + "/examples/ci/chat-fleet.yaml";
+
+const BudgetOutcome& outcome(const CheckResult& r, const std::string& name) {
+  for (const auto& o : r.outcomes)
+    if (o.budget.name == name) return o;
+  FAIL("no budget " << name);
+  return r.outcomes.front();
+}
+
+}  // namespace
+
+TEST_CASE("measurement windows partition the run: the trajectory does not depend on them") {
+  const Scenario s = load_scenario_file(kExample);
+  SimParams p = s.params();
+  HostWorkspace ws;
+  const auto whole = simulate_once(p, 1, ws);
+  int64_t arrived = 0, completed = 0;
+  double busy = 0, replica = 0;
+  for (double from = s.warmup_s; from < s.duration_s; from += 1200) {
+    p.measure_from_s = from;
+    p.measure_to_s = std::min(from + 1200, s.duration_s);
+    const auto t = simulate_once(p, 1, ws);
+    CHECK(t->window_s == doctest::Approx(p.measure_to_s - p.measure_from_s));
+    CHECK(t->events == whole->events);
+    for (int c = 0; c < t->n_classes; ++c) {
+      arrived += t->classes[c].arrived;
+      completed += t->classes[c].completed;
+    }
+    busy += t->pools[0].busy_s;
+    replica += t->pools[0].replica_s;
+  }
+  CHECK(arrived == whole->classes[0].arrived + whole->classes[1].arrived);
+  CHECK(completed == whole->classes[0].completed + whole->classes[1].completed);
+  CHECK(busy == doctest::Approx(whole->pools[0].busy_s).epsilon(1e-9));
+  CHECK(replica == doctest::Approx(whole->pools[0].replica_s).epsilon(1e-9));
+}
+
+TEST_CASE("a launch spike: p99 TTFT holds over the whole run, the worst window catches the miss") {
+  const Scenario s = load_scenario_file(kExample);
+  const BudgetSpec spec = parse_budgets(kExample, {});
+  const CheckResult r = check_budgets(s, spec, nullptr, 2, false);
+  const BudgetOutcome& whole = outcome(r, "p99-ttft");
+  const BudgetOutcome& peak = outcome(r, "peak-p99-ttft");
+  MESSAGE("whole run: p99 TTFT " << whole.mean << " +- " << whole.half_width << "; worst 600 s window: " << peak.mean
+                                 << " +- " << peak.half_width << " from t = " << peak.window_start_s);
+  CHECK(whole.pass);
+  CHECK_FALSE(peak.pass);
+  CHECK(peak.windows == 11);
+  CHECK(peak.window_start_s == doctest::Approx(3900));  // the window the spike falls in
+  CHECK(peak.bound > whole.bound);
+  CHECK_FALSE(r.pass);
+  // the bound is the mean plus the half-width of a t interval over the replications
+  CHECK(whole.half_width > 0);
+  CHECK(whole.bound == doctest::Approx(whole.mean + whole.half_width));
+  // JUnit: one failure, named
+  const std::string junit = check_junit(r, s, spec);
+  CHECK(junit.find("failures=\"1\"") != std::string::npos);
+  CHECK(junit.find("name=\"peak-p99-ttft\"") != std::string::npos);
+  const std::string ann = check_annotations(r);
+  CHECK(ann.rfind("::error file=", 0) == 0);
+  CHECK(ann.find(fmt::format("line={}", peak.budget.where.line)) != std::string::npos);
+  CHECK(peak.budget.where.line == 31);  // the budget's line in the example
+}
+
+TEST_CASE("a min budget needs its lower bound above the limit; a loose max budget passes with headroom") {
+  const std::string yaml =
+      "name: h\nseed: 2\nduration_s: 900\nwarmup_s: 100\nmodel: llama-3.1-8b\ndevice: h100-sxm-80gb\n"
+      "fleet: {replicas: 1}\n"
+      "workload: {arrival: {process: poisson, rate_per_s: 3}, prompt_tokens: {dist: fixed, value: 3000}, "
+      "output_tokens: {dist: fixed, value: 200}}\n";
+  const Scenario s = test::scenario(yaml);
+  const std::string path = test::write_temp(
+      "budgets.yaml",
+      "budgets:\n  replications: 3\n  ttft: {metric: p99_ttft_s, max: 0.5}\n  busy: {metric: busy_fraction, min: 0.01}\n");
+  const BudgetSpec spec = parse_budgets(path, {});
+  const CheckResult r = check_budgets(s, spec, nullptr, 2, true);
+  CHECK(r.pass);
+  CHECK(outcome(r, "busy").bound == doctest::Approx(outcome(r, "busy").mean - outcome(r, "busy").half_width));
+  // the headroom multiplier is where the p99 budget breaks: holds at it, fails a little above
+  REQUIRE(r.headroom > 1.0);
+  MESSAGE("headroom " << r.headroom << "x");
+  auto at = [&](double m) {
+    Scenario x = s;
+    x.classes[0].rate_per_s *= m;
+    return check_budgets(x, spec, nullptr, 2, false).pass;
+  };
+  CHECK(at(r.headroom));
+  CHECK_FALSE(at(r.headroom * 1.1));
+  // --set overrides a threshold
+  CHECK_FALSE(check_budgets(s, parse_budgets(path, {"budgets.ttft.max=0.001"}), nullptr, 2, false).pass);
+}
+
+TEST_CASE("budget errors are located and say what was expected") {
+  const Scenario s = load_scenario_file(kExample);
+  auto error = [&](const std::string& text) {
+    const std::string path = test::write_temp("bad_budgets.yaml", text);
+    try {
+      check_budgets(s, parse_budgets(path, {}), nullptr, 1, false);
+    } catch (const InputError& e) {
+      return e.one_line();
+    }
+    return std::string("(no error)");
+  };
+  CHECK(error("budgets:\n  x: {metric: latency_s.ttft.p99}\n").find("give exactly one of max") != std::string::npos);
+  CHECK(error("budgets:\n  x: {metric: latency_s.ttft.p99, max: 1, min: 0}\n").find("exactly one") != std::string::npos);
+  CHECK(error("budgets:\n  x: {metric: latency.p99, max: 1}\n").find(":2:") != std::string::npos);
+  CHECK(error("budgets:\n  x: {metric: latency.p99, max: 1}\n").find("'latency.p99' is not a number in the run report") !=
+        std::string::npos);
+  CHECK(error("budgets:\n  x: {metric: latency_s.ttft.p99, max: 1, class: nope}\n").find("no request class 'nope'") !=
+        std::string::npos);
+  CHECK(error("budgets:\n  x: {metric: latency_s.ttft.p99, max: 1, window_s: 99999}\n").find("longer than the measured") !=
+        std::string::npos);
+  CHECK(error("budgets:\n  x: {metric: latency_s.ttft.p99, maxx: 1}\n").find("unknown key 'maxx'") != std::string::npos);
+  CHECK(error("nothing: 1\n").find("no budgets section") != std::string::npos);
+}
