@@ -132,16 +132,16 @@ TEST_CASE("two pools, committed and spot: every line of the report reconciles") 
   }
   SUBCASE("the FOCUS export: effective and list cost sum to the ledger's, tagged by pool, class and team") {
     std::istringstream in(focus_csv(make_ledger(s, *r.tally), s, 0.0));
-    CsvReader rd(in, "<focus>");
+    CsvReader rd(in, "<focus>");  // (columns are looked up in lower case)
     double eff = 0, list = 0;
     int rows = 0;
     while (rd.next()) {
       ++rows;
-      CHECK(rd.number("PricingQuantity") * rd.number("ContractedUnitPrice") == doctest::Approx(rd.number("EffectiveCost")));
-      CHECK(rd.number("PricingQuantity") * rd.number("ListUnitPrice") == doctest::Approx(rd.number("ListCost")));
-      CHECK(rd.get("Tags").find("\"team\":") != std::string::npos);
-      eff += rd.number("EffectiveCost");
-      list += rd.number("ListCost");
+      CHECK(rd.number("pricingquantity") * rd.number("contractedunitprice") == doctest::Approx(rd.number("effectivecost")));
+      CHECK(rd.number("pricingquantity") * rd.number("listunitprice") == doctest::Approx(rd.number("listcost")));
+      CHECK(rd.get("tags").find("\"team\":") != std::string::npos);
+      eff += rd.number("effectivecost");
+      list += rd.number("listcost");
     }
     CHECK(rows == 2);
     CHECK(eff == doctest::Approx(num(L["effective_usd"])));

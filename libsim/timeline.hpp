@@ -1,0 +1,16 @@
+// The run over time: replicas, busy and idle, queue and p99 TTFT per interval, for the report's
+// timeline chart. Each interval is the same simulation measured over that interval only (the
+// trajectory does not depend on the measurement window), so every figure is exact, not sampled.
+#pragma once
+#include "report.hpp"
+#include "scenario.hpp"
+
+namespace fleetsim {
+
+// Up to `intervals` equal intervals of the measured span (at least 10 s each), replication 0.
+Json run_timeline(const Scenario& s, int intervals, int threads);
+
+// Whether a timeline says something a single figure does not: a pool autoscales.
+bool wants_timeline(const Scenario& s);
+
+}  // namespace fleetsim
