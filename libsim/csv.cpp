@@ -1,5 +1,6 @@
 #include "csv.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
@@ -21,28 +22,66 @@ std::string lower(std::string s) {
   for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
   return s;
 }
+
+// Whether a quoted field is still open after `line`, scanning on from the state at its start
+// (split_csv_line's rules: a quote opens a field only as its first non-blank character).
+struct QuoteState {
+  bool in_quotes = false, started = false;
+  void feed(const std::string& line) {
+    for (size_t i = 0; i < line.size(); ++i) {
+      const char c = line[i];
+      if (in_quotes) {
+        if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') ++i;
+        else if (c == '"') in_quotes = false;
+      } else if (c == ',') {
+        started = false;
+      } else if (c == '"' && !started) {
+        in_quotes = started = true;
+      } else if (c != ' ' && c != '\t') {
+        started = true;
+      }
+    }
+  }
+};
 }  // namespace
 
 CsvReader::CsvReader(std::istream& in, std::string path) : in_(in), path_(std::move(path)) {
-  if (!std::getline(in_, header_)) throw InputError(Location{path_, 1, 0, ""}, "empty file: expected a CSV header");
-  if (!header_.empty() && header_.back() == '\r') header_.pop_back();
-  if (header_.compare(0, 3, "\xEF\xBB\xBF") == 0) header_.erase(0, 3);
-  text_ = header_;
   std::vector<std::string> names;
-  if (const int q = split_csv_line(header_, names))
-    throw InputError(Location{path_, 1, q, header_}, "unterminated quoted field (no closing \")");
+  if (!read_record(header_, names)) throw InputError(Location{path_, 1, 0, ""}, "empty file: expected a CSV header");
   for (size_t i = 0; i < names.size(); ++i) col_[lower(names[i])] = i;
 }
 
-bool CsvReader::next() {
-  while (std::getline(in_, text_)) {
-    ++line_;
-    if (!text_.empty() && text_.back() == '\r') text_.pop_back();
-    if (text_.find_first_not_of(" \t") == std::string::npos) continue;
-    if (const int q = split_csv_line(text_, fields_))
-      throw InputError(Location{path_, line_, q, text_}, "unterminated quoted field (no closing \")");
-    return true;
+bool CsvReader::read_record(std::string& text, std::vector<std::string>& fields) {
+  std::string line;
+  if (!std::getline(in_, line)) return false;
+  line_ = ++read_;
+  if (!line.empty() && line.back() == '\r') line.pop_back();
+  if (read_ == 1 && line.compare(0, 3, "\xEF\xBB\xBF") == 0) line.erase(0, 3);
+  text = line;
+  // a quoted field may hold line breaks (csv_quote writes them): the record goes on to its close
+  QuoteState q;
+  q.feed(line);
+  while (q.in_quotes && std::getline(in_, line)) {
+    ++read_;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    text += '\n';
+    text += line;
+    q.feed(line);
   }
+  if (const int open = split_csv_line(text, fields)) {
+    // located at the opening quote: its line of the record, and its column there
+    const size_t at = size_t(open) - 1, bol = at == 0 ? std::string::npos : text.rfind('\n', at - 1);
+    const size_t from = bol == std::string::npos ? 0 : bol + 1;
+    const int line_no = line_ + int(std::count(text.begin(), text.begin() + long(from), '\n'));
+    const std::string src = text.substr(from, text.find('\n', from) - from);
+    throw InputError(Location{path_, line_no, int(at - from) + 1, src}, "unterminated quoted field (no closing \")");
+  }
+  return true;
+}
+
+bool CsvReader::next() {
+  while (read_record(text_, fields_))
+    if (text_.find_first_not_of(" \t") != std::string::npos) return true;
   return false;
 }
 
@@ -51,7 +90,9 @@ std::string CsvReader::get(const std::string& column) const {
   return it == col_.end() || it->second >= fields_.size() ? std::string() : fields_[it->second];
 }
 
-void CsvReader::fail(const std::string& message) const { throw InputError(Location{path_, line_, 0, text_}, message); }
+void CsvReader::fail(const std::string& message) const {
+  throw InputError(Location{path_, line_, 0, text_.substr(0, text_.find('\n'))}, message);
+}
 
 double CsvReader::number(const std::string& column) const {
   const std::string s = get(column);

@@ -15,10 +15,11 @@ std::string csv_quote(const std::string& field);
 class CsvReader {
  public:
   // Reads the header from `in` (a byte-order mark and CRLF endings are accepted). Column names
-  // are matched without regard to case.
+  // are matched without regard to case. A quoted field may hold commas, "" for a quote and line
+  // breaks (RFC 4180), as csv_quote writes them.
   CsvReader(std::istream& in, std::string path);
   bool has(const std::string& column) const { return col_.count(column) > 0; }
-  // The next non-blank row; false at the end.
+  // The next non-blank record; false at the end.
   bool next();
   // A field of the current row, "" when absent.
   std::string get(const std::string& column) const;
@@ -31,9 +32,13 @@ class CsvReader {
   const std::string& header_line() const { return header_; }
 
  private:
+  // The next record (one line, or more when a quoted field holds line breaks) split into fields;
+  // false at the end. Sets line_ to its first line.
+  bool read_record(std::string& text, std::vector<std::string>& fields);
+
   std::istream& in_;
   std::string path_, header_, text_;
-  int line_ = 1;
+  int line_ = 1, read_ = 0;  // the current record's first line; the lines read
   std::map<std::string, size_t> col_;
   std::vector<std::string> fields_;
 };

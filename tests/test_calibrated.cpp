@@ -6,9 +6,11 @@
 #include <cmath>
 #include <fstream>
 #include <random>
+#include <sstream>
 #include <string>
 
 #include "helpers.hpp"
+#include "libsim/csv.hpp"
 #include "libsim/core/stepwork.hpp"
 #include "libsim/fit.hpp"
 
@@ -242,6 +244,76 @@ TEST_CASE("benchmark results are read from CSV, vllm bench serve JSON and GuideL
 
   CHECK_THROWS_AS(read_benchmarks(write_temp("bad.csv", "model,isl\nx,1\n"), d), InputError);
   CHECK_THROWS_AS(read_benchmarks(write_temp("bad.json", "{\"hello\": 1}"), d), InputError);
+}
+
+TEST_CASE("CSV: quoted fields keep commas, doubled quotes and line breaks; csv_quote writes what CsvReader reads") {
+  std::istringstream in(
+      "\xEF\xBB\xBFname,\"Notes, free text\",n\r\n"
+      "\"acme, inc.\",\"say \"\"hi\"\", twice\",1\r\n"
+      "  \"padded\"  ,plain \"inner\" quote,2\n"
+      "\n"
+      "\"two\nlines\",\"\",3\n"
+      "last,,4\n");
+  CsvReader r(in, "<csv>");
+  CHECK(r.has("notes, free text"));
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> where;
+  while (r.next()) {
+    rows.push_back({r.get("name"), r.get("notes, free text"), r.get("n")});
+    where.push_back(r.where());
+  }
+  CHECK(rows == std::vector<std::vector<std::string>>{{"acme, inc.", "say \"hi\", twice", "1"},
+                                                      {"padded", "plain \"inner\" quote", "2"},
+                                                      {"two\nlines", "", "3"},
+                                                      {"last", "", "4"}});
+  CHECK(where == std::vector<std::string>{"<csv>:2", "<csv>:3", "<csv>:5", "<csv>:7"});  // a record's first line
+
+  // written by csv_quote, read back field for field
+  const std::vector<std::string> fields = {"plain", "a,b", "say \"hi\"", "\"", "", "line\nbreak", " spaced "};
+  CHECK(csv_quote("plain") == "plain");
+  CHECK(csv_quote("a,b") == "\"a,b\"");
+  CHECK(csv_quote("say \"hi\"") == "\"say \"\"hi\"\"\"");
+  std::string text;
+  for (size_t i = 0; i < fields.size(); ++i) text += (i ? "," : "") + std::string("c") + std::to_string(i);
+  text += "\n";
+  for (size_t i = 0; i < fields.size(); ++i) text += (i ? "," : "") + csv_quote(fields[i]);
+  text += "\n";
+  std::istringstream back(text);
+  CsvReader rb(back, "<round trip>");
+  REQUIRE(rb.next());
+  for (size_t i = 0; i < fields.size(); ++i) {
+    CAPTURE(i);
+    // (spaces around an unquoted field are dropped on reading)
+    CHECK(rb.get("c" + std::to_string(i)) == (fields[i] == " spaced " ? "spaced" : fields[i]));
+  }
+  CHECK_FALSE(rb.next());
+
+  // an unterminated quote is located at the quote, even when it opens on a later line of a record
+  auto error_of_csv = [](const std::string& t) {
+    std::istringstream s(t);
+    try {
+      CsvReader c(s, "<bad>");
+      while (c.next()) {
+      }
+    } catch (const InputError& e) {
+      return e.one_line();
+    }
+    return std::string("(no error)");
+  };
+  CHECK(error_of_csv("a,b\n1,\"open\n2,3\n") == "<bad>:2:3: error: unterminated quoted field (no closing \")");
+  CHECK(error_of_csv("a,b\n1,\"x\ny\",\"z\n") == "<bad>:3:4: error: unterminated quoted field (no closing \")");
+  CHECK(error_of_csv("\"a,b\n") == "<bad>:1:1: error: unterminated quoted field (no closing \")");
+
+  // a benchmark file whose model names and notes are quoted
+  const std::string bench = write_temp(
+      "quoted.csv",
+      "model,device,tp,isl,osl,concurrency,mean_ttft_ms,notes\n"
+      "\"meta-llama/Llama-3.1-8B-Instruct\",H100-SXM,1,1024,128,16,45.5,\"max_num_seqs=128, \"\"eager\"\"\"\n");
+  const auto p = read_benchmarks(bench, BenchPoint{});
+  REQUIRE(p.size() == 1);
+  CHECK(p[0].model == "llama-3.1-8b");
+  CHECK(p[0].concurrency == 16);
+  CHECK(p[0].max_num_seqs == 128);
 }
 
 TEST_CASE("the client's own time shifts every TTFT and e2e by exactly its amount and leaves TPOT alone") {
