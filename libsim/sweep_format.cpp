@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 
+#include "csv.hpp"
 #include "sweep_internal.hpp"
 
 namespace fleetsim {
@@ -12,6 +13,15 @@ namespace fleetsim {
 using sweep_detail::at_path;
 using sweep_detail::num_or_nan;
 using sweep_detail::numeric_leaves;
+
+namespace {
+// Columns on a terminal: UTF-8 continuation bytes take none (the ± of a confidence interval).
+size_t display_width(const std::string& s) {
+  size_t n = 0;
+  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+  return n;
+}
+}  // namespace
 
 std::string format_sweep_table(const Json& doc, size_t max_rows) {
   const Json& sw = doc["sweep"];
@@ -40,46 +50,61 @@ std::string format_sweep_table(const Json& doc, size_t max_rows) {
   std::vector<std::string> pnames;
   for (const auto& p : sw["parameters"]) pnames.push_back(p["path"].get<std::string>());
 
+  // A row's cells: index, parameters, objective, p99 TTFT, busy, reject; then the free-text verdict.
+  using Cells = std::vector<std::string>;
   auto cell = [](const Json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); };
-  auto header_line = [&]() {
-    std::string h = fmt::format("{:>6}", "#");
-    for (const auto& p : pnames) h += fmt::format(" {:>{}}", p, std::max<size_t>(p.size(), 8));
-    h += fmt::format(" {:>20} {:>20} {:>7} {:>7}  {}\n", objective.substr(objective.rfind('.') + 1), "p99 TTFT s", "busy",
-                     "reject", "feasible");
-    return h;
-  };
-  auto line = [&](const Json& r) {
-    std::string l = fmt::format("{:>6}", r["index"].get<uint64_t>());
-    for (const auto& p : pnames) l += fmt::format(" {:>{}}", cell(r["parameters"][p]), std::max<size_t>(p.size(), 8));
+  Cells header{"#"};
+  header.insert(header.end(), pnames.begin(), pnames.end());
+  header.insert(header.end(), {objective.substr(objective.rfind('.') + 1), "p99 TTFT s", "busy", "reject", "feasible"});
+  auto cells = [&](const Json& r) {
+    Cells c{std::to_string(r["index"].get<uint64_t>())};
+    for (const auto& p : pnames) c.push_back(cell(r["parameters"][p]));
     if (r["metrics"].is_null()) {
-      l += fmt::format(" {:>20} {:>20} {:>7} {:>7}  no: {}\n", "-", "-", "-", "-", r["reason"].get<std::string>());
-      return l;
+      c.insert(c.end(), {"-", "-", "-", "-", "no: " + r["reason"].get<std::string>()});
+      return c;
     }
     auto with_ci = [&](const std::string& path) {
       const double v = num_or_nan(r, path);
       if (std::isnan(v)) return std::string("-");
-      const Json& c = r["ci95"].contains(path) ? r["ci95"][path] : Json(nullptr);
-      return c.is_number() ? fmt::format("{:.4g} ±{:.2g}", v, c.get<double>()) : fmt::format("{:.4g}", v);
+      const Json& ci = r["ci95"].contains(path) ? r["ci95"][path] : Json(nullptr);
+      return ci.is_number() ? fmt::format("{:.4g} ±{:.2g}", v, ci.get<double>()) : fmt::format("{:.4g}", v);
     };
-    l += fmt::format(" {:>20} {:>20} {:>6.1f}% {:>6.2f}%  {}\n", with_ci(objective), with_ci("latency_s.ttft.p99"),
-                     100 * num_or_nan(r, "utilization.busy_fraction"), 100 * num_or_nan(r, "requests.rejection_fraction"),
-                     r["feasible"].get<bool>() ? "yes" : "no: " + r["violations"][0].get<std::string>());
-    return l;
+    c.insert(c.end(), {with_ci(objective), with_ci("latency_s.ttft.p99"),
+                       fmt::format("{:.1f}%", 100 * num_or_nan(r, "utilization.busy_fraction")),
+                       fmt::format("{:.2f}%", 100 * num_or_nan(r, "requests.rejection_fraction")),
+                       r["feasible"].get<bool>() ? "yes" : "no: " + r["violations"][0].get<std::string>()});
+    return c;
   };
+  // Columns are right-aligned, at least their usual width and wider where a cell is (a long
+  // device name, a big number); the verdict comes last, as it is.
+  std::vector<size_t> usual{6};
+  for (const auto& p : pnames) usual.push_back(std::max<size_t>(p.size(), 8));
+  usual.insert(usual.end(), {20, 20, 7, 7});
+  auto table = [&](const std::vector<const Json*>& rows, const std::string& after_rows = "") {
+    std::vector<Cells> all{header};
+    for (const Json* r : rows) all.push_back(cells(*r));
+    std::vector<size_t> width = usual;
+    for (const auto& c : all)
+      for (size_t k = 0; k + 1 < c.size(); ++k) width[k] = std::max(width[k], display_width(c[k]));
+    std::string t;
+    for (const auto& c : all) {
+      for (size_t k = 0; k + 1 < c.size(); ++k)
+        t += std::string(width[k] - display_width(c[k]) + (k == 0 ? 0 : 1), ' ') + c[k];
+      t += "  " + c.back() + "\n";
+    }
+    return t + after_rows;
+  };
+
   if (!sum["cheapest"].is_null()) {
-    o += "cheapest feasible\n" + header_line();
-    o += line(*by_index[sum["cheapest"]["index"].get<uint64_t>()]) + "\n";
+    o += "cheapest feasible\n" + table({by_index[sum["cheapest"]["index"].get<uint64_t>()]}) + "\n";
   }
   o += fmt::format("Pareto frontier: {} against p99 TTFT ({} configurations)\n", objective, sum["pareto"].size());
-  o += header_line();
-  size_t shown = 0;
-  for (const auto& i : sum["pareto"]) {
-    if (shown++ >= max_rows) {
-      o += fmt::format("   ... {} more (see --format json or csv)\n", sum["pareto"].size() - max_rows);
-      break;
-    }
-    o += line(*by_index[i.get<uint64_t>()]);
-  }
+  std::vector<const Json*> pareto;
+  for (const auto& i : sum["pareto"])
+    if (pareto.size() < max_rows) pareto.push_back(by_index[i.get<uint64_t>()]);
+  o += table(pareto, sum["pareto"].size() > max_rows
+                         ? fmt::format("   ... {} more (see --format json or csv)\n", sum["pareto"].size() - max_rows)
+                         : "");
   // the cheapest feasible configurations
   std::vector<const Json*> feas;
   for (const auto& r : doc["rows"])
@@ -88,8 +113,8 @@ std::string format_sweep_table(const Json& doc, size_t max_rows) {
                    [&](const Json* a, const Json* b) { return num_or_nan(*a, objective) < num_or_nan(*b, objective); });
   if (feas.size() > 1) {
     o += fmt::format("\nthe {} cheapest feasible configurations of {}\n", std::min(max_rows, feas.size()), feas.size());
-    o += header_line();
-    for (size_t i = 0; i < feas.size() && i < max_rows; ++i) o += line(*feas[i]);
+    feas.resize(std::min(max_rows, feas.size()));
+    o += table(feas);
   }
   const uint64_t shown_rows = doc["rows"].size();
   if (shown_rows > max_rows) o += fmt::format("\n(all {} rows: --format csv or json)\n", shown_rows);
@@ -109,29 +134,23 @@ std::string sweep_to_csv(const Json& doc) {
     for (auto it = r["ci95"].begin(); it != r["ci95"].end(); ++it) cpaths.push_back(it.key());
     break;
   }
-  auto q = [](const std::string& s) {
-    if (s.find_first_of(",\"\n") == std::string::npos) return s;
-    std::string out = "\"";
-    for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
-    return out + "\"";
-  };
   std::string out = "index";
-  for (const auto& p : pnames) out += "," + q(p);
+  for (const auto& p : pnames) out += "," + csv_quote(p);
   out += ",feasible,reason,violations";
-  for (const auto& m : mpaths) out += "," + q(m);
-  for (const auto& c : cpaths) out += "," + q("ci95." + c);
+  for (const auto& m : mpaths) out += "," + csv_quote(m);
+  for (const auto& c : cpaths) out += "," + csv_quote("ci95." + c);
   out += "\n";
   for (const auto& r : doc["rows"]) {
     out += std::to_string(r["index"].get<uint64_t>());
     for (const auto& p : pnames) {
       const Json& v = r["parameters"][p];
-      out += "," + q(v.is_string() ? v.get<std::string>() : v.dump());
+      out += "," + csv_quote(v.is_string() ? v.get<std::string>() : v.dump());
     }
     out += r["feasible"].get<bool>() ? ",true," : ",false,";
-    out += r["reason"].is_null() ? "" : q(r["reason"].get<std::string>());
+    out += r["reason"].is_null() ? "" : csv_quote(r["reason"].get<std::string>());
     std::string viol;
     for (const auto& v : r["violations"]) viol += (viol.empty() ? "" : "; ") + v.get<std::string>();
-    out += "," + q(viol);
+    out += "," + csv_quote(viol);
     for (const auto& m : mpaths) {
       const Json* v = r["metrics"].is_null() ? nullptr : at_path(r["metrics"], m);
       out += "," + (v && v->is_number() ? v->dump() : std::string());

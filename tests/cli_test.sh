@@ -29,6 +29,12 @@ expect() {  # expect NAME CODE [STDERR_PREFIX] -- command...
   fi
 }
 
+check() {  # check NAME CONDITION...: a test of files the last command left
+  local name=$1
+  shift
+  if "$@"; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: $name"; fi
+}
+
 expect "default run" 0 "" -- "$bin" run --duration 600
 expect "json run" 0 "" -- "$bin" run --duration 600 --format json
 grep -q '"schema_version": 1' "$tmp/out" || { echo "FAIL: json has no schema_version"; fail=$((fail + 1)); }
@@ -133,12 +139,6 @@ expect "merge: a number beyond a double" 2 "huge.json:$seedline:13: error: numbe
   "$bin" merge "$tmp/huge.json" "$tmp/shard1.json" "$tmp/shard2.json"
 expect "merge: a directory" 2 "$tmp: error: is a directory, not a shard file" -- "$bin" merge "$tmp" "$tmp/shard1.json"
 
-check() {  # check NAME CONDITION...: a test of files the last command left
-  local name=$1
-  shift
-  if "$@"; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: $name"; fi
-}
-
 # output that cannot be written: a full disk is an error (exit 3); a reader that leaves early
 # (| head) ends the command quietly, not by SIGPIPE
 if [ -w /dev/full ]; then
@@ -165,6 +165,22 @@ check "merge | head says nothing" [ ! -s "$tmp/err" ]
 check "sweep ends its progress with one plain line" \
   grep -q '^fleetsim sweep: done: 12/12 configurations, 24/24 replications in [0-9.]* s$' "$tmp/err"
 check "no progress bar on a file" sh -c "! grep -q '\[#' '$tmp/err'"
+
+# the sweep table widens a column for a long device name: every row lines up with its header
+long=acme-inference-accelerator-with-a-long-name
+expect "sweep with a long device name" 0 "" -- "$bin" sweep "$src/tests/data/tiny-sweep.yaml" --threads 2 \
+  --set "catalog.devices.$long={memory_gib: 96, bandwidth_gb_s: 4000, bf16_tflops: 1200, usd_per_hour: 99999}" \
+  --set "sweep.parameters.device=[h100-sxm-80gb, $long]"
+check "the sweep table lines up" python3 - "$tmp/out" <<'PY'
+import sys
+end = None
+for line in open(sys.argv[1], encoding="utf-8").read().splitlines():
+    if line.endswith(" reject  feasible"):
+        end = len(line) - len("  feasible")
+    elif end is not None and "%  " in line:
+        assert line.rindex("%  ") + 1 == end, line
+        assert "acme" not in line or "-with-a-long-name " in line, line
+PY
 
 # journals: a sweep stopped by SIGINT, then by SIGTERM, resumes to the uninterrupted result
 jscen=(--set sweep.sample=400 --set duration_s=1200)  # a few seconds on one thread

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "helpers.hpp"
+#include "libsim/csv.hpp"
 #include "libsim/sweep.hpp"
 
 using namespace fleetsim;
@@ -158,6 +159,48 @@ TEST_CASE("the cheapest feasible configuration and the Pareto frontier") {
     last_cost = m["cost"]["per_million_output_tokens_usd"].get<double>();
     last_ttft = m["latency_s"]["ttft"]["p99"].get<double>();
   }
+}
+
+TEST_CASE("the table sizes its columns to a long device name; the CSV quotes it and reads back") {
+  const std::string name = "acme-inference-accelerator-x1000, rev \"B\" (liquid-cooled)";
+  const auto src = source("catalog:\n  devices:\n    '" + name + "': {memory_gib: 96, bandwidth_gb_s: 4000, bf16_tflops: 1200, "
+                          "usd_per_hour: 99999.75}\nsweep:\n  parameters:\n    device: [h100-sxm-80gb, '" + name +
+                          "']\n    fleet.replicas: [1, 12]\n  replications: 2\n");
+  const Json d = run(src);
+  const std::string table = format_sweep_table(d);
+  CAPTURE(table);
+  // display columns (the ± of an interval is two bytes, one column)
+  auto col = [](const std::string& s, size_t bytes) {
+    size_t n = 0;
+    for (size_t i = 0; i < bytes && i < s.size(); ++i) n += (static_cast<unsigned char>(s[i]) & 0xC0) != 0x80;
+    return n;
+  };
+  std::istringstream in(table);
+  std::string line;
+  size_t header_end = 0, device_end = 0, rows = 0;
+  while (std::getline(in, line)) {
+    const size_t h = line.find(" reject  feasible");
+    if (h != std::string::npos) {  // each table's header: where its columns end
+      header_end = col(line, h + 7);
+      device_end = col(line, line.find(" device ") + 7);
+      continue;
+    }
+    const size_t r = line.rfind("%  ");
+    if (r == std::string::npos || header_end == 0) continue;
+    ++rows;
+    CHECK(col(line, r + 1) == header_end);  // the reject column lines up with its header
+    const size_t at = line.find(name) != std::string::npos ? line.find(name) + name.size() : line.find("h100-sxm-80gb") + 13;
+    CHECK(col(line, at) == device_end);  // the device column too, long name or short
+  }
+  CHECK(rows >= 4);
+  CHECK(table.find(name) != std::string::npos);  // whole, not cut
+
+  // CSV: the name's comma and quotes survive a round trip through the reader
+  std::istringstream csv(sweep_to_csv(d));
+  CsvReader reader(csv, "<csv>");
+  std::vector<std::string> devices;
+  while (reader.next()) devices.push_back(reader.get("device"));
+  CHECK(devices == std::vector<std::string>{"h100-sxm-80gb", "h100-sxm-80gb", name, name});
 }
 
 TEST_CASE("random samples of a grid are distinct, reproducible and within the grid") {
