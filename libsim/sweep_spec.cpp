@@ -114,16 +114,10 @@ SweepSpec parse_sweep(const ScenarioSource& scenario) {
     p.path = ps.key_name(it->first);
     const N v{it->second, ps.path + "." + p.path, &src};
     auto add = [&](const YAML::Node& node, const std::string& text, Json json) {
-      Location l;
-      l.file = src.file;
-      const YAML::Mark m = node.Mark();
-      if (m.line >= 0) {
-        l.line = m.line + 1;
-        l.column = m.column + 1;
-        // (a long one-line list would otherwise be copied once per value)
-        if (size_t(m.line) < src.lines.size() && src.lines[size_t(m.line)].size() <= 240)
-          l.source_line = src.lines[size_t(m.line)];
-      }
+      // the value's place in the file, or the --set that gave it
+      Location l = N{node, v.path, &src}.where();
+      // (a long one-line list would otherwise be copied once per value)
+      if (l.source_line.size() > 240) l.source_line.clear();
       p.values.push_back(text);
       p.json_values.push_back(std::move(json));
       p.origins.push_back(l);

@@ -43,8 +43,15 @@ struct N {
   const Source* src;
 
   Location where() const {
+    // the most specific override covering this path (apply_override drops those a later one replaced)
+    const Location* best = nullptr;
+    size_t best_len = 0;
     for (const auto& [p, origin] : src->overridden)
-      if (path == p || path.rfind(p + ".", 0) == 0) return origin;
+      if ((path == p || path.rfind(p + ".", 0) == 0 || path.rfind(p + "[", 0) == 0) && (!best || p.size() > best_len)) {
+        best = &origin;
+        best_len = p.size();
+      }
+    if (best) return *best;
     Location l;
     l.file = src->file;
     if (node.IsDefined()) {
@@ -272,9 +279,12 @@ inline void apply_override(YAML::Node root, const Override& o, Source& src) {
             take = j - i;
             break;
           }
-      if (take == 1 && keys.size() == 2 && keys[0] == "catalog" && (keys[1] == "models" || keys[1] == "devices") &&
-          parts.size() - i > 2)
-        take = parts.size() - i - 1;  // NAME with dots, then one FIELD
+      const bool catalog = keys.size() == 2 && keys[0] == "catalog" && (keys[1] == "models" || keys[1] == "devices");
+      if (take == 1 && catalog && parts.size() - i >= 2)
+        // NAME with dots, then one FIELD; a mapping value is a whole entry (no field is a mapping)
+        take = value_node.IsMap() ? parts.size() - i : parts.size() - i > 2 ? parts.size() - i - 1 : 1;
+      // a sweep parameter's name is itself a dotted scenario path
+      if (take == 1 && keys.size() == 2 && keys[0] == "sweep" && keys[1] == "parameters") take = parts.size() - i;
       keys.push_back(join(i, i + take));
       if (probe.IsMap() && probe[keys.back()].IsDefined()) probe.reset(probe[keys.back()]);
       else probe.reset(YAML::Node());
@@ -282,19 +292,28 @@ inline void apply_override(YAML::Node root, const Override& o, Source& src) {
     }
   }
   YAML::Node node = root;
+  std::string at;  // the dotted path of `node`'s child being walked
   for (size_t i = 0; i + 1 < keys.size(); ++i) {
     if (!node.IsMap())
       throw InputError(o.origin, "'" + keys[i - 1] + "' is not a mapping, so it has no key '" + keys[i] + "'");
+    at += (i ? "." : "") + keys[i];
     YAML::Node next = node[keys[i]];
     if (!next.IsDefined() || next.IsNull()) {
       node[keys[i]] = YAML::Node(YAML::NodeType::Map);
       next = node[keys[i]];
+      src.overridden[at] = o.origin;  // a mapping the override created: its errors are the override's
     }
     node.reset(next);
   }
   if (!node.IsMap() && !node.IsNull())
     throw InputError(o.origin, "cannot set '" + o.path + "': its parent is not a mapping");
   node[keys.back()] = value_node;
+  // the new value replaces whatever earlier overrides set beneath it
+  for (auto it = src.overridden.lower_bound(o.path); it != src.overridden.end();) {
+    if (it->first == o.path || it->first.rfind(o.path + ".", 0) == 0) it = src.overridden.erase(it);
+    else if (it->first.compare(0, o.path.size(), o.path) != 0) break;
+    else ++it;
+  }
   src.overridden[o.path] = o.origin;
 }
 

@@ -81,6 +81,21 @@ expect "does not fit" 2 "error: model: model llama-3.1-70b (bf16) does not fit o
   "$bin" run --set model=llama-3.1-70b
 expect "warm-up longer than the run" 2 "error: warmup_s: warmup_s must be less than duration_s" -- \
   "$bin" run --duration 100
+# --set with a YAML flow value replaces the whole mapping or list; errors inside it point at the --set
+expect "--set a whole mapping switches the arrival process" 0 "" -- \
+  "$bin" run "$src/scenarios/closed-loop-benchmark.yaml" --duration 120 --set warmup_s=10 \
+  --set 'workload.arrival={process: poisson, rate_per_s: 40}'
+check "the run is Poisson at 40/s" grep -q '^workload  poisson arrivals at 40' "$tmp/out"
+expect "--set of a mapping: an error inside it" 2 \
+  "--set workload.arrival={process: poisson, rate_per_s: 40, clients: 8}: error: workload.arrival.clients: 'clients' does not apply" -- \
+  "$bin" run "$src/scenarios/closed-loop-benchmark.yaml" --set 'workload.arrival={process: poisson, rate_per_s: 40, clients: 8}'
+expect "--set of a sweep list: a bad value is located at the --set" 2 \
+  "--set sweep.parameters.engine.max_num_seqs=[16, x]: error: engine.max_num_seqs: expected a number, got 'x'" -- \
+  "$bin" validate "$src/tests/data/tiny-sweep.yaml" --set 'sweep.parameters.engine.max_num_seqs=[16, x]'
+expect "--set of a sweep list: a new parameter" 0 "" -- \
+  "$bin" validate "$src/tests/data/tiny-sweep.yaml" --set 'sweep.parameters.engine.max_batched_tokens=[4096, 8192, 16384]'
+check "the new parameter triples the sweep" grep -q 'sweep of 12 configurations x 2 replications' "$tmp/out"
+
 expect "unknown subcommand" 2 "" -- "$bin" frobnicate
 expect "bad format" 2 "" -- "$bin" run --format xml
 expect "no subcommand" 2 "" -- "$bin"

@@ -3,6 +3,7 @@
 
 #include "helpers.hpp"
 #include "libsim/error.hpp"
+#include "libsim/sweep.hpp"
 
 using namespace fleetsim;
 
@@ -94,6 +95,69 @@ TEST_CASE("--set overrides apply before validation and errors name the override"
   CHECK(error_of(kGood, {"fleet.replicas=abc"}) == "--set fleet.replicas=abc: error: fleet.replicas: expected a number, got 'abc'");
   CHECK(error_of(kGood, {"fleet.replica=3"}) == "--set fleet.replica=3: error: fleet.replica: unknown key 'replica' (did you mean 'replicas'?)");
   CHECK(error_of(kGood, {"noequals"}) == "--set noequals: error: expected PATH=VALUE, e.g. fleet.replicas=4");
+}
+
+TEST_CASE("--set takes a YAML flow value: a mapping or a list replaces the whole value") {
+  const std::string closed = replace(kGood, "{process: poisson, rate_per_s: 2}", "{process: concurrency, clients: 8}");
+  const std::string to_poisson = "workload.arrival={process: poisson, rate_per_s: 40}";
+  // switching the arrival process: the old process's keys go with the old mapping
+  const Scenario s = test::scenario(closed, {to_poisson});
+  CHECK(s.classes[0].arrival == ArrivalKind::poisson);
+  CHECK(s.classes[0].rate_per_s == 40);
+  CHECK(std::vector<std::string>{to_poisson} == s.overrides);
+  // a scalar sets one key and keeps the others
+  CHECK(error_of(closed, {"workload.arrival.process=poisson"}) ==
+        "<test>:9:44: error: workload.arrival.clients: 'clients' does not apply to process: poisson");
+  // a list replaces a list
+  const std::string emp = "workload.prompt_tokens={dist: empirical, values: [10, 20]}";
+  CHECK(test::scenario(kGood, {emp, "workload.prompt_tokens.values=[30, 40, 50]"}).classes[0].prompt.values.size() == 3);
+  // an error inside the new value is located at the --set that gave it
+  CHECK(error_of(closed, {"workload.arrival={process: poisson, rate_per_s: 40, clients: 8}"}) ==
+        "--set workload.arrival={process: poisson, rate_per_s: 40, clients: 8}: error: workload.arrival.clients: "
+        "'clients' does not apply to process: poisson");
+  CHECK(error_of(closed, {"workload.arrival={process: poisson}"}) ==
+        "--set workload.arrival={process: poisson}: error: workload.arrival: missing required key 'rate_per_s'");
+  CHECK(error_of(kGood, {emp, "workload.prompt_tokens.values=[30, x]"}) ==
+        "--set workload.prompt_tokens.values=[30, x]: error: workload.prompt_tokens.values[1]: expected a number, got 'x'");
+  // the later of two overlapping --set owns what it set
+  CHECK(error_of(kGood, {"workload.arrival.rate_per_s=x", "workload.arrival={process: poisson, rate_per_s: y}"}) ==
+        "--set workload.arrival={process: poisson, rate_per_s: y}: error: workload.arrival.rate_per_s: expected a "
+        "number, got 'y'");
+  CHECK(error_of(kGood, {to_poisson, "workload.arrival.rate_per_s=x"}) ==
+        "--set workload.arrival.rate_per_s=x: error: workload.arrival.rate_per_s: expected a number, got 'x'");
+  // a mapping a --set creates on its way is the --set's too
+  CHECK(error_of(kGood, {"engine.nonesuch.x=1"}).rfind("--set engine.nonesuch.x=1: error: engine.nonesuch: unknown key", 0) == 0);
+  CHECK(error_of(kGood, {"workload.arrival={process: poisson"}).rfind(
+            "--set workload.arrival={process: poisson: error: value is not valid YAML", 0) == 0);
+  // a catalog entry by its dotted name, whole
+  const Scenario c = test::scenario(
+      kGood, {"catalog.models.my-3.5b={params_b: 3.5, layers: 24, hidden: 3072, heads: 24, kv_heads: 8, head_dim: 128, "
+              "intermediate: 8192, vocab: 32000, max_context: 8192}",
+              "model=my-3.5b"});
+  CHECK(c.pools[0].model.name == "my-3.5b");
+}
+
+TEST_CASE("--set of a sweep parameter: a new dotted path, and values located at the --set") {
+  const std::string yaml = kGood + "sweep:\n  parameters:\n    fleet.replicas: [1, 2]\n";
+  const auto src = [&](const std::vector<std::string>& sets) {
+    return ScenarioSource::from_text(yaml, "<test>", FLEETSIM_SOURCE_DIR).with_overrides(parse_sets(sets));
+  };
+  const SweepSpec spec = parse_sweep(src({"sweep.parameters.engine.max_num_seqs=[16, 32, 64]"}));
+  REQUIRE(spec.params.size() == 2);
+  CHECK(spec.params[1].path == "engine.max_num_seqs");
+  CHECK(spec.count() == 6);
+  const auto sweep_error = [&](const std::vector<std::string>& sets) {
+    try {
+      parse_sweep(src(sets));
+    } catch (const InputError& e) {
+      return e.one_line();
+    }
+    return std::string("(no error)");
+  };
+  CHECK(sweep_error({"sweep.parameters={fleet.replicas: [1, x]}"}) ==
+        "--set sweep.parameters={fleet.replicas: [1, x]}: error: fleet.replicas: expected a number, got 'x'");
+  CHECK(sweep_error({"sweep.parameters.engine.max_num_seqs=[16, x]"}) ==
+        "--set sweep.parameters.engine.max_num_seqs=[16, x]: error: engine.max_num_seqs: expected a number, got 'x'");
 }
 
 TEST_CASE("engine settings that contradict each other are refused") {
