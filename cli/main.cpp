@@ -142,8 +142,6 @@ ScenarioSource source(const Options& o) {
 
 Scenario load(const Options& o) { return source(o).instantiate(); }
 
-bool has_sweep(const ScenarioSource& src) { return src.text().find("sweep:") != std::string::npos; }
-
 // Sweep progress on stderr. On a terminal, a bar redrawn in place; otherwise (a CI log, a file) a
 // plain line every kPlainEvery and one at the end, so a long sweep shows it is alive.
 class Progress {
@@ -299,7 +297,7 @@ int cmd_validate(const Options& o) {
   const ScenarioSource src = source(o);
   const Scenario s = src.instantiate();
   std::string sweep;
-  if (has_sweep(src)) {
+  if (has_sweep_section(src)) {
     const SweepSpec spec = parse_sweep(src);
     sweep = fmt::format("; sweep of {} configurations x {} replications", spec.count(), spec.replications);
   }

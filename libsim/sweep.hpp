@@ -52,6 +52,9 @@ struct SweepSpec {
 // Parse and check the scenario's `sweep:` section: every parameter value is tried on the base
 // scenario, so a bad path or value fails here, located in the sweep section. Throws InputError.
 SweepSpec parse_sweep(const ScenarioSource& src);
+// Whether the scenario (with its --set overrides) has a top-level `sweep:` key, read from the
+// parsed YAML (a comment that mentions sweep: is not one). Throws InputError on malformed YAML.
+bool has_sweep_section(const ScenarioSource& src);
 
 // Mean and 95% confidence half-width over replications.
 struct MeanCI {

@@ -84,14 +84,28 @@ Json SweepSpec::parameters_json(uint64_t config) const {
   return j;
 }
 
-SweepSpec parse_sweep(const ScenarioSource& scenario) {
-  Source src;
+namespace {
+// The scenario's YAML with its base overrides applied.
+YAML::Node load_with_overrides(const ScenarioSource& scenario, Source& src) {
   src.file = scenario.name();
   src.base_dir = scenario.base_dir();
   src.lines = detail::split_lines(scenario.text());
   YAML::Node root = detail::load_located(scenario.text(), src);
   if (root.IsMap())
     for (const auto& o : scenario.base_overrides()) detail::apply_override(root, o, src);
+  return root;
+}
+}  // namespace
+
+bool has_sweep_section(const ScenarioSource& scenario) {
+  Source src;
+  const YAML::Node root = load_with_overrides(scenario, src);
+  return N{root, "", &src}.has("sweep");
+}
+
+SweepSpec parse_sweep(const ScenarioSource& scenario) {
+  Source src;
+  YAML::Node root = load_with_overrides(scenario, src);
   const N r{root, "", &src};
   if (!root.IsMap() || !r.has("sweep"))
     r.fail("no sweep section: add `sweep: {parameters: {fleet.replicas: [1, 2, 4]}, replications: 4}`");

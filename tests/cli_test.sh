@@ -96,6 +96,13 @@ expect "--set of a sweep list: a new parameter" 0 "" -- \
   "$bin" validate "$src/tests/data/tiny-sweep.yaml" --set 'sweep.parameters.engine.max_batched_tokens=[4096, 8192, 16384]'
 check "the new parameter triples the sweep" grep -q 'sweep of 12 configurations x 2 replications' "$tmp/out"
 
+# validate: a sweep is a top-level sweep: key, not the word in a comment
+{ echo "# not a sweep: see sweep-fleet.yaml for one"; cat "$src/scenarios/chat-default.yaml"; } >"$tmp/comment.yaml"
+expect "validate a scenario whose comment says sweep:" 0 "" -- "$bin" validate "$tmp/comment.yaml"
+check "it is validated as a plain scenario" sh -c "grep -q ': ok (' '$tmp/out' && ! grep -q 'sweep of' '$tmp/out'"
+expect "validate a sweep" 0 "" -- "$bin" validate "$src/tests/data/tiny-sweep.yaml"
+check "validate counts the sweep" grep -q 'sweep of 4 configurations x 2 replications' "$tmp/out"
+
 expect "unknown subcommand" 2 "" -- "$bin" frobnicate
 expect "bad format" 2 "" -- "$bin" run --format xml
 expect "no subcommand" 2 "" -- "$bin"

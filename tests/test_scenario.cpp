@@ -160,6 +160,14 @@ TEST_CASE("--set of a sweep parameter: a new dotted path, and values located at 
         "--set sweep.parameters.engine.max_num_seqs=[16, x]: error: engine.max_num_seqs: expected a number, got 'x'");
 }
 
+TEST_CASE("whether a scenario is a sweep is read from its YAML, overrides included, not from its text") {
+  const auto src = [](const std::string& yaml) { return ScenarioSource::from_text(yaml, "<test>", "."); };
+  CHECK(has_sweep_section(src(kGood + "sweep:\n  parameters:\n    fleet.replicas: [1, 2]\n")));
+  CHECK_FALSE(has_sweep_section(src("# not a sweep: see sweep-fleet.yaml\n" + kGood)));
+  CHECK_FALSE(has_sweep_section(src(replace(kGood, "name: t", "name: 'sweep: no'"))));
+  CHECK(has_sweep_section(src(kGood).with_overrides(parse_sets({"sweep={parameters: {fleet.replicas: [1, 2]}}"}))));
+}
+
 TEST_CASE("engine settings that contradict each other are refused") {
   CHECK(error_of(kGood, {"engine.max_batch=4"}).find("max_batch and batch_window_s apply to static batching only") != std::string::npos);
   CHECK(error_of(kGood, {"engine.max_num_seqs=512", "engine.max_batched_tokens=256"}).find("must be >= max_num_seqs") != std::string::npos);
