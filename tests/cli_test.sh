@@ -188,6 +188,12 @@ check "sweep ends its progress with one plain line" \
   grep -q '^fleetsim sweep: done: 12/12 configurations, 24/24 replications in [0-9.]* s$' "$tmp/err"
 check "no progress bar on a file" sh -c "! grep -q '\[#' '$tmp/err'"
 
+"$bin" sweep "$src/tests/data/tiny-sweep.yaml" --threads 2 >/dev/null 2>"$tmp/err"
+check "a tiny sweep ends with its counts" \
+  grep -qx 'fleetsim sweep: done: 4/4 configurations, 8/8 replications in [0-9.]* s' "$tmp/err"
+check "progress to a file is plain lines, no carriage returns" sh -c "! grep -q \"\$(printf '\\r')\" '$tmp/err'"
+check "progress to a file: the announcement and the done line, nothing else" [ "$(wc -l <"$tmp/err")" -eq 2 ]
+
 # the sweep table widens a column for a long device name: every row lines up with its header
 long=acme-inference-accelerator-with-a-long-name
 expect "sweep with a long device name" 0 "" -- "$bin" sweep "$src/tests/data/tiny-sweep.yaml" --threads 2 \
