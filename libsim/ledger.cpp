@@ -64,6 +64,7 @@ void add_into(CostBlock& into, const CostBlock& from) {
       it->device_hours += l.device_hours;
   }
   into.input_usd_ = std::max(0.0, into.input_usd_) + from.input_usd();
+  for (int k = 0; k < kColdStages; ++k) into.cold_stage_hours[size_t(k)] += from.cold_stage_hours[size_t(k)];
   into.busy_s += from.busy_s;
   into.input_busy_s += from.input_busy_s;
   into.completed += from.completed;
@@ -113,6 +114,10 @@ Ledger make_ledger(const Scenario& s, const Tally& t) {
     h[size_t(Bucket::busy_decode)] = busy_h - h[size_t(Bucket::lost_work)] - h[size_t(Bucket::busy_prefill)];
     c.busy_s = pt.busy_s;
     c.input_busy_s = pt.input_busy_s;
+    double stages = 0;
+    for (double x : pt.cold_stage_s) stages += x;
+    for (int k = 0; k < kColdStages; ++k)
+      c.cold_stage_hours[size_t(k)] = stages > 0 ? h[size_t(Bucket::cold_start)] * pt.cold_stage_s[k] / stages : 0.0;
 
     // pricing: committed replicas for the whole window (used or not), the rest at the hourly
     // price, spot-discounted on spot capacity
@@ -217,6 +222,10 @@ Json block_json(const CostBlock& c, double window_s, double committed_discount) 
   for (int k = 0; k < kBuckets; ++k)
     b[bucket_name(Bucket(k))] = {{"device_hours", c.hours[size_t(k)]}, {"usd", c.usd[size_t(k)]}};
   j["buckets"] = b;
+  static const char* const stage[kColdStages] = {"provisioning", "image_pull", "weights_fetch", "weights_load", "warmup"};
+  Json cs = Json::object();
+  for (int k = 0; k < kColdStages; ++k) cs[stage[k]] = c.cold_stage_hours[size_t(k)];
+  j["cold_start_by_stage_device_hours"] = cs;
   j["idle_usd"] = c.idle_usd();
   Json lines = Json::array();
   for (const auto& l : c.lines)

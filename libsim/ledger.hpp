@@ -32,6 +32,8 @@ struct CostBlock {
   std::array<double, kBuckets> hours{};  // device-hours by bucket
   std::array<double, kBuckets> usd{};    // effective dollars by bucket
   std::vector<PricingLine> lines;
+  // the cold_start bucket by stage, in proportion to the stage durations of the starts
+  std::array<double, kColdStages> cold_stage_hours{};
   double busy_s = 0, input_busy_s = 0;  // device time in steps, and of it on prompts
   double input_usd_ = -1;               // several pools: the sum of theirs (< 0: one pool)
   double completed = 0, input_tokens = 0, output_tokens = 0;

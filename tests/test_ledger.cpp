@@ -89,6 +89,12 @@ TEST_CASE("two pools, committed and spot: every line of the report reconciles") 
   CHECK(num(batch["pricing"][0]["effective_usd_per_hour"]) == doctest::Approx(1.86 * 0.4));
   CHECK(num(j["pools"]["batch"]["fleet"]["interruptions"]) > 0);
   CHECK(num(batch["buckets"]["cold_start"]["device_hours"]) > 0);
+  // and split by stage, adding up to the bucket; a spot replacement pulls its image on a new node
+  double stages = 0;
+  for (auto it = batch["cold_start_by_stage_device_hours"].begin(); it != batch["cold_start_by_stage_device_hours"].end(); ++it)
+    stages += num(it.value());
+  CHECK(stages == doctest::Approx(num(batch["buckets"]["cold_start"]["device_hours"])));
+  CHECK(num(batch["cold_start_by_stage_device_hours"]["image_pull"]) > 0);
   // the pool `cost` blocks are the ledger's: the JSON no longer quotes a rate it does not bill
   CHECK(num(j["pools"]["chat"]["cost"]["usd_per_device_hour"]) == doctest::Approx(1.80));
   CHECK(num(j["pools"]["chat"]["cost"]["total_usd"]) == doctest::Approx(num(chat["effective_usd"])));

@@ -20,25 +20,31 @@ FLEETSIM_HD inline double stage_s(const Sim& s, int32_t r, double median, double
   return median * dm::exp(sigma * normal_quantile(u));
 }
 
-// Seconds from asking for a replica to its first request: every stage of a cold start.
-FLEETSIM_HD inline double cold_start_s(const Sim& s, int32_t r) {
+// The stages of a start, in seconds: provisioning, image pull, weights fetch, weights load and
+// warm-up. A cold start (a new node) has them all; a restart on the same node (a crash) fetches
+// weights from the node-local cache if it hits, loads and warms up.
+FLEETSIM_HD inline void start_stages(const Sim& s, int32_t r, bool new_node, double* st) {
   const Replica& R = s.rep[r];
   const ColdStartParams& c = s.p->pools[R.pool].cold;
-  const double u = s.rng.uniform(Stream::lifecycle, uint32_t(R.pool), uint64_t(r) * 1000003ULL + uint64_t(R.starts), 0);
+  const double u = s.rng.uniform(Stream::lifecycle, uint32_t(R.pool), uint64_t(r) * 1000003ULL + uint64_t(R.starts), new_node ? 0 : 2);
   const bool hit = u < c.cache_hit_probability;
-  const double fetch = hit ? c.weights_bytes / c.cache_bytes_per_s : c.weights_bytes / c.download_bytes_per_s;
-  return stage_s(s, r, c.provision_s, c.provision_sigma, 10) + stage_s(s, r, c.image_pull_s, c.image_pull_sigma, 11) +
-         fetch + c.weights_bytes / c.load_bytes_per_s + stage_s(s, r, c.warmup_s, c.warmup_sigma, 12);
+  st[0] = new_node ? stage_s(s, r, c.provision_s, c.provision_sigma, 10) : 0.0;
+  st[1] = new_node ? stage_s(s, r, c.image_pull_s, c.image_pull_sigma, 11) : 0.0;
+  st[2] = hit ? c.weights_bytes / c.cache_bytes_per_s : c.weights_bytes / c.download_bytes_per_s;
+  st[3] = c.weights_bytes / c.load_bytes_per_s;
+  st[4] = stage_s(s, r, c.warmup_s, c.warmup_sigma, 12);
 }
 
-// Seconds for a crashed server to come back on the same node: weights (node-local cache, if it
-// hits) and loading, and warm-up; no new node and no image pull.
-FLEETSIM_HD inline double restart_s(const Sim& s, int32_t r) {
-  const Replica& R = s.rep[r];
-  const ColdStartParams& c = s.p->pools[R.pool].cold;
-  const double u = s.rng.uniform(Stream::lifecycle, uint32_t(R.pool), uint64_t(r) * 1000003ULL + uint64_t(R.starts), 2);
-  const double fetch = u < c.cache_hit_probability ? c.weights_bytes / c.cache_bytes_per_s : c.weights_bytes / c.download_bytes_per_s;
-  return fetch + c.weights_bytes / c.load_bytes_per_s + stage_s(s, r, c.warmup_s, c.warmup_sigma, 12);
+// Seconds from asking for replica r at time t to its first request; the stages of a start asked
+// for inside the window are tallied, so the ledger can split cold-start time by stage.
+FLEETSIM_HD inline double begin_start(Sim& s, int32_t r, bool new_node, double t) {
+  double st[kColdStages];
+  start_stages(s, r, new_node, st);
+  if (in_window(s, t) > 0.0) {
+    PoolTally& T = s.tally->pools[s.rep[r].pool];
+    for (int32_t k = 0; k < kColdStages; ++k) T.cold_stage_s[k] += st[k];
+  }
+  return (((st[0] + st[1]) + st[2]) + st[3]) + st[4];
 }
 
 // A request whose replica was lost: back to the front of the queue to be retried (a checkpointed
@@ -160,7 +166,7 @@ FLEETSIM_HD inline void replica_fail(Sim& s, int32_t r, double t, bool new_node,
     replica_off(s, r, t);
     return;
   }
-  const double back = new_node ? cold_start_s(s, r) : restart_s(s, r);
+  const double back = begin_start(s, r, new_node, t);
   R.starts++;
   if (new_node) {  // a replacement node counts against the nodes obtainable
     PoolState& ps = s.pool[R.pool];
@@ -214,7 +220,7 @@ FLEETSIM_HD inline bool replica_start(Sim& s, int32_t pi, double t) {
     Replica& R = s.rep[r];
     if (R.state != kOff) continue;
     set_state(s, r, kStarting, t);
-    set_next(s, r, t + cold_start_s(s, r));
+    set_next(s, r, t + begin_start(s, r, true, t));
     R.starts++;
     ps.start_t[ps.start_head] = t;
     ps.start_head = ps.start_head + 1 == kScaleHistory ? 0 : ps.start_head + 1;

@@ -9,6 +9,8 @@ namespace fleetsim {
 
 enum class SimStatus : int32_t { ok = 0, event_limit = 1 };
 
+constexpr int32_t kColdStages = 5;  // provisioning, image pull, weights fetch, weights load, warm-up
+
 // Requests of one class that arrived in the measurement window [warmup_s, duration_s).
 struct ClassTally {
   int64_t arrived;
@@ -44,6 +46,7 @@ struct PoolTally {
   double waste_s;       // idle replica time beyond it
   double excess_s;      // provisioned replica time beyond the committed replicas (paid at the hourly price)
   double committed_unused_s;  // committed replicas not provisioned (paid for, never started)
+  double cold_stage_s[kColdStages];  // stage durations of the starts asked for in the window
   double scale_ups;     // replicas started
   double scale_downs;   // replicas stopped
   double max_replicas;  // most replicas provisioned at once
@@ -84,6 +87,7 @@ FLEETSIM_HD inline void pool_tally_clear(PoolTally& p) {
   p.replica_s = p.busy_s = p.input_busy_s = p.flops = p.bytes = p.seq_steps = p.steps = p.kv_block_s = 0.0;
   p.cold_s = p.headroom_s = p.waste_s = p.scale_ups = p.scale_downs = p.max_replicas = 0.0;
   p.crashes = p.interruptions = p.excess_s = p.committed_unused_s = 0.0;
+  for (int32_t k = 0; k < kColdStages; ++k) p.cold_stage_s[k] = 0.0;
 }
 
 FLEETSIM_HD inline void tally_clear(Tally& t, int32_t n_pools = kMaxPools, int32_t n_classes = kMaxClasses) {
@@ -147,6 +151,7 @@ FLEETSIM_HD inline void pool_tally_merge(PoolTally& into, const PoolTally& from)
   into.crashes += from.crashes;
   into.excess_s += from.excess_s;
   into.committed_unused_s += from.committed_unused_s;
+  for (int32_t k = 0; k < kColdStages; ++k) into.cold_stage_s[k] += from.cold_stage_s[k];
   into.interruptions += from.interruptions;
 }
 
