@@ -17,10 +17,12 @@
 #include <cstring>
 #include <iostream>
 #include <mutex>
+#include <thread>
 #include <optional>
 
 #include "cli/check_command.hpp"
 #include "cli/fit_command.hpp"
+#include "cli/report_command.hpp"
 #include "libsim/capacity.hpp"
 #include "libsim/catalog.hpp"
 #include "libsim/error.hpp"
@@ -29,6 +31,7 @@
 #include "libsim/runner.hpp"
 #include "libsim/scenario.hpp"
 #include "libsim/sweep.hpp"
+#include "libsim/timeline.hpp"
 
 namespace {
 
@@ -60,6 +63,7 @@ struct Options {
   std::vector<std::string> argv;  // the command line, for the resume hint
   cli::FitArgs fit;
   cli::CheckArgs check;
+  std::string output;
 };
 
 // The first error writing stdout (errno), 0 while none. Output stops at the first error.
@@ -284,7 +288,8 @@ int cmd_run(const Options& o) {
   HostWorkspace ws;
   const auto t = simulate_once(p, 0, ws);
   check_status(*t, s.source);
-  const Json r = run_report(s, *t);
+  Json r = run_report(s, *t);
+  if (o.format == "json" && wants_timeline(s)) r["timeline"] = run_timeline(s, 60, int(std::max(1u, std::thread::hardware_concurrency())));
   if (o.format == "json") emit(r.dump(2) + "\n");
   else if (o.format == "csv") emit(json_to_csv(r));
   else if (o.format == "ledger") emit(ledger_csv(make_ledger(s, *t)));
@@ -448,6 +453,15 @@ CLI::Validator finite_in(double lo, double hi, bool lo_included = true) {
       fmt::format("NUMBER in {}{}, {}]", lo_included ? "[" : "(", lo, hi));
 }
 
+int cmd_report(const Options& o) {
+  cli::ReportArgs a;
+  a.input = o.scenario;
+  a.output = o.output;
+  a.sets = o.sets;
+  a.threads = o.threads > 0 ? o.threads : int(std::max(1u, std::thread::hardware_concurrency()));
+  return cli::run_report_command(a);
+}
+
 int cmd_check(const Options& o) {
   cli::CheckArgs a = o.check;
   a.scenario = o.scenario;
@@ -492,6 +506,7 @@ int main(int argc, char** argv) {
       {"merge", "combine the JSON outputs of sweep shards into the whole sweep's result", cmd_merge},
       {"fit", "fit a calibrated performance profile to benchmark results or step timings", cmd_fit},
       {"check", "judge a scenario against budgets (exit 0 pass, 1 violated, 2 input error), for CI", cmd_check},
+      {"report", "one self-contained HTML report of a run or sweep result (JSON) or of a scenario", cmd_report},
   };
   std::vector<std::pair<CLI::App*, const Command*>> subs;
   for (const auto& c : commands) subs.emplace_back(app.add_subcommand(c.name, c.help), &c);
@@ -583,6 +598,13 @@ int main(int argc, char** argv) {
   ck->add_option("--markdown", o.check.markdown, "write a Markdown summary (for a pull-request comment) to FILE");
   ck->add_option("--threads", o.threads, "CPU threads (default: all)")->check(CLI::Range(1, 4096));
   ck->add_option("--format", o.format, "output format")->check(CLI::IsMember({"table", "json"}));
+
+  CLI::App* rp = subs[8].first;
+  rp->add_option("input", o.scenario,
+                 "run or sweep JSON (fleetsim run/sweep --format json), or a scenario YAML to run (default: the built-in one)");
+  rp->add_option("-o,--output", o.output, "the HTML file to write (default: standard output)");
+  add_scenario_flags(rp, o);
+  rp->add_option("--threads", o.threads, "CPU threads for the timeline (default: all)")->check(CLI::Range(1, 4096));
 
   // a closed pipe is a failed write (EPIPE), not a death by SIGPIPE
   std::signal(SIGPIPE, SIG_IGN);

@@ -10,9 +10,15 @@
 
 #include "libsim/error.hpp"
 #include "libsim/report_html.hpp"
+#include "libsim/runner.hpp"
+#include "libsim/scenario.hpp"
 #include "libsim/sweep.hpp"
+#include "libsim/timeline.hpp"
 
 namespace fleetsim::cli {
+
+Json json_document(const ReportArgs& a);
+int write_report(const ReportArgs& a, const std::string& html);
 
 namespace {
 
@@ -46,7 +52,42 @@ std::string read_input(const std::string& path) {
 
 }  // namespace
 
+namespace {
+
+bool is_scenario(const std::string& path) {
+  auto ends = [&](const char* e) {
+    const std::string x(e);
+    return path.size() >= x.size() && path.compare(path.size() - x.size(), x.size(), x) == 0;
+  };
+  return path.empty() || ends(".yaml") || ends(".yml");
+}
+
+// A scenario's run report, with its timeline.
+Json scenario_document(const ReportArgs& a) {
+  const ScenarioSource src =
+      (a.input.empty() ? ScenarioSource::builtin_default() : ScenarioSource::from_file(a.input)).with_overrides(parse_sets(a.sets));
+  if (has_sweep_section(src))
+    throw InputError(Location{src.name(), 0, 0, ""},
+                     "a sweep scenario: run it first (fleetsim sweep " + src.name() +
+                         " --format json > sweep.json), then fleetsim report sweep.json");
+  const Scenario s = src.instantiate();
+  const SimParams p = s.params();
+  HostWorkspace ws;
+  const auto t = simulate_once(p, 0, ws);
+  check_status(*t, s.source);
+  Json doc = run_report(s, *t);
+  doc["timeline"] = run_timeline(s, 60, a.threads);
+  return doc;
+}
+
+}  // namespace
+
 int run_report_command(const ReportArgs& a) {
+  const std::string html = html_report(is_scenario(a.input) ? scenario_document(a) : json_document(a));
+  return write_report(a, html);
+}
+
+Json json_document(const ReportArgs& a) {
   const std::string text = read_input(a.input);
   if (text.find_first_not_of(" \t\r\n") == std::string::npos)
     throw InputError(Location{a.input, 0, 0, ""}, std::string("is empty: ") + kExpected);
@@ -63,7 +104,10 @@ int run_report_command(const ReportArgs& a) {
                      std::string(kExpected) + (!doc.is_object() ? ", got a JSON " + std::string(doc.type_name())
                                                : kind.empty()   ? ", got no \"kind\""
                                                                 : ", got kind \"" + kind + "\""));
-  const std::string html = html_report(doc);
+  return doc;
+}
+
+int write_report(const ReportArgs& a, const std::string& html) {
   if (a.output.empty() || a.output == "-") {
     errno = 0;
     if (std::fwrite(html.data(), 1, html.size(), stdout) != html.size() || std::fflush(stdout) != 0) {

@@ -1,12 +1,16 @@
-// `fleetsim report INPUT -o FILE`: the HTML report of a run or sweep JSON document.
+// `fleetsim report INPUT -o FILE`: the HTML report of a run or sweep JSON document, or of a scenario.
 #pragma once
 #include <string>
+#include <vector>
 
 namespace fleetsim::cli {
 
 struct ReportArgs {
-  std::string input;   // a `fleetsim run --format json` or `fleetsim sweep`/`merge` JSON file
+  std::string input;   // a `fleetsim run --format json` or `fleetsim sweep`/`merge` JSON file, or a
+                       // scenario (.yaml/.yml, or "" for the built-in default), which is run first
   std::string output;  // the HTML file to write ("" or "-": standard output)
+  std::vector<std::string> sets;  // --set overrides, for a scenario
+  int threads = 1;
 };
 
 // Returns 0. An input that cannot be read, is not JSON, or is not a run or sweep document is an
