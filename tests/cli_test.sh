@@ -284,5 +284,32 @@ expect "a run on a profile of another device" 2 "not to other devices" -- \
 expect "an unknown shipped profile" 2 "no shipped performance profile 'h100-sxm-80gb/nonesuch'" -- \
   "$bin" run --set engine.perf_profile=h100-sxm-80gb/nonesuch
 
+# fleetsim check: 0 pass, 1 violated (JUnit and Markdown written), 2 input error
+ex="$src/examples/ci/chat-fleet.yaml"
+expect "check catches the peak-window miss" 1 "" -- "$bin" check "$ex" --threads 2 --junit "$tmp/check.xml" --markdown "$tmp/check.md"
+check "check names the failed budget" grep -q "FAIL  peak-p99-ttft" "$tmp/out"
+check "check JUnit has one failure" grep -q 'failures="1"' "$tmp/check.xml"
+check "check Markdown summary" grep -q "fails" "$tmp/check.md"
+expect "check passes with a looser threshold" 0 "" -- "$bin" check "$ex" --threads 2 --set budgets.peak-p99-ttft.max=5 --format json
+check "check json says pass" grep -q '"pass": true' "$tmp/out"
+GITHUB_ACTIONS=true "$bin" check "$ex" --threads 2 >"$tmp/gha" 2>&1
+check "check annotates a violated budget at its line" grep -q "^::error file=.*chat-fleet.yaml,line=31," "$tmp/gha"
+printf 'budgets:\n  x: {metric: latency_s.ttft.p99, maxx: 1}\n' >"$tmp/bad-budgets.yaml"
+expect "check of a misspelled budget key" 2 "bad-budgets.yaml:2:" -- "$bin" check "$ex" --budgets "$tmp/bad-budgets.yaml"
+expect "check without budgets" 2 "no budgets section" -- "$bin" check "$src/scenarios/chat-default.yaml"
+expect "check with an unwritable JUnit file" 3 "" -- "$bin" check "$ex" --threads 2 --junit "$tmp/no/such/dir/j.xml"
+# fleetsim report: HTML from a scenario, a run document, a sweep document
+expect "report of a scenario" 0 "" -- "$bin" report "$src/scenarios/committed-and-spot.yaml" -o "$tmp/r.html"
+check "report has every run chart" bash -c "grep -q 'id=\"ledger\"' '$tmp/r.html' && grep -q 'id=\"timeline\"' '$tmp/r.html'"
+"$bin" run --duration 600 --format json >"$tmp/run.json"
+expect "report of a run document" 0 "" -- "$bin" report "$tmp/run.json" -o "$tmp/r2.html"
+expect "report of a bad document" 2 "" -- "$bin" report "$src/README.md"
+expect "report to an unwritable file" 3 "" -- "$bin" report "$tmp/run.json" -o "$tmp/no/such/dir/r.html"
+# the ledger exports
+expect "ledger csv" 0 "" -- "$bin" run "$src/scenarios/committed-and-spot.yaml" --format ledger
+check "ledger csv header" grep -q '^scope,name,kind,item,device_hours,usd_per_device_hour,usd$' "$tmp/out"
+expect "focus csv" 0 "" -- "$bin" run "$src/scenarios/committed-and-spot.yaml" --format focus
+check "focus csv has a committed row" grep -q ',Committed,' "$tmp/out"
+
 echo "cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
