@@ -26,29 +26,7 @@ const char* const kExpected =
     "expected the JSON of `fleetsim run --format json` (kind \"run\") or of `fleetsim sweep "
     "--format json` / `fleetsim merge` (kind \"sweep\")";
 
-std::string read_input(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0)
-    throw InputError(
-        Location{path, 0, 0, ""},
-        fmt::format("cannot open the report input ({}; does it exist and is it readable?)", std::strerror(errno)));
-  if (S_ISDIR(st.st_mode)) throw InputError(Location{path, 0, 0, ""}, std::string("is a directory: ") + kExpected);
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f)
-    throw InputError(
-        Location{path, 0, 0, ""},
-        fmt::format("cannot open the report input ({}; does it exist and is it readable?)", std::strerror(errno)));
-  std::string text;
-  char buf[1 << 16];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
-  const bool failed = std::ferror(f);
-  const int err = errno;
-  std::fclose(f);
-  if (failed)
-    throw InputError(Location{path, 0, 0, ""}, fmt::format("cannot read the report input: {}", std::strerror(err)));
-  return text;
-}
+std::string read_input(const std::string& path) { return read_text_file(path, "the report input"); }
 
 }  // namespace
 

@@ -199,7 +199,7 @@ std::vector<BenchPoint> read_guidellm_json(const std::string& path, const nlohma
 std::string catalog_model_for(const std::string& model_id) {
   std::string m = lower(model_id);
   if (const size_t slash = m.rfind('/'); slash != std::string::npos) m = m.substr(slash + 1);
-  for (const std::string& suffix : {"-fp8-dynamic", "-fp8", "-instruct-2407", "-instruct", "-hf", "-v0.1", "-instruct"})
+  for (const std::string suffix : {"-fp8-dynamic", "-fp8", "-instruct-2407", "-instruct", "-hf", "-v0.1", "-instruct"})
     if (ends_with(m, suffix)) m = m.substr(0, m.size() - suffix.size());
   if (ends_with(m, "-instruct")) m = m.substr(0, m.size() - 9);
   // same architecture fields under another release name (docs/catalog.md)

@@ -3,14 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <mutex>
 #include <sstream>
-#include <thread>
 
 #include "runner.hpp"
 #include "sweep.hpp"
@@ -166,38 +163,20 @@ Values evaluate(const Scenario& s, const std::vector<Budget>& budgets, int reps,
 
   Values out;
   out.v.assign(budgets.size(), std::vector<std::vector<double>>(windows.size(), std::vector<double>(size_t(reps), std::nan(""))));
-  std::atomic<size_t> next{0};
-  std::mutex err_mutex;
-  std::exception_ptr error;
-  auto work = [&]() {
-    HostWorkspace ws;
+  parallel_jobs(jobs.size(), threads, [&](size_t j, HostWorkspace& ws) {
     SimParams p = s.params();
-    for (size_t j; (j = next.fetch_add(1)) < jobs.size();) {
-      try {
-        p.measure_from_s = jobs[j].from_s;
-        p.measure_to_s = jobs[j].to_s;
-        const auto t = simulate_once(p, uint32_t(jobs[j].replication), ws);
-        check_status(*t, s.source);
-        const Json rep = run_report(s, *t);
-        const Window& w = windows[size_t(jobs[j].slot)];
-        for (size_t b = 0; b < budgets.size(); ++b) {
-          if (budgets[b].window_s != w.length) continue;
-          const Json* v = sweep_detail::at_path(rep, budgets[b].path());
-          if (v && v->is_number()) out.v[b][size_t(jobs[j].slot)][size_t(jobs[j].replication)] = v->get<double>();
-        }
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(err_mutex);
-        if (!error) error = std::current_exception();
-        next = jobs.size();
-      }
+    p.measure_from_s = jobs[j].from_s;
+    p.measure_to_s = jobs[j].to_s;
+    const auto t = simulate_once(p, uint32_t(jobs[j].replication), ws);
+    check_status(*t, s.source);
+    const Json rep = run_report(s, *t);
+    const Window& w = windows[size_t(jobs[j].slot)];
+    for (size_t b = 0; b < budgets.size(); ++b) {
+      if (budgets[b].window_s != w.length) continue;
+      const Json* v = sweep_detail::at_path(rep, budgets[b].path());
+      if (v && v->is_number()) out.v[b][size_t(jobs[j].slot)][size_t(jobs[j].replication)] = v->get<double>();
     }
-  };
-  const int n = std::max(1, std::min<int>(threads, int(jobs.size())));
-  std::vector<std::thread> pool;
-  for (int i = 1; i < n; ++i) pool.emplace_back(work);
-  work();
-  for (auto& t : pool) t.join();
-  if (error) std::rethrow_exception(error);
+  });
   sims += int(jobs.size());
   // keep, for each budget, only its own windows (in order), with their start times
   for (size_t b = 0; b < budgets.size(); ++b) {

@@ -2,7 +2,12 @@
 
 #include "error.hpp"
 
+#include <algorithm>
+#include <atomic>
+#include <exception>
+#include <mutex>
 #include <stdexcept>
+#include <thread>
 #include <string>
 
 namespace fleetsim {
@@ -11,6 +16,30 @@ uint8_t* HostWorkspace::for_params(const SimParams& p) {
   const uint64_t need = workspace_layout(p).total;
   if (buf_.size() < need) buf_.assign(need, 0);
   return buf_.data();
+}
+
+void parallel_jobs(size_t n, int threads, const std::function<void(size_t, HostWorkspace&)>& job) {
+  std::atomic<size_t> next{0};
+  std::mutex m;
+  std::exception_ptr error;
+  auto work = [&]() {
+    HostWorkspace ws;
+    for (size_t i; (i = next.fetch_add(1)) < n;) {
+      try {
+        job(i, ws);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(m);
+        if (!error) error = std::current_exception();
+        next = n;
+      }
+    }
+  };
+  const size_t k = std::max<size_t>(1, std::min<size_t>(size_t(std::max(1, threads)), n));
+  std::vector<std::thread> pool;
+  for (size_t i = 1; i < k; ++i) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+  if (error) std::rethrow_exception(error);
 }
 
 std::unique_ptr<Tally> simulate_once(const SimParams& p, uint32_t replication, HostWorkspace& ws) {

@@ -2,6 +2,7 @@
 #pragma once
 #include <string>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -18,6 +19,10 @@ class HostWorkspace {
  private:
   std::vector<uint8_t> buf_;
 };
+
+// job(i, workspace) for every i in [0, n), on up to `threads` threads with a workspace each; the
+// first exception stops the rest and is rethrown here.
+void parallel_jobs(size_t n, int threads, const std::function<void(size_t, HostWorkspace&)>& job);
 
 // One simulation of a scenario: replication r of its seed.
 std::unique_ptr<Tally> simulate_once(const SimParams& p, uint32_t replication, HostWorkspace& ws);

@@ -398,9 +398,6 @@ Json parse_json_located(const std::string& text, const std::string& file, int fi
   throw InputError(Location{file, line, column, src_line}, msg);
 }
 
-namespace {
-
-// The whole of a regular file, or an InputError saying why not.
 std::string read_text_file(const std::string& path, const char* what) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0)
@@ -421,8 +418,6 @@ std::string read_text_file(const std::string& path, const char* what) {
   if (failed) throw InputError(Location{path, 0, 0, ""}, fmt::format("cannot read {}: {}", what, std::strerror(err)));
   return text;
 }
-
-}  // namespace
 
 Json read_json_file(const std::string& path) { return parse_json_located(read_text_file(path, "shard file"), path); }
 

@@ -1,11 +1,7 @@
 #include "timeline.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
-#include <exception>
-#include <mutex>
-#include <thread>
 
 #include "runner.hpp"
 
@@ -20,44 +16,26 @@ Json run_timeline(const Scenario& s, int intervals, int threads) {
   const int n = std::max(1, std::min(intervals, int(std::floor(span / 10.0))));
   const double len = span / n;
   std::vector<Json> rows(static_cast<size_t>(n), Json());
-  std::atomic<int> next{0};
-  std::mutex m;
-  std::exception_ptr error;
-  auto work = [&]() {
-    HostWorkspace ws;
+  parallel_jobs(size_t(n), threads, [&](size_t i, HostWorkspace& ws) {
     SimParams p = s.params();
-    for (int i; (i = next.fetch_add(1)) < n;) {
-      try {
-        p.measure_from_s = s.warmup_s + i * len;
-        p.measure_to_s = i + 1 == n ? s.duration_s : s.warmup_s + (i + 1) * len;
-        const auto t = simulate_once(p, 0, ws);
-        check_status(*t, s.source);
-        const Json r = run_report(s, *t);
-        Json row;
-        row["t0_s"] = p.measure_from_s;
-        row["t1_s"] = p.measure_to_s;
-        row["mean_replicas"] = r["fleet"]["mean_replicas"];
-        row["busy_fraction"] = r["utilization"]["busy_fraction"];
-        row["idle_fraction"] = r["utilization"]["idle_fraction"];
-        row["cold_start_fraction"] = r["utilization"]["cold_start_fraction"];
-        row["mean_waiting"] = r["requests"]["mean_waiting"];
-        row["arrived"] = r["requests"]["arrived"];
-        row["ttft_p99_s"] = r["latency_s"]["ttft"]["p99"];
-        row["usd"] = r["cost"]["total_usd"];
-        rows[size_t(i)] = row;
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(m);
-        if (!error) error = std::current_exception();
-        next = n;
-      }
-    }
-  };
-  const int k = std::max(1, std::min(threads, n));
-  std::vector<std::thread> pool;
-  for (int i = 1; i < k; ++i) pool.emplace_back(work);
-  work();
-  for (auto& t : pool) t.join();
-  if (error) std::rethrow_exception(error);
+    p.measure_from_s = s.warmup_s + double(i) * len;
+    p.measure_to_s = int(i) + 1 == n ? s.duration_s : s.warmup_s + double(i + 1) * len;
+    const auto t = simulate_once(p, 0, ws);
+    check_status(*t, s.source);
+    const Json r = run_report(s, *t);
+    Json row;
+    row["t0_s"] = p.measure_from_s;
+    row["t1_s"] = p.measure_to_s;
+    row["mean_replicas"] = r["fleet"]["mean_replicas"];
+    row["busy_fraction"] = r["utilization"]["busy_fraction"];
+    row["idle_fraction"] = r["utilization"]["idle_fraction"];
+    row["cold_start_fraction"] = r["utilization"]["cold_start_fraction"];
+    row["mean_waiting"] = r["requests"]["mean_waiting"];
+    row["arrived"] = r["requests"]["arrived"];
+    row["ttft_p99_s"] = r["latency_s"]["ttft"]["p99"];
+    row["usd"] = r["cost"]["total_usd"];
+    rows[i] = row;
+  });
   Json out = Json::array();
   for (auto& r : rows) out.push_back(std::move(r));
   return out;

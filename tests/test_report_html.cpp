@@ -333,7 +333,10 @@ TEST_CASE("report: run_report_command writes the page, and names the file of a b
   namespace fs = std::filesystem;
   const std::string in = std::string(FLEETSIM_SOURCE_DIR) + "/tests/data/report_sweep.json";
   const std::string out = (fs::temp_directory_path() / "fleetsim_test_report.html").string();
-  CHECK(cli::run_report_command({in, out}) == 0);
+  cli::ReportArgs args;
+  args.input = in;
+  args.output = out;
+  CHECK(cli::run_report_command(args) == 0);
   std::ifstream f(out);
   std::stringstream ss;
   ss << f.rdbuf();
@@ -342,7 +345,10 @@ TEST_CASE("report: run_report_command writes the page, and names the file of a b
 
   auto error_of = [&](const std::string& input, const std::string& output) -> std::string {
     try {
-      cli::run_report_command({input, output});
+      cli::ReportArgs args;
+      args.input = input;
+      args.output = output;
+      cli::run_report_command(args);
     } catch (const InputError& e) {
       return e.one_line();
     } catch (const OutputError& e) {
