@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # On a machine with an NVIDIA GPU: build the CUDA backend (or use a portable build carried in
 # build-gpu/), check that the CPU and CUDA backends give byte-identical results on a sweep of
-# 1,024 configurations x 2 replications, and print the sweep benchmark. Finishes in minutes.
+# 1,024 configurations x 2 replications and on a two-pool fleet sweep (committed and spot capacity,
+# reclaims, preemption), and print the sweep benchmark. Finishes in minutes.
 #
 # Where the GPU machine lacks the Debian packages, build a portable binary (it needs only glibc and
 # the driver) on a machine that has them, and bring build-gpu/fleetsim and build-gpu/tests/bench_sweep:
@@ -29,6 +30,17 @@ if cmp -s "$out/cpu.json" "$out/cuda.json"; then
 else
   echo "gpu-check: CPU and CUDA results DIFFER"
   diff <(tr ',' '\n' <"$out/cpu.json") <(tr ',' '\n' <"$out/cuda.json") | head -40
+  exit 1
+fi
+# the fleet dynamics and ledger tallies: two pools, committed and spot, reclaims, preemption
+fleet=tests/data/gpu-check-fleet.yaml
+"$bin" sweep "$fleet" --backend cpu --format json >"$out/fleet-cpu.json" 2>/dev/null
+"$bin" sweep "$fleet" --backend cuda --format json >"$out/fleet-cuda.json" 2>/dev/null
+if cmp -s "$out/fleet-cpu.json" "$out/fleet-cuda.json"; then
+  echo "gpu-check: CPU and CUDA agree byte for byte on the two-pool fleet sweep ($(grep -c '"index"' "$out/fleet-cpu.json") rows)"
+else
+  echo "gpu-check: CPU and CUDA results DIFFER on $fleet"
+  diff <(tr ',' '\n' <"$out/fleet-cpu.json") <(tr ',' '\n' <"$out/fleet-cuda.json") | head -40
   exit 1
 fi
 echo "== benchmark"
