@@ -26,6 +26,7 @@
 #include "cli/report_command.hpp"
 #include "libsim/capacity.hpp"
 #include "libsim/catalog.hpp"
+#include "libsim/documents.hpp"
 #include "libsim/error.hpp"
 #include "libsim/ledger.hpp"
 #include "libsim/report.hpp"
@@ -257,51 +258,25 @@ int cmd_validate(const Options& o) {
 }
 
 int cmd_capacity(const Options& o) {
-  std::string why;
-  const DeviceSpec* dev = find_named(builtin_devices(), o.device, "device", " (see `fleetsim catalog`)", why);
-  if (!dev) throw InputError(Location{"--device", 0, 0, ""}, why);
-  const ModelSpec* mod = find_named(builtin_models(), o.model, "model", " (see `fleetsim catalog`)", why);
-  if (!mod) throw InputError(Location{"--model", 0, 0, ""}, why);
-  MemoryInputs mi;
-  mi.device = *dev;
-  mi.model = *mod;
-  mi.weight_bytes_per_param = weight_dtype_bytes(o.weight_dtype);
-  mi.kv_elem_bytes = kv_dtype_bytes(o.kv_dtype);
-  mi.gpu_memory_utilization = o.gpu_mem_util;
-  mi.max_batched_tokens = o.max_batched_tokens;
-  mi.max_num_seqs = o.max_num_seqs;
-  mi.kv_block_tokens = o.kv_block_tokens;
-  mi.enforce_eager = o.enforce_eager;
-  mi.tp = o.tp;
-  mi.pp = o.pp;
-  const std::string tp_why = tp_problem(*mod, o.tp);
-  if (!tp_why.empty()) throw InputError(Location{"--tp", 0, 0, ""}, "--tp: " + tp_why + " (vLLM requires it)", ErrorKind::inconsistent);
-  if (o.pp > mod->layers)
-    throw InputError(Location{"--pp", 0, 0, ""},
-                     fmt::format("--pp: {} has {} layers; --pp can be at most that", mod->name, mod->layers),
-                     ErrorKind::inconsistent);
-  if (!o.expert_weight_dtype.empty()) {
-    if (!mod->moe())
-      throw InputError(Location{"--expert-weight-dtype", 0, 0, ""},
-                       "--expert-weight-dtype: " + mod->name + " has no experts", ErrorKind::inconsistent);
-    mi.expert_weight_bytes_per_param = weight_dtype_bytes(o.expert_weight_dtype);
-  }
-  const Capacity c = compute_capacity(mi);
-  const int tp_fits = c.fits ? o.tp : smallest_fitting_tp(mi);
-  Json j;
-  j["schema_version"] = kSchemaVersion;
-  j["kind"] = "capacity";
-  j["model"] = mod->name;
-  j["device"] = dev->name;
-  j["weight_dtype"] = o.weight_dtype;
-  j["kv_dtype"] = o.kv_dtype;
-  j["gpu_memory_utilization"] = o.gpu_mem_util;
-  j["tensor_parallel"] = o.tp;
-  j["pipeline_parallel"] = o.pp;
-  j["fits"] = c.fits;
-  j["needed_gib"] = c.needed_gib;
-  j["smallest_fitting_tp"] = tp_fits > 0 ? Json(tp_fits) : Json(nullptr);
-  j["capacity"] = capacity_json(c, o.context, o.kv_block_tokens);
+  CapacityRequest q;
+  q.model = o.model;
+  q.device = o.device;
+  q.context = o.context;
+  q.weight_dtype = o.weight_dtype;
+  q.kv_dtype = o.kv_dtype;
+  q.expert_weight_dtype = o.expert_weight_dtype;
+  q.gpu_memory_utilization = o.gpu_mem_util;
+  q.max_num_seqs = o.max_num_seqs;
+  q.max_batched_tokens = o.max_batched_tokens;
+  q.kv_block_tokens = o.kv_block_tokens;
+  q.tp = o.tp;
+  q.pp = o.pp;
+  q.enforce_eager = o.enforce_eager;
+  const CapacityAnswer ans = capacity_document(q);
+  const Json& j = ans.doc;
+  const Capacity& c = ans.c;
+  const int tp_fits = ans.tp_fits;
+  const std::string model = j["model"].get<std::string>(), device = j["device"].get<std::string>();
   if (o.format == "json") emit(j.dump(2) + "\n");
   else if (o.format == "csv") emit(json_to_csv(j));
   else {
@@ -310,35 +285,14 @@ int cmd_capacity(const Options& o) {
     if (!c.fits)
       verdict = tp_fits > 0 ? fmt::format("  -- DOES NOT FIT; it fits at --tp {}", tp_fits)
                             : "  -- DOES NOT FIT at any tensor-parallel degree up to 64";
-    emit(format_capacity_table(j["capacity"], fmt::format("{} ({}) on {}{} ({} KV){}", mod->name, o.weight_dtype,
-                                                          dev->name, par, o.kv_dtype, verdict)));
+    emit(format_capacity_table(j["capacity"], fmt::format("{} ({}) on {}{} ({} KV){}", model, o.weight_dtype, device, par,
+                                                          o.kv_dtype, verdict)));
   }
   return c.fits ? kExitOk : kExitFailure;
 }
 
 int cmd_catalog(const Options& o) {
-  Json j;
-  j["schema_version"] = kSchemaVersion;
-  j["kind"] = "catalog";
-  Json devs = Json::array(), mods = Json::array();
-  for (const auto& d : builtin_devices())
-    devs.push_back({{"name", d.name}, {"memory_gib", d.memory_gib}, {"bandwidth_gb_s", d.bandwidth_gb_s},
-                    {"bf16_tflops", d.bf16_tflops}, {"fp8_tflops", d.fp8_tflops}, {"fp4_tflops", d.fp4_tflops},
-                    {"usd_per_hour", d.usd_per_hour}, {"interconnect", d.interconnect}, {"link_gb_s", d.link_gb_s},
-                    {"link_latency_us", d.link_latency_us}, {"link_domain", d.link_domain}, {"pcie_gb_s", d.pcie_gb_s},
-                    {"devices_per_node", d.devices_per_node}, {"notes", d.notes}});
-  for (const auto& m : builtin_models())
-    mods.push_back({{"name", m.name}, {"kind", model_kind_name(m.kind)}, {"params_b", m.params_b}, {"layers", m.layers},
-                    {"hidden", m.hidden}, {"heads", m.heads}, {"kv_heads", m.kv_heads}, {"head_dim", m.head_dim},
-                    {"intermediate", m.intermediate}, {"vocab", m.vocab}, {"max_context", m.max_context},
-                    {"kv_bytes_per_token_bf16", kv_bytes_per_token(m, 2.0)}, {"experts", m.experts},
-                    {"experts_per_token", m.experts_per_token}, {"shared_experts", m.shared_experts},
-                    {"expert_intermediate", m.expert_intermediate}, {"dense_layers", m.dense_layers},
-                    {"active_params_b", m.active_params() / 1e9}, {"kv_lora_rank", m.kv_lora_rank},
-                    {"rope_head_dim", m.rope_head_dim}, {"sliding_window", m.sliding_window},
-                    {"sliding_layers", m.sliding_layers}, {"notes", m.notes}});
-  j["devices"] = devs;
-  j["models"] = mods;
+  const Json j = catalog_document();
   if (o.format == "json") {
     emit(j.dump(2) + "\n");
     return kExitOk;

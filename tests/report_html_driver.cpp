@@ -12,7 +12,12 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    for (int i = 1; i + 1 < argc; i += 2) fleetsim::cli::run_report_command({argv[i], argv[i + 1]});
+    for (int i = 1; i + 1 < argc; i += 2) {
+      fleetsim::cli::ReportArgs a;
+      a.input = argv[i];
+      a.output = argv[i + 1];
+      fleetsim::cli::run_report_command(a);
+    }
   } catch (const fleetsim::InputError& e) {
     std::fprintf(stderr, "%s\n", e.one_line().c_str());
     return 2;
