@@ -3,7 +3,7 @@
 # outside Debian's archive. CUDA is optional: when nvcc is on the PATH the CUDA backend is built too.
 # clang and its runtime libraries (libclang-rt-dev: libFuzzer, the sanitizers) build the fuzzers.
 set -euo pipefail
-pkgs=(build-essential cmake ninja-build libyaml-cpp-dev libfmt-dev libcli11-dev nlohmann-json3-dev
+pkgs=(build-essential cmake ninja-build pkg-config libyaml-cpp-dev libfmt-dev libcli11-dev nlohmann-json3-dev
       libeigen3-dev doctest-dev libthrust-dev python3 clang libclang-rt-dev chromium)
 missing=()
 for p in "${pkgs[@]}"; do

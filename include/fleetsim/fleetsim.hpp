@@ -1,0 +1,96 @@
+// fleetsim's public C++ API: load a scenario, run it, sweep it, size it. Results come as the
+// documented JSON (docs/output-schema.md) and as a plain struct of the headline figures. Only the
+// standard library appears here; errors are fleetsim::Error carrying the located message.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace fleetsim {
+
+// An input error ("file:line:column: error: what (why) suggestion"), or an output failure.
+class Error : public std::runtime_error {
+ public:
+  enum class Kind { input, output, failure };
+  Error(Kind kind, const std::string& message) : std::runtime_error(message), kind_(kind) {}
+  Kind kind() const { return kind_; }
+
+ private:
+  Kind kind_;
+};
+
+// A validated, immutable scenario. Cheap to copy (shared).
+class ScenarioHandle {
+ public:
+  // `overrides` are "path=value" changes applied before validation, as `fleetsim --set`.
+  static ScenarioHandle from_file(const std::string& path, const std::vector<std::string>& overrides = {});
+  // `name` is used in error locations; relative trace paths resolve against `base_dir`.
+  static ScenarioHandle from_yaml(const std::string& yaml, const std::vector<std::string>& overrides = {},
+                                  const std::string& name = "<yaml>", const std::string& base_dir = ".");
+  static ScenarioHandle builtin_default(const std::vector<std::string>& overrides = {});
+
+  const std::string& name() const;
+  bool has_sweep() const;  // a top-level sweep: section
+
+  struct Impl;
+  const Impl& impl() const { return *impl_; }
+  static ScenarioHandle adopt(std::shared_ptr<const Impl> impl);
+
+ private:
+  std::shared_ptr<const Impl> impl_;
+};
+
+// The headline figures of a run (seconds and dollars); every figure is also in the JSON.
+struct RunSummary {
+  int64_t arrived = 0, completed = 0, rejected = 0;
+  double ttft_p50_s = 0, ttft_p99_s = 0, tpot_mean_s = 0, e2e_p99_s = 0;
+  double requests_per_s = 0, output_tokens_per_s = 0;
+  double busy_fraction = 0, device_hours = 0, total_usd = 0;
+  double per_million_input_tokens_usd = 0, per_million_output_tokens_usd = 0;
+};
+
+struct RunResult {
+  std::string json;  // the run document (docs/output-schema.md)
+  RunSummary summary;
+};
+
+// One simulation: replication `replication` of the scenario's seed (or of `seed`, when set).
+RunResult run(const ScenarioHandle& s, uint32_t replication = 0);
+RunResult run(const ScenarioHandle& s, uint64_t seed, uint32_t replication);
+
+struct SweepSettings {
+  int threads = 0;           // 0: every hardware thread
+  bool allow_cuda = true;    // use the CUDA backend when this build has one and a GPU is present
+  std::function<void(uint64_t done, uint64_t total)> progress;  // configurations; may be empty
+};
+
+// The scenario's sweep: section, run whole; the sweep document (rows, summary, Pareto frontier).
+std::string sweep_json(const ScenarioHandle& s, const SweepSettings& settings = {});
+
+struct CapacityQuery {
+  std::string model, device;
+  int64_t context_tokens = 4096;
+  std::string weight_dtype = "bf16", kv_dtype = "bf16";
+  int tensor_parallel = 1, pipeline_parallel = 1;
+  double gpu_memory_utilization = 0.9;
+  int max_num_seqs = 256, max_batched_tokens = 8192, kv_block_tokens = 16;
+};
+
+struct CapacityResult {
+  bool fits = false;
+  double weights_gib = 0, kv_gib = 0;
+  int64_t kv_capacity_tokens = 0, max_concurrent_at_context = 0;
+  std::string json;  // the capacity document
+};
+
+CapacityResult capacity(const CapacityQuery& q);
+
+// The built-in devices and models, as the `fleetsim catalog --format json` document.
+std::string catalog_json();
+
+const char* version();
+
+}  // namespace fleetsim
