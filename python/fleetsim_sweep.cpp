@@ -1,0 +1,229 @@
+// fleetsim.sweep: a scenario's sweep run on CPU threads (or CUDA), progress reported to a Python
+// callable on the calling thread, and the rows as a pandas DataFrame.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <exception>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "fleetsim_python.hpp"
+#include "libsim/error.hpp"
+#include "libsim/sweep.hpp"
+
+namespace fleetsim::py {
+
+namespace {
+
+struct SweepResult {
+  pb::object rows, summary, document;
+};
+
+// Scalars of `j` as "prefix.a.b" -> value; lists are joined with "; " (as in the CSV).
+void flatten(const Json& j, const std::string& prefix, Json& out, const std::set<std::string>& taken) {
+  if (j.is_object()) {
+    for (const auto& [k, v] : j.items()) flatten(v, prefix.empty() ? k : prefix + "." + k, out, taken);
+    return;
+  }
+  std::string key = taken.count(prefix) ? "metrics." + prefix : prefix;  // a metric named like a parameter
+  if (j.is_array()) {
+    std::string s;
+    for (const auto& x : j) s += (s.empty() ? "" : "; ") + (x.is_string() ? x.get<std::string>() : x.dump());
+    out[key] = s;
+  } else {
+    out[key] = j;
+  }
+}
+
+// One flat record per configuration: index, parameters, feasible, pareto, reason, violations, every
+// metric path (means over replications) and ci95.<metric>.
+Json flat_rows(const Json& doc) {
+  std::set<std::string> params;
+  for (const auto& p : doc["sweep"]["parameters"]) params.insert(p["path"].get<std::string>());
+  std::set<uint64_t> pareto;
+  for (const auto& i : doc["summary"]["pareto"]) pareto.insert(i.get<uint64_t>());
+  Json out = Json::array();
+  for (const auto& row : doc["rows"]) {
+    Json r = Json::object();
+    r["index"] = row["index"];
+    for (const auto& [k, v] : row["parameters"].items()) r[k] = v;
+    r["feasible"] = row["feasible"];
+    r["pareto"] = pareto.count(row["index"].get<uint64_t>()) > 0;
+    r["reason"] = row["reason"];
+    std::string violations;
+    for (const auto& v : row["violations"]) violations += (violations.empty() ? "" : "; ") + v.get<std::string>();
+    r["violations"] = violations;
+    if (!row["metrics"].is_null()) flatten(row["metrics"], "", r, params);
+    if (row.contains("ci95") && row["ci95"].is_object())
+      for (const auto& [k, v] : row["ci95"].items()) r["ci95." + k] = v;
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+// The latest progress from run_sweep's helper thread, for the calling thread to pass on.
+struct Mailbox {
+  std::mutex m;
+  std::condition_variable cv;
+  SweepProgress last;
+  bool fresh = false, finished = false;
+};
+
+// Run the sweep on a worker thread while this (Python's) thread waits without the GIL, passes
+// progress to `progress` and watches for Ctrl-C. An exception from the callable or a
+// KeyboardInterrupt stops the sweep after the simulations under way and is raised here.
+Json run_on_worker(const ScenarioSource& src, const SweepSpec& spec, SweepOptions opt, pb::handle progress) {
+  Mailbox box;
+  std::atomic<bool> stop{false};
+  opt.stop = &stop;
+  opt.progress = [&box](const SweepProgress& p) {
+    {
+      std::lock_guard<std::mutex> lock(box.m);
+      box.last = p;
+      box.fresh = true;
+    }
+    box.cv.notify_one();
+  };
+  Json doc;
+  std::exception_ptr worker_error, python_error;
+  {
+    pb::gil_scoped_release nogil;
+    std::thread worker([&] {
+      try {
+        doc = run_sweep(src, spec, opt);
+      } catch (...) {
+        worker_error = std::current_exception();
+      }
+      {
+        std::lock_guard<std::mutex> lock(box.m);
+        box.finished = true;
+      }
+      box.cv.notify_one();
+    });
+    for (;;) {
+      SweepProgress p;
+      bool fresh = false, finished = false;
+      {
+        std::unique_lock<std::mutex> lock(box.m);
+        box.cv.wait_for(lock, std::chrono::milliseconds(100), [&] { return box.fresh || box.finished; });
+        p = box.last;
+        fresh = box.fresh;
+        finished = box.finished;  // the last progress comes before it
+        box.fresh = false;
+      }
+      if (!python_error) {
+        pb::gil_scoped_acquire gil;
+        try {
+          if (PyErr_CheckSignals() != 0) throw pb::error_already_set();
+          if (fresh && !progress.is_none()) progress(p.configurations_done, p.configurations_total);
+        } catch (...) {
+          python_error = std::current_exception();
+          stop = true;
+        }
+      }
+      if (finished) break;
+    }
+    worker.join();
+  }
+  if (python_error) std::rethrow_exception(python_error);
+  if (worker_error) std::rethrow_exception(worker_error);
+  return doc;
+}
+
+SweepResult sweep(pb::handle scenario, pb::handle overrides, int threads, pb::handle progress,
+                  const std::string& backend, pb::handle parameters, pb::handle replications, pb::handle slo,
+                  pb::handle objective, pb::handle dataframe) {
+  if (threads < 0 || threads > 4096) throw pb::value_error("fleetsim.sweep: threads must be in [0, 4096] (0: all)");
+  if (backend != "auto" && backend != "cpu" && backend != "cuda")
+    throw pb::value_error("fleetsim.sweep: backend must be 'auto', 'cpu' or 'cuda'");
+  if (!progress.is_none() && !PyCallable_Check(progress.ptr()))
+    throw pb::type_error("fleetsim.sweep: progress must be callable as progress(done, total)");
+  PyScenario ps = coerce_scenario(scenario, overrides);
+  // the sweep: keys given here, applied after the scenario's own and the overrides
+  std::vector<std::string> sweep_sets;
+  if (!parameters.is_none()) sweep_sets.push_back("sweep.parameters=" + yaml_text(parameters));
+  if (!replications.is_none()) sweep_sets.push_back("sweep.replications=" + yaml_text(replications));
+  if (!slo.is_none()) sweep_sets.push_back("sweep.slo=" + yaml_text(slo));
+  if (!objective.is_none()) sweep_sets.push_back("sweep.objective=" + yaml_text(objective));
+  if (!sweep_sets.empty()) ps = ps.with(sweep_sets);
+
+  SweepOptions opt;
+  opt.backend = backend == "cpu" ? Backend::cpu : backend == "cuda" ? Backend::cuda : Backend::auto_select;
+  opt.threads = threads;
+  SweepSpec spec;
+  {
+    pb::gil_scoped_release nogil;
+    spec = parse_sweep(ps.src);
+  }
+  const Json doc = run_on_worker(ps.src, spec, opt, progress);
+
+  SweepResult r;
+  r.document = to_python(doc);
+  r.summary = r.document["summary"];
+  r.rows = to_python(flat_rows(doc));
+  const bool want = dataframe.is_none() || dataframe.cast<bool>();
+  if (want) {
+    try {
+      pb::module_ pandas = pb::module_::import("pandas");
+      pb::object df = pandas.attr("DataFrame").attr("from_records")(r.rows);
+      if (pb::len(r.rows) > 0) df = df.attr("set_index")("index");
+      r.rows = df;
+    } catch (pb::error_already_set& e) {
+      if (!e.matches(PyExc_ImportError) || !dataframe.is_none()) throw;  // dataframe=True needs pandas
+    }
+  }
+  return r;
+}
+
+}  // namespace
+
+void bind_sweep(pb::module_& m) {
+  pb::class_<SweepResult>(m, "SweepResult", R"(The result of fleetsim.sweep.
+
+rows: one row per configuration, indexed by its index: the parameters, feasible, pareto, reason,
+violations, every metric (means over replications, as dotted paths, e.g. latency_s.ttft.p99) and
+ci95.<metric>; a pandas DataFrame when pandas imports, else a list of dicts.
+summary: feasible counts, cheapest {index, parameters, objective, value} or None, pareto indices.
+document: the whole `fleetsim sweep --format json` document as a dict.)")
+      .def_readonly("rows", &SweepResult::rows)
+      .def_readonly("summary", &SweepResult::summary)
+      .def_readonly("document", &SweepResult::document)
+      .def_property_readonly("cheapest", [](const SweepResult& r) { return pb::object(r.summary["cheapest"]); },
+                             "the cheapest feasible configuration {index, parameters, objective, value}, or None")
+      .def_property_readonly("pareto", [](const SweepResult& r) { return pb::object(r.summary["pareto"]); },
+                             "indices of the cost / p99 TTFT frontier, cheapest first")
+      .def("__getitem__",
+           [](const SweepResult& r, const std::string& key) {
+             if (key == "rows") return r.rows;
+             if (key == "summary") return r.summary;
+             if (key == "document") return r.document;
+             throw pb::key_error(key);
+           })
+      .def("__repr__", [](const SweepResult& r) {
+        return "<fleetsim.SweepResult: " + pb::str(r.summary["configurations_run"]).cast<std::string>() +
+               " configurations, " + pb::str(r.summary["feasible"]).cast<std::string>() + " feasible; " +
+               r.summary["message"].cast<std::string>() + ">";
+      });
+
+  m.def("sweep", &sweep, pb::arg("scenario") = pb::none(), pb::arg("overrides") = pb::none(), pb::arg("threads") = 0,
+        pb::arg("progress") = pb::none(), pb::arg("backend") = "auto", pb::kw_only(), pb::arg("parameters") = pb::none(),
+        pb::arg("replications") = pb::none(), pb::arg("slo") = pb::none(), pb::arg("objective") = pb::none(),
+        pb::arg("dataframe") = pb::none(),
+        R"(Run a scenario's sweep: section (configurations x replications); returns a SweepResult.
+
+scenario: as for fleetsim.run; overrides: {"path": value}, as --set (they may set sweep.* keys).
+threads: CPU threads (0: all); backend: 'auto', 'cpu' or 'cuda'.
+progress: progress(configurations_done, configurations_total), called on this thread about every
+200 ms and once at the end; an exception it raises (or Ctrl-C) stops the sweep and is raised.
+parameters, replications, slo, objective: the sweep: section's keys, set here instead, e.g.
+parameters={"device": ["h100-sxm-80gb", "l40s-48gb"], "fleet.replicas": range(1, 5)},
+slo={"latency_s.ttft.p99": 1.0}.
+dataframe: rows as a pandas DataFrame (None: when pandas imports) or a list of dicts (False).
+The GIL is released while it runs.)");
+}
+
+}  // namespace fleetsim::py

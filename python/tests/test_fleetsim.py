@@ -1,0 +1,306 @@
+"""`import fleetsim`: the documents match the CLI's, inputs of every form agree, errors are
+located ValueErrors, sweeps report progress, and simulations run without the GIL.
+
+Run by ctest (test `python`) with PYTHONPATH at the built module, FLEETSIM_CLI the built CLI and
+FLEETSIM_SOURCE_DIR the checkout.
+"""
+import json
+import os
+import pathlib
+import subprocess
+import threading
+import time
+
+import pytest
+
+import fleetsim
+
+SOURCE = pathlib.Path(os.environ.get("FLEETSIM_SOURCE_DIR", pathlib.Path(__file__).resolve().parents[2]))
+TINY_SWEEP = SOURCE / "tests" / "data" / "tiny-sweep.yaml"
+CLI = os.environ.get("FLEETSIM_CLI", "")
+
+# The same small scenario as YAML text and as a dict.
+SMALL_YAML = """\
+name: small
+seed: 3
+duration_s: 600
+warmup_s: 60
+device: h100-sxm-80gb
+model: llama-3.1-8b
+fleet:
+  replicas: 1
+workload:
+  arrival: {process: poisson, rate_per_s: 2}
+  prompt_tokens: {dist: lognormal, median: 800, p99: 4000}
+  output_tokens: {dist: lognormal, median: 120, p99: 600}
+"""
+SMALL_DICT = {
+    "name": "small",
+    "seed": 3,
+    "duration_s": 600,
+    "warmup_s": 60,
+    "device": "h100-sxm-80gb",
+    "model": "llama-3.1-8b",
+    "fleet": {"replicas": 1},
+    "workload": {
+        "arrival": {"process": "poisson", "rate_per_s": 2},
+        "prompt_tokens": {"dist": "lognormal", "median": 800, "p99": 4000},
+        "output_tokens": {"dist": "lognormal", "median": 120, "p99": 600},
+    },
+}
+
+
+def cli_json(*args):
+    if not CLI or not os.path.exists(CLI):
+        pytest.skip("FLEETSIM_CLI (the built fleetsim) is not set")
+    out = subprocess.run([CLI, *args, "--format", "json"], check=False, capture_output=True, text=True)
+    assert out.stdout, out.stderr
+    return json.loads(out.stdout)
+
+
+@pytest.fixture(scope="module")
+def default_run():
+    return fleetsim.run()
+
+
+def test_version():
+    assert fleetsim.__version__.count(".") == 2
+
+
+def test_run_default_schema(default_run):
+    r = default_run
+    assert r["schema_version"] == 1
+    assert r["kind"] == "run"
+    for section in ("scenario", "requests", "latency_s", "throughput", "utilization", "cost", "capacity", "ledger"):
+        assert section in r
+    assert r["scenario"]["name"] == "chat-default"
+    cost = r["cost"]
+    assert cost["total_usd"] == pytest.approx(cost["device_hours"] * cost["usd_per_device_hour"], rel=1e-9)
+    req = r["requests"]
+    assert req["arrived"] == req["completed"] + req["rejected"] + req["failed"]
+    assert req["completed"] > 0
+
+
+def test_run_equals_cli_document(default_run):
+    assert default_run == cli_json("run")
+    assert fleetsim.run(TINY_SWEEP, seed=9) == cli_json("run", str(TINY_SWEEP), "--seed", "9")
+
+
+def test_overrides_change_the_result(default_run):
+    one = fleetsim.run(overrides={"fleet.replicas": 1})
+    assert one["scenario"]["replicas"] == 1
+    assert one["cost"]["device_hours"] == pytest.approx(default_run["cost"]["device_hours"] / 2, rel=1e-12)
+    assert one["scenario"]["overrides"] == ["fleet.replicas=1"]
+    # a list of --set strings is the same override
+    assert fleetsim.run(overrides=["fleet.replicas=1"]) == one
+
+
+def test_override_values_are_yaml():
+    r = fleetsim.run(
+        SMALL_YAML,
+        overrides={"device": "l40s-48gb", "engine.enforce_eager": True, "workload.arrival": {"process": "poisson", "rate_per_s": 1}},
+    )
+    assert r["scenario"]["device"] == "l40s-48gb"
+    assert r["scenario"]["rate_per_s"] == 1
+    assert r["scenario"]["overrides"][0] == "device=l40s-48gb"  # a plain name stays unquoted
+
+
+def test_seed():
+    a = fleetsim.run(SMALL_YAML, seed=1)
+    b = fleetsim.run(SMALL_YAML, seed=2)
+    assert a["scenario"]["seed"] == 1 and b["scenario"]["seed"] == 2
+    assert a["requests"]["arrived"] != b["requests"]["arrived"]
+    assert fleetsim.run(SMALL_YAML, seed=1) == a
+    with pytest.raises(TypeError):
+        fleetsim.run(SMALL_YAML, seed=1.5)
+
+
+def test_yaml_text_and_dict_agree():
+    from_yaml = fleetsim.run(fleetsim.Scenario(yaml=SMALL_YAML, name="<small>"))
+    from_dict = fleetsim.run(fleetsim.Scenario(dict=SMALL_DICT, name="<small>"))
+    assert from_yaml == from_dict
+    # passed directly, a str with newlines is YAML and a dict is a dict
+    assert fleetsim.run(SMALL_YAML)["requests"] == from_yaml["requests"]
+    assert fleetsim.run(SMALL_DICT)["requests"] == from_yaml["requests"]
+
+
+def test_scenario_object():
+    s = fleetsim.Scenario()
+    assert s.name == "chat-default" and s.origin == "default" and not s.has_sweep
+    assert s.yaml == fleetsim.default_scenario_yaml()
+    t = fleetsim.Scenario(path=str(TINY_SWEEP))
+    assert t.name == "tiny-sweep" and t.has_sweep and t.origin == "file"
+    assert fleetsim.Scenario(TINY_SWEEP).name == "tiny-sweep"  # a pathlib.Path
+    u = t.with_overrides({"fleet.replicas": 3})
+    assert u.overrides == ["fleet.replicas=3"] and t.overrides == []
+    assert u.run()["scenario"]["replicas"] == 3
+
+
+def test_bad_key_is_a_located_value_error():
+    text = SMALL_YAML.replace("fleet:\n  replicas: 1", "fleet:\n  replcas: 1")
+    line = text.splitlines().index("  replcas: 1") + 1
+    with pytest.raises(ValueError) as e:
+        fleetsim.Scenario(yaml=text, name="<test>")
+    msg = str(e.value)
+    assert msg.startswith(f"<test>:{line}:3: error:"), msg
+    assert "unknown key" in msg and "replicas" in msg  # did you mean
+    assert isinstance(e.value, fleetsim.InputError)
+    assert (e.value.file, e.value.line, e.value.column) == ("<test>", line, 3)
+    # run() reports the same error
+    with pytest.raises(ValueError, match=rf"<yaml>:{line}:3: error: fleet.replcas: unknown key"):
+        fleetsim.run(text)
+
+
+def test_bad_inputs():
+    with pytest.raises(ValueError, match=r"--set fleet\.replcas=2: error"):
+        fleetsim.run(overrides={"fleet.replcas": 2})
+    with pytest.raises(ValueError, match="cannot open scenario file"):
+        fleetsim.Scenario("no/such/file.yaml")
+    with pytest.raises(TypeError):
+        fleetsim.run(42)
+    with pytest.raises(TypeError):
+        fleetsim.Scenario(SMALL_YAML, dict=SMALL_DICT)
+    with pytest.raises(ValueError):  # NaN is not a value YAML can carry here
+        fleetsim.run(overrides={"fleet.replicas": float("nan")})
+
+
+def sweep_columns_ok(rows, params):
+    for c in params + ["feasible", "pareto", "reason", "violations", "latency_s.ttft.p99",
+                       "cost.per_million_output_tokens_usd", "utilization.busy_fraction", "ci95.latency_s.ttft.p99"]:
+        assert c in rows.columns, c
+
+
+def test_sweep_tiny():
+    pd = pytest.importorskip("pandas")
+    res = fleetsim.sweep(TINY_SWEEP, threads=2)
+    doc = res.document
+    assert doc["kind"] == "sweep"
+    n = doc["sweep"]["configurations"]
+    assert n == 4 and doc["sweep"]["replications"] == 2
+    rows = res.rows
+    assert isinstance(rows, pd.DataFrame)
+    assert len(rows) == n and list(rows.index) == list(range(n))
+    sweep_columns_ok(rows, ["fleet.replicas", "engine.max_num_seqs"])
+    assert sorted(zip(rows["fleet.replicas"], rows["engine.max_num_seqs"])) == [(1, 32), (1, 128), (2, 32), (2, 128)]
+    for row in doc["rows"]:
+        assert rows.loc[row["index"], "latency_s.ttft.p99"] == row["metrics"]["latency_s"]["ttft"]["p99"]
+        assert rows.loc[row["index"], "ci95.latency_s.ttft.p99"] == row["ci95"]["latency_s.ttft.p99"]
+    assert res.summary == doc["summary"] and res["summary"] is res.summary
+    assert set(rows.index[rows["pareto"]]) == set(res.pareto)
+    cheapest = res.cheapest
+    assert cheapest is not None and rows.loc[cheapest["index"], "feasible"]
+    objective = rows.loc[rows["feasible"], cheapest["objective"]]
+    assert cheapest["value"] == objective.min()
+
+
+def test_sweep_equals_cli_document():
+    res = fleetsim.sweep(TINY_SWEEP, threads=1, dataframe=False)
+    assert res.document == cli_json("sweep", str(TINY_SWEEP), "--threads", "2")
+    assert isinstance(res.rows, list) and len(res.rows) == 4 and res.rows[0]["index"] == 0
+
+
+def test_sweep_progress_on_the_calling_thread():
+    calls = []
+    me = threading.get_ident()
+    fleetsim.sweep(TINY_SWEEP, threads=2, progress=lambda done, total: calls.append((done, total, threading.get_ident())))
+    assert calls, "progress was never called"
+    assert calls[-1][:2] == (4, 4)
+    assert all(t == 4 and tid == me for _, t, tid in calls)
+    dones = [d for d, _, _ in calls]
+    assert dones == sorted(dones)
+
+
+def test_sweep_progress_exception_propagates():
+    class Stop(Exception):
+        pass
+
+    def progress(done, total):
+        raise Stop()
+
+    with pytest.raises(Stop):
+        fleetsim.sweep(TINY_SWEEP, threads=2, progress=progress)
+
+
+def test_sweep_parameters_given_in_python():
+    res = fleetsim.sweep(SMALL_DICT, parameters={"fleet.replicas": range(1, 4)}, replications=1,
+                         slo={"latency_s.ttft.p99": 0.5}, threads=2)
+    doc = res.document
+    assert doc["sweep"]["configurations"] == 3 and doc["sweep"]["replications"] == 1
+    assert doc["sweep"]["slo"][0]["metric"] == "latency_s.ttft.p99"
+    assert list(res.rows["fleet.replicas"]) == [1, 2, 3]
+    with pytest.raises(ValueError, match="no sweep section"):
+        fleetsim.sweep(SMALL_DICT)
+    with pytest.raises(ValueError):
+        fleetsim.sweep(TINY_SWEEP, backend="tpu")
+
+
+@pytest.mark.parametrize("args", [
+    dict(model="llama-3.1-8b", device="h100-sxm-80gb"),
+    dict(model="llama-3.1-70b", device="h100-sxm-80gb", tp=2, weight_dtype="fp8", kv_dtype="fp8", context=32768),
+    dict(model="llama-3.1-70b", device="l40s-48gb"),  # does not fit
+])
+def test_capacity_equals_cli(args):
+    doc = fleetsim.capacity(**args)
+    assert doc["kind"] == "capacity"
+    flags = []
+    for k, v in args.items():
+        flags += ["--" + k.replace("_", "-"), str(v)]
+    assert doc == cli_json("capacity", *flags)
+
+
+def test_capacity_errors():
+    with pytest.raises(ValueError, match="unknown model"):
+        fleetsim.capacity("llama-9", "h100-sxm-80gb")
+    with pytest.raises(ValueError, match="tp=0 is out of range"):
+        fleetsim.capacity("llama-3.1-8b", "h100-sxm-80gb", tp=0)
+    with pytest.raises(ValueError, match="unknown dtype"):
+        fleetsim.capacity("llama-3.1-8b", "h100-sxm-80gb", weight_dtype="fp7")
+
+
+def test_catalog():
+    cat = fleetsim.catalog()
+    assert cat["kind"] == "catalog"
+    devices = {d["name"]: d for d in cat["devices"]}
+    assert "h100-sxm-80gb" in devices and devices["h100-sxm-80gb"]["memory_gib"] > 70
+    assert "llama-3.1-8b" in {m["name"] for m in cat["models"]}
+    assert cat == cli_json("catalog")
+
+
+LONG = {"duration_s": 36000}  # a few tenths of a second of simulation
+
+
+def test_runs_release_the_gil():
+    # While another thread simulates, this one keeps running Python: the longest pause it sees is
+    # far shorter than the simulation (holding the GIL would pause it for all of it).
+    start = time.perf_counter()
+    serial = fleetsim.run(overrides=LONG)
+    one_run = time.perf_counter() - start
+    result = {}
+    t = threading.Thread(target=lambda: result.setdefault("r", fleetsim.run(overrides=LONG)))
+    t.start()
+    last = begin = time.perf_counter()
+    gap = 0.0
+    while t.is_alive():
+        now = time.perf_counter()
+        gap = max(gap, now - last)
+        last = now
+    elapsed = time.perf_counter() - begin
+    t.join()
+    assert result["r"] == serial
+    assert gap < 0.5 * max(elapsed, one_run), (gap, elapsed, one_run)
+
+
+def test_two_threads_both_finish():
+    results = [None, None]
+
+    def work(i):
+        results[i] = fleetsim.run(overrides=LONG, seed=100 + i)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert all(r is not None for r in results)
+    assert results[0]["scenario"]["seed"] == 100 and results[1]["scenario"]["seed"] == 101
+    assert results[1] == fleetsim.run(overrides=LONG, seed=101)
