@@ -1,6 +1,10 @@
 #include "check_command.hpp"
 
+#include <unistd.h>
+
 #include <cerrno>
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -42,7 +46,23 @@ int run_check(const CheckArgs& a, const std::function<void(const std::string&)>&
   std::unique_ptr<Scenario> baseline;
   if (!a.baseline.empty()) baseline = std::make_unique<Scenario>(load(a.baseline, scenario_only));
   const int threads = a.threads > 0 ? a.threads : int(std::max(1u, std::thread::hardware_concurrency()));
-  const CheckResult r = check_budgets(s, spec, baseline.get(), threads);
+  // progress on stderr: redrawn in place on a terminal, a plain line every 5 s in a CI log
+  const bool tty = isatty(STDERR_FILENO);
+  const auto start = std::chrono::steady_clock::now();
+  double last = 0;
+  bool drawn = false;
+  auto progress = [&](int sims, const std::string& stage) {
+    const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (tty) {
+      std::fprintf(stderr, "\rfleetsim check: %d simulations (%s), %.1f s   ", sims, stage.c_str(), el);
+      drawn = true;
+    } else if (el - last >= 5.0) {
+      last = el;
+      std::fprintf(stderr, "fleetsim check: %d simulations (%s), %.0f s\n", sims, stage.c_str(), el);
+    }
+  };
+  const CheckResult r = check_budgets(s, spec, baseline.get(), threads, true, progress);
+  if (drawn) std::fputc('\n', stderr);
 
   if (!a.junit.empty()) write_file(a.junit, check_junit(r, s, spec));
   if (!a.markdown.empty()) write_file(a.markdown, check_markdown(r, s, spec));

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <sstream>
 
 #include "runner.hpp"
@@ -140,7 +141,8 @@ struct Values {
   std::vector<std::vector<std::vector<double>>> v;  // [budget][window][replication] (NaN: no value)
 };
 
-Values evaluate(const Scenario& s, const std::vector<Budget>& budgets, int reps, int threads, int& sims) {
+Values evaluate(const Scenario& s, const std::vector<Budget>& budgets, int reps, int threads, int& sims,
+                const CheckProgress& progress, const std::string& stage) {
   // the measurement windows each budget needs
   std::vector<double> lengths;  // 0: the whole run
   for (const auto& b : budgets)
@@ -163,6 +165,8 @@ Values evaluate(const Scenario& s, const std::vector<Budget>& budgets, int reps,
 
   Values out;
   out.v.assign(budgets.size(), std::vector<std::vector<double>>(windows.size(), std::vector<double>(size_t(reps), std::nan(""))));
+  std::mutex progress_mutex;
+  size_t done = 0;
   parallel_jobs(jobs.size(), threads, [&](size_t j, HostWorkspace& ws) {
     SimParams p = s.params();
     p.measure_from_s = jobs[j].from_s;
@@ -175,6 +179,10 @@ Values evaluate(const Scenario& s, const std::vector<Budget>& budgets, int reps,
       if (budgets[b].window_s != w.length) continue;
       const Json* v = sweep_detail::at_path(rep, budgets[b].path());
       if (v && v->is_number()) out.v[b][size_t(jobs[j].slot)][size_t(jobs[j].replication)] = v->get<double>();
+    }
+    if (progress) {
+      std::lock_guard<std::mutex> lock(progress_mutex);
+      progress(sims + int(++done), stage);
     }
   });
   sims += int(jobs.size());
@@ -236,7 +244,8 @@ Scenario scaled(const Scenario& s, double m) {
 
 }  // namespace
 
-CheckResult check_budgets(const Scenario& s, const BudgetSpec& spec, const Scenario* baseline, int threads, bool headroom) {
+CheckResult check_budgets(const Scenario& s, const BudgetSpec& spec, const Scenario* baseline, int threads, bool headroom,
+                          const CheckProgress& progress) {
   // the report's shape, to check every budget's path before running anything
   {
     auto empty = std::make_unique<Tally>();
@@ -248,7 +257,7 @@ CheckResult check_budgets(const Scenario& s, const BudgetSpec& spec, const Scena
   std::vector<Budget> budgets;
   for (const auto& b : spec.budgets) budgets.push_back(normalized(b, s));
   CheckResult r;
-  r.outcomes = judge(s, budgets, evaluate(s, budgets, spec.replications, threads, r.simulations));
+  r.outcomes = judge(s, budgets, evaluate(s, budgets, spec.replications, threads, r.simulations, progress, "budgets"));
   r.pass = std::all_of(r.outcomes.begin(), r.outcomes.end(), [](const BudgetOutcome& o) { return o.pass; });
 
   if (baseline) {
@@ -258,7 +267,7 @@ CheckResult check_budgets(const Scenario& s, const BudgetSpec& spec, const Scena
     tally_clear(*empty, int32_t(baseline->pools.size()), int32_t(baseline->classes.size()));
     const Json shape = run_report(*baseline, *empty);
     for (const auto& b : bb) check_against(b, *baseline, shape);
-    const auto base = judge(*baseline, bb, evaluate(*baseline, bb, spec.replications, threads, r.simulations));
+    const auto base = judge(*baseline, bb, evaluate(*baseline, bb, spec.replications, threads, r.simulations, progress, "baseline"));
     for (size_t i = 0; i < base.size(); ++i) {
       r.outcomes[i].has_baseline = base[i].has_value;
       r.outcomes[i].baseline = base[i].mean;
@@ -278,7 +287,8 @@ CheckResult check_budgets(const Scenario& s, const BudgetSpec& spec, const Scena
   // bisection on the arrival multiplier; the same seeds at every multiplier (common random numbers)
   auto holds = [&](double m) {
     const Scenario x = scaled(s, m);
-    const auto o = judge(x, budgets, evaluate(x, budgets, spec.replications, threads, r.simulations));
+    const auto o = judge(x, budgets, evaluate(x, budgets, spec.replications, threads, r.simulations, progress,
+                                          fmt::format("headroom at {:.2f}x", m)));
     return std::all_of(o.begin(), o.end(), [](const BudgetOutcome& b) { return b.pass; });
   };
   constexpr double kCap = 16.0;

@@ -1,6 +1,7 @@
 // Budgets for CI: thresholds on report metrics, judged on a 95% bound over replications, over
 // the whole run or its worst window; and the load headroom at which every budget still holds.
 #pragma once
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -58,10 +59,14 @@ struct CheckResult {
   int simulations = 0;
 };
 
+// Told of each finished simulation (from worker threads, one call at a time): how many so far, and
+// what they are for ("budgets", "baseline", "headroom at 1.50x").
+using CheckProgress = std::function<void(int simulations, const std::string& stage)>;
+
 // Runs the scenario's replications (and windows) on `threads` CPU threads and judges every budget.
 // `baseline` (may be null): the same budgets evaluated on another scenario, for comparison.
 CheckResult check_budgets(const Scenario& s, const BudgetSpec& spec, const Scenario* baseline, int threads,
-                          bool headroom = true);
+                          bool headroom = true, const CheckProgress& progress = {});
 
 Json check_json(const CheckResult& r, const Scenario& s, const BudgetSpec& spec);
 std::string check_table(const CheckResult& r, const Scenario& s, const BudgetSpec& spec);
