@@ -275,7 +275,7 @@ std::string cost_section(const View& d, const std::string& total_name) {
                  svg::usd(c["per_million_output_tokens_usd"].num_or(kNaN)), svg::usd(c["per_request_usd"].num_or(kNaN)),
                  svg::percent(d["utilization"]["busy_fraction"].num_or(kNaN))},
                 "total"});
-  o += table({"Pool", "Device", "Devices (mean)", "Device-hours", "USD per device-hour", "Cost", "per 1M input",
+  o += table({"Pool", "Device", "Billed devices (mean)", "Device-hours", "USD per device-hour", "Cost", "per 1M input",
               "per 1M output", "per request", "Busy"},
              pr, "Cost by pool", 2);
 
