@@ -99,7 +99,7 @@ int run_fit(const FitArgs& a, const std::function<void(const std::string&)>& emi
       auto p = read_benchmarks(f, defaults);
       points.insert(points.end(), p.begin(), p.end());
     }
-    mark_unsimulatable(points, a.requests_per_client);
+    mark_unsimulatable(points, BenchProtocol{a.requests_per_client, 0.0});
     std::vector<const BenchPoint*> ok;
     for (const auto& p : points) {
       if (!p.skip.empty()) {
@@ -126,7 +126,7 @@ int run_fit(const FitArgs& a, const std::function<void(const std::string&)>& emi
     FitOptions opt;
     opt.threads = a.threads;
     opt.folds = a.folds;
-    opt.requests_per_client = a.requests_per_client;
+    opt.protocol.requests_per_client = a.requests_per_client;
     opt.progress = [](const std::string& s) { std::cerr << "fleetsim fit: " << s << "\n"; };
     prof.c = fit_benchmarks(ok, opt);
     const auto fitted = evaluate(ok, &prof.c, opt);

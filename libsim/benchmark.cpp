@@ -253,7 +253,7 @@ std::vector<BenchPoint> read_benchmarks(const std::string& path, const BenchPoin
   return read_csv(path, s, d);
 }
 
-std::string benchmark_scenario_yaml(const BenchPoint& p, int requests_per_client) {
+std::string benchmark_scenario_yaml(const BenchPoint& p, const BenchProtocol& proto) {
   const DeviceSpec* dev = nullptr;
   for (const auto& x : builtin_devices())
     if (x.name == p.device) dev = &x;
@@ -269,8 +269,14 @@ std::string benchmark_scenario_yaml(const BenchPoint& p, int requests_per_client
   std::string arrival;
   double duration = 2.0e6;
   if (p.concurrency > 0) {
-    const int n = p.num_prompts > 0 ? std::max(p.num_prompts, p.concurrency) : p.concurrency * requests_per_client;
-    arrival = "{process: concurrency, clients: " + std::to_string(p.concurrency) + ", requests: " + std::to_string(n) + "}";
+    const int n = p.num_prompts > 0 ? std::max(p.num_prompts, p.concurrency) : p.concurrency * proto.requests_per_client;
+    arrival = "{process: concurrency, clients: " + std::to_string(p.concurrency) + ", requests: " + std::to_string(n);
+    if (proto.client_jitter_s > 0) {
+      char b[96];
+      std::snprintf(b, sizeof b, ", think_time_s: {dist: exponential, mean: %.9g}", proto.client_jitter_s);
+      arrival += b;
+    }
+    arrival += "}";
   } else if (std::isinf(p.rate_per_s)) {
     arrival = "{process: burst, requests: " + std::to_string(std::max(1, p.num_prompts)) + "}";
   } else {
@@ -293,18 +299,18 @@ std::string benchmark_scenario_yaml(const BenchPoint& p, int requests_per_client
   return y.str();
 }
 
-PreparedPoint prepare_point(const BenchPoint& p, int requests_per_client) {
+PreparedPoint prepare_point(const BenchPoint& p, const BenchProtocol& proto) {
   PreparedPoint pp;
   pp.point = &p;
-  pp.scenario = load_scenario_text(benchmark_scenario_yaml(p, requests_per_client), p.where, "");
+  pp.scenario = load_scenario_text(benchmark_scenario_yaml(p, proto), p.where, "");
   return pp;
 }
 
-void mark_unsimulatable(std::vector<BenchPoint>& points, int requests_per_client) {
+void mark_unsimulatable(std::vector<BenchPoint>& points, const BenchProtocol& proto) {
   for (auto& p : points) {
     if (!p.skip.empty()) continue;
     try {
-      prepare_point(p, requests_per_client);
+      prepare_point(p, proto);
     } catch (const InputError& e) {
       p.skip = e.what();
     }

@@ -50,19 +50,24 @@ std::vector<BenchPoint> read_benchmarks(const std::string& path, const BenchPoin
 std::string catalog_model_for(const std::string& model_id);
 std::string catalog_device_for(const std::string& device_id);
 
-// The one-pool scenario that runs a point's benchmark (YAML). Requests per client when the
-// point does not state num_prompts: `requests_per_client` x concurrency.
-std::string benchmark_scenario_yaml(const BenchPoint& p, int requests_per_client = 10);
+// What a benchmark's data leave unsaid about its client, assumed alike for every point of a run.
+struct BenchProtocol {
+  int requests_per_client = 10;  // closed loop, where num_prompts is not stated: total = this x concurrency
+  double client_jitter_s = 0;    // closed loop: mean of an exponential pause before each request is sent
+};
+
+// The one-pool scenario that runs a point's benchmark (YAML).
+std::string benchmark_scenario_yaml(const BenchPoint& p, const BenchProtocol& proto = {});
 
 // A point ready to simulate repeatedly with different coefficients.
 struct PreparedPoint {
   const BenchPoint* point = nullptr;
   Scenario scenario;
 };
-PreparedPoint prepare_point(const BenchPoint& p, int requests_per_client = 10);
+PreparedPoint prepare_point(const BenchPoint& p, const BenchProtocol& proto = {});
 
 // Sets `skip` on points whose scenario fleetsim rejects (the model does not fit, ...), with why.
-void mark_unsimulatable(std::vector<BenchPoint>& points, int requests_per_client = 10);
+void mark_unsimulatable(std::vector<BenchPoint>& points, const BenchProtocol& proto = {});
 
 // Predicted metrics (seconds) of a prepared point under coefficients c (null: the scenario's own
 // step-time model), averaged over `replications`.

@@ -197,7 +197,7 @@ std::vector<PointResult> evaluate(const std::vector<const BenchPoint*>& points, 
                                   const FitOptions& opt) {
   std::vector<PointResult> out(points.size());
   parallel_for(int(points.size()), opt.threads, [&](int i, HostWorkspace& ws) {
-    const PreparedPoint pp = prepare_point(*points[size_t(i)], opt.requests_per_client);
+    const PreparedPoint pp = prepare_point(*points[size_t(i)], opt.protocol);
     PointResult& r = out[size_t(i)];
     r.point = points[size_t(i)];
     r.predicted = predict_point(pp, c, ws);
@@ -210,7 +210,7 @@ std::vector<PointResult> evaluate(const std::vector<const BenchPoint*>& points, 
 PerfCoefficients fit_benchmarks(const std::vector<const BenchPoint*>& points, const FitOptions& opt) {
   constexpr int K = kProfileTerms;
   std::vector<PreparedPoint> prepared;
-  for (const BenchPoint* p : points) prepared.push_back(prepare_point(*p, opt.requests_per_client));
+  for (const BenchPoint* p : points) prepared.push_back(prepare_point(*p, opt.protocol));
   const PerfCoefficients prior = prior_coefficients();
   Eigen::VectorXd theta0(K);
   for (int i = 0; i < K; ++i) theta0[i] = std::log(profile_term(prior, i));

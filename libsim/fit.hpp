@@ -38,7 +38,7 @@ std::vector<StepSample> read_step_samples(const std::string& path, std::string& 
 struct FitOptions {
   int folds = 5;                 // k-fold cross-validation (0 or 1: none)
   int max_iterations = 25;       // Levenberg-Marquardt
-  int requests_per_client = 10;  // benchmark points that do not state num_prompts
+  BenchProtocol protocol;        // what the data leave unsaid about the benchmark client
   int threads = 0;               // 0: hardware concurrency
   double prior_weight = 0.05;    // pull of each log-coefficient towards its prior, per point
   std::function<void(const std::string&)> progress;  // a line per iteration (may be empty)

@@ -27,7 +27,7 @@ struct LatencyData {
   std::map<std::string, Split> by_device;  // vLLM rows
 };
 
-inline LatencyData load_latency_data(const std::string& dir, int requests_per_client = 10) {
+inline LatencyData load_latency_data(const std::string& dir, const BenchProtocol& proto = {}) {
   LatencyData d;
   BenchPoint defaults;
   d.serving = read_benchmarks(dir + "/serving_points.csv", defaults);
@@ -42,8 +42,8 @@ inline LatencyData load_latency_data(const std::string& dir, int requests_per_cl
   for (auto& p : d.holdout)
     if (std::isfinite(p.measured[kMeanE2e]) && std::isfinite(p.measured[kMeanTtft]) && p.osl > 1)
       p.measured[kMeanTpot] = (p.measured[kMeanE2e] - p.measured[kMeanTtft]) / (p.osl - 1);
-  mark_unsimulatable(d.serving, requests_per_client);
-  mark_unsimulatable(d.holdout, requests_per_client);
+  mark_unsimulatable(d.serving, proto);
+  mark_unsimulatable(d.holdout, proto);
   std::map<std::string, int> seen;
   for (const auto& p : d.serving) {
     if (!p.skip.empty()) continue;

@@ -76,9 +76,10 @@ Fitted fit_profile(const std::string& name, const Split& split, const BenchPoint
   f.held = evaluate(split.held, &p.c, opt);
   p.fit = summarize(f.fit);
   p.held_out = summarize(f.held);
-  std::fprintf(stderr, "%-45s fit %3zu held out %3zu: median TTFT %s TPOT %s e2e %s\n", name.c_str(), split.fit.size(),
-               split.held.size(), pct(p.held_out.median[0]).c_str(), pct(p.held_out.median[1]).c_str(),
-               pct(p.held_out.median[2]).c_str());
+  std::fprintf(stderr, "%-45s fit %3zu held out %3zu: median TTFT %s TPOT %s e2e %s (fit set: TTFT %s TPOT %s)\n",
+               name.c_str(), split.fit.size(), split.held.size(), pct(p.held_out.median[0]).c_str(),
+               pct(p.held_out.median[1]).c_str(), pct(p.held_out.median[2]).c_str(), pct(p.fit.median[0]).c_str(),
+               pct(p.fit.median[1]).c_str());
   return f;
 }
 
@@ -87,23 +88,28 @@ Fitted fit_profile(const std::string& name, const Split& split, const BenchPoint
 int main(int argc, char** argv) {
   std::string root = FLEETSIM_SOURCE_DIR;
   bool write = false;
+  std::string only;  // fit only the configurations whose group contains this (no device profiles)
   FitOptions opt;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--write") write = true;
     else if (a == "--threads" && i + 1 < argc) opt.threads = std::atoi(argv[++i]);
+    else if (a == "--requests-per-client" && i + 1 < argc) opt.protocol.requests_per_client = std::atoi(argv[++i]);
+    else if (a == "--jitter-ms" && i + 1 < argc) opt.protocol.client_jitter_s = std::atof(argv[++i]) / 1e3;
+    else if (a == "--only" && i + 1 < argc) only = argv[++i];
     else if (a == "-h" || a == "--help") {
-      std::printf("usage: validate_latency [--write] [--threads N] [ROOT]\n");
+      std::printf("usage: validate_latency [--write] [--threads N] [--requests-per-client K] [--jitter-ms J] [--only GROUP] [ROOT]\n");
       return 0;
     } else root = a;
   }
-  const LatencyData d = load_latency_data(root + "/tests/validation", opt.requests_per_client);
+  const LatencyData d = load_latency_data(root + "/tests/validation", opt.protocol);
   int simulatable = 0;
   for (const auto& p : d.serving) simulatable += p.skip.empty() ? 1 : 0;
 
   std::vector<Fitted> fitted;
   for (const auto& [group, split] : d.by_group) {
     if (split.fit.size() < 6 || split.held.empty()) continue;
+    if (!only.empty() && group.find(only) == std::string::npos) continue;
     const BenchPoint& p0 = *split.fit[0];
     const std::string name =
         p0.device + "/" + p0.model + "/tp" + std::to_string(p0.tp) + (p0.engine == "vllm" ? "" : "-" + p0.engine);
@@ -111,7 +117,7 @@ int main(int argc, char** argv) {
   }
   std::map<std::string, size_t> device_fit;
   for (const auto& [dev, split] : d.by_device) {
-    if (split.fit.size() < 8) continue;
+    if (split.fit.size() < 8 || !only.empty()) continue;
     device_fit[dev] = fitted.size();
     fitted.push_back(fit_profile(dev + "/vllm", split, *split.fit[0], true, opt));
   }
@@ -120,20 +126,23 @@ int main(int argc, char** argv) {
   std::vector<const BenchPoint*> held_vllm, held_all;
   for (const auto& [group, split] : d.by_group)
     for (const BenchPoint* p : split.held) {
+      if (!only.empty()) break;
       held_all.push_back(p);
       if (p->engine == "vllm") held_vllm.push_back(p);
     }
   const auto roof_vllm = evaluate(held_vllm, nullptr, opt);
-  const std::vector<const BenchPoint*> indep = independent_points(d);
+  std::vector<const BenchPoint*> indep = independent_points(d);
+  if (!only.empty()) indep.clear();
   const auto roof_indep = evaluate(indep, nullptr, opt);
   std::vector<PointResult> cal_indep;
   if (device_fit.count("h100-sxm-80gb")) cal_indep = evaluate(indep, &fitted[device_fit["h100-sxm-80gb"]].profile.c, opt);
 
-  std::vector<PointResult> vllm_cfg_held, vllm_dev_held;
+  std::vector<PointResult> vllm_cfg_held, vllm_dev_held, vllm_cfg_fit;
   for (const auto& f : fitted) {
     const bool dev = f.profile.model.empty();
     if (f.profile.engine.rfind("vllm", 0) != 0) continue;
     (dev ? vllm_dev_held : vllm_cfg_held).insert((dev ? vllm_dev_held : vllm_cfg_held).end(), f.held.begin(), f.held.end());
+    if (!dev) vllm_cfg_fit.insert(vllm_cfg_fit.end(), f.fit.begin(), f.fit.end());
   }
 
   std::ostringstream md;
@@ -145,6 +154,7 @@ int main(int argc, char** argv) {
   md << row("uncalibrated roofline, held-out vLLM rows", summarize(roof_vllm));
   md << row("**per-configuration vLLM profiles, held-out rows**", summarize(vllm_cfg_held));
   md << row("per-device vLLM profiles, held-out rows", summarize(vllm_dev_held));
+  md << row("per-configuration vLLM profiles, their fit rows (not a test)", summarize(vllm_cfg_fit));
   md << row("uncalibrated roofline, independent runs", summarize(roof_indep));
   if (!cal_indep.empty()) md << row("h100-sxm-80gb/vllm (device profile), independent runs", summarize(cal_indep));
   md << "\n### Each shipped profile\n\n";
