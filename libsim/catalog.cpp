@@ -2,11 +2,26 @@
 
 namespace fleetsim {
 
+namespace {
+// Board power at full load (docs/catalog.md, "Power"), kept apart from the rows so each stays readable.
+std::vector<DeviceSpec> with_power(std::vector<DeviceSpec> d) {
+  const std::pair<const char*, double> tdp[] = {
+      {"h100-sxm-80gb", 700},     {"h200-141gb", 700},    {"a100-80gb", 400},      {"a100-40gb", 400},
+      {"l40s-48gb", 350},         {"l4-24gb", 72},        {"a10g-24gb", 150},      {"t4-16gb", 70},
+      {"mi300x-192gb", 750},      {"b200-180gb", 1000},   {"h100-pcie-80gb", 350}, {"h100-nvl-94gb", 400},
+      {"mi325x-256gb", 1000},     {"rtx-pro-6000-96gb", 600}, {"rtx-3090-24gb", 350}, {"rtx-4090-24gb", 450}};
+  for (auto& x : d)
+    for (const auto& [name, w] : tdp)
+      if (x.name == name) x.tdp_w = w;
+  return d;
+}
+}  // namespace
+
 // Sources and the meaning of each figure: docs/catalog.md.
 const std::vector<DeviceSpec>& builtin_devices() {
   // name, memory GiB, bandwidth GB/s, BF16 / FP8 TFLOP/s, $/h, notes, FP4 TFLOP/s,
   // interconnect, link GB/s (one direction), link latency us, link domain, PCIe GB/s, devices per node
-  static const std::vector<DeviceSpec> d = {
+  static const std::vector<DeviceSpec> d = with_power({
       {"h100-sxm-80gb", 79.22, 3350, 989.4, 1978.9, 3.00, "NVIDIA H100 SXM5 80GB HBM3", 0, "NVLink 4 via NVSwitch",
        450, 8, 8, 64, 8},
       {"h200-141gb", 139.8, 4800, 989.4, 1978.9, 3.80, "NVIDIA H200 SXM 141GB HBM3e", 0, "NVLink 4 via NVSwitch", 450,
@@ -38,7 +53,7 @@ const std::vector<DeviceSpec>& builtin_devices() {
        "PCIe Gen4 x16", 32, 25, 8, 32, 8},
       {"rtx-4090-24gb", 23.55, 1008, 165.2, 330.3, 0.35, "NVIDIA GeForce RTX 4090 24GB GDDR6X; tensor figures with FP32 accumulate",
        0, "PCIe Gen4 x16", 32, 25, 8, 32, 8},
-  };
+  });
   return d;
 }
 

@@ -25,6 +25,7 @@ struct DeviceSpec {
   int link_domain = 1;        // devices joined by that link (8: an HGX board; 2: bridged pairs)
   double pcie_gb_s = 0;       // host link per device, one direction
   int devices_per_node = 8;   // a typical server of these devices
+  double tdp_w = 0;           // board power at full load (0: not known)
 };
 
 enum class ModelKind { generate, embed, score };

@@ -11,8 +11,8 @@
 namespace fleetsim {
 
 const char* bucket_name(Bucket b) {
-  static const char* const names[kBuckets] = {"busy_prefill", "busy_decode",   "lost_work",       "cold_start",
-                                              "idle_headroom", "idle_waste", "committed_unused"};
+  static const char* const names[kBuckets] = {"busy_prefill",  "busy_decode", "lost_work",        "cold_start",
+                                              "idle_headroom", "idle_waste",  "committed_unused", "stranded"};
   return names[int(b)];
 }
 
@@ -119,14 +119,29 @@ Ledger make_ledger(const Scenario& s, const Tally& t) {
     for (int k = 0; k < kColdStages; ++k)
       c.cold_stage_hours[size_t(k)] = stages > 0 ? h[size_t(Bucket::cold_start)] * pt.cold_stage_s[k] / stages : 0.0;
 
-    // pricing: committed replicas for the whole window (used or not), the rest at the hourly
-    // price, spot-discounted on spot capacity
+    // pricing: owned devices (whole nodes, used or not) at their cost of ownership; committed
+    // replicas for the whole window (used or not); the rest at the hourly price, spot-discounted
+    // on spot capacity; billing by the node adds the devices no replica can use
     const double list = P.usd_per_hour;
-    if (P.committed_replicas > 0) {
+    if (P.ownership.owned()) {
+      pl.owned = true;
+      pl.ownership = owned_costs(P, pt, t.window_s, busy_h);
+      pl.nodes = pl.ownership.owned_nodes;
+      h[size_t(Bucket::stranded)] = pl.ownership.stranded_unit_hours;
+      const double oh = pl.ownership.owned_unit_hours;
+      c.lines.push_back({P.ownership.kind == OwnershipSpec::Kind::colocated ? "colocated" : "owned", oh, list,
+                         oh > 0 ? pl.ownership.usd() / oh : 0.0});
+    } else if (P.node_billing) {
+      const NodeBilling nb = node_billing(P, t.window_s);
+      pl.nodes = nb.nodes;
+      h[size_t(Bucket::stranded)] = std::max(0.0, nb.billed_unit_hours - pt.replica_s * f);
+    }
+    if (P.committed_replicas > 0 && !P.ownership.owned()) {
       const double committed_h = (pt.replica_s - pt.excess_s + pt.committed_unused_s) * f;
       c.lines.push_back({"committed", committed_h, list, list * (1.0 - P.committed_discount)});
     }
-    const double excess_h = (P.committed_replicas > 0 ? pt.excess_s : pt.replica_s) * f;
+    const double excess_h = (P.committed_replicas > 0 ? pt.excess_s : pt.replica_s) * f +
+                            (P.ownership.owned() ? 0.0 : h[size_t(Bucket::stranded)]);
     if (excess_h > 0 || P.committed_replicas == 0)
       c.lines.push_back({P.spot() ? "spot" : "on_demand", excess_h, list, list * (1.0 - P.spot_discount)});
     const double billed = c.billed_hours();
@@ -261,6 +276,8 @@ Json ledger_json(const Ledger& l) {
   for (const auto& p : l.pools) {
     Json pj = Json{{"device", p.device}};
     pj.update(block_json(p.cost, l.window_s, p.committed_discount));
+    if (p.nodes > 0) pj["nodes"] = p.nodes;
+    if (p.owned) pj["ownership"] = ownership_json(p.ownership);
     pools[p.name] = pj;
   }
   j["pools"] = pools;
@@ -312,7 +329,10 @@ std::string iso8601(double unix_s) {
   return buf;
 }
 const char* focus_pricing(const std::string& category) {
-  return category == "committed" ? "Committed" : category == "spot" ? "Dynamic" : "Standard";
+  return category == "committed" ? "Committed"
+         : category == "spot"    ? "Dynamic"
+         : category == "on_demand" ? "Standard"
+                                   : "Other";  // owned or colocated: not a provider's charge
 }
 }  // namespace
 

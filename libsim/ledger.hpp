@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/tally.hpp"
+#include "ownership.hpp"
 #include "report.hpp"
 #include "scenario.hpp"
 
@@ -14,14 +15,15 @@ namespace fleetsim {
 
 // Where a billed device-hour went. Busy time is split into prefill and decode by the step time
 // each used, after carving out the share spent on work that was thrown away.
-enum class Bucket : int { busy_prefill, busy_decode, lost_work, cold_start, idle_headroom, idle_waste, committed_unused };
-constexpr int kBuckets = 7;
+// Stranded: devices on billed or owned nodes that no replica can use (whole-node packing).
+enum class Bucket : int { busy_prefill, busy_decode, lost_work, cold_start, idle_headroom, idle_waste, committed_unused, stranded };
+constexpr int kBuckets = 8;
 const char* bucket_name(Bucket b);
 inline bool bucket_is_idle(Bucket b) { return b >= Bucket::cold_start; }
 
 // One pricing line: hours at a list and an effective (discounted) rate.
 struct PricingLine {
-  std::string category;  // committed, on_demand, spot
+  std::string category;  // committed, on_demand, spot, owned, colocated
   double device_hours = 0, list_usd_per_hour = 0, effective_usd_per_hour = 0;
   double list_usd() const { return device_hours * list_usd_per_hour; }
   double effective_usd() const { return device_hours * effective_usd_per_hour; }
@@ -50,6 +52,9 @@ struct PoolLedger {
   std::string name, device;
   double committed_discount = 0;  // > 0 when the pool holds committed capacity
   CostBlock cost;
+  bool owned = false;
+  OwnershipLedger ownership;  // owned or colocated devices: the owned line's parts and the comparison
+  int nodes = 0;              // whole nodes billed (owned, or billing: node)
 };
 
 struct ClassLedger {

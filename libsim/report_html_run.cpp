@@ -27,7 +27,8 @@ const BucketStyle kBuckets[] = {
     {"cold_start", "cold start", "#efb118", true},
     {"idle_headroom", "idle: headroom", "#6cc5b0", true},
     {"idle_waste", "idle: waste", "#ff8a8a", true},
-    {"committed_unused", "committed, unused", "#a463f2", true},
+    {"committed_unused", "committed or owned, unused", "#a463f2", true},
+    {"stranded", "stranded on whole nodes", "#9c6b30", true},
 };
 
 BucketStyle bucket_of(const std::string& key, size_t unknown_index) {

@@ -104,6 +104,29 @@ std::string ledger_table(const Json& r) {
     first = false;
   }
   o += where + "\n";
+  for (auto it = L["pools"].begin(); it != L["pools"].end(); ++it) {
+    if (!it.value().contains("ownership")) continue;
+    const Json& w = it.value()["ownership"];
+    std::string parts;
+    for (const auto& c : w["components"])
+      parts += fmt::format("{}{} {}", parts.empty() ? "" : " + ", c["name"].get<std::string>(), dollars(c["usd"].get<double>()));
+    o += fmt::format("{:<12}pool {}: {} replicas on {} node{} ({} device-hours stranded); {} = {}, ${:.3f}/device-hour against "
+                     "${:.2f} on demand; owning breaks even at {:.0f}% of the owned hours\n",
+                     w["model"].get<std::string>(), it.key(), w["owned_replicas"].get<int>(), w["owned_nodes"].get<int>(),
+                     w["owned_nodes"].get<int>() == 1 ? "" : "s", hours(w["stranded_device_hours"].get<double>()), parts,
+                     dollars(w["usd"].get<double>()), w["usd_per_device_hour"].get<double>(),
+                     w["on_demand_usd_per_device_hour"].get<double>(), 100.0 * w["break_even_utilization"].get<double>());
+    const Json& ys = w["years"];
+    if (!ys.empty()) {
+      const Json& last = ys.back();
+      o += fmt::format("{:<12}over {} year{}: owning {} (capex as paid + running costs), renting the same hours {}; {}\n", "",
+                       last["year"].get<int>(), last["year"].get<int>() == 1 ? "" : "s",
+                       dollars(last["own_cumulative_usd"].get<double>()), dollars(last["rent_cumulative_usd"].get<double>()),
+                       w["owning_cheaper_from_year"].is_null()
+                           ? std::string("renting stays cheaper")
+                           : fmt::format("owning is cheaper from year {}", w["owning_cheaper_from_year"].get<int>()));
+    }
+  }
   if (L["classes"].size() > 1) {
     for (auto it = L["classes"].begin(); it != L["classes"].end(); ++it) {
       const Json& c = it.value();

@@ -22,6 +22,24 @@ struct DistSpec {
   std::string describe;             // e.g. "lognormal(median=1020, p99=7000)"
 };
 
+// Devices the pool's owner bought (pricing.owned) or bought and keeps in a colocation facility
+// (pricing.colocated) instead of renting them: docs/model.md, "Owning and colocating".
+struct OwnershipSpec {
+  enum class Kind { rented, owned, colocated } kind = Kind::rented;
+  int replicas = 0;              // replicas on owned devices; more are rented on demand
+  double node_capex_usd = 0;     // one node: its devices, host and network share
+  double refresh_years = 0;      // straight-line amortization period
+  double busy_kw_per_device = 0, idle_kw_per_device = 0, host_kw_per_node = 0;
+  double pue = 1, usd_per_kwh = 0;       // energy: facility overhead and price
+  double space_usd_per_node_month = 0;   // owned: rack space, network, support
+  double usd_per_kw_month = 0;           // colocated: contracted power, cooling included
+  double rack_kw = 0;                    // facility: power one rack delivers (0: no limit)
+  int racks = 0;                         // racks available
+  int years = 0;                         // the multi-year view
+  double rent_price_change_per_year = 0; // how on-demand prices move each year, for that view
+  bool owned() const { return kind != Kind::rented; }
+};
+
 // One pool of identical replicas.
 struct PoolSpec {
   std::string name;
@@ -65,8 +83,15 @@ struct PoolSpec {
   double lora_step_overhead = 0.15;
   double lora_gib() const;
   double spot_discount = 0, spot_interruptions_per_hour = 0, mtbf_hours = 0;
-  int committed_replicas = 0;
+  int committed_replicas = 0;  // owned pools: the owned replicas (the core tracks both alike)
   double committed_discount = 0;
+  OwnershipSpec ownership;
+  bool node_billing = false;     // whole nodes are paid for (always so for owned devices)
+  // Packing replicas onto nodes of device.devices_per_node devices (a MIG slice or a time-sliced
+  // share counts as its part of a device): the nodes n replicas need, and the billed units on them.
+  double units_per_replica() const;  // billed units (device-hours per replica-hour) one replica uses
+  double units_per_node() const;     // billed units one node holds
+  int nodes_for(int replicas) const;
   bool spot() const { return spot_interruptions_per_hour > 0 || spot_discount > 0; }
   // what a replica-hour beyond commitments costs (time-sliced replicas share their device's price)
   // (a replica of tp x pp devices pays for each)

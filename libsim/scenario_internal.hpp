@@ -25,6 +25,10 @@ void merge_catalog(const N& root, Source& src, std::vector<DeviceSpec>& devices,
 PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const std::vector<ModelSpec>& models,
                     Source& src);
 
+// ownership.cpp: pricing.owned / pricing.colocated, and the checks once the fleet is known
+void parse_ownership(const N& n, const char* kind, PoolSpec& P);
+void finish_ownership(const N& pool_node, PoolSpec& P);
+
 // scenario_class.cpp: one request class (arrivals, lengths, traces) and its caching keys
 RequestClassSpec build_class(const N& wl, const PoolSpec& pool, double duration_s, Source& src);
 void parse_caching(const N& cn, RequestClassSpec& C);

@@ -200,7 +200,8 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
                  "pricing", "failures"});
   if (fl.has("pricing")) {
     const N pr = fl.at("pricing");
-    pr.allow_keys({"spot", "committed_replicas", "committed_discount"});
+    pr.allow_keys({"spot", "committed_replicas", "committed_discount", "owned", "colocated", "billing"});
+    if (pr.has("billing")) P.node_billing = pr.at("billing").choice({"device", "node"}) == "node";
     if (pr.has("spot")) {
       const N sp = pr.at("spot");
       sp.allow_keys({"discount", "interruptions_per_hour"});
@@ -211,6 +212,17 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
     P.committed_discount = pr.has("committed_discount") ? pr.at("committed_discount").num_in(0, 0.99, "committed_discount") : 0.0;
     if (pr.has("committed_discount") && !pr.has("committed_replicas"))
       pr.at("committed_discount").fail("committed_discount needs committed_replicas", ErrorKind::inconsistent);
+    if (pr.has("owned") && pr.has("colocated"))
+      pr.at("colocated").fail("a pool's devices are owned or colocated, not both: choose one", ErrorKind::inconsistent);
+    for (const char* kind : {"owned", "colocated"})
+      if (pr.has(kind)) {
+        for (const char* other : {"spot", "committed_replicas"})
+          if (pr.has(other))
+            pr.at(other).fail(std::string(other) + " is rented capacity; this pool's devices are " + kind +
+                                  " (replicas beyond " + kind + ".replicas are rented on demand)",
+                              ErrorKind::inconsistent);
+        parse_ownership(pr.at(kind), kind, P);
+      }
   }
   if (fl.has("failures")) {
     const N fa = fl.at("failures");
@@ -355,7 +367,7 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
       throw InputError(node.at("time_slicing").where(), node.at("time_slicing").path + ": " + o.str(), ErrorKind::does_not_fit);
     }
   }
-
+  finish_ownership(node, P);
   return P;
 }
 

@@ -1,0 +1,157 @@
+// Owning, colocating and whole-node billing: each cost part is quantity x unit price, the parts
+// sum to the owned line, hand-computed capex, energy and stranded devices, the facility's power
+// bound, and the seeds' claims (three replicas on an 8-GPU node pay for eight; a rack built for
+// ordinary servers holds one accelerator node).
+#include <doctest/doctest.h>
+
+#include "helpers.hpp"
+#include "libsim/ledger.hpp"
+
+using namespace fleetsim;
+
+namespace {
+
+double num(const Json& j) { return j.get<double>(); }
+
+const std::string kOwned =
+    "name: own\nseed: 3\nduration_s: 1200\nwarmup_s: 120\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\n"
+    "fleet:\n  replicas: 3\n  pricing:\n    owned:\n      node_capex_usd: 250000\n      refresh_years: 4\n"
+    "      power: {idle_kw_per_device: 0.1, host_kw_per_node: 3.0, pue: 1.4, usd_per_kwh: 0.12}\n"
+    "      space_usd_per_node_month: 600\n      facility: {rack_kw: 15, racks: 1}\n"
+    "workload:\n  arrival: {process: poisson, rate_per_s: 4}\n  prompt_tokens: 500\n  output_tokens: 100\n";
+
+}  // namespace
+
+TEST_CASE("owned devices: the parts are quantity x price, they sum to the owned line, and match a hand count") {
+  const auto r = test::run(test::scenario(kOwned));
+  const Json& p = r.report["ledger"]["pools"]["default"];
+  const Json& w = p["ownership"];
+  const double wh = 1080.0 / 3600.0;  // measured window, hours
+
+  // three one-GPU replicas on 8-GPU nodes: one node bought, its eight devices paid for
+  CHECK(w["owned_nodes"].get<int>() == 1);
+  CHECK(num(w["owned_device_hours"]) == doctest::Approx(8 * wh));
+  CHECK(num(w["stranded_device_hours"]) == doctest::Approx(5 * wh));
+  CHECK(num(p["buckets"]["stranded"]["device_hours"]) == doctest::Approx(5 * wh));
+  CHECK(num(p["billed_device_hours"]) == doctest::Approx(8 * wh));
+
+  double sum = 0;
+  for (const auto& c : w["components"]) {
+    CHECK(num(c["usd"]) == doctest::Approx(num(c["quantity"]) * num(c["usd_per_unit"])));
+    sum += num(c["usd"]);
+  }
+  CHECK(sum == doctest::Approx(num(w["usd"])));
+  REQUIRE(p["pricing"].size() == 1);
+  const Json& line = p["pricing"][0];
+  CHECK(line["category"] == "owned");
+  CHECK(num(line["effective_usd"]) == doctest::Approx(sum));
+  CHECK(num(line["device_hours"]) * num(line["effective_usd_per_hour"]) == doctest::Approx(num(line["effective_usd"])));
+  double buckets = 0;
+  for (auto it = p["buckets"].begin(); it != p["buckets"].end(); ++it) buckets += num(it.value()["usd"]);
+  CHECK(buckets == doctest::Approx(num(p["effective_usd"])));
+
+  // capex: $250,000 over 4 years of 8,766 h, per device of the node, for 8 devices x the window
+  const Json& capex = w["components"][0];
+  CHECK(capex["name"] == "capex");
+  CHECK(num(capex["usd"]) == doctest::Approx(250000.0 / (4 * 8766.0) * wh));
+  // energy: busy devices at 0.7 kW, the rest of the 8 at 0.1 kW, the host's 3 kW, x PUE 1.4
+  const double busy = num(w["busy_device_hours"]);
+  CHECK(busy == doctest::Approx(num(w["provisioned_device_hours"]) - num(p["buckets"]["idle_waste"]["device_hours"]) -
+                                num(p["buckets"]["idle_headroom"]["device_hours"]) - num(p["buckets"]["cold_start"]["device_hours"])));
+  const Json& energy = w["components"][1];
+  CHECK(energy["name"] == "energy");
+  CHECK(num(energy["quantity"]) == doctest::Approx((busy * 0.7 + (8 * wh - busy) * 0.1 + wh * 3.0) * 1.4));
+  // space: one node for the window's share of a month
+  CHECK(num(w["components"][2]["usd"]) == doctest::Approx(600.0 * wh / (8766.0 / 12)));
+  // break-even: the owned dollars over what the same owned hours cost on demand at $3.00
+  CHECK(num(w["break_even_utilization"]) == doctest::Approx(sum / (8 * wh * 3.0)));
+  CHECK(num(w["rent_same_hours_usd"]) == doctest::Approx(3 * wh * 3.0));
+
+  // the years: capex paid once in four years, the running costs and rent scaled to a year
+  const Json& ys = w["years"];
+  REQUIRE(ys.size() == 4);
+  CHECK(num(ys[0]["capex_paid_usd"]) == 250000);
+  for (int y = 1; y < 4; ++y) CHECK(num(ys[y]["capex_paid_usd"]) == 0);
+  double own = 0, rent = 0;
+  for (const auto& y : ys) {
+    own += num(y["capex_paid_usd"]) + num(y["energy_usd"]) + num(y["space_usd"]);
+    rent += num(y["rent_usd"]);
+    CHECK(num(y["own_cumulative_usd"]) == doctest::Approx(own));
+    CHECK(num(y["rent_cumulative_usd"]) == doctest::Approx(rent));
+    CHECK(num(y["rent_usd"]) == doctest::Approx(3 * 3.0 * 8766.0));  // 3 devices all year at $3.00
+  }
+}
+
+TEST_CASE("a rack built for ordinary servers holds one 8-GPU node: the facility bounds the estate") {
+  // a node draws 8 x 0.7 + 3 = 8.6 kW; a 15 kW rack holds one
+  CHECK(test::error_of(kOwned, {"fleet.replicas=8"}) == "(no error)");
+  const std::string e = test::error_of(kOwned, {"fleet.replicas=9"});
+  CHECK(e.find("the facility powers 1 node of h100-sxm-80gb (1 rack of 15 kW; a node draws up to 8.60 kW), but 9 "
+               "replicas need 2 nodes") != std::string::npos);
+  CHECK(test::error_of(kOwned, {"fleet.replicas=9", "fleet.pricing.owned.facility.racks=2"}) == "(no error)");
+  CHECK(test::error_of(kOwned, {"fleet.replicas=9", "fleet.pricing.owned.facility.rack_kw=17.2"}) == "(no error)");
+}
+
+TEST_CASE("renting by the node: three replicas on 8-GPU nodes pay for eight devices") {
+  const std::string y =
+      "name: node\nseed: 1\nduration_s: 600\nwarmup_s: 60\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\n"
+      "fleet: {replicas: 3, pricing: {billing: node}}\n"
+      "workload: {arrival: {process: poisson, rate_per_s: 2}, prompt_tokens: 300, output_tokens: 50}\n";
+  const auto r = test::run(test::scenario(y));
+  const Json& p = r.report["ledger"]["pools"]["default"];
+  const double wh = 540.0 / 3600.0;
+  CHECK(p["nodes"].get<int>() == 1);
+  CHECK(num(p["billed_device_hours"]) == doctest::Approx(8 * wh));
+  CHECK(num(p["buckets"]["stranded"]["device_hours"]) == doctest::Approx(5 * wh));
+  CHECK(num(p["effective_usd"]) == doctest::Approx(8 * wh * 3.0));
+  // by the device, the same fleet pays for three
+  const auto d = test::run(test::scenario(y, {"fleet.pricing.billing=device"}));
+  CHECK(num(d.report["ledger"]["pools"]["default"]["effective_usd"]) == doctest::Approx(3 * wh * 3.0));
+  CHECK(num(d.report["ledger"]["pools"]["default"]["buckets"]["stranded"]["device_hours"]) == 0);
+}
+
+TEST_CASE("packing replicas onto nodes") {
+  const std::string base =
+      "name: pack\nduration_s: 100\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\nfleet: {replicas: 1}\n"
+      "workload: {arrival: {process: poisson, rate_per_s: 1}, prompt_tokens: 100, output_tokens: 10}\n";
+  const PoolSpec one = test::scenario(base).pools[0];
+  CHECK(one.nodes_for(3) == 1);
+  CHECK(one.nodes_for(8) == 1);
+  CHECK(one.nodes_for(9) == 2);
+  const PoolSpec tp4 = test::scenario(base, {"engine.tensor_parallel=4"}).pools[0];
+  CHECK(tp4.nodes_for(2) == 1);  // two 4-device groups share a node
+  CHECK(tp4.nodes_for(3) == 2);
+  const PoolSpec tp16 = test::scenario(base, {"model=llama-3.1-70b", "engine.tensor_parallel=16"}).pools[0];
+  CHECK(tp16.nodes_for(1) == 2);  // a replica wider than a node spans whole nodes
+  const PoolSpec mig = test::scenario(base, {"model=qwen3-0.6b", "partition=1g.10gb"}).pools[0];
+  CHECK(mig.units_per_node() == doctest::Approx(56));  // seven slices on each of 8 devices
+  CHECK(mig.nodes_for(56) == 1);
+  CHECK(mig.nodes_for(57) == 2);
+}
+
+TEST_CASE("ownership inputs that cannot be right are located errors") {
+  CHECK(test::error_of(kOwned, {"fleet.pricing.committed_replicas=2"}).find("committed_replicas is rented capacity") !=
+        std::string::npos);
+  CHECK(test::error_of(kOwned, {"fleet.pricing.owned.power.idle_kw_per_device=0.9"}).find("less idle than busy") !=
+        std::string::npos);
+  CHECK(test::error_of(kOwned, {"fleet.pricing.owned.refresh_years=0"}).find("refresh_years") != std::string::npos);
+  const std::string scaled =
+      "name: s\nduration_s: 100\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\n"
+      "fleet: {pricing: {billing: node}, autoscale: {min_replicas: 1, max_replicas: 4, signal: inflight, target: 4}}\n"
+      "workload: {arrival: {process: poisson, rate_per_s: 1}, prompt_tokens: 100, output_tokens: 10}\n";
+  CHECK(test::error_of(scaled).find("billing: node is modelled for fixed-size pools") != std::string::npos);
+}
+
+TEST_CASE("colocated devices pay for contracted power, not for space") {
+  const auto r = test::run(test::scenario(kOwned, {"fleet.pricing={colocated: {node_capex_usd: 250000, refresh_years: 4, "
+                                                   "usd_per_kw_month: 200, power: {idle_kw_per_device: 0.1, "
+                                                   "host_kw_per_node: 3.0, usd_per_kwh: 0}}}"}));
+  const Json& w = r.report["ledger"]["pools"]["default"]["ownership"];
+  CHECK(w["model"] == "colocated");
+  REQUIRE(w["components"].size() == 2);  // capex and colocation (energy is in the kW price)
+  const Json& colo = w["components"][1];
+  CHECK(colo["name"] == "colocation");
+  const double wh = 1080.0 / 3600.0;
+  CHECK(num(colo["quantity"]) == doctest::Approx(8.6 * wh / (8766.0 / 12)));  // one node's 8.6 kW for the window
+  CHECK(num(colo["usd"]) == doctest::Approx(num(colo["quantity"]) * 200));
+}
