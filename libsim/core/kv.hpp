@@ -7,15 +7,20 @@
 
 namespace fleetsim {
 
-// Blocks the decoding sequences of replica r allocate over steps [st, st + k).
+// Blocks the decoding sequences of replica r allocate over steps [st, st + k). The residue index
+// wraps by compare, not by a 64-bit modulo per step (this runs on every decode run).
 FLEETSIM_HD inline int64_t blocks_needed(Sim& s, int32_t r, int64_t st, int64_t k) {
   if (k <= 0) return 0;
   const int32_t* cnt = rescnt_of(s, r);
   const int32_t bs = s.rep[r].bs;
   const int64_t n = s.rep[r].n_decode;
   int64_t total = (k / bs) * n;
-  const int64_t rem = k % bs;
-  for (int64_t j = 0; j < rem; ++j) total += cnt[(st + (k - rem) + j) % bs];
+  const int32_t rem = int32_t(k % bs);
+  int32_t i = int32_t((st + (k - rem)) % bs);
+  for (int32_t j = 0; j < rem; ++j) {
+    total += cnt[i];
+    if (++i == bs) i = 0;
+  }
   return total;
 }
 
@@ -28,11 +33,13 @@ FLEETSIM_HD inline int64_t steps_covered(Sim& s, int32_t r, int64_t st, int64_t 
   const int64_t cycles = free_blocks / n;
   int64_t left = free_blocks - cycles * n;
   int64_t j = cycles * bs;
-  for (int32_t i = 0; i < bs; ++i) {
-    const int64_t need = cnt[(st + j) % bs];
+  int32_t i = int32_t(st % bs);  // (st + j) % bs: j is whole cycles
+  for (int32_t m = 0; m < bs; ++m) {
+    const int64_t need = cnt[i];
     if (need > left) return j;
     left -= need;
     ++j;
+    if (++i == bs) i = 0;
   }
   return j;  // unreachable: a full cycle needs n > left blocks
 }
