@@ -143,7 +143,7 @@ FLEETSIM_HD inline void handle_arrival(Sim& s, int32_t cls, double t) {
       if (idle != kNone) {
         cont_kick(s, idle, t);
       } else {
-        for (int32_t r = r0; r < r1; ++r) cont_kick(s, r, t);
+        cq_offer(s, C.pool, kNone, t);
       }
     }
   } else {

@@ -81,6 +81,9 @@ struct Replica {
   double run_in_share;                    // fraction of the run's time attributed to input tokens
   double run_seqs;                        // sequences in each step of the run
   double run_blocks0, run_blocks_rate;    // allocated KV blocks at j = 0, and growth per step
+  // a shared queue's offer this run has not yet been woken for: its step boundary (kInf: none)
+  double wake_at;
+  int64_t wake_k;  // the run's steps, cut at that boundary
   double run_class_share[kMaxClasses];    // share of the run's time spent on each class
   double run_class_in_share[kMaxClasses]; // of which on its input tokens (prefill)
   // static batching
@@ -319,6 +322,8 @@ FLEETSIM_HD inline Sim sim_bind(const SimParams& p, uint32_t replication, uint8_
       R.run_t0 = 0.0;
       R.run_k = 0;
       R.run_prefill = 0;
+      R.wake_at = kInf;
+      R.wake_k = 0;
       R.batch_n = 0;
       R.batch_t_first = 0.0;
       for (int32_t i = 0; i < P.kv_block_tokens; ++i) s.rescnt[R.res_base + i] = 0;
