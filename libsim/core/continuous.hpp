@@ -69,7 +69,7 @@ FLEETSIM_HD inline void cont_finish_run(Sim& s, int32_t r, double t) {
             x.s0 = st + 1;
             x.L0 = x.prefill_total;
             x.finish = x.s0 + x.out_left - 2;
-            x.residue = int32_t((((x.s0 - x.L0) % R.bs) + R.bs) % R.bs);
+            x.residue = int32_t(mod_count(mod_count(x.s0 - x.L0, R.bs) + R.bs, R.bs));
             // blocks for the prompt were taken at admission and are now tracked by length
             rescnt_of(s, r)[x.residue]++;
             R.A += x.L0 + x.ctx_extra - x.s0;
@@ -101,7 +101,8 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
   R.wake_at = kInf;  // this is its step boundary: an offer it was noted for is taken up here
 
   // 1. a KV slot for every decoding sequence, preempting the newest while blocks are short
-  int64_t need = R.n_decode > 0 ? rescnt_of(s, r)[int32_t(st % R.bs)] : 0;
+  const int32_t res_now = int32_t(mod_count(st, R.bs));
+  int64_t need = R.n_decode > 0 ? rescnt_of(s, r)[res_now] : 0;
   int32_t changed = 0;  // queue head changed: preemptions pushed to it, or admissions took from it
   // time slicing: the device's memory is shared without isolation, its compute taken in turns
   double device_free = kInf, slowdown = 1.0;
@@ -117,8 +118,8 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
       if (k != r && s.rep[k].busy) slowdown += 1.0;
     }
     device_free = P.device_memory_bytes - used;
-    if (R.n_decode > 0 && double(rescnt_of(s, r)[int32_t(st % R.bs)]) * block_bytes > device_free &&
-        rescnt_of(s, r)[int32_t(st % R.bs)] <= R.free_blocks) {
+    if (R.n_decode > 0 && double(rescnt_of(s, r)[res_now]) * block_bytes > device_free &&
+        rescnt_of(s, r)[res_now] <= R.free_blocks) {
       // this engine has blocks to spare, the device does not: CUDA out of memory
       s.tally->pools[R.pool].crashes += in_window(s, t);
       replica_fail(s, r, t, false, kNone);

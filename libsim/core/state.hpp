@@ -162,7 +162,17 @@ struct WorkspaceLayout {
 
 FLEETSIM_HD inline uint64_t align_up(uint64_t x) { return (x + 15) & ~uint64_t(15); }
 
-FLEETSIM_HD FLEETSIM_FORCEINLINE int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+// Quotient and remainder of token and step counts: a 32-bit divide when both fit (a 64-bit one
+// costs several times as much on a CPU), with the same result; negative or large values take the
+// 64-bit one.
+FLEETSIM_HD FLEETSIM_FORCEINLINE int64_t div_count(int64_t a, int64_t b) {
+  return ((uint64_t(a) | uint64_t(b)) >> 32) == 0 ? int64_t(uint32_t(a) / uint32_t(b)) : a / b;
+}
+FLEETSIM_HD FLEETSIM_FORCEINLINE int64_t mod_count(int64_t a, int64_t b) {
+  return ((uint64_t(a) | uint64_t(b)) >> 32) == 0 ? int64_t(uint32_t(a) % uint32_t(b)) : a % b;
+}
+
+FLEETSIM_HD FLEETSIM_FORCEINLINE int64_t ceil_div(int64_t a, int64_t b) { return div_count(a + b - 1, b); }
 
 FLEETSIM_HD FLEETSIM_FORCEINLINE int32_t pool_slots(const PoolParams& P) {
   return P.batching == Batching::continuous ? P.max_num_seqs : P.max_batch;
