@@ -69,7 +69,7 @@ FLEETSIM_HD inline void cont_finish_run(Sim& s, int32_t r, double t) {
             x.s0 = st + 1;
             x.L0 = x.prefill_total;
             x.finish = x.s0 + x.out_left - 2;
-            x.residue = int32_t((((x.s0 - x.L0) % R.bs) + R.bs) % R.bs);
+            x.residue = int32_t(mod_count(mod_count(x.s0 - x.L0, R.bs) + R.bs, R.bs));
             // blocks for the prompt were taken at admission and are now tracked by length
             rescnt_of(s, r)[x.residue]++;
             R.A += x.L0 + x.ctx_extra - x.s0;
@@ -98,9 +98,11 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
   Queue& Q = s.q[R.queue];
   const int64_t st = R.step;
   advance_clock(s, t);
+  R.wake_at = kInf;  // this is its step boundary: an offer it was noted for is taken up here
 
   // 1. a KV slot for every decoding sequence, preempting the newest while blocks are short
-  int64_t need = R.n_decode > 0 ? rescnt_of(s, r)[int32_t(st % R.bs)] : 0;
+  const int32_t res_now = int32_t(mod_count(st, R.bs));
+  int64_t need = R.n_decode > 0 ? rescnt_of(s, r)[res_now] : 0;
   int32_t changed = 0;  // queue head changed: preemptions pushed to it, or admissions took from it
   // time slicing: the device's memory is shared without isolation, its compute taken in turns
   double device_free = kInf, slowdown = 1.0;
@@ -116,8 +118,8 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
       if (k != r && s.rep[k].busy) slowdown += 1.0;
     }
     device_free = P.device_memory_bytes - used;
-    if (R.n_decode > 0 && double(rescnt_of(s, r)[int32_t(st % R.bs)]) * block_bytes > device_free &&
-        rescnt_of(s, r)[int32_t(st % R.bs)] <= R.free_blocks) {
+    if (R.n_decode > 0 && double(rescnt_of(s, r)[res_now]) * block_bytes > device_free &&
+        rescnt_of(s, r)[res_now] <= R.free_blocks) {
       // this engine has blocks to spare, the device does not: CUDA out of memory
       s.tally->pools[R.pool].crashes += in_window(s, t);
       replica_fail(s, r, t, false, kNone);
@@ -232,11 +234,11 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
     pread += c0;
   }
 
-  // With a shared queue, work this replica left behind (or sent back) is offered to the others.
-  if (changed && P.router == Router::central_queue && Q.size > 0) {
-    const PoolState& ps = s.pool[R.pool];
-    for (int32_t o = ps.first_replica; o < ps.first_replica + ps.n_replicas; ++o)
-      if (o != r) cont_kick(s, o, t);
+  // With a shared queue, work this replica left behind (or sent back) is offered to the others;
+  // work it could not take goes on to the next replica noted for an earlier offer.
+  if (P.router == Router::central_queue && Q.size > 0) {
+    if (changed) cq_offer(s, R.pool, r, t);
+    else cq_wake_next(s, R.pool, t);
   }
 
   if (R.n_running == 0) {  // nothing to do: idle until work arrives
@@ -298,6 +300,60 @@ FLEETSIM_HD inline void cont_kick(Sim& s, int32_t r, double t) {
     R.run_k = j;
     set_next(s, r, max_of(t, R.run_t0 + line_sum(R.run_line, j)));
   }
+}
+
+// Work in pool pi's shared queue is offered to every replica but `except`, as cont_kick would to
+// each. An idle replica wakes now; a busy one is only noted with its next step boundary, and the
+// earliest of those is woken (cq_wake_next): a replica whose boundary comes later would find the
+// work taken, so waking it would only split its run (which changes rounding, not what happens).
+// A step start that leaves work behind wakes the next noted replica, so every replica that waking
+// all would have reached with work waiting is still reached, at the same step.
+FLEETSIM_HD inline void cq_offer(Sim& s, int32_t pi, int32_t except, double t) {
+  const PoolState& ps = s.pool[pi];
+  const int32_t r0 = ps.first_replica, r1 = ps.first_replica + ps.n_replicas;
+  // a cap on run length restarts at every split, so there every split counts
+  const bool all = s.p->wake_all || s.p->max_run_steps > 1;
+  for (int32_t o = r0; o < r1; ++o) {
+    if (o == except) continue;
+    Replica& O = s.rep[o];
+    if (all || !O.busy) {
+      cont_kick(s, o, t);
+      continue;
+    }
+    if (O.state != kReady && O.state != kDraining) continue;
+    if (O.run_prefill || O.run_k <= 1 || O.n_running >= O.S) continue;
+    if (O.wake_at < kInf && O.wake_at >= t) continue;  // noted already: the same boundary
+    const int64_t j = line_steps_until(O.run_line, O.run_k, t - O.run_t0);
+    O.wake_at = kInf;
+    if (j < O.run_k) {
+      O.wake_k = j;
+      O.wake_at = max_of(t, O.run_t0 + line_sum(O.run_line, j));
+    }
+  }
+  if (!all) cq_wake_next(s, pi, t);
+}
+
+// Wake the noted replica of pool pi with the earliest step boundary (ties: the lower index, as
+// the event heap orders them); a note whose boundary or run has gone is dropped.
+FLEETSIM_HD inline void cq_wake_next(Sim& s, int32_t pi, double t) {
+  const PoolState& ps = s.pool[pi];
+  int32_t best = kNone;
+  for (int32_t o = ps.first_replica; o < ps.first_replica + ps.n_replicas; ++o) {
+    Replica& O = s.rep[o];
+    if (!(O.wake_at < kInf)) continue;
+    if (O.wake_at < t || !O.busy || (O.state != kReady && O.state != kDraining) || O.run_prefill ||
+        O.wake_k >= O.run_k) {
+      O.wake_at = kInf;
+      continue;
+    }
+    if (best == kNone || O.wake_at < s.rep[best].wake_at) best = o;
+  }
+  if (best == kNone) return;
+  Replica& B = s.rep[best];
+  const double at = B.wake_at;
+  B.run_k = B.wake_k;
+  B.wake_at = kInf;
+  set_next(s, best, at);
 }
 
 }  // namespace fleetsim

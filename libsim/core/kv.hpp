@@ -7,15 +7,20 @@
 
 namespace fleetsim {
 
-// Blocks the decoding sequences of replica r allocate over steps [st, st + k).
+// Blocks the decoding sequences of replica r allocate over steps [st, st + k). The residue index
+// wraps by compare, not by a 64-bit modulo per step (this runs on every decode run).
 FLEETSIM_HD inline int64_t blocks_needed(Sim& s, int32_t r, int64_t st, int64_t k) {
   if (k <= 0) return 0;
   const int32_t* cnt = rescnt_of(s, r);
   const int32_t bs = s.rep[r].bs;
   const int64_t n = s.rep[r].n_decode;
-  int64_t total = (k / bs) * n;
-  const int64_t rem = k % bs;
-  for (int64_t j = 0; j < rem; ++j) total += cnt[(st + (k - rem) + j) % bs];
+  int64_t total = div_count(k, bs) * n;
+  const int32_t rem = int32_t(mod_count(k, bs));
+  int32_t i = int32_t(mod_count(st + (k - rem), bs));
+  for (int32_t j = 0; j < rem; ++j) {
+    total += cnt[i];
+    if (++i == bs) i = 0;
+  }
   return total;
 }
 
@@ -25,14 +30,16 @@ FLEETSIM_HD inline int64_t steps_covered(Sim& s, int32_t r, int64_t st, int64_t 
   if (n == 0) return int64_t(1) << 60;
   const int32_t* cnt = rescnt_of(s, r);
   const int32_t bs = s.rep[r].bs;
-  const int64_t cycles = free_blocks / n;
+  const int64_t cycles = div_count(free_blocks, n);
   int64_t left = free_blocks - cycles * n;
   int64_t j = cycles * bs;
-  for (int32_t i = 0; i < bs; ++i) {
-    const int64_t need = cnt[(st + j) % bs];
+  int32_t i = int32_t(mod_count(st, bs));  // (st + j) % bs: j is whole cycles
+  for (int32_t m = 0; m < bs; ++m) {
+    const int64_t need = cnt[i];
     if (need > left) return j;
     left -= need;
     ++j;
+    if (++i == bs) i = 0;
   }
   return j;  // unreachable: a full cycle needs n > left blocks
 }
@@ -67,7 +74,7 @@ FLEETSIM_HD inline int32_t preempt_newest(Sim& s, int32_t r, int64_t st) {
   if (q.in_window) s.tally->classes[q.cls].lost_tokens += lost;
   if (x.decoding) {
     R.free_blocks += ceil_div(x.L0 + (st - x.s0), R.bs) + pool_of(s, r).window_blocks;
-    needed_now = (x.residue == int32_t(st % R.bs)) ? 1 : 0;
+    needed_now = (x.residue == int32_t(mod_count(st, R.bs))) ? 1 : 0;
     q.generated += int32_t(st - x.s0);
     stop_decoding(s, r, sl);
   } else {

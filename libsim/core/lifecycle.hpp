@@ -177,12 +177,13 @@ FLEETSIM_HD inline void replica_fail(Sim& s, int32_t r, double t, bool new_node,
   set_state(s, r, kStarting, t);
   set_next(s, r, t + back);
   if (P.router == Router::central_queue && Q.size > 0) {  // the others can take the retried work now
-    const PoolState& ps = s.pool[R.pool];
-    for (int32_t o = ps.first_replica; o < ps.first_replica + ps.n_replicas; ++o)
-      if (o != r) {
-        if (P.batching == Batching::continuous) cont_kick(s, o, t);
-        else static_try_start(s, o, t);
-      }
+    if (P.batching == Batching::continuous) {
+      cq_offer(s, R.pool, r, t);
+    } else {
+      const PoolState& ps = s.pool[R.pool];
+      for (int32_t o = ps.first_replica; o < ps.first_replica + ps.n_replicas; ++o)
+        if (o != r) static_try_start(s, o, t);
+    }
   }
 }
 

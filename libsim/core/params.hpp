@@ -222,6 +222,7 @@ struct SimParams {
   uint64_t seed;
   int64_t max_events;     // guard against runaway configurations
   int64_t max_run_steps;  // 0: decode runs as long as the batch is unchanged; 1: every step an event (tests)
+  int32_t wake_all;       // 1: a shared queue wakes every replica it offers work to at once (tests)
 };
 
 }  // namespace fleetsim

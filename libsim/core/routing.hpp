@@ -29,8 +29,11 @@ FLEETSIM_HD inline void handle_arrival(Sim& s, int32_t cls, double t) {
     output = sample_length(C.output, s.rng, Stream::output, uint32_t(cls), idx);
   }
   if (prompt < 1) prompt = 1;
-  double u_prefix, u_cache;
-  s.rng.uniform2(Stream::accept, uint32_t(cls), idx, 1, u_prefix, u_cache);
+  // the acceptance draw only where a shared prefix or the response cache can take it (the draw is
+  // keyed by the request, so skipping it changes no other number)
+  double u_prefix = 1.0, u_cache = 1.0;
+  if ((C.prefix_share > 0.0 && C.prefix_tokens > 0 && cached == 0) || C.response_cache_hit_rate > 0.0)
+    s.rng.uniform2(Stream::accept, uint32_t(cls), idx, 1, u_prefix, u_cache);
   // a request whose trace names its cached prefix does not also take the class's (the loader forbids both)
   const bool has_prefix = u_prefix < C.prefix_share && C.prefix_tokens > 0 && cached == 0;
   if (has_prefix && prompt <= C.prefix_tokens) prompt = C.prefix_tokens + 1;  // it starts with the prefix
@@ -140,7 +143,7 @@ FLEETSIM_HD inline void handle_arrival(Sim& s, int32_t cls, double t) {
       if (idle != kNone) {
         cont_kick(s, idle, t);
       } else {
-        for (int32_t r = r0; r < r1; ++r) cont_kick(s, r, t);
+        cq_offer(s, C.pool, kNone, t);
       }
     }
   } else {

@@ -81,6 +81,9 @@ struct Replica {
   double run_in_share;                    // fraction of the run's time attributed to input tokens
   double run_seqs;                        // sequences in each step of the run
   double run_blocks0, run_blocks_rate;    // allocated KV blocks at j = 0, and growth per step
+  // a shared queue's offer this run has not yet been woken for: its step boundary (kInf: none)
+  double wake_at;
+  int64_t wake_k;  // the run's steps, cut at that boundary
   double run_class_share[kMaxClasses];    // share of the run's time spent on each class
   double run_class_in_share[kMaxClasses]; // of which on its input tokens (prefill)
   // static batching
@@ -159,7 +162,17 @@ struct WorkspaceLayout {
 
 FLEETSIM_HD inline uint64_t align_up(uint64_t x) { return (x + 15) & ~uint64_t(15); }
 
-FLEETSIM_HD FLEETSIM_FORCEINLINE int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+// Quotient and remainder of token and step counts: a 32-bit divide when both fit (a 64-bit one
+// costs several times as much on a CPU), with the same result; negative or large values take the
+// 64-bit one.
+FLEETSIM_HD FLEETSIM_FORCEINLINE int64_t div_count(int64_t a, int64_t b) {
+  return ((uint64_t(a) | uint64_t(b)) >> 32) == 0 ? int64_t(uint32_t(a) / uint32_t(b)) : a / b;
+}
+FLEETSIM_HD FLEETSIM_FORCEINLINE int64_t mod_count(int64_t a, int64_t b) {
+  return ((uint64_t(a) | uint64_t(b)) >> 32) == 0 ? int64_t(uint32_t(a) % uint32_t(b)) : a % b;
+}
+
+FLEETSIM_HD FLEETSIM_FORCEINLINE int64_t ceil_div(int64_t a, int64_t b) { return div_count(a + b - 1, b); }
 
 FLEETSIM_HD FLEETSIM_FORCEINLINE int32_t pool_slots(const PoolParams& P) {
   return P.batching == Batching::continuous ? P.max_num_seqs : P.max_batch;
@@ -319,6 +332,8 @@ FLEETSIM_HD inline Sim sim_bind(const SimParams& p, uint32_t replication, uint8_
       R.run_t0 = 0.0;
       R.run_k = 0;
       R.run_prefill = 0;
+      R.wake_at = kInf;
+      R.wake_k = 0;
       R.batch_n = 0;
       R.batch_t_first = 0.0;
       for (int32_t i = 0; i < P.kv_block_tokens; ++i) s.rescnt[R.res_base + i] = 0;

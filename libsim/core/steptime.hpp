@@ -53,9 +53,65 @@ FLEETSIM_HD inline double line_sum(const Line& l, int64_t k) {
   return o + s1 + s2;
 }
 
-// Smallest j in [1, k] with line_sum(l, j) >= dt (k if none).
+// Real m >= 0 with m c + d m (m - 1) / 2 = R: how many steps, the first taking c and each next
+// one d longer, add up to R. The root of the quadratic in its cancellation-free form; < 0 if none.
+FLEETSIM_HD inline double steps_to_cover(double c, double d, double R) {
+  if (!(R > 0.0)) return 0.0;
+  const double h = c - 0.5 * d;
+  const double disc = h * h + 2.0 * d * R;
+  if (!(disc >= 0.0)) return -1.0;
+  const double den = h + dm::sqrt(disc);
+  return den > 0.0 ? 2.0 * R / den : -1.0;
+}
+
+// Where line_sum reaches dt, as a real number of steps (< 0 if the quadratic gives no answer):
+// the closed form of line_sum solved on the piece that reaches dt.
+FLEETSIM_HD inline double line_steps_guess(const Line& l, double dt) {
+  const double ga = l.a1 - l.a2, gb = l.b1 - l.b2;
+  bool first_is_1;
+  double split;  // as in line_sum, unbounded
+  if (gb == 0.0) {
+    first_is_1 = ga >= 0.0;
+    split = kInf;
+  } else {
+    first_is_1 = gb < 0.0;
+    const double jstar = -ga / gb;
+    split = jstar <= 0.0 ? 0.0 : dm::ceil(jstar);
+  }
+  const double a = first_is_1 ? l.a1 : l.a2, b = first_is_1 ? l.b1 : l.b2;
+  const double a2 = first_is_1 ? l.a2 : l.a1, b2 = first_is_1 ? l.b2 : l.b1;
+  const double m = steps_to_cover(l.o + a, b, dt);
+  if (m < 0.0 || m <= split) return m;
+  const double done = (l.o + a) * split + b * (split * (split - 1.0) * 0.5);
+  const double m2 = steps_to_cover(l.o + a2 + b2 * split, b2, dt - done);
+  return m2 < 0.0 ? m2 : split + m2;
+}
+
+// Smallest j in [1, k] with line_sum(l, j) >= dt (k if none). The closed-form guess is checked
+// against line_sum itself, so the answer is the one a binary search over line_sum gives; the
+// search only runs, over what the checks left, when the guess is off by more than a step.
 FLEETSIM_HD inline int64_t line_steps_until(const Line& l, int64_t k, double dt) {
-  int64_t lo = 1, hi = k;
+  int64_t lo = 1, hi = k;  // the answer lies in [lo, hi]
+  const double g = line_steps_guess(l, dt);
+  if (g >= 0.0 && g < double(k)) {
+    int64_t j = int64_t(dm::ceil(g));
+    if (j < 1) j = 1;
+    if (line_sum(l, j) >= dt) {
+      hi = j;
+      if (j > 1) {
+        if (line_sum(l, j - 1) < dt) lo = j;
+        else hi = j - 1;
+      }
+    } else {
+      lo = j + 1 < k ? j + 1 : k;
+      if (lo < k) {
+        if (line_sum(l, lo) >= dt) hi = lo;
+        else lo += 1;
+      }
+    }
+  } else if (g >= double(k) && k > 1 && line_sum(l, k - 1) < dt) {
+    lo = k;
+  }
   while (lo < hi) {
     const int64_t mid = lo + (hi - lo) / 2;
     if (line_sum(l, mid) >= dt) hi = mid; else lo = mid + 1;
