@@ -53,8 +53,27 @@ const std::vector<DeviceSpec>& builtin_devices() {
        "PCIe Gen4 x16", 32, 25, 8, 32, 8},
       {"rtx-4090-24gb", 23.55, 1008, 165.2, 330.3, 0.35, "NVIDIA GeForce RTX 4090 24GB GDDR6X; tensor figures with FP32 accumulate",
        0, "PCIe Gen4 x16", 32, 25, 8, 32, 8},
+      // CPU instances: memory is the instance's RAM, bandwidth its cores' share of the socket's
+      // DRAM channels, BF16 cores x clock x FLOPs per cycle (docs/catalog.md, "CPU instances").
+      // One instance is one "device": no scale-up link, and a replica spanning instances uses the network.
+      {"c7i-8xlarge-amx", 64, 102.4, 39.3, 0.0, 1.428,
+       "AWS c7i.8xlarge: 16 cores of a Xeon Platinum 8488C (Sapphire Rapids), AMX BF16", 0, "none (CPU instance)", 0,
+       0, 1, 0, 1},
+      {"c7i-2xlarge-amx", 16, 25.6, 9.8, 0.0, 0.357,
+       "AWS c7i.2xlarge: 4 cores of a Xeon Platinum 8488C (Sapphire Rapids), AMX BF16", 0, "none (CPU instance)", 0,
+       0, 1, 0, 1},
+      {"c6i-8xlarge-avx512", 64, 102.4, 2.97, 0.0, 1.36,
+       "AWS c6i.8xlarge: 16 cores of a Xeon Platinum 8375C (Ice Lake), AVX-512 FP32 only (no BF16 or matrix unit)", 0,
+       "none (CPU instance)", 0, 0, 1, 0, 1},
   });
   return d;
+}
+
+bool cpu_instance(const DeviceSpec& d) {
+  static const char* const cpus[] = {"c7i-8xlarge-amx", "c7i-2xlarge-amx", "c6i-8xlarge-avx512"};
+  for (const char* c : cpus)
+    if (d.name == c) return true;
+  return false;
 }
 
 // NVIDIA MIG profiles (MIG user guide, "Supported MIG Profiles"): compute in sevenths, memory in eighths.

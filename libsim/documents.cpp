@@ -33,7 +33,7 @@ CapacityAnswer capacity_document(const CapacityRequest& o) {
   mi.max_batched_tokens = o.max_batched_tokens;
   mi.max_num_seqs = o.max_num_seqs;
   mi.kv_block_tokens = o.kv_block_tokens;
-  mi.enforce_eager = o.enforce_eager;
+  mi.enforce_eager = o.enforce_eager || cpu_instance(*dev);  // a CPU captures no CUDA graphs
   mi.tp = o.tp;
   mi.pp = o.pp;
   const std::string tp_why = tp_problem(*mod, o.tp);

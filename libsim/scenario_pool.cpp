@@ -121,7 +121,8 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
   P.kv_block_tokens = eng.has("kv_block_tokens") ? int(eng.at("kv_block_tokens").integer(1, 1024)) : 16;
   P.kv_watermark = eng.has("kv_watermark") ? eng.at("kv_watermark").num_in(0, 0.5, "kv_watermark") : 0.01;
   P.runtime_overhead_gib = eng.has("runtime_overhead_gib") ? eng.at("runtime_overhead_gib").num_in(0, 1e4) : -1;
-  P.enforce_eager = eng.has("enforce_eager") && eng.at("enforce_eager").boolean();
+  // a CPU instance runs eager whatever the scenario says: there are no CUDA graphs to capture
+  P.enforce_eager = (eng.has("enforce_eager") && eng.at("enforce_eager").boolean()) || cpu_instance(P.device);
   P.activation_gib = eng.has("activation_gib") ? eng.at("activation_gib").num_in(0, 1e4) : -1;
   P.max_batch = eng.has("max_batch") ? int(eng.at("max_batch").integer(1, 16384)) : 8;
   P.batch_window_s = eng.has("batch_window_s") ? eng.at("batch_window_s").num_in(0, 3600) : 0.05;

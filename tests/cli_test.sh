@@ -56,6 +56,25 @@ expect "capacity tp that does not split the heads" 2 "--tp: error: --tp: qwen2.5
   "$bin" capacity --model qwen2.5-7b --device h100-sxm-80gb --tp 8
 "$bin" capacity --model llama-3.1-70b --device h100-sxm-80gb | grep -q "it fits at --tp 2" ||
   { echo "FAIL: capacity names the smallest tp that fits"; fail=$((fail + 1)); }
+# The seeds' "reranker on a GPU at 4% utilization". By hand, a 320-token pair (the mean of
+# 128..512) on an H100 is 2 ms + 2 x 0.568e9 x 320 FLOP / (989 TFLOP/s x 0.5) = 2.75 ms, so 15 pairs/s
+# keep it busy 4.1%; on the c7i.8xlarge (39.3 TFLOP/s x 0.25, 5 ms per step) a pair takes ~43 ms:
+# busy ~64%, and per 1M input tokens $1.428 / 17.28M tokens an hour = $0.083 vs the H100's $0.174.
+# Without AMX (c6i, FP32 AVX-512) six instances are needed and cost more than the whole H100.
+expect "reranker cpu vs gpu" 0 "" -- "$bin" run "$src/scenarios/reranker-cpu-vs-gpu.yaml" --format json
+check "reranker: whole GPU ~4% busy, AMX CPU cheaper within the SLO, AVX-512 CPU dearer" python3 - "$tmp/out" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+pool = lambda n: j["pools"][n]
+busy = lambda n: pool(n)["utilization"]["busy_fraction"]
+usd = lambda n: pool(n)["cost"]["per_million_input_tokens_usd"]
+p99 = lambda c: j["classes"][c]["latency_s"]["e2e"]["p99"]
+ok = (0.03 < busy("h100-whole") < 0.06 and 0.5 < busy("cpu-amx") < 0.75
+      and usd("cpu-amx") < 0.6 * usd("h100-whole") and p99("rerank-amx") < 0.5
+      and usd("cpu-avx512") > usd("h100-whole") and usd("h100-mig") < usd("cpu-amx")
+      and pool("cpu-amx")["capacity"]["cuda_graph_gib"] == 0)
+sys.exit(0 if ok else 1)
+PY
 expect "duration nan" 2 "--duration: expected a finite number, got 'nan'" -- "$bin" run --duration nan
 expect "duration inf" 2 "--duration: expected a finite number, got 'inf'" -- "$bin" run --duration inf
 expect "gpu memory utilization nan" 2 "--gpu-memory-utilization: expected a finite number" -- \
