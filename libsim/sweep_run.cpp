@@ -364,46 +364,79 @@ Json run_sweep(const ScenarioSource& src, const SweepSpec& spec, const SweepOpti
     worker();
     for (auto& t : pool) t.join();
   } else {
-    // waves of configurations: instantiate on the host, simulate on the device, summarise
-    const size_t wave = std::max<size_t>(1, 8192 / spec.replications);
-    for (size_t w0 = 0; w0 < configs.size() && !failure && !stopping(); w0 += wave) {
-      const size_t w1 = std::min(configs.size(), w0 + wave);
-      std::vector<std::unique_ptr<Scenario>> sc(w1 - w0);
-      std::vector<std::string> reasons(w1 - w0);
-      std::vector<SimParams> params(w1 - w0);
-      std::atomic<size_t> nx{w0};
-      auto prep = [&]() {
-        guarded([&] {
-          for (size_t pos; (pos = nx.fetch_add(1)) < w1;) {
-            sc[pos - w0] = prepare(pos, reasons[pos - w0]);
-            if (sc[pos - w0]) params[pos - w0] = sc[pos - w0]->params();
-          }
-        });
-      };
-      std::vector<std::thread> pool;
-      for (unsigned i = 1; i < threads; ++i) pool.emplace_back(prep);
-      prep();
-      for (auto& t : pool) t.join();
-      if (failure) break;
+    // Waves of configurations, pipelined: the host threads instantiate wave k + 1 and summarise
+    // wave k - 1 while the device runs wave k (the device is never waiting on one host thread).
+    struct Wave {
+      size_t w0 = 0, w1 = 0;
+      std::vector<std::unique_ptr<Scenario>> sc;
+      std::vector<std::string> reasons;
+      std::vector<SimParams> params;
+      std::vector<size_t> first_job;
       std::vector<SimJob> jobs;
-      std::vector<size_t> first_job(w1 - w0, 0);
-      for (size_t i = 0; i < w1 - w0; ++i) {
-        first_job[i] = jobs.size();
-        if (sc[i])
-          for (uint32_t r = 0; r < spec.replications; ++r) jobs.push_back(SimJob{&params[i], r});
+      CompactTallies results;
+    };
+    auto each = [&](size_t n, const std::function<void(size_t)>& fn) {
+      std::atomic<size_t> nx{0};
+      auto run = [&] { guarded([&] { for (size_t i; (i = nx.fetch_add(1)) < n && !failed.load();) fn(i); }); };
+      std::vector<std::thread> pool;
+      for (unsigned i = 1; i < threads; ++i) pool.emplace_back(run);
+      run();
+      for (auto& t : pool) t.join();
+    };
+    const size_t wave = std::max<size_t>(1, 32768 / spec.replications);
+    auto prepare_wave = [&](size_t w0) {
+      auto w = std::make_unique<Wave>();
+      w->w0 = w0;
+      w->w1 = std::min(configs.size(), w0 + wave);
+      const size_t m = w->w1 - w0;
+      w->sc.resize(m);
+      w->reasons.resize(m);
+      w->params.resize(m);
+      w->first_job.resize(m);
+      each(m, [&](size_t i) {
+        w->sc[i] = prepare(w0 + i, w->reasons[i]);
+        if (w->sc[i]) w->params[i] = w->sc[i]->params();
+      });
+      for (size_t i = 0; i < m; ++i) {
+        w->first_job[i] = w->jobs.size();
+        if (w->sc[i])
+          for (uint32_t r = 0; r < spec.replications; ++r) w->jobs.push_back(SimJob{&w->params[i], r});
       }
-      std::vector<Tally> tallies(jobs.size());
-      if (!jobs.empty()) cuda_simulate(jobs, tallies.data());
-      reps_done.fetch_add(jobs.size());
-      guarded([&] {
-        for (size_t i = 0; i < w1 - w0; ++i) {
-          std::vector<const Tally*> reps;
-          if (sc[i])
-            for (uint32_t r = 0; r < spec.replications; ++r) reps.push_back(&tallies[first_job[i] + r]);
-          finish(w0 + i, sc[i].get(), reps, reasons[i]);
+      return w;
+    };
+    auto summarise = [&](Wave& w) {
+      each(w.w1 - w.w0, [&](size_t i) {
+        std::vector<std::unique_ptr<Tally>> t;
+        std::vector<const Tally*> reps;
+        if (w.sc[i])
+          for (uint32_t r = 0; r < spec.replications; ++r) {
+            t.push_back(std::make_unique<Tally>());  // value-initialised, as expand needs
+            w.results.expand(w.first_job[i] + r, *t.back());
+            reps.push_back(t.back().get());
+          }
+        finish(w.w0 + i, w.sc[i].get(), reps, w.reasons[i]);
+      });
+    };
+    std::unique_ptr<Wave> ready = configs.empty() ? nullptr : prepare_wave(0), finished_wave;
+    while (ready && !failed.load() && !stopping()) {
+      std::unique_ptr<Wave> running = std::move(ready);
+      std::exception_ptr device_error;
+      std::thread device([&] {
+        try {
+          if (!running->jobs.empty()) running->results = cuda_simulate_compact(running->jobs);
+        } catch (...) {
+          device_error = std::current_exception();
         }
       });
+      if (finished_wave) summarise(*finished_wave);
+      finished_wave.reset();
+      if (running->w1 < configs.size()) ready = prepare_wave(running->w1);
+      device.join();
+      if (device_error) guarded([&] { std::rethrow_exception(device_error); });
+      reps_done.fetch_add(running->jobs.size());
+      finished_wave = std::move(running);
     }
+    if (finished_wave && !failed.load()) summarise(*finished_wave);
   }
   {
     std::lock_guard<std::mutex> lock(stop_mutex);
