@@ -117,7 +117,7 @@ struct LaunchPlan {
   CompactLayout result;          // one job's result
   uint32_t chunk = 0;            // jobs per launch; two result buffers of `chunk` alternate
   std::vector<uint32_t> order;   // jobs, most expected work first
-  double occupancy = 0;          // resident warps of the kernel / the SM's maximum
+  double occupancy = 0;          // warps in flight per SM (on average) / the SM's maximum
   uint64_t slot_bytes() const { return uint64_t(slots) * slot_stride; }
   uint64_t result_bytes() const { return 2 * uint64_t(chunk) * result.bytes(); }
   uint64_t device_bytes() const { return slot_bytes() + result_bytes() + 2 * uint64_t(chunk) * sizeof(uint32_t); }
@@ -147,10 +147,12 @@ inline LaunchPlan plan_launch(const std::vector<SimJob>& jobs, const DeviceLimit
   L.slots = uint32_t(std::max<uint64_t>(1, std::min({resident, by_memory, std::max<uint64_t>(n, 1)})));
   // a few jobs per slot per launch, so each launch's tail (its shortest jobs) is short
   L.chunk = uint32_t(std::max<uint64_t>(1, std::min({n, 8 * uint64_t(L.slots), for_results / per_job})));
+  // too few slots for a block on every SM: blocks of one warp, so they spread over more SMs
+  if (L.slots < uint64_t(std::max(1, d.sms)) * L.block) L.block = 32;
   L.grid = uint32_t((L.slots + L.block - 1) / L.block);
-  const double warps_per_block = double((L.block + 31) / 32);
-  const double resident_blocks = std::min(double(std::max(1, d.blocks_per_sm)), double(L.grid) / std::max(1, d.sms));
-  L.occupancy = resident_blocks * warps_per_block / (double(d.max_threads_per_sm) / 32.0);
+  // warps in flight per SM, on average over the SMs, against the SM's maximum
+  const double warps = std::min(double(L.slots), double(resident)) / 32.0;
+  L.occupancy = warps / std::max(1, d.sms) / (double(d.max_threads_per_sm) / 32.0);
   return L;
 }
 

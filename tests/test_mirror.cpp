@@ -103,8 +103,9 @@ TEST_CASE("a launch is sized from the device: occupancy, memory per job, compact
     // every resident thread gets a slot while three quarters of the budget hold them
     const uint64_t by_memory = (h200.memory_budget - h200.memory_budget / 4) / L.slot_stride;
     CHECK(L.slots == std::min(resident, by_memory));
+    CHECK(L.block == 64);
     CHECK(L.grid == (L.slots + 63) / 64);
-    CHECK(L.occupancy == doctest::Approx(std::min(4.0, double(L.grid) / 132) * 2 / 64));
+    CHECK(L.occupancy == doctest::Approx(double(L.slots) / 32 / 132 / 64));
     // one class, one pool: a result is the header, one pool and one class, not 8 classes
     CHECK(L.result.classes == 1);
     CHECK(L.result.pools == 1);
@@ -122,8 +123,11 @@ TEST_CASE("a launch is sized from the device: occupancy, memory per job, compact
   const Scenario s = conv(2);
   const SimParams p = s.params();
   const std::vector<SimJob> few(100, SimJob{&p, 0});
-  CHECK(plan_launch(few, h200).slots == 100);
-  CHECK(plan_launch(few, h200).chunk == 100);
+  const LaunchPlan F = plan_launch(few, h200);
+  CHECK(F.slots == 100);
+  CHECK(F.chunk == 100);
+  CHECK(F.block == 32);  // one-warp blocks: on 4 SMs rather than 2
+  CHECK(F.grid == 4);
 }
 
 TEST_CASE("a planned launch run on the CPU gives the host tallies, bit for bit") {
