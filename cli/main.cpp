@@ -149,10 +149,40 @@ ScenarioSource source(const Options& o) {
 Scenario load(const Options& o) { return source(o).instantiate(); }
 
 void emit_sweep(const Json& doc, const std::string& format) {
-  if (format == "json") emit(doc.dump(2) + "\n");
-  else if (format == "csv") emit(sweep_to_csv(doc));
-  else emit(format_sweep_table(doc));
+  if (format == "json") {
+    emit(doc.dump(2) + "\n");
+  } else if (format == "csv") {
+    emit(sweep_to_csv(doc));
+  } else if (format == "jsonl") {
+    emit(sweep_jsonl_header(doc));
+    for (const auto& r : doc["rows"]) emit(sweep_jsonl_row(r));
+    emit(sweep_jsonl_summary(doc));
+  } else {
+    emit(format_sweep_table(doc));
+  }
 }
+
+// CSV and JSON Lines leave row by row as configurations finish (in index order), so a sweep of
+// any size holds a few rows per thread; JSON and the table need every row before they start.
+struct SweepStream {
+  std::optional<SweepCsvWriter> csv;
+  bool jsonl = false;
+  SweepStream(const std::string& format, const Json& header) {
+    if (format == "csv") csv.emplace(header, [](const std::string& s) { emit(s); });
+    if (format == "jsonl") {
+      jsonl = true;
+      emit(sweep_jsonl_header(header));
+    }
+  }
+  void row(const Json& r) {
+    if (csv) csv->row(r);
+    else emit(sweep_jsonl_row(r));
+  }
+  void finish(const Json& doc) {
+    if (csv) csv->finish();
+    else emit(sweep_jsonl_summary(doc));
+  }
+};
 
 int cmd_sweep(const Options& o) {
   const ScenarioSource src = source(o);
@@ -190,6 +220,11 @@ int cmd_sweep(const Options& o) {
   opt.progress = [&progress](const SweepProgress& p) { progress.update(p); };
   opt.stop = &g_stop;
   catch_stop_signals();
+  std::optional<SweepStream> stream;
+  if (o.format == "csv" || o.format == "jsonl") {
+    stream.emplace(o.format, sweep_document_header(src, spec, opt.shard_index, opt.shard_count));
+    opt.ordered_row = [&stream](const Json& r) { stream->row(r); };
+  }
   Json doc;
   try {
     doc = run_sweep(src, spec, opt);
@@ -210,7 +245,8 @@ int cmd_sweep(const Options& o) {
     throw;
   }
   progress.close();
-  emit_sweep(doc, o.format);
+  if (stream) stream->finish(doc);
+  else emit_sweep(doc, o.format);
   return kExitOk;
 }
 
@@ -372,6 +408,10 @@ int cmd_fit(const Options& o) {
 void add_format(CLI::App* c, Options& o) {
   c->add_option("--format", o.format, "output format")->check(CLI::IsMember({"table", "json", "csv"}));
 }
+void add_sweep_format(CLI::App* c, Options& o) {
+  c->add_option("--format", o.format, "output format (csv and jsonl stream rows as configurations finish)")
+      ->check(CLI::IsMember({"table", "json", "csv", "jsonl"}));
+}
 void add_scenario_flags(CLI::App* c, Options& o) {
   c->add_option("--set", o.sets, "override a scenario key: PATH=VALUE (repeatable)")->allow_extra_args(false);
 }
@@ -456,11 +496,11 @@ int main(int argc, char** argv) {
                  "append each finished configuration to FILE (JSON Lines), so an interrupted sweep can be resumed");
   sw->add_option("--resume", o.resume,
                  "continue the sweep journaled in FILE: run only the configurations it lacks, journaling them to FILE");
-  add_format(sw, o);
+  add_sweep_format(sw, o);
 
   CLI::App* mg = subs[5].first;
   mg->add_option("shards", o.inputs, "JSON outputs of `fleetsim sweep --shard K/N --format json`")->required();
-  add_format(mg, o);
+  add_sweep_format(mg, o);
 
   CLI::App* ft = subs[6].first;
   ft->add_option("data", o.fit.inputs,

@@ -1,6 +1,8 @@
-// The CUDA backend: one simulation per GPU thread, running the same core functions as the CPU.
-// Parameters are mirrored to the device (arrays relocated), per-simulation state lives in one
-// flat workspace sized before the launch, and jobs run in waves that fit in device memory.
+// The CUDA backend: the same core functions as the CPU, one simulation per GPU thread. Parameters
+// are mirrored to the device (arrays relocated); the launch is planned on the host
+// (libsim/backend_launch.hpp, checked by the CPU tests): a persistent grid sized by occupancy and
+// memory, each thread a workspace slot, jobs taken most-work-first, compact results per job.
+// Launches alternate two result buffers so each one's copy to the host overlaps the next's compute.
 #include <cuda_runtime.h>
 
 #include <stdexcept>
@@ -8,6 +10,7 @@
 #include <vector>
 
 #include "libsim/backend.hpp"
+#include "libsim/backend_launch.hpp"
 #include "libsim/core/engine.hpp"
 #include "libsim/mirror.hpp"
 
@@ -23,12 +26,12 @@ void check(cudaError_t e, const char* what) {
 class DeviceBuffer {
  public:
   DeviceBuffer() = default;
-  explicit DeviceBuffer(size_t bytes) : bytes_(bytes) {
+  explicit DeviceBuffer(size_t bytes) {
     if (bytes) check(cudaMalloc(&ptr_, bytes), "cudaMalloc");
   }
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(o.ptr_), bytes_(o.bytes_) { o.ptr_ = nullptr; }
+  DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(o.ptr_) { o.ptr_ = nullptr; }
   ~DeviceBuffer() {
     if (ptr_) cudaFree(ptr_);
   }
@@ -40,15 +43,78 @@ class DeviceBuffer {
 
  private:
   void* ptr_ = nullptr;
-  size_t bytes_ = 0;
 };
 
-__global__ void simulate_jobs(const SimParams* params, const uint32_t* param_index, const uint32_t* replication,
-                              const uint64_t* workspace_offset, uint8_t* workspace, Tally* out, uint32_t n) {
-  const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= n) return;
-  simulate(params[param_index[i]], replication[i], workspace + workspace_offset[i], out[i]);
+// Page-locked host memory (async copies need it), move-only.
+class PinnedBuffer {
+ public:
+  explicit PinnedBuffer(size_t bytes) {
+    if (bytes) check(cudaMallocHost(&ptr_, bytes), "cudaMallocHost");
+  }
+  PinnedBuffer(const PinnedBuffer&) = delete;
+  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+  ~PinnedBuffer() {
+    if (ptr_) cudaFreeHost(ptr_);
+  }
+  uint8_t* data() const { return static_cast<uint8_t*>(ptr_); }
+
+ private:
+  void* ptr_ = nullptr;
+};
+
+class CudaStream {
+ public:
+  CudaStream() { check(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking), "cudaStreamCreate"); }
+  CudaStream(const CudaStream&) = delete;
+  CudaStream& operator=(const CudaStream&) = delete;
+  ~CudaStream() { cudaStreamDestroy(s_); }
+  operator cudaStream_t() const { return s_; }
+
+ private:
+  cudaStream_t s_{};
+};
+
+class Event {
+ public:
+  Event() { check(cudaEventCreateWithFlags(&e_, cudaEventDisableTiming), "cudaEventCreate"); }
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  ~Event() { cudaEventDestroy(e_); }
+  operator cudaEvent_t() const { return e_; }
+
+ private:
+  cudaEvent_t e_{};
+};
+
+// What the kernel sees of one launch (trivially copyable view).
+struct LaunchView {
+  const SimParams* params;
+  const uint32_t* param_index;  // by job
+  const uint32_t* replication;  // by job
+  const uint32_t* jobs;         // this launch's jobs, most work first
+  uint32_t n_jobs;
+  uint32_t* next;               // the next job to take
+  uint8_t* slots;
+  uint64_t slot_stride, tally_offset;
+  uint8_t* results;             // by position in `jobs`
+  uint64_t result_stride;
+  uint32_t n_slots;
+};
+
+// Persistent threads: each owns a slot and takes jobs until none are left.
+__global__ void simulate_jobs(LaunchView v) {
+  const uint32_t slot = blockIdx.x * blockDim.x + threadIdx.x;
+  if (slot >= v.n_slots) return;
+  uint8_t* ws = v.slots + slot * v.slot_stride;
+  Tally* tally = reinterpret_cast<Tally*>(ws + v.tally_offset);
+  for (uint32_t k; (k = atomicAdd(v.next, 1u)) < v.n_jobs;) {
+    const uint32_t job = v.jobs[k];
+    simulate(v.params[v.param_index[job]], v.replication[job], ws, *tally);
+    compact_store(*tally, v.results + k * v.result_stride);
+  }
 }
+
+CudaLaunchStats g_last;
 
 }  // namespace
 
@@ -69,8 +135,11 @@ std::string cuda_device_name() {
   return prop.name;
 }
 
-void cuda_simulate(const std::vector<SimJob>& jobs, Tally* out) {
-  if (jobs.empty()) return;
+CudaLaunchStats cuda_last_launch() { return g_last; }
+
+CompactTallies cuda_simulate_compact(const std::vector<SimJob>& jobs, CudaLaunchStats* stats) {
+  CompactTallies out;
+  if (jobs.empty()) return out;
   // 1. parameters and the arrays they point to, mirrored to the device
   const Mirror mirror(jobs);
   DeviceBuffer d_arrays(mirror.array_bytes);
@@ -78,29 +147,72 @@ void cuda_simulate(const std::vector<SimJob>& jobs, Tally* out) {
   const std::vector<SimParams> params = mirror.relocated(d_arrays.as<void>());
   DeviceBuffer d_params(sizeof(SimParams) * params.size());
   d_params.upload(params.data(), sizeof(SimParams) * params.size());
+  const uint32_t n = uint32_t(jobs.size());
+  std::vector<uint32_t> reps(n);
+  for (uint32_t i = 0; i < n; ++i) reps[i] = jobs[i].replication;
+  DeviceBuffer d_pidx(4 * n), d_reps(4 * n);
+  d_pidx.upload(mirror.job_params.data(), 4 * n);
+  d_reps.upload(reps.data(), 4 * n);
 
-  // 2. waves of jobs whose workspaces and tallies fit in a share of free device memory
+  // 2. the plan, from the device's occupancy and a share of its free memory
+  int dev = 0;
+  check(cudaGetDevice(&dev), "cudaGetDevice");
+  cudaDeviceProp prop;
+  check(cudaGetDeviceProperties(&prop, dev), "cudaGetDeviceProperties");
+  DeviceLimits d;
+  d.sms = prop.multiProcessorCount;
+  d.max_threads_per_sm = prop.maxThreadsPerMultiProcessor;
+  d.block = 64;
+  check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&d.blocks_per_sm, simulate_jobs, d.block, 0), "occupancy");
   size_t free_bytes = 0, total_bytes = 0;
   check(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
-  for (const Wave& w : plan_waves(jobs, uint64_t(double(free_bytes) * 0.6))) {
-    const uint32_t n = uint32_t(w.last - w.first);
-    std::vector<uint32_t> pidx(n), reps(n);
-    for (uint32_t i = 0; i < n; ++i) {
-      pidx[i] = mirror.job_params[w.first + i];
-      reps[i] = jobs[w.first + i].replication;
-    }
-    DeviceBuffer d_ws(w.workspace_bytes), d_tally(sizeof(Tally) * n), d_pidx(4 * n), d_reps(4 * n), d_off(8 * n);
-    d_pidx.upload(pidx.data(), 4 * n);
-    d_reps.upload(reps.data(), 4 * n);
-    d_off.upload(w.workspace_offset.data(), 8 * n);
-    const uint32_t block = 64;
-    simulate_jobs<<<(n + block - 1) / block, block>>>(d_params.as<SimParams>(), d_pidx.as<uint32_t>(),
-                                                      d_reps.as<uint32_t>(), d_off.as<uint64_t>(), d_ws.as<uint8_t>(),
-                                                      d_tally.as<Tally>(), n);
+  d.memory_budget = uint64_t(double(free_bytes) * 0.6);
+  const LaunchPlan plan = plan_launch(jobs, d);
+  const uint64_t rstride = plan.result.bytes();
+
+  // 3. launches of `chunk` jobs: kernel k writes result buffer k % 2 on `compute`; `copy` brings it
+  // home while kernel k + 1 runs; kernel k + 2 waits for that copy before reusing the buffer
+  DeviceBuffer d_slots(plan.slot_bytes()), d_order(4 * size_t(n)), d_next(4 * 2);
+  DeviceBuffer d_results[2] = {DeviceBuffer(plan.chunk * rstride), DeviceBuffer(plan.chunk * rstride)};
+  d_order.upload(plan.order.data(), 4 * size_t(n));
+  PinnedBuffer host(size_t(n) * rstride);
+  CudaStream compute, copy;
+  Event done[2], copied[2];
+  uint32_t launches = 0;
+  for (uint32_t first = 0; first < n; first += plan.chunk, ++launches) {
+    const uint32_t b = launches % 2, count = std::min(plan.chunk, n - first);
+    if (launches >= 2) check(cudaStreamWaitEvent(compute, copied[b], 0), "wait");
+    check(cudaMemsetAsync(d_next.as<uint32_t>() + b, 0, 4, compute), "memset");
+    const LaunchView v{d_params.as<SimParams>(), d_pidx.as<uint32_t>(), d_reps.as<uint32_t>(),
+                       d_order.as<uint32_t>() + first, count, d_next.as<uint32_t>() + b, d_slots.as<uint8_t>(),
+                       plan.slot_stride, plan.tally_offset, d_results[b].as<uint8_t>(), rstride, plan.slots};
+    simulate_jobs<<<plan.grid, plan.block, 0, compute>>>(v);
     check(cudaGetLastError(), "launch");
-    check(cudaDeviceSynchronize(), "simulate_jobs");
-    check(cudaMemcpy(out + w.first, d_tally.as<Tally>(), sizeof(Tally) * n, cudaMemcpyDeviceToHost), "download");
+    check(cudaEventRecord(done[b], compute), "record");
+    check(cudaStreamWaitEvent(copy, done[b], 0), "wait");
+    check(cudaMemcpyAsync(host.data() + size_t(first) * rstride, d_results[b].as<uint8_t>(), count * rstride,
+                          cudaMemcpyDeviceToHost, copy),
+          "download");
+    check(cudaEventRecord(copied[b], copy), "record");
   }
+  // wait without spinning: the host threads summarise the previous wave meanwhile
+  cudaEvent_t all_done;
+  check(cudaEventCreateWithFlags(&all_done, cudaEventBlockingSync | cudaEventDisableTiming), "cudaEventCreate");
+  check(cudaEventRecord(all_done, copy), "record");
+  const cudaError_t waited = cudaEventSynchronize(all_done);
+  cudaEventDestroy(all_done);
+  check(waited, "simulate_jobs");
+  check(cudaStreamSynchronize(compute), "simulate_jobs");
+
+  // 4. results back in job order
+  out.stride = rstride;
+  out.bytes.resize(size_t(n) * rstride);
+  for (uint32_t k = 0; k < n; ++k)
+    std::memcpy(out.bytes.data() + size_t(plan.order[k]) * rstride, host.data() + size_t(k) * rstride, rstride);
+  g_last = CudaLaunchStats{n, launches, plan.grid, plan.block, plan.slots, plan.occupancy, plan.slot_stride, rstride,
+                           plan.device_bytes() + mirror.array_bytes + sizeof(SimParams) * params.size() + 8 * size_t(n)};
+  if (stats) *stats = g_last;
+  return out;
 }
 
 }  // namespace fleetsim

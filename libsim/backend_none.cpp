@@ -10,7 +10,8 @@ bool cuda_available(std::string* why) {
   return false;
 }
 std::string cuda_device_name() { return ""; }
-void cuda_simulate(const std::vector<SimJob>&, Tally*) {
+CudaLaunchStats cuda_last_launch() { return {}; }
+CompactTallies cuda_simulate_compact(const std::vector<SimJob>&, CudaLaunchStats*) {
   throw std::runtime_error("this build of fleetsim has no CUDA backend");
 }
 

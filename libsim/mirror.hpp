@@ -1,6 +1,6 @@
 // Mirroring parameters into another address space (the GPU's): the arrays the parameters point
-// to are packed into one buffer and every pointer is rewritten to its copy, and jobs are cut into
-// waves whose per-simulation state fits a memory budget. Host-only and backend-neutral, so the
+// to are packed into one buffer and every pointer is rewritten to its copy; the launch plan (job
+// order, slots, compact results) is in backend_launch.hpp. Host-only and backend-neutral, so the
 // CUDA backend's data layout is tested on the CPU (tests/test_mirror.cpp).
 #pragma once
 #include <cstdint>
@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backend.hpp"
+#include "backend_launch.hpp"
 #include "core/engine.hpp"
 
 namespace fleetsim {
@@ -82,34 +83,5 @@ struct Mirror {
     if (ptr) ptr = reinterpret_cast<const T*>(static_cast<const char*>(base) + offset.at(static_cast<const void*>(ptr)));
   }
 };
-
-// Jobs [first, last) of one wave, with each job's workspace offset inside the wave's buffer.
-struct Wave {
-  size_t first = 0, last = 0;
-  std::vector<uint64_t> workspace_offset;
-  uint64_t workspace_bytes = 0;
-};
-
-// Cut jobs into waves whose workspaces plus tallies fit `budget` bytes (at least one job each).
-inline std::vector<Wave> plan_waves(const std::vector<SimJob>& jobs, uint64_t budget) {
-  std::vector<Wave> waves;
-  size_t first = 0;
-  while (first < jobs.size()) {
-    Wave w;
-    w.first = first;
-    size_t last = first;
-    while (last < jobs.size()) {
-      const uint64_t need = align_up(workspace_layout(*jobs[last].params).total);
-      if (last > first && w.workspace_bytes + need + sizeof(Tally) * (last - first + 1) > budget) break;
-      w.workspace_offset.push_back(w.workspace_bytes);
-      w.workspace_bytes += need;
-      ++last;
-    }
-    w.last = last;
-    waves.push_back(std::move(w));
-    first = last;
-  }
-  return waves;
-}
 
 }  // namespace fleetsim

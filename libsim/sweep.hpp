@@ -87,6 +87,10 @@ struct SweepOptions {
   std::function<void(const Json& row)> on_row;
   // Rows of configurations finished earlier (SweepJournal::finished): they are not run again.
   std::vector<Json> finished;
+  // When set, every row (those in `finished` too) comes here in index order as soon as the rows
+  // before it have, and run_sweep's document has the header and the summary but no "rows": the
+  // sweep then holds a few rows per thread, not one per configuration.
+  std::function<void(const Json& row)> ordered_row;
 };
 
 // run_sweep stopped by SweepOptions::stop before every configuration had finished.
@@ -106,6 +110,9 @@ class OutputError : public std::runtime_error {
 
 // Which backend `auto` picks, and a sentence saying why.
 Backend resolve_backend(Backend requested, std::string* note);
+
+// The sweep document's header: every key before "summary" (what a streamed output starts with).
+Json sweep_document_header(const ScenarioSource& src, const SweepSpec& spec, uint32_t shard_index, uint32_t shard_count);
 
 // Run (this shard of) the sweep. The document is kind "sweep" (docs/output-schema.md).
 Json run_sweep(const ScenarioSource& src, const SweepSpec& spec, const SweepOptions& opt);
@@ -161,6 +168,30 @@ class SweepJournal {
 
 std::string format_sweep_table(const Json& doc, size_t max_rows = 20);
 std::string sweep_to_csv(const Json& doc);
+
+// A sweep as CSV, row by row (SweepOptions::ordered_row): the columns come from the first row that
+// ran, so rows before it (configurations that cannot run) wait until it comes or the sweep ends.
+// The text equals sweep_to_csv of the whole document.
+class SweepCsvWriter {
+ public:
+  SweepCsvWriter(const Json& header, std::function<void(const std::string&)> out);
+  void row(const Json& row);
+  void finish();  // after the last row
+
+ private:
+  void start(const Json* measured);
+  void write(const Json& row);
+  std::vector<std::string> pnames_, mpaths_, cpaths_;
+  std::vector<Json> waiting_;
+  bool started_ = false;
+  std::function<void(const std::string&)> out_;
+};
+
+// A sweep as JSON Lines (--format jsonl): the header (the document without summary and rows), one
+// line per row in index order, and last {"summary": ...}. Each function returns its line.
+std::string sweep_jsonl_header(const Json& doc);
+std::string sweep_jsonl_row(const Json& row);
+std::string sweep_jsonl_summary(const Json& doc);
 
 // The row for one configuration from its replications' tallies (exposed for tests).
 Json sweep_row(const SweepSpec& spec, uint64_t config, const Scenario* s, const std::vector<const Tally*>& reps,

@@ -121,47 +121,81 @@ std::string format_sweep_table(const Json& doc, size_t max_rows) {
   return o;
 }
 
-std::string sweep_to_csv(const Json& doc) {
-  // one row per configuration; columns from the first measured row, so every row lines up
-  std::vector<std::string> pnames;
-  for (const auto& p : doc["sweep"]["parameters"]) pnames.push_back(p["path"].get<std::string>());
-  std::vector<std::string> mpaths, cpaths;
-  for (const auto& r : doc["rows"]) {
-    if (r["metrics"].is_null()) continue;
+SweepCsvWriter::SweepCsvWriter(const Json& header, std::function<void(const std::string&)> out) : out_(std::move(out)) {
+  for (const auto& p : header["sweep"]["parameters"]) pnames_.push_back(p["path"].get<std::string>());
+}
+
+// The header line, with the metric columns of the first measured row (none if no row ran).
+void SweepCsvWriter::start(const Json* measured) {
+  if (measured) {
     std::vector<std::pair<std::string, const Json*>> leaves;
-    numeric_leaves(r["metrics"], "", leaves);
-    for (const auto& l : leaves) mpaths.push_back(l.first);
-    for (auto it = r["ci95"].begin(); it != r["ci95"].end(); ++it) cpaths.push_back(it.key());
-    break;
+    numeric_leaves((*measured)["metrics"], "", leaves);
+    for (const auto& l : leaves) mpaths_.push_back(l.first);
+    for (auto it = (*measured)["ci95"].begin(); it != (*measured)["ci95"].end(); ++it) cpaths_.push_back(it.key());
   }
   std::string out = "index";
-  for (const auto& p : pnames) out += "," + csv_quote(p);
+  for (const auto& p : pnames_) out += "," + csv_quote(p);
   out += ",feasible,reason,violations";
-  for (const auto& m : mpaths) out += "," + csv_quote(m);
-  for (const auto& c : cpaths) out += "," + csv_quote("ci95." + c);
-  out += "\n";
-  for (const auto& r : doc["rows"]) {
-    out += std::to_string(r["index"].get<uint64_t>());
-    for (const auto& p : pnames) {
-      const Json& v = r["parameters"][p];
-      out += "," + csv_quote(v.is_string() ? v.get<std::string>() : v.dump());
-    }
-    out += r["feasible"].get<bool>() ? ",true," : ",false,";
-    out += r["reason"].is_null() ? "" : csv_quote(r["reason"].get<std::string>());
-    std::string viol;
-    for (const auto& v : r["violations"]) viol += (viol.empty() ? "" : "; ") + v.get<std::string>();
-    out += "," + csv_quote(viol);
-    for (const auto& m : mpaths) {
-      const Json* v = r["metrics"].is_null() ? nullptr : at_path(r["metrics"], m);
-      out += "," + (v && v->is_number() ? v->dump() : std::string());
-    }
-    for (const auto& c : cpaths) {
-      const Json* v = r["ci95"].is_null() ? nullptr : &r["ci95"][c];
-      out += "," + (v && v->is_number() ? v->dump() : std::string());
-    }
-    out += "\n";
+  for (const auto& m : mpaths_) out += "," + csv_quote(m);
+  for (const auto& c : cpaths_) out += "," + csv_quote("ci95." + c);
+  out_(out + "\n");
+  started_ = true;
+  for (const auto& r : waiting_) write(r);
+  waiting_.clear();
+}
+
+void SweepCsvWriter::row(const Json& r) {
+  if (!started_ && r["metrics"].is_null()) {
+    waiting_.push_back(r);
+    return;
   }
+  if (!started_) start(&r);
+  write(r);
+}
+
+void SweepCsvWriter::finish() {
+  if (!started_) start(nullptr);
+}
+
+void SweepCsvWriter::write(const Json& r) {
+  std::string out = std::to_string(r["index"].get<uint64_t>());
+  for (const auto& p : pnames_) {
+    const Json& v = r["parameters"][p];
+    out += "," + csv_quote(v.is_string() ? v.get<std::string>() : v.dump());
+  }
+  out += r["feasible"].get<bool>() ? ",true," : ",false,";
+  out += r["reason"].is_null() ? "" : csv_quote(r["reason"].get<std::string>());
+  std::string viol;
+  for (const auto& v : r["violations"]) viol += (viol.empty() ? "" : "; ") + v.get<std::string>();
+  out += "," + csv_quote(viol);
+  for (const auto& m : mpaths_) {
+    const Json* v = r["metrics"].is_null() ? nullptr : at_path(r["metrics"], m);
+    out += "," + (v && v->is_number() ? v->dump() : std::string());
+  }
+  for (const auto& c : cpaths_) {
+    const Json* v = r["ci95"].is_null() ? nullptr : &r["ci95"][c];
+    out += "," + (v && v->is_number() ? v->dump() : std::string());
+  }
+  out_(out + "\n");
+}
+
+std::string sweep_to_csv(const Json& doc) {
+  std::string out;
+  SweepCsvWriter w(doc, [&out](const std::string& s) { out += s; });
+  for (const auto& r : doc["rows"]) w.row(r);
+  w.finish();
   return out;
 }
+
+std::string sweep_jsonl_header(const Json& doc) {
+  Json h = Json::object();
+  for (auto it = doc.begin(); it != doc.end(); ++it)
+    if (it.key() != "summary" && it.key() != "rows") h[it.key()] = it.value();
+  return h.dump() + "\n";
+}
+
+std::string sweep_jsonl_row(const Json& row) { return row.dump() + "\n"; }
+
+std::string sweep_jsonl_summary(const Json& doc) { return Json{{"summary", doc["summary"]}}.dump() + "\n"; }
 
 }  // namespace fleetsim

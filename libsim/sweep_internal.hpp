@@ -39,9 +39,40 @@ uint64_t fnv1a(const std::string& s, uint64_t h = 1469598103934665603ULL);
 void numeric_leaves(const Json& j, const std::string& prefix, std::vector<std::pair<std::string, const Json*>>& out);
 const Json* at_path(const Json& j, const std::string& path);
 double num_or_nan(const Json& row, const std::string& path);
-Json assemble(const Json& header, std::vector<Json> rows);
 Json sweep_header(const ScenarioSource& src, const SweepSpec& spec, const Scenario& base, uint32_t shard_index,
                   uint32_t shard_count);
+
+// sweep_summary.cpp: the document's summary from its rows, added one at a time in index order
+// (memory: the frontier, not the rows); the whole document from its header and rows.
+class SummaryAccumulator {
+ public:
+  explicit SummaryAccumulator(const Json& header);
+  void add(const Json& row);
+  Json summary() const;
+
+ private:
+  struct Bound {
+    std::string metric;
+    double limit;
+    bool is_max;
+  };
+  struct Point {
+    double cost, ttft;
+    uint64_t index;
+  };
+  static bool before(const Point& a, const Point& b);
+  std::string objective_;
+  uint64_t total_ = 0, rows_ = 0, feasible_ = 0, no_fit_ = 0, slo_miss_ = 0;
+  bool whole_ = true, have_cheapest_ = false;
+  double best_ = 0;
+  Json cheapest_;
+  std::vector<Bound> slo_;
+  double closest_excess_ = std::numeric_limits<double>::infinity();
+  uint64_t closest_index_ = 0;
+  std::string closest_violation_;
+  std::vector<Point> frontier_;  // in (cost, ttft, index) order, TTFT strictly falling
+};
+Json assemble(const Json& header, std::vector<Json> rows);
 
 // sweep_merge.cpp: checking sweep documents (merge) and journal rows against docs/output-schema.md
 std::string describe(const Json& v);

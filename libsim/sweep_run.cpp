@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "runner.hpp"
+#include "sweep_order.hpp"
 #include "sweep_internal.hpp"
 
 namespace fleetsim {
@@ -44,7 +45,8 @@ const Json* at_path(const Json& j, const std::string& path) {
 
 }  // namespace sweep_detail
 
-using sweep_detail::assemble;
+using sweep_detail::RowOrder;
+using sweep_detail::SummaryAccumulator;
 using sweep_detail::at_path;
 using sweep_detail::kHeadline;
 using sweep_detail::kMetricSections;
@@ -160,95 +162,6 @@ double num_or_nan(const Json& row, const std::string& path) {
   return v && v->is_number() ? v->get<double>() : std::nan("");
 }
 
-// The whole document from its rows (rows sorted by index). Shared by run_sweep and merge, so a
-// merge of shards is byte-identical to the unsharded sweep.
-Json assemble(const Json& header, std::vector<Json> rows) {
-  std::sort(rows.begin(), rows.end(),
-            [](const Json& a, const Json& b) { return a["index"].get<uint64_t>() < b["index"].get<uint64_t>(); });
-  Json doc = header;
-  const std::string objective = header["sweep"]["objective"].get<std::string>();
-  const uint64_t total = header["sweep"]["configurations"].get<uint64_t>();
-  const bool complete = header["shard"]["count"].get<uint32_t>() == 1;
-  uint64_t feasible = 0, no_fit = 0, slo_miss = 0;
-  const Json* cheapest = nullptr;
-  double best = 0;
-  for (const auto& r : rows) {
-    if (r["feasible"].get<bool>()) {
-      ++feasible;
-      const double x = num_or_nan(r, objective);
-      if (!std::isnan(x) && (!cheapest || x < best)) {
-        cheapest = &r;
-        best = x;
-      }
-    } else if (r["metrics"].is_null()) {
-      ++no_fit;
-    } else {
-      ++slo_miss;
-    }
-  }
-  // Pareto frontier of the objective (cost) against p99 TTFT, over every measured configuration
-  std::vector<const Json*> measured;
-  for (const auto& r : rows)
-    if (!std::isnan(num_or_nan(r, objective)) && !std::isnan(num_or_nan(r, "latency_s.ttft.p99"))) measured.push_back(&r);
-  std::stable_sort(measured.begin(), measured.end(), [&](const Json* a, const Json* b) {
-    const double ca = num_or_nan(*a, objective), cb = num_or_nan(*b, objective);
-    if (ca != cb) return ca < cb;
-    return num_or_nan(*a, "latency_s.ttft.p99") < num_or_nan(*b, "latency_s.ttft.p99");
-  });
-  Json pareto = Json::array();
-  double best_ttft = INFINITY;
-  for (const Json* r : measured) {
-    const double t = num_or_nan(*r, "latency_s.ttft.p99");
-    if (t < best_ttft) {
-      best_ttft = t;
-      pareto.push_back((*r)["index"]);
-    }
-  }
-  Json summary;
-  summary["configurations_run"] = rows.size();
-  summary["complete"] = complete && rows.size() == total;
-  summary["feasible"] = feasible;
-  summary["infeasible_slo"] = slo_miss;
-  summary["infeasible_config"] = no_fit;
-  if (cheapest) {
-    summary["cheapest"] = {{"index", (*cheapest)["index"]},
-                           {"parameters", (*cheapest)["parameters"]},
-                           {"objective", objective},
-                           {"value", best}};
-    summary["message"] = fmt::format("cheapest feasible configuration: #{}", (*cheapest)["index"].get<uint64_t>());
-  } else {
-    summary["cheapest"] = nullptr;
-    // the closest miss: the smallest worst relative excess over an SLO limit
-    const Json* closest = nullptr;
-    double closest_excess = INFINITY;
-    for (const auto& r : rows) {
-      if (r["metrics"].is_null()) continue;
-      double worst = 0;
-      for (const auto& t : header["sweep"]["slo"]) {
-        const double x = num_or_nan(r, t["metric"].get<std::string>());
-        const double lim = t["limit"].get<double>();
-        const bool is_max = t["bound"].get<std::string>() == "max";
-        double excess = std::isnan(x) ? INFINITY : (is_max ? x - lim : lim - x) / std::max(std::fabs(lim), 1e-12);
-        worst = std::max(worst, excess);
-      }
-      if (worst < closest_excess) {
-        closest_excess = worst;
-        closest = &r;
-      }
-    }
-    std::string msg = rows.empty() ? "no configurations ran" : "no configuration meets the SLO";
-    if (closest)
-      msg += fmt::format("; closest is #{} ({})", (*closest)["index"].get<uint64_t>(),
-                         (*closest)["violations"].empty() ? std::string("no SLO")
-                                                          : (*closest)["violations"][0].get<std::string>());
-    summary["message"] = msg;
-  }
-  summary["pareto"] = pareto;
-  doc["summary"] = summary;
-  doc["rows"] = std::move(rows);
-  return doc;
-}
-
 Json sweep_header(const ScenarioSource& src, const SweepSpec& spec, const Scenario& base, uint32_t shard_index,
                   uint32_t shard_count) {
   Json h;
@@ -306,6 +219,10 @@ Backend resolve_backend(Backend requested, std::string* note) {
   return Backend::cpu;
 }
 
+Json sweep_document_header(const ScenarioSource& src, const SweepSpec& spec, uint32_t shard_index, uint32_t shard_count) {
+  return sweep_header(src, spec, src.instantiate(), shard_index, shard_count);
+}
+
 Json run_sweep(const ScenarioSource& src, const SweepSpec& spec, const SweepOptions& opt) {
   if (opt.shard_count == 0 || opt.shard_index >= opt.shard_count)
     throw InputError(Location{"--shard", 0, 0, ""}, "expected K/N with 0 <= K < N");
@@ -321,12 +238,38 @@ Json run_sweep(const ScenarioSource& src, const SweepSpec& spec, const SweepOpti
   std::vector<uint64_t> configs;
   for (uint64_t c = opt.shard_index; c < spec.count(); c += opt.shard_count)
     if (!finished.count(c)) configs.push_back(c);
-  std::vector<Json> rows(configs.size());
   const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
   const unsigned threads = opt.threads > 0 ? unsigned(opt.threads) : hw;
   std::atomic<uint64_t> next{0}, done{0}, reps_done{0};
   const uint64_t total = configs.size() + finished.size();
   auto stopping = [&] { return opt.stop && opt.stop->load(std::memory_order_relaxed); };
+
+  // Rows leave in index order: run rows through the reorder buffer, journal rows merged in their
+  // place; the summary is accumulated as they pass, and the rows are kept only without a streaming sink.
+  const Json header = sweep_header(src, spec, base, opt.shard_index, opt.shard_count);
+  SummaryAccumulator summary(header);
+  std::vector<Json> rows;
+  std::vector<const Json*> resumed;
+  for (const Json& r : opt.finished) resumed.push_back(&r);
+  std::sort(resumed.begin(), resumed.end(),
+            [](const Json* a, const Json* b) { return a->at("index").get<uint64_t>() < b->at("index").get<uint64_t>(); });
+  size_t resumed_out = 0;
+  auto pass = [&](const Json& row) {
+    summary.add(row);
+    if (opt.ordered_row) opt.ordered_row(row);
+  };
+  auto flush_resumed = [&](uint64_t below) {
+    for (; resumed_out < resumed.size() && resumed[resumed_out]->at("index").get<uint64_t>() < below; ++resumed_out) {
+      pass(*resumed[resumed_out]);
+      if (!opt.ordered_row) rows.push_back(*resumed[resumed_out]);
+    }
+  };
+  RowOrder order(4 * size_t(threads) + 4, [&](Json&& row) {
+    flush_resumed(row["index"].get<uint64_t>());
+    pass(row);
+    if (!opt.ordered_row) rows.push_back(std::move(row));
+  });
+  std::atomic<bool> failed{false};
 
   // Instantiate configuration `pos`; returns nullptr with a reason when it cannot run.
   auto prepare = [&](size_t pos, std::string& reason) -> std::unique_ptr<Scenario> {
@@ -343,12 +286,13 @@ Json run_sweep(const ScenarioSource& src, const SweepSpec& spec, const SweepOpti
       if (reason.empty() && (t->status != 0 || t->unfinished != 0))
         reason = "simulation did not finish: the configuration is so overloaded that its queues never drain";
     if (!s) reps_done.fetch_add(spec.replications);  // nothing to run counts as done
-    rows[pos] = sweep_row(spec, configs[pos], reason.empty() ? s : nullptr, reason.empty() ? reps : std::vector<const Tally*>{},
-                          reason);
+    Json row = sweep_row(spec, configs[pos], reason.empty() ? s : nullptr,
+                         reason.empty() ? reps : std::vector<const Tally*>{}, reason);
     if (opt.on_row) {
       std::lock_guard<std::mutex> lock(row_mutex);
-      opt.on_row(rows[pos]);
+      opt.on_row(row);
     }
+    order.put(pos, std::move(row));
     done.fetch_add(1);
   };
 
@@ -384,6 +328,7 @@ Json run_sweep(const ScenarioSource& src, const SweepSpec& spec, const SweepOpti
     } catch (...) {
       std::lock_guard<std::mutex> lock(failure_mutex);
       if (!failure) failure = std::current_exception();
+      failed = true;
       next.store(configs.size() + 1);
     }
   };
@@ -396,7 +341,7 @@ Json run_sweep(const ScenarioSource& src, const SweepSpec& spec, const SweepOpti
         for (;;) {
           if (stopping()) return;
           const uint64_t pos = next.fetch_add(1);
-          if (pos >= configs.size()) return;
+          if (pos >= configs.size() || !order.admit(pos, [&] { return stopping() || failed.load(); })) return;
           std::string reason;
           auto s = prepare(pos, reason);
           std::vector<const Tally*> reps;
@@ -419,46 +364,79 @@ Json run_sweep(const ScenarioSource& src, const SweepSpec& spec, const SweepOpti
     worker();
     for (auto& t : pool) t.join();
   } else {
-    // waves of configurations: instantiate on the host, simulate on the device, summarise
-    const size_t wave = std::max<size_t>(1, 8192 / spec.replications);
-    for (size_t w0 = 0; w0 < configs.size() && !failure && !stopping(); w0 += wave) {
-      const size_t w1 = std::min(configs.size(), w0 + wave);
-      std::vector<std::unique_ptr<Scenario>> sc(w1 - w0);
-      std::vector<std::string> reasons(w1 - w0);
-      std::vector<SimParams> params(w1 - w0);
-      std::atomic<size_t> nx{w0};
-      auto prep = [&]() {
-        guarded([&] {
-          for (size_t pos; (pos = nx.fetch_add(1)) < w1;) {
-            sc[pos - w0] = prepare(pos, reasons[pos - w0]);
-            if (sc[pos - w0]) params[pos - w0] = sc[pos - w0]->params();
-          }
-        });
-      };
-      std::vector<std::thread> pool;
-      for (unsigned i = 1; i < threads; ++i) pool.emplace_back(prep);
-      prep();
-      for (auto& t : pool) t.join();
-      if (failure) break;
+    // Waves of configurations, pipelined: the host threads instantiate wave k + 1 and summarise
+    // wave k - 1 while the device runs wave k (the device is never waiting on one host thread).
+    struct Wave {
+      size_t w0 = 0, w1 = 0;
+      std::vector<std::unique_ptr<Scenario>> sc;
+      std::vector<std::string> reasons;
+      std::vector<SimParams> params;
+      std::vector<size_t> first_job;
       std::vector<SimJob> jobs;
-      std::vector<size_t> first_job(w1 - w0, 0);
-      for (size_t i = 0; i < w1 - w0; ++i) {
-        first_job[i] = jobs.size();
-        if (sc[i])
-          for (uint32_t r = 0; r < spec.replications; ++r) jobs.push_back(SimJob{&params[i], r});
+      CompactTallies results;
+    };
+    auto each = [&](size_t n, const std::function<void(size_t)>& fn) {
+      std::atomic<size_t> nx{0};
+      auto run = [&] { guarded([&] { for (size_t i; (i = nx.fetch_add(1)) < n && !failed.load();) fn(i); }); };
+      std::vector<std::thread> pool;
+      for (unsigned i = 1; i < threads; ++i) pool.emplace_back(run);
+      run();
+      for (auto& t : pool) t.join();
+    };
+    const size_t wave = std::max<size_t>(1, 32768 / spec.replications);
+    auto prepare_wave = [&](size_t w0) {
+      auto w = std::make_unique<Wave>();
+      w->w0 = w0;
+      w->w1 = std::min(configs.size(), w0 + wave);
+      const size_t m = w->w1 - w0;
+      w->sc.resize(m);
+      w->reasons.resize(m);
+      w->params.resize(m);
+      w->first_job.resize(m);
+      each(m, [&](size_t i) {
+        w->sc[i] = prepare(w0 + i, w->reasons[i]);
+        if (w->sc[i]) w->params[i] = w->sc[i]->params();
+      });
+      for (size_t i = 0; i < m; ++i) {
+        w->first_job[i] = w->jobs.size();
+        if (w->sc[i])
+          for (uint32_t r = 0; r < spec.replications; ++r) w->jobs.push_back(SimJob{&w->params[i], r});
       }
-      std::vector<Tally> tallies(jobs.size());
-      if (!jobs.empty()) cuda_simulate(jobs, tallies.data());
-      reps_done.fetch_add(jobs.size());
-      guarded([&] {
-        for (size_t i = 0; i < w1 - w0; ++i) {
-          std::vector<const Tally*> reps;
-          if (sc[i])
-            for (uint32_t r = 0; r < spec.replications; ++r) reps.push_back(&tallies[first_job[i] + r]);
-          finish(w0 + i, sc[i].get(), reps, reasons[i]);
+      return w;
+    };
+    auto summarise = [&](Wave& w) {
+      each(w.w1 - w.w0, [&](size_t i) {
+        std::vector<std::unique_ptr<Tally>> t;
+        std::vector<const Tally*> reps;
+        if (w.sc[i])
+          for (uint32_t r = 0; r < spec.replications; ++r) {
+            t.push_back(std::make_unique<Tally>());  // value-initialised, as expand needs
+            w.results.expand(w.first_job[i] + r, *t.back());
+            reps.push_back(t.back().get());
+          }
+        finish(w.w0 + i, w.sc[i].get(), reps, w.reasons[i]);
+      });
+    };
+    std::unique_ptr<Wave> ready = configs.empty() ? nullptr : prepare_wave(0), finished_wave;
+    while (ready && !failed.load() && !stopping()) {
+      std::unique_ptr<Wave> running = std::move(ready);
+      std::exception_ptr device_error;
+      std::thread device([&] {
+        try {
+          if (!running->jobs.empty()) running->results = cuda_simulate_compact(running->jobs);
+        } catch (...) {
+          device_error = std::current_exception();
         }
       });
+      if (finished_wave) summarise(*finished_wave);
+      finished_wave.reset();
+      if (running->w1 < configs.size()) ready = prepare_wave(running->w1);
+      device.join();
+      if (device_error) guarded([&] { std::rethrow_exception(device_error); });
+      reps_done.fetch_add(running->jobs.size());
+      finished_wave = std::move(running);
     }
+    if (finished_wave && !failed.load()) summarise(*finished_wave);
   }
   {
     std::lock_guard<std::mutex> lock(stop_mutex);
@@ -469,8 +447,11 @@ Json run_sweep(const ScenarioSource& src, const SweepSpec& spec, const SweepOpti
   if (opt.progress) opt.progress(snapshot());
   if (failure) std::rethrow_exception(failure);
   if (done.load() < configs.size()) throw SweepInterrupted(finished.size() + done.load(), total);
-  rows.insert(rows.end(), opt.finished.begin(), opt.finished.end());
-  return assemble(sweep_header(src, spec, base, opt.shard_index, opt.shard_count), std::move(rows));
+  flush_resumed(spec.count());
+  Json doc = header;
+  doc["summary"] = summary.summary();
+  if (!opt.ordered_row) doc["rows"] = std::move(rows);
+  return doc;
 }
 
 }  // namespace fleetsim

@@ -2,7 +2,8 @@
 # On a machine with an NVIDIA GPU: build the CUDA backend (or use a portable build carried in
 # build-gpu/), check that the CPU and CUDA backends give byte-identical results on a sweep of
 # 1,024 configurations x 2 replications and on a two-pool fleet sweep (committed and spot capacity,
-# reclaims, preemption), and print the sweep benchmark. Finishes in minutes.
+# reclaims, preemption), and print the sweep benchmark: configurations per second on the GPU and
+# on all CPU cores, the launch's occupancy and its memory per job. Finishes in minutes.
 #
 # Where the GPU machine lacks the Debian packages, build a portable binary (it needs only glibc and
 # the driver) on a machine that has them, and bring build-gpu/fleetsim and build-gpu/tests/bench_sweep:
@@ -43,5 +44,7 @@ else
   diff <(tr ',' '\n' <"$out/fleet-cpu.json") <(tr ',' '\n' <"$out/fleet-cuda.json") | head -40
   exit 1
 fi
+# configurations per second on the GPU and on all CPU cores (a sample of the 10,000-configuration
+# Azure conversation sweep, projected to the whole), the launch's occupancy and memory per job
 echo "== benchmark"
-build-gpu/tests/bench_sweep "$scenario" sweep.sample=256
+build-gpu/tests/bench_sweep tests/bench/azure-conv-10k.yaml --sample "${GPU_CHECK_SAMPLE:-2000}"

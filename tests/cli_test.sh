@@ -143,6 +143,17 @@ expect "merge incomplete" 2 "error: incomplete: 2 of 3 shards given; missing sha
 expect "merge missing file" 2 "/no/shard.json: error: cannot open shard file" -- "$bin" merge /no/shard.json
 expect "sweep csv" 0 "" -- "$bin" sweep "$src/tests/data/gpu-check.yaml" "${small[@]}" --format csv
 [ "$(wc -l <"$tmp/out")" -eq 13 ] || { echo "FAIL: sweep csv should have a header and 12 rows"; fail=$((fail + 1)); }
+cp "$tmp/out" "$tmp/whole.csv"
+# csv and jsonl stream rows as they finish, in index order whatever the thread count
+expect "sweep csv on one thread" 0 "" -- "$bin" sweep "$src/tests/data/gpu-check.yaml" "${small[@]:0:6}" --format csv --threads 1
+check "streamed csv is the same on 1 and 2 threads" cmp -s "$tmp/out" "$tmp/whole.csv"
+expect "merge csv" 0 "" -- "$bin" merge "$tmp/shard2.json" "$tmp/shard0.json" "$tmp/shard1.json" --format csv
+check "merged csv equals the streamed csv" cmp -s "$tmp/out" "$tmp/whole.csv"
+expect "sweep jsonl" 0 "" -- "$bin" sweep "$src/tests/data/gpu-check.yaml" "${small[@]}" --format jsonl
+check "sweep jsonl: a header, 12 rows and the summary" sh -c "[ \$(wc -l <'$tmp/out') -eq 14 ] && head -1 '$tmp/out' | grep -q '\"kind\":\"sweep\"' && tail -1 '$tmp/out' | grep -q '^{\"summary\":'"
+cp "$tmp/out" "$tmp/whole.jsonl"
+expect "merge jsonl" 0 "" -- "$bin" merge "$tmp/shard2.json" "$tmp/shard0.json" "$tmp/shard1.json" --format jsonl
+check "merged jsonl equals the streamed jsonl" cmp -s "$tmp/out" "$tmp/whole.jsonl"
 expect "bad shard" 2 "--shard 3/3: error: expected K/N with 0 <= K < N" -- \
   "$bin" sweep "$src/tests/data/gpu-check.yaml" --shard 3/3
 expect "grid over the limit" 2 "error: sweep.parameters: 1024 configurations exceed the limit of 100" -- \

@@ -1,8 +1,15 @@
-// Sweep throughput: simulated requests per wall second on 1 CPU thread, on all CPU threads, and
-// on CUDA where a device is present, with the scaling ratios and whether the results agree.
+// Sweep throughput and memory. Throughput: configurations per wall second on 1 CPU thread, on all
+// CPU threads and on CUDA where a device is present, the projection to the whole sweep (10,000
+// configurations of tests/bench/azure-conv-10k.yaml by default), the CPU time each thread count
+// used (equal CPU time with no wall-time gain means no free core, not contention), and whether
+// the results agree. Memory: peak RSS of a streamed sweep (rows to a sink, as --format csv/jsonl)
+// and of a whole document, against the number of configurations, each in a fresh child process.
 // Built with the tests, never run as one.
-// Usage: bench_sweep [SCENARIO] [PATH=VALUE ...]   (default: tests/data/gpu-check.yaml, 64 sampled configurations)
+// Usage: bench_sweep [SCENARIO] [PATH=VALUE ...] [--sample N] [--no-memory]
 #include <fmt/format.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <thread>
@@ -13,46 +20,87 @@ using namespace fleetsim;
 
 namespace {
 
+double cpu_seconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return double(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + 1e-6 * double(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
+
 struct Measure {
   std::string name;
-  double wall = 0, requests = 0;
-  std::string json;
+  double wall = 0, cpu = 0;
+  uint64_t configs = 0;
+  std::string text;  // the rows, as streamed
+  CudaLaunchStats launch;
 };
 
 Measure measure(const std::string& name, const ScenarioSource& src, const SweepSpec& spec, Backend b, int threads) {
   SweepOptions o;
   o.backend = b;
   o.threads = threads;
-  const auto t0 = std::chrono::steady_clock::now();
-  const Json doc = run_sweep(src, spec, o);
   Measure m;
   m.name = name;
+  o.ordered_row = [&m](const Json& r) {
+    m.text += r.dump() + "\n";
+    ++m.configs;
+  };
+  const double c0 = cpu_seconds();
+  const auto t0 = std::chrono::steady_clock::now();
+  m.text += run_sweep(src, spec, o)["summary"].dump();
   m.wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  const Scenario base = src.instantiate();
-  const double scale = base.duration_s / (base.duration_s - base.warmup_s);  // warm-up requests run too
-  for (const auto& r : doc["rows"])
-    if (r["metrics"].is_object())
-      m.requests += r["metrics"]["requests"]["arrived"].get<double>() * spec.replications * scale;
-  m.json = doc.dump();
+  m.cpu = cpu_seconds() - c0;
+  if (b == Backend::cuda) m.launch = cuda_last_launch();
   return m;
+}
+
+// Peak RSS (MiB) of a child that runs the sweep of `n` configurations, streamed or kept whole.
+double peak_rss_mib(const ScenarioSource& src, uint64_t n, bool streamed, int threads) {
+  std::fflush(stdout);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    try {
+      const ScenarioSource s = src.with_overrides(parse_sets({fmt::format("sweep.sample={}", n)}));
+      SweepOptions o;
+      o.backend = Backend::cpu;
+      o.threads = threads;
+      size_t bytes = 0;
+      if (streamed) o.ordered_row = [&bytes](const Json& r) { bytes += r.dump().size(); };
+      const Json doc = run_sweep(s, parse_sweep(s), o);
+      _exit(doc.contains("summary") ? 0 : 1);
+    } catch (...) {
+      _exit(1);
+    }
+  }
+  int status = 0;
+  rusage u{};
+  wait4(pid, &status, 0, &u);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? double(u.ru_maxrss) / 1024.0 : -1.0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string path = std::string(FLEETSIM_SOURCE_DIR) + "/tests/data/gpu-check.yaml";
+  std::string path = std::string(FLEETSIM_SOURCE_DIR) + "/tests/bench/azure-conv-10k.yaml";
   std::vector<std::string> sets;
+  uint64_t sample = 100;
+  bool memory = true;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a.find('=') != std::string::npos) sets.push_back(a);
+    if (a == "--sample" && i + 1 < argc) sample = std::stoull(argv[++i]);
+    else if (a == "--no-memory") memory = false;
+    else if (a.find('=') != std::string::npos) sets.push_back(a);
     else path = a;
   }
-  if (sets.empty()) sets.push_back("sweep.sample=64");
   try {
-    const ScenarioSource src = ScenarioSource::from_file(path).with_overrides(parse_sets(sets));
+    const ScenarioSource whole = ScenarioSource::from_file(path).with_overrides(parse_sets(sets));
+    const uint64_t full = parse_sweep(whole).count();
+    std::vector<std::string> with_sample = sets;
+    if (sample < full) with_sample.push_back(fmt::format("sweep.sample={}", sample));
+    const ScenarioSource src = ScenarioSource::from_file(path).with_overrides(parse_sets(with_sample));
     const SweepSpec spec = parse_sweep(src);
     const int all = int(std::max(1u, std::thread::hardware_concurrency()));
-    fmt::print("sweep {}: {} configurations x {} replications\n\n", path, spec.count(), spec.replications);
+    fmt::print("sweep {}: {} of its {} configurations x {} replications\n\n", path, spec.count(), full,
+               spec.replications);
     std::vector<Measure> ms;
     measure("warm-up", src, spec, Backend::cpu, all);  // caches, page faults, CPU clocks
     ms.push_back(measure("cpu, 1 thread", src, spec, Backend::cpu, 1));
@@ -60,16 +108,37 @@ int main(int argc, char** argv) {
     std::string why;
     const bool cuda = cuda_available(&why);
     if (cuda) ms.push_back(measure("cuda (" + cuda_device_name() + ")", src, spec, Backend::cuda, all));
-    fmt::print("{:<34} {:>10} {:>14} {:>16}\n", "backend", "wall s", "requests", "requests/s");
+    fmt::print("{:<34} {:>9} {:>9} {:>10} {:>12} {:>16}\n", "backend", "wall s", "cpu s", "cpu/wall", "configs/s",
+               fmt::format("{} configs s", full));
     for (const auto& m : ms)
-      fmt::print("{:<34} {:>10.3f} {:>14.0f} {:>16.4g}\n", m.name, m.wall, m.requests, m.requests / m.wall);
-    fmt::print("\nscaling, {} threads / 1 thread: {:.2f}x\n", all, ms[0].wall / ms[1].wall);
-    fmt::print("results identical across thread counts: {}\n", ms[0].json == ms[1].json ? "yes" : "NO");
+      fmt::print("{:<34} {:>9.3f} {:>9.3f} {:>10.2f} {:>12.1f} {:>16.1f}\n", m.name, m.wall, m.cpu, m.cpu / m.wall,
+                 double(m.configs) / m.wall, m.wall * double(full) / double(std::max<uint64_t>(1, m.configs)));
+    fmt::print("\nscaling, {} threads / 1 thread: {:.2f}x wall, CPU time {:.2f}x (1.00x: no contention overhead)\n", all,
+               ms[0].wall / ms[1].wall, ms[1].cpu / ms[0].cpu);
+    if (ms[1].cpu / ms[1].wall < 0.8 * all)
+      fmt::print("  this process got {:.2f} of {} cores: the others are busy, so threads cannot shorten the wall time\n",
+                 ms[1].cpu / ms[1].wall, all);
+    fmt::print("results identical across thread counts: {}\n", ms[0].text == ms[1].text ? "yes" : "NO");
     if (cuda) {
-      fmt::print("cuda / cpu ({} threads): {:.2f}x\n", all, ms[1].wall / ms[2].wall);
-      fmt::print("results identical, cuda and cpu: {}\n", ms[2].json == ms[1].json ? "yes" : "NO");
+      const Measure& g = ms[2];
+      fmt::print("cuda / cpu ({} threads): {:.2f}x configurations per second\n", all, ms[1].wall / g.wall);
+      fmt::print("results identical, cuda and cpu: {}\n", g.text == ms[1].text ? "yes" : "NO");
+      fmt::print("cuda launch: {} jobs in {} launch(es), grid {} x block {}, {} simulations in flight, occupancy {:.1f}%\n",
+                 g.launch.jobs, g.launch.launches, g.launch.grid, g.launch.block, g.launch.slots, 100 * g.launch.occupancy);
+      fmt::print("cuda memory: {:.2f} MiB per simulation in flight, {:.1f} KiB result per job, {:.2f} GiB in all\n",
+                 double(g.launch.slot_bytes) / (1 << 20), double(g.launch.result_bytes) / 1024,
+                 double(g.launch.device_bytes) / (1 << 30));
     } else {
       fmt::print("cuda: not measured ({})\n", why);
+    }
+    if (memory) {
+      // rows are the same size whatever the simulated time, so short runs measure the memory
+      const ScenarioSource quick = whole.with_overrides(parse_sets({"duration_s=60", "warmup_s=6"}));
+      fmt::print("\npeak RSS (MiB) against configurations, {} threads, 60 simulated seconds each\n", all);
+      fmt::print("{:>14} {:>14} {:>14}\n", "configurations", "streamed", "whole document");
+      for (uint64_t n : {250, 1000, 4000})
+        if (n <= full)
+          fmt::print("{:>14} {:>14.1f} {:>14.1f}\n", n, peak_rss_mib(quick, n, true, all), peak_rss_mib(quick, n, false, all));
     }
     return 0;
   } catch (const InputError& e) {
