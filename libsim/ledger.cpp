@@ -237,7 +237,8 @@ Json block_json(const CostBlock& c, double window_s, double committed_discount) 
   for (int k = 0; k < kBuckets; ++k)
     b[bucket_name(Bucket(k))] = {{"device_hours", c.hours[size_t(k)]}, {"usd", c.usd[size_t(k)]}};
   j["buckets"] = b;
-  static const char* const stage[kColdStages] = {"provisioning", "image_pull", "weights_fetch", "weights_load", "warmup"};
+  static const char* const stage[kColdStages] = {"provisioning",  "image_pull", "weights_fetch",
+                                                      "weights_load",  "warmup",     "awaiting_device"};
   Json cs = Json::object();
   for (int k = 0; k < kColdStages; ++k) cs[stage[k]] = c.cold_stage_hours[size_t(k)];
   j["cold_start_by_stage_device_hours"] = cs;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/state.hpp"
 #include "scenario_internal.hpp"
 
 namespace fleetsim {
@@ -59,6 +60,9 @@ OwnershipLedger owned_costs(const PoolSpec& P, const PoolTally& pt, double windo
                       (o.owned_unit_hours - o.busy_unit_hours) * O.idle_kw_per_device * share +
                       double(o.owned_nodes) * wh * O.host_kw_per_node) *
                      O.pue;
+  // spares on the shelf are bought devices too: their capex, no energy
+  const double device_capex_h = O.node_capex_usd / double(P.device.devices_per_node) / (O.refresh_years * kHoursPerYear);
+  if (O.spares > 0) o.components.push_back({"spares", double(O.spares) * wh, "device-hours", device_capex_h});
   if (O.usd_per_kwh > 0) o.components.push_back({"energy", kwh, "kWh", O.usd_per_kwh});
   o.node_peak_kw = double(P.device.devices_per_node) * O.busy_kw_per_device + O.host_kw_per_node;
   if (O.kind == OwnershipSpec::Kind::owned && O.space_usd_per_node_month > 0)
@@ -67,6 +71,12 @@ OwnershipLedger owned_costs(const PoolSpec& P, const PoolTally& pt, double windo
     o.components.push_back(
         {"colocation", double(o.owned_nodes) * o.node_peak_kw * wh / kHoursPerMonth, "kW-months", O.usd_per_kw_month});
 
+  o.spares = O.spares;
+  o.repair_days = O.repair_days;
+  o.failures = pt.interruptions;
+  o.awaiting_device_hours = pt.cold_stage_s[kAwaitingDevice] * f;
+  const double owned_replica_h = double(o.owned_replicas) * P.units_per_replica() * wh;
+  o.availability = owned_replica_h > 0 ? std::max(0.0, 1.0 - o.awaiting_device_hours / owned_replica_h) : 1.0;
   o.on_demand_usd_per_unit_hour = P.usd_per_hour;
   o.rent_same_hours_usd = o.provisioned_unit_hours * P.usd_per_hour;
   o.break_even_utilization = o.owned_unit_hours > 0 && P.usd_per_hour > 0 ? o.usd() / (o.owned_unit_hours * P.usd_per_hour) : 0.0;
@@ -80,18 +90,19 @@ OwnershipLedger owned_costs(const PoolSpec& P, const PoolTally& pt, double windo
   const double per_year = wh > 0 ? kHoursPerYear / wh : 0.0;
   double capex_h = 0;
   for (const auto& c : o.components)
-    if (c.name == "capex") capex_h += c.usd();
+    if (c.name == "capex" || c.name == "spares") capex_h += c.usd();
   const int years = O.years > 0 ? O.years : std::max(1, int(std::ceil(O.refresh_years - 1e-9)));
   double own = 0, rent = 0;
   for (int y = 1; y <= years; ++y) {
     OwnershipYear Y;
     Y.year = y;
     const int buys = int(std::ceil(double(y) / O.refresh_years - 1e-9)) - int(std::ceil(double(y - 1) / O.refresh_years - 1e-9));
-    Y.capex_paid_usd = double(buys) * double(o.owned_nodes) * O.node_capex_usd;
+    Y.capex_paid_usd = double(buys) * (double(o.owned_nodes) * O.node_capex_usd +
+                                       double(O.spares) * O.node_capex_usd / double(P.device.devices_per_node));
     Y.amortized_capex_usd = capex_h * per_year;
     for (const auto& c : o.components)
       if (c.name == "energy") Y.energy_usd = c.usd() * per_year;
-      else if (c.name != "capex") Y.space_usd = c.usd() * per_year;
+      else if (c.name != "capex" && c.name != "spares") Y.space_usd = c.usd() * per_year;
     Y.rent_usd = o.rent_same_hours_usd * per_year * std::pow(1.0 + O.rent_price_change_per_year, double(y - 1));
     own += Y.capex_paid_usd + Y.energy_usd + Y.space_usd;
     rent += Y.rent_usd;
@@ -130,6 +141,14 @@ Json ownership_json(const OwnershipLedger& o) {
   j["rent_same_hours_usd"] = o.rent_same_hours_usd;
   j["break_even_utilization"] = o.break_even_utilization;
   j["break_even_note"] = "owning costs what renting the same devices on demand would for this share of the owned hours";
+  if (o.repair_days > 0)
+    j["repair"] = {{"repair_days", o.repair_days},
+                   {"spares", o.spares},
+                   {"failures", o.failures},
+                   {"awaiting_device_hours", o.awaiting_device_hours},
+                   {"availability", o.availability},
+                   {"note", "replica time within the window that failures spent waiting for a spare or a repaired "
+                            "device; availability = 1 - that / the owned replicas' hours"}};
   if (o.nodes_obtainable > 0 || o.nodes_per_rack > 0)
     j["facility"] = {{"node_peak_kw", o.node_peak_kw}, {"nodes_per_rack", o.nodes_per_rack}, {"nodes_obtainable", o.nodes_obtainable}};
   Json ys = Json::array();
@@ -158,7 +177,7 @@ void parse_ownership(const N& n, const char* kind, PoolSpec& P) {
   const bool colo = std::string(kind) == "colocated";
   O.kind = colo ? OwnershipSpec::Kind::colocated : OwnershipSpec::Kind::owned;
   n.allow_keys({"replicas", "node_capex_usd", "refresh_years", "power", colo ? "usd_per_kw_month" : "space_usd_per_node_month",
-                "facility", "years", "rent_price_change_per_year"});
+                "facility", "years", "rent_price_change_per_year", "repair"});
   O.replicas = n.has("replicas") ? int(n.at("replicas").integer(1, 4096)) : -1;
   O.node_capex_usd = n.req("node_capex_usd").pos(1e9);
   O.refresh_years = n.req("refresh_years").num_in(0.5, 20, "refresh_years");
@@ -188,6 +207,12 @@ void parse_ownership(const N& n, const char* kind, PoolSpec& P) {
     O.rack_kw = fa.req("rack_kw").pos(10000);
     O.racks = int(fa.req("racks").integer(1, 100000));
   }
+  if (n.has("repair")) {
+    const N rp = n.at("repair");
+    rp.allow_keys({"days", "spares"});
+    O.repair_days = rp.req("days").pos(3650);
+    O.spares = rp.has("spares") ? int(rp.at("spares").integer(0, kMaxSpares)) : 0;
+  }
   O.years = n.has("years") ? int(n.at("years").integer(1, 30)) : 0;
   O.rent_price_change_per_year = n.has("rent_price_change_per_year") ? n.at("rent_price_change_per_year").num_in(-0.9, 1) : 0.0;
   P.node_billing = true;
@@ -208,6 +233,9 @@ void finish_ownership(const N& pool_node, PoolSpec& P) {
   OwnershipSpec& O = P.ownership;
   const char* kind = O.kind == OwnershipSpec::Kind::colocated ? "colocated" : "owned";
   const N on = pool_node.at("fleet").at("pricing").at(kind);
+  if (O.repair_days > 0 && P.mtbf_hours <= 0)
+    on.at("repair").fail("repair needs failures: set fleet.failures.mtbf_hours (a device's mean time between failures)",
+                         ErrorKind::inconsistent);
   if (O.replicas < 0) O.replicas = P.max_replicas;
   P.committed_replicas = O.replicas;  // the core tracks owned replicas as it does committed ones
   P.committed_discount = 0;

@@ -45,6 +45,10 @@ struct OwnershipLedger {
   int nodes_per_rack = 0, nodes_obtainable = 0;  // facility bound (0: none)
   double node_peak_kw = 0;
   std::vector<OwnershipYear> years;
+  // repair: failures in the window, the replica time they spent there waiting for a device, and
+  // the share of the owned replicas' time that was not lost so
+  int spares = 0;
+  double repair_days = 0, failures = 0, awaiting_device_hours = 0, availability = 1;
   double usd() const;
 };
 

@@ -126,6 +126,15 @@ std::string ledger_table(const Json& r) {
                            ? std::string("renting stays cheaper")
                            : fmt::format("owning is cheaper from year {}", w["owning_cheaper_from_year"].get<int>()));
     }
+    if (w.contains("repair")) {
+      const Json& rp = w["repair"];
+      o += fmt::format("{:<12}repair: {:g} failure{} in the window waited {} replica-hours for a device ({} spare{}, {:g} days "
+                       "to repair): availability {:.1f}%\n",
+                       "", rp["failures"].get<double>(), rp["failures"].get<double>() == 1 ? "" : "s",
+                       hours(rp["awaiting_device_hours"].get<double>()), rp["spares"].get<int>(),
+                       rp["spares"].get<int>() == 1 ? "" : "s", rp["repair_days"].get<double>(),
+                       100.0 * rp["availability"].get<double>());
+    }
   }
   if (L["classes"].size() > 1) {
     for (auto it = L["classes"].begin(); it != L["classes"].end(); ++it) {

@@ -37,6 +37,8 @@ struct OwnershipSpec {
   int racks = 0;                         // racks available
   int years = 0;                         // the multi-year view
   double rent_price_change_per_year = 0; // how on-demand prices move each year, for that view
+  double repair_days = 0;                // a failed device is back after this long (0: replaced at once)
+  int spares = 0;                        // devices on the shelf to swap in meanwhile
   bool owned() const { return kind != Kind::rented; }
 };
 

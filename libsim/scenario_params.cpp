@@ -145,6 +145,8 @@ PoolParams PoolSpec::params() const {
   p.interruptions_per_s = spot_rate + hw_rate;
   p.spot_share = p.interruptions_per_s > 0 ? spot_rate / p.interruptions_per_s : 0.0;
   p.committed_replicas = committed_replicas;
+  p.repair_s = ownership.owned() ? ownership.repair_days * 86400.0 : 0.0;
+  p.spares = ownership.owned() ? ownership.spares : 0;
   p.router = router;
   p.queue_limit = queue_limit;
   p.usd_per_replica_hour = hourly_usd();

@@ -4,7 +4,10 @@
 // ordinary servers holds one accelerator node).
 #include <doctest/doctest.h>
 
+#include <memory>
+
 #include "helpers.hpp"
+#include "libsim/core/engine.hpp"
 #include "libsim/ledger.hpp"
 
 using namespace fleetsim;
@@ -154,4 +157,59 @@ TEST_CASE("colocated devices pay for contracted power, not for space") {
   const double wh = 1080.0 / 3600.0;
   CHECK(num(colo["quantity"]) == doctest::Approx(8.6 * wh / (8766.0 / 12)));  // one node's 8.6 kW for the window
   CHECK(num(colo["usd"]) == doctest::Approx(num(colo["quantity"]) * 200));
+}
+
+TEST_CASE("a failed owned device takes a spare, or waits for the first device back from repair") {
+  // one spare, ten days' repair (in seconds, for short numbers): by hand
+  auto p = std::make_unique<SimParams>();
+  p->pools[0].repair_s = 10.0;
+  p->pools[0].spares = 1;
+  PoolState ps{};
+  ps.shelf = 1;
+  Sim s{};
+  s.p = p.get();
+  s.pool = &ps;
+  CHECK(await_device(s, 0, 0.0) == 0.0);  // the spare; the failed device is back at 10
+  CHECK(await_device(s, 0, 2.0) == 8.0);  // no spare: the one back at 10; its own is back at 12
+  CHECK(await_device(s, 0, 5.0) == 7.0);  // the one back at 12; its own at 15
+  CHECK(await_device(s, 0, 20.0) == 0.0); // the device back at 15 is on the shelf
+  CHECK(ps.n_repair == 1);
+  // without spares every failure waits its own repair
+  p->pools[0].spares = 0;
+  PoolState none{};
+  s.pool = &none;
+  for (double t : {0.0, 1.0, 3.0}) CHECK(await_device(s, 0, t) == 10.0);
+  CHECK(none.n_repair == 0);
+}
+
+TEST_CASE("in a small owned estate a failure is a capacity event; spares buy the capacity back") {
+  const std::string y =
+      "name: repair\nseed: 5\nduration_s: 172800\nwarmup_s: 0\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\n"
+      "fleet:\n  replicas: 4\n  failures: {mtbf_hours: 24}\n  pricing:\n    owned:\n      node_capex_usd: 250000\n"
+      "      refresh_years: 4\n      power: {idle_kw_per_device: 0.1, usd_per_kwh: 0.12}\n"
+      "      repair: {days: 1, spares: 0}\n"
+      "workload: {arrival: {process: poisson, rate_per_s: 4}, prompt_tokens: 500, output_tokens: 100}\n";
+  double last_availability = -1, last_ttft = 0;
+  for (int spares : {0, 1, 2, 64}) {
+    CAPTURE(spares);
+    const auto r = test::run(test::scenario(y, {"fleet.pricing.owned.repair.spares=" + std::to_string(spares)}));
+    const Json& rp = r.report["ledger"]["pools"]["default"]["ownership"]["repair"];
+    const double failures = num(rp["failures"]), waited = num(rp["awaiting_device_hours"]);
+    REQUIRE(failures >= 4);  // 4 replicas x 48 h at a 24 h MTBF: about 8
+    CHECK(waited <= failures * 24.0 + 1e-9);  // no failure waits longer than a repair
+    CHECK(num(rp["availability"]) == doctest::Approx(std::max(0.0, 1.0 - waited / (4 * 48.0))));
+    CHECK(num(rp["availability"]) >= last_availability);  // more spares, more of the estate serving
+    last_availability = num(rp["availability"]);
+    const double ttft = num(r.report["latency_s"]["ttft"]["mean"]);
+    if (spares == 0) {
+      CHECK(waited > 0.5 * failures * 24.0);  // most failures wait a whole repair
+      last_ttft = ttft;
+    }
+    if (spares == 64) {
+      CHECK(waited == 0);  // always a spare: every failure is a restart
+      CHECK(num(rp["availability"]) == 1.0);
+      CHECK(ttft < 0.01 * last_ttft);  // without spares the queue grew for hours
+    }
+  }
+  CHECK(test::error_of(y, {"fleet.failures=null"}).find("repair needs failures") != std::string::npos);
 }

@@ -33,6 +33,7 @@ FLEETSIM_HD inline void start_stages(const Sim& s, int32_t r, bool new_node, dou
   st[2] = hit ? c.weights_bytes / c.cache_bytes_per_s : c.weights_bytes / c.download_bytes_per_s;
   st[3] = c.weights_bytes / c.load_bytes_per_s;
   st[4] = stage_s(s, r, c.warmup_s, c.warmup_sigma, 12);
+  st[kAwaitingDevice] = 0.0;  // replica_fail adds the wait for a repaired device
 }
 
 // Seconds from asking for replica r at time t to its first request; the stages of a start asked
@@ -45,6 +46,33 @@ FLEETSIM_HD inline double begin_start(Sim& s, int32_t r, bool new_node, double t
     for (int32_t k = 0; k < kColdStages; ++k) T.cold_stage_s[k] += st[k];
   }
   return (((st[0] + st[1]) + st[2]) + st[3]) + st[4];
+}
+
+// An owned device failed at t: it goes to repair (back after repair_s) and its replica takes a
+// spare from the shelf, or waits for the first device back from repair (its own, without spares).
+// Returns the wait. The devices in repair never outnumber the spares, so the ring is bounded.
+FLEETSIM_HD inline double await_device(Sim& s, int32_t pi, double t) {
+  PoolState& ps = s.pool[pi];
+  const PoolParams& P = s.p->pools[pi];
+  int32_t k = 0;
+  for (int32_t i = 0; i < ps.n_repair; ++i) {
+    if (ps.repair_t[i] <= t) ps.shelf++;  // repaired: back on the shelf
+    else ps.repair_t[k++] = ps.repair_t[i];
+  }
+  ps.n_repair = k;
+  if (ps.shelf > 0) {
+    ps.shelf--;
+    ps.repair_t[ps.n_repair++] = t + P.repair_s;
+    return 0.0;
+  }
+  double first = t + P.repair_s;  // its own device, unless another comes back sooner
+  for (int32_t i = 0; i < ps.n_repair; ++i)
+    if (ps.repair_t[i] < first) {
+      const double x = ps.repair_t[i];
+      ps.repair_t[i] = first;  // taken: the failed device goes to repair in its place
+      first = x;
+    }
+  return first - t;
 }
 
 // A request whose replica was lost: back to the front of the queue to be retried (a checkpointed
@@ -166,7 +194,14 @@ FLEETSIM_HD inline void replica_fail(Sim& s, int32_t r, double t, bool new_node,
     replica_off(s, r, t);
     return;
   }
-  const double back = begin_start(s, r, new_node, t);
+  double wait = 0.0;
+  if (P.repair_s > 0.0 && new_node) {  // an owned device: no new node, a spare or a repaired one
+    wait = await_device(s, R.pool, t);
+    new_node = false;
+    // the part inside the window: the capacity the failure cost there
+    if (in_window(s, t) > 0.0) s.tally->pools[R.pool].cold_stage_s[kAwaitingDevice] += min_of(wait, s.W1 - t);
+  }
+  const double back = wait + begin_start(s, r, new_node, t);
   R.starts++;
   if (new_node) {  // a replacement node counts against the nodes obtainable
     PoolState& ps = s.pool[R.pool];

@@ -181,6 +181,8 @@ struct PoolParams {
   double interruptions_per_s;     // per provisioned replica: spot reclaims plus hardware failures
   double spot_share;              // of those interruptions, the share that are spot reclaims
   int32_t committed_replicas;     // reserved capacity, paid whether used or not
+  double repair_s;                // owned devices: a failed one is back after this long (0: replaced at once)
+  int32_t spares;                 // owned devices on the shelf to swap in meanwhile (<= kMaxSpares)
   // accounting, per replica
   double usd_per_replica_hour;
   double peak_flops_per_s;  // for compute utilization

@@ -93,6 +93,7 @@ struct Replica {
 
 // The flat workspace of one simulation.
 constexpr int32_t kScaleHistory = 64;
+constexpr int32_t kMaxSpares = 64;
 constexpr int32_t kTtftSamples = 128;
 
 // Per-pool state: replica counts for the time integrals, and the autoscaler's memory.
@@ -115,6 +116,10 @@ struct PoolState {
   double next_fail;    // the next spot reclaim or hardware failure among the pool's replicas
   int64_t fail_draws;  // random draws for failures so far
   double start_t[kScaleHistory];  // times of the latest starts (for the per-hour cap)
+  // owned devices (lifecycle.hpp, await_device): spares on the shelf, and when the devices in
+  // repair come back (never more than the spares: a failure without a spare waits for one)
+  int32_t shelf, n_repair;
+  double repair_t[kMaxSpares];
 };
 
 struct Sim {
@@ -283,6 +288,8 @@ FLEETSIM_HD inline Sim sim_bind(const SimParams& p, uint32_t replication, uint8_
     ps.starts = ps.start_head = 0;
     ps.next_fail = kInf;
     ps.fail_draws = 0;
+    ps.shelf = P.spares;
+    ps.n_repair = 0;
     const int32_t qcap = pool_queue_cap(P);
     for (int32_t i = 0; i < ps.n_queues; ++i, ++qi) {
       s.q[qi].base = qbase;

@@ -9,7 +9,10 @@ namespace fleetsim {
 
 enum class SimStatus : int32_t { ok = 0, event_limit = 1 };
 
-constexpr int32_t kColdStages = 5;  // provisioning, image pull, weights fetch, weights load, warm-up
+// provisioning, image pull, weights fetch, weights load, warm-up, and (owned devices) waiting
+// for a device back from repair
+constexpr int32_t kColdStages = 6;
+constexpr int32_t kAwaitingDevice = 5;
 
 // Requests of one class that arrived in the measurement window [warmup_s, duration_s).
 struct ClassTally {
