@@ -1,5 +1,5 @@
 // How the CUDA backend lays out a launch, as host code the CPU tests check (tests/test_mirror.cpp):
-// jobs ordered by expected work (Thrust, host policy), a persistent grid sized from the device's
+// jobs ordered by expected work, a persistent grid sized from the device's
 // occupancy and memory, one workspace slot per resident thread, and compact per-job results that
 // hold only the pools and classes the scenario has.
 //
@@ -9,17 +9,12 @@
 // slots are contiguous, 256-byte aligned, and their stride is an odd multiple of 256 bytes, so the
 // same field of neighbouring slots falls on different DRAM channels and L2 sets instead of one.
 #pragma once
-#if !defined(__CUDACC__) && !defined(THRUST_DEVICE_SYSTEM)
-#define THRUST_DEVICE_SYSTEM THRUST_DEVICE_SYSTEM_CPP  // host-only build: no CUDA system headers
-#endif
-#include <thrust/execution_policy.h>
-#include <thrust/sequence.h>
-#include <thrust/sort.h>
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <numeric>
 #include <vector>
 
 #include "backend.hpp"
@@ -60,8 +55,10 @@ inline std::vector<uint32_t> order_by_work(const std::vector<SimJob>& jobs) {
   std::vector<double> key(jobs.size());
   for (size_t i = 0; i < jobs.size(); ++i) key[i] = -expected_work(*jobs[i].params);
   std::vector<uint32_t> order(jobs.size());
-  thrust::sequence(thrust::host, order.begin(), order.end());
-  thrust::stable_sort_by_key(thrust::host, key.begin(), key.end(), order.begin());
+  std::iota(order.begin(), order.end(), 0u);
+  // the standard library's sort: Thrust's host radix sort binds a reference through a null
+  // execution-policy pointer, which UndefinedBehaviorSanitizer rejects
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return key[a] < key[b]; });
   return order;
 }
 
