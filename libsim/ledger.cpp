@@ -131,6 +131,14 @@ Ledger make_ledger(const Scenario& s, const Tally& t) {
       const double oh = pl.ownership.owned_unit_hours;
       c.lines.push_back({P.ownership.kind == OwnershipSpec::Kind::colocated ? "colocated" : "owned", oh, list,
                          oh > 0 ? pl.ownership.usd() / oh : 0.0});
+    } else if (P.nodes_tracked()) {
+      // the nodes the cluster kept up, from the simulation: every device on them is paid for
+      pl.nodes_tracked = true;
+      pl.node_hours = pt.node_s / 3600.0;
+      pl.pinned_node_hours = pt.node_pinned_s / 3600.0;
+      pl.unneeded_node_hours = pt.node_unneeded_s / 3600.0;
+      pl.unschedulable = pt.unschedulable;
+      h[size_t(Bucket::stranded)] = std::max(0.0, pl.node_hours * P.units_per_node() - pt.replica_s * f);
     } else if (P.node_billing) {
       const NodeBilling nb = node_billing(P, t.window_s);
       pl.nodes = nb.nodes;
@@ -278,6 +286,12 @@ Json ledger_json(const Ledger& l) {
     Json pj = Json{{"device", p.device}};
     pj.update(block_json(p.cost, l.window_s, p.committed_discount));
     if (p.nodes > 0) pj["nodes"] = p.nodes;
+    if (p.nodes_tracked)
+      pj["node_autoscaling"] = {{"node_hours", p.node_hours},
+                                {"mean_nodes", l.window_s > 0 ? p.node_hours * 3600.0 / l.window_s : 0.0},
+                                {"pinned_empty_node_hours", p.pinned_node_hours},
+                                {"unneeded_empty_node_hours", p.unneeded_node_hours},
+                                {"unschedulable_starts", p.unschedulable}};
     if (p.owned) pj["ownership"] = ownership_json(p.ownership);
     pools[p.name] = pj;
   }

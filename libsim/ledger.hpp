@@ -55,6 +55,10 @@ struct PoolLedger {
   bool owned = false;
   OwnershipLedger ownership;  // owned or colocated devices: the owned line's parts and the comparison
   int nodes = 0;              // whole nodes billed (owned, or billing: node)
+  // an autoscaled pool billed by the node: node-hours up, and of those the empty nodes' hours
+  // kept by a pinned pod or waiting for the cluster to remove them
+  bool nodes_tracked = false;
+  double node_hours = 0, pinned_node_hours = 0, unneeded_node_hours = 0, unschedulable = 0;
 };
 
 struct ClassLedger {

@@ -221,10 +221,6 @@ void parse_ownership(const N& n, const char* kind, PoolSpec& P) {
 void finish_ownership(const N& pool_node, PoolSpec& P) {
   if (P.node_billing && !P.ownership.owned()) {
     const N pr = pool_node.at("fleet").at("pricing");
-    if (P.autoscale.enabled)
-      pr.at("billing").fail("billing: node is modelled for fixed-size pools (fleet.replicas); an autoscaled pool's node "
-                            "count would follow its replicas, which the ledger does not track yet",
-                            ErrorKind::inconsistent);
     if (P.committed_replicas > 0)
       pr.at("billing").fail("billing: node with committed_replicas is not modelled: commit whole nodes' replicas instead",
                             ErrorKind::inconsistent);

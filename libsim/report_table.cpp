@@ -105,6 +105,15 @@ std::string ledger_table(const Json& r) {
   }
   o += where + "\n";
   for (auto it = L["pools"].begin(); it != L["pools"].end(); ++it) {
+    if (!it.value().contains("node_autoscaling")) continue;
+    const Json& n = it.value()["node_autoscaling"];
+    o += fmt::format("{:<12}pool {}: {:.2f} nodes up on average, {} node-hours; empty nodes kept {} h by a pinned pod and "
+                     "{} h waiting for removal; {:g} replica start{} found no node\n",
+                     "nodes", it.key(), n["mean_nodes"].get<double>(), hours(n["node_hours"].get<double>()),
+                     hours(n["pinned_empty_node_hours"].get<double>()), hours(n["unneeded_empty_node_hours"].get<double>()),
+                     n["unschedulable_starts"].get<double>(), n["unschedulable_starts"].get<double>() == 1 ? "" : "s");
+  }
+  for (auto it = L["pools"].begin(); it != L["pools"].end(); ++it) {
     if (!it.value().contains("ownership")) continue;
     const Json& w = it.value()["ownership"];
     std::string parts;

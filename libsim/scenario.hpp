@@ -89,6 +89,12 @@ struct PoolSpec {
   double committed_discount = 0;
   OwnershipSpec ownership;
   bool node_billing = false;     // whole nodes are paid for (always so for owned devices)
+  // an autoscaled pool billed by the node: the cluster autoscaler's side (fleet.nodes)
+  double node_unneeded_s = 600;  // an empty node is removed after this long
+  int pinned_nodes = 0;          // nodes a pod without a device request keeps from removal
+  int max_nodes = 0;             // nodes the cluster can add for this pool (0: unlimited)
+  bool empty_nodes_first = false;  // scale-down order: the emptiest node's replicas first
+  bool nodes_tracked() const { return node_billing && autoscale.enabled && !ownership.owned(); }
   // Packing replicas onto nodes of device.devices_per_node devices (a MIG slice or a time-sliced
   // share counts as its part of a device): the nodes n replicas need, and the billed units on them.
   double units_per_replica() const;  // billed units (device-hours per replica-hour) one replica uses

@@ -198,7 +198,7 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
   // fleet
   const N fl = node.req("fleet");
   fl.allow_keys({"replicas", "router", "queue_limit", "usd_per_hour", "headroom_replicas", "autoscale", "cold_start",
-                 "pricing", "failures"});
+                 "pricing", "failures", "nodes"});
   if (fl.has("pricing")) {
     const N pr = fl.at("pricing");
     pr.allow_keys({"spot", "committed_replicas", "committed_discount", "owned", "colocated", "billing"});
@@ -224,6 +224,19 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
                               ErrorKind::inconsistent);
         parse_ownership(pr.at(kind), kind, P);
       }
+  }
+  if (fl.has("nodes")) {
+    const N nd = fl.at("nodes");
+    nd.allow_keys({"scale_down_unneeded_s", "pinned", "max_nodes", "scale_down_order"});
+    if (!fl.has("autoscale") || !P.node_billing || P.ownership.owned())
+      nd.fail("fleet.nodes is the cluster autoscaler's side of an autoscaled pool billed by the node: it needs "
+              "fleet.autoscale and pricing.billing: node",
+              ErrorKind::inconsistent);
+    if (nd.has("scale_down_unneeded_s")) P.node_unneeded_s = nd.at("scale_down_unneeded_s").num_in(0, 86400);
+    if (nd.has("pinned")) P.pinned_nodes = int(nd.at("pinned").integer(0, 4096));
+    if (nd.has("max_nodes")) P.max_nodes = int(nd.at("max_nodes").integer(1, 4096));
+    if (nd.has("scale_down_order"))
+      P.empty_nodes_first = nd.at("scale_down_order").choice({"replicaset", "empty_nodes_first"}) == "empty_nodes_first";
   }
   if (fl.has("failures")) {
     const N fa = fl.at("failures");

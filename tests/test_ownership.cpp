@@ -138,11 +138,11 @@ TEST_CASE("ownership inputs that cannot be right are located errors") {
   CHECK(test::error_of(kOwned, {"fleet.pricing.owned.power.idle_kw_per_device=0.9"}).find("less idle than busy") !=
         std::string::npos);
   CHECK(test::error_of(kOwned, {"fleet.pricing.owned.refresh_years=0"}).find("refresh_years") != std::string::npos);
-  const std::string scaled =
+  const std::string fixed =
       "name: s\nduration_s: 100\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\n"
-      "fleet: {pricing: {billing: node}, autoscale: {min_replicas: 1, max_replicas: 4, signal: inflight, target: 4}}\n"
+      "fleet: {replicas: 2, pricing: {billing: node}, nodes: {pinned: 1}}\n"
       "workload: {arrival: {process: poisson, rate_per_s: 1}, prompt_tokens: 100, output_tokens: 10}\n";
-  CHECK(test::error_of(scaled).find("billing: node is modelled for fixed-size pools") != std::string::npos);
+  CHECK(test::error_of(fixed).find("needs fleet.autoscale and pricing.billing: node") != std::string::npos);
 }
 
 TEST_CASE("colocated devices pay for contracted power, not for space") {

@@ -87,12 +87,89 @@ FLEETSIM_HD inline void record_done(Sim& s, int32_t ri, double t) {
   client_done(s, q.cls, t + cl);
 }
 
+// Nodes (PoolParams::replicas_per_node > 0): slot k of a pool sits on placement group
+// k / replicas_per_node, one node (or the nodes a replica larger than a node spans). A group is up
+// from the first replica placed on it until the cluster removes it, node_unneeded_s after its last
+// replica left, unless a pod without a device request pins it (docs/model.md, "Nodes").
+FLEETSIM_HD FLEETSIM_FORCEINLINE int32_t node_slot(const PoolState& ps, const PoolParams& P, int32_t r) {
+  return ps.first_replica + (r - ps.first_replica) / P.replicas_per_node * P.replicas_per_node;
+}
+
+// Replicas of the pool provisioned on the group whose first slot is f.
+FLEETSIM_HD inline int32_t node_replicas(const Sim& s, const PoolState& ps, const PoolParams& P, int32_t f) {
+  const int32_t end = min_of(f + P.replicas_per_node, ps.first_replica + ps.n_replicas);
+  int32_t n = 0;
+  for (int32_t r = f; r < end; ++r) n += s.rep[r].state != kOff ? 1 : 0;
+  return n;
+}
+
+// Groups up, empty ones kept by a pinned pod or waiting for removal, and the next removal.
+FLEETSIM_HD inline void nodes_recount(Sim& s, int32_t pi) {
+  PoolState& ps = s.pool[pi];
+  const PoolParams& P = s.p->pools[pi];
+  ps.nodes_up = ps.nodes_pinned_empty = ps.nodes_unneeded = 0;
+  ps.next_node_release = kInf;
+  for (int32_t f = ps.first_replica; f < ps.first_replica + ps.n_replicas; f += P.replicas_per_node) {
+    const double u = s.rep[f].node_until;
+    if (u < 0.0) continue;
+    ps.nodes_up++;
+    if (u < kInf) {
+      ps.nodes_unneeded++;
+      ps.next_node_release = min_of(ps.next_node_release, u);
+    } else if (node_replicas(s, ps, P, f) == 0) {
+      ps.nodes_pinned_empty++;
+    }
+  }
+}
+
+FLEETSIM_HD inline void nodes_integrate(Sim& s, int32_t pi, double t0, double t1) {
+  const double a = max_of(t0, s.W0), b = min_of(t1, s.W1);
+  if (!(b > a)) return;
+  const PoolState& ps = s.pool[pi];
+  const double g = double(s.p->pools[pi].nodes_per_group) * (b - a);
+  PoolTally& T = s.tally->pools[pi];
+  T.node_s += double(ps.nodes_up) * g;
+  T.node_pinned_s += double(ps.nodes_pinned_empty) * g;
+  T.node_unneeded_s += double(ps.nodes_unneeded) * g;
+}
+
+// Node time from t0 to t, removing the empty groups whose time has come on the way.
+FLEETSIM_HD inline void nodes_advance(Sim& s, int32_t pi, double t0, double t) {
+  PoolState& ps = s.pool[pi];
+  const PoolParams& P = s.p->pools[pi];
+  double from = t0;
+  while (ps.next_node_release <= t) {
+    const double at = max_of(ps.next_node_release, from);
+    nodes_integrate(s, pi, from, at);
+    from = at;
+    for (int32_t f = ps.first_replica; f < ps.first_replica + ps.n_replicas; f += P.replicas_per_node)
+      if (s.rep[f].node_until >= 0.0 && s.rep[f].node_until <= at) s.rep[f].node_until = -1.0;
+    nodes_recount(s, pi);
+  }
+  nodes_integrate(s, pi, from, t);
+}
+
+// Replica r was provisioned or released at t: its group is up while it holds a replica; empty, it
+// stays until removed (never, when pinned).
+FLEETSIM_HD inline void node_changed(Sim& s, int32_t r, double t) {
+  const int32_t pi = s.rep[r].pool;
+  const PoolState& ps = s.pool[pi];
+  const PoolParams& P = s.p->pools[pi];
+  const int32_t f = node_slot(ps, P, r);
+  Replica& F = s.rep[f];
+  const int32_t group = (f - ps.first_replica) / P.replicas_per_node;
+  if (node_replicas(s, ps, P, f) > 0) F.node_until = kInf;
+  else if (F.node_until >= 0.0) F.node_until = group * P.nodes_per_group < P.pinned_nodes ? kInf : t + P.node_unneeded_s;
+  nodes_recount(s, pi);
+}
+
 // Integrate the pool's replica counts up to time t: billed time, cold starts, idle time split
 // into chosen headroom and waste (clipped to the window), and busy time for the autoscaler.
 FLEETSIM_HD inline void pool_advance(Sim& s, int32_t pi, double t) {
   PoolState& ps = s.pool[pi];
   const double t0 = ps.t_clock;
   if (!(t > t0)) return;
+  if (s.p->pools[pi].replicas_per_node > 0) nodes_advance(s, pi, t0, t);
   ps.busy_acc += double(ps.n_busy) * (t - t0);
   const double a = max_of(t0, s.W0), b = min_of(t, s.W1);
   if (b > a) {
@@ -130,9 +207,11 @@ FLEETSIM_HD inline void set_state(Sim& s, int32_t r, int32_t state, double t) {
     if (st != kOff) ps.n_prov += d;
   };
   const int32_t before = ps.n_prov;
+  const int32_t was = R.state;
   count(R.state, -1);
   count(state, +1);
   R.state = state;
+  if (s.p->pools[R.pool].replicas_per_node > 0 && (was == kOff) != (state == kOff)) node_changed(s, r, t);
   PoolTally& T = s.tally->pools[R.pool];
   if (double(ps.n_prov) > T.max_replicas) T.max_replicas = double(ps.n_prov);
   // failures are a Poisson process per provisioned replica: memoryless, so redraw the pool's next one

@@ -10,10 +10,14 @@
 namespace fleetsim {
 
 // Remove one replica: an idle one at once, else drain the least loaded (highest index on ties).
+// On tracked nodes, Kubernetes' ReplicaSet ranking comes first: a replica with more of its pool's
+// replicas on its node goes first ("doubled up"), which spreads rather than empties nodes; with
+// empty_nodes_first (a pod deletion cost per node) the one with the fewest goes first.
 FLEETSIM_HD inline void scale_down_one(Sim& s, int32_t pi, double t) {
   PoolState& ps = s.pool[pi];
-  int32_t victim = kNone, best = 0;
-  const bool central = s.p->pools[pi].router == Router::central_queue;
+  const PoolParams& P = s.p->pools[pi];
+  int32_t victim = kNone, best = 0, best_peers = 0;
+  const bool central = P.router == Router::central_queue;
   for (int32_t r = ps.first_replica + ps.n_replicas - 1; r >= ps.first_replica; --r) {
     const Replica& R = s.rep[r];
     // a start not yet finished is the cheapest to cancel, unless requests already wait for it
@@ -23,9 +27,12 @@ FLEETSIM_HD inline void scale_down_one(Sim& s, int32_t pi, double t) {
     }
     if (R.state != kReady) continue;
     const int32_t o = outstanding(s, r);
-    if (victim == kNone || o < best) {
+    int32_t peers = P.replicas_per_node > 0 ? node_replicas(s, ps, P, node_slot(ps, P, r)) : 0;
+    if (P.empty_nodes_first) peers = P.replicas_per_node - peers;
+    if (victim == kNone || peers > best_peers || (peers == best_peers && o < best)) {
       victim = r;
       best = o;
+      best_peers = peers;
     }
   }
   if (victim == kNone) return;
@@ -36,9 +43,8 @@ FLEETSIM_HD inline void scale_down_one(Sim& s, int32_t pi, double t) {
   s.tally->pools[pi].scale_downs += in_window(s, t);
   ps.last_scale = t;
   const Replica& V = s.rep[victim];
-  const bool idle = V.state == kStarting ||
-                    (!V.busy && (s.p->pools[pi].router == Router::central_queue || s.q[V.queue].size == 0) &&
-                     (s.p->pools[pi].batching == Batching::continuous ? V.n_running == 0 : V.batch_n == 0));
+  const bool idle = V.state == kStarting || (!V.busy && (central || s.q[V.queue].size == 0) &&
+                                             (P.batching == Batching::continuous ? V.n_running == 0 : V.batch_n == 0));
   if (idle) {
     replica_off(s, victim, t);
   } else {

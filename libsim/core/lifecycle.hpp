@@ -252,11 +252,27 @@ FLEETSIM_HD inline bool replica_start(Sim& s, int32_t pi, double t) {
       if (t - ps.start_t[i] < 3600.0) ++recent;
     if (double(recent) >= A.max_starts_per_hour) return false;
   }
-  for (int32_t r = ps.first_replica; r < ps.first_replica + ps.n_replicas; ++r) {
+  const PoolParams& P = s.p->pools[pi];
+  int32_t pick = kNone;
+  bool new_node = true;
+  if (P.replicas_per_node > 0) {
+    // a free slot on a node that is up first (no provisioning or image pull), else a new node
+    pool_advance(s, pi, t);  // nodes whose time has come are gone
+    for (int32_t r = ps.first_replica; r < ps.first_replica + ps.n_replicas && pick == kNone; ++r)
+      if (s.rep[r].state == kOff && s.rep[node_slot(ps, P, r)].node_until >= 0.0) pick = r;
+    new_node = pick == kNone;
+    if (new_node && P.max_node_groups > 0 && ps.nodes_up >= P.max_node_groups) {
+      s.tally->pools[pi].unschedulable += in_window(s, t);  // free devices, but none a replica fits
+      return false;
+    }
+  }
+  for (int32_t r = ps.first_replica; r < ps.first_replica + ps.n_replicas && pick == kNone; ++r)
+    if (s.rep[r].state == kOff) pick = r;
+  if (pick != kNone) {
+    const int32_t r = pick;
     Replica& R = s.rep[r];
-    if (R.state != kOff) continue;
     set_state(s, r, kStarting, t);
-    set_next(s, r, t + begin_start(s, r, true, t));
+    set_next(s, r, t + begin_start(s, r, new_node, t));
     R.starts++;
     ps.start_t[ps.start_head] = t;
     ps.start_head = ps.start_head + 1 == kScaleHistory ? 0 : ps.start_head + 1;

@@ -183,6 +183,14 @@ struct PoolParams {
   int32_t committed_replicas;     // reserved capacity, paid whether used or not
   double repair_s;                // owned devices: a failed one is back after this long (0: replaced at once)
   int32_t spares;                 // owned devices on the shelf to swap in meanwhile (<= kMaxSpares)
+  // nodes (rented, billing: node, autoscaled; accounting.hpp, "nodes"): replicas are placed on
+  // whole nodes, a node is paid for while it is up, and the cluster removes an empty one later
+  int32_t replicas_per_node;   // 0: nodes are not tracked in the core
+  int32_t nodes_per_group;     // nodes one placement group counts (a replica larger than a node spans several)
+  int32_t max_node_groups;     // placement groups the cluster can hold (0: unlimited)
+  int32_t pinned_nodes;        // nodes (lowest first) a pod without a device request keeps from removal
+  double node_unneeded_s;      // an empty node is removed after this long
+  int32_t empty_nodes_first;   // scale-down takes replicas from the emptiest node (a pod deletion cost), not the fullest
   // accounting, per replica
   double usd_per_replica_hour;
   double peak_flops_per_s;  // for compute utilization

@@ -89,6 +89,9 @@ struct Replica {
   // static batching
   int32_t batch_n;
   double batch_t_first;
+  // on a node's first slot, when nodes are tracked: < 0 the node is down; kInf it is up with a
+  // replica or kept by a pinned pod; else the time the cluster removes it, empty
+  double node_until;
 };
 
 // The flat workspace of one simulation.
@@ -120,6 +123,10 @@ struct PoolState {
   // repair come back (never more than the spares: a failure without a spare waits for one)
   int32_t shelf, n_repair;
   double repair_t[kMaxSpares];
+  // nodes (accounting.hpp): placement groups up, of which empty and kept by a pinned pod, or
+  // empty and waiting to be removed; the next removal
+  int32_t nodes_up, nodes_pinned_empty, nodes_unneeded;
+  double next_node_release;
 };
 
 struct Sim {
@@ -290,6 +297,8 @@ FLEETSIM_HD inline Sim sim_bind(const SimParams& p, uint32_t replication, uint8_
     ps.fail_draws = 0;
     ps.shelf = P.spares;
     ps.n_repair = 0;
+    ps.nodes_up = ps.nodes_pinned_empty = ps.nodes_unneeded = 0;
+    ps.next_node_release = kInf;
     const int32_t qcap = pool_queue_cap(P);
     for (int32_t i = 0; i < ps.n_queues; ++i, ++qi) {
       s.q[qi].base = qbase;
@@ -305,6 +314,7 @@ FLEETSIM_HD inline Sim sim_bind(const SimParams& p, uint32_t replication, uint8_
       R.busy = 0;
       R.state = kOff;
       R.starts = 0;
+      R.node_until = -1.0;
       R.pool = pi;
       R.queue = ps.first_queue + (P.router == Router::central_queue ? 0 : k);
       R.S = S;

@@ -62,6 +62,10 @@ struct PoolTally {
   double seq_steps;     // sequences per step, summed over steps
   double steps;         // steps in the window
   double kv_block_s;    // allocated KV blocks x seconds
+  double node_s;        // nodes up x seconds (nodes tracked: billing by the node, autoscaled)
+  double node_pinned_s; // of which empty nodes kept by a pod without a device request
+  double node_unneeded_s; // of which empty nodes waiting for the cluster to remove them
+  double unschedulable; // replica starts refused: no free slot on a node and no node to add
 };
 
 struct Tally {
@@ -90,6 +94,7 @@ FLEETSIM_HD inline void pool_tally_clear(PoolTally& p) {
   p.replica_s = p.busy_s = p.input_busy_s = p.flops = p.bytes = p.seq_steps = p.steps = p.kv_block_s = 0.0;
   p.cold_s = p.headroom_s = p.waste_s = p.scale_ups = p.scale_downs = p.max_replicas = 0.0;
   p.crashes = p.interruptions = p.excess_s = p.committed_unused_s = 0.0;
+  p.node_s = p.node_pinned_s = p.node_unneeded_s = p.unschedulable = 0.0;
   for (int32_t k = 0; k < kColdStages; ++k) p.cold_stage_s[k] = 0.0;
 }
 
@@ -156,6 +161,10 @@ FLEETSIM_HD inline void pool_tally_merge(PoolTally& into, const PoolTally& from)
   into.committed_unused_s += from.committed_unused_s;
   for (int32_t k = 0; k < kColdStages; ++k) into.cold_stage_s[k] += from.cold_stage_s[k];
   into.interruptions += from.interruptions;
+  into.node_s += from.node_s;
+  into.node_pinned_s += from.node_pinned_s;
+  into.node_unneeded_s += from.node_unneeded_s;
+  into.unschedulable += from.unschedulable;
 }
 
 }  // namespace fleetsim
