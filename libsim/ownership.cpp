@@ -22,14 +22,20 @@ double PoolSpec::units_per_replica() const { return devices() > 1 ? double(devic
 
 double PoolSpec::units_per_node() const { return double(device.devices_per_node) / unit_device_share(*this); }
 
+int PoolSpec::replicas_per_node() const {
+  const double u = units_per_replica(), U = units_per_node();
+  return u <= U ? std::max(1, int(std::floor(U / u + 1e-9))) : 1;
+}
+
+int PoolSpec::nodes_per_replica() const {
+  const double u = units_per_replica(), U = units_per_node();
+  return u <= U ? 1 : int(std::ceil(u / U - 1e-9));  // a replica larger than a node spans whole nodes
+}
+
 int PoolSpec::nodes_for(int n) const {
   if (n <= 0) return 0;
-  const double u = units_per_replica(), U = units_per_node();
-  if (u <= U) {
-    const int per_node = std::max(1, int(std::floor(U / u + 1e-9)));
-    return (n + per_node - 1) / per_node;
-  }
-  return n * int(std::ceil(u / U - 1e-9));  // a replica larger than a node spans whole nodes
+  const int per_node = replicas_per_node();
+  return (n + per_node - 1) / per_node * nodes_per_replica();
 }
 
 double OwnershipLedger::usd() const {
@@ -219,6 +225,11 @@ void parse_ownership(const N& n, const char* kind, PoolSpec& P) {
 }
 
 void finish_ownership(const N& pool_node, PoolSpec& P) {
+  if (P.nodes_tracked() && P.max_nodes > 0 && P.max_nodes < P.nodes_per_replica())
+    pool_node.at("fleet").at("nodes").at("max_nodes").fail(
+        fmt::format("a replica of {} devices spans {} nodes of {}: max_nodes must be at least that", P.devices(),
+                    P.nodes_per_replica(), P.device.devices_per_node),
+        ErrorKind::does_not_fit);
   if (P.node_billing && !P.ownership.owned()) {
     const N pr = pool_node.at("fleet").at("pricing");
     if (P.committed_replicas > 0)

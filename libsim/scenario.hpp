@@ -99,6 +99,8 @@ struct PoolSpec {
   // share counts as its part of a device): the nodes n replicas need, and the billed units on them.
   double units_per_replica() const;  // billed units (device-hours per replica-hour) one replica uses
   double units_per_node() const;     // billed units one node holds
+  int replicas_per_node() const;     // whole replicas one node holds (1 for a replica wider than a node)
+  int nodes_per_replica() const;     // nodes a replica wider than a node spans (else 1)
   int nodes_for(int replicas) const;
   bool spot() const { return spot_interruptions_per_hour > 0 || spot_discount > 0; }
   // what a replica-hour beyond commitments costs (time-sliced replicas share their device's price)

@@ -147,10 +147,9 @@ PoolParams PoolSpec::params() const {
   p.committed_replicas = committed_replicas;
   p.repair_s = ownership.owned() ? ownership.repair_days * 86400.0 : 0.0;
   if (nodes_tracked()) {
-    const double u = units_per_replica(), U = units_per_node();
-    p.replicas_per_node = u <= U ? std::max(1, int(std::floor(U / u + 1e-9))) : 1;
-    p.nodes_per_group = u <= U ? 1 : int(std::ceil(u / U - 1e-9));
-    p.max_node_groups = max_nodes > 0 ? std::max(1, max_nodes / p.nodes_per_group) : 0;
+    p.replicas_per_node = replicas_per_node();
+    p.nodes_per_group = nodes_per_replica();
+    p.max_node_groups = max_nodes / p.nodes_per_group;  // max_nodes >= nodes_per_group (scenario_pool.cpp)
     p.pinned_nodes = pinned_nodes;
     p.node_unneeded_s = node_unneeded_s;
     p.empty_nodes_first = empty_nodes_first ? 1 : 0;

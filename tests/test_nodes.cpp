@@ -100,7 +100,7 @@ TEST_CASE("scale-down takes from the fullest node, as a ReplicaSet does, or from
       CHECK(b.ps().nodes_unneeded == 1);
     } else {
       CHECK(s.rep[2].state == kReady);  // one of node 0's two goes: both nodes stay up
-      CHECK(s.rep[0].state + s.rep[1].state == kReady + kOff);
+      CHECK((s.rep[0].state == kOff) + (s.rep[1].state == kOff) == 1);
       CHECK(b.ps().nodes_unneeded == 0);
     }
   }
@@ -121,4 +121,13 @@ TEST_CASE("an autoscaled pool billed by the node pays every device of the nodes 
   double sum = 0;
   for (const auto& [k, v] : pool["buckets"].items()) sum += v["usd"].get<double>();
   CHECK(sum == doctest::Approx(pool["effective_usd"].get<double>()));
+}
+
+TEST_CASE("fleet.nodes inputs that cannot be right are located errors") {
+  CHECK(test::error_of(kNodes, {"engine.tensor_parallel=16", "fleet.nodes.max_nodes=1"})
+            .find("spans 2 nodes of 8: max_nodes must be at least that") != std::string::npos);
+  CHECK(test::error_of(kNodes, {"fleet.nodes.scale_down_order=fullest"})
+            .find("expected one of: replicaset, empty_nodes_first") != std::string::npos);
+  CHECK(test::error_of(kNodes, {"fleet.pricing.billing=device"}).find("needs fleet.autoscale and pricing.billing: node") !=
+        std::string::npos);
 }
