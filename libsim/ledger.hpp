@@ -55,6 +55,8 @@ struct PoolLedger {
   bool owned = false;
   OwnershipLedger ownership;  // owned or colocated devices: the owned line's parts and the comparison
   int nodes = 0;              // whole nodes billed (owned, or billing: node)
+  bool cpu_fallback = false;  // fleet.faults.cpu_fallback: its replicas' time on the host CPU
+  double fallback_hours = 0, fallback_cpu_busy_hours = 0;  // device-hours (in the idle buckets)
 };
 
 struct ClassLedger {

@@ -89,6 +89,12 @@ struct Replica {
   // static batching
   int32_t batch_n;
   double batch_t_first;
+  // slowdowns (slowdown.hpp)
+  int32_t fb_slot;   // its slot falls back to the CPU after the image update
+  int32_t run_cpu;   // the run in flight computes on the host CPU (the device idles)
+  int32_t run_hot;   // the run in flight is at the throttled clock
+  double heat;       // temperature proxy: exponentially weighted device-busy fraction
+  double heat_t;     // ... as of this time
 };
 
 // The flat workspace of one simulation.
@@ -120,6 +126,8 @@ struct PoolState {
   // repair come back (never more than the spares: a failure without a spare waits for one)
   int32_t shelf, n_repair;
   double repair_t[kMaxSpares];
+  // slowdowns: ready or draining replicas in fallback slots; busy replicas on the CPU, throttled
+  int32_t n_fb, n_cpu_busy, n_hot_busy;
 };
 
 struct Sim {
@@ -290,6 +298,7 @@ FLEETSIM_HD inline Sim sim_bind(const SimParams& p, uint32_t replication, uint8_
     ps.fail_draws = 0;
     ps.shelf = P.spares;
     ps.n_repair = 0;
+    ps.n_fb = ps.n_cpu_busy = ps.n_hot_busy = 0;
     const int32_t qcap = pool_queue_cap(P);
     for (int32_t i = 0; i < ps.n_queues; ++i, ++qi) {
       s.q[qi].base = qbase;
@@ -343,6 +352,11 @@ FLEETSIM_HD inline Sim sim_bind(const SimParams& p, uint32_t replication, uint8_
       R.wake_k = 0;
       R.batch_n = 0;
       R.batch_t_first = 0.0;
+      // slot k of n falls back when floor((k + 1) share) > floor(k share): floor(n share) of the
+      // first n slots, evenly spread
+      R.fb_slot = P.fallback_share > 0.0 && int64_t(double(k + 1) * P.fallback_share) > int64_t(double(k) * P.fallback_share);
+      R.run_cpu = R.run_hot = 0;
+      R.heat = R.heat_t = 0.0;
       for (int32_t i = 0; i < P.kv_block_tokens; ++i) s.rescnt[R.res_base + i] = 0;
       s.rheap[r] = r;
       s.rheap_pos[r] = r;

@@ -62,6 +62,11 @@ struct PoolTally {
   double seq_steps;     // sequences per step, summed over steps
   double steps;         // steps in the window
   double kv_block_s;    // allocated KV blocks x seconds
+  // slowdowns (slowdown.hpp); busy_s is the device's: steps computed on the host CPU are not in it
+  double fallback_s;       // ready or draining replica time fallen back to the CPU
+  double cpu_busy_s;       // of which in steps (on the CPU: the device idle)
+  double throttled_s;      // device-busy time in steps at the throttled clock
+  double throttled_steps;  // steps at the throttled clock
 };
 
 struct Tally {
@@ -90,6 +95,7 @@ FLEETSIM_HD inline void pool_tally_clear(PoolTally& p) {
   p.replica_s = p.busy_s = p.input_busy_s = p.flops = p.bytes = p.seq_steps = p.steps = p.kv_block_s = 0.0;
   p.cold_s = p.headroom_s = p.waste_s = p.scale_ups = p.scale_downs = p.max_replicas = 0.0;
   p.crashes = p.interruptions = p.excess_s = p.committed_unused_s = 0.0;
+  p.fallback_s = p.cpu_busy_s = p.throttled_s = p.throttled_steps = 0.0;
   for (int32_t k = 0; k < kColdStages; ++k) p.cold_stage_s[k] = 0.0;
 }
 
@@ -156,6 +162,10 @@ FLEETSIM_HD inline void pool_tally_merge(PoolTally& into, const PoolTally& from)
   into.committed_unused_s += from.committed_unused_s;
   for (int32_t k = 0; k < kColdStages; ++k) into.cold_stage_s[k] += from.cold_stage_s[k];
   into.interruptions += from.interruptions;
+  into.fallback_s += from.fallback_s;
+  into.cpu_busy_s += from.cpu_busy_s;
+  into.throttled_s += from.throttled_s;
+  into.throttled_steps += from.throttled_steps;
 }
 
 }  // namespace fleetsim
