@@ -114,6 +114,10 @@ Ledger make_ledger(const Scenario& s, const Tally& t) {
     h[size_t(Bucket::busy_decode)] = busy_h - h[size_t(Bucket::lost_work)] - h[size_t(Bucket::busy_prefill)];
     c.busy_s = pt.busy_s;
     c.input_busy_s = pt.input_busy_s;
+    // a fallen-back server steps on the host CPU: its device, paid for, idles (in the buckets above)
+    pl.cpu_fallback = P.cpu_fallback();
+    pl.fallback_hours = pt.fallback_s * f;
+    pl.fallback_cpu_busy_hours = pt.cpu_busy_s * f;
     double stages = 0;
     for (double x : pt.cold_stage_s) stages += x;
     for (int k = 0; k < kColdStages; ++k)
@@ -293,6 +297,14 @@ Json ledger_json(const Ledger& l) {
                                 {"unneeded_empty_node_hours", p.unneeded_node_hours},
                                 {"unschedulable_starts", p.unschedulable}};
     if (p.owned) pj["ownership"] = ownership_json(p.ownership);
+    if (p.cpu_fallback) {
+      const double billed = p.cost.billed_hours(), rate = billed > 0 ? p.cost.effective_usd() / billed : 0.0;
+      pj["cpu_fallback"] = {{"device_hours", p.fallback_hours},
+                            {"cpu_busy_device_hours", p.fallback_cpu_busy_hours},
+                            {"usd", p.fallback_hours * rate},
+                            {"note", "devices of replicas fallen back to the host CPU: paid for, idle (in "
+                                     "idle_headroom and idle_waste, not busy)"}};
+    }
     pools[p.name] = pj;
   }
   j["pools"] = pools;

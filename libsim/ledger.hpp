@@ -59,6 +59,8 @@ struct PoolLedger {
   // kept by a pinned pod or waiting for the cluster to remove them
   bool nodes_tracked = false;
   double node_hours = 0, pinned_node_hours = 0, unneeded_node_hours = 0, unschedulable = 0;
+  bool cpu_fallback = false;  // fleet.faults.cpu_fallback: its replicas' time on the host CPU
+  double fallback_hours = 0, fallback_cpu_busy_hours = 0;  // device-hours (in the idle buckets)
 };
 
 struct ClassLedger {

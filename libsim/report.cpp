@@ -197,6 +197,18 @@ Json fleet_json(const PoolTally& t, double window) {
   return f;
 }
 
+// A CPU fallback and thermal throttling, where configured (docs/model.md, "Slowdowns").
+void slowdown_json(Json& f, const PoolTally& t, bool fallback, bool thermal) {
+  if (fallback)
+    f["cpu_fallback"] = {{"replica_hours", t.fallback_s / 3600.0},
+                         {"share_of_replica_hours", ratio(t.fallback_s, t.replica_s)},
+                         {"cpu_busy_replica_hours", t.cpu_busy_s / 3600.0}};
+  if (thermal)
+    f["thermal"] = {{"throttled_replica_hours", t.throttled_s / 3600.0},
+                    {"throttled_busy_share", ratio(t.throttled_s, t.busy_s)},
+                    {"throttled_step_share", ratio(t.throttled_steps, t.steps)}};
+}
+
 }  // namespace
 
 // How sure the step-time model is: a calibrated profile names itself and quotes its error on
@@ -309,6 +321,14 @@ Json run_report(const Scenario& s, const Tally& t) {
   r["capacity"] = cap;
 
   r["fleet"] = fleet_json(pools, window);
+  {
+    bool fallback = false, thermal = false;
+    for (const auto& P : s.pools) {
+      fallback = fallback || P.cpu_fallback();
+      thermal = thermal || P.thermal();
+    }
+    slowdown_json(r["fleet"], pools, fallback, thermal);
+  }
 
   // every closed-loop class together
   {
@@ -378,6 +398,7 @@ Json run_report(const Scenario& s, const Tally& t) {
       one["perf_model"] = perf_name(P.perf_model);
       one["step_time"] = step_time_json(P);
       one["fleet"] = fleet_json(pt, window);
+      slowdown_json(one["fleet"], pt, P.cpu_fallback(), P.thermal());
       one["utilization"] = utilization_json(pt, pt.replica_s * pp.peak_flops_per_s, pt.replica_s * pp.peak_bytes_per_s,
                                             pt.replica_s * double(P.capacity.kv_blocks), pt.replica_s * pp.fixed_memory_bytes,
                                             pt.kv_block_s * P.capacity.kv_bytes_per_token * P.kv_block_tokens,

@@ -272,6 +272,17 @@ std::string format_run_table(const Json& r) {
     o += fmt::format("fleet       mean {} replicas, max {}, {} started, {} stopped, {} crashes, {} interruptions\n",
                      num(fl["mean_replicas"], 2), num(fl["max_replicas"], 0), num(fl["scale_ups"], 0),
                      num(fl["scale_downs"], 0), num(fl["crashes"], 0), num(fl["interruptions"], 0));
+  if (fl.contains("cpu_fallback")) {
+    const Json& cf = fl["cpu_fallback"];
+    o += fmt::format("cpu fallback {} replica-hours ({} of provisioned) on the host CPU, {} of them in steps: "
+                     "devices paid for and idle\n",
+                     num(cf["replica_hours"], 2), pct(cf["share_of_replica_hours"]), num(cf["cpu_busy_replica_hours"], 2));
+  }
+  if (fl.contains("thermal")) {
+    const Json& th = fl["thermal"];
+    o += fmt::format("thermal     throttled {} replica-hours: {} of device-busy time, {} of steps\n",
+                     num(th["throttled_replica_hours"], 2), pct(th["throttled_busy_share"]), pct(th["throttled_step_share"]));
+  }
   o += ledger_table(r);
   const Json& cap = r["capacity"];
   o += fmt::format("capacity    weights {:.1f} GiB  KV {:.1f} GiB = {} tokens ({} B/token)  fits {} requests at {} tokens\n",

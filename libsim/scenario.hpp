@@ -85,6 +85,11 @@ struct PoolSpec {
   double lora_step_overhead = 0.15;
   double lora_gib() const;
   double spot_discount = 0, spot_interruptions_per_hour = 0, mtbf_hours = 0;
+  // slowdowns (docs/model.md, "Slowdowns"): fleet.faults.cpu_fallback and fleet.thermal
+  double fallback_share = 0, fallback_slowdown = 50, fallback_at_s = 0;
+  double thermal_tau_s = 0, thermal_above = 0, thermal_clock_drop = 0;
+  bool cpu_fallback() const { return fallback_share > 0; }
+  bool thermal() const { return thermal_tau_s > 0; }
   int committed_replicas = 0;  // owned pools: the owned replicas (the core tracks both alike)
   double committed_discount = 0;
   OwnershipSpec ownership;

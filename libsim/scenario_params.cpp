@@ -155,6 +155,12 @@ PoolParams PoolSpec::params() const {
     p.empty_nodes_first = empty_nodes_first ? 1 : 0;
   }
   p.spares = ownership.owned() ? ownership.spares : 0;
+  p.fallback_share = fallback_share;
+  p.fallback_slowdown = fallback_share > 0 ? fallback_slowdown : 1.0;
+  p.fallback_at_s = fallback_at_s;
+  p.thermal_tau_s = thermal_tau_s;
+  p.thermal_above = thermal_above;
+  p.thermal_factor = thermal_tau_s > 0 ? 1.0 / (1.0 - thermal_clock_drop) : 1.0;
   p.router = router;
   p.queue_limit = queue_limit;
   p.usd_per_replica_hour = hourly_usd();

@@ -198,7 +198,7 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
   // fleet
   const N fl = node.req("fleet");
   fl.allow_keys({"replicas", "router", "queue_limit", "usd_per_hour", "headroom_replicas", "autoscale", "cold_start",
-                 "pricing", "failures", "nodes"});
+                 "pricing", "failures", "nodes", "faults", "thermal"});
   if (fl.has("pricing")) {
     const N pr = fl.at("pricing");
     pr.allow_keys({"spot", "committed_replicas", "committed_discount", "owned", "colocated", "billing"});
@@ -242,6 +242,22 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
     const N fa = fl.at("failures");
     fa.allow_keys({"mtbf_hours"});
     P.mtbf_hours = fa.req("mtbf_hours").pos(1e7);
+  }
+  if (fl.has("faults")) {
+    const N fa = fl.at("faults");
+    fa.allow_keys({"cpu_fallback"});
+    const N cf = fa.req("cpu_fallback");
+    cf.allow_keys({"share", "slowdown", "at_s"});
+    P.fallback_share = cf.req("share").num_in(0, 1, "share");
+    P.fallback_slowdown = cf.has("slowdown") ? cf.at("slowdown").num_in(1, 10000, "slowdown") : 50.0;
+    P.fallback_at_s = cf.has("at_s") ? cf.at("at_s").num_in(0, 1e9) : 0.0;
+  }
+  if (fl.has("thermal")) {
+    const N th = fl.at("thermal");
+    th.allow_keys({"time_constant_s", "throttle_above", "clock_drop"});
+    P.thermal_tau_s = th.req("time_constant_s").pos(1e8);
+    P.thermal_above = th.req("throttle_above").num_in(0.001, 0.999, "throttle_above");
+    P.thermal_clock_drop = th.req("clock_drop").num_in(0.001, 0.9, "clock_drop");
   }
   const bool scaled = fl.has("autoscale");
   P.replicas = fl.has("replicas") || !scaled ? int(fl.req("replicas").integer(scaled ? 0 : 1, 4096)) : -1;

@@ -35,6 +35,13 @@ FLEETSIM_HD inline void account_run(Sim& s, const Replica& R, int64_t k, double 
   const double overlap = b - a;
   const double f = overlap / (t1 - t0);
   PoolTally& T = s.tally->pools[R.pool];
+  if (R.run_cpu) {  // a server fallen back to the host CPU: the engine steps, the device does nothing
+    T.seq_steps += f * double(k) * R.run_seqs;
+    T.steps += f * double(k);
+    T.kv_block_s += overlap * (R.run_blocks0 + 0.5 * R.run_blocks_rate * double(k));
+    return;
+  }
+  if (R.run_hot) T.throttled_steps += f * double(k);
   T.busy_s += overlap;
   T.input_busy_s += overlap * R.run_in_share;
   T.flops += f * arith_sum(R.run_fa, R.run_fb, 0, k);
@@ -179,19 +186,44 @@ FLEETSIM_HD inline void pool_advance(Sim& s, int32_t pi, double t) {
     T.excess_s += double(max_of(0, ps.n_prov - s.p->pools[pi].committed_replicas)) * dt;
     T.committed_unused_s += double(max_of(0, s.p->pools[pi].committed_replicas - ps.n_prov)) * dt;
     T.cold_s += double(ps.n_starting) * dt;
-    const int32_t idle = ps.n_ready + ps.n_draining - ps.n_busy;
+    // a replica stepping on the host CPU leaves its device idle
+    const int32_t idle = ps.n_ready + ps.n_draining - (ps.n_busy - ps.n_cpu_busy);
     const int32_t head = min_of(idle, s.p->pools[pi].headroom_replicas);
     T.headroom_s += double(head) * dt;
     T.waste_s += double(idle - head) * dt;
+    if (ps.n_fb | ps.n_cpu_busy | ps.n_hot_busy) {
+      T.cpu_busy_s += double(ps.n_cpu_busy) * dt;
+      T.throttled_s += double(ps.n_hot_busy) * dt;
+      const double from = max_of(a, s.p->pools[pi].fallback_at_s);  // fallback slots fall back from then on
+      if (b > from) T.fallback_s += double(ps.n_fb) * (b - from);
+    }
   }
   ps.t_clock = t;
+}
+
+// The temperature proxy of replica r up to time t: an exponentially weighted device-busy fraction
+// with time constant tau, h <- b + (h - b) exp(-dt / tau), b = 1 if its device was busy since the
+// last update, else 0. Called before anything that changes b.
+FLEETSIM_HD inline void heat_update(Sim& s, Replica& R, double t) {
+  const double tau = s.p->pools[R.pool].thermal_tau_s;
+  if (!(tau > 0.0) || !(t > R.heat_t)) return;
+  const double b = R.busy && !R.run_cpu ? 1.0 : 0.0;
+  R.heat = b + (R.heat - b) * dm::exp(-(t - R.heat_t) / tau);
+  R.heat_t = t;
 }
 
 FLEETSIM_HD inline void set_busy(Sim& s, int32_t r, int32_t busy, double t) {
   Replica& R = s.rep[r];
   if (R.busy == busy) return;
   pool_advance(s, R.pool, t);
-  s.pool[R.pool].n_busy += busy ? 1 : -1;
+  heat_update(s, R, t);
+  PoolState& ps = s.pool[R.pool];
+  ps.n_busy += busy ? 1 : -1;
+  if (!busy) {  // an idle replica has no run: its flags go with the run
+    ps.n_cpu_busy -= R.run_cpu;
+    ps.n_hot_busy -= R.run_hot;
+    R.run_cpu = R.run_hot = 0;
+  }
   R.busy = busy;
 }
 
@@ -205,6 +237,7 @@ FLEETSIM_HD inline void set_state(Sim& s, int32_t r, int32_t state, double t) {
     if (st == kStarting) ps.n_starting += d;
     if (st == kDraining) ps.n_draining += d;
     if (st != kOff) ps.n_prov += d;
+    if (R.fb_slot && (st == kReady || st == kDraining)) ps.n_fb += d;
   };
   const int32_t before = ps.n_prov;
   const int32_t was = R.state;

@@ -7,6 +7,7 @@
 #include "decls.hpp"
 #include "kv.hpp"
 #include "slots.hpp"
+#include "slowdown.hpp"
 #include "state.hpp"
 #include "steptime.hpp"
 #include "stepwork.hpp"
@@ -115,7 +116,7 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
     for (int32_t k = d0; k < d1; ++k) {
       if (s.rep[k].state == kOff) continue;
       used += P.fixed_memory_bytes + double(P.kv_total_blocks - s.rep[k].free_blocks) * block_bytes;
-      if (k != r && s.rep[k].busy) slowdown += 1.0;
+      if (k != r && s.rep[k].busy && !s.rep[k].run_cpu) slowdown += 1.0;
     }
     device_free = P.device_memory_bytes - used;
     if (R.n_decode > 0 && double(rescnt_of(s, r)[res_now]) * block_bytes > device_free &&
@@ -271,14 +272,10 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
     if (P.time_slicing > 1) R.run_k = 1;  // neighbours' memory and turns change step by step
     R.run_blocks_rate = n / double(R.bs);
   }
-  if (slowdown > 1.0) {  // busy neighbours take turns on the device
-    Line& l = R.run_line;
-    l.o *= slowdown;
-    l.a1 *= slowdown;
-    l.b1 *= slowdown;
-    l.a2 *= slowdown;
-    l.b2 *= slowdown;
-  }
+  // busy neighbours taking turns on the device, a CPU fallback or a throttled clock (exactly 1 without)
+  slowdown *= run_factor(s, r, t);
+  if (slowdown > 1.0) scale_line(R.run_line, slowdown);
+  if (!R.run_prefill && R.run_k > 1) cut_at_change(s, r, t);
   set_class_shares(s, R, pclass, ptoks);
   set_next(s, r, t + line_sum(R.run_line, R.run_k));
 }

@@ -39,6 +39,10 @@ FLEETSIM_HD inline void start_stages(const Sim& s, int32_t r, bool new_node, dou
 // Seconds from asking for replica r at time t to its first request; the stages of a start asked
 // for inside the window are tallied, so the ledger can split cold-start time by stage.
 FLEETSIM_HD inline double begin_start(Sim& s, int32_t r, bool new_node, double t) {
+  if (new_node) {  // a new node's device starts cool
+    s.rep[r].heat = 0.0;
+    s.rep[r].heat_t = t;
+  }
   double st[kColdStages];
   start_stages(s, r, new_node, st);
   if (in_window(s, t) > 0.0) {
@@ -116,7 +120,7 @@ FLEETSIM_HD inline void replica_fail(Sim& s, int32_t r, double t, bool new_node,
         wasted_from = tj;
       }
     }
-  } else if (R.busy && P.batching == Batching::fixed_batch && R.batch_n > 0) {
+  } else if (R.busy && P.batching == Batching::fixed_batch && R.batch_n > 0 && !R.run_cpu) {
     // a static batch was accounted when it formed: take back the part that will not run
     const double a = max_of(t, s.W0), b = min_of(R.t_next, s.W1);
     if (b > a) {
@@ -124,7 +128,7 @@ FLEETSIM_HD inline void replica_fail(Sim& s, int32_t r, double t, bool new_node,
       for (int32_t c = 0; c < s.p->n_classes; ++c) s.tally->classes[c].busy_s -= (b - a) * R.run_class_share[c];
     }
   }
-  if (t > wasted_from) {
+  if (t > wasted_from && !R.run_cpu) {  // (steps on the host CPU are no device time)
     const double a = max_of(wasted_from, s.W0), b = min_of(t, s.W1);
     if (b > a) {
       s.tally->pools[R.pool].busy_s += b - a;

@@ -191,6 +191,14 @@ struct PoolParams {
   int32_t pinned_nodes;        // nodes (lowest first) a pod without a device request keeps from removal
   double node_unneeded_s;      // an empty node is removed after this long
   int32_t empty_nodes_first;   // scale-down takes replicas from the emptiest node (a pod deletion cost), not the fullest
+  // step-time slowdowns (slowdown.hpp): a server that falls back to the CPU after a node image
+  // update, and thermal throttling under sustained load
+  double fallback_share;     // share of replica slots whose server falls back (0: none)
+  double fallback_slowdown;  // x their step times from fallback_at_s on
+  double fallback_at_s;      // the image update
+  double thermal_tau_s;      // time constant of the temperature proxy (0: no throttling)
+  double thermal_above;      // throttled while the proxy is above this
+  double thermal_factor;     // x step times while throttled: 1 / (1 - clock drop)
   // accounting, per replica
   double usd_per_replica_hour;
   double peak_flops_per_s;  // for compute utilization

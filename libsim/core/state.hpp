@@ -92,6 +92,12 @@ struct Replica {
   // on a node's first slot, when nodes are tracked: < 0 the node is down; kInf it is up with a
   // replica or kept by a pinned pod; else the time the cluster removes it, empty
   double node_until;
+  // slowdowns (slowdown.hpp)
+  int32_t fb_slot;   // its slot falls back to the CPU after the image update
+  int32_t run_cpu;   // the run in flight computes on the host CPU (the device idles)
+  int32_t run_hot;   // the run in flight is at the throttled clock
+  double heat;       // temperature proxy: exponentially weighted device-busy fraction
+  double heat_t;     // ... as of this time
 };
 
 // The flat workspace of one simulation.
@@ -127,6 +133,8 @@ struct PoolState {
   // empty and waiting to be removed; the next removal
   int32_t nodes_up, nodes_pinned_empty, nodes_unneeded;
   double next_node_release;
+  // slowdowns: ready or draining replicas in fallback slots; busy replicas on the CPU, throttled
+  int32_t n_fb, n_cpu_busy, n_hot_busy;
 };
 
 struct Sim {
@@ -299,6 +307,7 @@ FLEETSIM_HD inline Sim sim_bind(const SimParams& p, uint32_t replication, uint8_
     ps.n_repair = 0;
     ps.nodes_up = ps.nodes_pinned_empty = ps.nodes_unneeded = 0;
     ps.next_node_release = kInf;
+    ps.n_fb = ps.n_cpu_busy = ps.n_hot_busy = 0;
     const int32_t qcap = pool_queue_cap(P);
     for (int32_t i = 0; i < ps.n_queues; ++i, ++qi) {
       s.q[qi].base = qbase;
@@ -353,6 +362,11 @@ FLEETSIM_HD inline Sim sim_bind(const SimParams& p, uint32_t replication, uint8_
       R.wake_k = 0;
       R.batch_n = 0;
       R.batch_t_first = 0.0;
+      // slot k of n falls back when floor((k + 1) share) > floor(k share): floor(n share) of the
+      // first n slots, evenly spread
+      R.fb_slot = P.fallback_share > 0.0 && int64_t(double(k + 1) * P.fallback_share) > int64_t(double(k) * P.fallback_share);
+      R.run_cpu = R.run_hot = 0;
+      R.heat = R.heat_t = 0.0;
       for (int32_t i = 0; i < P.kv_block_tokens; ++i) s.rescnt[R.res_base + i] = 0;
       s.rheap[r] = r;
       s.rheap_pos[r] = r;

@@ -4,6 +4,7 @@
 #include "accounting.hpp"
 #include "containers.hpp"
 #include "decls.hpp"
+#include "slowdown.hpp"
 #include "state.hpp"
 #include "steptime.hpp"
 #include "stepwork.hpp"
@@ -52,8 +53,12 @@ FLEETSIM_HD inline void static_try_start(Sim& s, int32_t r, double t) {
     ++n;
   }
   const double dn = double(n), dp = double(pmax);
+  set_busy(s, r, 1, t);
+  // a CPU fallback or a throttled clock holds for the whole batch (exactly 1 without)
+  const double slow = run_factor(s, r, t);
   // prefill of the padded batch
   set_single_step(P, R, dn * dp, dn * dp * (dp + 1.0) * 0.5, 0.0, 0.0, 0.0, dn);
+  if (slow > 1.0) scale_line(R.run_line, slow);
   for (int32_t c = 0; c < s.p->n_classes; ++c) R.run_class_in_share[c] = R.run_class_share[c] = nclass[c] / dn;
   R.run_blocks0 = double(ceil_div(n * (pmax + omax), R.bs));
   R.run_blocks_rate = 0.0;
@@ -62,6 +67,7 @@ FLEETSIM_HD inline void static_try_start(Sim& s, int32_t r, double t) {
   double t_end = t_first;
   if (P.generative && omax >= 2) {
     set_decode_run(P, R, dn, dn * dp);
+    if (slow > 1.0) scale_line(R.run_line, slow);
     for (int32_t c = 0; c < s.p->n_classes; ++c) R.run_class_in_share[c] = 0.0;
     const int64_t k = omax - 1;
     t_end = t_first + line_sum(R.run_line, k);
@@ -69,7 +75,6 @@ FLEETSIM_HD inline void static_try_start(Sim& s, int32_t r, double t) {
   }
   R.batch_n = int32_t(n);
   R.batch_t_first = t_first;
-  set_busy(s, r, 1, t);
   set_next(s, r, t_end);
 }
 

@@ -66,6 +66,11 @@ struct PoolTally {
   double node_pinned_s; // of which empty nodes kept by a pod without a device request
   double node_unneeded_s; // of which empty nodes waiting for the cluster to remove them
   double unschedulable; // replica starts refused: no free slot on a node and no node to add
+  // slowdowns (slowdown.hpp); busy_s is the device's: steps computed on the host CPU are not in it
+  double fallback_s;       // ready or draining replica time fallen back to the CPU
+  double cpu_busy_s;       // of which in steps (on the CPU: the device idle)
+  double throttled_s;      // device-busy time in steps at the throttled clock
+  double throttled_steps;  // steps at the throttled clock
 };
 
 struct Tally {
@@ -95,6 +100,7 @@ FLEETSIM_HD inline void pool_tally_clear(PoolTally& p) {
   p.cold_s = p.headroom_s = p.waste_s = p.scale_ups = p.scale_downs = p.max_replicas = 0.0;
   p.crashes = p.interruptions = p.excess_s = p.committed_unused_s = 0.0;
   p.node_s = p.node_pinned_s = p.node_unneeded_s = p.unschedulable = 0.0;
+  p.fallback_s = p.cpu_busy_s = p.throttled_s = p.throttled_steps = 0.0;
   for (int32_t k = 0; k < kColdStages; ++k) p.cold_stage_s[k] = 0.0;
 }
 
@@ -165,6 +171,10 @@ FLEETSIM_HD inline void pool_tally_merge(PoolTally& into, const PoolTally& from)
   into.node_pinned_s += from.node_pinned_s;
   into.node_unneeded_s += from.node_unneeded_s;
   into.unschedulable += from.unschedulable;
+  into.fallback_s += from.fallback_s;
+  into.cpu_busy_s += from.cpu_busy_s;
+  into.throttled_s += from.throttled_s;
+  into.throttled_steps += from.throttled_steps;
 }
 
 }  // namespace fleetsim
