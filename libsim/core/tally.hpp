@@ -39,6 +39,10 @@ struct ClassTally {
   Histogram tpot;
   Histogram e2e;
   Histogram queue_wait;
+  // host CPU stage (host.hpp; empty without one): arrival to the start of its tokenization, and
+  // to joining the device queue (the part of TTFT the host takes)
+  Histogram host_wait;
+  Histogram host_time;
 };
 
 // One pool's devices, integrated over the window.
@@ -62,6 +66,8 @@ struct PoolTally {
   double seq_steps;     // sequences per step, summed over steps
   double steps;         // steps in the window
   double kv_block_s;    // allocated KV blocks x seconds
+  double host_busy_s;   // host CPU stage: busy core-seconds
+  double host_lost_s;   // of which on jobs a lost replica threw away
 };
 
 struct Tally {
@@ -84,12 +90,15 @@ FLEETSIM_HD inline void class_tally_clear(ClassTally& c) {
   hist_clear(c.tpot);
   hist_clear(c.e2e);
   hist_clear(c.queue_wait);
+  hist_clear(c.host_wait);
+  hist_clear(c.host_time);
 }
 
 FLEETSIM_HD inline void pool_tally_clear(PoolTally& p) {
   p.replica_s = p.busy_s = p.input_busy_s = p.flops = p.bytes = p.seq_steps = p.steps = p.kv_block_s = 0.0;
   p.cold_s = p.headroom_s = p.waste_s = p.scale_ups = p.scale_downs = p.max_replicas = 0.0;
   p.crashes = p.interruptions = p.excess_s = p.committed_unused_s = 0.0;
+  p.host_busy_s = p.host_lost_s = 0.0;
   for (int32_t k = 0; k < kColdStages; ++k) p.cold_stage_s[k] = 0.0;
 }
 
@@ -106,6 +115,7 @@ FLEETSIM_HD inline void tally_clear(Tally& t, int32_t n_pools = kMaxPools, int32
     } else {  // unused classes: counts only, histograms left as they are (never read)
       t.classes[i].arrived = t.classes[i].completed = 0;
       t.classes[i].ttft.n = t.classes[i].tpot.n = t.classes[i].e2e.n = t.classes[i].queue_wait.n = 0;
+      t.classes[i].host_wait.n = t.classes[i].host_time.n = 0;
     }
   }
 }
@@ -134,6 +144,8 @@ FLEETSIM_HD inline void class_tally_merge(ClassTally& into, const ClassTally& fr
   hist_merge(into.tpot, from.tpot);
   hist_merge(into.e2e, from.e2e);
   hist_merge(into.queue_wait, from.queue_wait);
+  hist_merge(into.host_wait, from.host_wait);
+  hist_merge(into.host_time, from.host_time);
 }
 
 FLEETSIM_HD inline void pool_tally_merge(PoolTally& into, const PoolTally& from) {
@@ -156,6 +168,8 @@ FLEETSIM_HD inline void pool_tally_merge(PoolTally& into, const PoolTally& from)
   into.committed_unused_s += from.committed_unused_s;
   for (int32_t k = 0; k < kColdStages; ++k) into.cold_stage_s[k] += from.cold_stage_s[k];
   into.interruptions += from.interruptions;
+  into.host_busy_s += from.host_busy_s;
+  into.host_lost_s += from.host_lost_s;
 }
 
 }  // namespace fleetsim
