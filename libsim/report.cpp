@@ -118,14 +118,41 @@ Json requests_json(const ClassTally& c, double window) {
   return rq;
 }
 
-Json latency_json(const ClassTally& c) {
+Json latency_json(const ClassTally& c, bool host = false) {
   Json lat;
   lat["ttft"] = lat_json(c.ttft);
   lat["tpot"] = lat_json(c.tpot);
   lat["e2e"] = lat_json(c.e2e);
   lat["queue_wait"] = lat_json(c.queue_wait);
+  if (host) {
+    lat["host_wait"] = lat_json(c.host_wait);
+    lat["host_time"] = lat_json(c.host_time);
+  }
   return lat;
 }
+
+// The host CPU stage of one pool or several (docs/model.md, "The host CPU"): its cores' busy share
+// of the time they could serve (replicas ready or draining), beside the device's busy share, and
+// how long requests waited for and spent on it (the classes it serves, merged).
+Json host_json(const PoolTally& t, double core_s, const ClassTally& c, int cores) {
+  Json h;
+  if (cores > 0) h["cores_per_replica"] = cores;
+  h["core_hours"] = core_s / 3600.0;
+  h["busy_core_hours"] = t.host_busy_s / 3600.0;
+  h["lost_core_hours"] = t.host_lost_s / 3600.0;
+  h["utilization"] = ratio(t.host_busy_s, core_s);
+  h["device_busy_fraction"] = ratio(t.busy_s, t.replica_s);
+  const LatencyStats w = latency_stats(c.host_wait), ht = latency_stats(c.host_time);
+  h["mean_wait_s"] = w.count ? Json(w.mean) : Json(nullptr);
+  h["p99_wait_s"] = w.count ? Json(w.p99) : Json(nullptr);
+  h["mean_time_s"] = ht.count ? Json(ht.mean) : Json(nullptr);
+  h["p99_time_s"] = ht.count ? Json(ht.p99) : Json(nullptr);
+  h["ttft_share"] = ratio(c.host_time.sum, c.ttft.sum);
+  return h;
+}
+
+// Ready or draining replica-seconds x cores: when a pool's host cores can serve.
+double host_core_s(const PoolSpec& P, const PoolTally& t) { return double(P.host.cores) * (t.replica_s - t.cold_s); }
 
 Json throughput_json(const ClassTally& c, double window) {
   Json th;
@@ -308,8 +335,27 @@ Json run_report(const Scenario& s, const Tally& t) {
     mem_s += pt.replica_s * pp.device_memory_bytes;
   }
 
+  // the host CPU stage, where a pool has one: every such pool and its classes together
+  bool any_host = false;
+  {
+    PoolTally hp{};
+    pool_tally_clear(hp);
+    auto hc = std::make_unique<ClassTally>();
+    class_tally_clear(*hc);
+    double core_s = 0;
+    for (size_t i = 0; i < s.pools.size(); ++i) {
+      if (s.pools[i].host.cores == 0) continue;
+      any_host = true;
+      pool_tally_merge(hp, t.pools[i]);
+      core_s += host_core_s(s.pools[i], t.pools[i]);
+    }
+    for (size_t c = 0; c < s.classes.size(); ++c)
+      if (s.pools[size_t(s.classes[c].pool)].host.cores > 0) class_tally_merge(*hc, t.classes[c]);
+    if (any_host) r["host"] = host_json(hp, core_s, *hc, s.pools.size() == 1 ? s.pools[0].host.cores : 0);
+  }
+
   r["requests"] = requests_json(*all, window);
-  r["latency_s"] = latency_json(*all);
+  r["latency_s"] = latency_json(*all, any_host);
   r["throughput"] = throughput_json(*all, window);
   r["utilization"] = utilization_json(pools, peak_flops_s, peak_bytes_s, kv_cap_s, fixed_s, kv_bytes_s, mem_s);
   r["cost"] = cost_json(ledger.total);
@@ -371,7 +417,7 @@ Json run_report(const Scenario& s, const Tally& t) {
         cj["workload"] = w;
       }
       cj["requests"] = requests_json(ct, window);
-      cj["latency_s"] = latency_json(ct);
+      cj["latency_s"] = latency_json(ct, s.pools[size_t(C.pool)].host.cores > 0);
       cj["throughput"] = throughput_json(ct, window);
       if (C.arrival == ArrivalKind::concurrency) cj["closed_loop"] = closed_loop_json(C, ct, window);
       if (!goodput_bounds(C).empty()) cj["goodput"] = goodput_bounds(C);
@@ -405,6 +451,13 @@ Json run_report(const Scenario& s, const Tally& t) {
                                             pt.replica_s * pp.device_memory_bytes);
       one["cost"] = cost_json(ledger.pools[i].cost);
       one["capacity"] = capacity_json(P.capacity, mean_ctx, P.kv_block_tokens);
+      if (P.host.cores > 0) {
+        auto pc = std::make_unique<ClassTally>();
+        class_tally_clear(*pc);
+        for (size_t c = 0; c < s.classes.size(); ++c)
+          if (size_t(s.classes[c].pool) == i) class_tally_merge(*pc, t.classes[c]);
+        one["host"] = host_json(pt, host_core_s(P, pt), *pc, P.host.cores);
+      }
       pj[P.name] = one;
     }
     r["pools"] = pj;

@@ -72,7 +72,20 @@ std::string by_class_and_pool(const Json& r) {
                     pct(u["cold_start_fraction"]), num(u["mean_batch_size"], 1), hours(p["cost"]["device_hours"].get<double>()),
                     usd(p["cost"]["total_usd"], 2), usd(p["cost"]["per_million_output_tokens_usd"], 3)});
   }
-  return o + columns(rows, "");
+  o += columns(rows, "");
+  // the host CPU stage beside the device it feeds
+  rows.clear();
+  rows.push_back({"host CPU", "cores/replica", "host busy", "device busy", "wait mean", "wait p99", "host time p99",
+                  "of TTFT"});
+  for (auto it = r["pools"].begin(); it != r["pools"].end(); ++it) {
+    if (!it.value().contains("host")) continue;
+    const Json& h = it.value()["host"];
+    rows.push_back({"  " + it.key(), num(h["cores_per_replica"]), pct(h["utilization"]), pct(h["device_busy_fraction"]),
+                    ms(h["mean_wait_s"]) + " ms", ms(h["p99_wait_s"]) + " ms", ms(h["p99_time_s"]) + " ms",
+                    pct(h["ttft_share"])});
+  }
+  if (rows.size() > 1) o += columns(rows, "");
+  return o;
 }
 
 // The ledger: pricing lines per pool (hours x rate = dollars, list beside effective), where the
@@ -266,6 +279,13 @@ std::string format_run_table(const Json& r) {
                    pct(ut["cold_start_fraction"]), pct(ut["idle_headroom_fraction"]), pct(ut["idle_waste_fraction"]));
   o += fmt::format("memory      KV occupancy {}  memory occupancy {}\n", pct(ut["kv_occupancy"]),
                    pct(ut["memory_occupancy"]));
+  if (r.contains("host") && !multi) {  // several pools: the by-pool table has it
+    const Json& h = r["host"];
+    o += fmt::format("host CPU    {}busy {}  wait mean {} ms, p99 {} ms  host time mean {} ms, p99 {} ms: {} of TTFT\n",
+                     h.contains("cores_per_replica") ? fmt::format("{} cores/replica  ", h["cores_per_replica"].get<int>()) : "",
+                     pct(h["utilization"]), ms(h["mean_wait_s"]), ms(h["p99_wait_s"]), ms(h["mean_time_s"]),
+                     ms(h["p99_time_s"]), pct(h["ttft_share"]));
+  }
   const Json& fl = r["fleet"];
   if (fl["scale_ups"].get<double>() + fl["scale_downs"].get<double>() + fl["crashes"].get<double>() +
           fl["interruptions"].get<double>() > 0)

@@ -69,6 +69,7 @@ struct PoolSpec {
   double client_ttft_s = 0;                   // added to every TTFT and e2e (the client's own time)
   double mfu = 0, mbu = 0, step_overhead_s = 0;
   double step_base_s = 0, per_prefill_token_s = 0, per_decode_seq_s = 0, per_context_token_s = 0;
+  HostParams host{};  // engine.host: the host CPU stage (cores 0: none)
 
   // fleet
   int replicas = 0;  // at the start

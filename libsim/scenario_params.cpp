@@ -169,6 +169,8 @@ PoolParams PoolSpec::params() const {
   p.peak_flops_per_s = peak_flops * pp / time_slicing;
   p.peak_bytes_per_s = peak_bytes * pp / time_slicing;
   p.device_memory_bytes = capacity.device_gib * kGiB;
+  p.host = host;
+  p.host.post = host.cores > 0 && host.detokenize_s_per_token > 0 ? 1 : 0;
   p.fixed_memory_bytes = (capacity.weights_gib + capacity.runtime_overhead_gib + capacity.activation_gib) * kGiB;
   return p;
 }

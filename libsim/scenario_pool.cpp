@@ -72,7 +72,7 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
                   "mfu", "mbu", "step_overhead_s", "step_base_s", "per_prefill_token_s", "per_decode_seq_s",
                   "per_context_token_s", "on_kv_exhausted", "prefix_caching", "lora_adapters", "lora_rank",
                   "lora_step_overhead", "tensor_parallel", "pipeline_parallel", "expert_parallel", "network_gb_s",
-                  "network_latency_us", "enforce_eager", "perf_profile", "client_ttft_s"});
+                  "network_latency_us", "enforce_eager", "perf_profile", "client_ttft_s", "host"});
   // parallelism: a replica of tp x pp devices
   if (eng.has("tensor_parallel")) {
     const N tn = eng.at("tensor_parallel");
@@ -104,6 +104,20 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
       en.fail(P.model.name + " has " + std::to_string(P.model.experts) + " experts, which expert_parallel=" +
                   std::to_string(P.ep) + " does not divide",
               ErrorKind::inconsistent);
+  }
+  // the host CPU stage: no defaults for the cores or the tokenizer's speed, which depend on the
+  // serving stack and the CPU (docs/model.md, "The host CPU")
+  if (eng.has("host")) {
+    const N h = eng.at("host");
+    h.allow_keys({"cores", "tokenize_s_per_token", "per_request_s", "detokenize_s_per_token"});
+    P.host.cores = int32_t(h.req("cores").integer(1, 256));
+    P.host.tokenize_s_per_token = h.req("tokenize_s_per_token").num_in(0, 1);
+    P.host.per_request_s = h.has("per_request_s") ? h.at("per_request_s").num_in(0, 60) : 0.0;
+    P.host.detokenize_s_per_token = h.has("detokenize_s_per_token") ? h.at("detokenize_s_per_token").num_in(0, 1) : 0.0;
+    if (!(P.host.tokenize_s_per_token + P.host.per_request_s > 0))
+      h.at("tokenize_s_per_token")
+          .fail("a host stage with no work: set tokenize_s_per_token or per_request_s > 0, or drop engine.host",
+                ErrorKind::inconsistent);
   }
   if (eng.has("network_gb_s")) P.network_gb_s = eng.at("network_gb_s").pos(1e5);
   if (eng.has("network_latency_us")) P.network_latency_us = eng.at("network_latency_us").num_in(0, 1e6);

@@ -76,7 +76,11 @@ FLEETSIM_HD inline void record_done(Sim& s, int32_t ri, double t) {
     if (q.t_first < 0.0) q.t_first = t;
     hist_add(T.e2e, t - q.t_arrive + cl);
     hist_add(T.ttft, q.t_first - q.t_arrive + cl);
-    hist_add(T.queue_wait, q.t_admit - q.t_arrive);
+    hist_add(T.queue_wait, q.t_admit - q.t_queued);
+    if (s.p->pools[s.p->classes[q.cls].pool].host.cores > 0) {
+      hist_add(T.host_wait, q.t_host - q.t_arrive);
+      hist_add(T.host_time, q.t_queued - q.t_arrive);
+    }
     double tpot = 0.0;  // vllm bench's convention for a single output token
     if (q.output >= 2) {
       tpot = (t - q.t_first) / double(q.output - 1);

@@ -4,6 +4,7 @@
 #include "accounting.hpp"
 #include "containers.hpp"
 #include "detmath.hpp"
+#include "host.hpp"
 #include "lifecycle.hpp"
 #include "state.hpp"
 
@@ -21,7 +22,7 @@ FLEETSIM_HD inline void scale_down_one(Sim& s, int32_t pi, double t) {
   for (int32_t r = ps.first_replica + ps.n_replicas - 1; r >= ps.first_replica; --r) {
     const Replica& R = s.rep[r];
     // a start not yet finished is the cheapest to cancel, unless requests already wait for it
-    if (R.state == kStarting && (central || s.q[R.queue].size == 0)) {
+    if (R.state == kStarting && (central || s.q[R.queue].size == 0) && R.host_n == 0) {
       victim = r;
       break;
     }
@@ -37,13 +38,14 @@ FLEETSIM_HD inline void scale_down_one(Sim& s, int32_t pi, double t) {
   }
   if (victim == kNone) return;
   if (ps.n_ready + ps.n_starting == 1) {
+    if (ps.host_jobs > 0) return;  // the last replica stays while requests wait
     for (int32_t qi = ps.first_queue; qi < ps.first_queue + ps.n_queues; ++qi)
-      if (s.q[qi].size > 0) return;  // the last replica stays while requests wait
+      if (s.q[qi].size > 0) return;
   }
   s.tally->pools[pi].scale_downs += in_window(s, t);
   ps.last_scale = t;
   const Replica& V = s.rep[victim];
-  const bool idle = V.state == kStarting || (!V.busy && (central || s.q[V.queue].size == 0) &&
+  const bool idle = V.state == kStarting || (!V.busy && V.host_n == 0 && (central || s.q[V.queue].size == 0) &&
                                              (P.batching == Batching::continuous ? V.n_running == 0 : V.batch_n == 0));
   if (idle) {
     replica_off(s, victim, t);
@@ -74,7 +76,7 @@ FLEETSIM_HD inline int32_t autoscale_desired(Sim& s, int32_t pi, double t, int32
       double value = 0.0;
       for (int32_t i = 0; i < ps.ttft_n; ++i)
         if (t - ps.ttft_t[i] <= A.ttft_window_s) ++n;
-      if (n == 0) return waiting + running > 0 ? max_of(current, 1) : 0;
+      if (n == 0) return waiting + running + ps.host_jobs > 0 ? max_of(current, 1) : 0;
       const int32_t rank = max_of(1, int32_t(dm::ceil(A.ttft_quantile * double(n))));
       for (int32_t i = 0; i < ps.ttft_n; ++i) {
         if (t - ps.ttft_t[i] > A.ttft_window_s) continue;
@@ -100,12 +102,18 @@ FLEETSIM_HD inline int32_t autoscale_desired(Sim& s, int32_t pi, double t, int32
     case ScaleSignal::host_cpu: {
       // the host CPU only tokenizes and serves HTTP: it stays low while the device saturates
       const double ready = max_of(double(ps.n_ready + ps.n_draining), 1.0);
-      const double cpu = min_of(1.0, A.cpu_base + A.cpu_per_request_s * ps.arrivals_since / interval / ready);
+      double cpu;
+      if (P.host.cores > 0) {  // the modelled host stage: its cores' busy share over the interval
+        host_advance(s, pi, t);
+        cpu = min_of(1.0, A.cpu_base + ps.host_busy_acc / interval / (ready * double(P.host.cores)));
+      } else {
+        cpu = min_of(1.0, A.cpu_base + A.cpu_per_request_s * ps.arrivals_since / interval / ready);
+      }
       ratio = cpu / A.target;
       break;
     }
   }
-  const int32_t floor = waiting + running > 0 ? 1 : 0;  // work is waiting: never ask for none
+  const int32_t floor = waiting + running + ps.host_jobs > 0 ? 1 : 0;  // work is waiting: never ask for none
   if (current == 0) return ratio > 0.0 ? 1 : floor;
   if (ratio >= 1.0 - A.tolerance && ratio <= 1.0 + A.tolerance) return current;
   return max_of(floor, int32_t(min_of(1.0e6, dm::ceil(double(current) * ratio))));
@@ -138,6 +146,10 @@ FLEETSIM_HD inline void autoscale_eval(Sim& s, int32_t pi, double t) {
   }
   ps.busy_acc = 0.0;
   ps.arrivals_since = 0.0;
+  if (P.host.cores > 0) {
+    host_advance(s, pi, t);
+    ps.host_busy_acc = 0.0;
+  }
   ps.last_eval = t;
   ps.next_eval = t + A.interval_s;
 }

@@ -44,11 +44,11 @@ FLEETSIM_HD FLEETSIM_FORCEINLINE int32_t q_pop_front(Sim& s, Queue& q) {
   return v;
 }
 
-// Requests queued for replica r plus those it runs.
+// Requests queued for replica r plus those it runs (and those at its host CPU stage).
 FLEETSIM_HD inline int32_t outstanding(const Sim& s, int32_t r) {
   const Replica& R = s.rep[r];
   const int32_t running = s.p->pools[R.pool].batching == Batching::continuous ? R.n_running : R.batch_n;
-  return s.q[R.queue].size + running;
+  return s.q[R.queue].size + running + R.host_n;
 }
 
 // Replica event heap, ordered by (t_next, index) so that ties resolve the same everywhere.

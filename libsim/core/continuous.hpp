@@ -24,7 +24,7 @@ FLEETSIM_HD inline void finish_decoding_at(Sim& s, int32_t r, int64_t last_step,
     const int32_t ri = x.req;
     stop_decoding(s, r, sl);
     release_slot(s, r, sl);
-    record_done(s, ri, t);
+    device_done(s, r, ri, t);
   }
 }
 
@@ -63,7 +63,7 @@ FLEETSIM_HD inline void cont_finish_run(Sim& s, int32_t r, double t) {
             R.free_blocks += x.blocks;
             const int32_t ri = x.req;
             release_slot(s, r, sl);
-            record_done(s, ri, t);
+            device_done(s, r, ri, t);
           } else {
             q.generated += 1;
             x.decoding = 1;
@@ -246,7 +246,7 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
     set_busy(s, r, 0, t);
     R.run_k = 0;
     set_next(s, r, kInf);
-    if (R.state == kDraining && (P.router == Router::central_queue || Q.size == 0)) replica_off(s, r, t);
+    if (R.state == kDraining && (P.router == Router::central_queue || Q.size == 0) && R.host_n == 0) replica_off(s, r, t);
     return;
   }
 

@@ -2,20 +2,22 @@
 // the host and (unchanged) for the device. Plain structs over a flat workspace sized from the
 // parameters before the run; no allocation, exceptions, virtual calls or containers in here.
 //
-// Events are request arrivals and replica "run ends". A run is either one step that carries
-// prefill work, or a stretch of decode-only steps during which the batch does not change; its
-// length and duration are computed in closed form (steptime.hpp), so the cost of a simulation
-// scales with requests and batch changes, not with generated tokens.
+// Events are request arrivals, replica "run ends" and (with a host CPU stage) host cores finishing
+// a job. A run is either one step that carries prefill work, or a stretch of decode-only steps
+// during which the batch does not change; its length and duration are computed in closed form
+// (steptime.hpp), so the cost of a simulation scales with requests and batch changes, not with
+// generated tokens.
 //
 // This file is the event loop. The rest of the core is split by concern: state.hpp (the data),
 // containers.hpp, accounting.hpp, stepwork.hpp, slots.hpp and kv.hpp, continuous.hpp and
-// static_batching.hpp, lifecycle.hpp, autoscale.hpp, routing.hpp and clients.hpp (closed-loop
-// users); decls.hpp declares the few calls that go against that order.
+// static_batching.hpp, lifecycle.hpp, autoscale.hpp, routing.hpp, host.hpp (the host CPU stage)
+// and clients.hpp (closed-loop users); decls.hpp declares the few calls that go against that order.
 #pragma once
 #include "accounting.hpp"
 #include "autoscale.hpp"
 #include "clients.hpp"
 #include "continuous.hpp"
+#include "host.hpp"
 #include "lifecycle.hpp"
 #include "routing.hpp"
 #include "state.hpp"
@@ -44,9 +46,11 @@ FLEETSIM_HD inline void simulate(const SimParams& p, uint32_t replication, uint8
                                                      : first_arrival(p.classes[c].arrivals, s.rng, uint32_t(c), s.arr[c], p.duration_s);
   int64_t events = 0;
   for (;;) {
-    // the next event: a replica's, then an autoscaler evaluation, then an arrival (ties in that order)
+    // the next event: a replica's, a host core's, an autoscaler evaluation, a failure, an arrival
+    // (ties in that order)
     const int32_t r = s.rheap[0];
     const double tr = s.rep[r].t_next;
+    const double th = s.host_on ? s.rep[s.hheap[0]].host_next : kInf;
     int32_t cls = 0, pe = 0, pf = 0;
     double ta = s.next_arrival[0], te = s.pool[0].next_eval, tf = s.pool[0].next_fail;
     for (int32_t c = 1; c < p.n_classes; ++c)
@@ -58,12 +62,12 @@ FLEETSIM_HD inline void simulate(const SimParams& p, uint32_t replication, uint8
     // the fleet stays as it is while the last requests drain
     if (te >= p.duration_s) te = kInf;
     if (tf >= p.duration_s) tf = kInf;
-    if (tr >= kInf && ta >= kInf && te >= kInf && tf >= kInf) break;
+    if (tr >= kInf && th >= kInf && ta >= kInf && te >= kInf && tf >= kInf) break;
     if (++events > p.max_events) {
       tally.status = int32_t(SimStatus::event_limit);
       break;
     }
-    if (tr <= ta && tr <= te && tr <= tf) {
+    if (tr <= th && tr <= ta && tr <= te && tr <= tf) {
       const PoolParams& P = p.pools[s.rep[r].pool];
       if (s.rep[r].state == kStarting) {
         replica_ready(s, r, tr);
@@ -80,6 +84,8 @@ FLEETSIM_HD inline void simulate(const SimParams& p, uint32_t replication, uint8
       } else {
         static_try_start(s, r, tr);
       }
+    } else if (th <= ta && th <= te && th <= tf) {
+      host_finish(s, s.hheap[0], th);
     } else if (te <= ta && te <= tf) {
       autoscale_eval(s, pe, te);
     } else if (tf <= ta) {
@@ -110,6 +116,7 @@ FLEETSIM_HD inline bool sim_drained(const SimParams& p, uint8_t* base) {
   const Queue* q = reinterpret_cast<const Queue*>(base + l.q);
   for (int32_t r = 0; r < int32_t(l.n_replicas); ++r) {
     if (rep[r].n_running != 0 || rep[r].n_decode != 0 || rep[r].heap_n != 0) return false;
+    if (rep[r].host_n != 0 || rep[r].host_busy != 0 || rep[r].hq.size != 0) return false;
     const PoolParams& P = p.pools[rep[r].pool];
     if (P.batching == Batching::continuous && rep[r].free_blocks + rep[r].pinned_blocks != P.kv_total_blocks) return false;
   }

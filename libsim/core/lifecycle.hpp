@@ -166,6 +166,7 @@ FLEETSIM_HD inline void replica_fail(Sim& s, int32_t r, double t, bool new_node,
     }
     R.batch_n = 0;
   }
+  host_lose(s, r, t);  // its host jobs: interrupted tokenizations, responses not yet sent
   set_busy(s, r, 0, t);
   R.run_k = 0;
   R.run_prefill = 0;
@@ -194,7 +195,8 @@ FLEETSIM_HD inline void replica_fail(Sim& s, int32_t r, double t, bool new_node,
       }
     }
   }
-  if (was_draining && Q.size == 0) {  // it was leaving anyway
+  host_reroute(s, r, t);
+  if (was_draining && Q.size == 0 && R.host_n == 0) {  // it was leaving anyway
     replica_off(s, r, t);
     return;
   }
@@ -307,6 +309,7 @@ FLEETSIM_HD inline void replica_ready(Sim& s, int32_t r, double t) {
   set_state(s, r, kReady, t);
   R.t_next = kInf;
   rh_update(s, r);
+  host_fill(s, r, t);  // requests routed here while it started
   if (P.batching == Batching::continuous) {
     if (s.q[R.queue].size > 0) cont_kick(s, r, t);
   } else {

@@ -145,6 +145,18 @@ struct AutoscaleParams {
   double max_starts_per_hour;  // nodes obtainable per hour (0: unlimited)
 };
 
+// The host CPU stage in front of the device (docs/model.md, "The host CPU"): each replica's
+// `cores` tokenize and pre-process requests first come, first served, before they may queue for
+// the device; with detokenize_s_per_token > 0 they also post-process each finished response.
+// cores == 0: no host stage (requests queue for the device on arrival).
+struct HostParams {
+  int32_t cores;                  // per replica
+  int32_t post;                   // 1: a finished response is a post-processing job (detokenize_s_per_token > 0)
+  double tokenize_s_per_token;    // per prompt token, as received (before truncation)
+  double per_request_s;           // per request: parsing, chat template, validation
+  double detokenize_s_per_token;  // per output token, charged as one job when the last token is out
+};
+
 // One pool of identical replicas: a device, a model, an engine, a router, a price.
 struct PoolParams {
   // model
@@ -205,6 +217,7 @@ struct PoolParams {
   double peak_bytes_per_s;  // for bandwidth utilization
   double device_memory_bytes;
   double fixed_memory_bytes;  // weights + runtime overhead + activation peak
+  HostParams host;
 };
 
 // One class of requests: its own arrivals and lengths, served by one pool.

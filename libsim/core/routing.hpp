@@ -1,9 +1,10 @@
 // An arrival: its lengths, the response cache, admission control (too long, no replica, queue
-// full), which replica's queue takes it, and waking the replicas that can serve it.
+// full), which replica takes it, and its host CPU stage or the device queue (host.hpp).
 #pragma once
 #include "accounting.hpp"
 #include "containers.hpp"
 #include "continuous.hpp"
+#include "host.hpp"
 #include "lifecycle.hpp"
 #include "philox.hpp"
 #include "state.hpp"
@@ -37,6 +38,8 @@ FLEETSIM_HD inline void handle_arrival(Sim& s, int32_t cls, double t) {
   // a request whose trace names its cached prefix does not also take the class's (the loader forbids both)
   const bool has_prefix = u_prefix < C.prefix_share && C.prefix_tokens > 0 && cached == 0;
   if (has_prefix && prompt <= C.prefix_tokens) prompt = C.prefix_tokens + 1;  // it starts with the prefix
+  // the host tokenizes the prompt as sent, before any truncation
+  const double host_s = P.host.cores > 0 ? P.host.per_request_s + P.host.tokenize_s_per_token * double(prompt) : 0.0;
   if (P.generative) {
     if (prompt > P.max_context - 1) prompt = P.max_context - 1;
     if (output < 1) output = 1;
@@ -91,6 +94,8 @@ FLEETSIM_HD inline void handle_arrival(Sim& s, int32_t cls, double t) {
   const int32_t want = ps.n_ready > 0 ? int32_t(kReady) : int32_t(kStarting);
   auto active = [&](int32_t r) { return s.rep[r].state == want; };
   int32_t target = kNone;  // the replica whose queue takes it (any active replica of a central queue)
+  // a central queue's requests are tokenized on the host with the fewest jobs
+  const bool by_host = P.router == Router::central_queue && P.host.cores > 0;
   if (P.router == Router::round_robin) {
     for (int32_t k = 0; k < ps.n_replicas && target == kNone; ++k) {
       const int32_t r = ps.first_replica + ps.rr_next;
@@ -101,13 +106,15 @@ FLEETSIM_HD inline void handle_arrival(Sim& s, int32_t cls, double t) {
     int32_t best = 0;
     for (int32_t r = ps.first_replica; r < ps.first_replica + ps.n_replicas; ++r) {
       if (!active(r)) continue;
-      const int32_t o = outstanding(s, r);
+      const int32_t o = by_host ? s.rep[r].host_n : outstanding(s, r);
       if (target == kNone || o < best) { best = o; target = r; }
-      if (P.router == Router::central_queue) break;
+      if (P.router == Router::central_queue && !by_host) break;
     }
   }
   Queue& Q = s.q[s.rep[target].queue];
-  if (Q.size >= P.queue_limit || s.req_free_n == 0) {
+  // requests at the host stage count against the queue they are headed for
+  const int32_t at_host = P.router == Router::central_queue ? ps.host_jobs : s.rep[target].host_n;
+  if (Q.size + at_host >= P.queue_limit || s.req_free_n == 0) {
     if (in_window) T.rejected_queue_full++;
     client_done(s, cls, t, true);
     return;
@@ -117,6 +124,10 @@ FLEETSIM_HD inline void handle_arrival(Sim& s, int32_t cls, double t) {
   q.t_arrive = t;
   q.t_first = -1.0;
   q.t_admit = -1.0;
+  q.t_queued = t;
+  q.t_host = t;
+  q.host_s = host_s;
+  q.host_stage = 0;
   q.prompt = int32_t(prompt);
   q.output = int32_t(output);
   q.generated = 0;
@@ -125,34 +136,10 @@ FLEETSIM_HD inline void handle_arrival(Sim& s, int32_t cls, double t) {
   q.cls = int16_t(cls);
   q.retries = 0;
   q.has_prefix = has_prefix ? 1 : 0;
-  const bool was_empty = Q.size == 0;
   advance_clock(s, t);
-  if (s.prioritized) q_insert_by_priority(s, Q, ri, C.priority, s.class_priority);
-  else q_push_back(s, Q, ri);
-  s.waiting[cls]++;
   s.in_system[cls]++;
-
-  const int32_t r0 = ps.first_replica, r1 = ps.first_replica + ps.n_replicas;
-  if (P.batching == Batching::continuous) {
-    if (P.router != Router::central_queue) {
-      if (was_empty || !s.rep[target].busy) cont_kick(s, target, t);
-    } else if (was_empty) {
-      int32_t idle = kNone;
-      for (int32_t r = r0; r < r1; ++r)
-        if (!s.rep[r].busy && s.rep[r].state == kReady) { idle = r; break; }
-      if (idle != kNone) {
-        cont_kick(s, idle, t);
-      } else {
-        cq_offer(s, C.pool, kNone, t);
-      }
-    }
-  } else {
-    if (P.router != Router::central_queue) {
-      static_try_start(s, target, t);
-    } else {
-      for (int32_t r = r0; r < r1; ++r) static_try_start(s, r, t);
-    }
-  }
+  if (P.host.cores > 0) host_submit(s, target, ri, kHostPre, t);
+  else enqueue_device(s, target, ri, t);
 }
 
 }  // namespace fleetsim

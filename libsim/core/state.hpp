@@ -16,6 +16,9 @@ struct Request {
   double t_arrive;
   double t_first;  // first output token (or result, for non-generative models); < 0 if none yet
   double t_admit;  // first admission into a batch; < 0 if none yet
+  double t_queued; // joined the device queue (after the host stage; = t_arrive without one)
+  double t_host;   // its (last) host pre-processing started
+  double host_s;   // host pre-processing time (host.hpp)
   int32_t prompt;
   int32_t output;
   int32_t generated;  // output tokens emitted before the current prefill of this request
@@ -24,6 +27,7 @@ struct Request {
   int16_t cls;        // request class
   int16_t retries;    // times its replica was lost under it
   int16_t has_prefix; // starts with its class's shared prefix
+  int16_t host_stage; // HostStage: waiting for or on a host core (host.hpp), or neither
 };
 
 // A running sequence (a batch slot of a replica).
@@ -98,6 +102,12 @@ struct Replica {
   int32_t run_hot;   // the run in flight is at the throttled clock
   double heat;       // temperature proxy: exponentially weighted device-busy fraction
   double heat_t;     // ... as of this time
+  // host CPU stage (host.hpp): the jobs waiting for a core, the cores, the next core to finish
+  Queue hq;
+  int32_t host_n;     // host jobs here, waiting or on a core
+  int32_t host_busy;  // cores with a job
+  int64_t host_base;  // first core in the core arrays
+  double host_next;   // when its earliest core finishes (kInf: none busy)
 };
 
 // The flat workspace of one simulation.
@@ -135,6 +145,10 @@ struct PoolState {
   double next_node_release;
   // slowdowns: ready or draining replicas in fallback slots; busy replicas on the CPU, throttled
   int32_t n_fb, n_cpu_busy, n_hot_busy;
+  // host CPU stage: jobs at the pool's hosts, busy cores, and their integral (host.hpp)
+  int32_t host_jobs, host_busy;
+  double host_t;         // busy cores are integrated up to here
+  double host_busy_acc;  // busy core-seconds since the last autoscaler evaluation
 };
 
 struct Sim {
@@ -155,6 +169,13 @@ struct Sim {
   int32_t* rheap;
   int32_t* rheap_pos;
   int32_t n_replicas;
+  // host CPU stage (host.hpp); unused unless host_on
+  int32_t host_on;     // some pool has a host stage
+  double* core_free;   // per core: when its job ends
+  double* core_start;  // per core: when its job started
+  int32_t* core_job;   // per core: its request (kNone: idle)
+  int32_t* hheap;      // replicas by host_next, as rheap by t_next
+  int32_t* hheap_pos;
   double W0, W1;
   double t_clock;
   int64_t in_system[kMaxClasses], waiting[kMaxClasses];
@@ -176,8 +197,10 @@ struct Sim {
 // layout_fits() before a run (scenario validation refuses a fleet that does not).
 struct WorkspaceLayout {
   uint64_t pools, req, req_free, qbuf, q, rep, seq, fheap, rescnt, rheap, rheap_pos, clients, total;
+  uint64_t core_free, core_start, core_job, hheap, hheap_pos;
   int64_t n_replicas, nq, req_cap, client_slots;
   int64_t slots, residues, qbuf_len;
+  int64_t cores, host_qlen, host_heap;  // host CPU stage: cores, FIFO entries (in qbuf), heap entries
 };
 
 FLEETSIM_HD inline uint64_t align_up(uint64_t x) { return (x + 15) & ~uint64_t(15); }
@@ -212,6 +235,7 @@ FLEETSIM_HD inline WorkspaceLayout workspace_layout(const SimParams& p) {
   l.nq = 0;
   l.req_cap = 0;
   l.slots = l.residues = l.qbuf_len = 0;
+  l.cores = l.host_qlen = l.host_heap = 0;
   for (int32_t i = 0; i < p.n_pools; ++i) {
     const PoolParams& P = p.pools[i];
     const int64_t S = pool_slots(P), nq = pool_queues(P);
@@ -221,7 +245,13 @@ FLEETSIM_HD inline WorkspaceLayout workspace_layout(const SimParams& p) {
     l.slots += int64_t(P.max_replicas) * S;
     l.residues += int64_t(P.max_replicas) * P.kv_block_tokens;
     l.qbuf_len += nq * (int64_t(P.queue_limit) + (P.router == Router::central_queue ? P.max_replicas : 1) * S);
+    // a replica's host FIFO never holds more than its pool's device queue can (host.hpp)
+    if (P.host.cores > 0) {
+      l.cores += int64_t(P.max_replicas) * P.host.cores;
+      l.host_qlen += int64_t(P.max_replicas) * pool_queue_cap(P);
+    }
   }
+  if (l.cores > 0) l.host_heap = l.n_replicas;
   l.client_slots = 0;
   for (int32_t c = 0; c < p.n_classes; ++c)
     if (p.classes[c].arrivals.kind == ArrivalKind::concurrency) l.client_slots += int64_t(p.classes[c].arrivals.clients);
@@ -229,7 +259,7 @@ FLEETSIM_HD inline WorkspaceLayout workspace_layout(const SimParams& p) {
   l.pools = off;     off = align_up(off + sizeof(PoolState) * uint64_t(p.n_pools));
   l.req = off;       off = align_up(off + sizeof(Request) * uint64_t(l.req_cap));
   l.req_free = off;  off = align_up(off + sizeof(int32_t) * uint64_t(l.req_cap));
-  l.qbuf = off;      off = align_up(off + sizeof(int32_t) * uint64_t(l.qbuf_len));
+  l.qbuf = off;      off = align_up(off + sizeof(int32_t) * uint64_t(l.qbuf_len + l.host_qlen));
   l.q = off;         off = align_up(off + sizeof(Queue) * uint64_t(l.nq));
   l.rep = off;       off = align_up(off + sizeof(Replica) * uint64_t(l.n_replicas));
   l.seq = off;       off = align_up(off + sizeof(Seq) * uint64_t(l.slots));
@@ -238,6 +268,11 @@ FLEETSIM_HD inline WorkspaceLayout workspace_layout(const SimParams& p) {
   l.rheap = off;     off = align_up(off + sizeof(int32_t) * uint64_t(l.n_replicas));
   l.rheap_pos = off; off = align_up(off + sizeof(int32_t) * uint64_t(l.n_replicas));
   l.clients = off;   off = align_up(off + sizeof(double) * uint64_t(l.client_slots));
+  l.core_free = off;  off = align_up(off + sizeof(double) * uint64_t(l.cores));
+  l.core_start = off; off = align_up(off + sizeof(double) * uint64_t(l.cores));
+  l.core_job = off;   off = align_up(off + sizeof(int32_t) * uint64_t(l.cores));
+  l.hheap = off;      off = align_up(off + sizeof(int32_t) * uint64_t(l.host_heap));
+  l.hheap_pos = off;  off = align_up(off + sizeof(int32_t) * uint64_t(l.host_heap));
   l.total = off;
   return l;
 }
@@ -251,7 +286,7 @@ FLEETSIM_HD inline bool layout_fits(const SimParams& p, const WorkspaceLayout& l
       return false;
   }
   return l.n_replicas <= lim && l.nq <= lim && l.req_cap <= lim && l.client_slots <= lim && l.slots <= lim &&
-         l.residues <= lim && l.qbuf_len <= lim;
+         l.residues <= lim && l.qbuf_len + l.host_qlen <= lim && l.cores <= lim;
 }
 
 // Bind the workspace at `base` (workspace_layout(p).total bytes) and reset it.
@@ -271,6 +306,13 @@ FLEETSIM_HD inline Sim sim_bind(const SimParams& p, uint32_t replication, uint8_
   s.rescnt = reinterpret_cast<int32_t*>(base + l.rescnt);
   s.rheap = reinterpret_cast<int32_t*>(base + l.rheap);
   s.rheap_pos = reinterpret_cast<int32_t*>(base + l.rheap_pos);
+  s.host_on = l.cores > 0 ? 1 : 0;
+  s.core_free = reinterpret_cast<double*>(base + l.core_free);
+  s.core_start = reinterpret_cast<double*>(base + l.core_start);
+  s.core_job = reinterpret_cast<int32_t*>(base + l.core_job);
+  s.hheap = reinterpret_cast<int32_t*>(base + l.hheap);
+  s.hheap_pos = reinterpret_cast<int32_t*>(base + l.hheap_pos);
+  for (int64_t i = 0; i < l.cores; ++i) s.core_job[i] = kNone;
   s.pool = reinterpret_cast<PoolState*>(base + l.pools);
   s.n_replicas = int32_t(l.n_replicas);
   s.nq = int32_t(l.nq);
@@ -284,7 +326,8 @@ FLEETSIM_HD inline Sim sim_bind(const SimParams& p, uint32_t replication, uint8_
   s.req_free_n = int32_t(l.req_cap);
   for (int32_t i = 0; i < int32_t(l.req_cap); ++i) s.req_free[i] = int32_t(l.req_cap) - 1 - i;
   int32_t r = 0, qi = 0, qbase = 0;
-  int64_t slot_base = 0, res_base = 0;
+  int32_t hqbase = int32_t(l.qbuf_len);  // host FIFOs follow the device queues in qbuf
+  int64_t slot_base = 0, res_base = 0, core_base = 0;
   for (int32_t pi = 0; pi < p.n_pools; ++pi) {
     const PoolParams& P = p.pools[pi];
     PoolState& ps = s.pool[pi];
@@ -308,6 +351,9 @@ FLEETSIM_HD inline Sim sim_bind(const SimParams& p, uint32_t replication, uint8_
     ps.nodes_up = ps.nodes_pinned_empty = ps.nodes_unneeded = 0;
     ps.next_node_release = kInf;
     ps.n_fb = ps.n_cpu_busy = ps.n_hot_busy = 0;
+    ps.host_jobs = ps.host_busy = 0;
+    ps.host_t = 0.0;
+    ps.host_busy_acc = 0.0;
     const int32_t qcap = pool_queue_cap(P);
     for (int32_t i = 0; i < ps.n_queues; ++i, ++qi) {
       s.q[qi].base = qbase;
@@ -367,6 +413,18 @@ FLEETSIM_HD inline Sim sim_bind(const SimParams& p, uint32_t replication, uint8_
       R.fb_slot = P.fallback_share > 0.0 && int64_t(double(k + 1) * P.fallback_share) > int64_t(double(k) * P.fallback_share);
       R.run_cpu = R.run_hot = 0;
       R.heat = R.heat_t = 0.0;
+      R.hq.base = hqbase;
+      R.hq.cap = P.host.cores > 0 ? qcap : 0;
+      R.hq.head = R.hq.size = 0;
+      hqbase += R.hq.cap;
+      R.host_n = R.host_busy = 0;
+      R.host_base = core_base;
+      core_base += P.host.cores;
+      R.host_next = kInf;
+      if (s.host_on) {
+        s.hheap[r] = r;
+        s.hheap_pos[r] = r;
+      }
       for (int32_t i = 0; i < P.kv_block_tokens; ++i) s.rescnt[R.res_base + i] = 0;
       s.rheap[r] = r;
       s.rheap_pos[r] = r;

@@ -15,20 +15,22 @@ FLEETSIM_HD inline void static_try_start(Sim& s, int32_t r, double t) {
   const PoolParams& P = pool_of(s, r);
   Replica& R = s.rep[r];
   if (R.busy || R.state == kOff || R.state == kStarting) return;
+  // a draining replica stops once its host CPU stage is empty too
   if (R.state == kDraining && P.router == Router::central_queue) {
-    replica_off(s, r, t);
+    if (R.host_n == 0) replica_off(s, r, t);
     return;
   }
   Queue& Q = s.q[R.queue];
   if (Q.size == 0) {
     if (R.state == kDraining) {
-      replica_off(s, r, t);
+      if (R.host_n == 0) replica_off(s, r, t);
+      else if (R.t_next != kInf) set_next(s, r, kInf);
       return;
     }
     if (R.t_next != kInf) set_next(s, r, kInf);
     return;
   }
-  const double deadline = s.req[q_at(s, Q, 0)].t_arrive + P.batch_window_s;
+  const double deadline = s.req[q_at(s, Q, 0)].t_queued + P.batch_window_s;
   if (Q.size < P.max_batch && t < deadline) {
     if (R.t_next != deadline) set_next(s, r, deadline);
     return;
@@ -85,7 +87,7 @@ FLEETSIM_HD inline void static_finish(Sim& s, int32_t r, double t) {
     Request& q = s.req[ri];
     q.t_first = R.batch_t_first;
     q.generated = q.output;
-    record_done(s, ri, t);
+    device_done(s, r, ri, t);
   }
   R.batch_n = 0;
   set_busy(s, r, 0, t);

@@ -39,6 +39,10 @@ struct ClassTally {
   Histogram tpot;
   Histogram e2e;
   Histogram queue_wait;
+  // host CPU stage (host.hpp; empty without one): arrival to the start of its tokenization, and
+  // to joining the device queue (the part of TTFT the host takes)
+  Histogram host_wait;
+  Histogram host_time;
 };
 
 // One pool's devices, integrated over the window.
@@ -71,6 +75,8 @@ struct PoolTally {
   double cpu_busy_s;       // of which in steps (on the CPU: the device idle)
   double throttled_s;      // device-busy time in steps at the throttled clock
   double throttled_steps;  // steps at the throttled clock
+  double host_busy_s;   // host CPU stage: busy core-seconds
+  double host_lost_s;   // of which on jobs a lost replica threw away
 };
 
 struct Tally {
@@ -93,6 +99,8 @@ FLEETSIM_HD inline void class_tally_clear(ClassTally& c) {
   hist_clear(c.tpot);
   hist_clear(c.e2e);
   hist_clear(c.queue_wait);
+  hist_clear(c.host_wait);
+  hist_clear(c.host_time);
 }
 
 FLEETSIM_HD inline void pool_tally_clear(PoolTally& p) {
@@ -101,6 +109,7 @@ FLEETSIM_HD inline void pool_tally_clear(PoolTally& p) {
   p.crashes = p.interruptions = p.excess_s = p.committed_unused_s = 0.0;
   p.node_s = p.node_pinned_s = p.node_unneeded_s = p.unschedulable = 0.0;
   p.fallback_s = p.cpu_busy_s = p.throttled_s = p.throttled_steps = 0.0;
+  p.host_busy_s = p.host_lost_s = 0.0;
   for (int32_t k = 0; k < kColdStages; ++k) p.cold_stage_s[k] = 0.0;
 }
 
@@ -117,6 +126,7 @@ FLEETSIM_HD inline void tally_clear(Tally& t, int32_t n_pools = kMaxPools, int32
     } else {  // unused classes: counts only, histograms left as they are (never read)
       t.classes[i].arrived = t.classes[i].completed = 0;
       t.classes[i].ttft.n = t.classes[i].tpot.n = t.classes[i].e2e.n = t.classes[i].queue_wait.n = 0;
+      t.classes[i].host_wait.n = t.classes[i].host_time.n = 0;
     }
   }
 }
@@ -145,6 +155,8 @@ FLEETSIM_HD inline void class_tally_merge(ClassTally& into, const ClassTally& fr
   hist_merge(into.tpot, from.tpot);
   hist_merge(into.e2e, from.e2e);
   hist_merge(into.queue_wait, from.queue_wait);
+  hist_merge(into.host_wait, from.host_wait);
+  hist_merge(into.host_time, from.host_time);
 }
 
 FLEETSIM_HD inline void pool_tally_merge(PoolTally& into, const PoolTally& from) {
@@ -175,6 +187,8 @@ FLEETSIM_HD inline void pool_tally_merge(PoolTally& into, const PoolTally& from)
   into.cpu_busy_s += from.cpu_busy_s;
   into.throttled_s += from.throttled_s;
   into.throttled_steps += from.throttled_steps;
+  into.host_busy_s += from.host_busy_s;
+  into.host_lost_s += from.host_lost_s;
 }
 
 }  // namespace fleetsim
