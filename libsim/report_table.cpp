@@ -72,7 +72,15 @@ std::string by_class_and_pool(const Json& r) {
                     pct(u["cold_start_fraction"]), num(u["mean_batch_size"], 1), hours(p["cost"]["device_hours"].get<double>()),
                     usd(p["cost"]["total_usd"], 2), usd(p["cost"]["per_million_output_tokens_usd"], 3)});
   }
-  return o + columns(rows, "");
+  o += columns(rows, "");
+  // MPS's shared fate, where it struck: a pool's faults and the clients they took down with them
+  for (auto it = r["pools"].begin(); it != r["pools"].end(); ++it) {
+    const Json& f = it.value()["fleet"];
+    if (f.value("neighbour_failures", 0.0) > 0)
+      o += fmt::format("  {}: {} crashes and {} interruptions took down {} more MPS clients of their devices\n", it.key(),
+                       num(f["crashes"], 0), num(f["interruptions"], 0), num(f["neighbour_failures"], 0));
+  }
+  return o;
 }
 
 // The ledger: pricing lines per pool (hours x rate = dollars, list beside effective), where the
@@ -258,11 +266,13 @@ std::string format_run_table(const Json& r) {
   o += fmt::format("memory      KV occupancy {}  memory occupancy {}\n", pct(ut["kv_occupancy"]),
                    pct(ut["memory_occupancy"]));
   const Json& fl = r["fleet"];
+  const double downed = fl.value("neighbour_failures", 0.0);
   if (fl["scale_ups"].get<double>() + fl["scale_downs"].get<double>() + fl["crashes"].get<double>() +
-          fl["interruptions"].get<double>() > 0)
-    o += fmt::format("fleet       mean {} replicas, max {}, {} started, {} stopped, {} crashes, {} interruptions\n",
+          fl["interruptions"].get<double>() + downed > 0)
+    o += fmt::format("fleet       mean {} replicas, max {}, {} started, {} stopped, {} crashes, {} interruptions{}\n",
                      num(fl["mean_replicas"], 2), num(fl["max_replicas"], 0), num(fl["scale_ups"], 0),
-                     num(fl["scale_downs"], 0), num(fl["crashes"], 0), num(fl["interruptions"], 0));
+                     num(fl["scale_downs"], 0), num(fl["crashes"], 0), num(fl["interruptions"], 0),
+                     downed > 0 ? fmt::format(", {} taken down by a neighbour (MPS)", num(fl["neighbour_failures"], 0)) : "");
   o += ledger_table(r);
   const Json& cap = r["capacity"];
   o += fmt::format("capacity    weights {:.1f} GiB  KV {:.1f} GiB = {} tokens ({} B/token)  fits {} requests at {} tokens\n",

@@ -62,6 +62,7 @@ struct PoolTally {
   double seq_steps;     // sequences per step, summed over steps
   double steps;         // steps in the window
   double kv_block_s;    // allocated KV blocks x seconds
+  double neighbour_failures;  // MPS: clients taken down by another client's fault on their device (shared fate)
 };
 
 struct Tally {
@@ -90,6 +91,7 @@ FLEETSIM_HD inline void pool_tally_clear(PoolTally& p) {
   p.replica_s = p.busy_s = p.input_busy_s = p.flops = p.bytes = p.seq_steps = p.steps = p.kv_block_s = 0.0;
   p.cold_s = p.headroom_s = p.waste_s = p.scale_ups = p.scale_downs = p.max_replicas = 0.0;
   p.crashes = p.interruptions = p.excess_s = p.committed_unused_s = 0.0;
+  p.neighbour_failures = 0.0;
   for (int32_t k = 0; k < kColdStages; ++k) p.cold_stage_s[k] = 0.0;
 }
 
@@ -156,6 +158,7 @@ FLEETSIM_HD inline void pool_tally_merge(PoolTally& into, const PoolTally& from)
   into.committed_unused_s += from.committed_unused_s;
   for (int32_t k = 0; k < kColdStages; ++k) into.cold_stage_s[k] += from.cold_stage_s[k];
   into.interruptions += from.interruptions;
+  into.neighbour_failures += from.neighbour_failures;
 }
 
 }  // namespace fleetsim
