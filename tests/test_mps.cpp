@@ -205,3 +205,37 @@ TEST_CASE("MPS input errors are located") {
   CHECK(test::error_of(base, {"engine.cuda_context_gib=-1"}).find("cuda_context_gib") != std::string::npos);
   CHECK(test::error_of(base).find("(no error)") != std::string::npos);
 }
+
+TEST_CASE("the shipped comparison: MPS serves near a whole device's latency at a quarter of its price, and shares a fate") {
+  const std::string f = std::string(FLEETSIM_SOURCE_DIR) + "/scenarios/mps-shared-fate.yaml";
+  const auto calm = test::run(load_scenario_file(f, {"engine.on_kv_exhausted=preempt"}));  // documents refused, no crash
+  const auto crashy = test::run(load_scenario_file(f));
+  REQUIRE(calm.drained);
+  REQUIRE(crashy.drained);
+  auto p99 = [](const test::Result& r, const char* c) { return r.report["classes"][c]["latency_s"]["ttft"]["p99"].get<double>(); };
+  auto pool = [](const test::Result& r, const char* p) { return r.report["pools"][p]; };
+  auto out_usd = [&](const test::Result& r, const char* p) {
+    return pool(r, p)["cost"]["per_million_output_tokens_usd"].get<double>();
+  };
+  MESSAGE("p99 TTFT whole " << p99(calm, "chat_whole") << " s, MIG " << p99(calm, "chat_mig") << ", time slicing "
+                            << p99(calm, "chat_ts") << ", MPS " << p99(calm, "chat_mps") << "; $/1M output " << out_usd(calm, "whole")
+                            << ", " << out_usd(calm, "mig") << ", " << out_usd(calm, "time_sliced") << ", " << out_usd(calm, "mps"));
+  CHECK(p99(calm, "chat_mps") < 1.5 * p99(calm, "chat_whole"));
+  CHECK(p99(calm, "chat_mps") < p99(calm, "chat_ts") / 3);
+  CHECK(out_usd(calm, "mps") < out_usd(calm, "whole") / 3.5);
+  // one device's price for four clients, whatever shares it
+  CHECK(pool(calm, "mps")["cost"]["device_hours"].get<double>() == doctest::Approx(3300 / 3600.0));
+  CHECK(pool(calm, "time_sliced")["cost"]["device_hours"].get<double>() == doctest::Approx(3300 / 3600.0));
+  // the same four documents crash every pool's naive servers as often; only under MPS does each
+  // crash take the device's three other clients, and their requests, with it
+  for (const char* p : {"whole", "mig", "time_sliced", "mps"}) {
+    CAPTURE(p);
+    CHECK(pool(crashy, p)["fleet"]["crashes"].get<double>() == 16);
+    CHECK(pool(crashy, p)["fleet"]["neighbour_failures"].get<double>() == (std::string(p) == "mps" ? 48 : 0));
+  }
+  auto retried = [&](const char* c) { return crashy.report["classes"][c]["requests"]["retried"].get<double>(); };
+  MESSAGE("chat requests retried: whole " << retried("chat_whole") << ", MIG " << retried("chat_mig") << ", time slicing "
+                                          << retried("chat_ts") << ", MPS " << retried("chat_mps"));
+  CHECK(retried("chat_mps") > 5 * retried("chat_ts"));
+  CHECK(p99(crashy, "chat_mps") > 2 * p99(crashy, "chat_ts"));
+}
