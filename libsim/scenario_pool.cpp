@@ -7,6 +7,7 @@
 
 #include "capacity.hpp"
 #include "catalog.hpp"
+#include "core/mps.hpp"
 #include "error.hpp"
 #include "profile.hpp"
 #include "scenario_internal.hpp"
@@ -58,11 +59,11 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
       const N mn = node.at("mps");
       if (mn.node.IsMap()) {
         mn.allow_keys({"clients", "active_thread_percentage"});
-        P.mps_clients = int(mn.req("clients").integer(1, 48));
+        P.mps_clients = int(mn.req("clients").integer(1, kMaxMpsClients));
         if (mn.has("active_thread_percentage"))
           P.mps_active_thread_percentage = mn.at("active_thread_percentage").num_in(1, 100, "active_thread_percentage");
       } else {
-        P.mps_clients = int(mn.integer(1, 48));
+        P.mps_clients = int(mn.integer(1, kMaxMpsClients));
       }
       if (node.has("partition") || P.time_slicing > 1)
         mn.fail(std::string(node.has("partition") ? "partition" : "time_slicing") +

@@ -27,28 +27,35 @@ FLEETSIM_HD inline void device_of(const Sim& s, int32_t r, int32_t* d0, int32_t*
   *d1 = min_of(*d0 + n, ps.first_replica + ps.n_replicas);
 }
 
-// The smallest S >= 1 with sum_j w_j / (h_j + S g_j) <= 1 for w = x and w = y, over k steps:
-// 1 while the device has room for them all. The sums fall as S grows, and at
-// S = sum_j w_j / g_j they are at most 1, so bisection finds it (to 1e-12 relative).
-FLEETSIM_HD inline double mps_slowdown(const double* h, const double* g, const double* x, const double* y, int32_t k) {
+// The smallest S >= 1 with sum_j w_j / (h_j + S g_j) <= 1 for w = x and w = y, over k steps
+// (parts(j, h, g, x, y) gives step j's; all zero: no step): 1 while the device has room for them
+// all. The sums fall as S grows, and at S = sum_j w_j / g_j they are at most 1, so bisection
+// finds it (to 1e-12 relative).
+template <class Parts>
+FLEETSIM_HD inline double mps_slowdown(const Parts& parts, int32_t k) {
   auto demand = [&](double S) {
     double ux = 0.0, uy = 0.0;
     for (int32_t j = 0; j < k; ++j) {
-      const double d = h[j] + S * g[j];
+      double h, g, x, y;
+      parts(j, h, g, x, y);
+      const double d = h + S * g;
       if (d > 0.0) {
-        ux += x[j] / d;
-        uy += y[j] / d;
+        ux += x / d;
+        uy += y / d;
       }
     }
     return max_of(ux, uy);
   };
   if (demand(1.0) <= 1.0) return 1.0;
   double sx = 0.0, sy = 0.0;
-  for (int32_t j = 0; j < k; ++j)
-    if (g[j] > 0.0) {
-      sx += x[j] / g[j];
-      sy += y[j] / g[j];
+  for (int32_t j = 0; j < k; ++j) {
+    double h, g, x, y;
+    parts(j, h, g, x, y);
+    if (g > 0.0) {
+      sx += x / g;
+      sy += y / g;
     }
+  }
   double lo = 1.0, hi = max_of(1.0, max_of(sx, sy));
   for (int32_t it = 0; it < 200 && hi - lo > 1e-12 * hi; ++it) {
     const double mid = 0.5 * (lo + hi);
@@ -56,6 +63,17 @@ FLEETSIM_HD inline double mps_slowdown(const double* h, const double* g, const d
     else lo = mid;
   }
   return hi;
+}
+
+FLEETSIM_HD inline double mps_slowdown(const double* h, const double* g, const double* x, const double* y, int32_t k) {
+  return mps_slowdown(
+      [&](int32_t j, double& hj, double& gj, double& xj, double& yj) {
+        hj = h[j];
+        gj = g[j];
+        xj = x[j];
+        yj = y[j];
+      },
+      k);
 }
 
 // Keep, of a step-time model, its host part and (part 1) its compute or (part 2) its memory
@@ -97,19 +115,19 @@ FLEETSIM_HD inline void mps_share_device(Sim& s, int32_t r, double ptoks, double
   R.mps_g = T - part_s[0];
   R.mps_x = (part_s[1] - part_s[0]) * P.mps_thread_share;  // as time on the whole device, not the client's share
   R.mps_y = part_s[2] - part_s[0];
-  double h[kMaxMpsClients], g[kMaxMpsClients], x[kMaxMpsClients], y[kMaxMpsClients];
-  int32_t k = 0, d0 = 0, d1 = 0;
+  int32_t d0 = 0, d1 = 0;
   device_of(s, r, &d0, &d1);
-  for (int32_t o = d0; o < d1; ++o) {
-    const Replica& O = s.rep[o];
-    if (o != r && !(O.busy && O.run_k > 0 && (O.state == kReady || O.state == kDraining))) continue;
-    h[k] = O.mps_h;
-    g[k] = O.mps_g;
-    x[k] = O.mps_x;
-    y[k] = O.mps_y;
-    ++k;
-  }
-  const double S = mps_slowdown(h, g, x, y, k);
+  // this step and the steps in flight of the device's other busy clients
+  const double S = mps_slowdown(
+      [&](int32_t j, double& h, double& g, double& x, double& y) {
+        const Replica& O = s.rep[d0 + j];
+        const bool in = d0 + j == r || (O.busy && O.run_k > 0 && (O.state == kReady || O.state == kDraining));
+        h = in ? O.mps_h : 0.0;
+        g = in ? O.mps_g : 0.0;
+        x = in ? O.mps_x : 0.0;
+        y = in ? O.mps_y : 0.0;
+      },
+      d1 - d0);
   if (S > 1.0) {
     Line l;
     l.o = R.mps_h + S * R.mps_g;
