@@ -86,8 +86,8 @@ Ledger make_ledger(const Scenario& s, const Tally& t) {
     pl.committed_discount = P.committed_replicas > 0 ? P.committed_discount : 0.0;
     CostBlock& c = pl.cost;
     // replica-seconds to device-hours: a tensor/pipeline-parallel replica holds several devices,
-    // time-sliced replicas share one (a MIG slice is billed as its own unit at the slice price)
-    const double f = (P.devices() > 1 ? double(P.devices()) : 1.0 / P.time_slicing) / 3600.0;
+    // time-sliced replicas and MPS clients share one (a MIG slice is billed as its own unit at the slice price)
+    const double f = (P.devices() > 1 ? double(P.devices()) : 1.0 / P.shared_by()) / 3600.0;
     double lost_tokens = 0, useful_tokens = 0;
     for (size_t k = 0; k < s.classes.size(); ++k)
       if (s.classes[k].pool == int(i)) {

@@ -18,7 +18,7 @@ constexpr double kHoursPerMonth = kHoursPerYear / 12.0;
 double unit_device_share(const PoolSpec& P) { return P.partition.empty() ? 1.0 : 1.0 / P.replicas_per_device; }
 }  // namespace
 
-double PoolSpec::units_per_replica() const { return devices() > 1 ? double(devices()) : 1.0 / time_slicing; }
+double PoolSpec::units_per_replica() const { return devices() > 1 ? double(devices()) : 1.0 / shared_by(); }
 
 double PoolSpec::units_per_node() const { return double(device.devices_per_node) / unit_device_share(*this); }
 

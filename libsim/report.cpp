@@ -221,6 +221,7 @@ Json fleet_json(const PoolTally& t, double window) {
   f["scale_downs"] = t.scale_downs;
   f["crashes"] = t.crashes;
   f["interruptions"] = t.interruptions;
+  f["neighbour_failures"] = t.neighbour_failures;
   return f;
 }
 
@@ -235,6 +236,30 @@ void slowdown_json(Json& f, const PoolTally& t, bool fallback, bool thermal) {
                     {"throttled_busy_share", ratio(t.throttled_s, t.busy_s)},
                     {"throttled_step_share", ratio(t.throttled_steps, t.steps)}};
 }
+
+// A device shared by replicas (time slicing, MPS): the CUDA contexts it holds, and the KV cache
+// each replica can hold when all of them hold the same and the device is full -- what to size
+// each engine's budget to so that none can run the device out of memory.
+Json sharing_json(const PoolSpec& P) {
+  Json j;
+  const int n = P.shared_by();
+  j["mode"] = P.time_slicing > 1 ? "time_slicing" : "mps";
+  j["replicas_per_device"] = n;
+  if (P.time_slicing == 1) j["active_thread_percentage"] = P.mps_active_thread_percentage;
+  j["cuda_context_gib"] = P.cuda_context_gib;
+  j["device_context_gib"] = P.device_context_gib();
+  const Capacity& c = P.capacity;
+  const double fixed = c.weights_gib + c.runtime_overhead_gib + c.activation_gib;
+  const double kv = (c.device_gib - P.device_context_gib()) / n - fixed;
+  const double block_bytes = c.kv_bytes_per_token * P.kv_block_tokens;
+  const int64_t blocks = kv > 0 ? int64_t(std::floor(kv * 1073741824.0 / block_bytes)) : 0;
+  j["kv_gib_per_replica_on_device"] = kv;
+  j["kv_blocks_per_replica_on_device"] = blocks;
+  j["oversubscribed"] = c.kv_blocks > blocks;  // the engines' budgets add up to more than the device holds
+  return j;
+}
+
+bool shares_device(const PoolSpec& P) { return P.shared_by() > 1 || P.mps_active_thread_percentage < 100; }
 
 }  // namespace
 
@@ -364,6 +389,7 @@ Json run_report(const Scenario& s, const Tally& t) {
   Json cap = capacity_json(P0.capacity, mean_ctx, P0.kv_block_tokens);
   cap["mean_context_tokens"] = mean_ctx;
   cap["max_concurrent_at_mean_context"] = max_concurrent(P0.capacity, mean_ctx, P0.kv_block_tokens);
+  if (shares_device(P0)) cap["sharing"] = sharing_json(P0);
   r["capacity"] = cap;
 
   r["fleet"] = fleet_json(pools, window);
@@ -458,6 +484,7 @@ Json run_report(const Scenario& s, const Tally& t) {
           if (size_t(s.classes[c].pool) == i) class_tally_merge(*pc, t.classes[c]);
         one["host"] = host_json(pt, host_core_s(P, pt), *pc, P.host.cores);
       }
+      if (shares_device(P)) one["capacity"]["sharing"] = sharing_json(P);
       pj[P.name] = one;
     }
     r["pools"] = pj;

@@ -85,6 +85,13 @@ std::string by_class_and_pool(const Json& r) {
                     pct(h["ttft_share"])});
   }
   if (rows.size() > 1) o += columns(rows, "");
+  // MPS's shared fate, where it struck: a pool's faults and the clients they took down with them
+  for (auto it = r["pools"].begin(); it != r["pools"].end(); ++it) {
+    const Json& f = it.value()["fleet"];
+    if (f.value("neighbour_failures", 0.0) > 0)
+      o += fmt::format("  {}: {} crashes and {} interruptions took down {} more MPS clients of their devices\n", it.key(),
+                       num(f["crashes"], 0), num(f["interruptions"], 0), num(f["neighbour_failures"], 0));
+  }
   return o;
 }
 
@@ -287,11 +294,13 @@ std::string format_run_table(const Json& r) {
                      ms(h["p99_time_s"]), pct(h["ttft_share"]));
   }
   const Json& fl = r["fleet"];
+  const double downed = fl.value("neighbour_failures", 0.0);
   if (fl["scale_ups"].get<double>() + fl["scale_downs"].get<double>() + fl["crashes"].get<double>() +
-          fl["interruptions"].get<double>() > 0)
-    o += fmt::format("fleet       mean {} replicas, max {}, {} started, {} stopped, {} crashes, {} interruptions\n",
+          fl["interruptions"].get<double>() + downed > 0)
+    o += fmt::format("fleet       mean {} replicas, max {}, {} started, {} stopped, {} crashes, {} interruptions{}\n",
                      num(fl["mean_replicas"], 2), num(fl["max_replicas"], 0), num(fl["scale_ups"], 0),
-                     num(fl["scale_downs"], 0), num(fl["crashes"], 0), num(fl["interruptions"], 0));
+                     num(fl["scale_downs"], 0), num(fl["crashes"], 0), num(fl["interruptions"], 0),
+                     downed > 0 ? fmt::format(", {} taken down by a neighbour (MPS)", num(fl["neighbour_failures"], 0)) : "");
   if (fl.contains("cpu_fallback")) {
     const Json& cf = fl["cpu_fallback"];
     o += fmt::format("cpu fallback {} replica-hours ({} of provisioned) on the host CPU, {} of them in steps: "

@@ -61,7 +61,7 @@ constexpr double kMaxDurationS = 30.0 * 86400;
 Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Override>& overrides) {
   const N root{root_node, "", &src};
   if (!root_node.IsMap()) root.fail("a scenario must be a YAML mapping (key: value lines)");
-  root.allow_keys({"name", "description", "seed", "duration_s", "warmup_s", "device", "partition", "time_slicing", "model", "weight_dtype",
+  root.allow_keys({"name", "description", "seed", "duration_s", "warmup_s", "device", "partition", "time_slicing", "mps", "model", "weight_dtype",
                    "expert_weight_dtype", "kv_dtype", "engine", "fleet", "workload", "pools", "classes", "catalog", "sweep",
                    "budgets"});
   Scenario s;
@@ -90,7 +90,7 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Overr
   merge_catalog(root, src, devices, models);
 
   // pools: the top-level device, model, dtypes, engine and fleet are the defaults of every pool
-  static const char* const kPoolKeys[] = {"device", "partition", "time_slicing", "model", "weight_dtype",
+  static const char* const kPoolKeys[] = {"device", "partition", "time_slicing", "mps", "model", "weight_dtype",
                                           "expert_weight_dtype", "kv_dtype", "engine", "fleet"};
   if (root.has("pools")) {
     const N pools = root.at("pools");
@@ -100,7 +100,7 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Overr
     for (auto it = pools.node.begin(); it != pools.node.end(); ++it) {
       const std::string name = pools.key_name(it->first);
       const N en{it->second, "pools." + name, &src};
-      en.allow_keys({"device", "partition", "time_slicing", "model", "weight_dtype", "expert_weight_dtype", "kv_dtype",
+      en.allow_keys({"device", "partition", "time_slicing", "mps", "model", "weight_dtype", "expert_weight_dtype", "kv_dtype",
                      "engine", "fleet"});
       YAML::Node merged(YAML::NodeType::Map);
       for (const char* k : kPoolKeys) {

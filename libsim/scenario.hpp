@@ -48,6 +48,9 @@ struct PoolSpec {
   DeviceSpec device;        // what one replica sees (a slice, for a MIG partition)
   std::string partition;    // MIG profile, or empty for whole devices
   int time_slicing = 1;     // replicas taking turns on one device (no memory isolation)
+  int mps_clients = 1;      // replicas running at once on one device under an MPS server (shared fate)
+  double mps_active_thread_percentage = 100;  // each MPS client's cap on the device's SMs
+  int shared_by() const { return time_slicing * mps_clients; }  // replicas sharing one device's price (one of the two is 1)
   int replicas_per_device = 1;
   ModelSpec model;
   std::string weight_dtype, kv_dtype;
@@ -61,6 +64,8 @@ struct PoolSpec {
   int max_num_seqs = 0, max_batched_tokens = 0, kv_block_tokens = 0;
   double gpu_memory_utilization = 0, kv_watermark = 0;
   double runtime_overhead_gib = -1, activation_gib = -1;  // < 0: modelled
+  double cuda_context_gib = 0;  // one CUDA context's device storage, outside the engine's budget (counted on shared devices)
+  double device_context_gib() const;  // the contexts a shared device holds: one per time-sliced replica, one MPS server
   bool enforce_eager = false;  // no CUDA graphs: their memory is not reserved
   int max_batch = 0;
   double batch_window_s = 0;
@@ -111,7 +116,7 @@ struct PoolSpec {
   bool spot() const { return spot_interruptions_per_hour > 0 || spot_discount > 0; }
   // what a replica-hour beyond commitments costs (time-sliced replicas share their device's price)
   // (a replica of tp x pp devices pays for each)
-  double hourly_usd() const { return usd_per_hour * devices() * (1.0 - spot_discount) / time_slicing; }
+  double hourly_usd() const { return usd_per_hour * devices() * (1.0 - spot_discount) / shared_by(); }
 
   Capacity capacity;  // per device of a replica
   PoolParams params() const;

@@ -11,6 +11,10 @@ namespace fleetsim {
 
 using detail::kGiB;
 
+double PoolSpec::device_context_gib() const {
+  return time_slicing > 1 ? time_slicing * cuda_context_gib : mps_clients > 1 ? cuda_context_gib : 0.0;
+}
+
 double PoolSpec::lora_gib() const {
   if (lora_adapters == 0) return 0.0;
   // A and B matrices of rank r on q, k, v, o and the three MLP projections of every layer, bf16
@@ -122,6 +126,15 @@ PoolParams PoolSpec::params() const {
     p.perf.per_decode_seq_s = per_decode_seq_s * lora;
     p.perf.per_context_token_s = per_context_token_s * lora;
   }
+  // an MPS client capped to a share of the SMs computes at that share of the device, alone or not
+  // (docs/model.md, "Sharing a device"); its memory traffic is not capped
+  const double sm = mps_active_thread_percentage / 100.0;
+  if (sm < 1.0) {
+    p.perf.flops_per_s *= sm;
+    p.perf.matmul_s_per_flop /= sm;
+    p.perf.attn_s_per_flop /= sm;
+    p.perf.per_prefill_token_s /= sm;
+  }
   p.perf.client_ttft_s = client_ttft_s;
   p.work.matmul_flops_per_token = 2.0 * model.params_b * 1e9;
   p.work.attn_flops_per_pair = 4.0 * model.layers * double(model.heads) * model.head_dim;
@@ -141,9 +154,13 @@ PoolParams PoolSpec::params() const {
   p.crash_on_kv_exhausted = crash_on_kv_exhausted ? 1 : 0;
   p.prefix_caching = prefix_caching ? 1 : 0;
   p.time_slicing = time_slicing;
+  p.mps_clients = mps_clients;
+  p.mps_thread_share = sm;
+  p.device_context_bytes = device_context_gib() * kGiB;
   const double spot_rate = spot_interruptions_per_hour / 3600.0, hw_rate = mtbf_hours > 0 ? 1.0 / (mtbf_hours * 3600.0) : 0.0;
-  p.interruptions_per_s = spot_rate + hw_rate;
-  p.spot_share = p.interruptions_per_s > 0 ? spot_rate / p.interruptions_per_s : 0.0;
+  // per replica; a lost device takes all its MPS clients at once, so each carries its share
+  p.interruptions_per_s = (spot_rate + hw_rate) / mps_clients;
+  p.spot_share = spot_rate + hw_rate > 0 ? spot_rate / (spot_rate + hw_rate) : 0.0;
   p.committed_replicas = committed_replicas;
   p.repair_s = ownership.owned() ? ownership.repair_days * 86400.0 : 0.0;
   if (nodes_tracked()) {
@@ -164,10 +181,10 @@ PoolParams PoolSpec::params() const {
   p.router = router;
   p.queue_limit = queue_limit;
   p.usd_per_replica_hour = hourly_usd();
-  // a time-sliced replica's share of the device, for utilization (the price is shared in hourly_usd)
-  // work is per tensor-parallel rank summed over the pipeline stages: pp devices' worth
-  p.peak_flops_per_s = peak_flops * pp / time_slicing;
-  p.peak_bytes_per_s = peak_bytes * pp / time_slicing;
+  // a time-sliced replica's or MPS client's share of the device, for utilization (the price is
+  // shared in hourly_usd); work is per tensor-parallel rank summed over the pipeline stages
+  p.peak_flops_per_s = peak_flops * pp / shared_by();
+  p.peak_bytes_per_s = peak_bytes * pp / shared_by();
   p.device_memory_bytes = capacity.device_gib * kGiB;
   p.host = host;
   p.host.post = host.cores > 0 && host.detokenize_s_per_token > 0 ? 1 : 0;

@@ -7,6 +7,7 @@
 
 #include "capacity.hpp"
 #include "catalog.hpp"
+#include "core/mps.hpp"
 #include "error.hpp"
 #include "profile.hpp"
 #include "scenario_internal.hpp"
@@ -54,6 +55,22 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
         ts.fail("time_slicing and partition are different ways to share a device: choose one", ErrorKind::inconsistent);
       P.replicas_per_device = P.time_slicing;
     }
+    if (node.has("mps")) {  // {clients, active_thread_percentage}, or the clients alone
+      const N mn = node.at("mps");
+      if (mn.node.IsMap()) {
+        mn.allow_keys({"clients", "active_thread_percentage"});
+        P.mps_clients = int(mn.req("clients").integer(1, kMaxMpsClients));
+        if (mn.has("active_thread_percentage"))
+          P.mps_active_thread_percentage = mn.at("active_thread_percentage").num_in(1, 100, "active_thread_percentage");
+      } else {
+        P.mps_clients = int(mn.integer(1, kMaxMpsClients));
+      }
+      if (node.has("partition") || P.time_slicing > 1)
+        mn.fail(std::string(node.has("partition") ? "partition" : "time_slicing") +
+                    " and mps are different ways to share a device: choose one",
+                ErrorKind::inconsistent);
+      P.replicas_per_device = P.mps_clients;
+    }
   }
   P.weight_dtype = node.has("weight_dtype") ? node.at("weight_dtype").choice(weight_dtypes()) : "bf16";
   P.kv_dtype = node.has("kv_dtype") ? node.at("kv_dtype").choice(kv_dtypes()) : "bf16";
@@ -72,7 +89,8 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
                   "mfu", "mbu", "step_overhead_s", "step_base_s", "per_prefill_token_s", "per_decode_seq_s",
                   "per_context_token_s", "on_kv_exhausted", "prefix_caching", "lora_adapters", "lora_rank",
                   "lora_step_overhead", "tensor_parallel", "pipeline_parallel", "expert_parallel", "network_gb_s",
-                  "network_latency_us", "enforce_eager", "perf_profile", "client_ttft_s", "host"});
+                  "network_latency_us", "enforce_eager", "perf_profile", "client_ttft_s", "host",
+                  "cuda_context_gib"});
   // parallelism: a replica of tp x pp devices
   if (eng.has("tensor_parallel")) {
     const N tn = eng.at("tensor_parallel");
@@ -87,9 +105,9 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
       pn.fail(P.model.name + " has " + std::to_string(P.model.layers) + " layers; pipeline_parallel can be at most that",
               ErrorKind::inconsistent);
   }
-  if (P.devices() > 1 && (!P.partition.empty() || P.time_slicing > 1))
+  if (P.devices() > 1 && (!P.partition.empty() || P.shared_by() > 1))
     (eng.has("tensor_parallel") ? eng.at("tensor_parallel") : eng.at("pipeline_parallel"))
-        .fail("a replica spanning devices cannot also share a device (partition or time_slicing)", ErrorKind::inconsistent);
+        .fail("a replica spanning devices cannot also share a device (partition, time_slicing or mps)", ErrorKind::inconsistent);
   if (eng.has("expert_parallel")) {
     const N en = eng.at("expert_parallel");
     P.ep = int(en.integer(1, 64));
@@ -138,6 +156,7 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
   // a CPU instance runs eager whatever the scenario says: there are no CUDA graphs to capture
   P.enforce_eager = (eng.has("enforce_eager") && eng.at("enforce_eager").boolean()) || cpu_instance(P.device);
   P.activation_gib = eng.has("activation_gib") ? eng.at("activation_gib").num_in(0, 1e4) : -1;
+  P.cuda_context_gib = eng.has("cuda_context_gib") ? eng.at("cuda_context_gib").num_in(0, 64) : 0.0;
   P.max_batch = eng.has("max_batch") ? int(eng.at("max_batch").integer(1, 16384)) : 8;
   P.batch_window_s = eng.has("batch_window_s") ? eng.at("batch_window_s").num_in(0, 3600) : 0.05;
   if (P.batching == Batching::continuous) {
@@ -161,7 +180,7 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
   const bool explicit_roofline_knobs = eng.has("mfu") || eng.has("mbu") || eng.has("step_overhead_s");
   const PerfProfile* shipped = nullptr;
   if (pm == "calibrated" || (pm.empty() && pp_name.empty() && !explicit_roofline_knobs && P.partition.empty() &&
-                             P.time_slicing == 1))
+                             P.shared_by() == 1))
     shipped = find_builtin_profile(P.device.name, P.model.name, P.tp);
   if (!pp_name.empty() && pp_name != "auto" && pp_name != "none") {
     try {
@@ -386,7 +405,7 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
     std::ostringstream o;
     o.setf(std::ios::fixed);
     o.precision(1);
-    const int tp_fits = P.partition.empty() && P.time_slicing == 1 ? smallest_fitting_tp(mi) : 0;
+    const int tp_fits = P.partition.empty() && P.shared_by() == 1 ? smallest_fitting_tp(mi) : 0;
     o << "model " << P.model.name << " (" << P.weight_dtype << ") does not fit on " << P.device.name;
     if (P.devices() > 1) o << " at tensor_parallel " << P.tp << " x pipeline_parallel " << P.pp;
     o << ": it needs " << P.capacity.needed_gib << " GiB" << (P.devices() > 1 ? " per device" : "") << " (weights "
@@ -402,13 +421,29 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
     if (P.batching != Batching::continuous)
       node.at("time_slicing").fail("time slicing is modelled for continuous batching", ErrorKind::inconsistent);
     const double fixed = P.capacity.weights_gib + P.capacity.runtime_overhead_gib + P.capacity.activation_gib;
-    if (fixed * P.time_slicing > P.capacity.device_gib) {
+    if (fixed * P.time_slicing + P.device_context_gib() > P.capacity.device_gib) {
       std::ostringstream o;
       o.setf(std::ios::fixed);
       o.precision(1);
-      o << P.time_slicing << " time-sliced replicas of " << P.model.name << " need " << fixed * P.time_slicing
-        << " GiB for their weights, runtimes and activations alone; " << P.device.name << " has " << P.capacity.device_gib;
+      o << P.time_slicing << " time-sliced replicas of " << P.model.name << " need " << fixed * P.time_slicing + P.device_context_gib()
+        << " GiB for their weights, runtimes" << (P.cuda_context_gib > 0 ? ", CUDA contexts" : "") << " and activations alone; "
+        << P.device.name << " has " << P.capacity.device_gib;
       throw InputError(node.at("time_slicing").where(), node.at("time_slicing").path + ": " + o.str(), ErrorKind::does_not_fit);
+    }
+  }
+  if (P.mps_clients > 1) {
+    if (P.batching != Batching::continuous)
+      node.at("mps").fail("MPS is modelled for continuous batching", ErrorKind::inconsistent);
+    // every client holds its own weights, runtime and activations; the server's context is one
+    const double fixed = P.capacity.weights_gib + P.capacity.runtime_overhead_gib + P.capacity.activation_gib;
+    if (fixed * P.mps_clients + P.device_context_gib() > P.capacity.device_gib) {
+      std::ostringstream o;
+      o.setf(std::ios::fixed);
+      o.precision(1);
+      o << P.mps_clients << " MPS clients of " << P.model.name << " need " << fixed * P.mps_clients + P.device_context_gib()
+        << " GiB for their weights, runtimes, activations and the server's CUDA context alone; " << P.device.name << " has "
+        << P.capacity.device_gib;
+      throw InputError(node.at("mps").where(), node.at("mps").path + ": " + o.str(), ErrorKind::does_not_fit);
     }
   }
   finish_ownership(node, P);

@@ -6,6 +6,7 @@
 #include "containers.hpp"
 #include "decls.hpp"
 #include "kv.hpp"
+#include "mps.hpp"
 #include "slots.hpp"
 #include "slowdown.hpp"
 #include "state.hpp"
@@ -105,18 +106,19 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
   const int32_t res_now = int32_t(mod_count(st, R.bs));
   int64_t need = R.n_decode > 0 ? rescnt_of(s, r)[res_now] : 0;
   int32_t changed = 0;  // queue head changed: preemptions pushed to it, or admissions took from it
-  // time slicing: the device's memory is shared without isolation, its compute taken in turns
+  // time slicing and MPS: the device's memory is shared without isolation; time-sliced replicas
+  // take its compute in turns (MPS clients share it at once: mps.hpp)
   double device_free = kInf, slowdown = 1.0;
   const double block_bytes = P.work.kv_bytes_per_token * double(R.bs);
-  if (P.time_slicing > 1) {
-    const PoolState& ps = s.pool[R.pool];
-    const int32_t d0 = ps.first_replica + ((r - ps.first_replica) / P.time_slicing) * P.time_slicing;
-    const int32_t d1 = min_of(d0 + P.time_slicing, ps.first_replica + ps.n_replicas);
-    double used = 0.0;
+  const int32_t shared = shared_per_device(P);
+  if (shared > 1) {
+    int32_t d0 = 0, d1 = 0;
+    device_of(s, r, &d0, &d1);
+    double used = P.device_context_bytes;
     for (int32_t k = d0; k < d1; ++k) {
       if (s.rep[k].state == kOff) continue;
       used += P.fixed_memory_bytes + double(P.kv_total_blocks - s.rep[k].free_blocks) * block_bytes;
-      if (k != r && s.rep[k].busy && !s.rep[k].run_cpu) slowdown += 1.0;
+      if (P.time_slicing > 1 && k != r && s.rep[k].busy && !s.rep[k].run_cpu) slowdown += 1.0;
     }
     device_free = P.device_memory_bytes - used;
     if (R.n_decode > 0 && double(rescnt_of(s, r)[res_now]) * block_bytes > device_free &&
@@ -269,11 +271,14 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
     const int64_t k_blk = 1 + steps_covered(s, r, st + 1, R.free_blocks);
     R.run_k = min_of(k_fin, k_blk);
     if (p.max_run_steps > 0 && R.run_k > p.max_run_steps) R.run_k = p.max_run_steps;
-    if (P.time_slicing > 1) R.run_k = 1;  // neighbours' memory and turns change step by step
+    if (shared > 1) R.run_k = 1;  // neighbours' memory and turns change step by step
     R.run_blocks_rate = n / double(R.bs);
   }
-  // busy neighbours taking turns on the device, a CPU fallback or a throttled clock (exactly 1 without)
-  slowdown *= run_factor(s, r, t);
+  // a CPU fallback or a throttled clock (exactly 1 without); MPS clients share the device at once,
+  // time-sliced ones take turns with busy neighbours
+  const double factor = run_factor(s, r, t);
+  if (P.mps_clients > 1) mps_share_device(s, r, ptoks, ppairs, pread, n, T0, pseqs + n);
+  slowdown *= factor;
   if (slowdown > 1.0) scale_line(R.run_line, slowdown);
   if (!R.run_prefill && R.run_k > 1) cut_at_change(s, r, t);
   set_class_shares(s, R, pclass, ptoks);

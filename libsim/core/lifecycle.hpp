@@ -103,7 +103,9 @@ FLEETSIM_HD inline void requeue_lost(Sim& s, Queue& Q, int32_t ri, double t) {
 // Lose replica r at time t (a crash, a spot reclaim, a hardware failure): its requests are
 // retried, its KV state is gone, and it comes back after a restart on the same node or a full
 // cold start on a new one. `culprit` is a request the replica was taking when it died (or kNone).
-FLEETSIM_HD inline void replica_fail(Sim& s, int32_t r, double t, bool new_node, int32_t culprit) {
+// An owned device's wait for a spare is `device_wait` when given (>= 0), else drawn; the wait
+// is returned.
+FLEETSIM_HD inline double replica_fail_one(Sim& s, int32_t r, double t, bool new_node, int32_t culprit, double device_wait) {
   Replica& R = s.rep[r];
   const PoolParams& P = pool_of(s, r);
   Queue& Q = s.q[R.queue];
@@ -198,11 +200,11 @@ FLEETSIM_HD inline void replica_fail(Sim& s, int32_t r, double t, bool new_node,
   host_reroute(s, r, t);
   if (was_draining && Q.size == 0 && R.host_n == 0) {  // it was leaving anyway
     replica_off(s, r, t);
-    return;
+    return device_wait;
   }
   double wait = 0.0;
   if (P.repair_s > 0.0 && new_node) {  // an owned device: no new node, a spare or a repaired one
-    wait = await_device(s, R.pool, t);
+    wait = device_wait >= 0.0 ? device_wait : await_device(s, R.pool, t);
     new_node = false;
     // the part inside the window: the capacity the failure cost there
     if (in_window(s, t) > 0.0) s.tally->pools[R.pool].cold_stage_s[kAwaitingDevice] += min_of(wait, s.W1 - t);
@@ -225,6 +227,23 @@ FLEETSIM_HD inline void replica_fail(Sim& s, int32_t r, double t, bool new_node,
       for (int32_t o = ps.first_replica; o < ps.first_replica + ps.n_replicas; ++o)
         if (o != r) static_try_start(s, o, t);
     }
+  }
+  return wait;
+}
+
+// Lose replica r at time t. MPS clients share a fate: a fatal fault in one is a fault of every
+// client of its server, and a lost device takes them all, so the others on its device go down
+// with it and restart the same way, at once.
+FLEETSIM_HD inline void replica_fail(Sim& s, int32_t r, double t, bool new_node, int32_t culprit) {
+  const PoolParams& P = pool_of(s, r);
+  const double wait = replica_fail_one(s, r, t, new_node, culprit, -1.0);
+  if (P.mps_clients <= 1) return;
+  int32_t d0 = 0, d1 = 0;
+  device_of(s, r, &d0, &d1);
+  for (int32_t o = d0; o < d1; ++o) {
+    if (o == r || s.rep[o].state == kOff) continue;
+    s.tally->pools[s.rep[o].pool].neighbour_failures += in_window(s, t);
+    replica_fail_one(s, o, t, new_node, kNone, wait);
   }
 }
 

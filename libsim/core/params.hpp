@@ -190,6 +190,9 @@ struct PoolParams {
   int32_t crash_on_kv_exhausted;  // a naive server: out of KV memory kills the process (no preemption)
   int32_t prefix_caching;         // the engine keeps shared prefixes' KV and skips their prefill
   int32_t time_slicing;           // replicas per device taking turns (1: a device each); memory not isolated
+  int32_t mps_clients;            // MPS: replicas per device whose kernels run concurrently under one server (1: none)
+  double mps_thread_share;        // MPS: each client's cap on the device's SMs (active thread percentage / 100)
+  double device_context_bytes;    // a shared device's CUDA context storage: one per time-sliced replica, one per MPS server
   double interruptions_per_s;     // per provisioned replica: spot reclaims plus hardware failures
   double spot_share;              // of those interruptions, the share that are spot reclaims
   int32_t committed_replicas;     // reserved capacity, paid whether used or not

@@ -88,6 +88,7 @@ struct Replica {
   // a shared queue's offer this run has not yet been woken for: its step boundary (kInf: none)
   double wake_at;
   int64_t wake_k;  // the run's steps, cut at that boundary
+  double mps_h, mps_g, mps_x, mps_y;  // MPS: its step in flight alone: host and device time, compute and traffic (mps.hpp)
   double run_class_share[kMaxClasses];    // share of the run's time spent on each class
   double run_class_in_share[kMaxClasses]; // of which on its input tokens (prefill)
   // static batching
@@ -406,6 +407,7 @@ FLEETSIM_HD inline Sim sim_bind(const SimParams& p, uint32_t replication, uint8_
       R.run_prefill = 0;
       R.wake_at = kInf;
       R.wake_k = 0;
+      R.mps_h = R.mps_g = R.mps_x = R.mps_y = 0.0;
       R.batch_n = 0;
       R.batch_t_first = 0.0;
       // slot k of n falls back when floor((k + 1) share) > floor(k share): floor(n share) of the

@@ -77,6 +77,7 @@ struct PoolTally {
   double throttled_steps;  // steps at the throttled clock
   double host_busy_s;   // host CPU stage: busy core-seconds
   double host_lost_s;   // of which on jobs a lost replica threw away
+  double neighbour_failures;  // MPS: clients taken down by another client's fault on their device (shared fate)
 };
 
 struct Tally {
@@ -110,6 +111,7 @@ FLEETSIM_HD inline void pool_tally_clear(PoolTally& p) {
   p.node_s = p.node_pinned_s = p.node_unneeded_s = p.unschedulable = 0.0;
   p.fallback_s = p.cpu_busy_s = p.throttled_s = p.throttled_steps = 0.0;
   p.host_busy_s = p.host_lost_s = 0.0;
+  p.neighbour_failures = 0.0;
   for (int32_t k = 0; k < kColdStages; ++k) p.cold_stage_s[k] = 0.0;
 }
 
@@ -189,6 +191,7 @@ FLEETSIM_HD inline void pool_tally_merge(PoolTally& into, const PoolTally& from)
   into.throttled_steps += from.throttled_steps;
   into.host_busy_s += from.host_busy_s;
   into.host_lost_s += from.host_lost_s;
+  into.neighbour_failures += from.neighbour_failures;
 }
 
 }  // namespace fleetsim
