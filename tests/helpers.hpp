@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include <doctest/doctest.h>
+
 #include "libsim/report.hpp"
 #include "libsim/runner.hpp"
 #include "libsim/scenario.hpp"
@@ -48,6 +50,33 @@ inline Result run(const Scenario& s, uint32_t replication = 0) {
   r.all = merged_classes(*r.tally);
   r.report = run_report(s, *r.tally);
   return r;
+}
+
+// A run's first identities: every request accounted for, nothing left in flight, and each
+// provisioned replica-second in exactly one bucket (the random-fleet tests start here).
+inline void check_conserves(const Result& r) {
+  REQUIRE(r.tally->status == 0);
+  const ClassTally& t = *r.all;
+  CHECK(t.arrived == t.completed + t.rejected_queue_full + t.rejected_too_long + t.failed);
+  CHECK(r.drained);
+  const PoolTally& pt = r.tally->pools[0];
+  CHECK(pt.busy_s + pt.cold_s + pt.headroom_s + pt.waste_s == doctest::Approx(pt.replica_s).epsilon(1e-6));
+}
+
+// The same scenario as shipped (decode runs merged in closed form) and one step at a time.
+struct MergedAndStepped {
+  std::unique_ptr<Tally> merged, stepped;
+};
+inline MergedAndStepped merged_and_stepped(const Scenario& s) {
+  SimParams merged = s.params();
+  SimParams stepped = merged;
+  stepped.max_run_steps = 1;
+  stepped.max_events = int64_t(1) << 40;
+  HostWorkspace ws;
+  MergedAndStepped m;
+  m.merged = simulate_once(merged, 0, ws);
+  m.stepped = simulate_once(stepped, 0, ws);
+  return m;
 }
 
 inline std::string write_temp(const std::string& name, const std::string& text) {

@@ -60,14 +60,10 @@ TEST_CASE("random fleets conserve requests and KV blocks") {
     const std::string yaml = random_fleet(g, i);
     CAPTURE(yaml);
     const auto r = test::run(test::scenario(yaml));
-    REQUIRE(r.tally->status == 0);
+    test::check_conserves(r);
     const ClassTally& t = *r.all;
-    CHECK(t.arrived == t.completed + t.rejected_queue_full + t.rejected_too_long + t.failed);
-    CHECK(r.drained);
     const Json& u = r.report["utilization"];
     CHECK(u["busy_fraction"].get<double>() <= 1.0 + 1e-9);
-    const PoolTally& pt = r.tally->pools[0];
-    CHECK(pt.busy_s + pt.cold_s + pt.headroom_s + pt.waste_s == doctest::Approx(pt.replica_s).epsilon(1e-6));
     CHECK(u["kv_occupancy"].get<double>() <= 1.0 + 1e-9);
     if (t.ttft.n > 0) {
       CHECK(t.ttft.min >= 0.0);
@@ -84,13 +80,9 @@ TEST_CASE("decode runs in closed form give what stepping one step at a time give
     const std::string yaml = random_fleet(g, i, 120);
     CAPTURE(yaml);
     const Scenario s = test::scenario(yaml);
-    SimParams merged = s.params();
-    SimParams stepped = merged;
-    stepped.max_run_steps = 1;
-    stepped.max_events = int64_t(1) << 40;
-    HostWorkspace ws;
-    const auto a = simulate_once(merged, 0, ws);
-    const auto b = simulate_once(stepped, 0, ws);
+    const auto m = test::merged_and_stepped(s);
+    const auto& a = m.merged;
+    const auto& b = m.stepped;
     REQUIRE(b->status == 0);
     CHECK(a->classes[0].arrived == b->classes[0].arrived);
     CHECK(a->classes[0].completed == b->classes[0].completed);

@@ -231,13 +231,9 @@ TEST_CASE("decode runs cut where a factor changes give what stepping one step at
                                       "workload:\n  arrival: {process: poisson, rate_per_s: 6}\n"
                                       "  prompt_tokens: {dist: lognormal, median: 500, p99: 3000}\n"
                                       "  output_tokens: {dist: lognormal, median: 150, p99: 900}\n");
-    SimParams merged = s.params();
-    SimParams stepped = merged;
-    stepped.max_run_steps = 1;
-    stepped.max_events = int64_t(1) << 40;
-    HostWorkspace ws;
-    const auto a = simulate_once(merged, 0, ws);
-    const auto b = simulate_once(stepped, 0, ws);
+    const auto m = test::merged_and_stepped(s);
+    const auto& a = m.merged;
+    const auto& b = m.stepped;
     REQUIRE(b->status == 0);
     CHECK(a->classes[0].completed == b->classes[0].completed);
     CHECK(a->classes[0].output_tokens == b->classes[0].output_tokens);

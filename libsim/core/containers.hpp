@@ -51,33 +51,39 @@ FLEETSIM_HD inline int32_t outstanding(const Sim& s, int32_t r) {
   return s.q[R.queue].size + running + R.host_n;
 }
 
+// An indexed binary heap of replicas (heap[] holds them, pos[] where each is), restored after
+// replica r's key changed; less(a, b) orders two replicas.
+template <class Less>
+FLEETSIM_HD FLEETSIM_FORCEINLINE void heap_fix(int32_t* heap, int32_t* pos, int32_t n, int32_t r, const Less& less) {
+  int32_t i = pos[r];
+  while (i > 0) {  // sift up
+    const int32_t parent = (i - 1) / 2;
+    if (!less(heap[i], heap[parent])) break;
+    const int32_t a = heap[i], b = heap[parent];
+    heap[i] = b; pos[b] = i;
+    heap[parent] = a; pos[a] = parent;
+    i = parent;
+  }
+  for (;;) {  // sift down
+    const int32_t l = 2 * i + 1, rr = l + 1;
+    int32_t m = i;
+    if (l < n && less(heap[l], heap[m])) m = l;
+    if (rr < n && less(heap[rr], heap[m])) m = rr;
+    if (m == i) break;
+    const int32_t a = heap[i], b = heap[m];
+    heap[i] = b; pos[b] = i;
+    heap[m] = a; pos[a] = m;
+    i = m;
+  }
+}
+
 // Replica event heap, ordered by (t_next, index) so that ties resolve the same everywhere.
 FLEETSIM_HD FLEETSIM_FORCEINLINE bool rh_less(const Sim& s, int32_t a, int32_t b) {
   const double ta = s.rep[a].t_next, tb = s.rep[b].t_next;
   return ta < tb || (ta == tb && a < b);
 }
 FLEETSIM_HD inline void rh_update(Sim& s, int32_t r) {
-  int32_t i = s.rheap_pos[r];
-  const int32_t n = s.n_replicas;
-  while (i > 0) {  // sift up
-    const int32_t parent = (i - 1) / 2;
-    if (!rh_less(s, s.rheap[i], s.rheap[parent])) break;
-    const int32_t a = s.rheap[i], b = s.rheap[parent];
-    s.rheap[i] = b; s.rheap_pos[b] = i;
-    s.rheap[parent] = a; s.rheap_pos[a] = parent;
-    i = parent;
-  }
-  for (;;) {  // sift down
-    const int32_t l = 2 * i + 1, rr = l + 1;
-    int32_t m = i;
-    if (l < n && rh_less(s, s.rheap[l], s.rheap[m])) m = l;
-    if (rr < n && rh_less(s, s.rheap[rr], s.rheap[m])) m = rr;
-    if (m == i) break;
-    const int32_t a = s.rheap[i], b = s.rheap[m];
-    s.rheap[i] = b; s.rheap_pos[b] = i;
-    s.rheap[m] = a; s.rheap_pos[a] = m;
-    i = m;
-  }
+  heap_fix(s.rheap, s.rheap_pos, s.n_replicas, r, [&s](int32_t a, int32_t b) { return rh_less(s, a, b); });
 }
 FLEETSIM_HD FLEETSIM_FORCEINLINE void set_next(Sim& s, int32_t r, double t) {
   s.rep[r].t_next = t;

@@ -31,27 +31,7 @@ FLEETSIM_HD FLEETSIM_FORCEINLINE bool hh_less(const Sim& s, int32_t a, int32_t b
   return ta < tb || (ta == tb && a < b);
 }
 FLEETSIM_HD inline void hh_update(Sim& s, int32_t r) {
-  int32_t i = s.hheap_pos[r];
-  const int32_t n = s.n_replicas;
-  while (i > 0) {
-    const int32_t parent = (i - 1) / 2;
-    if (!hh_less(s, s.hheap[i], s.hheap[parent])) break;
-    const int32_t a = s.hheap[i], b = s.hheap[parent];
-    s.hheap[i] = b; s.hheap_pos[b] = i;
-    s.hheap[parent] = a; s.hheap_pos[a] = parent;
-    i = parent;
-  }
-  for (;;) {
-    const int32_t l = 2 * i + 1, rr = l + 1;
-    int32_t m = i;
-    if (l < n && hh_less(s, s.hheap[l], s.hheap[m])) m = l;
-    if (rr < n && hh_less(s, s.hheap[rr], s.hheap[m])) m = rr;
-    if (m == i) break;
-    const int32_t a = s.hheap[i], b = s.hheap[m];
-    s.hheap[i] = b; s.hheap_pos[b] = i;
-    s.hheap[m] = a; s.hheap_pos[a] = m;
-    i = m;
-  }
+  heap_fix(s.hheap, s.hheap_pos, s.n_replicas, r, [&s](int32_t a, int32_t b) { return hh_less(s, a, b); });
 }
 
 // Integrate pool pi's busy cores up to t: the window's core-seconds, and the autoscaler's.
