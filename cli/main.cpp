@@ -29,6 +29,7 @@
 #include "libsim/documents.hpp"
 #include "libsim/error.hpp"
 #include "libsim/ledger.hpp"
+#include "libsim/refresh.hpp"
 #include "libsim/report.hpp"
 #include "libsim/runner.hpp"
 #include "libsim/scenario.hpp"
@@ -146,7 +147,6 @@ ScenarioSource source(const Options& o) {
   return src.with_overrides(parse_sets(sets));
 }
 
-Scenario load(const Options& o) { return source(o).instantiate(); }
 
 void emit_sweep(const Json& doc, const std::string& format) {
   if (format == "json") {
@@ -258,12 +258,14 @@ int cmd_merge(const Options& o) {
 }
 
 int cmd_run(const Options& o) {
-  const Scenario s = load(o);
+  const ScenarioSource src = source(o);
+  const Scenario s = src.instantiate();
   const SimParams p = s.params();
   HostWorkspace ws;
   const auto t = simulate_once(p, 0, ws);
   check_status(*t, s.source);
   Json r = run_report(s, *t);
+  add_newer_device_views(r, src, s, *t);
   if (o.format == "json" && wants_timeline(s)) r["timeline"] = run_timeline(s, 60, int(std::max(1u, std::thread::hardware_concurrency())));
   if (o.format == "json") emit(r.dump(2) + "\n");
   else if (o.format == "csv") emit(json_to_csv(r));

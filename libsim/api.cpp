@@ -6,6 +6,7 @@
 
 #include "documents.hpp"
 #include "error.hpp"
+#include "refresh.hpp"
 #include "report.hpp"
 #include "runner.hpp"
 #include "scenario.hpp"
@@ -65,7 +66,8 @@ RunResult run_with(const ScenarioHandle& s, const uint64_t* seed, uint32_t repli
     HostWorkspace ws;
     const auto t = simulate_once(p, replication, ws);
     check_status(*t, sc.source);
-    const Json r = run_report(sc, *t);
+    Json r = run_report(sc, *t);
+    add_newer_device_views(r, s.impl().source, sc, *t);
     RunResult out;
     out.json = r.dump(2);
     RunSummary& m = out.summary;

@@ -178,12 +178,12 @@ Json ownership_json(const OwnershipLedger& o) {
 
 namespace detail {
 
-void parse_ownership(const N& n, const char* kind, PoolSpec& P) {
+void parse_ownership(const N& n, const char* kind, PoolSpec& P, const std::vector<DeviceSpec>& devices) {
   OwnershipSpec& O = P.ownership;
   const bool colo = std::string(kind) == "colocated";
   O.kind = colo ? OwnershipSpec::Kind::colocated : OwnershipSpec::Kind::owned;
   n.allow_keys({"replicas", "node_capex_usd", "refresh_years", "power", colo ? "usd_per_kw_month" : "space_usd_per_node_month",
-                "facility", "years", "rent_price_change_per_year", "repair"});
+                "facility", "years", "rent_price_change_per_year", "repair", "newer"});
   O.replicas = n.has("replicas") ? int(n.at("replicas").integer(1, 4096)) : -1;
   O.node_capex_usd = n.req("node_capex_usd").pos(1e9);
   O.refresh_years = n.req("refresh_years").num_in(0.5, 20, "refresh_years");
@@ -221,6 +221,31 @@ void parse_ownership(const N& n, const char* kind, PoolSpec& P) {
   }
   O.years = n.has("years") ? int(n.at("years").integer(1, 30)) : 0;
   O.rent_price_change_per_year = n.has("rent_price_change_per_year") ? n.at("rent_price_change_per_year").num_in(-0.9, 1) : 0.0;
+  if (n.has("newer")) {
+    const N nw = n.at("newer");
+    nw.allow_keys({"device", "replicas", "tensor_parallel", "node_capex_usd", "capex_change_per_year", "busy_kw_per_device",
+                   "idle_kw_per_device"});
+    auto& W = O.newer;
+    const N dn = nw.req("device");
+    std::string why;
+    const DeviceSpec* dev = find_named(devices, dn.str(), "device", " (see `fleetsim catalog`)", why);
+    if (!dev) dn.fail(why);
+    W.device = dev->name;
+    W.where = nw.where();
+    W.replicas = nw.has("replicas") ? int(nw.at("replicas").integer(1, 4096)) : 0;
+    W.tensor_parallel = nw.has("tensor_parallel") ? int(nw.at("tensor_parallel").integer(1, 64)) : 0;
+    W.node_capex_usd = nw.req("node_capex_usd").pos(1e9);
+    W.capex_change_per_year = nw.has("capex_change_per_year") ? nw.at("capex_change_per_year").num_in(-0.9, 1) : 0.0;
+    W.busy_kw_per_device = nw.has("busy_kw_per_device") ? nw.at("busy_kw_per_device").num_in(0, 100) : dev->tdp_w / 1000.0;
+    // idle: the same share of its busy draw as the current device's, unless given
+    W.idle_kw_per_device = nw.has("idle_kw_per_device") ? nw.at("idle_kw_per_device").num_in(0, 100)
+                           : O.busy_kw_per_device > 0 ? O.idle_kw_per_device / O.busy_kw_per_device * W.busy_kw_per_device
+                                                      : O.idle_kw_per_device;
+    if (W.idle_kw_per_device > W.busy_kw_per_device)
+      nw.fail("a device draws less idle than busy: idle_kw_per_device must be <= busy_kw_per_device", ErrorKind::inconsistent);
+    if (W.busy_kw_per_device <= 0 && (colo || O.usd_per_kwh > 0))
+      nw.fail("the catalog has no board power for " + W.device + ": give busy_kw_per_device", ErrorKind::input);
+  }
   P.node_billing = true;
 }
 
@@ -246,6 +271,28 @@ void finish_ownership(const N& pool_node, PoolSpec& P) {
   if (O.replicas < 0) O.replicas = P.max_replicas;
   P.committed_replicas = O.replicas;  // the core tracks owned replicas as it does committed ones
   P.committed_discount = 0;
+  if (O.has_newer()) {
+    const N nw = on.at("newer");
+    if (P.autoscale.enabled || O.replicas < P.replicas)
+      nw.fail("newer compares whole owned fleets: a fixed-size pool whose replicas are all owned", ErrorKind::inconsistent);
+    auto& W = O.newer;
+    if (W.replicas == 0) W.replicas = O.replicas;
+    // the same scenario with this pool on the newer device: the overrides that make it
+    const std::string pool = pool_node.path.empty() ? "" : pool_node.path + ".";
+    auto set = [&](const std::string& path, const std::string& value) {
+      W.paths.push_back(path);
+      W.values.push_back(value);
+    };
+    set(pool + "device", W.device);
+    set(pool + "fleet.replicas", std::to_string(W.replicas));
+    if (W.tensor_parallel > 0) set(pool + "engine.tensor_parallel", std::to_string(W.tensor_parallel));
+    set(on.path + ".replicas", std::to_string(W.replicas));
+    set(on.path + ".node_capex_usd", fmt::format("{:.17g}", W.node_capex_usd));
+    if (on.has("power")) {
+      set(on.path + ".power.busy_kw_per_device", fmt::format("{:.17g}", W.busy_kw_per_device));
+      set(on.path + ".power.idle_kw_per_device", fmt::format("{:.17g}", W.idle_kw_per_device));
+    }
+  }
   const double node_kw = double(P.device.devices_per_node) * O.busy_kw_per_device + O.host_kw_per_node;
   if (O.rack_kw > 0) {
     const int per_rack = int(std::floor(O.rack_kw / node_kw + 1e-9));

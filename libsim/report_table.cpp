@@ -155,6 +155,22 @@ std::string ledger_table(const Json& r) {
                            ? std::string("renting stays cheaper")
                            : fmt::format("owning is cheaper from year {}", w["owning_cheaper_from_year"].get<int>()));
     }
+    if (w.contains("newer_device")) {
+      const Json& nd = w["newer_device"];
+      const Json &cur = nd["current"], &nw = nd["newer"], &y1 = nd["years"].front();
+      auto year = [](const Json& y, const char* never) {
+        return y.is_null() ? std::string(never) : fmt::format("from year {}", y.get<int>());
+      };
+      o += fmt::format("{:<12}newer: {} x {} against {} x {}: ${:.3f} per 1M tokens in year 1 against ${:.3f} (${:.3f} on "
+                       "running costs alone); p99 TTFT {:.2f} s against {:.2f} s; cheaper to buy {}; replacing the "
+                       "paid-for fleet pays {}\n",
+                       "", nw["replicas"].get<int>(), nw["device"].get<std::string>(), cur["replicas"].get<int>(),
+                       cur["device"].get<std::string>(), y1["newer_usd_per_million_tokens"].get<double>(),
+                       y1["current_usd_per_million_tokens"].get<double>(),
+                       y1["current_running_usd_per_million_tokens"].get<double>(), nw["p99_ttft_s"].get<double>(),
+                       cur["p99_ttft_s"].get<double>(), year(nd["newer_cheaper_from_year"], "never in the view"),
+                       year(nd["replacing_pays_from_year"], "never in the view"));
+    }
     if (w.contains("repair")) {
       const Json& rp = w["repair"];
       o += fmt::format("{:<12}repair: {:g} failure{} in the window waited {} replica-hours for a device ({} spare{}, {:g} days "

@@ -39,6 +39,19 @@ struct OwnershipSpec {
   double rent_price_change_per_year = 0; // how on-demand prices move each year, for that view
   double repair_days = 0;                // a failed device is back after this long (0: replaced at once)
   int spares = 0;                        // devices on the shelf to swap in meanwhile
+  // a newer device to compare per 1M tokens, year by year (libsim/refresh.hpp): the same
+  // scenario with this pool's replicas on it, as the YAML overrides that make it
+  struct Newer {
+    std::string device;
+    int replicas = 0;
+    int tensor_parallel = 0;  // 0: the pool's
+    double node_capex_usd = 0;
+    double capex_change_per_year = 0;  // its price the year it is bought: x (1 + this)^(year - 1)
+    double busy_kw_per_device = 0, idle_kw_per_device = 0;
+    std::vector<std::string> paths, values;  // overrides that put the pool on it
+    Location where;                          // `newer:` in the scenario, for errors in the variant
+  } newer;
+  bool has_newer() const { return !newer.device.empty(); }
   bool owned() const { return kind != Kind::rented; }
 };
 

@@ -26,7 +26,7 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
                     Source& src);
 
 // ownership.cpp: pricing.owned / pricing.colocated, and the checks once the fleet is known
-void parse_ownership(const N& n, const char* kind, PoolSpec& P);
+void parse_ownership(const N& n, const char* kind, PoolSpec& P, const std::vector<DeviceSpec>& devices);
 void finish_ownership(const N& pool_node, PoolSpec& P);
 
 // scenario_class.cpp: one request class (arrivals, lengths, traces) and its caching keys

@@ -255,7 +255,7 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
             pr.at(other).fail(std::string(other) + " is rented capacity; this pool's devices are " + kind +
                                   " (replicas beyond " + kind + ".replicas are rented on demand)",
                               ErrorKind::inconsistent);
-        parse_ownership(pr.at(kind), kind, P);
+        parse_ownership(pr.at(kind), kind, P, devices);
       }
   }
   if (fl.has("nodes")) {
