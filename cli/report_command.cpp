@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "libsim/error.hpp"
+#include "libsim/refresh.hpp"
 #include "libsim/report_html.hpp"
 #include "libsim/runner.hpp"
 #include "libsim/scenario.hpp"
@@ -54,6 +55,7 @@ Json scenario_document(const ReportArgs& a) {
   const auto t = simulate_once(p, 0, ws);
   check_status(*t, s.source);
   Json doc = run_report(s, *t);
+  add_newer_device_views(doc, src, s, *t);
   doc["timeline"] = run_timeline(s, 60, a.threads);
   return doc;
 }
