@@ -1,6 +1,7 @@
 // Shared by the parts of the HTML report: report_html.cpp (the page, tables, latency CDFs),
 // report_html_run.cpp and report_html_sweep.cpp.
 #pragma once
+#include <limits>
 #include <optional>
 #include <string>
 #include <utility>
@@ -10,6 +11,8 @@
 #include "svg.hpp"
 
 namespace fleetsim::html {
+
+inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();  // no number
 
 // A read-only view of a JSON value that tolerates anything: a missing key, an index out of range
 // or a value of another type reads as absent, and a null or non-finite number as no number. So a
@@ -49,6 +52,9 @@ std::string table(const std::vector<std::string>& head, const std::vector<Row>& 
 std::string figure(const std::string& id, const std::string& svg, const std::string& caption_html);
 std::string kpi(const std::string& label, const std::string& value_html, const std::string& sub_html = "");
 std::string note(const std::string& html);
+
+// Owned pools: cost parts, years against renting, a newer device (empty when none is owned).
+std::string ownership_section(const View& d);
 
 // "latency_s.ttft.p99" -> "p99 TTFT", "cost.per_million_output_tokens_usd" -> "cost per 1M output tokens"
 std::string metric_name(const std::string& path);

@@ -12,7 +12,6 @@ namespace fleetsim::html {
 
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 struct BucketStyle {
   std::string key, label, color;
@@ -499,6 +498,7 @@ Page run_page(const Json& doc) {
   b += "</section>\n";
   b += "<section><h2>Cost per token</h2>" + cost_section(d, total_name) + "</section>\n";
   b += "<section><h2>Where the money goes</h2>" + ledger_section(d, L) + "</section>\n";
+  if (const std::string own = ownership_section(d); !own.empty()) b += "<section><h2>Owning</h2>" + own + "</section>\n";
   const std::string lat =
       latency_figure(curves, bounds,
                      classes.size() >= 2 ? "Latency of every request and of each class." : "Latency of every request.");

@@ -13,7 +13,6 @@ namespace fleetsim::html {
 
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr size_t kMaxBars = 60;
 constexpr size_t kMaxTableRows = 20;
 const char* const kTimes = "\xc3\x97";

@@ -7,6 +7,8 @@
 
 #include "helpers.hpp"
 #include "libsim/refresh.hpp"
+#include "libsim/report_html.hpp"
+#include "libsim/svg.hpp"
 
 using namespace fleetsim;
 
@@ -124,4 +126,26 @@ TEST_CASE("newer device: located errors for what cannot be compared") {
                                             "fleet.pricing.owned.newer.replicas=2", "fleet.pricing.owned.newer.tensor_parallel=4",
                                             "fleet.pricing.owned.newer.device=h100-sxm-80gb", "workload.arrival.rate_per_s=1"});
   CHECK(tp.view["newer"]["nodes"] == 1);
+}
+
+TEST_CASE("newer device: the HTML report draws the years and tabulates them, a rented pool has no Owning section") {
+  const Viewed v = run_with_view(kEstate);
+  const std::string html = html_report(Json::parse(v.report.dump()));
+  REQUIRE(html.find("<h2>Owning</h2>") != std::string::npos);
+  const size_t f = html.find("<figure id=\"newer-device-default\">");
+  REQUIRE(f != std::string::npos);
+  CHECK(html.find("<svg", f) < html.find("</figure>", f));
+  // one row per year, each with the figures of the JSON
+  const size_t t = html.find("Newer device, pool default");
+  REQUIRE(t != std::string::npos);
+  const std::string tab = html.substr(t, html.find("</table>", t) - t);
+  size_t rows = 0;
+  for (size_t i = tab.find("<tr"); i != std::string::npos; i = tab.find("<tr", i + 1)) ++rows;
+  CHECK(rows == 1 + v.view["years"].size());  // the header and the years
+  for (const Json& y : v.view["years"])
+    CHECK(tab.find(svg::usd(num(y["newer_usd_per_million_tokens"]))) != std::string::npos);
+  const auto rented = test::run(test::scenario(
+      "duration_s: 300\nwarmup_s: 30\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\nfleet: {replicas: 1}\n"
+      "workload:\n  arrival: {process: poisson, rate_per_s: 2}\n  prompt_tokens: 500\n  output_tokens: 50\n"));
+  CHECK(html_report(Json::parse(rented.report.dump())).find("<h2>Owning</h2>") == std::string::npos);
 }
