@@ -303,6 +303,14 @@ TEST_CASE("report: malformed or nearly empty documents never crash and never pri
            {"sweep", {{"parameters", "x"}, {"slo", Json::array({{{"metric", 3}}})}}},
            {"rows", Json::array({Json{{"index", 0}, {"metrics", nullptr}, {"feasible", false}}, 5})},
            {"summary", {{"pareto", Json::array({0, "x", nullptr})}}}},
+      Json{{"kind", "run"},
+           {"ledger",
+            {{"pools",
+              {{"p", {{"ownership", {{"components", 5}, {"years", Json::array({1, nullptr})}, {"usd", "x"}}}}},
+               {"q", {{"ownership",
+                       {{"components", Json::array({Json{{"name", 2}}})},
+                        {"newer_device", {{"current", 3}, {"years", Json::array({Json{{"year", nullptr}}, "y"})},
+                                          {"newer_cheaper_from_year", "2"}}}}}}}}}}}},
   };
   Json all_infeasible = sweep_doc();
   for (auto& r : all_infeasible["rows"]) r["feasible"] = false;
