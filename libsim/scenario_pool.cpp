@@ -1,5 +1,7 @@
 // Scenario files: one pool (device or MIG slice, model, dtypes, engine, fleet, autoscaler, cold
 // start) and whether it fits in memory.
+#include <fmt/format.h>
+
 #include <cmath>
 #include <sstream>
 #include <string>
@@ -13,6 +15,24 @@
 #include "scenario_internal.hpp"
 
 namespace fleetsim::detail {
+
+namespace {
+// Replicas sharing one device (time slicing, MPS) each hold their own weights, runtime and
+// activations beside the device's CUDA contexts: refuse n of them that cannot all fit.
+void check_shared_device(const N& node, const PoolSpec& P, const char* key, int n, const char* mechanism,
+                         const std::string& who, const char* what) {
+  if (P.batching != Batching::continuous)
+    node.at(key).fail(std::string(mechanism) + " is modelled for continuous batching", ErrorKind::inconsistent);
+  const double fixed = P.capacity.weights_gib + P.capacity.runtime_overhead_gib + P.capacity.activation_gib;
+  const double need = fixed * n + P.device_context_gib();
+  if (need > P.capacity.device_gib)
+    throw InputError(node.at(key).where(),
+                     node.at(key).path + ": " +
+                         fmt::format("{} {} {:.1f} GiB for their weights, {} alone; {} has {:.1f}", n, who, need, what,
+                                     P.device.name, P.capacity.device_gib),
+                     ErrorKind::does_not_fit);
+}
+}  // namespace
 
 PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const std::vector<ModelSpec>& models,
                     Source& src) {
@@ -417,35 +437,13 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
     o << "try a larger device, a smaller weight_dtype, or fewer max_batched_tokens";
     throw InputError(node.at("model").where(), node.at("model").path + ": " + o.str(), ErrorKind::does_not_fit);
   }
-  if (P.time_slicing > 1) {
-    if (P.batching != Batching::continuous)
-      node.at("time_slicing").fail("time slicing is modelled for continuous batching", ErrorKind::inconsistent);
-    const double fixed = P.capacity.weights_gib + P.capacity.runtime_overhead_gib + P.capacity.activation_gib;
-    if (fixed * P.time_slicing + P.device_context_gib() > P.capacity.device_gib) {
-      std::ostringstream o;
-      o.setf(std::ios::fixed);
-      o.precision(1);
-      o << P.time_slicing << " time-sliced replicas of " << P.model.name << " need " << fixed * P.time_slicing + P.device_context_gib()
-        << " GiB for their weights, runtimes" << (P.cuda_context_gib > 0 ? ", CUDA contexts" : "") << " and activations alone; "
-        << P.device.name << " has " << P.capacity.device_gib;
-      throw InputError(node.at("time_slicing").where(), node.at("time_slicing").path + ": " + o.str(), ErrorKind::does_not_fit);
-    }
-  }
-  if (P.mps_clients > 1) {
-    if (P.batching != Batching::continuous)
-      node.at("mps").fail("MPS is modelled for continuous batching", ErrorKind::inconsistent);
-    // every client holds its own weights, runtime and activations; the server's context is one
-    const double fixed = P.capacity.weights_gib + P.capacity.runtime_overhead_gib + P.capacity.activation_gib;
-    if (fixed * P.mps_clients + P.device_context_gib() > P.capacity.device_gib) {
-      std::ostringstream o;
-      o.setf(std::ios::fixed);
-      o.precision(1);
-      o << P.mps_clients << " MPS clients of " << P.model.name << " need " << fixed * P.mps_clients + P.device_context_gib()
-        << " GiB for their weights, runtimes, activations and the server's CUDA context alone; " << P.device.name << " has "
-        << P.capacity.device_gib;
-      throw InputError(node.at("mps").where(), node.at("mps").path + ": " + o.str(), ErrorKind::does_not_fit);
-    }
-  }
+  if (P.time_slicing > 1)
+    check_shared_device(node, P, "time_slicing", P.time_slicing, "time slicing",
+                        fmt::format("time-sliced replicas of {} need", P.model.name),
+                        P.cuda_context_gib > 0 ? "runtimes, CUDA contexts and activations" : "runtimes and activations");
+  if (P.mps_clients > 1)
+    check_shared_device(node, P, "mps", P.mps_clients, "MPS", fmt::format("MPS clients of {} need", P.model.name),
+                        "runtimes, activations and the server's CUDA context");
   finish_ownership(node, P);
   return P;
 }

@@ -79,6 +79,18 @@ inline MergedAndStepped merged_and_stepped(const Scenario& s) {
   return m;
 }
 
+// Erlang C: the mean wait in queue of M/M/c, arrivals at lambda, c servers at mu each.
+inline double erlang_c_wq(double lambda, double mu, int c) {
+  const double a = lambda / mu, rho = a / c;
+  double sum = 0, term = 1;
+  for (int k = 0; k < c; ++k) {
+    if (k > 0) term *= a / k;
+    sum += term;
+  }
+  const double last = term * a / c / (1 - rho);  // a^c / (c! (1 - rho))
+  return last / (sum + last) / (c * mu - lambda);
+}
+
 inline std::string write_temp(const std::string& name, const std::string& text) {
   const std::string path = std::string("/tmp/fleetsim_test_") + name;
   std::ofstream(path) << text;

@@ -27,18 +27,6 @@ std::string host_fleet(const std::string& arrival, int cores, double a, const st
          "workload:\n  arrival: " + arrival + "\n  prompt_tokens: " + prompt + "\n  output_tokens: " + output + "\n";
 }
 
-// Erlang C mean wait in queue for M/M/c.
-double erlang_c_wq(double lambda, double mu, int c) {
-  const double a = lambda / mu, rho = a / c;
-  double sum = 0, term = 1;
-  for (int k = 0; k < c; ++k) {
-    if (k > 0) term *= a / k;
-    sum += term;
-  }
-  const double last = term * a / c / (1 - rho);
-  return last / (sum + last) / (c * mu - lambda);
-}
-
 // A random fleet with a host stage: batching, routers, autoscaling, failures, post-processing.
 std::string random_host_fleet(std::mt19937& g, int i) {
   auto pick = [&](std::initializer_list<const char*> xs) {
@@ -180,7 +168,7 @@ TEST_CASE("host stage, 4 cores, exponential prompt lengths: mean host wait = Erl
   CHECK(r.drained);
   const ClassTally& t = r.tally->classes[0];
   const double wq = t.host_wait.sum / double(t.host_wait.n);
-  const double expect = erlang_c_wq(lambda, mu, c);
+  const double expect = test::erlang_c_wq(lambda, mu, c);
   MESSAGE("Erlang C Wq = " << expect << " s, simulated " << wq << " s");
   CHECK(wq == doctest::Approx(expect).epsilon(0.05));
   CHECK(r.report["host"]["utilization"].get<double>() == doctest::Approx(lambda / mu / c).epsilon(0.01));

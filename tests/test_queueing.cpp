@@ -10,19 +10,6 @@ using namespace fleetsim;
 
 namespace {
 
-// Erlang C mean wait in queue for M/M/c.
-double erlang_c_wq(double lambda, double mu, int c) {
-  const double a = lambda / mu, rho = a / c;
-  double sum = 0, term = 1;
-  for (int k = 0; k < c; ++k) {
-    if (k > 0) term *= a / k;
-    sum += term;
-  }
-  const double last = term * a / c / (1 - rho);  // a^c / (c! (1 - rho))
-  const double pw = last / (sum + last);
-  return pw / (c * mu - lambda);
-}
-
 // A fleet whose service time is (output tokens) x a constant step: a queueing system.
 std::string constant_step(int replicas, double rate, const std::string& output, double duration) {
   return "duration_s: " + std::to_string(duration) +
@@ -54,7 +41,7 @@ TEST_CASE("c replicas, one sequence each, geometric lengths, central queue: Erla
   const int c = 4;
   const Scenario s = test::scenario(constant_step(c, lambda, "{dist: geometric, mean: 100}", 60000));
   const double wq = mean_queue_wait(s, 4);
-  const double expect = erlang_c_wq(lambda, mu, c);
+  const double expect = test::erlang_c_wq(lambda, mu, c);
   MESSAGE("Erlang C Wq = " << expect << " s, simulated " << wq << " s");
   CHECK(wq == doctest::Approx(expect).epsilon(0.05));
 }
