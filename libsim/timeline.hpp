@@ -1,6 +1,7 @@
 // The run over time: replicas, busy and idle, queue and p99 TTFT per interval, for the report's
 // timeline chart. Each interval is the same simulation measured over that interval only (the
 // trajectory does not depend on the measurement window), so every figure is exact, not sampled.
+// threads: the intervals run on copies of the simulation beside the one that carries it.
 #pragma once
 #include "report.hpp"
 #include "scenario.hpp"
@@ -9,6 +10,9 @@ namespace fleetsim {
 
 // Up to `intervals` equal intervals of the measured span (at least 10 s each), replication 0.
 Json run_timeline(const Scenario& s, int intervals, int threads);
+
+// The row of the interval [t0, t1) from a run measured over it (tally.window_s = t1 - t0).
+Json timeline_row(const Scenario& s, const Tally& t, double t0, double t1);
 
 // Whether a timeline says something a single figure does not: a pool autoscales.
 bool wants_timeline(const Scenario& s);

@@ -35,8 +35,8 @@ FLEETSIM_HD inline void sim_start_fleet(Sim& s, const SimParams& p) {
   }
 }
 
-// Run one simulation to completion (arrivals stop at duration_s; requests in flight drain).
-FLEETSIM_HD inline void simulate(const SimParams& p, uint32_t replication, uint8_t* workspace, Tally& tally) {
+// A simulation ready to run: the workspace reset, the starting fleet warm, the first arrivals due.
+FLEETSIM_HD inline Sim sim_begin(const SimParams& p, uint32_t replication, uint8_t* workspace, Tally& tally) {
   tally_clear(tally, p.n_pools, p.n_classes);
   Sim s = sim_bind(p, replication, workspace, &tally);
   tally.window_s = s.W1 - s.W0;
@@ -44,7 +44,40 @@ FLEETSIM_HD inline void simulate(const SimParams& p, uint32_t replication, uint8
   for (int32_t c = 0; c < p.n_classes; ++c)
     s.next_arrival[c] = (s.closed_classes >> c) & 1 ? client_next(s, c)
                                                      : first_arrival(p.classes[c].arrivals, s.rng, uint32_t(c), s.arr[c], p.duration_s);
-  int64_t events = 0;
+  return s;
+}
+
+// Whether the measurement window has nothing more to record at time t: t is past it, every
+// request that arrived in it has left, and no run or host job that began before its end is still
+// in flight (those are tallied when they end). Every later event adds nothing to the window's
+// figures, so a run can stop here (a timeline interval, timeline.cpp).
+FLEETSIM_HD inline bool sim_window_closed(const Sim& s, double t) {
+  if (t < s.W1) return false;
+  int64_t open = 0;
+  for (int32_t c = 0; c < s.p->n_classes; ++c) {
+    const ClassTally& T = s.tally->classes[c];
+    open += T.arrived - T.completed - T.rejected_queue_full - T.rejected_too_long - T.failed;
+  }
+  if (open != 0) return false;
+  for (int32_t r = 0; r < s.n_replicas; ++r) {  // (a static batch is tallied when it forms)
+    const Replica& R = s.rep[r];
+    if (R.busy && R.run_k > 0 && R.run_t0 < s.W1 && s.p->pools[R.pool].batching == Batching::continuous) return false;
+  }
+  if (s.host_on) {
+    const WorkspaceLayout l = workspace_layout(*s.p);
+    for (int64_t i = 0; i < l.cores; ++i)
+      if (s.core_job[i] != kNone && s.core_start[i] < s.W1) return false;
+  }
+  return true;
+}
+
+// Process events in time order. With kPausable, stop before the first event at or after `until`,
+// or (stop_when_closed) once the measurement window is closed. Returns the time of the first event
+// left unprocessed (kInf when none is left, or when the event budget ran out).
+template <bool kPausable>
+FLEETSIM_HD inline double sim_advance(Sim& s, double until = kInf, bool stop_when_closed = false) {
+  const SimParams& p = *s.p;
+  Tally& tally = *s.tally;
   for (;;) {
     // the next event: a replica's, a host core's, an autoscaler evaluation, a failure, an arrival
     // (ties in that order)
@@ -62,10 +95,14 @@ FLEETSIM_HD inline void simulate(const SimParams& p, uint32_t replication, uint8
     // the fleet stays as it is while the last requests drain
     if (te >= p.duration_s) te = kInf;
     if (tf >= p.duration_s) tf = kInf;
-    if (tr >= kInf && th >= kInf && ta >= kInf && te >= kInf && tf >= kInf) break;
-    if (++events > p.max_events) {
+    if (tr >= kInf && th >= kInf && ta >= kInf && te >= kInf && tf >= kInf) return kInf;
+    if (kPausable) {
+      const double t = min_of(min_of(min_of(tr, th), min_of(ta, te)), tf);
+      if (t >= until || (stop_when_closed && sim_window_closed(s, t))) return t;
+    }
+    if (++s.events > p.max_events) {
       tally.status = int32_t(SimStatus::event_limit);
-      break;
+      return kInf;
     }
     if (tr <= th && tr <= ta && tr <= te && tr <= tf) {
       const PoolParams& P = p.pools[s.rep[r].pool];
@@ -99,14 +136,27 @@ FLEETSIM_HD inline void simulate(const SimParams& p, uint32_t replication, uint8
       s.next_arrival[cls] = next_arrival(p.classes[cls].arrivals, s.rng, uint32_t(cls), s.arr[cls], ta, p.duration_s);
     }
   }
-  advance_clock(s, p.duration_s);
-  for (int32_t pi = 0; pi < p.n_pools; ++pi) pool_advance(s, pi, p.duration_s);
+}
+
+// Close the integrals at the end of the simulated span (or at time t, where a run stopped once its
+// window closed: everything after adds nothing to it) and record the totals.
+FLEETSIM_HD inline void sim_end(Sim& s, double t) {
+  const SimParams& p = *s.p;
+  advance_clock(s, t);
+  for (int32_t pi = 0; pi < p.n_pools; ++pi) pool_advance(s, pi, t);
   if (s.closed_classes)
-    for (int32_t c = 0; c < p.n_classes; ++c) client_integrate(s, c, p.duration_s);
-  tally.events = events;
+    for (int32_t c = 0; c < p.n_classes; ++c) client_integrate(s, c, t);
+  s.tally->events = s.events;
   int64_t left = 0;
   for (int32_t c = 0; c < p.n_classes; ++c) left += s.in_system[c];
-  tally.unfinished = left;
+  s.tally->unfinished = left;
+}
+
+// Run one simulation to completion (arrivals stop at duration_s; requests in flight drain).
+FLEETSIM_HD inline void simulate(const SimParams& p, uint32_t replication, uint8_t* workspace, Tally& tally) {
+  Sim s = sim_begin(p, replication, workspace, tally);
+  sim_advance<false>(s);
+  sim_end(s, p.duration_s);
 }
 
 // After a simulation: every replica empty, every KV block back, every queue empty.

@@ -179,6 +179,7 @@ struct Sim {
   int32_t* hheap_pos;
   double W0, W1;
   double t_clock;
+  int64_t events;  // processed so far
   int64_t in_system[kMaxClasses], waiting[kMaxClasses];
   ArrivalCursor arr[kMaxClasses];
   double next_arrival[kMaxClasses];
@@ -290,13 +291,10 @@ FLEETSIM_HD inline bool layout_fits(const SimParams& p, const WorkspaceLayout& l
          l.residues <= lim && l.qbuf_len + l.host_qlen <= lim && l.cores <= lim;
 }
 
-// Bind the workspace at `base` (workspace_layout(p).total bytes) and reset it.
-FLEETSIM_HD inline Sim sim_bind(const SimParams& p, uint32_t replication, uint8_t* base, Tally* tally) {
+// Point s at the workspace at `base` (its arrays only; nothing is reset). A copy of a workspace
+// with a copy of its Sim, pointed at the copy, continues the same simulation (timeline.cpp).
+FLEETSIM_HD inline void sim_point(Sim& s, const SimParams& p, uint8_t* base) {
   const WorkspaceLayout l = workspace_layout(p);
-  Sim s;
-  s.p = &p;
-  s.tally = tally;
-  s.rng = make_rng(p.seed, replication);
   s.req = reinterpret_cast<Request*>(base + l.req);
   s.req_free = reinterpret_cast<int32_t*>(base + l.req_free);
   s.qbuf = reinterpret_cast<int32_t*>(base + l.qbuf);
@@ -307,19 +305,31 @@ FLEETSIM_HD inline Sim sim_bind(const SimParams& p, uint32_t replication, uint8_
   s.rescnt = reinterpret_cast<int32_t*>(base + l.rescnt);
   s.rheap = reinterpret_cast<int32_t*>(base + l.rheap);
   s.rheap_pos = reinterpret_cast<int32_t*>(base + l.rheap_pos);
-  s.host_on = l.cores > 0 ? 1 : 0;
   s.core_free = reinterpret_cast<double*>(base + l.core_free);
   s.core_start = reinterpret_cast<double*>(base + l.core_start);
   s.core_job = reinterpret_cast<int32_t*>(base + l.core_job);
   s.hheap = reinterpret_cast<int32_t*>(base + l.hheap);
   s.hheap_pos = reinterpret_cast<int32_t*>(base + l.hheap_pos);
-  for (int64_t i = 0; i < l.cores; ++i) s.core_job[i] = kNone;
   s.pool = reinterpret_cast<PoolState*>(base + l.pools);
+  s.client_heap = reinterpret_cast<double*>(base + l.clients);
+}
+
+// Bind the workspace at `base` (workspace_layout(p).total bytes) and reset it.
+FLEETSIM_HD inline Sim sim_bind(const SimParams& p, uint32_t replication, uint8_t* base, Tally* tally) {
+  const WorkspaceLayout l = workspace_layout(p);
+  Sim s;
+  s.p = &p;
+  s.tally = tally;
+  s.rng = make_rng(p.seed, replication);
+  sim_point(s, p, base);
+  s.host_on = l.cores > 0 ? 1 : 0;
+  for (int64_t i = 0; i < l.cores; ++i) s.core_job[i] = kNone;
   s.n_replicas = int32_t(l.n_replicas);
   s.nq = int32_t(l.nq);
   s.W0 = p.measure_to_s > 0.0 ? p.measure_from_s : p.warmup_s;
   s.W1 = p.measure_to_s > 0.0 ? p.measure_to_s : p.duration_s;
   s.t_clock = 0.0;
+  s.events = 0;
   for (int32_t c = 0; c < kMaxClasses; ++c) {
     s.in_system[c] = 0;
     s.waiting[c] = 0;
@@ -445,7 +455,6 @@ FLEETSIM_HD inline Sim sim_bind(const SimParams& p, uint32_t replication, uint8_
   }
   // closed-loop users all send their first request at start_s
   s.closed_classes = 0;
-  s.client_heap = reinterpret_cast<double*>(base + l.clients);
   int32_t cb = 0;
   for (int32_t c = 0; c < kMaxClasses; ++c) {
     s.client_base[c] = cb;
