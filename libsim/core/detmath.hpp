@@ -40,20 +40,15 @@ FLEETSIM_HD inline double log(double x) {
     m *= 0.5;
     e += 1;
   }
-  // log(m) = 2 atanh(f), f = (m-1)/(m+1), |f| <= 0.1716
+  // log(m) = 2 atanh(f), f = (m-1)/(m+1), |f| <= 0.1716. The series in f^2 is summed by
+  // Estrin's scheme (independent pairs, then powers of f^2): a short dependency chain, and the same
+  // operations in the same order on the host and the device.
   const double f = (m - 1.0) / (m + 1.0);
-  const double f2 = f * f;
-  double p = 1.0 / 23.0;
-  p = p * f2 + 1.0 / 21.0;
-  p = p * f2 + 1.0 / 19.0;
-  p = p * f2 + 1.0 / 17.0;
-  p = p * f2 + 1.0 / 15.0;
-  p = p * f2 + 1.0 / 13.0;
-  p = p * f2 + 1.0 / 11.0;
-  p = p * f2 + 1.0 / 9.0;
-  p = p * f2 + 1.0 / 7.0;
-  p = p * f2 + 1.0 / 5.0;
-  p = p * f2 + 1.0 / 3.0;
+  const double f2 = f * f, f4 = f2 * f2, f8 = f4 * f4;
+  const double q0 = 1.0 / 3.0 + f2 * (1.0 / 5.0), q1 = 1.0 / 7.0 + f2 * (1.0 / 9.0);
+  const double q2 = 1.0 / 11.0 + f2 * (1.0 / 13.0), q3 = 1.0 / 15.0 + f2 * (1.0 / 17.0);
+  const double q4 = 1.0 / 19.0 + f2 * (1.0 / 21.0);
+  const double p = (q0 + f4 * q1) + f8 * ((q2 + f4 * q3) + f8 * (q4 + f4 * (1.0 / 23.0)));
   const double lm = 2.0 * f + 2.0 * f * f2 * p;
   const double de = double(e);
   return de * kLn2Hi + (lm + de * kLn2Lo);
@@ -66,20 +61,13 @@ FLEETSIM_HD inline double exp(double x) {
   const double t = x * 1.4426950408889634;
   const double n = t >= 0.0 ? double(int64_t(t + 0.5)) : -double(int64_t(-t + 0.5));
   const double r = (x - n * kLn2Hi) - n * kLn2Lo;  // |r| <= 0.3466
-  double p = 1.0 / 6227020800.0;                     // 1/13!
-  p = p * r + 1.0 / 479001600.0;
-  p = p * r + 1.0 / 39916800.0;
-  p = p * r + 1.0 / 3628800.0;
-  p = p * r + 1.0 / 362880.0;
-  p = p * r + 1.0 / 40320.0;
-  p = p * r + 1.0 / 5040.0;
-  p = p * r + 1.0 / 720.0;
-  p = p * r + 1.0 / 120.0;
-  p = p * r + 1.0 / 24.0;
-  p = p * r + 1.0 / 6.0;
-  p = p * r + 0.5;
-  p = p * r + 1.0;
-  p = p * r + 1.0;
+  // Taylor to r^13, summed by Estrin's scheme (see log)
+  const double r2 = r * r, r4 = r2 * r2, r8 = r4 * r4;
+  const double q1 = 0.5 + r * (1.0 / 6.0), q2 = 1.0 / 24.0 + r * (1.0 / 120.0);
+  const double q3 = 1.0 / 720.0 + r * (1.0 / 5040.0), q4 = 1.0 / 40320.0 + r * (1.0 / 362880.0);
+  const double q5 = 1.0 / 3628800.0 + r * (1.0 / 39916800.0), q6 = 1.0 / 479001600.0 + r * (1.0 / 6227020800.0);
+  // 1 + r added last keeps the rounding of the small terms out of the leading digits
+  const double p = 1.0 + (r + ((r2 * q1 + r4 * (q2 + r2 * q3)) + r8 * ((q4 + r2 * q5) + r4 * q6)));
   int ni = int(n);
   // scale by 2^ni in two halves so that subnormal results and 2^1024 are reachable
   const int n1 = ni / 2, n2 = ni - n1;

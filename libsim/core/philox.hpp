@@ -91,10 +91,12 @@ FLEETSIM_HD inline double normal_quantile(double p) {
     const double q = dm::sqrt(-2.0 * dm::log(1.0 - p));
     return -(((((c1 * q + c2) * q + c3) * q + c4) * q + c5) * q + c6) / ((((d1 * q + d2) * q + d3) * q + d4) * q + 1.0);
   }
+  // the central region (95% of draws), summed by Estrin's scheme as in detmath.hpp
   const double q = p - 0.5;
-  const double r = q * q;
-  return (((((a1 * r + a2) * r + a3) * r + a4) * r + a5) * r + a6) * q /
-         (((((b1 * r + b2) * r + b3) * r + b4) * r + b5) * r + 1.0);
+  const double r = q * q, r2 = r * r, r4 = r2 * r2;
+  const double num = r4 * (a1 * r + a2) + (r2 * (a3 * r + a4) + (a5 * r + a6));
+  const double den = r4 * (b1 * r + b2) + (r2 * (b3 * r + b4) + (b5 * r + 1.0));
+  return num * q / den;
 }
 
 }  // namespace fleetsim
