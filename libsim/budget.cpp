@@ -13,6 +13,7 @@
 #include "runner.hpp"
 #include "sweep.hpp"
 #include "sweep_internal.hpp"
+#include "windows.hpp"
 #include "yaml_node.hpp"
 
 namespace fleetsim {
@@ -130,12 +131,6 @@ Budget normalized(Budget b, const Scenario& s) {
   return b;
 }
 
-struct Job {
-  double from_s, to_s;
-  int replication;
-  int slot;  // the window (0: the whole run; 1 + k: window k of its length)
-};
-
 // Every budget's values by measurement window and replication.
 struct Values {
   std::vector<std::vector<std::vector<double>>> v;  // [budget][window][replication] (NaN: no value)
@@ -159,33 +154,48 @@ Values evaluate(const Scenario& s, const std::vector<Budget>& budgets, int reps,
     const int n = std::max(1, int(std::floor((s.duration_s - s.warmup_s) / len + 1e-9)));
     for (int k = 0; k < n; ++k) windows.push_back({len, s.warmup_s + k * len, s.warmup_s + (k + 1) * len});
   }
-  std::vector<Job> jobs;
+  // the sub-windows (a budget's window_s) are measured on copies of each replication's run
+  std::vector<MeasureWindow> sub;
+  std::vector<size_t> sub_slot;
   for (size_t w = 0; w < windows.size(); ++w)
-    for (int r = 0; r < reps; ++r) jobs.push_back({windows[w].from, windows[w].to, r, int(w)});
+    if (windows[w].length > 0) {
+      sub.push_back({windows[w].from, windows[w].to});
+      sub_slot.push_back(w);
+    }
 
   Values out;
   out.v.assign(budgets.size(), std::vector<std::vector<double>>(windows.size(), std::vector<double>(size_t(reps), std::nan(""))));
   std::mutex progress_mutex;
   size_t done = 0;
-  parallel_jobs(jobs.size(), threads, [&](size_t j, HostWorkspace& ws) {
-    SimParams p = s.params();
-    p.measure_from_s = jobs[j].from_s;
-    p.measure_to_s = jobs[j].to_s;
-    const auto t = simulate_once(p, uint32_t(jobs[j].replication), ws);
-    check_status(*t, s.source);
-    const Json rep = run_report(s, *t);
-    const Window& w = windows[size_t(jobs[j].slot)];
+  auto record = [&](size_t w, size_t r, const Tally& t) {
+    const Json rep = run_report(s, t);
     for (size_t b = 0; b < budgets.size(); ++b) {
-      if (budgets[b].window_s != w.length) continue;
+      if (budgets[b].window_s != windows[w].length) continue;
       const Json* v = sweep_detail::at_path(rep, budgets[b].path());
-      if (v && v->is_number()) out.v[b][size_t(jobs[j].slot)][size_t(jobs[j].replication)] = v->get<double>();
+      if (v && v->is_number()) out.v[b][w][r] = v->get<double>();
     }
     if (progress) {
       std::lock_guard<std::mutex> lock(progress_mutex);
       progress(sims + int(++done), stage);
     }
+  };
+  // replications side by side; each is run whole once (the whole-run window, and the figures no
+  // window clips: max_replicas, events), and its sub-windows measured on copies of a second run
+  const int outer = std::max(1, std::min(threads, reps));
+  const int inner = std::max(1, threads / outer);
+  parallel_jobs(size_t(reps), outer, [&](size_t r, HostWorkspace& ws) {
+    const auto whole = simulate_once(s.params(), uint32_t(r), ws);
+    check_status(*whole, s.source);
+    for (size_t w = 0; w < windows.size(); ++w)
+      if (windows[w].length == 0) record(w, r, *whole);
+    if (sub.empty()) return;
+    measure_windows(s, uint32_t(r), sub, inner, [&](size_t k, const Tally& t) {
+      auto patched = std::make_unique<Tally>(t);
+      unclipped_from(*patched, *whole);
+      record(sub_slot[k], r, *patched);
+    });
   });
-  sims += int(jobs.size());
+  sims += int(windows.size()) * reps;
   // keep, for each budget, only its own windows (in order), with their start times
   for (size_t b = 0; b < budgets.size(); ++b) {
     std::vector<std::vector<double>> mine;

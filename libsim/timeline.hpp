@@ -1,7 +1,7 @@
 // The run over time: replicas, busy and idle, queue and p99 TTFT per interval, for the report's
 // timeline chart. Each interval is the same simulation measured over that interval only (the
 // trajectory does not depend on the measurement window), so every figure is exact, not sampled.
-// threads: the intervals run on copies of the simulation beside the one that carries it.
+// The simulation runs once; the intervals are measured on copies of it (windows.hpp).
 #pragma once
 #include "report.hpp"
 #include "scenario.hpp"

@@ -5,6 +5,7 @@
 
 #include "helpers.hpp"
 #include "libsim/budget.hpp"
+#include "libsim/sweep.hpp"
 
 using namespace fleetsim;
 
@@ -72,6 +73,29 @@ TEST_CASE("a launch spike: p99 TTFT holds over the whole run, the worst window c
   CHECK(ann.rfind("::error file=", 0) == 0);
   CHECK(ann.find(fmt::format("line={}", peak.budget.where.line)) != std::string::npos);
   CHECK(peak.budget.where.line == 31);  // the budget's line in the example
+}
+
+TEST_CASE("a budget's windows are measured as whole runs measured over each window would be") {
+  // check measures each window on a copy of one run (windows.hpp); the worst window's values must
+  // be those of whole runs, one per window and replication, bit for bit
+  const Scenario s = load_scenario_file(kExample);
+  const BudgetSpec spec = parse_budgets(kExample, {});
+  const CheckResult r = check_budgets(s, spec, nullptr, 2, false);
+  const BudgetOutcome& peak = outcome(r, "peak-p99-ttft");
+  REQUIRE(peak.window_start_s >= 0);
+  const double len = peak.budget.window_s;
+  SimParams p = s.params();
+  p.measure_from_s = peak.window_start_s;
+  p.measure_to_s = peak.window_start_s + len;
+  HostWorkspace ws;
+  std::vector<double> xs;
+  for (int r = 0; r < spec.replications; ++r) {
+    const auto t = simulate_once(p, uint32_t(r), ws);
+    xs.push_back(run_report(s, *t)["latency_s"]["ttft"]["p99"].get<double>());
+  }
+  const MeanCI m = mean_ci(xs);
+  CHECK(peak.mean == m.mean);
+  CHECK(peak.half_width == m.half_width);
 }
 
 TEST_CASE("a min budget needs its lower bound above the limit; a loose max budget passes with headroom") {
