@@ -120,7 +120,20 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Overr
           merged[key] = root_node[key];
         }
       }
-      PoolSpec P = build_pool(N{merged, "pools." + name, &src}, devices, models, src);
+      // a top-level key the pool inherits and a --set changed is located at that --set
+      Source psrc = src;
+      for (const auto& [path, origin] : src.overridden) {
+        const std::string key = path.substr(0, path.find_first_of(".["));
+        if (std::find(std::begin(kPoolKeys), std::end(kPoolKeys), key) == std::end(kPoolKeys) || !root.has(key.c_str()))
+          continue;
+        bool inherited = !en.has(key.c_str());
+        if (!inherited && (key == "engine" || key == "fleet") && path.size() > key.size() && path[key.size()] == '.') {
+          const std::string sub = path.substr(key.size() + 1, path.find_first_of(".[", key.size() + 1) - key.size() - 1);
+          inherited = !en.at(key.c_str()).has(sub.c_str());
+        }
+        if (inherited) psrc.overridden.emplace("pools." + name + "." + path, origin);
+      }
+      PoolSpec P = build_pool(N{merged, "pools." + name, &psrc}, devices, models, psrc);
       P.name = name;
       s.pools.push_back(std::move(P));
     }

@@ -97,6 +97,25 @@ TEST_CASE("--set overrides apply before validation and errors name the override"
   CHECK(error_of(kGood, {"noequals"}) == "--set noequals: error: expected PATH=VALUE, e.g. fleet.replicas=4");
 }
 
+TEST_CASE("a --set on a top-level key that pools inherit is where their errors point") {
+  // pool a inherits engine.max_num_seqs and mps from the top level; pool b sets its own
+  const std::string two = "duration_s: 60\nwarmup_s: 0\ndevice: h100-sxm-80gb\nmodel: llama-3.2-1b\n"
+                          "engine: {max_num_seqs: 64}\n"
+                          "pools:\n  a: {fleet: {replicas: 1}}\n"
+                          "  b: {mps: 2, engine: {max_num_seqs: 32}, fleet: {replicas: 1}}\n"
+                          "workload:\n  arrival: {process: poisson, rate_per_s: 1}\n  prompt_tokens: 100\n  output_tokens: 10\n";
+  CHECK(test::scenario(two).pools.size() == 2);
+  CHECK(error_of(two, {"engine.max_num_seqs=-3"}) ==
+        "--set engine.max_num_seqs=-3: error: pools.a.engine.max_num_seqs: value -3 is out of range (expected an integer "
+        "in [1, 16384])");
+  // b's own value stands, and its own error is at its line
+  CHECK(error_of(replace(two, "max_num_seqs: 32", "max_num_seqs: 0")).rfind("<test>:8:", 0) == 0);
+  CHECK(error_of(replace(two, "max_num_seqs: 32", "max_num_seqs: 0"), {"engine.max_num_seqs=16"}).rfind("<test>:8:", 0) == 0);
+  // a whole top-level mapping set on the command line: the inheriting pool's error is at the --set
+  CHECK(error_of(two, {"engine={max_num_seqs: 0}"}).rfind("--set engine={max_num_seqs: 0}: error: pools.a.engine", 0) == 0);
+  CHECK(error_of(two, {"mps=400"}).rfind("--set mps=400: error: pools.a.mps:", 0) == 0);
+}
+
 TEST_CASE("--set takes a YAML flow value: a mapping or a list replaces the whole value") {
   const std::string closed = replace(kGood, "{process: poisson, rate_per_s: 2}", "{process: concurrency, clients: 8}");
   const std::string to_poisson = "workload.arrival={process: poisson, rate_per_s: 40}";
