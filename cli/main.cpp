@@ -260,13 +260,18 @@ int cmd_merge(const Options& o) {
 int cmd_run(const Options& o) {
   const ScenarioSource src = source(o);
   const Scenario s = src.instantiate();
-  const SimParams p = s.params();
-  HostWorkspace ws;
-  const auto t = simulate_once(p, 0, ws);
-  check_status(*t, s.source);
+  auto t = std::make_unique<Tally>();
+  Json timeline;
+  if (o.format == "json" && wants_timeline(s)) {  // the run and its timeline from one simulation
+    timeline = run_timeline(s, 60, int(std::max(1u, std::thread::hardware_concurrency())), 0, t.get());
+  } else {
+    HostWorkspace ws;
+    t = simulate_once(s.params(), 0, ws);
+    check_status(*t, s.source);
+  }
   Json r = run_report(s, *t);
   add_newer_device_views(r, src, s, *t);
-  if (o.format == "json" && wants_timeline(s)) r["timeline"] = run_timeline(s, 60, int(std::max(1u, std::thread::hardware_concurrency())));
+  if (!timeline.is_null()) r["timeline"] = std::move(timeline);
   if (o.format == "json") emit(r.dump(2) + "\n");
   else if (o.format == "csv") emit(json_to_csv(r));
   else if (o.format == "ledger") emit(ledger_csv(make_ledger(s, *t)));

@@ -28,7 +28,7 @@ Json timeline_row(const Scenario& s, const Tally& t, double t0, double t1) {
   return row;
 }
 
-Json run_timeline(const Scenario& s, int intervals, int threads) {
+Json run_timeline(const Scenario& s, int intervals, int threads, uint32_t replication, Tally* whole) {
   const double span = s.duration_s - s.warmup_s;
   const int n = std::max(1, std::min(intervals, int(std::floor(span / 10.0))));
   const double len = span / n;
@@ -36,8 +36,9 @@ Json run_timeline(const Scenario& s, int intervals, int threads) {
   for (int i = 0; i < n; ++i)
     windows.push_back({s.warmup_s + double(i) * len, i + 1 == n ? s.duration_s : s.warmup_s + double(i + 1) * len});
   std::vector<Json> rows(windows.size(), Json());
-  measure_windows(s, 0, windows, threads,
-                  [&](size_t i, const Tally& t) { rows[i] = timeline_row(s, t, windows[i].from_s, windows[i].to_s); });
+  measure_windows(
+      s, replication, windows, threads,
+      [&](size_t i, const Tally& t) { rows[i] = timeline_row(s, t, windows[i].from_s, windows[i].to_s); }, whole);
   Json out = Json::array();
   for (auto& r : rows) out.push_back(std::move(r));
   return out;

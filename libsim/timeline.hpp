@@ -8,8 +8,9 @@
 
 namespace fleetsim {
 
-// Up to `intervals` equal intervals of the measured span (at least 10 s each), replication 0.
-Json run_timeline(const Scenario& s, int intervals, int threads);
+// Up to `intervals` equal intervals of the measured span (at least 10 s each) of replication r.
+// With `whole`, the run itself (measured over its own window) goes there, from the same simulation.
+Json run_timeline(const Scenario& s, int intervals, int threads, uint32_t replication = 0, Tally* whole = nullptr);
 
 // The row of the interval [t0, t1) from a run measured over it (tally.window_s = t1 - t0).
 Json timeline_row(const Scenario& s, const Tally& t, double t0, double t1);

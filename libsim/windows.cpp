@@ -33,6 +33,9 @@ void run_copy(const Scenario& s, Copy& c, Sim sim) {
   sim.tally = &c.tally;
   sim.W0 = c.p.measure_from_s;
   sim.W1 = c.p.measure_to_s;
+  // every request in the system arrived before the window (free entries are set on arrival)
+  const int64_t n = workspace_layout(c.p).req_cap;
+  for (int64_t i = 0; i < n; ++i) sim.req[i].in_window = 0;
   tally_clear(c.tally, c.p.n_pools, c.p.n_classes);
   c.tally.window_s = sim.W1 - sim.W0;
   const double stopped = sim_advance<true>(sim, kInf, true);
@@ -53,7 +56,7 @@ void unclipped_from(Tally& window, const Tally& whole) {
 }
 
 void measure_windows(const Scenario& s, uint32_t replication, const std::vector<MeasureWindow>& windows, int threads,
-                     const std::function<void(size_t, const Tally&)>& use) {
+                     const std::function<void(size_t, const Tally&)>& use, Tally* whole) {
   if (!can_pause(s)) {
     parallel_jobs(windows.size(), threads, [&](size_t i, HostWorkspace& ws) {
       SimParams p = s.params();
@@ -63,14 +66,18 @@ void measure_windows(const Scenario& s, uint32_t replication, const std::vector<
       check_status(*t, s.source);
       use(i, *t);
     });
+    if (whole) {
+      HostWorkspace ws;
+      *whole = *simulate_once(s.params(), replication, ws);
+      check_status(*whole, s.source);
+    }
     return;
   }
   std::vector<size_t> order(windows.size());
   std::iota(order.begin(), order.end(), size_t(0));
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return windows[a].from_s < windows[b].from_s; });
-  // the run that carries the state measures nothing: its window is empty
-  SimParams mp = s.params();
-  mp.measure_from_s = mp.measure_to_s = s.duration_s;
+  // the run that carries the state is the scenario's own run, measured over its own window
+  const SimParams mp = s.params();
   std::vector<uint8_t> mws(workspace_layout(mp).total);
   auto mt = std::make_unique<Tally>();
   Sim m = sim_begin(mp, replication, mws.data(), *mt);
@@ -98,9 +105,17 @@ void measure_windows(const Scenario& s, uint32_t replication, const std::vector<
     }
     running.push_back(std::async(std::launch::async, job));
   }
+  if (whole) {  // the rest of the run, beside the last copies
+    sim_advance<true>(m);
+    sim_end(m, mp.duration_s);
+  }
   while (!running.empty()) {
     running.front().get();
     running.pop_front();
+  }
+  if (whole) {
+    *whole = *mt;
+    check_status(*whole, s.source);
   }
 }
 

@@ -121,13 +121,18 @@ pb::object run(pb::handle scenario, pb::handle overrides, pb::handle seed, uint3
   {
     pb::gil_scoped_release nogil;  // other Python threads run while this simulates
     const Scenario s = ps.src.instantiate();
-    HostWorkspace ws;
-    const auto t = simulate_once(s.params(), replication, ws);
-    check_status(*t, s.source);
+    // as `fleetsim run --format json`: a timeline where the fleet autoscales, of the same run
+    auto t = std::make_unique<Tally>();
+    Json timeline;
+    if (want_timeline == 1 || (want_timeline < 0 && wants_timeline(s))) {
+      timeline = run_timeline(s, 60, int(std::max(1u, std::thread::hardware_concurrency())), replication, t.get());
+    } else {
+      HostWorkspace ws;
+      t = simulate_once(s.params(), replication, ws);
+      check_status(*t, s.source);
+    }
     report = run_report(s, *t);
-    // as `fleetsim run --format json`: a timeline where the fleet autoscales
-    if (want_timeline == 1 || (want_timeline < 0 && wants_timeline(s)))
-      report["timeline"] = run_timeline(s, 60, int(std::max(1u, std::thread::hardware_concurrency())));
+    if (!timeline.is_null()) report["timeline"] = std::move(timeline);
   }
   return to_python(report);
 }

@@ -17,7 +17,7 @@ using namespace fleetsim;
 
 namespace {
 
-Json rows_by_whole_runs(const Scenario& s, int n) {
+Json rows_by_whole_runs(const Scenario& s, int n, uint32_t replication = 0) {
   const double len = (s.duration_s - s.warmup_s) / n;
   HostWorkspace ws;
   Json out = Json::array();
@@ -25,7 +25,7 @@ Json rows_by_whole_runs(const Scenario& s, int n) {
     SimParams p = s.params();
     p.measure_from_s = s.warmup_s + double(i) * len;
     p.measure_to_s = i + 1 == n ? s.duration_s : s.warmup_s + double(i + 1) * len;
-    const auto t = simulate_once(p, 0, ws);
+    const auto t = simulate_once(p, replication, ws);
     check_status(*t, s.source);
     out.push_back(timeline_row(s, *t, p.measure_from_s, p.measure_to_s));
   }
@@ -86,4 +86,24 @@ TEST_CASE("a simulation paused and resumed gives the run it would have given in 
   sim_end(sim, p.duration_s);
   CHECK(paused->events == whole->events);
   CHECK(run_report(s, *paused).dump() == run_report(s, *whole).dump());
+}
+
+TEST_CASE("the run a timeline carries is the run itself, for any replication") {
+  for (const char* file : {"scale-to-zero.yaml", "autoscale-host-cpu.yaml", "static-batching.yaml"}) {
+    CAPTURE(file);
+    const Scenario s = load_scenario_file(std::string(FLEETSIM_SOURCE_DIR) + "/scenarios/" + file);
+    HostWorkspace ws;
+    for (uint32_t r : {0u, 2u}) {
+      CAPTURE(r);
+      const auto alone = simulate_once(s.params(), r, ws);
+      for (int threads : {1, 2}) {
+        auto carried = std::make_unique<Tally>();
+        const Json rows = run_timeline(s, 6, threads, r, carried.get());
+        CHECK(rows.dump() == rows_by_whole_runs(s, 6, r).dump());
+        CHECK(carried->events == alone->events);
+        CHECK(carried->pools[0].max_replicas == alone->pools[0].max_replicas);
+        CHECK(run_report(s, *carried).dump() == run_report(s, *alone).dump());
+      }
+    }
+  }
 }
