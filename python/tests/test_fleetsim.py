@@ -85,6 +85,18 @@ def test_run_equals_cli_document(default_run):
     assert fleetsim.run(TINY_SWEEP, seed=9) == cli_json("run", str(TINY_SWEEP), "--seed", "9")
 
 
+def test_timeline_is_of_the_same_run():
+    # the timeline of replication 2 is that run's: its intervals add up to the run's arrivals, and
+    # asking for it changes nothing else in the document
+    plain = fleetsim.run(SMALL_YAML, replication=2, timeline=False)
+    timed = fleetsim.run(SMALL_YAML, replication=2, timeline=True)
+    assert "timeline" not in plain and len(timed["timeline"]) > 1
+    assert sum(row["arrived"] for row in timed["timeline"]) == timed["requests"]["arrived"]
+    assert {k: v for k, v in timed.items() if k != "timeline"} == plain
+    other = fleetsim.run(SMALL_YAML, replication=0, timeline=True)
+    assert other["timeline"] != timed["timeline"]
+
+
 def test_overrides_change_the_result(default_run):
     one = fleetsim.run(overrides={"fleet.replicas": 1})
     assert one["scenario"]["replicas"] == 1
