@@ -85,6 +85,10 @@ void measure_windows(const Scenario& s, uint32_t replication, const std::vector<
   const size_t in_flight = size_t(std::max(1, threads - 1));
   for (size_t i : order) {
     sim_advance<true>(m, windows[i].from_s);
+    if (mt->status != 0) {  // the run itself ran out of events: its error, as a whole run gives it
+      sim_end(m, mp.duration_s);
+      check_status(*mt, s.source);
+    }
     auto c = std::make_shared<Copy>();
     c->p = mp;
     c->p.measure_from_s = windows[i].from_s;
