@@ -1,5 +1,8 @@
 // Shared helpers for the tests: scenarios from inline YAML, and one-call simulations.
 #pragma once
+#include <stdlib.h>
+
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -91,9 +94,31 @@ inline double erlang_c_wq(double lambda, double mu, int c) {
   return last / (sum + last) / (c * mu - lambda);
 }
 
+// A directory of this test process's own (mkdtemp: nothing else writes there, so parallel tests
+// never share a file), removed with everything in it when the process exits.
+inline const std::filesystem::path& temp_dir() {
+  struct Dir {
+    std::filesystem::path path;
+    Dir() {
+      std::string t = (std::filesystem::temp_directory_path() / "fleetsim-test-XXXXXX").string();
+      if (mkdtemp(t.data()) == nullptr) throw std::runtime_error("mkdtemp failed in " + t);
+      path = t;
+    }
+    ~Dir() {
+      std::error_code ec;
+      std::filesystem::remove_all(path, ec);
+    }
+  };
+  static const Dir d;
+  return d.path;
+}
+
+inline std::string temp_path(const std::string& name) { return (temp_dir() / name).string(); }
+
+// `text` written byte for byte to `name` in temp_dir(); returns the path.
 inline std::string write_temp(const std::string& name, const std::string& text) {
-  const std::string path = std::string("/tmp/fleetsim_test_") + name;
-  std::ofstream(path) << text;
+  const std::string path = temp_path(name);
+  std::ofstream(path, std::ios::binary) << text;
   return path;
 }
 

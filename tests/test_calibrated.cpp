@@ -15,6 +15,7 @@
 #include "libsim/fit.hpp"
 
 using namespace fleetsim;
+using test::write_temp;
 
 namespace {
 
@@ -33,12 +34,6 @@ PerfProfile sample_profile() {
   p.c.attention_factor = 3.0;
   p.c.client_ttft_s = 0.004;
   return p;
-}
-
-std::string write_temp(const std::string& name, const std::string& text) {
-  const std::string path = std::string("/tmp/fleetsim_test_") + name;
-  std::ofstream(path) << text;
-  return path;
 }
 
 const std::string kFleet =

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "helpers.hpp"
 #include "libsim/sweep.hpp"
 
 using namespace fleetsim;
@@ -167,7 +168,7 @@ TEST_CASE("shard files: out-of-range numbers and syntax errors are located; dire
   }
   CHECK_THROWS_AS(read_json_file("/no/such/shard.json"), InputError);
   // a shard written to a file and read back merges
-  const auto path = dir / "fleetsim-test-merge-shard.json";
+  const std::filesystem::path path = test::temp_path("merge-shard.json");
   std::ofstream(path) << shards()[1].second.dump(2);
   Shards s = {shards()[0], {"read", read_json_file(path.string())}};
   std::filesystem::remove(path);

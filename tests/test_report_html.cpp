@@ -340,7 +340,7 @@ TEST_CASE("report: html_report refuses documents of another kind") {
 TEST_CASE("report: run_report_command writes the page, and names the file of a bad input or output") {
   namespace fs = std::filesystem;
   const std::string in = std::string(FLEETSIM_SOURCE_DIR) + "/tests/data/report_sweep.json";
-  const std::string out = (fs::temp_directory_path() / "fleetsim_test_report.html").string();
+  const std::string out = test::temp_path("report.html");
   cli::ReportArgs args;
   args.input = in;
   args.output = out;

@@ -245,7 +245,7 @@ const std::string kJournalled =
 struct TempFile {
   std::string path;
   explicit TempFile(const std::string& name)
-      : path((std::filesystem::temp_directory_path() / ("fleetsim-test-" + name)).string()) {
+      : path(test::temp_path(name)) {
     std::filesystem::remove(path);
   }
   ~TempFile() { std::filesystem::remove(path); }

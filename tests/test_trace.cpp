@@ -1,7 +1,6 @@
 // Trace import: BurstGPT CSV, Mooncake JSONL, format detection, CSV quoting, located errors, and
 // the shipped excerpts; trace keys in scenarios, prefix reuse in the core and duration_s: trace_end.
 #include <doctest/doctest.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <cstring>
@@ -16,15 +15,6 @@
 using namespace fleetsim;
 
 namespace {
-
-// Writes `text` byte for byte into a directory of this test process.
-std::string write_file(const std::string& name, const std::string& text) {
-  const auto dir = std::filesystem::temp_directory_path() / ("fleetsim_test_trace_" + std::to_string(getpid()));
-  std::filesystem::create_directories(dir);
-  const std::string path = (dir / name).string();
-  std::ofstream(path, std::ios::binary) << text;
-  return path;
-}
 
 std::string error_of(const std::string& path, const TraceOptions& opt = {}) {
   try {
@@ -64,7 +54,7 @@ const std::string kMooncake =
 }  // namespace
 
 TEST_CASE("BurstGPT: failed requests and empty prompts are skipped and counted") {
-  const TraceData t = load_trace(write_file("burst.csv", kBurst));
+  const TraceData t = load_trace(test::write_temp("burst.csv", kBurst));
   CHECK(contains(t.layout, "BurstGPT"));
   CHECK(t.rows == 7);
   REQUIRE(t.t_s.size() == 3);
@@ -78,11 +68,11 @@ TEST_CASE("BurstGPT: failed requests and empty prompts are skipped and counted")
   CHECK(t.cached_prefix.empty());
   CHECK(t.prefix_hit_share == 0.0);
   // the existing entry point reads the same
-  CHECK(load_trace_csv(write_file("burst2.csv", kBurst)).prompt == t.prompt);
+  CHECK(load_trace_csv(test::write_temp("burst2.csv", kBurst)).prompt == t.prompt);
 }
 
 TEST_CASE("BurstGPT: a model filter keeps one model, and names the models when it matches none") {
-  const std::string path = write_file("burst_filter.csv", kBurst);
+  const std::string path = test::write_temp("burst_filter.csv", kBurst);
   TraceOptions gpt4;
   gpt4.model_filter = "GPT-4";
   const TraceData t = load_trace(path, gpt4);
@@ -105,19 +95,19 @@ TEST_CASE("BurstGPT: a model filter keeps one model, and names the models when i
                                        "'ChatGPT' (4 rows), 'GPT-4' (3 rows)");
 
   // a filter whose rows all failed says so
-  const std::string all_failed = write_file("burst_failed.csv", kBurstHeader + "1,GPT-4,10,0,10,API log\n2,ChatGPT,5,5,10,API log\n");
+  const std::string all_failed = test::write_temp("burst_failed.csv", kBurstHeader + "1,GPT-4,10,0,10,API log\n2,ChatGPT,5,5,10,API log\n");
   CHECK(error_of(all_failed, gpt4) == all_failed + ":3:1: error: trace has no usable requests (1 row skipped: "
                                                    "1 failed request (Response tokens = 0))");
 
   // a filter on a format without models is an error, not silently ignored
-  const std::string native = write_file("native_filter.csv", "timestamp_s,prompt_tokens,output_tokens\n0,10,5\n");
+  const std::string native = test::write_temp("native_filter.csv", "timestamp_s,prompt_tokens,output_tokens\n0,10,5\n");
   CHECK(contains(error_of(native, gpt4), ":1:1: error: a model filter applies to BurstGPT traces only"));
-  const std::string jsonl = write_file("mooncake_filter.jsonl", kMooncake);
+  const std::string jsonl = test::write_temp("mooncake_filter.jsonl", kMooncake);
   CHECK(contains(error_of(jsonl, gpt4), "a model filter applies to BurstGPT traces only"));
 }
 
 TEST_CASE("BurstGPT: the 8-column layout with Session ID and Elapsed time") {
-  const TraceData t = load_trace(write_file(
+  const TraceData t = load_trace(test::write_temp(
       "burst3.csv",
       "Timestamp,Session ID,Elapsed time,Model,Request tokens,Response tokens,Total tokens,Log Type\n"
       "7.5,a1,3.2,ChatGPT,100,20,120,Conversation log\n"
@@ -129,7 +119,7 @@ TEST_CASE("BurstGPT: the 8-column layout with Session ID and Elapsed time") {
 }
 
 TEST_CASE("Mooncake: cached prefix from earlier requests' block hashes") {
-  const std::string path = write_file("mooncake.jsonl", kMooncake);
+  const std::string path = test::write_temp("mooncake.jsonl", kMooncake);
   const TraceData t = load_trace(path);
   CHECK(contains(t.layout, "Mooncake"));
   CHECK(t.rows == 6);
@@ -159,7 +149,7 @@ TEST_CASE("Mooncake: cached prefix from earlier requests' block hashes") {
 }
 
 TEST_CASE("Mooncake: empty prompts are skipped and counted; their hashes do not count as seen") {
-  const TraceData t = load_trace(write_file(
+  const TraceData t = load_trace(test::write_temp(
       "mooncake_empty.jsonl",
       "\n{\"timestamp\": 0, \"input_length\": 0, \"output_length\": 5, \"hash_ids\": [1]}\n"
       "   \n"
@@ -173,57 +163,57 @@ TEST_CASE("Mooncake: empty prompts are skipped and counted; their hashes do not 
 }
 
 TEST_CASE("Mooncake: malformed lines give located errors that say what was expected") {
-  const std::string bad_json = write_file("mc_bad.jsonl", "{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 5, \"hash_ids\": [1]}\n"
+  const std::string bad_json = test::write_temp("mc_bad.jsonl", "{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 5, \"hash_ids\": [1]}\n"
                                                           "{\"timestamp\": 1, \"input_length\": 10,, \"output_length\": 5}\n");
   const std::string e1 = error_of(bad_json);
   CHECK(contains(e1, bad_json + ":2:"));
   CHECK(contains(e1, "not valid JSON"));
   CHECK(contains(e1, "expected one JSON object per line"));
 
-  const std::string missing = write_file("mc_missing.jsonl", "{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 5}\n");
+  const std::string missing = test::write_temp("mc_missing.jsonl", "{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 5}\n");
   CHECK(contains(error_of(missing), missing + ":1:1: error: missing \"hash_ids\""));
 
-  const std::string bad_len = write_file("mc_len.jsonl", "{\"timestamp\": 0, \"input_length\": 1.5, \"output_length\": 5, \"hash_ids\": []}\n");
+  const std::string bad_len = test::write_temp("mc_len.jsonl", "{\"timestamp\": 0, \"input_length\": 1.5, \"output_length\": 5, \"hash_ids\": []}\n");
   CHECK(error_of(bad_len) == bad_len + ":1:18: error: \"input_length\" must be an integer token count in [0, 1e8], not 1.5");
 
-  const std::string bad_ids = write_file("mc_ids.jsonl", "{\"timestamp\": 0, \"input_length\": 9, \"output_length\": 5, \"hash_ids\": [1, \"x\"]}\n");
+  const std::string bad_ids = test::write_temp("mc_ids.jsonl", "{\"timestamp\": 0, \"input_length\": 9, \"output_length\": 5, \"hash_ids\": [1, \"x\"]}\n");
   CHECK(contains(error_of(bad_ids), ":1:57: error: \"hash_ids\" must be a list of integers; found \"x\""));
 
   // a number no double holds: an input error, not an escaped exception of the JSON parser
-  const std::string overflow = write_file("mc_overflow.jsonl", "{\"timestamp\": 0, \"input_length\": 9, \"output_length\": 5, \"hash_ids\": [1e400]}\n");
+  const std::string overflow = test::write_temp("mc_overflow.jsonl", "{\"timestamp\": 0, \"input_length\": 9, \"output_length\": 5, \"hash_ids\": [1e400]}\n");
   CHECK(error_of(overflow) == overflow + ":1:1: error: not valid JSON (number overflow parsing '1e400'); " +
                                   "expected one JSON object per line: {\"timestamp\": ms, \"input_length\": tokens, "
                                   "\"output_length\": tokens, \"hash_ids\": [block ids]}");
 
-  const std::string not_object = write_file("mc_array.jsonl", "{\"timestamp\": 0, \"input_length\": 9, \"output_length\": 5, \"hash_ids\": []}\n[1, 2]\n");
+  const std::string not_object = test::write_temp("mc_array.jsonl", "{\"timestamp\": 0, \"input_length\": 9, \"output_length\": 5, \"hash_ids\": []}\n[1, 2]\n");
   CHECK(contains(error_of(not_object), ":2:1: error: not a JSON object"));
 }
 
 TEST_CASE("a non-monotone timestamp gives a located error") {
   // CSV: checked on every row, a skipped one included
-  const std::string burst = write_file("burst_back.csv", kBurstHeader + "10,ChatGPT,5,5,10,API log\n12,ChatGPT,5,5,10,API log\n"
+  const std::string burst = test::write_temp("burst_back.csv", kBurstHeader + "10,ChatGPT,5,5,10,API log\n12,ChatGPT,5,5,10,API log\n"
                                                                         "11,GPT-4,5,0,5,API log\n");
   CHECK(error_of(burst) == burst + ":4:1: error: timestamps go backwards (a trace must be sorted by arrival time)");
-  const std::string jsonl = write_file("mc_back.jsonl", "{\"timestamp\": 100, \"input_length\": 10, \"output_length\": 5, \"hash_ids\": [1]}\n"
+  const std::string jsonl = test::write_temp("mc_back.jsonl", "{\"timestamp\": 100, \"input_length\": 10, \"output_length\": 5, \"hash_ids\": [1]}\n"
                                                         "\n"
                                                         "{\"timestamp\": 99, \"input_length\": 10, \"output_length\": 5, \"hash_ids\": [1]}\n");
   CHECK(error_of(jsonl) == jsonl + ":3:1: error: timestamps go backwards (a trace must be sorted by arrival time)");
 }
 
 TEST_CASE("a UTF-8 byte-order mark and CRLF line ends are accepted") {
-  const TraceData c = load_trace(write_file("bom.csv", "\xEF\xBB\xBFtimestamp_s,prompt_tokens,output_tokens\r\n0.5,10,5\r\n1.5,20,6\r\n"));
+  const TraceData c = load_trace(test::write_temp("bom.csv", "\xEF\xBB\xBFtimestamp_s,prompt_tokens,output_tokens\r\n0.5,10,5\r\n1.5,20,6\r\n"));
   CHECK(c.layout == "timestamp_s,prompt_tokens,output_tokens");
   CHECK(c.prompt == std::vector<int32_t>{10, 20});
   CHECK(c.t_s == std::vector<double>{0.5, 1.5});  // native timestamps are not rebased
-  const TraceData b = load_trace(write_file("bom_burst.csv", "\xEF\xBB\xBF" + kBurst));
+  const TraceData b = load_trace(test::write_temp("bom_burst.csv", "\xEF\xBB\xBF" + kBurst));
   CHECK(b.prompt.size() == 3);
-  const TraceData j = load_trace(write_file("bom.jsonl", "\xEF\xBB\xBF" + kMooncake));
+  const TraceData j = load_trace(test::write_temp("bom.jsonl", "\xEF\xBB\xBF" + kMooncake));
   CHECK(j.cached_prefix.size() == 6);
-  CHECK(load_csv_column(write_file("bom_col.csv", "\xEF\xBB\xBFx,y\n1,2\n3,4\n"), "x") == std::vector<double>{1, 3});
+  CHECK(load_csv_column(test::write_temp("bom_col.csv", "\xEF\xBB\xBFx,y\n1,2\n3,4\n"), "x") == std::vector<double>{1, 3});
 }
 
 TEST_CASE("quoted CSV fields may hold commas and quotes") {
-  const std::string path = write_file("quoted.csv", "\"Timestamp\",\"Model\",\"Request tokens\",\"Response tokens\",\"Total tokens\",\"Log Type\"\n"
+  const std::string path = test::write_temp("quoted.csv", "\"Timestamp\",\"Model\",\"Request tokens\",\"Response tokens\",\"Total tokens\",\"Log Type\"\n"
                                                     "1,\"GPT-4, 32k\",100,10,110,\"API log\"\n"
                                                     "2, \"say \"\"hi\"\"\" ,200,20,220,API log\n"
                                                     "3,ChatGPT,300,30,330,API log\n");
@@ -238,14 +228,14 @@ TEST_CASE("quoted CSV fields may hold commas and quotes") {
   o.model_filter = "GPT-4";
   CHECK(contains(error_of(path, o), "models present: 'ChatGPT' (1 row), 'GPT-4, 32k' (1 row), 'say \"hi\"' (1 row)"));
 
-  CHECK(load_csv_column(write_file("quoted_col.csv", "name,value\n\"a,b\",3\n\"c \"\"d\"\"\",4\n"), "value") == std::vector<double>{3, 4});
+  CHECK(load_csv_column(test::write_temp("quoted_col.csv", "name,value\n\"a,b\",3\n\"c \"\"d\"\"\",4\n"), "value") == std::vector<double>{3, 4});
 
-  const std::string open = write_file("unterminated.csv", kBurstHeader + "1,\"GPT-4,100,10,110,API log\n");
+  const std::string open = test::write_temp("unterminated.csv", kBurstHeader + "1,\"GPT-4,100,10,110,API log\n");
   CHECK(error_of(open) == open + ":2:3: error: unterminated quoted field (no closing \")");
 }
 
 TEST_CASE("an unrecognised file says which formats are read") {
-  const std::string path = write_file("unknown.csv", "time,in,out\n1,2,3\n");
+  const std::string path = test::write_temp("unknown.csv", "time,in,out\n1,2,3\n");
   const std::string e = error_of(path);
   CHECK(contains(e, path + ":1:1: error: unrecognised trace header"));
   CHECK(contains(e, "BurstGPT"));
@@ -330,7 +320,7 @@ TEST_CASE("duration_s: trace_end runs to the last trace arrival") {
 }
 
 TEST_CASE("duration_s: trace_end errors are located") {
-  const std::string mc = write_file("mooncake_trace_end.jsonl", kMooncake);
+  const std::string mc = test::write_temp("mooncake_trace_end.jsonl", kMooncake);
   const std::string yaml = "duration_s: trace_end\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\nfleet: {replicas: 1}\n"
                            "workload: {arrival: {process: trace, path: " + mc + "}}\n";
   CHECK(scenario_error(yaml) == "(no error)");
@@ -348,7 +338,7 @@ TEST_CASE("duration_s: trace_end errors are located") {
 }
 
 TEST_CASE("trace keys: model and block_tokens reach the loader and key its cache") {
-  const std::string burst = write_file("burst_scenario.csv", kBurst);
+  const std::string burst = test::write_temp("burst_scenario.csv", kBurst);
   const std::string yaml = "duration_s: trace_end\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\nfleet: {replicas: 1}\n"
                            "workload: {arrival: {process: trace, path: " + burst + ", model: ChatGPT}}\n";
   const ScenarioSource src = ScenarioSource::from_text(yaml, "<test>", FLEETSIM_SOURCE_DIR);
@@ -358,7 +348,7 @@ TEST_CASE("trace keys: model and block_tokens reach the loader and key its cache
   CHECK(gpt4.classes[0].trace->prompt == std::vector<int32_t>{1087});
   CHECK(src.instantiate().classes[0].trace == chat.classes[0].trace);  // cached, and shared
 
-  const std::string mc = write_file("mooncake_scenario.jsonl", kMooncake);
+  const std::string mc = test::write_temp("mooncake_scenario.jsonl", kMooncake);
   const ScenarioSource msrc = ScenarioSource::from_text(
       "duration_s: trace_end\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\nfleet: {replicas: 1}\n"
       "workload: {arrival: {process: trace, path: " + mc + "}}\n",
@@ -369,7 +359,7 @@ TEST_CASE("trace keys: model and block_tokens reach the loader and key its cache
 }
 
 TEST_CASE("trace keys: bad inputs are located errors") {
-  const std::string mc = write_file("mooncake_errors.jsonl", kMooncake);
+  const std::string mc = test::write_temp("mooncake_errors.jsonl", kMooncake);
   const std::string head = "duration_s: trace_end\n"           // 1
                            "device: h100-sxm-80gb\n"           // 2
                            "model: llama-3.1-8b\n"             // 3
@@ -384,7 +374,7 @@ TEST_CASE("trace keys: bad inputs are located errors") {
   CHECK(scenario_error(head + "    path: " + mc + "\n    block_tokens: 0\n") ==
         "<test>:9:19: error: workload.arrival.block_tokens: value 0 is out of range (expected an integer in [1, 1048576])");
   // block_tokens on a trace without hashes
-  const std::string csv = write_file("native_bt.csv", "timestamp_s,prompt_tokens,output_tokens\n0,10,5\n");
+  const std::string csv = test::write_temp("native_bt.csv", "timestamp_s,prompt_tokens,output_tokens\n0,10,5\n");
   CHECK(contains(scenario_error(head + "    path: " + csv + "\n    block_tokens: 256\n"),
                  "<test>:9:19: error: workload.arrival.block_tokens: block_tokens applies to traces with block hashes"));
   // the trace keys on another process
@@ -395,7 +385,7 @@ TEST_CASE("trace keys: bad inputs are located errors") {
 
 TEST_CASE("trace replay: a cached prefix shortens a request's TTFT by exactly the prefill it skips") {
   // blocks of 100 tokens: the second request repeats the first one's first two blocks
-  const std::string path = write_file("three.jsonl",
+  const std::string path = test::write_temp("three.jsonl",
                                       "{\"timestamp\": 0, \"input_length\": 300, \"output_length\": 1, \"hash_ids\": [1, 2, 3]}\n"
                                       "{\"timestamp\": 10000, \"input_length\": 300, \"output_length\": 1, \"hash_ids\": [1, 2, 4]}\n"
                                       "{\"timestamp\": 20000, \"input_length\": 250, \"output_length\": 1, \"hash_ids\": [5, 6, 7]}\n");
@@ -461,11 +451,11 @@ TEST_CASE("trace prefix reuse: relocated parameters (the CUDA data path) reprodu
 }
 
 TEST_CASE("trace prefix reuse: no cached prefix without block hashes; no class prefix with them") {
-  const std::string burst = write_file("burst_params.csv", kBurst);
+  const std::string burst = test::write_temp("burst_params.csv", kBurst);
   const Scenario b = test::scenario("duration_s: trace_end\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\nfleet: {replicas: 1}\n"
                                     "workload: {arrival: {process: trace, path: " + burst + "}, prefix: {share: 1, tokens: 10}}\n");
   CHECK(b.params().classes[0].arrivals.trace_cached == nullptr);
-  const std::string mc = write_file("mooncake_prefix.jsonl", kMooncake);
+  const std::string mc = test::write_temp("mooncake_prefix.jsonl", kMooncake);
   CHECK(scenario_error("duration_s: trace_end\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\nfleet: {replicas: 1}\n"
                        "workload:\n  arrival: {process: trace, path: " + mc + "}\n  prefix: {share: 1, tokens: 100}\n")
             .find("<test>:7:11: error: workload.prefix: the trace's block hashes already say which prompt prefixes are cached") == 0);
