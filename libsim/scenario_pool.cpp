@@ -194,8 +194,11 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
   // and tp when the scenario leaves it open), else the uncalibrated roofline, or a linear model
   const std::string pm = eng.has("perf_model") ? eng.at("perf_model").choice({"roofline", "linear", "calibrated"}) : "";
   const std::string pp_name = eng.has("perf_profile") ? eng.at("perf_profile").str() : "";
-  if (!pp_name.empty() && pm != "" && pm != "calibrated")
-    eng.at("perf_profile").fail("perf_profile belongs to perf_model: calibrated (drop perf_model: " + pm + ")",
+  // `none` and `auto` name no profile, so they sit with any model (a --set of perf_model on a
+  // scenario that names a profile needs perf_profile=none beside it, and says so)
+  if (!pp_name.empty() && pp_name != "none" && pp_name != "auto" && pm != "" && pm != "calibrated")
+    eng.at("perf_profile").fail("perf_profile " + pp_name + " belongs to perf_model: calibrated (drop perf_model: " +
+                                    pm + ", or set perf_profile: none for the " + pm + " model)",
                                 ErrorKind::inconsistent);
   const bool explicit_roofline_knobs = eng.has("mfu") || eng.has("mbu") || eng.has("step_overhead_s");
   const PerfProfile* shipped = nullptr;

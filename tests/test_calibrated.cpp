@@ -361,6 +361,17 @@ TEST_CASE("perf_profile: shipped names, files, none, and located errors") {
   CHECK(error_of(a100 + "engine: {perf_profile: " + path + "}\n").find("not to other devices") != std::string::npos);
   CHECK(error_of(kFleet + "engine: {perf_profile: " + path + ", mfu: 0.4}\n").find("belong to perf_model: roofline") !=
         std::string::npos);
+  // a --set of perf_model on a scenario that names a profile: the error says how, and `none`
+  // (or `auto`) beside any model names no profile
+  const std::string named = kFleet + "engine: {perf_profile: h100-sxm-80gb/llama-3.1-8b/tp1-trtllm}\n";
+  CHECK(error_of(named, {"engine.perf_model=roofline"}) ==
+        "<test>:6:24: error: engine.perf_profile: perf_profile h100-sxm-80gb/llama-3.1-8b/tp1-trtllm belongs to "
+        "perf_model: calibrated (drop perf_model: roofline, or set perf_profile: none for the roofline model)");
+  const auto rl = test::run(test::scenario(named, {"engine.perf_model=roofline", "engine.perf_profile=none"}));
+  CHECK(rl.report["scenario"]["perf_model"] == "roofline");
+  CHECK(rl.report["scenario"]["step_time"]["calibrated"] == false);
+  const auto li = test::run(test::scenario(kFleet + "engine: {perf_model: linear, perf_profile: auto, step_base_s: 0.01}\n"));
+  CHECK(li.report["scenario"]["perf_model"] == "linear");
 }
 
 TEST_CASE("every shipped profile parses, names a catalog device, and quotes its held-out error") {
