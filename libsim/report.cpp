@@ -198,10 +198,15 @@ std::string goodput_bounds(const RequestClassSpec& C) {
 Json utilization_json(const PoolTally& t, double peak_flops_s, double peak_bytes_s, double kv_block_capacity_s,
                       double fixed_bytes_s, double kv_block_bytes_s, double memory_bytes_s) {
   Json ut;
-  const double busy = t.replica_s > 0 ? t.busy_s / t.replica_s : 0.0;
+  double busy = t.replica_s > 0 ? t.busy_s / t.replica_s : 0.0;
   const double cold = t.replica_s > 0 ? t.cold_s / t.replica_s : 0.0;
+  double idle = t.replica_s > 0 ? 1.0 - busy - cold : 0.0;
+  if (idle < 0.0) {  // never idle: busy and up time are summed apart, so they differ in the last bits
+    idle = 0.0;
+    busy = 1.0 - cold;
+  }
   ut["busy_fraction"] = busy;
-  ut["idle_fraction"] = t.replica_s > 0 ? 1.0 - busy - cold : 0.0;
+  ut["idle_fraction"] = idle;
   ut["cold_start_fraction"] = cold;
   ut["idle_headroom_fraction"] = ratio(t.headroom_s, t.replica_s);
   ut["idle_waste_fraction"] = ratio(t.waste_s, t.replica_s);
