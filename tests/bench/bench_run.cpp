@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "libsim/error.hpp"
 #include "libsim/runner.hpp"
 #include "libsim/scenario.hpp"
 
@@ -61,7 +62,7 @@ int64_t mmc_requests(double rate, double mean_service_s, int servers, double hor
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int bench(int argc, char** argv) {
   using namespace fleetsim;
   std::vector<std::string> sets;
   for (int i = 3; i < argc; ++i) sets.push_back(argv[i]);
@@ -69,6 +70,10 @@ int main(int argc, char** argv) {
   if (builtin && argc <= 3) sets.push_back("engine.perf_profile=none");
   const Scenario s = builtin ? load_default_scenario(sets) : load_scenario_file(argv[1], sets);
   const int repeats = argc > 2 ? std::atoi(argv[2]) : 20;
+  if (repeats < 1) {
+    fmt::print(stderr, "REPEATS: '{}' is not a positive integer\n", argv[2]);
+    return 2;
+  }
   const SimParams p = s.params();
   HostWorkspace ws;
   double requests = 0, events = 0;
@@ -104,4 +109,17 @@ int main(int argc, char** argv) {
   fmt::print("ratio to baseline   {:.3f}x requests/s, {:.3f}x events/s\n",
              (requests / wall) / (double(base_requests) / base_wall), (events / wall) / (double(base_events) / base_wall));
   return 0;
+}
+
+int main(int argc, char** argv) {
+  if (argc > 1 && (std::string(argv[1]) == "-h" || std::string(argv[1]) == "--help")) {
+    fmt::print("usage: bench_run [SCENARIO|-] [REPEATS] [KEY=VALUE ...]\n");
+    return 0;
+  }
+  try {
+    return bench(argc, argv);
+  } catch (const fleetsim::InputError& e) {
+    fmt::print(stderr, "{}\n", e.one_line());
+    return 2;
+  }
 }
