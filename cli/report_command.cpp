@@ -8,6 +8,7 @@
 #include <cstring>
 #include <fstream>
 
+#include "libsim/input_file.hpp"
 #include "libsim/error.hpp"
 #include "libsim/refresh.hpp"
 #include "libsim/report_html.hpp"
@@ -27,7 +28,7 @@ const char* const kExpected =
     "expected the JSON of `fleetsim run --format json` (kind \"run\") or of `fleetsim sweep "
     "--format json` / `fleetsim merge` (kind \"sweep\")";
 
-std::string read_input(const std::string& path) { return read_text_file(path, "the report input"); }
+std::string read_input(const std::string& path) { return read_text_file(path, "report input"); }
 
 }  // namespace
 

@@ -1,3 +1,4 @@
+#include "libsim/input_file.hpp"
 #include "benchmark.hpp"
 
 #include <nlohmann/json.hpp>
@@ -226,11 +227,9 @@ std::string catalog_device_for(const std::string& device_id) {
 }
 
 std::vector<BenchPoint> read_benchmarks(const std::string& path, const BenchPoint& defaults) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(Location{path, 0, 0, ""}, "cannot read benchmark file " + path);
+  const std::string text = read_text_file(path, "benchmark file");
   BenchPoint d = defaults;
   for (double& v : d.measured) v = std::nan("");
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const size_t first = text.find_first_not_of(" \t\r\n\xEF\xBB\xBF");
   if (first != std::string::npos && text[first] == '{') {
     nlohmann::json j;

@@ -1,3 +1,4 @@
+#include "libsim/input_file.hpp"
 #include "budget.hpp"
 
 #include <fmt/format.h>
@@ -54,15 +55,11 @@ std::vector<std::string> scenario_sets(const std::vector<std::string>& sets) {
 }
 
 BudgetSpec parse_budgets(const std::string& file, const std::vector<std::string>& sets, bool require) {
-  if (std::filesystem::is_directory(file)) throw InputError(Location{file, 0, 0, ""}, "is a directory, not a budgets file");
-  std::ifstream f(file);
-  if (!f) throw InputError(Location{file, 0, 0, ""}, "cannot open budgets file (does it exist and is it readable?)");
-  std::stringstream ss;
-  ss << f.rdbuf();
+  const std::string text = read_text_file(file, "budgets file", kMaxTextInputBytes);
   Source src;
   src.file = file;
-  src.lines = detail::split_lines(ss.str());
-  YAML::Node root = detail::load_located(ss.str(), src);
+  src.lines = detail::split_lines(text);
+  YAML::Node root = detail::load_located(text, src);
   BudgetSpec spec;
   spec.source = file;
   const N r{root, "", &src};

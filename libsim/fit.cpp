@@ -1,3 +1,4 @@
+#include "libsim/input_file.hpp"
 #include "fit.hpp"
 
 #include <algorithm>
@@ -54,8 +55,7 @@ Eigen::VectorXd nnls(const Eigen::MatrixXd& A, const Eigen::VectorXd& b, int max
 }
 
 std::vector<StepSample> read_step_samples(const std::string& path, std::string& device_out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(Location{path, 0, 0, ""}, "cannot read step timings " + path);
+  std::istringstream in(read_text_file(path, "step-timings file"));
   CsvReader csv(in, path);
   for (const char* need : {"model", "device", "prefill_tokens", "decode_seqs", "decode_context_tokens", "step_ms"})
     if (!csv.has(need))

@@ -1,3 +1,4 @@
+#include "libsim/input_file.hpp"
 #include "profile.hpp"
 
 #include <cmath>
@@ -173,11 +174,7 @@ PerfProfile load_profile(const std::string& name_or_path, const std::string& bas
                                      "; shipped: " + all + "; or name a profile file (.yaml) written by `fleetsim fit`");
   }
   const std::string path = name_or_path[0] == '/' || base_dir.empty() ? name_or_path : base_dir + "/" + name_or_path;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(Location{}, "cannot read performance profile " + path);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return parse_profile(ss.str(), path);
+  return parse_profile(read_text_file(path, "performance profile", kMaxTextInputBytes), path);
 }
 
 void apply_profile(const PerfCoefficients& c, double peak_flops_per_s, double bf16_flops_per_s, double peak_bytes_per_s,

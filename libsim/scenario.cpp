@@ -1,5 +1,6 @@
 // Scenario files: the whole document (top-level keys, pools, classes), loading with overrides, and
 // ScenarioSource; each section's parsing is in scenario_<section>.cpp.
+#include "libsim/input_file.hpp"
 #include "scenario.hpp"
 
 #include <algorithm>
@@ -318,13 +319,8 @@ ScenarioSource ScenarioSource::from_text(const std::string& text, const std::str
 }
 
 ScenarioSource ScenarioSource::from_file(const std::string& path) {
-  if (std::filesystem::is_directory(path))
-    throw InputError(Location{path, 0, 0, ""}, "is a directory, not a scenario file");
-  std::ifstream f(path);
-  if (!f) throw InputError(Location{path, 0, 0, ""}, "cannot open scenario file (does it exist and is it readable?)");
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return from_text(ss.str(), path, std::filesystem::path(path).parent_path().string());
+  return from_text(read_text_file(path, "scenario file", kMaxTextInputBytes), path,
+                   std::filesystem::path(path).parent_path().string());
 }
 
 ScenarioSource ScenarioSource::builtin_default() {

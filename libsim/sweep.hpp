@@ -127,9 +127,6 @@ Json merge_sweeps(const std::vector<std::pair<std::string, Json>>& shards);
 // file:line:column (line counted from first_line).
 Json parse_json_located(const std::string& text, const std::string& file, int first_line = 1);
 
-// The whole of a regular file, or an InputError naming `what` (e.g. "shard file") and why not.
-std::string read_text_file(const std::string& path, const char* what);
-
 // Read and parse a JSON file (a shard). Throws InputError for a missing, unreadable or
 // non-regular file and for invalid JSON.
 Json read_json_file(const std::string& path);

@@ -148,6 +148,9 @@ SweepJournal SweepJournal::create(const std::string& path, const ScenarioSource&
 SweepJournal SweepJournal::resume(const std::string& path, const ScenarioSource& src, const SweepSpec& spec,
                                   uint32_t shard_index, uint32_t shard_count) {
   FdCloser fd{open_journal(path, O_RDWR)};
+  struct stat st {};
+  if (::fstat(fd.fd, &st) != 0 || !S_ISREG(st.st_mode))  // a device would never end (/dev/zero)
+    throw InputError(Location{path, 0, 0, ""}, "not a regular file: a journal to resume is the file a sweep wrote");
   std::string text;
   char buf[1 << 16];
   for (;;) {

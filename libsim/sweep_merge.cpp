@@ -11,6 +11,7 @@
 #include <map>
 #include <set>
 
+#include "libsim/input_file.hpp"
 #include "sweep_internal.hpp"
 
 namespace fleetsim {
@@ -396,27 +397,6 @@ Json parse_json_located(const std::string& text, const std::string& file, int fi
   for (char& c : msg)
     if ((unsigned char)c < 0x20 || (unsigned char)c >= 0x7f) c = '?';  // one printable line
   throw InputError(Location{file, line, column, src_line}, msg);
-}
-
-std::string read_text_file(const std::string& path, const char* what) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0)
-    throw InputError(Location{path, 0, 0, ""},
-                     fmt::format("cannot open {} ({}; does it exist and is it readable?)", what, std::strerror(errno)));
-  if (S_ISDIR(st.st_mode)) throw InputError(Location{path, 0, 0, ""}, fmt::format("is a directory, not a {}", what));
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f)
-    throw InputError(Location{path, 0, 0, ""},
-                     fmt::format("cannot open {} ({}; does it exist and is it readable?)", what, std::strerror(errno)));
-  std::string text;
-  char buf[1 << 16];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
-  const bool failed = std::ferror(f);
-  const int err = errno;
-  std::fclose(f);
-  if (failed) throw InputError(Location{path, 0, 0, ""}, fmt::format("cannot read {}: {}", what, std::strerror(err)));
-  return text;
 }
 
 Json read_json_file(const std::string& path) { return parse_json_located(read_text_file(path, "shard file"), path); }

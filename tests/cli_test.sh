@@ -293,7 +293,7 @@ check "fit wrote a profile" grep -q '^profile: h100-sxm-80gb/llama-3.1-8b/tp1$' 
 check "fit prints its quality" grep -q 'mean_tpot' "$tmp/out"
 expect "run with the fitted profile" 0 "" -- "$bin" run --duration 600 --set engine.perf_profile="$tmp/profile.yaml" --format json
 check "the run names the profile" grep -q '"profile": "h100-sxm-80gb/llama-3.1-8b/tp1"' "$tmp/out"
-expect "fit of a missing file" 2 "nonesuch.csv: error: cannot read benchmark file" -- "$bin" fit "$tmp/nonesuch.csv"
+expect "fit of a missing file" 2 "nonesuch.csv: error: cannot open benchmark file" -- "$bin" fit "$tmp/nonesuch.csv"
 printf '{"hello": 1}\n' >"$tmp/odd.json"
 expect "fit of an unknown JSON" 2 "odd.json: error: not a benchmark result" -- "$bin" fit "$tmp/odd.json"
 head -2 "$tmp/bench.csv" >"$tmp/two.csv"

@@ -353,7 +353,7 @@ TEST_CASE("perf_profile: shipped names, files, none, and located errors") {
   // errors
   CHECK(error_of(kFleet + "engine: {perf_profile: h100-sxm-80gb/nonesuch}\n").find("no shipped performance profile") !=
         std::string::npos);
-  CHECK(error_of(kFleet + "engine: {perf_profile: /nonexistent/p.yaml}\n").find("cannot read") != std::string::npos);
+  CHECK(error_of(kFleet + "engine: {perf_profile: /nonexistent/p.yaml}\n").find("cannot open performance profile") != std::string::npos);
   CHECK(error_of(kFleet + "engine: {perf_model: roofline, perf_profile: " + path + "}\n").find("belongs to") !=
         std::string::npos);
   const std::string a100 = "duration_s: 60\ndevice: a100-80gb\nmodel: llama-3.1-8b\nfleet: {replicas: 1}\n"

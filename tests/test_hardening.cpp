@@ -5,6 +5,8 @@
 
 #include "helpers.hpp"
 #include "libsim/error.hpp"
+#include "libsim/input_file.hpp"
+#include "libsim/profile.hpp"
 #include "libsim/trace.hpp"
 #include "libsim/yaml_node.hpp"
 #include "libsim/core/state.hpp"
@@ -44,6 +46,36 @@ TEST_CASE("a trace path that is not a regular file is refused before any read (n
   CHECK(trace_error("/dev/zero").find("not a regular file") != std::string::npos);
   CHECK(trace_error("/tmp").find("not a regular file") != std::string::npos);
   CHECK(trace_error("/nonexistent/trace.csv").find("cannot open file") != std::string::npos);
+}
+
+// Every input file (scenario, budgets, profile, shard, report input, benchmark) is read by
+// read_text_file: a path that cannot be one is an input error, never a filesystem exception
+// (exit 1), an endless read (/dev/zero) or a silent default (an empty path).
+TEST_CASE("input files: directories, devices, unresolvable and over-long paths, and size limits are input errors") {
+  auto err = [](const std::string& path, uint64_t max = kMaxTextInputBytes) {
+    try {
+      read_text_file(path, "scenario file", max);
+    } catch (const InputError& e) {
+      return e.one_line();
+    }
+    return std::string("no error");
+  };
+  CHECK(err("/tmp") == "/tmp: error: is a directory, not a scenario file");
+  CHECK(err("/dev/zero") == "/dev/zero: error: not a regular file or a pipe (a scenario file is expected)");
+  CHECK(err("") == "fleetsim: error: an empty path names no scenario file");
+  CHECK(err("/nonexistent/x.yaml") ==
+        "/nonexistent/x.yaml: error: cannot open scenario file (No such file or directory; does it exist and is it "
+        "readable?)");
+  const std::string long_name = "/tmp/" + std::string(300, 'a');
+  CHECK(err(long_name).find("(File name too long;") != std::string::npos);
+  const std::string two_mib = test::write_temp("two_mib.yaml", std::string(2 << 20, '#'));
+  CHECK(err(two_mib, 1 << 20) == two_mib + ": error: larger than 1 MiB, more than a scenario file can be");
+  CHECK(err(two_mib, 4 << 20) == "no error");
+  // the callers go through it
+  CHECK_THROWS_AS(load_scenario_file("/dev/zero"), InputError);
+  CHECK_THROWS_AS(load_scenario_file(long_name), InputError);
+  CHECK_THROWS_AS(read_json_file("/dev/zero"), InputError);
+  CHECK_THROWS_AS(load_profile("/dev/zero", ""), InputError);
 }
 
 TEST_CASE("engine and autoscaler figures that can only stall a simulation are refused where they are written") {

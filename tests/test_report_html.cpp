@@ -364,7 +364,7 @@ TEST_CASE("report: run_report_command writes the page, and names the file of a b
     }
     return "(no error)";
   };
-  CHECK(error_of("/nonexistent/run.json", out).rfind("/nonexistent/run.json: error: cannot open the report input", 0) ==
+  CHECK(error_of("/nonexistent/run.json", out).rfind("/nonexistent/run.json: error: cannot open report input", 0) ==
         0);
   const std::string bad = test::write_temp("report_bad.json", "{\"kind\": \"run\",\n  \"x\": [1, 2,, 3]}\n");
   CHECK(error_of(bad, out).rfind(bad + ":2:", 0) == 0);

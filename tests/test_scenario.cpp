@@ -82,7 +82,9 @@ TEST_CASE("a missing file is an input error") {
     load_scenario_file("/nonexistent/scenario.yaml");
     FAIL("expected an error");
   } catch (const InputError& e) {
-    CHECK(e.one_line() == "/nonexistent/scenario.yaml: error: cannot open scenario file (does it exist and is it readable?)");
+    CHECK(e.one_line() ==
+          "/nonexistent/scenario.yaml: error: cannot open scenario file (No such file or directory; does it exist and "
+          "is it readable?)");
   }
 }
 

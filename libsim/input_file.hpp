@@ -1,0 +1,18 @@
+// Reading an input file whole, at the edge: every way it can fail is an InputError naming the
+// file, what it should have been and why not, so no input path ends in a raw C++ exception.
+#pragma once
+#include <cstdint>
+#include <string>
+
+namespace fleetsim {
+
+// Scenarios, budgets and profiles are hand-written YAML; shards and traces can be large.
+constexpr uint64_t kMaxTextInputBytes = uint64_t(64) << 20;
+constexpr uint64_t kMaxDataInputBytes = uint64_t(4) << 30;
+
+// The whole of a regular file or a pipe, at most max_bytes. Throws InputError naming `what`
+// (e.g. "scenario file") for a path that does not resolve (missing, too long, a symlink loop),
+// a directory, a device (/dev/zero would never end), a file over the limit, or a read error.
+std::string read_text_file(const std::string& path, const char* what, uint64_t max_bytes = kMaxDataInputBytes);
+
+}  // namespace fleetsim
