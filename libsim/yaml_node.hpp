@@ -226,15 +226,56 @@ inline std::vector<std::string> split_lines(const std::string& text) {
   return lines;
 }
 
-// Parse YAML text; a syntax error becomes an InputError located in `src` (with its line's text).
-inline YAML::Node load_located(const std::string& text, const Source& src) {
-  try {
-    return YAML::Load(text);
-  } catch (const YAML::ParserException& e) {
-    Location l{src.file, e.mark.line + 1, e.mark.column + 1, ""};
-    if (e.mark.line >= 0 && size_t(e.mark.line) < src.lines.size()) l.source_line = src.lines[size_t(e.mark.line)];
-    throw InputError(l, "malformed YAML: " + e.msg);
+inline Location location_of(const YAML::Mark& m, const Source& src) {
+  Location l{src.file, m.line + 1, m.column + 1, ""};
+  if (m.line >= 0 && size_t(m.line) < src.lines.size()) l.source_line = src.lines[size_t(m.line)];
+  return l;
+}
+
+// A key written twice in one mapping: YAML parsers keep one of them silently, so the other
+// setting would be ignored without a word. Finds the first such repeat (its key and mark, and
+// the line of the first writing).
+inline bool find_repeated_key(const YAML::Node& n, std::string& key, YAML::Mark& at, int& first_line) {
+  if (n.IsSequence())
+    for (const auto& item : n)
+      if (find_repeated_key(item, key, at, first_line)) return true;
+  if (!n.IsMap()) return false;
+  std::map<std::string, int> seen;
+  for (auto it = n.begin(); it != n.end(); ++it) {
+    if (it->first.IsScalar()) {
+      const auto [prev, fresh] = seen.emplace(it->first.Scalar(), it->first.Mark().line + 1);
+      if (!fresh) {
+        key = it->first.Scalar();
+        at = it->first.Mark();
+        first_line = prev->second;
+        return true;
+      }
+    }
+    if (find_repeated_key(it->second, key, at, first_line)) return true;
   }
+  return false;
+}
+
+// Parse YAML text: one document, no key twice in a mapping. A syntax error, a second document or
+// a repeated key becomes an InputError located in `src` (with its line's text).
+inline YAML::Node load_located(const std::string& text, const Source& src) {
+  std::vector<YAML::Node> docs;
+  try {
+    docs = YAML::LoadAll(text);
+  } catch (const YAML::ParserException& e) {
+    throw InputError(location_of(e.mark, src), "malformed YAML: " + e.msg);
+  }
+  if (docs.size() > 1)
+    throw InputError(location_of(docs[1].Mark(), src),
+                     "a second YAML document (after '---'): a file holds one; remove the separator or split the file");
+  if (docs.empty()) return YAML::Node();
+  std::string key;
+  YAML::Mark at;
+  int first_line = 0;
+  if (find_repeated_key(docs[0], key, at, first_line))
+    throw InputError(location_of(at, src), "key '" + key + "' is written twice in this mapping (first on line " +
+                                               std::to_string(first_line) + "); keep one");
+  return docs[0];
 }
 
 // Apply one override to the YAML tree.
@@ -259,6 +300,13 @@ inline void apply_override(YAML::Node root, const Override& o, Source& src) {
     value_node = YAML::Load(o.value);
   } catch (const YAML::Exception& e) {
     throw InputError(o.origin, "value is not valid YAML: " + e.msg);
+  }
+  {
+    std::string key;
+    YAML::Mark at;
+    int first_line = 0;
+    if (find_repeated_key(value_node, key, at, first_line))
+      throw InputError(o.origin, "key '" + key + "' is written twice in the value; keep one");
   }
   // Names may hold dots (llama-3.1-8b): at each level take the longest run of parts that is an
   // existing key; a catalog entry not yet in the file is catalog.models.NAME.FIELD.

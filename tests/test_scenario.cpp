@@ -77,6 +77,24 @@ TEST_CASE("malformed YAML is located too") {
   CHECK(error_of("") == "<test>:1:1: error: empty scenario file");
 }
 
+// YAML parsers keep one of two equal keys without a word; a file holds one document, and a
+// broken second one used to be ignored with the first.
+TEST_CASE("a key written twice and a second YAML document are located errors") {
+  const std::string base = "duration_s: 60\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\n";
+  CHECK(test::error_of("seed: 42\n" + base + "seed: 7\n") ==
+        "<test>:5:1: error: key 'seed' is written twice in this mapping (first on line 1); keep one");
+  CHECK(test::error_of(base + "fleet:\n  replicas: 2\n  router: random\n  replicas: 3\n") ==
+        "<test>:7:3: error: key 'replicas' is written twice in this mapping (first on line 5); keep one");
+  CHECK(test::error_of(base + "---\nseed: 1\n").find("<test>:5:1: error: a second YAML document") == 0);
+  CHECK(test::error_of(base + "---\n[broken\n").find("<test>:6:1: error: malformed YAML") == 0);
+  CHECK(test::error_of(base, {"workload.prompt_tokens={dist: fixed, value: 3, value: 4}"}) ==
+        "--set workload.prompt_tokens={dist: fixed, value: 3, value: 4}: error: key 'value' is written twice in the "
+        "value; keep one");
+  // the same key in different mappings, and a leading '---', are fine
+  CHECK(test::error_of("---\n" + base + "fleet: {replicas: 2}\nworkload: {arrival: {process: poisson, rate_per_s: 2}, "
+                                          "prompt_tokens: 100, output_tokens: 10}\n") == "(no error)");
+}
+
 TEST_CASE("a missing file is an input error") {
   try {
     load_scenario_file("/nonexistent/scenario.yaml");
