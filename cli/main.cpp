@@ -8,17 +8,18 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <csignal>
 #include <optional>
 #include <cstdio>
+#include <algorithm>
 #include <cstring>
 #include <iostream>
 #include <mutex>
 #include <thread>
-#include <optional>
 
 #include "cli/check_command.hpp"
 #include "cli/fit_command.hpp"
@@ -191,10 +192,20 @@ int cmd_sweep(const Options& o) {
   opt.backend = o.backend == "cpu" ? Backend::cpu : o.backend == "cuda" ? Backend::cuda : Backend::auto_select;
   opt.threads = o.threads;
   if (!o.shard.empty()) {
-    unsigned k = 0, n = 0;
-    char slash = 0, extra = 0;
-    if (std::sscanf(o.shard.c_str(), "%u%c%u%c", &k, &slash, &n, &extra) != 3 || slash != '/' || n == 0 || k >= n)
-      throw InputError(Location{"--shard " + o.shard, 0, 0, ""}, "expected K/N with 0 <= K < N, e.g. --shard 0/4");
+    // digits only: sscanf's %u would take "-1" as 4294967295
+    const size_t slash = o.shard.find('/');
+    auto count = [&](size_t a, size_t b) -> long {
+      if (b <= a || b - a > 7) return -1;
+      for (size_t i = a; i < b; ++i)
+        if (!std::isdigit((unsigned char)o.shard[i])) return -1;
+      return std::stol(o.shard.substr(a, b - a));
+    };
+    const long k = slash == std::string::npos ? -1 : count(0, slash);
+    const long n = slash == std::string::npos ? -1 : count(slash + 1, o.shard.size());
+    constexpr long kMaxShards = 1000000;  // the most configurations a sweep may have (max_configurations)
+    if (k < 0 || n < 1 || n > kMaxShards || k >= n)
+      throw InputError(Location{"--shard " + o.shard, 0, 0, ""},
+                       fmt::format("expected K/N with 0 <= K < N <= {}, e.g. --shard 0/4", kMaxShards));
     opt.shard_index = k;
     opt.shard_count = n;
   }
@@ -548,6 +559,14 @@ int main(int argc, char** argv) {
   // a closed pipe is a failed write (EPIPE), not a death by SIGPIPE
   std::signal(SIGPIPE, SIG_IGN);
   o.argv.assign(argv, argv + argc);
+  if (argc > 1 && argv[1][0] != '-' && std::none_of(std::begin(commands), std::end(commands), [&](const Command& c) {
+        return std::strcmp(c.name, argv[1]) == 0;
+      })) {
+    std::string names;
+    for (const auto& c : commands) names += std::string(names.empty() ? "" : ", ") + c.name;
+    std::fprintf(stderr, "unknown command '%s' (expected one of: %s; see fleetsim --help)\n", argv[1], names.c_str());
+    return finish_output(kExitUsage);
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {
@@ -556,6 +575,16 @@ int main(int argc, char** argv) {
     // one line, like every other input error
     std::fprintf(stderr, "%s (see fleetsim --help)\n", e.what());
     return finish_output(kExitUsage);
+  }
+  // an empty value names no file, shard or model: taking it as "not given" would be a silent default
+  for (const auto& [sub, cmd] : subs) {
+    if (!sub->parsed()) continue;
+    for (const CLI::Option* opt : sub->get_options())
+      for (const std::string& v : opt->results())
+        if (v.empty()) {
+          std::fprintf(stderr, "%s: an empty value (see fleetsim %s --help)\n", opt->get_name().c_str(), cmd->name);
+          return finish_output(kExitUsage);
+        }
   }
   try {
     for (const auto& [sub, cmd] : subs)

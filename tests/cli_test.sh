@@ -122,7 +122,13 @@ check "it is validated as a plain scenario" sh -c "grep -q ': ok (' '$tmp/out' &
 expect "validate a sweep" 0 "" -- "$bin" validate "$src/tests/data/tiny-sweep.yaml"
 check "validate counts the sweep" grep -q 'sweep of 4 configurations x 2 replications' "$tmp/out"
 
-expect "unknown subcommand" 2 "" -- "$bin" frobnicate
+expect "unknown subcommand" 2 "unknown command 'frobnicate' (expected one of: run, validate" -- "$bin" frobnicate
+# an empty value is not "not given": each would have run something else without a word
+expect "empty scenario" 2 "scenario: an empty value (see fleetsim run --help)" -- "$bin" run ""
+expect "empty budgets" 2 "--budgets: an empty value (see fleetsim check --help)" -- "$bin" check --budgets ""
+expect "empty report output" 2 "--output: an empty value" -- "$bin" report "$src/tests/data/report_sweep.json" -o ""
+expect "negative shard count" 2 "--shard 5/-1: error: expected K/N with 0 <= K < N" -- \
+  "$bin" sweep "$src/tests/data/tiny-sweep.yaml" --shard 5/-1
 expect "bad format" 2 "" -- "$bin" run --format xml
 expect "no subcommand" 2 "" -- "$bin"
 expect "negative duration" 2 "" -- "$bin" run --duration -5
