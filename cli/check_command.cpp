@@ -10,6 +10,7 @@
 #include <fstream>
 #include <thread>
 
+#include "libsim/input_file.hpp"
 #include "libsim/budget.hpp"
 #include "libsim/error.hpp"
 #include "libsim/sweep.hpp"
@@ -42,6 +43,8 @@ int run_check(const CheckArgs& a, const std::function<void(const std::string&)>&
   if (a.budgets.empty() && a.scenario.empty())
     throw InputError(Location{"--budgets", 0, 0, ""},
                      "no budgets: give a budgets file with --budgets, or a scenario with a budgets: section");
+  for (const auto& [out, flag] : {std::pair{a.junit, "--junit"}, std::pair{a.markdown, "--markdown"}})
+    refuse_overwriting_input(out, flag, {a.scenario, a.budgets, a.baseline});
   const BudgetSpec spec = parse_budgets(a.budgets.empty() ? a.scenario : a.budgets, a.sets);
   std::unique_ptr<Scenario> baseline;
   if (!a.baseline.empty()) baseline = std::make_unique<Scenario>(load(a.baseline, scenario_only));

@@ -62,6 +62,7 @@ Json scenario_document(const ReportArgs& a) {
 }  // namespace
 
 int run_report_command(const ReportArgs& a) {
+  refuse_overwriting_input(a.output, "--output", {a.input});
   const std::string html = html_report(is_scenario(a.input) ? scenario_document(a) : json_document(a));
   return write_report(a, html);
 }

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 
 #include "libsim/error.hpp"
 
@@ -50,6 +51,17 @@ std::string read_text_file(const std::string& path, const char* what, uint64_t m
   std::fclose(f);
   if (failed) throw InputError(at, fmt::format("cannot read {}: {}", what, std::strerror(err)));
   return text;
+}
+
+void refuse_overwriting_input(const std::string& output, const char* flag, const std::vector<std::string>& inputs) {
+  if (output.empty() || output == "-") return;
+  for (const std::string& in : inputs) {
+    if (in.empty()) continue;
+    std::error_code ec;
+    if (std::filesystem::equivalent(output, in, ec) && !ec)
+      throw InputError(Location{output, 0, 0, ""},
+                       fmt::format("{} names an input of this command ({}): writing there would overwrite it", flag, in));
+  }
 }
 
 }  // namespace fleetsim

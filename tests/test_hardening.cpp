@@ -78,6 +78,24 @@ TEST_CASE("input files: directories, devices, unresolvable and over-long paths, 
   CHECK_THROWS_AS(load_profile("/dev/zero", ""), InputError);
 }
 
+TEST_CASE("an output that names an input, by any path, is refused before anything is written") {
+  const std::string in = test::write_temp("in.yaml", "seed: 1\n");
+  const std::string dir = in.substr(0, in.rfind('/'));
+  auto err = [](const std::string& out, const std::vector<std::string>& inputs) {
+    try {
+      refuse_overwriting_input(out, "--junit", inputs);
+    } catch (const InputError& e) {
+      return e.one_line();
+    }
+    return std::string("no error");
+  };
+  CHECK(err(dir + "/./in.yaml", {"", in}) ==
+        dir + "/./in.yaml: error: --junit names an input of this command (" + in + "): writing there would overwrite it");
+  CHECK(err(dir + "/other.xml", {in}) == "no error");  // not there yet
+  CHECK(err("-", {in}) == "no error");
+  CHECK(err("", {in}) == "no error");
+}
+
 TEST_CASE("engine and autoscaler figures that can only stall a simulation are refused where they are written") {
   auto err = [](const std::vector<std::string>& sets) {
     try {
