@@ -25,6 +25,7 @@
 #include "cli/fit_command.hpp"
 #include "cli/progress.hpp"
 #include "cli/report_command.hpp"
+#include "libsim/budget.hpp"
 #include "libsim/capacity.hpp"
 #include "libsim/catalog.hpp"
 #include "libsim/documents.hpp"
@@ -298,6 +299,11 @@ int cmd_validate(const Options& o) {
   if (has_sweep_section(src)) {
     const SweepSpec spec = parse_sweep(src);
     sweep = fmt::format("; sweep of {} configurations x {} replications", spec.count(), spec.replications);
+  }
+  if (!o.scenario.empty()) {  // a budgets: section is checked as `fleetsim check` would, before any run
+    const BudgetSpec b = parse_budgets(o.scenario, o.sets, false);
+    validate_budgets(s, b);
+    if (!b.budgets.empty()) sweep += fmt::format("; {} budget{}", b.budgets.size(), b.budgets.size() == 1 ? "" : "s");
   }
   std::string pools;
   for (const auto& P : s.pools)

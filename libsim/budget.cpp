@@ -47,10 +47,15 @@ std::string resolve(const std::string& metric) {
 
 std::string Budget::path() const { return cls.empty() ? resolve(metric) : "classes." + cls + "." + resolve(metric); }
 
+namespace {
+// `budgets.NAME.KEY=...`, or the whole section: `budgets={...}`
+bool is_budgets_set(const std::string& text) { return text.rfind("budgets.", 0) == 0 || text.rfind("budgets=", 0) == 0; }
+}  // namespace
+
 std::vector<std::string> scenario_sets(const std::vector<std::string>& sets) {
   std::vector<std::string> out;
   for (const auto& s : sets)
-    if (s.rfind("budgets.", 0) != 0) out.push_back(s);
+    if (!is_budgets_set(s)) out.push_back(s);
   return out;
 }
 
@@ -63,12 +68,13 @@ BudgetSpec parse_budgets(const std::string& file, const std::vector<std::string>
   BudgetSpec spec;
   spec.source = file;
   const N r{root, "", &src};
+  if (root.IsMap())
+    for (const auto& text : sets)
+      if (is_budgets_set(text)) detail::apply_override(root, parse_set(text), src);
   if (!root.IsMap() || !r.has("budgets")) {
     if (!require) return spec;
     r.fail("no budgets section: add e.g. `budgets: {p99-ttft: {metric: latency_s.ttft.p99, max: 1.0}}`");
   }
-  for (const auto& text : sets)
-    if (text.rfind("budgets.", 0) == 0) detail::apply_override(root, parse_set(text), src);
   const N b = r.at("budgets");
   b.require_map();
   for (auto it = b.node.begin(); it != b.node.end(); ++it) {
@@ -251,16 +257,18 @@ Scenario scaled(const Scenario& s, double m) {
 
 }  // namespace
 
+void validate_budgets(const Scenario& s, const BudgetSpec& spec) {
+  // the report's shape, from an empty tally: every budget's path is checked without a simulation
+  auto empty = std::make_unique<Tally>();
+  tally_clear(*empty, int32_t(s.pools.size()), int32_t(s.classes.size()));
+  empty->window_s = s.duration_s - s.warmup_s;
+  const Json shape = run_report(s, *empty);
+  for (const auto& b : spec.budgets) check_against(normalized(b, s), s, shape);
+}
+
 CheckResult check_budgets(const Scenario& s, const BudgetSpec& spec, const Scenario* baseline, int threads, bool headroom,
                           const CheckProgress& progress) {
-  // the report's shape, to check every budget's path before running anything
-  {
-    auto empty = std::make_unique<Tally>();
-    tally_clear(*empty, int32_t(s.pools.size()), int32_t(s.classes.size()));
-    empty->window_s = s.duration_s - s.warmup_s;
-    const Json shape = run_report(s, *empty);
-    for (const auto& b : spec.budgets) check_against(normalized(b, s), s, shape);
-  }
+  validate_budgets(s, spec);
   std::vector<Budget> budgets;
   for (const auto& b : spec.budgets) budgets.push_back(normalized(b, s));
   CheckResult r;

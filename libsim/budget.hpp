@@ -29,9 +29,12 @@ struct BudgetSpec {
 };
 
 // The `budgets:` section of `file` (a budgets file, or the scenario itself), with the overrides
-// among `sets` that start with "budgets." applied. Throws InputError; `require` = false returns an
-// empty spec when the section is absent.
+// among `sets` that are the budgets' (`budgets.NAME.KEY=` or `budgets=`) applied. Throws
+// InputError; `require` = false returns an empty spec when the section is absent.
 BudgetSpec parse_budgets(const std::string& file, const std::vector<std::string>& sets, bool require = true);
+
+// Every budget's metric and class checked against the report `s` gives (no simulation is run).
+void validate_budgets(const Scenario& s, const BudgetSpec& spec);
 
 // Every --set that is not a budget's: for the scenario.
 std::vector<std::string> scenario_sets(const std::vector<std::string>& sets);

@@ -333,6 +333,13 @@ check "check annotates a violated budget at its line" grep -q "^::error file=.*c
 printf 'budgets:\n  x: {metric: latency_s.ttft.p99, maxx: 1}\n' >"$tmp/bad-budgets.yaml"
 expect "check of a misspelled budget key" 2 "bad-budgets.yaml:2:" -- "$bin" check "$ex" --budgets "$tmp/bad-budgets.yaml"
 expect "check without budgets" 2 "no budgets section" -- "$bin" check "$src/scenarios/chat-default.yaml"
+expect "check with the budgets section replaced by --set" 2 "--set budgets=5: error: budgets: expected a mapping" -- \
+  "$bin" check "$ex" --set budgets=5
+expect "validate counts the budgets" 0 "" -- "$bin" validate "$ex"
+check "validate says 5 budgets" grep -q '; 5 budgets)$' "$tmp/out"
+{ cat "$src/scenarios/chat-default.yaml"; printf 'budgets:\n  a: {metric: nope, max: 1}\n'; } >"$tmp/nope-budget.yaml"
+expect "validate checks a budget's metric as check does" 2 "nope-budget.yaml:34:6: error: budgets.a: 'nope' is not a number" -- \
+  "$bin" validate "$tmp/nope-budget.yaml"
 expect "check with an unwritable JUnit file" 3 "" -- "$bin" check "$ex" --threads 2 --junit "$tmp/no/such/dir/j.xml"
 # fleetsim report: HTML from a scenario, a run document, a sweep document
 expect "report of a scenario" 0 "" -- "$bin" report "$src/scenarios/committed-and-spot.yaml" -o "$tmp/r.html"
