@@ -127,6 +127,13 @@ SweepSpec parse_sweep(const ScenarioSource& scenario) {
     SweepParam p;
     p.path = ps.key_name(it->first);
     const N v{it->second, ps.path + "." + p.path, &src};
+    // the sweep's own settings and the budgets are read once, not per configuration: sweeping
+    // them would only repeat configurations
+    for (const char* own : {"sweep", "budgets"})
+      if (p.path == own || p.path.rfind(std::string(own) + ".", 0) == 0)
+        N{it->first, v.path, &src}.fail(fmt::format("cannot be swept: a parameter overrides a scenario key in each "
+                                                    "configuration, and the {}: section is read once for the whole sweep",
+                                                    own));
     auto add = [&](const YAML::Node& node, const std::string& text, Json json) {
       // the value's place in the file, or the --set that gave it
       Location l = N{node, v.path, &src}.where();
@@ -160,6 +167,11 @@ SweepSpec parse_sweep(const ScenarioSource& scenario) {
     } else {
       v.fail("expected a list of values or a range {from, to, step}");
     }
+    for (size_t i = 1; i < p.json_values.size(); ++i)
+      for (size_t j = 0; j < i; ++j)
+        if (p.json_values[i] == p.json_values[j])
+          throw InputError(p.origins[i], fmt::format("{}: value {} is listed twice (each configuration once)", v.path,
+                                                     p.values[i]));
     spec.params.push_back(std::move(p));
   }
   // grid size, guarding overflow

@@ -233,6 +233,14 @@ TEST_CASE("bad sweep definitions are located errors") {
   CHECK(error_of("sweep:\n  paramters:\n    fleet.replicas: [1]\n").find("unknown key 'paramters' (did you mean 'parameters'?)") !=
         std::string::npos);
   CHECK(error_of("").find("no sweep section") != std::string::npos);
+  // read once for the whole sweep: sweeping them would only repeat configurations
+  CHECK(error_of("sweep:\n  parameters:\n    sweep.replications: [1, 2]\n") ==
+        "<sweep>:14:5: error: sweep.parameters.sweep.replications: cannot be swept: a parameter overrides a scenario key "
+        "in each configuration, and the sweep: section is read once for the whole sweep");
+  CHECK(error_of("sweep:\n  parameters:\n    budgets.x.max: [1, 2]\n").find("the budgets: section is read once") !=
+        std::string::npos);
+  CHECK(error_of("sweep:\n  parameters:\n    fleet.replicas: [1, 2, 1.0]\n") ==
+        "<sweep>:14:28: error: sweep.parameters.fleet.replicas: value 1.0 is listed twice (each configuration once)");
 }
 
 namespace {
