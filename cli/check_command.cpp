@@ -10,9 +10,9 @@
 #include <fstream>
 #include <thread>
 
-#include "libsim/input_file.hpp"
 #include "libsim/budget.hpp"
 #include "libsim/error.hpp"
+#include "libsim/input_file.hpp"
 #include "libsim/sweep.hpp"
 
 namespace fleetsim::cli {

@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "libsim/fit.hpp"
+#include "libsim/input_file.hpp"
 #include "libsim/report.hpp"
 #include "libsim/sweep.hpp"
 
@@ -39,9 +40,24 @@ void quality(const std::vector<PointResult>& r, int m, double& mape, double& r2)
   r2 = ss_tot > 0 ? 1.0 - ss_res / ss_tot : std::nan("");
 }
 
+// What the option definitions (cli/main.cpp, which already refuses empty values) let through:
+// --folds 1, and an output that is one of the inputs (the profile would overwrite the data).
+void check_args(const FitArgs& a) {
+  if (a.folds < 0 || a.folds == 1 || a.folds > 50)
+    throw InputError(Location{}, fmt::format("--folds {}: expected 0 (no held-out error) or 2 to 50 folds", a.folds));
+  refuse_overwriting_input(a.output, "--output", a.inputs);
+}
+
+bool has_measurement(const BenchPoint& p) {
+  for (double v : p.measured)
+    if (std::isfinite(v)) return true;
+  return false;
+}
+
 }  // namespace
 
 int run_fit(const FitArgs& a, const std::function<void(const std::string&)>& emit) {
+  check_args(a);
   PerfProfile prof;
   prof.engine = a.engine;
   prof.method = a.steps ? "non-negative least squares on step timings (fleetsim fit --steps)"
@@ -59,13 +75,20 @@ int run_fit(const FitArgs& a, const std::function<void(const std::string&)>& emi
       auto s = read_step_samples(f, device);
       samples.insert(samples.end(), s.begin(), s.end());
     }
+    if (int(samples.size()) < kMinFitPoints)
+      throw InputError(Location{}, fmt::format("{} step timings in {}: a fit needs at least {}", samples.size(), data,
+                                               kMinFitPoints));
     prof.device = device;
     prof.c = fit_steps(samples);
+    check_fitted(prof.c, data);
     // k-fold: each step predicted by a fit without it
-    const int k = std::max(2, a.folds);
+    const int k = a.folds;
     std::vector<double> err_fit, err_held;
     for (const auto& s : samples) err_fit.push_back(std::fabs(step_prediction(prof.c, s) - s.step_s) / s.step_s);
-    if (int(samples.size()) >= 2 * k) {
+    if (k >= 2 && int(samples.size()) < 2 * k)
+      std::cerr << "fleetsim fit: " << samples.size() << " step timings are too few for " << k
+                << "-fold cross-validation (2 per fold): no held-out error\n";
+    else if (k >= 2) {
       for (int f = 0; f < k; ++f) {
         std::vector<StepSample> train;
         for (size_t i = 0; i < samples.size(); ++i)
@@ -83,8 +106,9 @@ int run_fit(const FitArgs& a, const std::function<void(const std::string&)>& emi
     double mean_fit = 0;
     for (double e : err_fit) mean_fit += e;
     mean_fit /= double(err_fit.size());
-    table += fmt::format("{} step timings on {}\nstep time: MAPE {} (fit), median |error| {} (fit), {} ({}-fold held out)\n",
-                         samples.size(), device, pct(mean_fit), pct(med(err_fit)), pct(med(err_held)), k);
+    table += fmt::format("{} step timings on {}\nstep time: MAPE {} (fit), median |error| {} (fit){}\n", samples.size(),
+                         device, pct(mean_fit), pct(med(err_fit)),
+                         err_held.empty() ? std::string() : fmt::format(", {} ({}-fold held out)", pct(med(err_held)), k));
     out["steps"] = samples.size();
     out["step_time"] = {{"mape", mean_fit}, {"median_abs_error", med(err_fit)}, {"held_out_median_abs_error", med(err_held)}};
   } else {
@@ -102,8 +126,12 @@ int run_fit(const FitArgs& a, const std::function<void(const std::string&)>& emi
     mark_unsimulatable(points, BenchProtocol{a.requests_per_client, 0.0});
     std::vector<const BenchPoint*> ok;
     for (const auto& p : points) {
-      if (!p.skip.empty()) {
-        std::cerr << "fleetsim fit: skipping " << p.where << ": " << p.skip << "\n";
+      const std::string skip =
+          !p.skip.empty() || has_measurement(p)
+              ? p.skip
+              : "no measured latency (mean_ttft_ms, mean_tpot_ms, mean_e2e_ms or p99_ttft_ms)";
+      if (!skip.empty()) {
+        std::cerr << "fleetsim fit: skipping " << p.where << ": " << skip << "\n";
         continue;
       }
       if (!ok.empty() && p.device != ok[0]->device)
@@ -112,12 +140,12 @@ int run_fit(const FitArgs& a, const std::function<void(const std::string&)>& emi
                                                           " (fit each device on its own)");
       ok.push_back(&p);
     }
-    if (ok.size() < 3)
-      throw InputError(Location{a.inputs.empty() ? "" : a.inputs[0], 0, 0, ""},
-                       fmt::format("{} usable benchmark points: a fit needs at least 3 (a point needs a catalog model "
-                                   "and device, lengths, a load, and a measured TTFT or TPOT; --device/--model/--tp "
-                                   "fill what JSON results do not say)",
-                                   ok.size()));
+    // about all the inputs together, so located in none of them
+    if (int(ok.size()) < kMinFitPoints)
+      throw InputError(Location{}, fmt::format("{} usable benchmark points in {}: a fit needs at least {} (a point "
+                                               "needs a catalog model and device, lengths, a load, and a measured "
+                                               "latency; --device/--model/--tp fill what JSON results do not say)",
+                                               ok.size(), data, kMinFitPoints));
     prof.device = ok[0]->device;
     bool one_model = true, one_tp = true;
     for (const BenchPoint* p : ok) one_model = one_model && p->model == ok[0]->model, one_tp = one_tp && p->tp == ok[0]->tp;
@@ -129,6 +157,7 @@ int run_fit(const FitArgs& a, const std::function<void(const std::string&)>& emi
     opt.protocol.requests_per_client = a.requests_per_client;
     opt.progress = [](const std::string& s) { std::cerr << "fleetsim fit: " << s << "\n"; };
     prof.c = fit_benchmarks(ok, opt);
+    check_fitted(prof.c, data);
     const auto fitted = evaluate(ok, &prof.c, opt);
     prof.fit = summarize(fitted);
     if (a.folds >= 2 && int(ok.size()) >= 2 * a.folds) prof.held_out = summarize(cross_validate(ok, opt));
@@ -167,6 +196,12 @@ int run_fit(const FitArgs& a, const std::function<void(const std::string&)>& emi
   }
   const std::string yaml = profile_yaml(prof);
   const bool to_stdout = a.output.empty() || a.output == "-";
+  // what a run would reject is not written (an odd --name, error figures out of range, ...)
+  try {
+    parse_profile(yaml, to_stdout ? "<fitted profile>" : a.output);
+  } catch (const InputError& e) {
+    throw InputError(Location{}, "the profile fitted to " + data + " would not load, so it is not written: " + e.what());
+  }
   if (!to_stdout) {
     errno = 0;
     std::ofstream f(a.output, std::ios::binary);

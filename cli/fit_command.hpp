@@ -14,7 +14,7 @@ struct FitArgs {
   std::string name;    // the profile's name (default: device/model/tpN)
   std::string output;  // profile file to write ("" or "-": standard output)
   std::string format = "table";
-  int folds = 5;
+  int folds = 5;  // 0: no held-out error; else 2 to 50
   int threads = 0;
   int requests_per_client = 10;
 };

@@ -8,8 +8,8 @@
 #include <cstring>
 #include <fstream>
 
-#include "libsim/input_file.hpp"
 #include "libsim/error.hpp"
+#include "libsim/input_file.hpp"
 #include "libsim/refresh.hpp"
 #include "libsim/report_html.hpp"
 #include "libsim/runner.hpp"

@@ -1,4 +1,3 @@
-#include "libsim/input_file.hpp"
 #include "benchmark.hpp"
 
 #include <nlohmann/json.hpp>
@@ -11,6 +10,7 @@
 #include <sstream>
 
 #include "csv.hpp"
+#include "input_file.hpp"
 
 namespace fleetsim {
 
@@ -36,6 +36,42 @@ std::map<std::string, double> note_values(const std::string& notes) {
   return out;
 }
 
+bool latency_in_range(double s, int metric) { return std::isfinite(s) && s > 0 && s <= latency_limit_s(metric); }
+
+std::string latency_expected(int metric, bool ms) {
+  const long long limit = (long long)(latency_limit_s(metric) * (ms ? 1e3 : 1.0));
+  return "expected a latency > 0 and at most " + std::to_string(limit) + (ms ? " ms" : " s") +
+         (metric == kMeanTpot ? " (a minute per token)" : " (an hour)");
+}
+
+// vllm bench serve reports a TPOT of 0 when every output is one token long (there is no second
+// token to time): no measurement, not an error
+bool no_tpot(double v, int metric) { return metric == kMeanTpot && v == 0.0; }
+
+// A latency column (ms) of the current row, in seconds; NaN when the field is empty.
+double csv_latency(const CsvReader& csv, const char* column, int metric) {
+  const std::string s = csv.get(column);
+  if (s.empty()) return std::nan("");
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  if (end != s.c_str() && *end == '\0' && no_tpot(v, metric)) return std::nan("");
+  if (end == s.c_str() || *end != '\0' || !latency_in_range(v / 1e3, metric))
+    csv.fail(std::string("column ") + column + ": " + latency_expected(metric, true) + ", not '" + s + "'");
+  return v / 1e3;
+}
+
+// A latency a JSON result reports (ms, or s), in seconds; NaN when the key is absent.
+double json_latency(const nlohmann::json& obj, const char* key, const std::string& field, int metric, bool ms,
+                    const std::string& path) {
+  if (!obj.is_object() || !obj.contains(key)) return std::nan("");
+  const nlohmann::json& v = obj[key];
+  const double s = v.is_number() ? v.get<double>() / (ms ? 1e3 : 1.0) : std::nan("");
+  if (no_tpot(s, metric)) return std::nan("");
+  if (!latency_in_range(s, metric))
+    throw InputError(Location{path, 0, 0, ""}, field + ": " + latency_expected(metric, ms) + ", not " + v.dump());
+  return s;
+}
+
 void finish_point(BenchPoint& p) {
   p.model = catalog_model_for(p.model_id);
   p.device = catalog_device_for(p.device_id);
@@ -52,7 +88,8 @@ void finish_point(BenchPoint& p) {
   else if (p.weight_dtype != "fp8" && p.weight_dtype != "bf16") p.skip = "weight dtype " + p.weight_dtype + " not modelled";
 }
 
-std::vector<BenchPoint> read_csv(const std::string& path, std::istream& in, const BenchPoint& defaults) {
+std::vector<BenchPoint> read_csv(const std::string& path, const std::string& text, const BenchPoint& defaults) {
+  std::istringstream in(text);
   CsvReader csv(in, path);
   for (const char* need : {"model", "isl", "osl"})
     if (!csv.has(need))
@@ -81,10 +118,10 @@ std::vector<BenchPoint> read_csv(const std::string& path, std::istream& in, cons
     if (!csv.get("concurrency").empty()) p.concurrency = int(csv.integer("concurrency", 1, 1000000, 0));
     else if (!std::isnan(csv.number("request_rate"))) p.rate_per_s = csv.number("request_rate");
     p.num_prompts = int(csv.integer("num_prompts", 1, 1000000000, 0));
-    p.measured[kMeanTtft] = csv.number("mean_ttft_ms") / 1e3;
-    p.measured[kMeanTpot] = csv.number("mean_tpot_ms") / 1e3;
-    p.measured[kMeanE2e] = csv.number("mean_e2e_ms") / 1e3;
-    p.measured[kP99Ttft] = csv.number("p99_ttft_ms") / 1e3;
+    p.measured[kMeanTtft] = csv_latency(csv, "mean_ttft_ms", kMeanTtft);
+    p.measured[kMeanTpot] = csv_latency(csv, "mean_tpot_ms", kMeanTpot);
+    p.measured[kMeanE2e] = csv_latency(csv, "mean_e2e_ms", kMeanE2e);
+    p.measured[kP99Ttft] = csv_latency(csv, "p99_ttft_ms", kP99Ttft);
     const std::string notes = csv.get("notes");
     const auto nv = note_values(notes);
     auto note_int = [&](const char* k, int hi) {
@@ -118,10 +155,6 @@ int count_of(const nlohmann::json& v, const char* key, int hi, const std::string
   return int(x);
 }
 
-double ms(const nlohmann::json& j, const char* key) {
-  return j.contains(key) && j[key].is_number() ? j[key].get<double>() / 1e3 : std::nan("");
-}
-
 // vllm bench serve --save-result: one run per file.
 BenchPoint read_vllm_json(const std::string& path, const nlohmann::json& j, const BenchPoint& defaults) {
   BenchPoint p = defaults;
@@ -146,10 +179,10 @@ BenchPoint read_vllm_json(const std::string& path, const nlohmann::json& j, cons
     p.isl = j["total_input_tokens"].get<double>() / j["completed"].get<double>();
   if (j.contains("total_output_tokens") && j.contains("completed") && j["completed"].get<double>() > 0 && !(p.osl > 0))
     p.osl = j["total_output_tokens"].get<double>() / j["completed"].get<double>();
-  p.measured[kMeanTtft] = ms(j, "mean_ttft_ms");
-  p.measured[kMeanTpot] = ms(j, "mean_tpot_ms");
-  p.measured[kMeanE2e] = ms(j, "mean_e2el_ms");
-  p.measured[kP99Ttft] = ms(j, "p99_ttft_ms");
+  p.measured[kMeanTtft] = json_latency(j, "mean_ttft_ms", "mean_ttft_ms", kMeanTtft, true, path);
+  p.measured[kMeanTpot] = json_latency(j, "mean_tpot_ms", "mean_tpot_ms", kMeanTpot, true, path);
+  p.measured[kMeanE2e] = json_latency(j, "mean_e2el_ms", "mean_e2el_ms", kMeanE2e, true, path);
+  p.measured[kP99Ttft] = json_latency(j, "p99_ttft_ms", "p99_ttft_ms", kP99Ttft, true, path);
   finish_point(p);
   return p;
 }
@@ -160,22 +193,29 @@ std::vector<BenchPoint> read_guidellm_json(const std::string& path, const nlohma
   int i = 0;
   for (const auto& b : j["benchmarks"]) {
     BenchPoint p = defaults;
-    p.where = path + " benchmarks[" + std::to_string(i++) + "]";
+    const std::string at = "benchmarks[" + std::to_string(i++) + "]";
+    p.where = path + " " + at;
     p.source = p.where;
     if (p.engine.empty()) p.engine = "vllm";
     const auto& m = b.value("metrics", nlohmann::json::object());
     auto stat = [&](const char* metric, const char* which) -> double {
       if (!m.contains(metric)) return std::nan("");
       const auto& x = m[metric].contains("successful") ? m[metric]["successful"] : m[metric];
-      if (std::string(which) == "p99")
-        return x.contains("percentiles") && x["percentiles"].contains("p99") ? x["percentiles"]["p99"].get<double>()
-                                                                             : std::nan("");
       return x.contains(which) && x[which].is_number() ? x[which].get<double>() : std::nan("");
     };
-    p.measured[kMeanTtft] = stat("time_to_first_token_ms", "mean") / 1e3;
-    p.measured[kP99Ttft] = stat("time_to_first_token_ms", "p99") / 1e3;
-    p.measured[kMeanTpot] = stat("time_per_output_token_ms", "mean") / 1e3;
-    p.measured[kMeanE2e] = stat("request_latency", "mean");  // seconds in GuideLLM
+    auto latency = [&](const char* metric, bool p99, int k, bool ms) -> double {
+      if (!m.contains(metric)) return std::nan("");
+      const bool successful = m[metric].contains("successful");
+      const auto& x = successful ? m[metric]["successful"] : m[metric];
+      const std::string field = at + ".metrics." + metric + (successful ? ".successful" : "");
+      if (!p99) return json_latency(x, "mean", field + ".mean", k, ms, path);
+      return x.contains("percentiles") ? json_latency(x["percentiles"], "p99", field + ".percentiles.p99", k, ms, path)
+                                       : std::nan("");
+    };
+    p.measured[kMeanTtft] = latency("time_to_first_token_ms", false, kMeanTtft, true);
+    p.measured[kP99Ttft] = latency("time_to_first_token_ms", true, kP99Ttft, true);
+    p.measured[kMeanTpot] = latency("time_per_output_token_ms", false, kMeanTpot, true);
+    p.measured[kMeanE2e] = latency("request_latency", false, kMeanE2e, false);  // seconds in GuideLLM
     if (!(p.isl > 0)) p.isl = stat("prompt_token_count", "mean");
     if (!(p.osl > 0)) p.osl = stat("output_token_count", "mean");
     const nlohmann::json args = b.value("args", nlohmann::json::object());
@@ -196,6 +236,8 @@ std::vector<BenchPoint> read_guidellm_json(const std::string& path, const nlohma
 }
 
 }  // namespace
+
+double latency_limit_s(int metric) { return metric == kMeanTpot ? 60.0 : 3600.0; }
 
 std::string catalog_model_for(const std::string& model_id) {
   std::string m = lower(model_id);
@@ -248,8 +290,7 @@ std::vector<BenchPoint> read_benchmarks(const std::string& path, const BenchPoin
                      "not a benchmark result: expected `vllm bench serve --save-result` JSON (mean_ttft_ms, ...) or a "
                      "GuideLLM report (benchmarks: [...])");
   }
-  std::istringstream s(text);
-  return read_csv(path, s, d);
+  return read_csv(path, text, d);
 }
 
 std::string benchmark_scenario_yaml(const BenchPoint& p, const BenchProtocol& proto) {

@@ -35,6 +35,11 @@ struct BenchPoint {
   std::string skip;   // why fleetsim cannot run it ("" if it can)
 };
 
+// The longest a measured latency may be (seconds): an hour per request, a minute per output token.
+// Beyond that it is no measurement of a served request, and a fit would chase it to coefficients
+// no profile allows.
+double latency_limit_s(int metric);
+
 // Reads measured points. By content:
 //   CSV with a header naming model, device, isl, osl, concurrency or request_rate, and some of
 //     mean_ttft_ms, p99_ttft_ms, mean_tpot_ms, mean_e2e_ms (tests/validation/serving_points.csv's
@@ -43,6 +48,7 @@ struct BenchPoint {
 //   JSON written by `vllm bench serve --save-result` (model_id, max_concurrency or request_rate,
 //     num_prompts, mean_ttft_ms, ...; device, tp and lengths come from `defaults`);
 //   JSON written by GuideLLM (benchmarks[].args / metrics; the same).
+// A latency given (mean_ttft_ms, ...) must be a number in (0, latency_limit_s]; absent is allowed.
 // Throws InputError with file:line for malformed input.
 std::vector<BenchPoint> read_benchmarks(const std::string& path, const BenchPoint& defaults);
 

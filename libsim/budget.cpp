@@ -1,4 +1,3 @@
-#include "libsim/input_file.hpp"
 #include "budget.hpp"
 
 #include <fmt/format.h>
@@ -11,6 +10,7 @@
 #include <mutex>
 #include <sstream>
 
+#include "input_file.hpp"
 #include "runner.hpp"
 #include "sweep.hpp"
 #include "sweep_internal.hpp"

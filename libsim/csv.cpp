@@ -49,6 +49,7 @@ CsvReader::CsvReader(std::istream& in, std::string path) : in_(in), path_(std::m
   std::vector<std::string> names;
   if (!read_record(header_, names)) throw InputError(Location{path_, 1, 0, ""}, "empty file: expected a CSV header");
   for (size_t i = 0; i < names.size(); ++i) col_[lower(names[i])] = i;
+  n_columns_ = names.size();
 }
 
 bool CsvReader::read_record(std::string& text, std::vector<std::string>& fields) {
@@ -80,8 +81,14 @@ bool CsvReader::read_record(std::string& text, std::vector<std::string>& fields)
 }
 
 bool CsvReader::next() {
-  while (read_record(text_, fields_))
-    if (text_.find_first_not_of(" \t") != std::string::npos) return true;
+  while (read_record(text_, fields_)) {
+    if (text_.find_first_not_of(" \t") == std::string::npos) continue;
+    // a missing field reads as "", which would pass for a value left out on purpose
+    if (fields_.size() < n_columns_)
+      fail("the header has " + std::to_string(n_columns_) + " fields, this row " + std::to_string(fields_.size()) +
+           ": leave a value out as an empty field (,,), not by ending the row early");
+    return true;
+  }
   return false;
 }
 

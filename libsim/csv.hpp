@@ -19,7 +19,8 @@ class CsvReader {
   // breaks (RFC 4180), as csv_quote writes them.
   CsvReader(std::istream& in, std::string path);
   bool has(const std::string& column) const { return col_.count(column) > 0; }
-  // The next non-blank record; false at the end.
+  // The next non-blank record; false at the end. A record with fewer fields than the header is
+  // an error (more are allowed: trailing notes).
   bool next();
   // A field of the current row, "" when absent.
   std::string get(const std::string& column) const;
@@ -40,6 +41,7 @@ class CsvReader {
   std::string path_, header_, text_;
   int line_ = 1, read_ = 0;  // the current record's first line; the lines read
   std::map<std::string, size_t> col_;
+  size_t n_columns_ = 0;
   std::vector<std::string> fields_;
 };
 

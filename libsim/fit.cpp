@@ -1,4 +1,3 @@
-#include "libsim/input_file.hpp"
 #include "fit.hpp"
 
 #include <algorithm>
@@ -10,6 +9,7 @@
 #include <thread>
 
 #include "csv.hpp"
+#include "input_file.hpp"
 
 namespace fleetsim {
 
@@ -105,8 +105,12 @@ std::vector<StepSample> read_step_samples(const std::string& path, std::string& 
     s.x[3] = P.work.matmul_flops_per_token * (pt + ds) / peak_flops;
     s.x[4] = P.work.kv_bytes_per_token * (pt + dctx) / peak_bytes;
     s.x[5] = P.work.attn_flops_per_pair * ps * per_seq * (per_seq + 1) / 2 / bf16;
-    s.step_s = num("step_ms", 0) / 1e3;
-    if (!(s.step_s > 0)) csv.fail("column step_ms: a step takes some time (expected > 0)");
+    // bounded as a token's time is: a step of over a minute is no serving step
+    s.step_s = csv.number("step_ms") / 1e3;
+    if (!(s.step_s > 0 && s.step_s <= latency_limit_s(kMeanTpot)))
+      csv.fail("column step_ms: expected a step time > 0 and at most " +
+               std::to_string((long long)(latency_limit_s(kMeanTpot) * 1e3)) + " ms (a minute), not '" +
+               csv.get("step_ms") + "'");
     out.push_back(s);
   }
   if (out.empty()) throw InputError(Location{path, 0, 0, ""}, "no step timings in " + path);
@@ -139,6 +143,21 @@ PerfCoefficients fit_steps(const std::vector<StepSample>& samples) {
   for (int i = 0; i < 6; ++i) profile_term(c, i) = x[i] / scale[i];
   c.comm_factor = 0.0;  // measured step times already hold the collectives: the terms absorb them
   return c;
+}
+
+void check_fitted(const PerfCoefficients& c, const std::string& inputs) {
+  const std::string head = "the measurements" + (inputs.empty() ? std::string() : " in " + inputs) + " cannot be fitted: ";
+  for (int i = 0; i < kProfileTerms; ++i) {
+    const double hi = profile_term_max(i), v = profile_term(c, i);
+    if (!(v >= 0 && v <= hi)) {
+      char b[200];
+      std::snprintf(b, sizeof b, "the fitted %s is %.6g, outside [0, %g], the range a profile allows", profile_term_names()[i],
+                    v, hi);
+      throw InputError(Location{}, head + b);
+    }
+  }
+  if (!(c.weight_factor > 0 || c.matmul_factor > 0 || c.step_s > 0))
+    throw InputError(Location{}, head + "step_s, weight_factor and matmul_factor all came out 0 (a profile needs one above 0)");
 }
 
 PerfCoefficients prior_coefficients() {

@@ -63,6 +63,13 @@ std::vector<PointResult> evaluate(const std::vector<const BenchPoint*>& points, 
 // Fit coefficients to benchmark points (all of them simulatable, one device).
 PerfCoefficients fit_benchmarks(const std::vector<const BenchPoint*>& points, const FitOptions& opt);
 
+// The fewest points (benchmark points or step timings) fleetsim fit fits to.
+constexpr int kMinFitPoints = 3;
+
+// Throws InputError (naming `inputs`) unless every coefficient lies in the range parse_profile
+// accepts, so that a fit never writes a profile that a run rejects.
+void check_fitted(const PerfCoefficients& c, const std::string& inputs);
+
 // Fit to per-step samples (NNLS); client_ttft_s stays 0 (steps do not see the client).
 PerfCoefficients fit_steps(const std::vector<StepSample>& samples);
 double step_prediction(const PerfCoefficients& c, const StepSample& s);

@@ -1,4 +1,4 @@
-#include "libsim/input_file.hpp"
+#include "input_file.hpp"
 
 #include <fmt/format.h>
 #include <sys/stat.h>
@@ -8,7 +8,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "libsim/error.hpp"
+#include "error.hpp"
 
 namespace fleetsim {
 

@@ -1,10 +1,10 @@
-#include "libsim/input_file.hpp"
 #include "profile.hpp"
 
 #include <cmath>
 #include <fstream>
 #include <sstream>
 
+#include "input_file.hpp"
 #include "yaml_node.hpp"
 
 namespace fleetsim {
@@ -55,6 +55,7 @@ void write_error(std::ostringstream& o, const char* key, const ProfileError& e) 
 }  // namespace
 
 const char* const* profile_term_names() { return kTermNames; }
+double profile_term_max(int i) { return i < 2 || i == 6 ? 60 : 1e4; }
 
 double& profile_term(PerfCoefficients& c, int i) {
   switch (i) {
@@ -99,7 +100,7 @@ PerfProfile parse_profile(const std::string& text, const std::string& where) {
   keys.push_back("eager_step_s");
   c.allow_keys(keys);
   for (int i = 0; i < kProfileTerms; ++i)
-    profile_term(p.c, i) = c.has(kTermNames[i]) ? c.at(kTermNames[i]).num_in(0, i < 2 || i == 6 ? 60 : 1e4)
+    profile_term(p.c, i) = c.has(kTermNames[i]) ? c.at(kTermNames[i]).num_in(0, profile_term_max(i))
                                                 : (i == 7 ? 1.0 : 0.0);
   p.c.eager_step_s = c.has("eager_step_s") ? c.at("eager_step_s").num_in(0, 60) : 0.0;
   if (!(p.c.weight_factor > 0 || p.c.matmul_factor > 0 || p.c.step_s > 0))

@@ -30,6 +30,9 @@ struct PerfCoefficients {
 // Names of the fitted coefficients, in the order `fleetsim fit` solves for them.
 constexpr int kProfileTerms = 8;
 const char* const* profile_term_names();
+// The largest value a profile may give term i (its least is 0): seconds up to a minute, factors
+// up to 10^4.
+double profile_term_max(int i);
 double& profile_term(PerfCoefficients& c, int i);
 double profile_term(const PerfCoefficients& c, int i);
 

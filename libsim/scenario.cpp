@@ -1,6 +1,5 @@
 // Scenario files: the whole document (top-level keys, pools, classes), loading with overrides, and
 // ScenarioSource; each section's parsing is in scenario_<section>.cpp.
-#include "libsim/input_file.hpp"
 #include "scenario.hpp"
 
 #include <algorithm>
@@ -20,6 +19,7 @@
 
 #include "core/state.hpp"
 #include "error.hpp"
+#include "input_file.hpp"
 #include "scenario_internal.hpp"
 #include "yaml_node.hpp"
 

@@ -1,17 +1,14 @@
 // Sweeps: shard documents checked against the schema and merged; JSON parsed with located errors; shard files read.
 #include <fmt/format.h>
 
-#include <sys/stat.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <limits>
 #include <map>
 #include <set>
 
-#include "libsim/input_file.hpp"
+#include "input_file.hpp"
 #include "sweep_internal.hpp"
 
 namespace fleetsim {

@@ -167,11 +167,13 @@ SweepSpec parse_sweep(const ScenarioSource& scenario) {
     } else {
       v.fail("expected a list of values or a range {from, to, step}");
     }
-    for (size_t i = 1; i < p.json_values.size(); ++i)
-      for (size_t j = 0; j < i; ++j)
-        if (p.json_values[i] == p.json_values[j])
-          throw InputError(p.origins[i], fmt::format("{}: value {} is listed twice (each configuration once)", v.path,
-                                                     p.values[i]));
+    std::set<std::string> seen;  // by value: 1 and 1.0 are one number
+    for (size_t i = 0; i < p.json_values.size(); ++i) {
+      const Json& x = p.json_values[i];
+      if (!seen.insert(x.is_number() ? fmt::format("{}", x.get<double>()) : x.dump()).second)
+        throw InputError(p.origins[i], fmt::format("{}: value {} is listed twice (each configuration once)", v.path,
+                                                   p.values[i]));
+    }
     spec.params.push_back(std::move(p));
   }
   // grid size, guarding overflow

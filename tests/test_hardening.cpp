@@ -193,14 +193,14 @@ std::string with_sweep(const std::string& sweep) {
 }  // namespace
 
 TEST_CASE("long sweep lists and ranges are checked without re-reading the scenario for every value") {
-  // 20,000 list values (200 distinct) and a range of 100,000: each distinct list value and the
+  // 2,000 list values (a value may be listed once) and a range of 100,000: each list value and the
   // ends of the range are instantiated, each from a text whose sweep section is blanked
   std::string list = "  max_configurations: 100000\n  parameters:\n    engine.max_num_seqs: [";
-  for (int i = 0; i < 20000; ++i) list += (i ? "," : "") + std::to_string(16 + i % 200);
+  for (int i = 0; i < 2000; ++i) list += (i ? "," : "") + std::to_string(16 + i);
   list += "]\n";
   const SweepSpec a = parse_sweep(ScenarioSource::from_text(with_sweep(list), "<test>", FLEETSIM_SOURCE_DIR));
-  CHECK(a.params[0].values.size() == 20000);
-  CHECK(a.params[0].origins[19999].source_line.empty());  // a 100 KB line is not copied per value
+  CHECK(a.params[0].values.size() == 2000);
+  CHECK(a.params[0].origins[1999].source_line.empty());  // a 10 KB line is not copied per value
   const SweepSpec r = parse_sweep(ScenarioSource::from_text(
       with_sweep("  max_configurations: 100000\n  parameters:\n    workload.arrival.rate_per_s: {from: 1, to: 100000}\n"),
       "<test>", FLEETSIM_SOURCE_DIR));
