@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -211,6 +212,11 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Overr
       if (C.arrival == ArrivalKind::trace) last = std::max(last, C.trace->t_s.back() + C.start_s);
     if (last < 0.0)
       dur.fail("trace_end needs a class that replays a trace (arrival: {process: trace, path: ...})", ErrorKind::inconsistent);
+    if (!(last < kMaxDurationS))
+      dur.fail(fmt::format("trace_end: the last trace arrival is at {:.0f} s, past the longest run ({:.0f} s, 30 days); cut "
+                           "the trace or give duration_s in seconds",
+                           last, kMaxDurationS),
+               ErrorKind::inconsistent);
     // arrivals are taken while t < duration_s: the run ends just after the last one (it is included)
     s.duration_s = std::nextafter(last, kMaxDurationS * 2.0);
     if (s.warmup_s >= s.duration_s)

@@ -238,10 +238,10 @@ TraceData load_csv(const std::string& path, std::ifstream& f, const TraceOptions
         ++failed;
         continue;
       }
-      if (p == 0) {
-        ++empty_prompt;
-        continue;
-      }
+    }
+    if (p == 0) {  // nothing to prefill: no request a server would take
+      ++empty_prompt;
+      continue;
     }
     t.t_s.push_back(ts);
     t.prompt.push_back(int32_t(p));
@@ -261,7 +261,9 @@ TraceData load_csv(const std::string& path, std::ifstream& f, const TraceOptions
   }
   t.skipped = failed + empty_prompt;
   add_reason(t.skipped_reason, failed, plural(failed, "failed request", "failed requests") + " (Response tokens = 0)");
-  add_reason(t.skipped_reason, empty_prompt, plural(empty_prompt, "row", "rows") + " with Request tokens = 0");
+  add_reason(t.skipped_reason, empty_prompt,
+             plural(empty_prompt, "row", "rows") +
+                 (layout == CsvLayout::burstgpt ? " with Request tokens = 0" : " with 0 prompt tokens"));
   if (t.t_s.empty()) no_requests(path, lineno, t);
   if (rebase) {
     const double first = t.t_s.front();

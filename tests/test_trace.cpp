@@ -335,6 +335,20 @@ TEST_CASE("duration_s: trace_end errors are located") {
   // the warm-up must end before the last arrival (4 s into this trace)
   CHECK(contains(scenario_error(yaml, {"warmup_s=5"}),
                  "error: warmup_s: warmup_s must be less than duration_s (trace_end: 4.000000 s)"));
+  // trace_end takes the run no further than a duration_s given in seconds may go
+  const std::string far = test::write_temp("far.csv", "timestamp_s,prompt_tokens,output_tokens\n0,10,5\n5000000,10,5\n");
+  CHECK(scenario_error("duration_s: trace_end\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\nfleet: {replicas: 1}\n"
+                       "workload: {arrival: {process: trace, path: " + far + "}}\n") ==
+        "<test>:1:13: error: duration_s: trace_end: the last trace arrival is at 5000000 s, past the longest run "
+        "(2592000 s, 30 days); cut the trace or give duration_s in seconds");
+}
+
+TEST_CASE("a trace row with no prompt tokens is skipped in every layout, with the reason") {
+  const TraceData t = load_trace(test::write_temp(
+      "zero_prompt.csv", "timestamp_s,prompt_tokens,output_tokens\n0,0,0\n1,10,0\n2,0,5\n3,20,4\n"));
+  CHECK(t.prompt == std::vector<int32_t>{10, 20});
+  CHECK(t.output == std::vector<int32_t>{0, 4});  // no output: a prefill-only request
+  CHECK(t.skipped_reason == "2 rows with 0 prompt tokens");
 }
 
 TEST_CASE("trace keys: model and block_tokens reach the loader and key its cache") {
