@@ -84,6 +84,22 @@ Json json_document(const ReportArgs& a) {
                      std::string(kExpected) + (!doc.is_object() ? ", got a JSON " + std::string(doc.type_name())
                                                : kind.empty()   ? ", got no \"kind\""
                                                                 : ", got kind \"" + kind + "\""));
+  if (!a.sets.empty())
+    throw InputError(Location{"--set " + a.sets[0], 0, 0, ""},
+                     "--set changes a scenario; a JSON result is reported as it was run");
+  // a sweep document is checked as merge checks a shard (and its summary recomputed)
+  if (kind == "sweep") return merge_sweeps({{a.input, doc}});
+  const Json& ver = doc.contains("schema_version") ? doc["schema_version"] : Json();
+  if (!ver.is_number_integer() || ver != kSchemaVersion)
+    throw InputError(Location{a.input, 0, 0, ""},
+                     fmt::format("/schema_version: {}: this fleetsim reads schema_version {}", ver.dump(), kSchemaVersion));
+  // the sections every run report has: a report of the rest would be a page of dashes
+  for (const char* key : {"scenario", "requests", "latency_s", "throughput", "utilization", "cost"})
+    if (!doc.contains(key) || !doc[key].is_object())
+      throw InputError(Location{a.input, 0, 0, ""},
+                       fmt::format("/{}: missing or not an object (a run document from `fleetsim run --format json` "
+                                   "has it)",
+                                   key));
   return doc;
 }
 

@@ -379,4 +379,29 @@ TEST_CASE("report: run_report_command writes the page, and names the file of a b
   CHECK(error_of(empty, out).find("is empty") != std::string::npos);
   CHECK(error_of(in, "/nonexistent/dir/report.html").rfind("output: /nonexistent/dir/report.html: error: writing", 0) ==
         0);
+  // a run document is one this fleetsim writes, or there is nothing to draw but dashes
+  const std::string bare = test::write_temp("report_bare.json", "{\"kind\": \"run\", \"schema_version\": 1}");
+  CHECK(error_of(bare, out) == bare + ": error: /scenario: missing or not an object (a run document from `fleetsim run "
+                                      "--format json` has it)");
+  const std::string v99 = test::write_temp("report_v99.json", "{\"kind\": \"run\", \"schema_version\": 99}");
+  CHECK(error_of(v99, out) == v99 + ": error: /schema_version: 99: this fleetsim reads schema_version 1");
+  // a sweep document is checked as merge checks a shard
+  Json sweep = sweep_doc();
+  sweep["schema_version"] = 2;
+  const std::string s2 = test::write_temp("report_sweep_v2.json", sweep.dump());
+  CHECK(error_of(s2, out).find("schema_version 1") != std::string::npos);
+  // --set belongs to a scenario
+  {
+    cli::ReportArgs args;
+    args.input = in;
+    args.output = out;
+    args.sets = {"fleet.replicas=3"};
+    try {
+      cli::run_report_command(args);
+      FAIL("--set on a JSON input was taken");
+    } catch (const InputError& e) {
+      CHECK(e.one_line() ==
+            "--set fleet.replicas=3: error: --set changes a scenario; a JSON result is reported as it was run");
+    }
+  }
 }
