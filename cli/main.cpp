@@ -55,7 +55,7 @@ struct Options {
   double duration = -1;
   // capacity
   std::string model, device, weight_dtype = "bf16", kv_dtype = "bf16";
-  int64_t context = 4096;
+  int64_t context = 0;  // not given: capacity_document's default
   double gpu_mem_util = 0.9;
   int max_num_seqs = 256, max_batched_tokens = 8192, kv_block_tokens = 16;
   int tp = 1, pp = 1;
@@ -491,7 +491,7 @@ int main(int argc, char** argv) {
   CLI::App* cap = subs[2].first;
   cap->add_option("--model", o.model, "catalog model")->required();
   cap->add_option("--device", o.device, "catalog device")->required();
-  cap->add_option("--context", o.context, "tokens per request (prompt + output)")->check(CLI::Range(int64_t(1), int64_t(1) << 24));
+  cap->add_option("--context", o.context, "tokens per request, prompt + output (default 4096, or the model's context window if shorter)")->check(CLI::Range(int64_t(1), int64_t(1) << 24));
   cap->add_option("--weight-dtype", o.weight_dtype, "weight dtype")->check(CLI::IsMember(weight_dtypes()));
   cap->add_option("--kv-dtype", o.kv_dtype, "KV cache dtype")->check(CLI::IsMember(kv_dtypes()));
   cap->add_option("--gpu-memory-utilization", o.gpu_mem_util, "fraction of device memory the engine may use")

@@ -48,6 +48,21 @@ CapacityAnswer capacity_document(const CapacityRequest& o) {
                        "--expert-weight-dtype: " + mod->name + " has no experts", ErrorKind::inconsistent);
     mi.expert_weight_bytes_per_param = weight_dtype_bytes(o.expert_weight_dtype);
   }
+  // as a scenario's engine would be refused (scenario_pool.cpp), and a request no server takes
+  if (o.max_batched_tokens < o.max_num_seqs)
+    throw InputError(Location{"--max-batched-tokens", 0, 0, ""},
+                     fmt::format("--max-batched-tokens ({}) must be >= --max-num-seqs ({}): every running sequence needs "
+                                 "a token of the step budget",
+                                 o.max_batched_tokens, o.max_num_seqs),
+                     ErrorKind::inconsistent);
+  const int64_t context =
+      o.context > 0 ? o.context : mod->max_context > 0 ? std::min<int64_t>(4096, mod->max_context) : 4096;
+  if (mod->max_context > 0 && context > mod->max_context)
+    throw InputError(Location{"--context", 0, 0, ""},
+                     fmt::format("--context: {} tokens is more than {}'s context window ({} tokens): a server refuses "
+                                 "such a request",
+                                 context, mod->name, mod->max_context),
+                     ErrorKind::inconsistent);
   const Capacity c = compute_capacity(mi);
   const int tp_fits = c.fits ? o.tp : smallest_fitting_tp(mi);
   Json j;
@@ -63,7 +78,7 @@ CapacityAnswer capacity_document(const CapacityRequest& o) {
   j["fits"] = c.fits;
   j["needed_gib"] = c.needed_gib;
   j["smallest_fitting_tp"] = tp_fits > 0 ? Json(tp_fits) : Json(nullptr);
-  j["capacity"] = capacity_json(c, o.context, o.kv_block_tokens);
+  j["capacity"] = capacity_json(c, context, o.kv_block_tokens);
   return {j, c, tp_fits};
 }
 

@@ -9,7 +9,7 @@ namespace fleetsim {
 
 struct CapacityRequest {
   std::string model, device;
-  int64_t context = 4096;
+  int64_t context = 0;  // tokens per request; 0: 4096, or the model's context window if shorter
   std::string weight_dtype = "bf16", kv_dtype = "bf16", expert_weight_dtype;
   double gpu_memory_utilization = 0.9;
   int max_num_seqs = 256, max_batched_tokens = 8192, kv_block_tokens = 16;

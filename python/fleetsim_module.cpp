@@ -148,7 +148,7 @@ pb::object capacity(const std::string& model, const std::string& device, int64_t
                     const std::string& kv_dtype, int tp, int pp, double gpu_memory_utilization, int max_num_seqs,
                     int max_batched_tokens, int kv_block_tokens, const std::optional<std::string>& expert_weight_dtype,
                     bool enforce_eager) {
-  in_range("context", double(context), 1, double(int64_t(1) << 24));
+  if (context != 0) in_range("context", double(context), 1, double(int64_t(1) << 24));  // 0: the default
   in_range("tp", tp, 1, 64);
   in_range("pp", pp, 1, 64);
   in_range("gpu_memory_utilization", gpu_memory_utilization, 0.01, 1.0);
@@ -318,7 +318,7 @@ overrides: {"path": value} or ["path=value"]; seed: the random seed (an int, ove
 replication: which random stream of the seed; timeline: add the per-interval timeline (None: only
 when the fleet autoscales, as `fleetsim run --format json`). The GIL is released while it runs.)");
 
-  m.def("capacity", &capacity, pb::arg("model"), pb::arg("device"), pb::arg("context") = 4096,
+  m.def("capacity", &capacity, pb::arg("model"), pb::arg("device"), pb::arg("context") = 0,
         pb::arg("weight_dtype") = "bf16", pb::arg("kv_dtype") = "bf16", pb::arg("tp") = 1, pb::arg("pp") = 1,
         pb::arg("gpu_memory_utilization") = 0.9, pb::arg("max_num_seqs") = 256, pb::arg("max_batched_tokens") = 8192,
         pb::arg("kv_block_tokens") = 16, pb::arg("expert_weight_dtype") = pb::none(), pb::arg("enforce_eager") = false,

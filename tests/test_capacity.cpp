@@ -5,6 +5,7 @@
 
 #include "helpers.hpp"
 #include "libsim/capacity.hpp"
+#include "libsim/documents.hpp"
 #include "libsim/error.hpp"
 
 using namespace fleetsim;
@@ -142,4 +143,30 @@ TEST_CASE("a model that does not fit is an input error that says what it needs a
   }
   // int4 weights fit the same model on an H100
   CHECK_NOTHROW(test::scenario(yaml, {"device=h100-sxm-80gb", "weight_dtype=int4"}));
+}
+
+// `fleetsim capacity` refuses what a scenario's engine, or a server, would refuse.
+TEST_CASE("capacity: the context defaults within the model's window; a longer one and a too-small step budget are errors") {
+  auto err = [](const CapacityRequest& q) {
+    try {
+      capacity_document(q);
+    } catch (const InputError& e) {
+      return e.one_line();
+    }
+    return std::string("(no error)");
+  };
+  CapacityRequest q;
+  q.model = "bge-large-en-v1.5";
+  q.device = "l4-24gb";
+  CHECK(capacity_document(q).doc["capacity"]["context_tokens"] == 512);  // not 4096: its window is 512
+  q.model = "llama-3.1-8b";
+  CHECK(capacity_document(q).doc["capacity"]["context_tokens"] == 4096);
+  q.context = 200000;
+  CHECK(err(q) == "--context: error: --context: 200000 tokens is more than llama-3.1-8b's context window (131072 "
+                  "tokens): a server refuses such a request");
+  q.context = 0;
+  q.max_num_seqs = 16384;
+  q.max_batched_tokens = 16;
+  CHECK(err(q) == "--max-batched-tokens: error: --max-batched-tokens (16) must be >= --max-num-seqs (16384): every "
+                  "running sequence needs a token of the step budget");
 }

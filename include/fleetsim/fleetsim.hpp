@@ -72,7 +72,7 @@ std::string sweep_json(const ScenarioHandle& s, const SweepSettings& settings = 
 
 struct CapacityQuery {
   std::string model, device;
-  int64_t context_tokens = 4096;
+  int64_t context_tokens = 0;  // 0: 4096, or the model's context window if shorter
   std::string weight_dtype = "bf16", kv_dtype = "bf16";
   int tensor_parallel = 1, pipeline_parallel = 1;
   double gpu_memory_utilization = 0.9;
