@@ -69,7 +69,7 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Overr
   Scenario s;
   s.source = src.file;
   for (const auto& o : overrides) s.overrides.push_back(o.label);
-  s.name = root.has("name") ? root.at("name").str() : std::filesystem::path(src.file).stem().string();
+  s.name = root.has("name") ? root.at("name").name() : std::filesystem::path(src.file).stem().string();
   if (root.has("description")) s.description = root.at("description").str();
   s.seed = root.has("seed") ? root.at("seed").unsigned_integer() : 1;
   // duration_s: trace_end runs to the last arrival of any replayed trace (set once the classes are read)
@@ -183,7 +183,7 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Overr
       RequestClassSpec C = build_class(N{merged, "classes." + name, &src}, s.pools[size_t(pool)], s.duration_s, src);
       C.name = name;
       C.pool = pool;
-      C.team = en.has("team") ? en.at("team").str() : name;
+      C.team = en.has("team") ? en.at("team").name() : name;
       if (en.has("priority")) C.priority = int(en.at("priority").integer(-1000, 1000));
       const N* ck = en.has("checkpointed") ? &en : wl.has("checkpointed") ? &wl : nullptr;
       if (ck) C.checkpointed = ck->at("checkpointed").boolean();

@@ -101,7 +101,14 @@ struct N {
       }
     }
   }
+  // A quoted scalar ("2", 'yes') is a string in YAML: taking it for a number or a boolean would
+  // hide a type the writer chose.
+  void not_quoted(const char* expected) const {
+    if (node.IsScalar() && (node.Tag() == "!" || node.Tag() == "tag:yaml.org,2002:str"))
+      fail(std::string("expected ") + expected + ", got the string \"" + node.Scalar() + "\" (remove the quotes)");
+  }
   bool boolean() const {
+    not_quoted("true or false");
     if (node.IsScalar()) {
       const std::string& v = node.Scalar();
       if (v == "true" || v == "yes" || v == "on") return true;
@@ -113,8 +120,15 @@ struct N {
     if (!node.IsScalar()) fail("expected a string");
     return node.Scalar();
   }
+  // A name: a label in reports and ledgers, so not empty.
+  std::string name() const {
+    const std::string s = str();
+    if (s.find_first_not_of(" \t") == std::string::npos) fail("expected a name, got an empty string");
+    return s;
+  }
   double num() const {
     if (!node.IsScalar()) fail("expected a number");
+    not_quoted("a number");
     const std::string& s = node.Scalar();
     char* end = nullptr;
     const double v = std::strtod(s.c_str(), &end);
@@ -143,6 +157,7 @@ struct N {
   // Integers are read exactly (a double would round past 2^53), then range-checked.
   int64_t integer(int64_t lo, int64_t hi) const {
     if (!node.IsScalar()) fail("expected an integer");
+    not_quoted("an integer");
     const std::string& str = node.Scalar();
     bool digits = !str.empty();
     for (size_t i = 0; i < str.size(); ++i) digits = digits && (std::isdigit((unsigned char)str[i]) || (i == 0 && str[i] == '-'));
@@ -165,6 +180,7 @@ struct N {
   // A 64-bit unsigned integer, read exactly (seeds).
   uint64_t unsigned_integer() const {
     if (!node.IsScalar()) fail("expected an integer");
+    not_quoted("an integer");
     const std::string& str = node.Scalar();
     bool digits = !str.empty();
     for (char c : str) digits = digits && std::isdigit((unsigned char)c);

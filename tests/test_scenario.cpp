@@ -95,6 +95,23 @@ TEST_CASE("a key written twice and a second YAML document are located errors") {
                                           "prompt_tokens: 100, output_tokens: 10}\n") == "(no error)");
 }
 
+// YAML types are the writer's: "2" is a string, so it is not taken for a number.
+TEST_CASE("a quoted number or boolean, and an empty name, are located errors") {
+  const std::string base = "duration_s: 60\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\n"
+                           "workload: {arrival: {process: poisson, rate_per_s: 2}, prompt_tokens: 100, output_tokens: 10}\n";
+  CHECK(test::error_of(base + "fleet: {replicas: \"2\"}\n") ==
+        "<test>:5:19: error: fleet.replicas: expected an integer, got the string \"2\" (remove the quotes)");
+  CHECK(test::error_of(base + "fleet: {replicas: 2}\n", {"fleet.replicas=!!str 3"}) ==
+        "--set fleet.replicas=!!str 3: error: fleet.replicas: expected an integer, got the string \"3\" (remove the "
+        "quotes)");
+  CHECK(test::error_of(base + "fleet: {replicas: 2}\n", {"engine.prefix_caching='no'"}) ==
+        "--set engine.prefix_caching='no': error: engine.prefix_caching: expected true or false, got the string \"no\" "
+        "(remove the quotes)");
+  CHECK(test::error_of(base + "fleet: {replicas: 2}\nname: \"\"\n") ==
+        "<test>:6:7: error: name: expected a name, got an empty string");
+  CHECK(test::error_of(base + "fleet: {replicas: 2}\nname: \"chat\"\n") == "(no error)");  // a quoted string is a string
+}
+
 TEST_CASE("a missing file is an input error") {
   try {
     load_scenario_file("/nonexistent/scenario.yaml");
