@@ -209,6 +209,9 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
     try {
       P.profile = std::make_shared<PerfProfile>(load_profile(pp_name, src.base_dir));
     } catch (const InputError& e) {
+      // an error inside the profile file is located there; one about the name, at the name
+      if (e.where().line > 0)
+        throw InputError(e.where(), std::string(e.what()) + " (in the profile engine.perf_profile names)", e.kind());
       eng.at("perf_profile").fail(e.what(), e.kind());
     }
     if (P.profile->device != P.device.name)

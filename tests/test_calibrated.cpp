@@ -3,6 +3,7 @@
 // that generated their data, benchmark readers, and the client's share of TTFT.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <random>
@@ -372,6 +373,15 @@ TEST_CASE("perf_profile: shipped names, files, none, and located errors") {
   CHECK(rl.report["scenario"]["step_time"]["calibrated"] == false);
   const auto li = test::run(test::scenario(kFleet + "engine: {perf_model: linear, perf_profile: auto, step_base_s: 0.01}\n"));
   CHECK(li.report["scenario"]["perf_model"] == "linear");
+  // an error inside a profile file is located in it, not at the key that names it
+  std::string bad = profile_yaml(sample_profile());
+  const size_t at = bad.find("matmul_factor: ");
+  REQUIRE(at != std::string::npos);
+  bad.replace(at, bad.find('\n', at) - at, "matmul_factor: -5");
+  const std::string bad_path = write_temp("bad_profile.yaml", bad);
+  const int line = 1 + int(std::count(bad.begin(), bad.begin() + long(at), '\n'));
+  CHECK(error_of(kFleet + "engine: {perf_profile: " + bad_path + "}\n")
+            .find(bad_path + ":" + std::to_string(line) + ":") == 0);
 }
 
 TEST_CASE("every shipped profile parses, names a catalog device, and quotes its held-out error") {
