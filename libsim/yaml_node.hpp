@@ -1,6 +1,7 @@
 // Internal: YAML nodes that remember their dotted path and source, so that every validation
 // error can say where (file:line:column, or the override that set the value) and what.
 #pragma once
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <yaml-cpp/yaml.h>
@@ -272,26 +273,83 @@ inline bool find_repeated_key(const YAML::Node& n, std::string& key, YAML::Mark&
   return false;
 }
 
+// The 1-based line where a second YAML document starts (a `---` after the first document's
+// content, or content after a `...` end marker), or 0 when there is none. Read from the text:
+// YAML::LoadAll can loop without end on some malformed input (found by fuzzing), and a marker at
+// the start of a line cannot be inside a scalar of a mapping document.
+inline int second_document_line(const std::string& text) {
+  bool content = false, ended = false;
+  int line = 0;
+  size_t at = 0;
+  while (at <= text.size()) {
+    const size_t eol = std::min(text.find('\n', at), text.size());
+    std::string l = text.substr(at, eol - at);
+    at = eol + 1;
+    ++line;
+    if (!l.empty() && l.back() == '\r') l.pop_back();
+    auto marker = [&](const char* m) { return l.compare(0, 3, m) == 0 && (l.size() == 3 || l[3] == ' ' || l[3] == '\t'); };
+    const size_t first = l.find_first_not_of(" \t");
+    if (marker("---")) {
+      if (content || ended) return line;
+      const size_t rest = l.find_first_not_of(" \t", 3);
+      content = rest != std::string::npos && l[rest] != '#';
+      continue;
+    }
+    if (marker("...")) {
+      ended = true;
+      continue;
+    }
+    if (first == std::string::npos || l[first] == '#' || (!content && !ended && l[0] == '%')) continue;
+    if (ended) return line;
+    content = true;
+  }
+  return 0;
+}
+
 // Parse YAML text: one document, no key twice in a mapping. A syntax error, a second document or
 // a repeated key becomes an InputError located in `src` (with its line's text).
 inline YAML::Node load_located(const std::string& text, const Source& src) {
-  std::vector<YAML::Node> docs;
+  YAML::Node root;
   try {
-    docs = YAML::LoadAll(text);
+    root = YAML::Load(text);
   } catch (const YAML::ParserException& e) {
     throw InputError(location_of(e.mark, src), "malformed YAML: " + e.msg);
   }
-  if (docs.size() > 1)
-    throw InputError(location_of(docs[1].Mark(), src),
-                     "a second YAML document (after '---'): a file holds one; remove the separator or split the file");
-  if (docs.empty()) return YAML::Node();
+  if (!root.IsDefined() || root.IsNull()) {
+    // yaml-cpp gives an empty document for some malformed text (a line that starts with ','): a
+    // file with content that reads as nothing is malformed, not empty
+    int line = 0;
+    size_t at = 0;
+    while (at < text.size()) {
+      const size_t eol = std::min(text.find('\n', at), text.size());
+      const std::string l = text.substr(at, eol - at);
+      at = eol + 1;
+      ++line;
+      const size_t first = l.find_first_not_of(" \t\r");
+      if (first == std::string::npos || l[first] == '#' || l.compare(0, 3, "---") == 0 || l.compare(0, 3, "...") == 0 ||
+          l[0] == '%')
+        continue;
+      if (l.compare(first, 4, "null") == 0 || l[first] == '~') break;  // an explicit null is a null
+      YAML::Mark m;
+      m.line = line - 1;
+      m.column = int(first);
+      throw InputError(location_of(m, src), "malformed YAML: this text reads as no document at all");
+    }
+  }
+  if (const int line = second_document_line(text)) {
+    YAML::Mark m;
+    m.line = line - 1;
+    m.column = 0;
+    throw InputError(location_of(m, src),
+                     "a second YAML document (after '---' or '...'): a file holds one; remove the marker or split the file");
+  }
   std::string key;
   YAML::Mark at;
   int first_line = 0;
-  if (find_repeated_key(docs[0], key, at, first_line))
+  if (find_repeated_key(root, key, at, first_line))
     throw InputError(location_of(at, src), "key '" + key + "' is written twice in this mapping (first on line " +
                                                std::to_string(first_line) + "); keep one");
-  return docs[0];
+  return root;
 }
 
 // Apply one override to the YAML tree.

@@ -85,8 +85,17 @@ TEST_CASE("a key written twice and a second YAML document are located errors") {
         "<test>:5:1: error: key 'seed' is written twice in this mapping (first on line 1); keep one");
   CHECK(test::error_of(base + "fleet:\n  replicas: 2\n  router: random\n  replicas: 3\n") ==
         "<test>:7:3: error: key 'replicas' is written twice in this mapping (first on line 5); keep one");
-  CHECK(test::error_of(base + "---\nseed: 1\n").find("<test>:5:1: error: a second YAML document") == 0);
-  CHECK(test::error_of(base + "---\n[broken\n").find("<test>:6:1: error: malformed YAML") == 0);
+  CHECK(test::error_of(base + "---\nseed: 1\n") ==
+        "<test>:4:1: error: a second YAML document (after '---' or '...'): a file holds one; remove the marker or split "
+        "the file");
+  CHECK(test::error_of(base + "---\n[broken\n").find("<test>:4:1: error: a second YAML document") == 0);
+  CHECK(test::error_of(base + "...\nseed: 1\n").find("<test>:5:1: error: a second YAML document") == 0);
+  CHECK(test::error_of(base + "...\n# a comment after the end\n").find("second YAML document") == std::string::npos);
+  // text that yaml-cpp reads as no document (and on which its LoadAll loops without end) is
+  // malformed, located at its first content line, not "empty"
+  CHECK(test::error_of("# a comment\n,020\nseed: 1\n") == "<test>:2:1: error: malformed YAML: this text reads as no "
+                                                          "document at all");
+  CHECK(test::error_of("# only a comment\n").find("empty scenario file") != std::string::npos);
   CHECK(test::error_of(base, {"workload.prompt_tokens={dist: fixed, value: 3, value: 4}"}) ==
         "--set workload.prompt_tokens={dist: fixed, value: 3, value: 4}: error: key 'value' is written twice in the "
         "value; keep one");
