@@ -277,20 +277,14 @@ inline bool find_repeated_key(const YAML::Node& n, std::string& key, YAML::Mark&
 // content, or content after a `...` end marker), or 0 when there is none. Read from the text:
 // YAML::LoadAll can loop without end on some malformed input (found by fuzzing), and a marker at
 // the start of a line cannot be inside a scalar of a mapping document.
-inline int second_document_line(const std::string& text) {
+inline int second_document_line(const std::vector<std::string>& lines) {
   bool content = false, ended = false;
-  int line = 0;
-  size_t at = 0;
-  while (at <= text.size()) {
-    const size_t eol = std::min(text.find('\n', at), text.size());
-    std::string l = text.substr(at, eol - at);
-    at = eol + 1;
-    ++line;
-    if (!l.empty() && l.back() == '\r') l.pop_back();
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const std::string& l = lines[i];
     auto marker = [&](const char* m) { return l.compare(0, 3, m) == 0 && (l.size() == 3 || l[3] == ' ' || l[3] == '\t'); };
     const size_t first = l.find_first_not_of(" \t");
     if (marker("---")) {
-      if (content || ended) return line;
+      if (content || ended) return int(i) + 1;
       const size_t rest = l.find_first_not_of(" \t", 3);
       content = rest != std::string::npos && l[rest] != '#';
       continue;
@@ -300,7 +294,7 @@ inline int second_document_line(const std::string& text) {
       continue;
     }
     if (first == std::string::npos || l[first] == '#' || (!content && !ended && l[0] == '%')) continue;
-    if (ended) return line;
+    if (ended) return int(i) + 1;
     content = true;
   }
   return 0;
@@ -315,28 +309,24 @@ inline YAML::Node load_located(const std::string& text, const Source& src) {
   } catch (const YAML::ParserException& e) {
     throw InputError(location_of(e.mark, src), "malformed YAML: " + e.msg);
   }
+  const std::vector<std::string> lines = split_lines(text);
   if (!root.IsDefined() || root.IsNull()) {
     // yaml-cpp gives an empty document for some malformed text (a line that starts with ','): a
     // file with content that reads as nothing is malformed, not empty
-    int line = 0;
-    size_t at = 0;
-    while (at < text.size()) {
-      const size_t eol = std::min(text.find('\n', at), text.size());
-      const std::string l = text.substr(at, eol - at);
-      at = eol + 1;
-      ++line;
-      const size_t first = l.find_first_not_of(" \t\r");
+    for (size_t i = 0; i < lines.size(); ++i) {
+      const std::string& l = lines[i];
+      const size_t first = l.find_first_not_of(" \t");
       if (first == std::string::npos || l[first] == '#' || l.compare(0, 3, "---") == 0 || l.compare(0, 3, "...") == 0 ||
           l[0] == '%')
         continue;
       if (l.compare(first, 4, "null") == 0 || l[first] == '~') break;  // an explicit null is a null
       YAML::Mark m;
-      m.line = line - 1;
+      m.line = int(i);
       m.column = int(first);
       throw InputError(location_of(m, src), "malformed YAML: this text reads as no document at all");
     }
   }
-  if (const int line = second_document_line(text)) {
+  if (const int line = second_document_line(lines)) {
     YAML::Mark m;
     m.line = line - 1;
     m.column = 0;

@@ -20,6 +20,17 @@ inline Scenario scenario(const std::string& yaml, const std::vector<std::string>
   return load_scenario_text(yaml, "<test>", FLEETSIM_SOURCE_DIR, sets);
 }
 
+// The one-line InputError that f() throws, or "(no error)".
+template <class F>
+std::string input_error(F&& f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e.one_line();
+  }
+  return "(no error)";
+}
+
 // The one-line error a scenario gives, or "(no error)".
 inline std::string error_of(const std::string& yaml, const std::vector<std::string>& sets = {}) {
   try {

@@ -147,14 +147,7 @@ TEST_CASE("a model that does not fit is an input error that says what it needs a
 
 // `fleetsim capacity` refuses what a scenario's engine, or a server, would refuse.
 TEST_CASE("capacity: the context defaults within the model's window; a longer one and a too-small step budget are errors") {
-  auto err = [](const CapacityRequest& q) {
-    try {
-      capacity_document(q);
-    } catch (const InputError& e) {
-      return e.one_line();
-    }
-    return std::string("(no error)");
-  };
+  auto err = [](const CapacityRequest& q) { return test::input_error([&] { capacity_document(q); }); };
   CapacityRequest q;
   q.model = "bge-large-en-v1.5";
   q.device = "l4-24gb";

@@ -34,24 +34,21 @@ std::string vllm_json(const std::string& name, const std::string& ttft, int conc
 }
 
 std::string read_error(const std::string& path, const BenchPoint& d = {}) {
-  try {
-    read_benchmarks(path, d);
-  } catch (const InputError& e) {
-    return e.one_line();
-  }
-  return "(no error)";
+  return test::input_error([&] { read_benchmarks(path, d); });
+}
+
+std::string steps_error(const std::string& path) {
+  std::string device;
+  return test::input_error([&] { read_step_samples(path, device); });
 }
 
 std::string fit_error(cli::FitArgs a, std::string* emitted = nullptr) {
   a.threads = 2;
-  try {
+  return test::input_error([&] {
     cli::run_fit(a, [&](const std::string& s) {
       if (emitted) *emitted += s;
     });
-  } catch (const InputError& e) {
-    return e.one_line();
-  }
-  return "(no error)";
+  });
 }
 
 std::string steps_csv(const std::string& name, int rows) {
@@ -111,14 +108,8 @@ TEST_CASE("fit inputs: a latency beyond an hour, or a minute per token or step, 
   CHECK(p[0].measured[kMeanTpot] == 60.0);
   const std::string st = write_temp("slow_steps.csv", "model,device,prefill_tokens,decode_seqs,decode_context_tokens,"
                                                       "step_ms\nmeta-llama/Llama-3.1-8B,H100-SXM,0,4,100,60001\n");
-  std::string device;
-  try {
-    read_step_samples(st, device);
-    FAIL("no error");
-  } catch (const InputError& e) {
-    CHECK(e.one_line() == st + ":2: error: column step_ms: expected a step time > 0 and at most 60000 ms (a minute), "
-                               "not '60001'");
-  }
+  CHECK(steps_error(st) == st + ":2: error: column step_ms: expected a step time > 0 and at most 60000 ms (a minute), "
+                              "not '60001'");
 }
 
 TEST_CASE("fit inputs: coefficients outside a profile's ranges are an error, and no profile is written") {
@@ -225,14 +216,8 @@ TEST_CASE("fit inputs: a row shorter than the header is a located error") {
                                  "(,,), not by ending the row early");
   const std::string st = write_temp("short_steps.csv", "model,device,prefill_tokens,decode_seqs,decode_context_tokens,"
                                                        "step_ms\n\n  \nmeta-llama/Llama-3.1-8B,H100-SXM,0,4\n");
-  std::string device;
-  try {
-    read_step_samples(st, device);
-    FAIL("no error");
-  } catch (const InputError& e) {
-    CHECK(e.one_line() == st + ":4: error: the header has 6 fields, this row 4: leave a value out as an empty field (,,), "
-                               "not by ending the row early");
-  }
+  CHECK(steps_error(st) == st + ":4: error: the header has 6 fields, this row 4: leave a value out as an empty field "
+                              "(,,), not by ending the row early");
   // blank lines, CRLF and a quoted field over two lines are full rows
   const auto p = read_benchmarks(write_temp("full.csv", "model,device,isl,osl,concurrency,mean_ttft_ms,notes\r\n\r\n"
                                                         "llama-3.1-8b,h100,512,64,1,25,\"two\r\nlines, one field\"\r\n"
