@@ -10,10 +10,10 @@
 #include <fstream>
 #include <thread>
 
-#include "libsim/budget.hpp"
-#include "libsim/error.hpp"
-#include "libsim/input_file.hpp"
-#include "libsim/sweep.hpp"
+#include "libsim/check/budget.hpp"
+#include "libsim/base/error.hpp"
+#include "libsim/input/input_file.hpp"
+#include "libsim/sweep/sweep.hpp"
 
 namespace fleetsim::cli {
 

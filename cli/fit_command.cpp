@@ -8,10 +8,10 @@
 #include <fstream>
 #include <iostream>
 
-#include "libsim/fit.hpp"
-#include "libsim/input_file.hpp"
-#include "libsim/report.hpp"
-#include "libsim/sweep.hpp"
+#include "libsim/calibrate/fit.hpp"
+#include "libsim/input/input_file.hpp"
+#include "libsim/report/report.hpp"
+#include "libsim/sweep/sweep.hpp"
 
 namespace fleetsim::cli {
 

@@ -9,7 +9,7 @@
 #include <mutex>
 #include <string>
 
-#include "libsim/sweep.hpp"
+#include "libsim/sweep/sweep.hpp"
 
 namespace fleetsim::cli {
 

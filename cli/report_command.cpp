@@ -8,14 +8,14 @@
 #include <cstring>
 #include <fstream>
 
-#include "libsim/error.hpp"
-#include "libsim/input_file.hpp"
-#include "libsim/refresh.hpp"
-#include "libsim/report_html.hpp"
-#include "libsim/runner.hpp"
-#include "libsim/scenario.hpp"
-#include "libsim/sweep.hpp"
-#include "libsim/timeline.hpp"
+#include "libsim/base/error.hpp"
+#include "libsim/input/input_file.hpp"
+#include "libsim/cost/refresh.hpp"
+#include "libsim/report/html.hpp"
+#include "libsim/backend/runner.hpp"
+#include "libsim/input/scenario.hpp"
+#include "libsim/sweep/sweep.hpp"
+#include "libsim/report/timeline.hpp"
 
 namespace fleetsim::cli {
 

@@ -13,9 +13,9 @@
 #include <utility>
 
 #include "cli/progress.hpp"
-#include "libsim/error.hpp"
-#include "libsim/report.hpp"
-#include "libsim/sweep.hpp"
+#include "libsim/base/error.hpp"
+#include "libsim/report/report.hpp"
+#include "libsim/sweep/sweep.hpp"
 
 namespace fleetsim::cli {
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "libsim/scenario.hpp"
+#include "libsim/input/scenario.hpp"
 
 namespace fleetsim::cli {
 

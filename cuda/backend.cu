@@ -1,6 +1,6 @@
 // The CUDA backend: the same core functions as the CPU, one simulation per GPU thread. Parameters
 // are mirrored to the device (arrays relocated); the launch is planned on the host
-// (libsim/backend_launch.hpp, checked by the CPU tests): a persistent grid sized by occupancy and
+// (libsim/backend/backend_launch.hpp, checked by the CPU tests): a persistent grid sized by occupancy and
 // memory, each thread a workspace slot, jobs taken most-work-first, compact results per job.
 // Launches alternate two result buffers so each one's copy to the host overlaps the next's compute.
 #include <cuda_runtime.h>
@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "libsim/backend.hpp"
-#include "libsim/backend_launch.hpp"
+#include "libsim/backend/backend.hpp"
+#include "libsim/backend/backend_launch.hpp"
 #include "libsim/core/engine.hpp"
-#include "libsim/mirror.hpp"
+#include "libsim/backend/mirror.hpp"
 
 namespace fleetsim {
 

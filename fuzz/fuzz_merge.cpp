@@ -9,8 +9,8 @@
 #include <utility>
 #include <vector>
 
-#include "libsim/error.hpp"
-#include "libsim/sweep.hpp"
+#include "libsim/base/error.hpp"
+#include "libsim/sweep/sweep.hpp"
 
 namespace {
 

@@ -10,10 +10,10 @@
 #include <cstdlib>
 #include <string>
 
-#include "libsim/error.hpp"
-#include "libsim/report.hpp"
-#include "libsim/runner.hpp"
-#include "libsim/scenario.hpp"
+#include "libsim/base/error.hpp"
+#include "libsim/report/report.hpp"
+#include "libsim/backend/runner.hpp"
+#include "libsim/input/scenario.hpp"
 
 #ifndef FLEETSIM_SOURCE_DIR
 #error "FLEETSIM_SOURCE_DIR must name the source tree (relative trace paths resolve in its scenarios/)"

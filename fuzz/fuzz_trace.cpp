@@ -11,8 +11,8 @@
 #include <cstdlib>
 #include <string>
 
-#include "libsim/error.hpp"
-#include "libsim/trace.hpp"
+#include "libsim/base/error.hpp"
+#include "libsim/input/trace.hpp"
 
 namespace {
 

@@ -8,11 +8,11 @@
 #include <thread>
 
 #include "fleetsim_python.hpp"
-#include "libsim/documents.hpp"
-#include "libsim/error.hpp"
-#include "libsim/runner.hpp"
-#include "libsim/sweep.hpp"
-#include "libsim/timeline.hpp"
+#include "libsim/report/documents.hpp"
+#include "libsim/base/error.hpp"
+#include "libsim/backend/runner.hpp"
+#include "libsim/sweep/sweep.hpp"
+#include "libsim/report/timeline.hpp"
 
 #ifndef FLEETSIM_VERSION
 #define FLEETSIM_VERSION "0.0.0"

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "libsim/report.hpp"
-#include "libsim/scenario.hpp"
+#include "libsim/report/report.hpp"
+#include "libsim/input/scenario.hpp"
 
 namespace fleetsim::py {
 

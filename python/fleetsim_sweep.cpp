@@ -12,8 +12,8 @@
 #include <thread>
 
 #include "fleetsim_python.hpp"
-#include "libsim/error.hpp"
-#include "libsim/sweep.hpp"
+#include "libsim/base/error.hpp"
+#include "libsim/sweep/sweep.hpp"
 
 namespace fleetsim::py {
 

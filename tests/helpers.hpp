@@ -10,9 +10,9 @@
 
 #include <doctest/doctest.h>
 
-#include "libsim/report.hpp"
-#include "libsim/runner.hpp"
-#include "libsim/scenario.hpp"
+#include "libsim/report/report.hpp"
+#include "libsim/backend/runner.hpp"
+#include "libsim/input/scenario.hpp"
 
 namespace fleetsim::test {
 

@@ -4,7 +4,7 @@
 #include <exception>
 
 #include "cli/report_command.hpp"
-#include "libsim/error.hpp"
+#include "libsim/base/error.hpp"
 
 int main(int argc, char** argv) {
   if (argc < 3 || argc % 2 == 0) {

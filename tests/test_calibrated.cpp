@@ -11,9 +11,9 @@
 #include <string>
 
 #include "helpers.hpp"
-#include "libsim/csv.hpp"
+#include "libsim/input/csv.hpp"
 #include "libsim/core/stepwork.hpp"
-#include "libsim/fit.hpp"
+#include "libsim/calibrate/fit.hpp"
 
 using namespace fleetsim;
 using test::write_temp;

@@ -4,9 +4,9 @@
 #include <cmath>
 
 #include "helpers.hpp"
-#include "libsim/capacity.hpp"
-#include "libsim/documents.hpp"
-#include "libsim/error.hpp"
+#include "libsim/catalog/capacity.hpp"
+#include "libsim/report/documents.hpp"
+#include "libsim/base/error.hpp"
 
 using namespace fleetsim;
 

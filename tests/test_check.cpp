@@ -4,8 +4,8 @@
 #include <fmt/format.h>
 
 #include "helpers.hpp"
-#include "libsim/budget.hpp"
-#include "libsim/sweep.hpp"
+#include "libsim/check/budget.hpp"
+#include "libsim/sweep/sweep.hpp"
 
 using namespace fleetsim;
 

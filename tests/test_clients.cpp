@@ -7,7 +7,7 @@
 #include <string>
 
 #include "helpers.hpp"
-#include "libsim/error.hpp"
+#include "libsim/base/error.hpp"
 
 using namespace fleetsim;
 

@@ -10,7 +10,7 @@
 
 #include "helpers.hpp"
 #include "cli/fit_command.hpp"
-#include "libsim/fit.hpp"
+#include "libsim/calibrate/fit.hpp"
 
 using namespace fleetsim;
 using test::write_temp;

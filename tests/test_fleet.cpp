@@ -4,7 +4,7 @@
 #include <sstream>
 
 #include "helpers.hpp"
-#include "libsim/sweep.hpp"
+#include "libsim/sweep/sweep.hpp"
 
 using namespace fleetsim;
 

@@ -4,13 +4,13 @@
 #include <string>
 
 #include "helpers.hpp"
-#include "libsim/error.hpp"
-#include "libsim/input_file.hpp"
-#include "libsim/profile.hpp"
-#include "libsim/trace.hpp"
-#include "libsim/yaml_node.hpp"
+#include "libsim/base/error.hpp"
+#include "libsim/input/input_file.hpp"
+#include "libsim/input/profile.hpp"
+#include "libsim/input/trace.hpp"
+#include "libsim/input/yaml_node.hpp"
 #include "libsim/core/state.hpp"
-#include "libsim/sweep.hpp"
+#include "libsim/sweep/sweep.hpp"
 
 using namespace fleetsim;
 

@@ -6,8 +6,8 @@
 #include <sstream>
 
 #include "helpers.hpp"
-#include "libsim/csv.hpp"
-#include "libsim/ledger.hpp"
+#include "libsim/input/csv.hpp"
+#include "libsim/cost/ledger.hpp"
 
 using namespace fleetsim;
 

@@ -8,7 +8,7 @@
 #include <fstream>
 
 #include "helpers.hpp"
-#include "libsim/sweep.hpp"
+#include "libsim/sweep/sweep.hpp"
 
 using namespace fleetsim;
 

@@ -9,7 +9,7 @@
 #include <memory>
 
 #include "helpers.hpp"
-#include "libsim/mirror.hpp"
+#include "libsim/backend/mirror.hpp"
 
 using namespace fleetsim;
 
@@ -56,7 +56,7 @@ TEST_CASE("relocated parameters and planned workspaces reproduce the host result
   }
 }
 
-// The launch plan of the CUDA backend (libsim/backend_launch.hpp), checked without a device.
+// The launch plan of the CUDA backend (libsim/backend/backend_launch.hpp), checked without a device.
 namespace {
 
 Scenario conv(int replicas, const char* router = "least_outstanding") {

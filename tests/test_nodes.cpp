@@ -8,7 +8,7 @@
 
 #include "helpers.hpp"
 #include "libsim/core/engine.hpp"
-#include "libsim/ledger.hpp"
+#include "libsim/cost/ledger.hpp"
 
 using namespace fleetsim;
 

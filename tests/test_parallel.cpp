@@ -6,7 +6,7 @@
 #include <random>
 
 #include "helpers.hpp"
-#include "libsim/capacity.hpp"
+#include "libsim/catalog/capacity.hpp"
 #include "libsim/core/engine.hpp"
 #include "libsim/core/moe.hpp"
 #include "libsim/core/parallelism.hpp"

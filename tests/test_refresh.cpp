@@ -6,9 +6,9 @@
 #include <cmath>
 
 #include "helpers.hpp"
-#include "libsim/refresh.hpp"
-#include "libsim/report_html.hpp"
-#include "libsim/svg.hpp"
+#include "libsim/cost/refresh.hpp"
+#include "libsim/report/html.hpp"
+#include "libsim/report/svg.hpp"
 
 using namespace fleetsim;
 

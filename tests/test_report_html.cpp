@@ -11,9 +11,9 @@
 
 #include "cli/report_command.hpp"
 #include "helpers.hpp"
-#include "libsim/report_html.hpp"
-#include "libsim/svg.hpp"
-#include "libsim/sweep.hpp"
+#include "libsim/report/html.hpp"
+#include "libsim/report/svg.hpp"
+#include "libsim/sweep/sweep.hpp"
 
 using namespace fleetsim;
 

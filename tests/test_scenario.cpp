@@ -2,8 +2,8 @@
 #include <doctest/doctest.h>
 
 #include "helpers.hpp"
-#include "libsim/error.hpp"
-#include "libsim/sweep.hpp"
+#include "libsim/base/error.hpp"
+#include "libsim/sweep/sweep.hpp"
 
 using namespace fleetsim;
 

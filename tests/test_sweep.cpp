@@ -9,8 +9,8 @@
 #include <sstream>
 
 #include "helpers.hpp"
-#include "libsim/csv.hpp"
-#include "libsim/sweep.hpp"
+#include "libsim/input/csv.hpp"
+#include "libsim/sweep/sweep.hpp"
 
 using namespace fleetsim;
 

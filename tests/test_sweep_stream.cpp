@@ -9,9 +9,9 @@
 #include <random>
 #include <thread>
 
-#include "libsim/sweep.hpp"
-#include "libsim/sweep_internal.hpp"
-#include "libsim/sweep_order.hpp"
+#include "libsim/sweep/sweep.hpp"
+#include "libsim/sweep/internal.hpp"
+#include "libsim/sweep/order.hpp"
 
 using namespace fleetsim;
 

@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "libsim/runner.hpp"
-#include "libsim/scenario.hpp"
-#include "libsim/timeline.hpp"
+#include "libsim/backend/runner.hpp"
+#include "libsim/input/scenario.hpp"
+#include "libsim/report/timeline.hpp"
 
 using namespace fleetsim;
 

@@ -8,9 +8,9 @@
 #include <fstream>
 
 #include "helpers.hpp"
-#include "libsim/error.hpp"
-#include "libsim/mirror.hpp"
-#include "libsim/trace.hpp"
+#include "libsim/base/error.hpp"
+#include "libsim/backend/mirror.hpp"
+#include "libsim/input/trace.hpp"
 
 using namespace fleetsim;
 

@@ -5,7 +5,7 @@
 
 #include <cmath>
 
-#include "libsim/fit.hpp"
+#include "libsim/calibrate/fit.hpp"
 #include "validation/latency_validation.hpp"
 
 using namespace fleetsim;

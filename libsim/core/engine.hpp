@@ -50,7 +50,7 @@ FLEETSIM_HD inline Sim sim_begin(const SimParams& p, uint32_t replication, uint8
 // Whether the measurement window has nothing more to record at time t: t is past it, every
 // request that arrived in it has left, and no run or host job that began before its end is still
 // in flight (those are tallied when they end). Every later event adds nothing to the window's
-// figures, so a run can stop here (a timeline interval or a budget window: windows.cpp).
+// figures, so a run can stop here (a timeline interval or a budget window: backend/windows.cpp).
 FLEETSIM_HD inline bool sim_window_closed(const Sim& s, double t) {
   if (t < s.W1) return false;
   int64_t open = 0;

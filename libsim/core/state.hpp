@@ -292,7 +292,7 @@ FLEETSIM_HD inline bool layout_fits(const SimParams& p, const WorkspaceLayout& l
 }
 
 // Point s at the workspace at `base` (its arrays only; nothing is reset). A copy of a workspace
-// with a copy of its Sim, pointed at the copy, continues the same simulation (windows.cpp).
+// with a copy of its Sim, pointed at the copy, continues the same simulation (backend/windows.cpp).
 FLEETSIM_HD inline void sim_point(Sim& s, const SimParams& p, uint8_t* base) {
   const WorkspaceLayout l = workspace_layout(p);
   s.req = reinterpret_cast<Request*>(base + l.req);

@@ -1,6 +1,6 @@
 // Raw per-simulation tallies, the core's only output: one block per request class (counts,
 // tokens, latency histograms) and one per pool (device time, work, memory). Everything a report
-// shows is derived from these on the host (libsim/report.cpp); tallies merge by adding.
+// shows is derived from these on the host (libsim/report/report.cpp); tallies merge by adding.
 #pragma once
 #include "histogram.hpp"
 #include "params.hpp"

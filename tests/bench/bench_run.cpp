@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "libsim/error.hpp"
-#include "libsim/runner.hpp"
-#include "libsim/scenario.hpp"
+#include "libsim/base/error.hpp"
+#include "libsim/backend/runner.hpp"
+#include "libsim/input/scenario.hpp"
 
 namespace {
 

@@ -14,7 +14,7 @@
 #include <chrono>
 #include <thread>
 
-#include "libsim/sweep.hpp"
+#include "libsim/sweep/sweep.hpp"
 
 using namespace fleetsim;
 

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "libsim/benchmark.hpp"
-#include "libsim/profile.hpp"
+#include "libsim/calibrate/benchmark.hpp"
+#include "libsim/input/profile.hpp"
 
 namespace fleetsim::validation {
 

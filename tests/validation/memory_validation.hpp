@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "libsim/capacity.hpp"
-#include "libsim/catalog.hpp"
+#include "libsim/catalog/capacity.hpp"
+#include "libsim/catalog/catalog.hpp"
 
 namespace fleetsim::validation {
 

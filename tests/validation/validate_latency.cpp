@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 
 #include "latency_validation.hpp"
-#include "libsim/fit.hpp"
+#include "libsim/calibrate/fit.hpp"
 
 using namespace fleetsim;
 using namespace fleetsim::validation;

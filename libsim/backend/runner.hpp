@@ -1,0 +1,34 @@
+// Host entry points into the simulation core.
+#pragma once
+#include <string>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "core/engine.hpp"
+#include "input/scenario.hpp"
+
+namespace fleetsim {
+
+// A reusable per-thread workspace for the core (sized for the largest parameters seen).
+class HostWorkspace {
+ public:
+  uint8_t* for_params(const SimParams& p);
+
+ private:
+  std::vector<uint8_t> buf_;
+};
+
+// job(i, workspace) for every i in [0, n), on up to `threads` threads with a workspace each; the
+// first exception stops the rest and is rethrown here.
+void parallel_jobs(size_t n, int threads, const std::function<void(size_t, HostWorkspace&)>& job);
+
+// One simulation of a scenario: replication r of its seed.
+std::unique_ptr<Tally> simulate_once(const SimParams& p, uint32_t replication, HostWorkspace& ws);
+
+// Throws InputError (exit 2, naming the scenario file and the likely cause) if the simulation hit
+// its event budget or left requests unfinished.
+void check_status(const Tally& t, const std::string& source);
+
+}  // namespace fleetsim

@@ -1,0 +1,53 @@
+#include "base/error.hpp"
+
+#include <algorithm>
+
+namespace fleetsim {
+
+std::string InputError::one_line() const {
+  std::string loc = where_.file.empty() ? std::string("fleetsim") : where_.file;
+  if (where_.line > 0) {
+    loc += ":" + std::to_string(where_.line);
+    if (where_.column > 0) loc += ":" + std::to_string(where_.column);
+  }
+  return loc + ": error: " + what();
+}
+
+std::string InputError::caret() const {
+  if (where_.source_line.empty() || where_.column <= 0) return "";
+  std::string pad;
+  for (int i = 1; i < where_.column && i <= int(where_.source_line.size()); ++i)
+    pad += where_.source_line[size_t(i - 1)] == '\t' ? '\t' : ' ';
+  return where_.source_line + "\n" + pad + "^";
+}
+
+static size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j)
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates) {
+  std::string best;
+  size_t best_d = std::max<size_t>(2, word.size() / 3) + 1;
+  for (const auto& c : candidates) {
+    const size_t d = edit_distance(word, c);
+    if (d < best_d) {
+      best_d = d;
+      best = c;
+    }
+  }
+  return best;
+}
+
+std::string did_you_mean(const std::string& word, const std::initializer_list<const char*>& candidates) {
+  return did_you_mean(word, std::vector<std::string>(candidates.begin(), candidates.end()));
+}
+
+}  // namespace fleetsim

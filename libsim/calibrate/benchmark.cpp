@@ -1,0 +1,407 @@
+#include "calibrate/benchmark.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "input/csv.hpp"
+#include "input/input_file.hpp"
+
+namespace fleetsim {
+
+namespace {
+
+std::string lower(std::string s) {
+  for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// key=value pairs in a free-text notes cell ("max_num_seqs=128; gpu_memory_utilization=0.9").
+std::map<std::string, double> note_values(const std::string& notes) {
+  std::map<std::string, double> out;
+  for (const char* key : {"max_num_seqs", "max_num_batched_tokens", "gpu_memory_utilization", "gpu_mem_util"}) {
+    const size_t at = notes.find(std::string(key) + "=");
+    if (at == std::string::npos) continue;
+    out[key] = std::strtod(notes.c_str() + at + std::string(key).size() + 1, nullptr);
+  }
+  return out;
+}
+
+bool latency_in_range(double s, int metric) { return std::isfinite(s) && s > 0 && s <= latency_limit_s(metric); }
+
+std::string latency_expected(int metric, bool ms) {
+  const long long limit = (long long)(latency_limit_s(metric) * (ms ? 1e3 : 1.0));
+  return "expected a latency > 0 and at most " + std::to_string(limit) + (ms ? " ms" : " s") +
+         (metric == kMeanTpot ? " (a minute per token)" : " (an hour)");
+}
+
+// vllm bench serve reports a TPOT of 0 when every output is one token long (there is no second
+// token to time): no measurement, not an error
+bool no_tpot(double v, int metric) { return metric == kMeanTpot && v == 0.0; }
+
+// A latency column (ms) of the current row, in seconds; NaN when the field is empty.
+double csv_latency(const CsvReader& csv, const char* column, int metric) {
+  const std::string s = csv.get(column);
+  if (s.empty()) return std::nan("");
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  if (end != s.c_str() && *end == '\0' && no_tpot(v, metric)) return std::nan("");
+  if (end == s.c_str() || *end != '\0' || !latency_in_range(v / 1e3, metric))
+    csv.fail(std::string("column ") + column + ": " + latency_expected(metric, true) + ", not '" + s + "'");
+  return v / 1e3;
+}
+
+// A latency a JSON result reports (ms, or s), in seconds; NaN when the key is absent.
+double json_latency(const nlohmann::json& obj, const char* key, const std::string& field, int metric, bool ms,
+                    const std::string& path) {
+  if (!obj.is_object() || !obj.contains(key)) return std::nan("");
+  const nlohmann::json& v = obj[key];
+  const double s = v.is_number() ? v.get<double>() / (ms ? 1e3 : 1.0) : std::nan("");
+  if (no_tpot(s, metric)) return std::nan("");
+  if (!latency_in_range(s, metric))
+    throw InputError(Location{path, 0, 0, ""}, field + ": " + latency_expected(metric, ms) + ", not " + v.dump());
+  return s;
+}
+
+void finish_point(BenchPoint& p) {
+  p.model = catalog_model_for(p.model_id);
+  p.device = catalog_device_for(p.device_id);
+  const std::string dt = lower(p.weight_dtype);
+  if (dt.rfind("fp8", 0) == 0 || (dt.empty() && lower(p.model_id).find("fp8") != std::string::npos)) p.weight_dtype = "fp8";
+  else if (dt.empty() || dt == "fp16" || dt == "bf16" || dt == "float16" || dt == "bfloat16") p.weight_dtype = "bf16";
+  p.group = p.engine + "/" + p.model + "/" + p.device + "/tp" + std::to_string(p.tp);
+  if (p.model.empty()) p.skip = "model " + p.model_id + " is not in the catalog";
+  else if (p.device.empty()) p.skip = "device " + p.device_id + " is not in the catalog";
+  else if (!(p.isl > 0) || !(p.osl > 0)) p.skip = "prompt and output lengths not stated";
+  else if (!(p.isl <= 1e7) || !(p.osl <= 1e7)) p.skip = "prompt or output length beyond 10,000,000 tokens";
+  else if (p.rate_per_s < 0 || std::isnan(p.rate_per_s)) p.skip = "a negative request rate";
+  else if (p.concurrency <= 0 && !(p.rate_per_s > 0)) p.skip = "neither concurrency nor request rate stated";
+  else if (p.weight_dtype != "fp8" && p.weight_dtype != "bf16") p.skip = "weight dtype " + p.weight_dtype + " not modelled";
+}
+
+std::vector<BenchPoint> read_csv(const std::string& path, const std::string& text, const BenchPoint& defaults) {
+  std::istringstream in(text);
+  CsvReader csv(in, path);
+  for (const char* need : {"model", "isl", "osl"})
+    if (!csv.has(need))
+      throw InputError(Location{path, 1, 0, csv.header_line()},
+                       std::string("missing column '") + need +
+                           "': expected model, device, tp, isl, osl, concurrency or request_rate, and mean_ttft_ms, "
+                           "mean_tpot_ms, mean_e2e_ms, p99_ttft_ms (any of them)");
+  if (!csv.has("concurrency") && !csv.has("request_rate"))
+    throw InputError(Location{path, 1, 0, csv.header_line()}, "missing column 'concurrency' or 'request_rate'");
+  std::vector<BenchPoint> out;
+  while (csv.next()) {
+    BenchPoint p = defaults;
+    p.where = csv.where();
+    p.source = csv.get("source");
+    if (!csv.get("engine").empty()) p.engine = csv.get("engine");
+    p.engine_version = csv.get("engine_version");
+    p.model_id = csv.get("model");
+    if (!csv.get("device").empty()) p.device_id = csv.get("device");
+    p.tp = int(csv.integer("tp", 1, 64, p.tp));
+    if (!csv.get("weight_dtype").empty()) p.weight_dtype = csv.get("weight_dtype");
+    else if (csv.has("weight_dtype")) p.weight_dtype = "";
+    p.isl = csv.number("isl");
+    p.osl = csv.number("osl");
+    for (const char* k : {"isl", "osl"})
+      if (csv.number(k) > 1e7) csv.fail(std::string("column ") + k + ": more than 10,000,000 tokens");
+    if (!csv.get("concurrency").empty()) p.concurrency = int(csv.integer("concurrency", 1, 1000000, 0));
+    else if (!std::isnan(csv.number("request_rate"))) p.rate_per_s = csv.number("request_rate");
+    p.num_prompts = int(csv.integer("num_prompts", 1, 1000000000, 0));
+    p.measured[kMeanTtft] = csv_latency(csv, "mean_ttft_ms", kMeanTtft);
+    p.measured[kMeanTpot] = csv_latency(csv, "mean_tpot_ms", kMeanTpot);
+    p.measured[kMeanE2e] = csv_latency(csv, "mean_e2e_ms", kMeanE2e);
+    p.measured[kP99Ttft] = csv_latency(csv, "p99_ttft_ms", kP99Ttft);
+    const std::string notes = csv.get("notes");
+    const auto nv = note_values(notes);
+    auto note_int = [&](const char* k, int hi) {
+      const double v = nv.at(k);
+      if (!(v >= 1 && v <= hi)) csv.fail(std::string("notes: ") + k + " out of range [1, " + std::to_string(hi) + "]");
+      return int(v);
+    };
+    if (nv.count("max_num_seqs")) p.max_num_seqs = note_int("max_num_seqs", 16384);
+    if (nv.count("max_num_batched_tokens")) p.max_batched_tokens = note_int("max_num_batched_tokens", 1 << 20);
+    for (const char* k : {"gpu_memory_utilization", "gpu_mem_util"})
+      if (nv.count(k)) {
+        if (!(nv.at(k) > 0 && nv.at(k) <= 1)) csv.fail(std::string("notes: ") + k + " out of range (0, 1]");
+        p.gpu_memory_utilization = nv.at(k);
+      }
+    p.poisson = notes.find("poisson") != std::string::npos;
+    finish_point(p);
+    if (p.skip.empty() && lower(notes).find("failures=") != std::string::npos &&
+        lower(notes).find("failures=0") == std::string::npos)
+      p.skip = "requests failed in the measured run: its figures cover only the survivors";
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+// A count in a JSON result: a whole number in [1, hi].
+int count_of(const nlohmann::json& v, const char* key, int hi, const std::string& path) {
+  const double x = v.get<double>();
+  if (!(x >= 1 && x <= hi) || x != std::floor(x))
+    throw InputError(Location{path, 0, 0, ""}, std::string(key) + ": expected a whole number in [1, " + std::to_string(hi) +
+                                                   "], not " + v.dump());
+  return int(x);
+}
+
+// vllm bench serve --save-result: one run per file.
+BenchPoint read_vllm_json(const std::string& path, const nlohmann::json& j, const BenchPoint& defaults) {
+  BenchPoint p = defaults;
+  p.where = path;
+  p.source = path;
+  if (p.engine.empty()) p.engine = "vllm";
+  if (j.contains("model_id") && j["model_id"].is_string()) p.model_id = j["model_id"].get<std::string>();
+  if (j.contains("max_concurrency") && j["max_concurrency"].is_number())
+    p.concurrency = count_of(j["max_concurrency"], "max_concurrency", 1000000, path);
+  if (j.contains("request_rate")) {
+    const auto& r = j["request_rate"];
+    if (r.is_number()) p.rate_per_s = r.get<double>();
+    else if (r.is_string()) p.rate_per_s = lower(r.get<std::string>()) == "inf" ? INFINITY : std::atof(r.get<std::string>().c_str());
+    p.poisson = true;  // vllm bench serve's default burstiness 1.0
+  }
+  if (p.concurrency > 0 && std::isinf(p.rate_per_s)) p.rate_per_s = 0;
+  if (j.contains("num_prompts") && j["num_prompts"].is_number())
+    p.num_prompts = count_of(j["num_prompts"], "num_prompts", 1000000000, path);
+  else if (j.contains("completed") && j["completed"].is_number())
+    p.num_prompts = count_of(j["completed"], "completed", 1000000000, path);
+  if (j.contains("total_input_tokens") && j.contains("completed") && j["completed"].get<double>() > 0 && !(p.isl > 0))
+    p.isl = j["total_input_tokens"].get<double>() / j["completed"].get<double>();
+  if (j.contains("total_output_tokens") && j.contains("completed") && j["completed"].get<double>() > 0 && !(p.osl > 0))
+    p.osl = j["total_output_tokens"].get<double>() / j["completed"].get<double>();
+  p.measured[kMeanTtft] = json_latency(j, "mean_ttft_ms", "mean_ttft_ms", kMeanTtft, true, path);
+  p.measured[kMeanTpot] = json_latency(j, "mean_tpot_ms", "mean_tpot_ms", kMeanTpot, true, path);
+  p.measured[kMeanE2e] = json_latency(j, "mean_e2el_ms", "mean_e2el_ms", kMeanE2e, true, path);
+  p.measured[kP99Ttft] = json_latency(j, "p99_ttft_ms", "p99_ttft_ms", kP99Ttft, true, path);
+  finish_point(p);
+  return p;
+}
+
+// GuideLLM's report: benchmarks[] with args.profile (concurrent streams or a rate) and metrics.
+std::vector<BenchPoint> read_guidellm_json(const std::string& path, const nlohmann::json& j, const BenchPoint& defaults) {
+  std::vector<BenchPoint> out;
+  int i = 0;
+  for (const auto& b : j["benchmarks"]) {
+    BenchPoint p = defaults;
+    const std::string at = "benchmarks[" + std::to_string(i++) + "]";
+    p.where = path + " " + at;
+    p.source = p.where;
+    if (p.engine.empty()) p.engine = "vllm";
+    const auto& m = b.value("metrics", nlohmann::json::object());
+    auto stat = [&](const char* metric, const char* which) -> double {
+      if (!m.contains(metric)) return std::nan("");
+      const auto& x = m[metric].contains("successful") ? m[metric]["successful"] : m[metric];
+      return x.contains(which) && x[which].is_number() ? x[which].get<double>() : std::nan("");
+    };
+    auto latency = [&](const char* metric, bool p99, int k, bool ms) -> double {
+      if (!m.contains(metric)) return std::nan("");
+      const bool successful = m[metric].contains("successful");
+      const auto& x = successful ? m[metric]["successful"] : m[metric];
+      const std::string field = at + ".metrics." + metric + (successful ? ".successful" : "");
+      if (!p99) return json_latency(x, "mean", field + ".mean", k, ms, path);
+      return x.contains("percentiles") ? json_latency(x["percentiles"], "p99", field + ".percentiles.p99", k, ms, path)
+                                       : std::nan("");
+    };
+    p.measured[kMeanTtft] = latency("time_to_first_token_ms", false, kMeanTtft, true);
+    p.measured[kP99Ttft] = latency("time_to_first_token_ms", true, kP99Ttft, true);
+    p.measured[kMeanTpot] = latency("time_per_output_token_ms", false, kMeanTpot, true);
+    p.measured[kMeanE2e] = latency("request_latency", false, kMeanE2e, false);  // seconds in GuideLLM
+    if (!(p.isl > 0)) p.isl = stat("prompt_token_count", "mean");
+    if (!(p.osl > 0)) p.osl = stat("output_token_count", "mean");
+    const nlohmann::json args = b.value("args", nlohmann::json::object());
+    const nlohmann::json prof =
+        args.contains("strategy") ? args["strategy"] : args.value("profile", nlohmann::json::object());
+    const std::string kind = prof.value("type_", prof.value("strategy", std::string()));
+    if (prof.contains("streams") && prof["streams"].is_number())
+      p.concurrency = count_of(prof["streams"], "streams", 1000000, path);
+    else if (prof.contains("rate") && prof["rate"].is_number()) {
+      p.rate_per_s = prof["rate"].get<double>();
+      p.poisson = kind == "poisson";
+    }
+    if (b.contains("model") && b["model"].is_string() && p.model_id.empty()) p.model_id = b["model"].get<std::string>();
+    finish_point(p);
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+}  // namespace
+
+double latency_limit_s(int metric) { return metric == kMeanTpot ? 60.0 : 3600.0; }
+
+std::string catalog_model_for(const std::string& model_id) {
+  std::string m = lower(model_id);
+  if (const size_t slash = m.rfind('/'); slash != std::string::npos) m = m.substr(slash + 1);
+  for (const std::string suffix : {"-fp8-dynamic", "-fp8", "-instruct-2407", "-instruct", "-hf", "-v0.1", "-instruct"})
+    if (ends_with(m, suffix)) m = m.substr(0, m.size() - suffix.size());
+  if (ends_with(m, "-instruct")) m = m.substr(0, m.size() - 9);
+  // same architecture fields under another release name (docs/catalog.md)
+  static const std::map<std::string, std::string> alias = {
+      {"qwen2-7b", "qwen2.5-7b"},     {"qwen2-72b", "qwen2.5-72b"},   {"meta-llama-3-8b", "llama-3.1-8b"},
+      {"llama-3.1-70b", "llama-3.1-70b"}, {"qwen3-235b-a22b", "qwen3-235b-a22b"}, {"codellama-34b", "codellama-34b"},
+      {"mixtral-8x7b", "mixtral-8x7b"}, {"llama-3.3-70b", "llama-3.3-70b"}};
+  if (auto it = alias.find(m); it != alias.end()) m = it->second;
+  for (const auto& x : builtin_models())
+    if (x.name == m) return m;
+  return "";
+}
+
+std::string catalog_device_for(const std::string& device_id) {
+  const std::string d = lower(device_id);
+  for (const auto& x : builtin_devices())
+    if (x.name == d) return d;
+  static const std::map<std::string, std::string> alias = {
+      {"h100-sxm", "h100-sxm-80gb"}, {"h100", "h100-sxm-80gb"},     {"h200-sxm", "h200-141gb"}, {"h200", "h200-141gb"},
+      {"b200-sxm", "b200-180gb"},    {"b200", "b200-180gb"},        {"a100-80gb", "a100-80gb"}, {"a100-40gb", "a100-40gb"},
+      {"l40s", "l40s-48gb"},         {"l4", "l4-24gb"},             {"mi300x", "mi300x-192gb"}};
+  auto it = alias.find(d);
+  return it == alias.end() ? "" : it->second;
+}
+
+std::vector<BenchPoint> read_benchmarks(const std::string& path, const BenchPoint& defaults) {
+  const std::string text = read_text_file(path, "benchmark file");
+  BenchPoint d = defaults;
+  for (double& v : d.measured) v = std::nan("");
+  const size_t first = text.find_first_not_of(" \t\r\n\xEF\xBB\xBF");
+  if (first != std::string::npos && text[first] == '{') {
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(text);
+    } catch (const nlohmann::json::parse_error& e) {
+      throw InputError(Location{path, 0, 0, ""}, std::string("malformed JSON: ") + e.what());
+    }
+    try {
+      if (j.contains("benchmarks") && j["benchmarks"].is_array()) return read_guidellm_json(path, j, d);
+      if (j.contains("mean_ttft_ms")) return {read_vllm_json(path, j, d)};
+    } catch (const nlohmann::json::exception& e) {
+      throw InputError(Location{path, 0, 0, ""}, std::string("unexpected JSON layout: ") + e.what());
+    }
+    throw InputError(Location{path, 0, 0, ""},
+                     "not a benchmark result: expected `vllm bench serve --save-result` JSON (mean_ttft_ms, ...) or a "
+                     "GuideLLM report (benchmarks: [...])");
+  }
+  return read_csv(path, text, d);
+}
+
+std::string benchmark_scenario_yaml(const BenchPoint& p, const BenchProtocol& proto) {
+  const DeviceSpec* dev = nullptr;
+  for (const auto& x : builtin_devices())
+    if (x.name == p.device) dev = &x;
+  // vLLM's server defaults (EngineArgs, asserted by vLLM's tests/engine/test_arg_utils.py,
+  // test_defaults_with_usage_context): 1024 sequences and 8192 tokens per step on cards of 70 GiB
+  // and more other than the A100, else 256 and 2048
+  const bool big = dev && dev->memory_gib >= 70.0 && p.device.rfind("a100", 0) != 0;
+  const int seqs = p.max_num_seqs > 0 ? p.max_num_seqs : big ? 1024 : 256;
+  const int batched = std::max(p.max_batched_tokens > 0 ? p.max_batched_tokens : big ? 8192 : 2048, seqs);
+  std::ostringstream y;
+  y << "name: bench\nseed: 7\n";
+  const int isl = std::max(1, int(std::lround(p.isl))), osl = std::max(1, int(std::lround(p.osl)));
+  std::string arrival;
+  double duration = 2.0e6;
+  if (p.concurrency > 0) {
+    const int n = p.num_prompts > 0 ? std::max(p.num_prompts, p.concurrency) : p.concurrency * proto.requests_per_client;
+    arrival = "{process: concurrency, clients: " + std::to_string(p.concurrency) + ", requests: " + std::to_string(n);
+    if (proto.client_jitter_s > 0) {
+      char b[96];
+      std::snprintf(b, sizeof b, ", think_time_s: {dist: exponential, mean: %.9g}", proto.client_jitter_s);
+      arrival += b;
+    }
+    arrival += "}";
+  } else if (std::isinf(p.rate_per_s)) {
+    arrival = "{process: burst, requests: " + std::to_string(std::max(1, p.num_prompts)) + "}";
+  } else {
+    const int n = p.num_prompts > 0 ? p.num_prompts : std::max(200, int(60.0 * p.rate_per_s));
+    duration = double(n) / p.rate_per_s;
+    char b[128];
+    std::snprintf(b, sizeof b, "{process: %s, rate_per_s: %.9g}", p.poisson ? "poisson" : "constant", p.rate_per_s);
+    arrival = b;
+  }
+  char d[64];
+  std::snprintf(d, sizeof d, "%.9g", duration);
+  y << "duration_s: " << d << "\nwarmup_s: 0\n";
+  y << "device: " << p.device << "\nmodel: " << p.model << "\nweight_dtype: " << p.weight_dtype << "\n";
+  y << "engine:\n  max_num_seqs: " << seqs << "\n  max_batched_tokens: " << batched
+    << "\n  gpu_memory_utilization: " << (p.gpu_memory_utilization > 0 ? p.gpu_memory_utilization : 0.9) << "\n";
+  if (p.tp > 1) y << "  tensor_parallel: " << p.tp << "\n";
+  y << "  perf_profile: none\n";
+  y << "fleet:\n  replicas: 1\n  queue_limit: 1000000\n";
+  y << "workload:\n  arrival: " << arrival << "\n  prompt_tokens: " << isl << "\n  output_tokens: " << osl << "\n";
+  return y.str();
+}
+
+PreparedPoint prepare_point(const BenchPoint& p, const BenchProtocol& proto) {
+  PreparedPoint pp;
+  pp.point = &p;
+  pp.scenario = load_scenario_text(benchmark_scenario_yaml(p, proto), p.where, "");
+  return pp;
+}
+
+void mark_unsimulatable(std::vector<BenchPoint>& points, const BenchProtocol& proto) {
+  for (auto& p : points) {
+    if (!p.skip.empty()) continue;
+    try {
+      prepare_point(p, proto);
+    } catch (const InputError& e) {
+      p.skip = e.what();
+    }
+  }
+}
+
+Prediction predict_point(const PreparedPoint& pp, const PerfCoefficients* c, HostWorkspace& ws, int replications) {
+  Scenario s = pp.scenario;
+  if (c) {
+    auto prof = std::make_shared<PerfProfile>();
+    prof->name = "fit";
+    prof->device = s.pools[0].device.name;
+    prof->c = *c;
+    s.pools[0].profile = prof;
+    s.pools[0].perf_model = PerfKind::calibrated;
+    s.pools[0].client_ttft_s = c->client_ttft_s;
+  }
+  Prediction out;
+  for (double& v : out.v) v = 0;
+  // Closed-loop clients all send at t = 0, as a benchmark with a fixed concurrency starts; with
+  // fixed lengths they then stay in step. Spreading the first sends over one request's duration
+  // (workload.arrival.ramp_s) fitted the published runs worse (docs/validation.md).
+  const SimParams params = s.params();
+  Histogram ttft;
+  hist_clear(ttft);
+  double n = 0, sum_ttft = 0, sum_tpot = 0, n_tpot = 0, sum_e2e = 0;
+  for (int r = 0; r < replications; ++r) {
+    const auto t = simulate_once(params, uint32_t(r), ws);
+    if (t->status != 0 || t->unfinished != 0) out.ok = false;
+    const ClassTally& ct = t->classes[0];
+    hist_merge(ttft, ct.ttft);
+    n += double(ct.ttft.n);
+    sum_ttft += ct.ttft.sum;
+    sum_e2e += ct.e2e.sum;
+    sum_tpot += ct.tpot.sum;
+    n_tpot += double(ct.tpot.n);
+  }
+  if (n <= 0) {
+    out.ok = false;
+    return out;
+  }
+  out.v[kMeanTtft] = sum_ttft / n;
+  out.v[kMeanE2e] = sum_e2e / n;
+  out.v[kMeanTpot] = n_tpot > 0 ? sum_tpot / n_tpot : 0.0;
+  out.v[kP99Ttft] = hist_quantile(ttft, 0.99);
+  return out;
+}
+
+double relative_error(double predicted, double measured) {
+  if (!std::isfinite(predicted) || !std::isfinite(measured) || measured <= 0) return std::nan("");
+  return std::fabs(predicted - measured) / measured;
+}
+
+}  // namespace fleetsim

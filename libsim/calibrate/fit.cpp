@@ -1,0 +1,356 @@
+#include "calibrate/fit.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include "input/csv.hpp"
+#include "input/input_file.hpp"
+
+namespace fleetsim {
+
+Eigen::VectorXd nnls(const Eigen::MatrixXd& A, const Eigen::VectorXd& b, int max_iterations) {
+  const int n = int(A.cols());
+  if (max_iterations <= 0) max_iterations = 30 * n;
+  Eigen::VectorXd x = Eigen::VectorXd::Zero(n);
+  std::vector<bool> passive(size_t(n), false);
+  const double tol = 1e-12 * std::max(1.0, A.norm() * b.norm());
+  for (int it = 0; it < max_iterations; ++it) {
+    const Eigen::VectorXd w = A.transpose() * (b - A * x);
+    int j = -1;
+    double best = tol;
+    for (int i = 0; i < n; ++i)
+      if (!passive[size_t(i)] && w[i] > best) best = w[i], j = i;
+    if (j < 0) break;
+    passive[size_t(j)] = true;
+    for (;;) {
+      std::vector<int> P;
+      for (int i = 0; i < n; ++i)
+        if (passive[size_t(i)]) P.push_back(i);
+      Eigen::MatrixXd Ap(A.rows(), Eigen::Index(P.size()));
+      for (size_t k = 0; k < P.size(); ++k) Ap.col(Eigen::Index(k)) = A.col(P[k]);
+      const Eigen::VectorXd zp = Ap.colPivHouseholderQr().solve(b);
+      Eigen::VectorXd z = Eigen::VectorXd::Zero(n);
+      for (size_t k = 0; k < P.size(); ++k) z[P[k]] = zp[Eigen::Index(k)];
+      bool feasible = true;
+      for (int i : P) feasible = feasible && z[i] > 0;
+      if (feasible) {
+        x = z;
+        break;
+      }
+      // step back towards x until a passive coefficient reaches zero, and free it
+      double alpha = 1.0;
+      for (int i : P)
+        if (z[i] <= 0) alpha = std::min(alpha, x[i] / (x[i] - z[i]));
+      x = x + alpha * (z - x);
+      for (int i : P)
+        if (x[i] <= 1e-15) passive[size_t(i)] = false, x[i] = 0;
+    }
+  }
+  return x;
+}
+
+std::vector<StepSample> read_step_samples(const std::string& path, std::string& device_out) {
+  std::istringstream in(read_text_file(path, "step-timings file"));
+  CsvReader csv(in, path);
+  for (const char* need : {"model", "device", "prefill_tokens", "decode_seqs", "decode_context_tokens", "step_ms"})
+    if (!csv.has(need))
+      throw InputError(Location{path, 1, 0, csv.header_line()},
+                       std::string("missing column '") + need +
+                           "': per-step timings need model, device, prefill_tokens, decode_seqs, "
+                           "decode_context_tokens, step_ms (tp, weight_dtype, prefill_seqs optional)");
+  std::vector<StepSample> out;
+  std::map<std::string, Scenario> scenarios;  // one per configuration, for its work per device
+  while (csv.next()) {
+    auto num = [&](const char* k, double dflt) {
+      const double x = csv.number(k);
+      if (std::isinf(x)) csv.fail(std::string("column ") + k + ": expected a finite number");
+      return std::isnan(x) ? dflt : x;
+    };
+    const int tp = int(csv.integer("tp", 1, 64, 1));
+    const std::string dtype = csv.get("weight_dtype").empty() ? "bf16" : csv.get("weight_dtype");
+    const std::string key = csv.get("model") + "|" + csv.get("device") + "|" + std::to_string(tp) + "|" + dtype;
+    if (!scenarios.count(key)) {
+      std::ostringstream y;
+      y << "name: steps\nduration_s: 1\ndevice: " << catalog_device_for(csv.get("device")) << "\nmodel: "
+        << catalog_model_for(csv.get("model")) << "\nweight_dtype: " << dtype << "\nengine: {perf_profile: none"
+        << (tp == 1 ? "" : ", tensor_parallel: " + std::to_string(tp))
+        << "}\nfleet: {replicas: 1}\nworkload: {arrival: {process: poisson, rate_per_s: 1}, prompt_tokens: 10, output_tokens: 10}\n";
+      try {
+        scenarios.emplace(key, load_scenario_text(y.str(), csv.where(), ""));
+      } catch (const InputError& e) {
+        csv.fail(std::string("cannot model this row's configuration (") + e.what() + ")");
+      }
+    }
+    const Scenario& sc = scenarios.at(key);
+    if (device_out.empty()) device_out = sc.pools[0].device.name;
+    else if (device_out != sc.pools[0].device.name)
+      csv.fail("a profile is fitted for one device: this row is on " + sc.pools[0].device.name + ", earlier rows on " +
+               device_out);
+    const PoolParams P = sc.pools[0].params();
+    const double bf16 = sc.pools[0].device.bf16_tflops * 1e12;
+    const double peak_flops = P.peak_flops_per_s, peak_bytes = P.peak_bytes_per_s;
+    const double pt = num("prefill_tokens", 0), ps = std::max(num("prefill_seqs", pt > 0 ? 1 : 0), pt > 0 ? 1.0 : 0.0);
+    const double ds = num("decode_seqs", 0), dctx = num("decode_context_tokens", 0);
+    const double per_seq = ps > 0 ? pt / ps : 0;
+    StepSample s;
+    s.where = csv.where();
+    s.x[0] = 1.0;
+    s.x[1] = ps + ds;
+    s.x[2] = P.work.weight_bytes / peak_bytes;
+    s.x[3] = P.work.matmul_flops_per_token * (pt + ds) / peak_flops;
+    s.x[4] = P.work.kv_bytes_per_token * (pt + dctx) / peak_bytes;
+    s.x[5] = P.work.attn_flops_per_pair * ps * per_seq * (per_seq + 1) / 2 / bf16;
+    // bounded as a token's time is: a step of over a minute is no serving step
+    s.step_s = csv.number("step_ms") / 1e3;
+    if (!(s.step_s > 0 && s.step_s <= latency_limit_s(kMeanTpot)))
+      csv.fail("column step_ms: expected a step time > 0 and at most " +
+               std::to_string((long long)(latency_limit_s(kMeanTpot) * 1e3)) + " ms (a minute), not '" +
+               csv.get("step_ms") + "'");
+    out.push_back(s);
+  }
+  if (out.empty()) throw InputError(Location{path, 0, 0, ""}, "no step timings in " + path);
+  return out;
+}
+
+double step_prediction(const PerfCoefficients& c, const StepSample& s) {
+  double t = 0;
+  for (int i = 0; i < 6; ++i) t += profile_term(c, i) * s.x[i];
+  return t;
+}
+
+PerfCoefficients fit_steps(const std::vector<StepSample>& samples) {
+  // relative errors: each row is scaled by its measured time, so short steps count as much as long ones
+  Eigen::MatrixXd A(Eigen::Index(samples.size()), 6);
+  Eigen::VectorXd b(Eigen::Index(samples.size()));
+  for (size_t r = 0; r < samples.size(); ++r) {
+    const double w = samples[r].step_s > 0 ? 1.0 / samples[r].step_s : 1.0;
+    for (int i = 0; i < 6; ++i) A(Eigen::Index(r), i) = samples[r].x[i] * w;
+    b[Eigen::Index(r)] = samples[r].step_s * w;
+  }
+  // scale columns to unit norm for conditioning
+  Eigen::VectorXd scale(6);
+  for (int i = 0; i < 6; ++i) {
+    scale[i] = A.col(i).norm() > 0 ? A.col(i).norm() : 1.0;
+    A.col(i) /= scale[i];
+  }
+  const Eigen::VectorXd x = nnls(A, b);
+  PerfCoefficients c;
+  for (int i = 0; i < 6; ++i) profile_term(c, i) = x[i] / scale[i];
+  c.comm_factor = 0.0;  // measured step times already hold the collectives: the terms absorb them
+  return c;
+}
+
+void check_fitted(const PerfCoefficients& c, const std::string& inputs) {
+  const std::string head = "the measurements" + (inputs.empty() ? std::string() : " in " + inputs) + " cannot be fitted: ";
+  for (int i = 0; i < kProfileTerms; ++i) {
+    const double hi = profile_term_max(i), v = profile_term(c, i);
+    if (!(v >= 0 && v <= hi)) {
+      char b[200];
+      std::snprintf(b, sizeof b, "the fitted %s is %.6g, outside [0, %g], the range a profile allows", profile_term_names()[i],
+                    v, hi);
+      throw InputError(Location{}, head + b);
+    }
+  }
+  if (!(c.weight_factor > 0 || c.matmul_factor > 0 || c.step_s > 0))
+    throw InputError(Location{}, head + "step_s, weight_factor and matmul_factor all came out 0 (a profile needs one above 0)");
+}
+
+PerfCoefficients prior_coefficients() {
+  PerfCoefficients c;
+  c.step_s = 0.002;
+  c.per_seq_s = 2e-5;
+  c.weight_factor = 1.25;   // 80% of peak bandwidth, the roofline default mbu
+  c.matmul_factor = 2.0;    // 50% of peak FLOP/s, the roofline default mfu
+  c.kv_factor = 1.25;
+  c.attention_factor = 2.0;
+  c.client_ttft_s = 0.005;
+  c.comm_factor = 1.0;
+  return c;
+}
+
+namespace {
+
+void parallel_for(int n, int threads, const std::function<void(int, HostWorkspace&)>& f) {
+  if (threads <= 0) threads = int(std::max(1u, std::thread::hardware_concurrency()));
+  threads = std::min(threads, n);
+  std::atomic<int> next{0};
+  auto work = [&] {
+    HostWorkspace ws;
+    for (int i; (i = next.fetch_add(1)) < n;) f(i, ws);
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+}
+
+bool fitted_metric(const BenchPoint& p, int m) { return std::isfinite(p.measured[m]) && p.measured[m] > 0; }
+
+}  // namespace
+
+ProfileError summarize(const std::vector<PointResult>& r) {
+  ProfileError e;
+  e.points = int(r.size());
+  for (int m = 0; m < kBenchMetrics; ++m) {
+    std::vector<double> v;
+    for (const auto& x : r)
+      if (std::isfinite(x.error[m])) v.push_back(x.error[m]);
+    if (v.empty()) {
+      e.median[m] = e.worst[m] = std::nan("");
+      continue;
+    }
+    std::sort(v.begin(), v.end());
+    const size_t k = v.size();
+    e.median[m] = k % 2 ? v[k / 2] : 0.5 * (v[k / 2 - 1] + v[k / 2]);
+    e.worst[m] = v.back();
+  }
+  return e;
+}
+
+std::vector<PointResult> evaluate(const std::vector<const BenchPoint*>& points, const PerfCoefficients* c,
+                                  const FitOptions& opt) {
+  std::vector<PointResult> out(points.size());
+  parallel_for(int(points.size()), opt.threads, [&](int i, HostWorkspace& ws) {
+    const PreparedPoint pp = prepare_point(*points[size_t(i)], opt.protocol);
+    PointResult& r = out[size_t(i)];
+    r.point = points[size_t(i)];
+    r.predicted = predict_point(pp, c, ws);
+    for (int m = 0; m < kBenchMetrics; ++m)
+      r.error[m] = r.predicted.ok ? relative_error(r.predicted.v[m], r.point->measured[m]) : INFINITY;
+  });
+  return out;
+}
+
+PerfCoefficients fit_benchmarks(const std::vector<const BenchPoint*>& points, const FitOptions& opt) {
+  constexpr int K = kProfileTerms;
+  std::vector<PreparedPoint> prepared;
+  for (const BenchPoint* p : points) prepared.push_back(prepare_point(*p, opt.protocol));
+  const PerfCoefficients prior = prior_coefficients();
+  Eigen::VectorXd theta0(K);
+  for (int i = 0; i < K; ++i) theta0[i] = std::log(profile_term(prior, i));
+  // residual layout: one per measured metric per point, then one per coefficient (the prior)
+  std::vector<std::pair<int, int>> rows;
+  for (size_t i = 0; i < points.size(); ++i)
+    for (int m = 0; m < kBenchMetrics; ++m)
+      if (fitted_metric(*points[i], m)) rows.emplace_back(int(i), m);
+  const int n_res = int(rows.size()) + K;
+  const double prior_w = std::sqrt(opt.prior_weight * double(points.size()) / K);
+
+  auto coeffs = [&](const Eigen::VectorXd& th) {
+    PerfCoefficients c;
+    for (int i = 0; i < K; ++i) profile_term(c, i) = std::exp(th[i]);
+    return c;
+  };
+  // residuals of several parameter vectors at once, the points spread over threads
+  auto residuals = [&](const std::vector<Eigen::VectorXd>& thetas) {
+    std::vector<Eigen::VectorXd> out(thetas.size(), Eigen::VectorXd(n_res));
+    std::vector<std::vector<Prediction>> pred(thetas.size(), std::vector<Prediction>(points.size()));
+    const int jobs = int(thetas.size() * points.size());
+    parallel_for(jobs, opt.threads, [&](int j, HostWorkspace& ws) {
+      const size_t t = size_t(j) / points.size(), i = size_t(j) % points.size();
+      const PerfCoefficients c = coeffs(thetas[t]);
+      pred[t][i] = predict_point(prepared[i], &c, ws);
+    });
+    for (size_t t = 0; t < thetas.size(); ++t) {
+      for (size_t r = 0; r < rows.size(); ++r) {
+        const Prediction& p = pred[t][size_t(rows[r].first)];
+        const double meas = points[size_t(rows[r].first)]->measured[rows[r].second];
+        const double v = p.ok && p.v[rows[r].second] > 0 ? std::log(p.v[rows[r].second] / meas) : 3.0;
+        out[t][Eigen::Index(r)] = v;
+      }
+      for (int i = 0; i < K; ++i) out[t][Eigen::Index(rows.size()) + i] = prior_w * (thetas[t][i] - theta0[i]);
+    }
+    return out;
+  };
+
+  Eigen::VectorXd theta = theta0;
+  Eigen::VectorXd r = residuals({theta})[0];
+  double cost = r.squaredNorm(), lambda = 1e-2;
+  // a coarse search first, one coefficient at a time a factor of 3 either way, since the simulated
+  // response is only piecewise smooth and the prior can be far off
+  for (int i = 0; i < K; ++i) {
+      std::vector<Eigen::VectorXd> cands;
+      for (double f : {-1.1, 1.1}) {
+        Eigen::VectorXd t = theta;
+        t[i] += f;
+        cands.push_back(t);
+      }
+      const auto rc = residuals(cands);
+      for (size_t k = 0; k < cands.size(); ++k)
+        if (rc[k].squaredNorm() < cost) theta = cands[k], r = rc[k], cost = rc[k].squaredNorm();
+    }
+  if (opt.progress) {
+    char b[96];
+    std::snprintf(b, sizeof b, "coarse search: rms log error %.4f", std::sqrt(cost / double(n_res)));
+    opt.progress(b);
+  }
+  const double h = 0.05;  // finite-difference step in log space: the simulation is piecewise smooth
+  for (int it = 0; it < opt.max_iterations; ++it) {
+    std::vector<Eigen::VectorXd> probes;
+    for (int i = 0; i < K; ++i) {
+      Eigen::VectorXd t = theta;
+      t[i] += h;
+      probes.push_back(t);
+    }
+    const auto rp = residuals(probes);
+    Eigen::MatrixXd J(n_res, K);
+    for (int i = 0; i < K; ++i) J.col(i) = (rp[size_t(i)] - r) / h;
+    const Eigen::MatrixXd JtJ = J.transpose() * J;
+    const Eigen::VectorXd g = J.transpose() * r;
+    bool improved = false;
+    for (int tries = 0; tries < 6 && !improved; ++tries) {
+      Eigen::MatrixXd Aug = JtJ;
+      for (int i = 0; i < K; ++i) Aug(i, i) += lambda * (JtJ(i, i) + 1e-9);
+      Eigen::VectorXd step = Aug.ldlt().solve(-g);
+      for (int i = 0; i < K; ++i) step[i] = std::clamp(step[i], -1.5, 1.5);
+      const Eigen::VectorXd cand = theta + step;
+      const Eigen::VectorXd rc = residuals({cand})[0];
+      const double cc = rc.squaredNorm();
+      if (cc < cost) {
+        const double gain = (cost - cc) / std::max(cost, 1e-30);
+        theta = cand, r = rc, cost = cc;
+        lambda = std::max(lambda / 3.0, 1e-6);
+        improved = true;
+        if (opt.progress) {
+          char b[160];
+          std::snprintf(b, sizeof b, "iteration %d: rms log error %.4f (lambda %.2g)", it + 1,
+                        std::sqrt(cost / double(n_res)), lambda);
+          opt.progress(b);
+        }
+        if (gain < 1e-4) it = opt.max_iterations;
+      } else {
+        lambda *= 4.0;
+      }
+    }
+    if (!improved) break;
+  }
+  return coeffs(theta);
+}
+
+std::vector<PointResult> cross_validate(const std::vector<const BenchPoint*>& points, const FitOptions& opt) {
+  std::vector<PointResult> out(points.size());
+  const int k = std::max(2, opt.folds);
+  for (int f = 0; f < k; ++f) {
+    std::vector<const BenchPoint*> train, test;
+    std::vector<size_t> test_idx;
+    for (size_t i = 0; i < points.size(); ++i) {
+      if (int(i % size_t(k)) == f) test.push_back(points[i]), test_idx.push_back(i);
+      else train.push_back(points[i]);
+    }
+    if (test.empty() || train.empty()) continue;
+    FitOptions o = opt;
+    o.progress = nullptr;
+    const PerfCoefficients c = fit_benchmarks(train, o);
+    const auto r = evaluate(test, &c, opt);
+    for (size_t j = 0; j < r.size(); ++j) out[test_idx[j]] = r[j];
+    if (opt.progress) opt.progress("fold " + std::to_string(f + 1) + " of " + std::to_string(k) + " done");
+  }
+  return out;
+}
+
+}  // namespace fleetsim

@@ -1,0 +1,134 @@
+#include "catalog/capacity.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace fleetsim {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+double activation_peak_bytes(const ModelSpec& m, int max_batched_tokens, int max_num_seqs, int tp, SamplerPath sampler,
+                             const VllmMemoryConstants& k) {
+  // Forward pass: bf16 activations of the widest layer (gate + up + activated MLP, and 4
+  // hidden-size buffers: residual, norm output, attention output, QKV) for every batched token.
+  // Tensor parallelism splits the MLP; an MoE layer's MLP is its experts per token (and shared
+  // experts) side by side.
+  double inter = m.intermediate;
+  if (m.moe()) {
+    const double moe_inter = double(m.experts_per_token + m.shared_experts) * m.expert_intermediate;
+    inter = m.dense_layers > 0 && m.intermediate > moe_inter ? m.intermediate : moe_inter;
+  }
+  const double tokens = max_batched_tokens;
+  const double forward =
+      k.forward_scale * tokens * 2.0 * (3.0 * (tp > 1 ? inter / tp : inter) + 4.0 * m.hidden);
+  if (m.kind != ModelKind::generate) return forward;
+  // Sampler: the forward pass's buffers are freed, its hidden states stay; every sequence gets
+  // full-vocabulary logits (gathered on every tensor-parallel rank) and the sampler's copies of them.
+  const double seqs = std::min(max_num_seqs, max_batched_tokens);
+  const double per_logit = sampler == SamplerPath::pytorch ? k.pytorch_bytes_per_logit : k.flashinfer_bytes_per_logit;
+  const double sampling = seqs * double(m.vocab) * per_logit + tokens * m.hidden * 2.0;
+  return std::max(forward, sampling);
+}
+
+namespace {
+// vLLM's default capture sizes: 1, 2, 4, then every 8 below 256, then every 16 (up to `largest`).
+int capture_sizes_up_to(int largest) {
+  int n = 0;
+  for (int s : {1, 2, 4})
+    if (s <= largest) ++n;
+  for (int s = 8; s < 256 && s <= largest; s += 8) ++n;
+  for (int s = 256; s <= largest; s += 16) ++n;
+  return n;
+}
+}  // namespace
+
+int cuda_graph_count(int max_num_seqs, int max_batched_tokens) {
+  const int piecewise = capture_sizes_up_to(std::min({2 * max_num_seqs, 512, max_batched_tokens}));
+  const int full = capture_sizes_up_to(std::min(max_num_seqs, 512));
+  return piecewise + full;
+}
+
+double cuda_graph_gib(int max_num_seqs, int max_batched_tokens, const VllmMemoryConstants& k) {
+  // vLLM's estimate: the first (largest) capture of each mode sizes the shared pool, and every
+  // further graph adds its own small cost (docs/model.md, "Memory").
+  const int n = cuda_graph_count(max_num_seqs, max_batched_tokens);
+  return k.cuda_graph_first_gib + k.cuda_graph_each_gib * std::max(0, n - 2);
+}
+
+double weight_bytes(const ModelSpec& m, double bytes_per_param, double expert_bytes_per_param) {
+  if (!m.moe() || expert_bytes_per_param < 0) return m.params_b * 1e9 * bytes_per_param;
+  const double routed = m.routed_expert_params();
+  return (m.params_b * 1e9 - routed) * bytes_per_param + routed * expert_bytes_per_param;
+}
+
+double resident_weight_bytes(const ModelSpec& m, double bytes_per_param, double expert_bytes_per_param, int tp) {
+  double b = weight_bytes(m, bytes_per_param, expert_bytes_per_param);
+  if (bytes_per_param < 2.0) {
+    // quantized checkpoints leave the input embedding and the LM head unquantized
+    const double tables = m.kind == ModelKind::generate && !m.tied_embeddings ? 2.0 : 1.0;
+    b += tables * double(m.vocab) * m.hidden * (2.0 - bytes_per_param);
+  }
+  if (m.moe() && expert_bytes_per_param == weight_dtype_bytes("mxfp4")) {
+    const int ranks = tp < 1 ? 1 : tp;
+    auto round_up = [](double x, double to) { return std::ceil(x / to) * to; };
+    const double inter = double(m.expert_intermediate) / ranks;
+    const double pad = round_up(m.hidden, 256) / m.hidden * round_up(inter, 64) / inter;
+    b += m.routed_expert_params() * expert_bytes_per_param * (pad - 1.0);
+  }
+  return b;
+}
+
+Capacity compute_capacity(const MemoryInputs& in) {
+  Capacity c;
+  const int tp = in.tp < 1 ? 1 : in.tp, pp = in.pp < 1 ? 1 : in.pp;
+  c.devices = tp * pp;
+  c.device_gib = in.device.memory_gib * in.memory_fraction;
+  c.usable_gib = c.device_gib * in.gpu_memory_utilization;
+  c.weights_gib = resident_weight_bytes(in.model, in.weight_bytes_per_param, in.expert_weight_bytes_per_param, tp) / kGiB;
+  if (c.devices > 1) c.weights_gib /= c.devices;
+  if (in.runtime_overhead_gib >= 0) {
+    c.non_torch_gib = in.runtime_overhead_gib;
+  } else {
+    c.non_torch_gib = in.constants.non_torch_gib + (c.devices > 1 ? in.constants.collective_gib : 0.0);
+    c.cuda_graph_gib = in.enforce_eager ? 0.0 : cuda_graph_gib(in.max_num_seqs, in.max_batched_tokens, in.constants);
+  }
+  c.runtime_overhead_gib = c.non_torch_gib + (in.reserve_cuda_graphs ? c.cuda_graph_gib : 0.0) + in.adapter_gib;
+  c.activation_gib =
+      in.activation_gib >= 0
+          ? in.activation_gib
+          : activation_peak_bytes(in.model, in.max_batched_tokens, in.max_num_seqs, tp, in.sampler, in.constants) / kGiB;
+  c.kv_gib = c.usable_gib - c.weights_gib - c.runtime_overhead_gib - c.activation_gib;
+  c.naive_kv_gib = c.usable_gib - c.weights_gib;
+  c.kv_bytes_per_token = kv_bytes_per_token_per_device(in.model, in.kv_elem_bytes, tp, pp);
+  const double block_bytes = c.kv_bytes_per_token * in.kv_block_tokens;
+  c.window_kv_bytes_per_seq = window_kv_bytes_per_seq_per_device(in.model, in.kv_elem_bytes, tp, pp);
+  c.window_blocks_per_seq = c.window_kv_bytes_per_seq > 0 ? int64_t(std::ceil(c.window_kv_bytes_per_seq / block_bytes)) : 0;
+  c.kv_blocks = c.kv_gib > 0 ? int64_t(std::floor(c.kv_gib * kGiB / block_bytes)) : 0;
+  c.kv_capacity_tokens = c.kv_blocks * in.kv_block_tokens;
+  c.fits = c.kv_blocks >= 1 + c.window_blocks_per_seq;  // room for one sequence
+  c.needed_gib =
+      c.weights_gib + c.runtime_overhead_gib + c.activation_gib + double(1 + c.window_blocks_per_seq) * block_bytes / kGiB;
+  return c;
+}
+
+int smallest_fitting_tp(MemoryInputs in) {
+  for (int tp = 1; tp <= 64; tp *= 2) {
+    if (tp < in.tp || !tp_problem(in.model, tp).empty()) continue;
+    in.tp = tp;
+    if (compute_capacity(in).fits) return tp;
+  }
+  return 0;
+}
+
+int64_t max_concurrent(const Capacity& c, int64_t context_tokens, int block_tokens) {
+  if (context_tokens < 1) context_tokens = 1;
+  const int64_t per_request = (context_tokens + block_tokens - 1) / block_tokens + c.window_blocks_per_seq;
+  return c.kv_blocks / per_request;
+}
+
+bool vllm_starts(const Capacity& c, int64_t max_model_len, int block_tokens) {
+  if (!c.fits) return false;
+  return max_model_len <= 0 || max_concurrent(c, max_model_len, block_tokens) >= 1;
+}
+
+}  // namespace fleetsim

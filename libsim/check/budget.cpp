@@ -1,0 +1,328 @@
+#include "check/budget.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <sstream>
+
+#include "input/input_file.hpp"
+#include "backend/runner.hpp"
+#include "sweep/sweep.hpp"
+#include "sweep/internal.hpp"
+#include "backend/windows.hpp"
+#include "input/yaml_node.hpp"
+
+namespace fleetsim {
+
+using detail::N;
+using detail::Source;
+
+namespace {
+
+// Friendly names for the figures CI budgets most often hold.
+const std::map<std::string, std::string>& aliases() {
+  static const std::map<std::string, std::string> a = {
+      {"monthly_spend_usd", "ledger.projection_30d.effective_usd"},
+      {"p99_ttft_s", "latency_s.ttft.p99"},
+      {"p99_e2e_s", "latency_s.e2e.p99"},
+      {"cost_per_million_output_tokens_usd", "cost.per_million_output_tokens_usd"},
+      {"rejection_fraction", "requests.rejection_fraction"},
+      {"goodput_per_s", "throughput.goodput_per_s"},
+      {"busy_fraction", "utilization.busy_fraction"},
+  };
+  return a;
+}
+
+std::string resolve(const std::string& metric) {
+  const auto it = aliases().find(metric);
+  return it == aliases().end() ? metric : it->second;
+}
+
+}  // namespace
+
+std::string Budget::path() const { return cls.empty() ? resolve(metric) : "classes." + cls + "." + resolve(metric); }
+
+namespace {
+// `budgets.NAME.KEY=...`, or the whole section: `budgets={...}`
+bool is_budgets_set(const std::string& text) { return text.rfind("budgets.", 0) == 0 || text.rfind("budgets=", 0) == 0; }
+}  // namespace
+
+std::vector<std::string> scenario_sets(const std::vector<std::string>& sets) {
+  std::vector<std::string> out;
+  for (const auto& s : sets)
+    if (!is_budgets_set(s)) out.push_back(s);
+  return out;
+}
+
+BudgetSpec parse_budgets(const std::string& file, const std::vector<std::string>& sets, bool require) {
+  const std::string text = read_text_file(file, "budgets file", kMaxTextInputBytes);
+  Source src;
+  src.file = file;
+  src.lines = detail::split_lines(text);
+  YAML::Node root = detail::load_located(text, src);
+  BudgetSpec spec;
+  spec.source = file;
+  const N r{root, "", &src};
+  if (root.IsMap())
+    for (const auto& text : sets)
+      if (is_budgets_set(text)) detail::apply_override(root, parse_set(text), src);
+  if (!root.IsMap() || !r.has("budgets")) {
+    if (!require) return spec;
+    r.fail("no budgets section: add e.g. `budgets: {p99-ttft: {metric: latency_s.ttft.p99, max: 1.0}}`");
+  }
+  const N b = r.at("budgets");
+  b.require_map();
+  for (auto it = b.node.begin(); it != b.node.end(); ++it) {
+    const std::string key = b.key_name(it->first);
+    const N e{it->second, b.path + "." + key, &src};
+    if (key == "replications") {
+      spec.replications = int(e.integer(1, 1000));
+      continue;
+    }
+    e.require_map();
+    e.allow_keys({"metric", "max", "min", "class", "window_s"});
+    Budget bu;
+    bu.name = key;
+    bu.where = e.where();
+    bu.metric = e.req("metric").str();
+    if (e.has("max") == e.has("min")) e.fail("give exactly one of max (the value must stay at or below) and min (at or above)");
+    bu.is_max = e.has("max");
+    bu.limit = e.at(bu.is_max ? "max" : "min").num();
+    if (!std::isfinite(bu.limit)) e.at(bu.is_max ? "max" : "min").fail("expected a finite number");
+    if (e.has("class")) bu.cls = e.at("class").str();
+    if (e.has("window_s")) bu.window_s = e.at("window_s").pos(30.0 * 86400);
+    spec.budgets.push_back(bu);
+  }
+  if (spec.budgets.empty()) b.fail("no budgets (expected e.g. p99-ttft: {metric: latency_s.ttft.p99, max: 1.0})");
+  return spec;
+}
+
+namespace {
+
+// The report path a budget reads, checked against the scenario's report shape.
+void check_against(const Budget& b, const Scenario& s, const Json& shape) {
+  if (!b.cls.empty()) {
+    const bool known = std::any_of(s.classes.begin(), s.classes.end(), [&](const auto& c) { return c.name == b.cls; });
+    if (!known) {
+      std::string all;
+      for (const auto& c : s.classes) all += (all.empty() ? "" : ", ") + c.name;
+      throw InputError(b.where, fmt::format("budgets.{}: no request class '{}' in {} (expected one of: {})", b.name, b.cls,
+                                            s.source, all));
+    }
+  }
+  const Json* v = sweep_detail::at_path(shape, b.path());
+  if (!v || !(v->is_number() || v->is_null()))
+    throw InputError(b.where, fmt::format("budgets.{}: '{}' is not a number in the run report (expected a path such as "
+                                          "latency_s.ttft.p99, cost.per_million_output_tokens_usd or monthly_spend_usd; "
+                                          "docs/output-schema.md lists them)",
+                                          b.name, b.metric));
+  const double span = s.duration_s - s.warmup_s;
+  if (b.window_s > span)
+    throw InputError(b.where, fmt::format("budgets.{}: window_s {:g} is longer than the measured {:g} s (duration_s - "
+                                          "warmup_s)",
+                                          b.name, b.window_s, span));
+}
+
+// A single-class scenario's report has no `classes`: its one class is the whole report.
+Budget normalized(Budget b, const Scenario& s) {
+  if (!s.multi && !b.cls.empty() && s.classes.size() == 1 && b.cls == s.classes[0].name) b.cls.clear();
+  return b;
+}
+
+// Every budget's values by measurement window and replication.
+struct Values {
+  std::vector<std::vector<std::vector<double>>> v;  // [budget][window][replication] (NaN: no value)
+};
+
+Values evaluate(const Scenario& s, const std::vector<Budget>& budgets, int reps, int threads, int& sims,
+                const CheckProgress& progress, const std::string& stage) {
+  // the measurement windows each budget needs
+  std::vector<double> lengths;  // 0: the whole run
+  for (const auto& b : budgets)
+    if (std::find(lengths.begin(), lengths.end(), b.window_s) == lengths.end()) lengths.push_back(b.window_s);
+  struct Window {
+    double length, from, to;
+  };
+  std::vector<Window> windows;
+  for (double len : lengths) {
+    if (len == 0) {
+      windows.push_back({0, s.warmup_s, s.duration_s});
+      continue;
+    }
+    const int n = std::max(1, int(std::floor((s.duration_s - s.warmup_s) / len + 1e-9)));
+    for (int k = 0; k < n; ++k) windows.push_back({len, s.warmup_s + k * len, s.warmup_s + (k + 1) * len});
+  }
+  // the sub-windows (a budget's window_s) are measured on copies of each replication's run
+  std::vector<MeasureWindow> sub;
+  std::vector<size_t> sub_slot;
+  for (size_t w = 0; w < windows.size(); ++w)
+    if (windows[w].length > 0) {
+      sub.push_back({windows[w].from, windows[w].to});
+      sub_slot.push_back(w);
+    }
+
+  Values out;
+  out.v.assign(budgets.size(), std::vector<std::vector<double>>(windows.size(), std::vector<double>(size_t(reps), std::nan(""))));
+  std::mutex progress_mutex;
+  size_t done = 0;
+  auto record = [&](size_t w, size_t r, const Tally& t) {
+    const Json rep = run_report(s, t);
+    for (size_t b = 0; b < budgets.size(); ++b) {
+      if (budgets[b].window_s != windows[w].length) continue;
+      const Json* v = sweep_detail::at_path(rep, budgets[b].path());
+      if (v && v->is_number()) out.v[b][w][r] = v->get<double>();
+    }
+    if (progress) {
+      std::lock_guard<std::mutex> lock(progress_mutex);
+      progress(sims + int(++done), stage);
+    }
+  };
+  // replications side by side; each is run whole once (the whole-run window, and the figures no
+  // window clips: max_replicas, events), and its sub-windows measured on copies of a second run
+  const int outer = std::max(1, std::min(threads, reps));
+  const int inner = std::max(1, threads / outer);
+  parallel_jobs(size_t(reps), outer, [&](size_t r, HostWorkspace& ws) {
+    const auto whole = simulate_once(s.params(), uint32_t(r), ws);
+    check_status(*whole, s.source);
+    for (size_t w = 0; w < windows.size(); ++w)
+      if (windows[w].length == 0) record(w, r, *whole);
+    if (sub.empty()) return;
+    measure_windows(s, uint32_t(r), sub, inner, [&](size_t k, const Tally& t) {
+      auto patched = std::make_unique<Tally>(t);
+      unclipped_from(*patched, *whole);
+      record(sub_slot[k], r, *patched);
+    });
+  });
+  sims += int(windows.size()) * reps;
+  // keep, for each budget, only its own windows (in order), with their start times
+  for (size_t b = 0; b < budgets.size(); ++b) {
+    std::vector<std::vector<double>> mine;
+    for (size_t w = 0; w < windows.size(); ++w)
+      if (windows[w].length == budgets[b].window_s) mine.push_back(out.v[b][w]);
+    out.v[b] = mine;
+  }
+  return out;
+}
+
+std::vector<BudgetOutcome> judge(const Scenario& s, const std::vector<Budget>& budgets, const Values& values) {
+  std::vector<BudgetOutcome> out;
+  for (size_t b = 0; b < budgets.size(); ++b) {
+    BudgetOutcome o;
+    o.budget = budgets[b];
+    o.windows = int(values.v[b].size());
+    bool first = true;
+    for (size_t w = 0; w < values.v[b].size(); ++w) {
+      std::vector<double> xs;
+      bool missing = false;
+      for (double x : values.v[b][w]) {
+        if (std::isnan(x)) missing = true;
+        else xs.push_back(x);
+      }
+      if (missing || xs.empty()) {  // a window (or run) without a value cannot pass
+        o.has_value = false;
+        o.window_start_s = budgets[b].window_s > 0 ? s.warmup_s + double(w) * budgets[b].window_s : -1;
+        break;
+      }
+      const MeanCI m = mean_ci(xs);
+      const double bound = o.budget.is_max ? m.mean + m.half_width : m.mean - m.half_width;
+      if (first || (o.budget.is_max ? bound > o.bound : bound < o.bound)) {
+        o.mean = m.mean;
+        o.half_width = m.half_width;
+        o.bound = bound;
+        o.window_start_s = budgets[b].window_s > 0 ? s.warmup_s + double(w) * budgets[b].window_s : -1;
+      }
+      first = false;
+    }
+    o.pass = o.has_value && (o.budget.is_max ? o.bound <= o.budget.limit : o.bound >= o.budget.limit);
+    out.push_back(o);
+  }
+  return out;
+}
+
+// The scenario with every class's load multiplied by m (rates and closed-loop users).
+Scenario scaled(const Scenario& s, double m) {
+  Scenario x = s;
+  for (auto& c : x.classes) {
+    c.rate_per_s *= m;
+    if (c.arrival == ArrivalKind::concurrency || c.arrival == ArrivalKind::burst)
+      c.clients = std::max(1, int(std::lround(double(c.clients) * m)));
+  }
+  return x;
+}
+
+}  // namespace
+
+void validate_budgets(const Scenario& s, const BudgetSpec& spec) {
+  // the report's shape, from an empty tally: every budget's path is checked without a simulation
+  auto empty = std::make_unique<Tally>();
+  tally_clear(*empty, int32_t(s.pools.size()), int32_t(s.classes.size()));
+  empty->window_s = s.duration_s - s.warmup_s;
+  const Json shape = run_report(s, *empty);
+  for (const auto& b : spec.budgets) check_against(normalized(b, s), s, shape);
+}
+
+CheckResult check_budgets(const Scenario& s, const BudgetSpec& spec, const Scenario* baseline, int threads, bool headroom,
+                          const CheckProgress& progress) {
+  validate_budgets(s, spec);
+  std::vector<Budget> budgets;
+  for (const auto& b : spec.budgets) budgets.push_back(normalized(b, s));
+  CheckResult r;
+  r.outcomes = judge(s, budgets, evaluate(s, budgets, spec.replications, threads, r.simulations, progress, "budgets"));
+  r.pass = std::all_of(r.outcomes.begin(), r.outcomes.end(), [](const BudgetOutcome& o) { return o.pass; });
+
+  if (baseline) {
+    std::vector<Budget> bb;
+    for (const auto& b : spec.budgets) bb.push_back(normalized(b, *baseline));
+    auto empty = std::make_unique<Tally>();
+    tally_clear(*empty, int32_t(baseline->pools.size()), int32_t(baseline->classes.size()));
+    const Json shape = run_report(*baseline, *empty);
+    for (const auto& b : bb) check_against(b, *baseline, shape);
+    const auto base = judge(*baseline, bb, evaluate(*baseline, bb, spec.replications, threads, r.simulations, progress, "baseline"));
+    for (size_t i = 0; i < base.size(); ++i) {
+      r.outcomes[i].has_baseline = base[i].has_value;
+      r.outcomes[i].baseline = base[i].mean;
+    }
+  }
+
+  if (!headroom) return r;
+  const bool trace = std::any_of(s.classes.begin(), s.classes.end(), [](const auto& c) { return c.arrival == ArrivalKind::trace; });
+  if (trace) {
+    r.headroom_note = "not measured: a class replays a trace (scale it with time_scale to try more load)";
+    return r;
+  }
+  if (!r.pass) {
+    r.headroom_note = "not measured: the budgets do not hold at today's load";
+    return r;
+  }
+  // bisection on the arrival multiplier; the same seeds at every multiplier (common random numbers)
+  auto holds = [&](double m) {
+    const Scenario x = scaled(s, m);
+    const auto o = judge(x, budgets, evaluate(x, budgets, spec.replications, threads, r.simulations, progress,
+                                          fmt::format("headroom at {:.2f}x", m)));
+    return std::all_of(o.begin(), o.end(), [](const BudgetOutcome& b) { return b.pass; });
+  };
+  constexpr double kCap = 16.0;
+  double lo = 1.0, hi = 2.0;
+  while (holds(hi)) {
+    lo = hi;
+    if (hi >= kCap) {
+      r.headroom = lo;
+      r.headroom_capped = true;
+      return r;
+    }
+    hi *= 2.0;
+  }
+  while ((hi - lo) / lo > 0.02) {
+    const double mid = 0.5 * (lo + hi);
+    (holds(mid) ? lo : hi) = mid;
+  }
+  r.headroom = lo;
+  return r;
+}
+
+}  // namespace fleetsim

@@ -1,0 +1,183 @@
+// `fleetsim check` results for people (table, Markdown for a PR comment), for machines (JSON,
+// JUnit XML) and for GitHub Actions (workflow-command annotations at the budget's line).
+#include <fmt/format.h>
+
+#include <string>
+
+#include "check/budget.hpp"
+
+namespace fleetsim {
+
+namespace {
+
+std::string what(const Budget& b) {
+  std::string w = b.metric;
+  if (!b.cls.empty()) w += " [class " + b.cls + "]";
+  if (b.window_s > 0) w += fmt::format(" (worst {:g} s window)", b.window_s);
+  return w;
+}
+
+std::string value(const BudgetOutcome& o) {
+  if (!o.has_value) return "no value";
+  return o.half_width > 0 ? fmt::format("{:.4g} ± {:.2g}", o.mean, o.half_width) : fmt::format("{:.4g}", o.mean);
+}
+
+std::string rule(const Budget& b) { return fmt::format("{} {:.4g}", b.is_max ? "<=" : ">=", b.limit); }
+
+std::string verdict(const BudgetOutcome& o) {
+  if (!o.has_value) return "no value in every replication";
+  std::string v = fmt::format("95% bound {:.4g} {} {:.4g}", o.bound, o.pass ? (o.budget.is_max ? "<=" : ">=") : (o.budget.is_max ? ">" : "<"),
+                              o.budget.limit);
+  if (o.window_start_s >= 0) v += fmt::format(", worst window from t = {:g} s", o.window_start_s);
+  return v;
+}
+
+std::string change(const BudgetOutcome& o) {
+  if (!o.has_baseline || !o.has_value) return "";
+  const double d = o.baseline != 0 ? (o.mean - o.baseline) / std::fabs(o.baseline) : 0.0;
+  return fmt::format("{:.4g} -> {:.4g} ({:+.1f}%)", o.baseline, o.mean, 100.0 * d);
+}
+
+std::string headroom(const CheckResult& r) {
+  if (r.headroom < 0) return r.headroom_note;
+  return r.headroom_capped ? fmt::format("every budget holds even at {:g}x today's load (the largest tried)", r.headroom)
+                           : fmt::format("every budget holds up to {:.2f}x today's load", r.headroom);
+}
+
+std::string xml(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    switch (c) {
+      case '<': o += "&lt;"; break;
+      case '>': o += "&gt;"; break;
+      case '&': o += "&amp;"; break;
+      case '"': o += "&quot;"; break;
+      case '\'': o += "&apos;"; break;
+      default: o += c;
+    }
+  }
+  return o;
+}
+
+// GitHub's workflow commands escape %, CR and LF in messages (and , and : in properties).
+std::string gh(const std::string& s, bool property) {
+  std::string o;
+  for (char c : s) {
+    if (c == '%') o += "%25";
+    else if (c == '\r') o += "%0D";
+    else if (c == '\n') o += "%0A";
+    else if (property && c == ':') o += "%3A";
+    else if (property && c == ',') o += "%2C";
+    else o += c;
+  }
+  return o;
+}
+
+}  // namespace
+
+Json check_json(const CheckResult& r, const Scenario& s, const BudgetSpec& spec) {
+  Json j;
+  j["schema_version"] = kSchemaVersion;
+  j["kind"] = "check";
+  j["scenario"] = {{"name", s.name}, {"source", s.source}, {"overrides", s.overrides}};
+  j["budgets_source"] = spec.source;
+  j["replications"] = spec.replications;
+  j["pass"] = r.pass;
+  Json bs = Json::array();
+  for (const auto& o : r.outcomes) {
+    Json b;
+    b["name"] = o.budget.name;
+    b["metric"] = o.budget.metric;
+    b["path"] = o.budget.path();
+    b["class"] = o.budget.cls.empty() ? Json(nullptr) : Json(o.budget.cls);
+    b["bound"] = o.budget.is_max ? "max" : "min";
+    b["limit"] = o.budget.limit;
+    b["window_s"] = o.budget.window_s > 0 ? Json(o.budget.window_s) : Json(nullptr);
+    b["pass"] = o.pass;
+    b["mean"] = o.has_value ? Json(o.mean) : Json(nullptr);
+    b["ci95_half_width"] = o.has_value ? Json(o.half_width) : Json(nullptr);
+    b["bound_95"] = o.has_value ? Json(o.bound) : Json(nullptr);
+    b["worst_window_start_s"] = o.window_start_s >= 0 ? Json(o.window_start_s) : Json(nullptr);
+    b["windows"] = o.windows;
+    if (o.has_baseline) b["baseline_mean"] = o.baseline;
+    b["where"] = fmt::format("{}:{}", o.budget.where.file, o.budget.where.line);
+    bs.push_back(b);
+  }
+  j["budgets"] = bs;
+  j["headroom"] = {{"load_multiplier", r.headroom >= 0 ? Json(r.headroom) : Json(nullptr)},
+                   {"capped", r.headroom_capped},
+                   {"note", headroom(r)}};
+  j["simulations"] = r.simulations;
+  return j;
+}
+
+std::string check_table(const CheckResult& r, const Scenario& s, const BudgetSpec& spec) {
+  std::string o = fmt::format("check  {}  ({} budgets from {}, {} replications each, {} simulations)\n\n", s.name,
+                              r.outcomes.size(), spec.source, spec.replications, r.simulations);
+  for (const auto& x : r.outcomes) {
+    o += fmt::format("  {}  {}: {} {}  mean {}  ({})", x.pass ? "pass" : "FAIL", x.budget.name, what(x.budget), rule(x.budget),
+                     value(x), verdict(x));
+    if (x.has_baseline) o += "  baseline " + change(x);
+    o += "\n";
+  }
+  o += fmt::format("\nheadroom  {}\n", headroom(r));
+  o += r.pass ? "result    pass\n" : "result    FAIL: a budget is violated\n";
+  return o;
+}
+
+std::string check_markdown(const CheckResult& r, const Scenario& s, const BudgetSpec& spec) {
+  auto cell = [](std::string t) {
+    std::string o;
+    for (char c : t) o += c == '|' ? std::string("\\|") : std::string(1, c);
+    return o;
+  };
+  std::string o = fmt::format("### fleetsim check: {} {}\n\n", cell(s.name), r.pass ? "passes" : "**fails**");
+  o += fmt::format("{} replications per budget; a budget passes when its 95% bound is within it.\n\n", spec.replications);
+  const bool base = std::any_of(r.outcomes.begin(), r.outcomes.end(), [](const auto& x) { return x.has_baseline; });
+  o += base ? "| | budget | metric | limit | mean ± 95% CI | 95% bound | baseline → now |\n|---|---|---|---|---|---|---|\n"
+            : "| | budget | metric | limit | mean ± 95% CI | 95% bound |\n|---|---|---|---|---|---|\n";
+  for (const auto& x : r.outcomes) {
+    o += fmt::format("| {} | {} | {} | {} | {} | {} |", x.pass ? "✅" : "❌", cell(x.budget.name), cell(what(x.budget)),
+                     cell(rule(x.budget)), cell(value(x)), x.has_value ? fmt::format("{:.4g}", x.bound) : "–");
+    if (base) o += " " + cell(change(x)) + " |";
+    o += "\n";
+  }
+  o += fmt::format("\nHeadroom: {}.\n", headroom(r));
+  return o;
+}
+
+std::string check_junit(const CheckResult& r, const Scenario& s, const BudgetSpec& spec) {
+  int failures = 0;
+  for (const auto& x : r.outcomes) failures += x.pass ? 0 : 1;
+  std::string o = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  o += fmt::format("<testsuites name=\"fleetsim check\" tests=\"{}\" failures=\"{}\">\n", r.outcomes.size(), failures);
+  o += fmt::format("  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"0\" skipped=\"0\">\n", xml(s.name),
+                   r.outcomes.size(), failures);
+  o += fmt::format("    <properties><property name=\"budgets\" value=\"{}\"/><property name=\"replications\" value=\"{}\"/>"
+                   "<property name=\"headroom\" value=\"{}\"/></properties>\n",
+                   xml(spec.source), spec.replications, xml(headroom(r)));
+  for (const auto& x : r.outcomes) {
+    o += fmt::format("    <testcase classname=\"{}\" name=\"{}\" file=\"{}\" line=\"{}\">", xml(s.name), xml(x.budget.name),
+                     xml(x.budget.where.file), x.budget.where.line);
+    if (!x.pass)
+      o += fmt::format("\n      <failure message=\"{}\">{}: {} {}, mean {}</failure>\n    ",
+                       xml(what(x.budget) + " " + rule(x.budget) + ": " + verdict(x)), xml(x.budget.name), xml(what(x.budget)),
+                       xml(rule(x.budget)), xml(value(x)));
+    o += "</testcase>\n";
+  }
+  o += "  </testsuite>\n</testsuites>\n";
+  return o;
+}
+
+std::string check_annotations(const CheckResult& r) {
+  std::string o;
+  for (const auto& x : r.outcomes) {
+    if (x.pass) continue;
+    o += fmt::format("::error file={},line={},title={}::{}\n", gh(x.budget.where.file, true), std::max(1, x.budget.where.line),
+                     gh("budget " + x.budget.name, true),
+                     gh(what(x.budget) + " " + rule(x.budget) + ": " + verdict(x) + ", mean " + value(x), false));
+  }
+  return o;
+}
+
+}  // namespace fleetsim

@@ -1,0 +1,124 @@
+#include "input/csv.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+
+#include "base/error.hpp"
+#include "input/trace.hpp"
+
+namespace fleetsim {
+
+std::string csv_quote(const std::string& s) {
+  if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
+  std::string q = "\"";
+  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return q + "\"";
+}
+
+namespace {
+std::string lower(std::string s) {
+  for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// Whether a quoted field is still open after `line`, scanning on from the state at its start
+// (split_csv_line's rules: a quote opens a field only as its first non-blank character).
+struct QuoteState {
+  bool in_quotes = false, started = false;
+  void feed(const std::string& line) {
+    for (size_t i = 0; i < line.size(); ++i) {
+      const char c = line[i];
+      if (in_quotes) {
+        if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') ++i;
+        else if (c == '"') in_quotes = false;
+      } else if (c == ',') {
+        started = false;
+      } else if (c == '"' && !started) {
+        in_quotes = started = true;
+      } else if (c != ' ' && c != '\t') {
+        started = true;
+      }
+    }
+  }
+};
+}  // namespace
+
+CsvReader::CsvReader(std::istream& in, std::string path) : in_(in), path_(std::move(path)) {
+  std::vector<std::string> names;
+  if (!read_record(header_, names)) throw InputError(Location{path_, 1, 0, ""}, "empty file: expected a CSV header");
+  for (size_t i = 0; i < names.size(); ++i) col_[lower(names[i])] = i;
+  n_columns_ = names.size();
+}
+
+bool CsvReader::read_record(std::string& text, std::vector<std::string>& fields) {
+  std::string line;
+  if (!std::getline(in_, line)) return false;
+  line_ = ++read_;
+  if (!line.empty() && line.back() == '\r') line.pop_back();
+  if (read_ == 1 && line.compare(0, 3, "\xEF\xBB\xBF") == 0) line.erase(0, 3);
+  text = line;
+  // a quoted field may hold line breaks (csv_quote writes them): the record goes on to its close
+  QuoteState q;
+  q.feed(line);
+  while (q.in_quotes && std::getline(in_, line)) {
+    ++read_;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    text += '\n';
+    text += line;
+    q.feed(line);
+  }
+  if (const int open = split_csv_line(text, fields)) {
+    // located at the opening quote: its line of the record, and its column there
+    const size_t at = size_t(open) - 1, bol = at == 0 ? std::string::npos : text.rfind('\n', at - 1);
+    const size_t from = bol == std::string::npos ? 0 : bol + 1;
+    const int line_no = line_ + int(std::count(text.begin(), text.begin() + long(from), '\n'));
+    const std::string src = text.substr(from, text.find('\n', from) - from);
+    throw InputError(Location{path_, line_no, int(at - from) + 1, src}, "unterminated quoted field (no closing \")");
+  }
+  return true;
+}
+
+bool CsvReader::next() {
+  while (read_record(text_, fields_)) {
+    if (text_.find_first_not_of(" \t") == std::string::npos) continue;
+    // a missing field reads as "", which would pass for a value left out on purpose
+    if (fields_.size() < n_columns_)
+      fail("the header has " + std::to_string(n_columns_) + " fields, this row " + std::to_string(fields_.size()) +
+           ": leave a value out as an empty field (,,), not by ending the row early");
+    return true;
+  }
+  return false;
+}
+
+std::string CsvReader::get(const std::string& column) const {
+  auto it = col_.find(column);
+  return it == col_.end() || it->second >= fields_.size() ? std::string() : fields_[it->second];
+}
+
+void CsvReader::fail(const std::string& message) const {
+  throw InputError(Location{path_, line_, 0, text_.substr(0, text_.find('\n'))}, message);
+}
+
+double CsvReader::number(const std::string& column) const {
+  const std::string s = get(column);
+  if (s.empty()) return std::nan("");
+  if (lower(s) == "inf") return INFINITY;
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  if (end == s.c_str() || *end != '\0' || std::isnan(v) || v < 0)
+    fail("column " + column + ": expected a number >= 0, not '" + s + "'");
+  return v;
+}
+
+long long CsvReader::integer(const std::string& column, long long lo, long long hi, long long dflt) const {
+  const double v = number(column);
+  if (std::isnan(v)) return dflt;
+  if (!(v >= double(lo) && v <= double(hi)) || v != std::floor(v))
+    fail("column " + column + ": expected an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], not '" +
+         get(column) + "'");
+  return (long long)v;
+}
+
+}  // namespace fleetsim

@@ -1,0 +1,196 @@
+#include "input/profile.hpp"
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "input/input_file.hpp"
+#include "input/yaml_node.hpp"
+
+namespace fleetsim {
+
+extern const char* const kBuiltinProfileText[];
+extern const char* const kBuiltinProfileName[];
+extern const int kBuiltinProfileCount;
+
+namespace {
+
+constexpr const char* kTermNames[kProfileTerms] = {"step_s",           "per_seq_s",     "weight_factor",
+                                                   "matmul_factor",    "kv_factor",     "attention_factor",
+                                                   "client_ttft_s",    "comm_factor"};
+
+void read_error(ProfileError& e, const detail::N& n) {
+  n.allow_keys({"points", "median", "worst"});
+  e.points = n.has("points") ? int(n.at("points").integer(0, 1000000)) : 0;
+  for (int k = 0; k < 4; ++k) e.median[k] = e.worst[k] = std::nan("");
+  for (const char* which : {"median", "worst"}) {
+    if (!n.has(which)) continue;
+    const detail::N m = n.at(which);
+    m.allow_keys({kProfileMetrics[0], kProfileMetrics[1], kProfileMetrics[2], kProfileMetrics[3]});
+    for (int k = 0; k < 4; ++k)
+      if (m.has(kProfileMetrics[k])) (which[0] == 'm' ? e.median : e.worst)[k] = m.at(kProfileMetrics[k]).num_in(0, 1e6);
+  }
+}
+
+void write_error(std::ostringstream& o, const char* key, const ProfileError& e) {
+  o << "  " << key << ":\n    points: " << e.points << "\n";
+  for (const char* which : {"median", "worst"}) {
+    const double* v = which[0] == 'm' ? e.median : e.worst;
+    bool any = false;
+    for (int k = 0; k < 4; ++k) any = any || std::isfinite(v[k]);
+    if (!any) continue;
+    o << "    " << which << ": {";
+    bool first = true;
+    for (int k = 0; k < 4; ++k) {
+      if (!std::isfinite(v[k])) continue;
+      char b[64];
+      std::snprintf(b, sizeof b, "%s%s: %.4f", first ? "" : ", ", kProfileMetrics[k], v[k]);
+      o << b;
+      first = false;
+    }
+    o << "}\n";
+  }
+}
+
+}  // namespace
+
+const char* const* profile_term_names() { return kTermNames; }
+double profile_term_max(int i) { return i < 2 || i == 6 ? 60 : 1e4; }
+
+double& profile_term(PerfCoefficients& c, int i) {
+  switch (i) {
+    case 0: return c.step_s;
+    case 1: return c.per_seq_s;
+    case 2: return c.weight_factor;
+    case 3: return c.matmul_factor;
+    case 4: return c.kv_factor;
+    case 5: return c.attention_factor;
+    case 6: return c.client_ttft_s;
+    default: return c.comm_factor;
+  }
+}
+double profile_term(const PerfCoefficients& c, int i) { return profile_term(const_cast<PerfCoefficients&>(c), i); }
+
+PerfProfile parse_profile(const std::string& text, const std::string& where) {
+  detail::Source src;
+  src.file = where;
+  src.lines = detail::split_lines(text);
+  const YAML::Node root = detail::load_located(text, src);
+  const detail::N n{root, "", &src};
+  if (!root.IsMap()) n.fail("a performance profile is a mapping (profile, device, coefficients, ...)");
+  n.allow_keys({"profile", "device", "model", "tp", "engine", "coefficients", "data", "method", "fit", "held_out"});
+  PerfProfile p;
+  p.origin = where;
+  p.name = n.req("profile").str();
+  p.device = n.req("device").str();
+  std::string why;
+  if (!find_named(builtin_devices(), p.device, "device", "", why)) n.at("device").fail(why);
+  if (n.has("model")) {
+    p.model = n.at("model").str();
+    if (p.model == "any") p.model.clear();
+    else if (!find_named(builtin_models(), p.model, "model", "", why)) n.at("model").fail(why);
+  }
+  if (n.has("tp")) {
+    const detail::N t = n.at("tp");
+    p.tp = t.node.IsScalar() && t.node.Scalar() == "any" ? 0 : int(t.integer(1, 64));
+  }
+  p.engine = n.has("engine") ? n.at("engine").str() : "";
+  const detail::N c = n.req("coefficients");
+  std::vector<std::string> keys(kTermNames, kTermNames + kProfileTerms);
+  keys.push_back("eager_step_s");
+  c.allow_keys(keys);
+  for (int i = 0; i < kProfileTerms; ++i)
+    profile_term(p.c, i) = c.has(kTermNames[i]) ? c.at(kTermNames[i]).num_in(0, profile_term_max(i))
+                                                : (i == 7 ? 1.0 : 0.0);
+  p.c.eager_step_s = c.has("eager_step_s") ? c.at("eager_step_s").num_in(0, 60) : 0.0;
+  if (!(p.c.weight_factor > 0 || p.c.matmul_factor > 0 || p.c.step_s > 0))
+    c.fail("a profile needs step_s, weight_factor or matmul_factor above 0, or its steps take no time");
+  p.data = n.has("data") ? n.at("data").str() : "";
+  p.method = n.has("method") ? n.at("method").str() : "";
+  for (int k = 0; k < 4; ++k) p.fit.median[k] = p.fit.worst[k] = p.held_out.median[k] = p.held_out.worst[k] = std::nan("");
+  if (n.has("fit")) read_error(p.fit, n.at("fit"));
+  if (n.has("held_out")) read_error(p.held_out, n.at("held_out"));
+  return p;
+}
+
+std::string profile_yaml(const PerfProfile& p) {
+  std::ostringstream o;
+  o << "# fleetsim performance profile (docs/model.md, \"Calibrated step time\")\n";
+  o << "profile: " << p.name << "\ndevice: " << p.device << "\nmodel: " << (p.model.empty() ? "any" : p.model)
+    << "\ntp: " << (p.tp == 0 ? std::string("any") : std::to_string(p.tp)) << "\n";
+  if (!p.engine.empty()) o << "engine: \"" << p.engine << "\"\n";
+  o << "coefficients:\n";
+  for (int i = 0; i < kProfileTerms; ++i) {
+    char b[96];
+    std::snprintf(b, sizeof b, "  %s: %.6g\n", kTermNames[i], profile_term(p.c, i));
+    o << b;
+  }
+  if (p.c.eager_step_s > 0) o << "  eager_step_s: " << p.c.eager_step_s << "\n";
+  if (!p.data.empty()) o << "data: \"" << p.data << "\"\n";
+  if (!p.method.empty()) o << "method: \"" << p.method << "\"\n";
+  if (p.fit.points > 0) {
+    std::ostringstream f;
+    write_error(f, "fit", p.fit);
+    o << "fit:\n" << f.str().substr(f.str().find('\n') + 1);
+  }
+  if (p.held_out.points > 0) {
+    std::ostringstream f;
+    write_error(f, "held_out", p.held_out);
+    o << "held_out:\n" << f.str().substr(f.str().find('\n') + 1);
+  }
+  return o.str();
+}
+
+const std::vector<PerfProfile>& builtin_profiles() {
+  static const std::vector<PerfProfile> v = [] {
+    std::vector<PerfProfile> out;
+    for (int i = 0; i < kBuiltinProfileCount; ++i) {
+      PerfProfile p = parse_profile(kBuiltinProfileText[i], std::string("profiles/") + kBuiltinProfileName[i]);
+      p.origin = "builtin";
+      out.push_back(std::move(p));
+    }
+    return out;
+  }();
+  return v;
+}
+
+const PerfProfile* find_builtin_profile(const std::string& device, const std::string& model, int tp) {
+  for (const auto& p : builtin_profiles())
+    if (p.device == device && p.engine.rfind("vllm", 0) == 0 && p.model == model && p.tp == tp) return &p;
+  return nullptr;
+}
+
+PerfProfile load_profile(const std::string& name_or_path, const std::string& base_dir) {
+  for (const auto& p : builtin_profiles())
+    if (p.name == name_or_path) return p;
+  const bool looks_like_file = name_or_path.find(".yaml") != std::string::npos || name_or_path.find(".yml") != std::string::npos;
+  if (!looks_like_file) {
+    std::vector<std::string> names;
+    for (const auto& p : builtin_profiles()) names.push_back(p.name);
+    std::string all;
+    for (const auto& x : names) all += (all.empty() ? "" : ", ") + x;
+    const std::string hint = did_you_mean(name_or_path, names);
+    throw InputError(Location{}, "no shipped performance profile '" + name_or_path + "'" +
+                                     (hint.empty() ? "" : " (did you mean '" + hint + "'?)") +
+                                     "; shipped: " + all + "; or name a profile file (.yaml) written by `fleetsim fit`");
+  }
+  const std::string path = name_or_path[0] == '/' || base_dir.empty() ? name_or_path : base_dir + "/" + name_or_path;
+  return parse_profile(read_text_file(path, "performance profile", kMaxTextInputBytes), path);
+}
+
+void apply_profile(const PerfCoefficients& c, double peak_flops_per_s, double bf16_flops_per_s, double peak_bytes_per_s,
+                   bool enforce_eager, PerfParams& out) {
+  out.kind = PerfKind::calibrated;
+  out.overhead_s = c.step_s + (enforce_eager ? c.eager_step_s : 0.0);
+  out.flops_per_s = peak_flops_per_s;
+  out.bytes_per_s = peak_bytes_per_s;
+  out.per_seq_s = c.per_seq_s;
+  out.weight_s_per_byte = c.weight_factor / peak_bytes_per_s;
+  out.matmul_s_per_flop = c.matmul_factor / peak_flops_per_s;
+  out.kv_s_per_byte = c.kv_factor / peak_bytes_per_s;
+  out.attn_s_per_flop = c.attention_factor / bf16_flops_per_s;
+  out.client_ttft_s = c.client_ttft_s;
+  out.comm_factor = c.comm_factor;
+}
+
+}  // namespace fleetsim

@@ -1,0 +1,80 @@
+// Calibrated performance profiles: the fitted coefficients of the calibrated step-time model
+// (docs/model.md, "Calibrated step time") for a device, and optionally one model and tensor-
+// parallel degree, with where they came from and how well they predict data they were not fitted
+// on. Shipped profiles live in profiles/ and are compiled in; a scenario names one with
+// engine.perf_profile (a shipped name or a file path), and `fleetsim fit` writes new ones.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "catalog/catalog.hpp"
+#include "core/params.hpp"
+
+namespace fleetsim {
+
+// Each time term is a factor times the work at the device's peak rate: weight_factor = 2 means
+// weights stream at half the peak bandwidth. Keeping factors rather than rates lets a profile
+// fitted on one model carry to another on the same device.
+struct PerfCoefficients {
+  double step_s = 0;            // fixed per step (scheduler, launch)
+  double per_seq_s = 0;         // per sequence in the step (scheduling, sampling, bookkeeping)
+  double weight_factor = 0;     // x weight bytes / peak bandwidth
+  double matmul_factor = 0;     // x GEMM FLOPs / peak FLOP/s (of the weights' dtype)
+  double kv_factor = 0;         // x KV bytes / peak bandwidth
+  double attention_factor = 0;  // x prefill-attention FLOPs / peak BF16 FLOP/s
+  double client_ttft_s = 0;     // what the benchmark client adds to TTFT (and e2e)
+  double comm_factor = 1;       // x the modelled collectives (tensor parallelism's all-reduces, ...)
+  double eager_step_s = 0;      // added per step when the engine runs without CUDA graphs
+};
+
+// Names of the fitted coefficients, in the order `fleetsim fit` solves for them.
+constexpr int kProfileTerms = 8;
+const char* const* profile_term_names();
+// The largest value a profile may give term i (its least is 0): seconds up to a minute, factors
+// up to 10^4.
+double profile_term_max(int i);
+double& profile_term(PerfCoefficients& c, int i);
+double profile_term(const PerfCoefficients& c, int i);
+
+// How well a profile predicts: median and worst |relative error| per metric on the points it was
+// fitted on and on points held out of the fit (NaN: no such points).
+struct ProfileError {
+  int points = 0;
+  double median[4], worst[4];  // mean_ttft, mean_tpot, mean_e2e, p99_ttft
+  ProfileError() {
+    for (int k = 0; k < 4; ++k) median[k] = worst[k] = __builtin_nan("");
+  }
+};
+constexpr const char* kProfileMetrics[4] = {"mean_ttft", "mean_tpot", "mean_e2e", "p99_ttft"};
+
+struct PerfProfile {
+  std::string name;    // e.g. h100-sxm-80gb/llama-3.1-8b/tp1
+  std::string device;  // catalog device
+  std::string model;   // catalog model, or empty: any model on the device
+  int tp = 0;          // 0: any
+  std::string engine;  // e.g. "vllm 0.12.0"
+  PerfCoefficients c;
+  std::string data;    // what it was fitted on (file and rows)
+  std::string method;
+  ProfileError fit, held_out;
+  std::string origin;  // "builtin" or the file it was read from
+};
+
+// A profile by shipped name or file path (relative paths against base_dir). Throws InputError.
+PerfProfile load_profile(const std::string& name_or_path, const std::string& base_dir);
+// Parse a profile from YAML text; `where` names it in errors.
+PerfProfile parse_profile(const std::string& text, const std::string& where);
+std::string profile_yaml(const PerfProfile& p);
+
+// The shipped profiles, and the one fitted on vLLM runs of exactly this device, model and tp, or
+// null. Device profiles (any model) are not chosen for a pool on their own: on models they were
+// not fitted on they predict worse than the roofline (docs/validation.md), so a scenario must
+// name one.
+const std::vector<PerfProfile>& builtin_profiles();
+const PerfProfile* find_builtin_profile(const std::string& device, const std::string& model, int tp);
+
+// The core's step-time parameters from a profile, for a device's peak rates.
+void apply_profile(const PerfCoefficients& c, double peak_flops_per_s, double bf16_flops_per_s, double peak_bytes_per_s,
+                   bool enforce_eager, PerfParams& out);
+
+}  // namespace fleetsim

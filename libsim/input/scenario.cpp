@@ -1,0 +1,264 @@
+// Scenario files: the whole document (top-level keys, pools, classes) built from YAML with its
+// overrides; each section's parsing is in scenario_<section>.cpp, sources and --set in
+// scenario_source.cpp.
+#include "input/scenario.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/state.hpp"
+#include "base/error.hpp"
+#include "input/input_file.hpp"
+#include "input/scenario_internal.hpp"
+#include "input/yaml_node.hpp"
+
+namespace fleetsim {
+
+const char* router_name(Router r) {
+  switch (r) {
+    case Router::round_robin: return "round_robin";
+    case Router::least_outstanding: return "least_outstanding";
+    case Router::central_queue: return "central_queue";
+  }
+  return "?";
+}
+const char* batching_name(Batching b) { return b == Batching::continuous ? "continuous" : "static"; }
+const char* arrival_name(ArrivalKind a) {
+  switch (a) {
+    case ArrivalKind::poisson: return "poisson";
+    case ArrivalKind::gamma: return "gamma";
+    case ArrivalKind::diurnal: return "diurnal";
+    case ArrivalKind::trace: return "trace";
+    case ArrivalKind::constant: return "constant";
+    case ArrivalKind::burst: return "burst";
+    case ArrivalKind::concurrency: return "concurrency";
+  }
+  return "?";
+}
+const char* perf_name(PerfKind p) {
+  return p == PerfKind::roofline ? "roofline" : p == PerfKind::linear ? "linear" : "calibrated";
+}
+
+namespace {
+
+using namespace detail;
+
+constexpr double kMaxDurationS = 30.0 * 86400;
+
+Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Override>& overrides) {
+  const N root{root_node, "", &src};
+  if (!root_node.IsMap()) root.fail("a scenario must be a YAML mapping (key: value lines)");
+  root.allow_keys({"name", "description", "seed", "duration_s", "warmup_s", "device", "partition", "time_slicing", "mps", "model", "weight_dtype",
+                   "expert_weight_dtype", "kv_dtype", "engine", "fleet", "workload", "pools", "classes", "catalog", "sweep",
+                   "budgets"});
+  Scenario s;
+  s.source = src.file;
+  for (const auto& o : overrides) s.overrides.push_back(o.label);
+  s.name = root.has("name") ? root.at("name").name() : std::filesystem::path(src.file).stem().string();
+  if (root.has("description")) s.description = root.at("description").str();
+  s.seed = root.has("seed") ? root.at("seed").unsigned_integer() : 1;
+  // duration_s: trace_end runs to the last arrival of any replayed trace (set once the classes are read)
+  const N dur = root.req("duration_s");
+  const bool to_trace_end = dur.node.IsScalar() && dur.node.Scalar() == "trace_end";
+  if (!to_trace_end && dur.node.IsScalar()) {
+    const std::string& v = dur.node.Scalar();
+    char* end = nullptr;
+    std::strtod(v.c_str(), &end);
+    if (v.empty() || *end != '\0') dur.fail("expected a number of seconds, or trace_end (run to the last trace arrival); got '" + v + "'");
+  }
+  s.duration_s = to_trace_end ? kMaxDurationS : dur.pos(kMaxDurationS);
+  s.warmup_s = root.has("warmup_s") ? root.at("warmup_s").num_in(0, kMaxDurationS, "warmup_s") : 0.0;
+  if (!to_trace_end && s.warmup_s >= s.duration_s)
+    root.at("warmup_s").fail("warmup_s must be less than duration_s", ErrorKind::inconsistent);
+
+  // catalogs, with the scenario's overrides and additions
+  std::vector<DeviceSpec> devices = builtin_devices();
+  std::vector<ModelSpec> models = builtin_models();
+  merge_catalog(root, src, devices, models);
+
+  // pools: the top-level device, model, dtypes, engine and fleet are the defaults of every pool
+  static const char* const kPoolKeys[] = {"device", "partition", "time_slicing", "mps", "model", "weight_dtype",
+                                          "expert_weight_dtype", "kv_dtype", "engine", "fleet"};
+  if (root.has("pools")) {
+    const N pools = root.at("pools");
+    pools.require_map();
+    if (pools.node.size() == 0) pools.fail("no pools (expected e.g. pools: {interactive: {replicas: 2}})");
+    if (pools.node.size() > size_t(kMaxPools)) pools.fail("at most " + std::to_string(kMaxPools) + " pools");
+    for (auto it = pools.node.begin(); it != pools.node.end(); ++it) {
+      const std::string name = pools.key_name(it->first);
+      const N en{it->second, "pools." + name, &src};
+      en.allow_keys({"device", "partition", "time_slicing", "mps", "model", "weight_dtype", "expert_weight_dtype", "kv_dtype",
+                     "engine", "fleet"});
+      YAML::Node merged(YAML::NodeType::Map);
+      for (const char* k : kPoolKeys) {
+        const std::string key = k;
+        if (key == "engine" || key == "fleet") {
+          if (!root.has(k) && !en.has(k)) continue;
+          YAML::Node m(YAML::NodeType::Map);
+          for (const N* from : {&root, &en}) {
+            if (!from->has(k)) continue;
+            from->at(k).require_map();
+            for (auto kv = from->node[key].begin(); kv != from->node[key].end(); ++kv) m[kv->first.as<std::string>()] = kv->second;
+          }
+          merged[key] = m;
+        } else if (en.has(k)) {
+          merged[key] = it->second[key];
+        } else if (root.has(k)) {
+          merged[key] = root_node[key];
+        }
+      }
+      // a top-level key the pool inherits and a --set changed is located at that --set
+      Source psrc = src;
+      for (const auto& [path, origin] : src.overridden) {
+        const std::string key = path.substr(0, path.find_first_of(".["));
+        if (std::find(std::begin(kPoolKeys), std::end(kPoolKeys), key) == std::end(kPoolKeys) || !root.has(key.c_str()))
+          continue;
+        bool inherited = !en.has(key.c_str());
+        if (!inherited && (key == "engine" || key == "fleet") && path.size() > key.size() && path[key.size()] == '.') {
+          const std::string sub = path.substr(key.size() + 1, path.find_first_of(".[", key.size() + 1) - key.size() - 1);
+          inherited = !en.at(key.c_str()).has(sub.c_str());
+        }
+        if (inherited) psrc.overridden.emplace("pools." + name + "." + path, origin);
+      }
+      PoolSpec P = build_pool(N{merged, "pools." + name, &psrc}, devices, models, psrc);
+      P.name = name;
+      s.pools.push_back(std::move(P));
+    }
+    s.multi = true;
+  } else {
+    PoolSpec P = build_pool(root, devices, models, src);
+    P.name = "default";
+    s.pools.push_back(std::move(P));
+  }
+
+  // classes: workload's arrival and lengths are the defaults of every class
+  const N wl = root.has("workload") ? root.at("workload") : N{YAML::Node(YAML::NodeType::Map), "workload", &src};
+  wl.allow_keys({"arrival", "prompt_tokens", "output_tokens", "checkpointed", "max_retries", "prefix", "response_cache",
+                 "goodput"});
+  if (root.has("classes")) {
+    const N classes = root.at("classes");
+    classes.require_map();
+    if (classes.node.size() == 0) classes.fail("no classes (expected e.g. classes: {chat: {pool: interactive}})");
+    if (classes.node.size() > size_t(kMaxClasses)) classes.fail("at most " + std::to_string(kMaxClasses) + " request classes");
+    for (auto it = classes.node.begin(); it != classes.node.end(); ++it) {
+      const std::string name = classes.key_name(it->first);
+      const N en{it->second, "classes." + name, &src};
+      en.allow_keys({"pool", "team", "priority", "arrival", "prompt_tokens", "output_tokens", "checkpointed", "max_retries",
+                     "prefix", "response_cache", "goodput"});
+      int pool = 0;
+      if (en.has("pool")) {
+        std::vector<std::string> names;
+        for (const auto& P : s.pools) names.push_back(P.name);
+        pool = -1;
+        const std::string pn = en.at("pool").str();
+        for (size_t i = 0; i < names.size(); ++i)
+          if (names[i] == pn) pool = int(i);
+        if (pool < 0) {
+          const std::string sug = did_you_mean(pn, names);
+          en.at("pool").fail("unknown pool '" + pn + "'" + (sug.empty() ? "" : " (did you mean '" + sug + "'?)"));
+        }
+      } else if (s.pools.size() > 1) {
+        en.fail("missing required key 'pool' (which pool serves this class?)");
+      }
+      YAML::Node merged(YAML::NodeType::Map);
+      for (const char* k : {"arrival", "prompt_tokens", "output_tokens"}) {
+        if (en.has(k)) merged[k] = it->second[k];
+        else if (wl.has(k)) merged[k] = wl.node[k];
+      }
+      RequestClassSpec C = build_class(N{merged, "classes." + name, &src}, s.pools[size_t(pool)], s.duration_s, src);
+      C.name = name;
+      C.pool = pool;
+      C.team = en.has("team") ? en.at("team").name() : name;
+      if (en.has("priority")) C.priority = int(en.at("priority").integer(-1000, 1000));
+      const N* ck = en.has("checkpointed") ? &en : wl.has("checkpointed") ? &wl : nullptr;
+      if (ck) C.checkpointed = ck->at("checkpointed").boolean();
+      const N* mr = en.has("max_retries") ? &en : wl.has("max_retries") ? &wl : nullptr;
+      if (mr) C.max_retries = int(mr->at("max_retries").integer(0, 1000));
+      parse_caching(wl, C);
+      parse_caching(en, C);
+      parse_goodput(wl, C);
+      parse_goodput(en, C);
+      s.classes.push_back(std::move(C));
+    }
+    s.multi = true;
+  } else {
+    RequestClassSpec C = build_class(root.req("workload"), s.pools[0], s.duration_s, src);
+    C.name = "default";
+    C.team = "default";
+    if (wl.has("checkpointed")) C.checkpointed = wl.at("checkpointed").boolean();
+    if (wl.has("max_retries")) C.max_retries = int(wl.at("max_retries").integer(0, 1000));
+    parse_caching(wl, C);
+    parse_goodput(wl, C);
+    s.classes.push_back(std::move(C));
+  }
+  if (to_trace_end) {
+    double last = -1.0;
+    for (const auto& C : s.classes)
+      if (C.arrival == ArrivalKind::trace) last = std::max(last, C.trace->t_s.back() + C.start_s);
+    if (last < 0.0)
+      dur.fail("trace_end needs a class that replays a trace (arrival: {process: trace, path: ...})", ErrorKind::inconsistent);
+    if (!(last < kMaxDurationS))
+      dur.fail(fmt::format("trace_end: the last trace arrival is at {:.0f} s, past the longest run ({:.0f} s, 30 days); cut "
+                           "the trace or give duration_s in seconds",
+                           last, kMaxDurationS),
+               ErrorKind::inconsistent);
+    // arrivals are taken while t < duration_s: the run ends just after the last one (it is included)
+    s.duration_s = std::nextafter(last, kMaxDurationS * 2.0);
+    if (s.warmup_s >= s.duration_s)
+      root.at("warmup_s").fail("warmup_s must be less than duration_s (trace_end: " + std::to_string(last) + " s)",
+                               ErrorKind::inconsistent);
+    for (auto& C : s.classes) C.stop_s = std::min(C.stop_s, s.duration_s);
+  }
+  // the workspace must stay reasonable (it is per simulation, and sweeps run thousands)
+  const SimParams p = s.params();
+  const WorkspaceLayout layout = workspace_layout(p);
+  const double ws = double(layout.total);
+  if (ws > 2.0 * kGiB || !layout_fits(p, layout)) {
+    root.fail("this fleet needs " + std::to_string(int64_t(ws / (1024 * 1024))) + " MiB of simulation state for " +
+                  std::to_string(layout.req_cap) +
+                  " request slots (queues x queue_limit + replicas x max_num_seqs); at most 2048 MiB: lower queue_limit "
+                  "or replicas",
+              ErrorKind::inconsistent);
+  }
+  return s;
+}
+
+}  // namespace
+
+namespace detail {
+
+Scenario load_from(const std::string& text, Source src, const std::vector<Override>& overrides) {
+  src.lines = split_lines(text);
+  if (const size_t bad = invalid_utf8_at(text); bad != std::string::npos) {
+    const int line = int(std::count(text.begin(), text.begin() + long(bad), '\n')) + 1;
+    const size_t bol = text.rfind('\n', bad == 0 ? 0 : bad - 1);
+    const int col = int(bad - (bol == std::string::npos || bad == 0 ? 0 : bol + 1)) + 1;
+    throw InputError(Location{src.file, line, col, ""}, "not valid UTF-8 (a scenario file must be UTF-8 text)");
+  }
+  YAML::Node root = load_located(text, src);
+  if (!root.IsDefined() || root.IsNull()) throw InputError(Location{src.file, 1, 1, ""}, "empty scenario file");
+  if (root.IsMap())
+    for (const auto& o : overrides) apply_override(root, o, src);
+  try {
+    return build(root, src, overrides);
+  } catch (const YAML::Exception& e) {
+    throw InputError(Location{src.file, e.mark.line + 1, e.mark.column + 1, ""}, e.msg);
+  }
+}
+
+}  // namespace detail
+
+}  // namespace fleetsim

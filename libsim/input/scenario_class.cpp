@@ -1,0 +1,186 @@
+// Scenario files: one request class (arrival process, trace, prompt and output lengths) and its
+// caching keys.
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <string>
+
+#include "catalog/catalog.hpp"
+#include "base/error.hpp"
+#include "input/scenario_internal.hpp"
+#include "input/trace.hpp"
+
+namespace fleetsim::detail {
+
+RequestClassSpec build_class(const N& wl, const PoolSpec& pool, double duration_s, Source& src) {
+  RequestClassSpec C;
+  const N ar = wl.req("arrival");
+  ar.allow_keys({"process", "rate_per_s", "cv", "peak_to_mean", "period_s", "peak_at_s", "path", "time_scale",
+                 "start_s", "stop_s", "requests", "clients", "think_time_s", "retry_after_s", "ramp_s", "model",
+                 "block_tokens"});
+  C.start_s = ar.has("start_s") ? ar.at("start_s").num_in(0, duration_s, "start_s") : 0.0;
+  C.stop_s = ar.has("stop_s") ? ar.at("stop_s").num_in(0, 1e12, "stop_s") : duration_s;
+  if (C.stop_s < C.start_s) ar.at("stop_s").fail("stop_s must be >= start_s", ErrorKind::inconsistent);
+  const std::string proc =
+      ar.req("process").choice({"poisson", "gamma", "diurnal", "trace", "constant", "burst", "concurrency"});
+  auto only = [&](std::initializer_list<const char*> allowed) {
+    for (const char* k : {"rate_per_s", "cv", "peak_to_mean", "period_s", "peak_at_s", "path", "time_scale", "requests",
+                          "clients", "think_time_s", "retry_after_s", "ramp_s"}) {
+      bool ok = false;
+      for (const char* a : allowed) ok = ok || std::string(a) == k;
+      if (!ok && ar.has(k)) ar.at(k).fail(std::string("'") + k + "' does not apply to process: " + proc, ErrorKind::inconsistent);
+    }
+  };
+  if (proc != "trace")
+    for (const char* k : {"model", "block_tokens"})
+      if (ar.has(k)) ar.at(k).fail(std::string("'") + k + "' applies to process: trace only", ErrorKind::inconsistent);
+  if (proc == "poisson") {
+    only({"rate_per_s"});
+    C.arrival = ArrivalKind::poisson;
+    C.rate_per_s = ar.req("rate_per_s").pos(1e6);
+  } else if (proc == "gamma") {
+    only({"rate_per_s", "cv"});
+    C.arrival = ArrivalKind::gamma;
+    C.rate_per_s = ar.req("rate_per_s").pos(1e6);
+    C.cv = ar.req("cv").num_in(0.05, 30, "cv");
+  } else if (proc == "diurnal") {
+    only({"rate_per_s", "peak_to_mean", "period_s", "peak_at_s"});
+    C.arrival = ArrivalKind::diurnal;
+    C.rate_per_s = ar.req("rate_per_s").pos(1e6);
+    C.peak_to_mean = ar.req("peak_to_mean").num_in(1, 2, "peak_to_mean");
+    // a cycle of at least a minute: shorter ones are not a load pattern, and a vanishing period
+    // only feeds sin() arguments past its range reduction
+    C.period_s = ar.has("period_s") ? ar.at("period_s").num_in(60, 365.0 * 86400, "period_s") : 86400;
+    C.peak_at_s = ar.has("peak_at_s") ? ar.at("peak_at_s").num_in(0, 365.0 * 86400) : 0;
+  } else if (proc == "constant") {
+    only({"rate_per_s"});
+    C.arrival = ArrivalKind::constant;
+    C.rate_per_s = ar.req("rate_per_s").pos(1e6);
+  } else if (proc == "burst") {
+    only({"requests"});
+    C.arrival = ArrivalKind::burst;
+    C.clients = int(ar.req("requests").integer(1, 10000000));
+  } else if (proc == "concurrency") {
+    only({"clients", "think_time_s", "retry_after_s", "requests", "ramp_s"});
+    if (ar.has("ramp_s")) C.ramp_s = ar.at("ramp_s").num_in(0, 86400);
+    C.arrival = ArrivalKind::concurrency;
+    C.clients = int(ar.req("clients").integer(1, 1000000));
+    if (ar.has("requests")) {
+      C.max_requests = ar.at("requests").integer(1, 1000000000);
+      if (C.max_requests < C.clients)
+        ar.at("requests").fail("requests (" + std::to_string(C.max_requests) + ") must be >= clients (" +
+                                   std::to_string(C.clients) + "): each user sends at least one",
+                               ErrorKind::inconsistent);
+    }
+    if (ar.has("think_time_s")) C.think = parse_dist(ar.at("think_time_s"), src.base_dir, true);
+    else C.think.describe = "fixed(0)";
+    C.think_mean_s = mean_seconds(C.think);
+    if (ar.has("retry_after_s")) C.retry_after_s = ar.at("retry_after_s").pos(86400);
+  } else {
+    only({"path", "time_scale"});
+    C.arrival = ArrivalKind::trace;
+    C.trace_path = ar.req("path").str();
+    std::string path = C.trace_path;
+    if (!std::filesystem::path(path).is_absolute()) path = (std::filesystem::path(src.base_dir) / path).string();
+    C.time_scale = ar.has("time_scale") ? ar.at("time_scale").pos(1e6) : 1.0;
+    TraceOptions topt;
+    if (ar.has("model")) topt.model_filter = ar.at("model").str();
+    if (ar.has("block_tokens")) topt.block_tokens = int32_t(ar.at("block_tokens").integer(1, 1 << 20));
+    std::ostringstream key;
+    key.precision(17);
+    key << path << '\n' << C.time_scale << '\n' << topt.model_filter << '\n' << topt.block_tokens;
+    {
+      std::unique_lock<std::mutex> lock(src.cache->mutex);
+      auto it = src.cache->traces.find(key.str());
+      if (it != src.cache->traces.end()) C.trace = it->second;
+    }
+    if (!C.trace) {
+      auto t = std::make_shared<TraceData>();
+      try {
+        *t = load_trace(path, topt);
+      } catch (const InputError& e) {
+        ar.at("path").fail(e.one_line());
+      }
+      for (auto& x : t->t_s) x *= C.time_scale;
+      std::unique_lock<std::mutex> lock(src.cache->mutex);
+      C.trace = src.cache->traces.emplace(key.str(), std::move(t)).first->second;
+    }
+    if (ar.has("block_tokens") && C.trace->cached_prefix.empty())
+      ar.at("block_tokens").fail("block_tokens applies to traces with block hashes (Mooncake JSONL); " + C.trace_path +
+                                     " is a " + C.trace->layout + " trace",
+                                 ErrorKind::inconsistent);
+    if (wl.has("prompt_tokens") || wl.has("output_tokens"))
+      (wl.has("prompt_tokens") ? wl.at("prompt_tokens") : wl.at("output_tokens"))
+          .fail("a trace supplies its own lengths; remove prompt_tokens/output_tokens", ErrorKind::inconsistent);
+    const double span = C.trace->t_s.back() > 0 ? C.trace->t_s.back() : 1.0;
+    C.rate_per_s = double(C.trace->t_s.size()) / span;
+  }
+  const bool generative = pool.model.kind == ModelKind::generate;
+  if (C.arrival != ArrivalKind::trace) {
+    C.prompt = parse_dist(wl.req("prompt_tokens"), src.base_dir);
+    if (generative) {
+      C.output = parse_dist(wl.req("output_tokens"), src.base_dir);
+    } else {
+      if (wl.has("output_tokens"))
+        wl.at("output_tokens").fail(std::string("model '") + pool.model.name + "' is a " + model_kind_name(pool.model.kind) +
+                                   " model: it generates no tokens, so output_tokens does not apply",
+                                   ErrorKind::inconsistent);
+      C.output.kind = DistKind::fixed;
+      C.output.a = 1;
+      C.output.describe = "none";
+    }
+    C.mean_prompt_tokens = mean_of(C.prompt, pool.model.max_context, src.cache);
+    C.mean_output_tokens = generative ? mean_of(C.output, pool.model.max_context, src.cache) : 0;
+  } else {
+    double sp = 0, so = 0;
+    const TraceData& tr = *C.trace;
+    for (size_t i = 0; i < tr.prompt.size(); ++i) {
+      sp += tr.prompt[i];
+      so += tr.output[i];
+    }
+    C.mean_prompt_tokens = sp / double(tr.prompt.size());
+    C.mean_output_tokens = generative ? so / double(tr.output.size()) : 0;
+    C.prompt.describe = "from trace";
+    C.output.describe = generative ? "from trace" : "none";
+  }
+
+  return C;
+}
+
+// The caching keys of a class (or of workload, their default).
+void parse_caching(const N& cn, RequestClassSpec& C) {
+  if (cn.has("prefix")) {
+    const N px = cn.at("prefix");
+    px.allow_keys({"share", "tokens"});
+    if (C.trace && !C.trace->cached_prefix.empty())
+      px.fail("the trace's block hashes already say which prompt prefixes are cached (engine.prefix_caching "
+              "reuses them); remove prefix",
+              ErrorKind::inconsistent);
+    C.prefix_share = px.req("share").num_in(0, 1, "share");
+    C.prefix_tokens = int(px.req("tokens").integer(1, 1 << 20));
+  }
+  if (cn.has("response_cache")) {
+    const N rc = cn.at("response_cache");
+    rc.allow_keys({"hit_rate", "latency_s"});
+    C.response_cache_hit_rate = rc.req("hit_rate").num_in(0, 1, "hit_rate");
+    if (rc.has("latency_s")) C.response_cache_latency_s = rc.at("latency_s").num_in(0, 60);
+    if (C.arrival == ArrivalKind::concurrency && C.response_cache_hit_rate >= 1 && C.response_cache_latency_s <= 0 &&
+        C.think.kind == DistKind::fixed && C.think.a <= 0)
+      rc.fail("closed-loop users answered at once by the cache, with no think time, would send forever at one instant",
+              ErrorKind::inconsistent);
+  }
+}
+
+// Goodput bounds of a class (or of workload, their default): a completed request that meets every
+// given bound counts as good, as `vllm bench serve --goodput` counts it.
+void parse_goodput(const N& cn, RequestClassSpec& C) {
+  if (!cn.has("goodput")) return;
+  const N g = cn.at("goodput");
+  g.allow_keys({"ttft_s", "tpot_s", "e2e_s"});
+  if (g.has("ttft_s")) C.good_ttft_s = g.at("ttft_s").pos(1e7);
+  if (g.has("tpot_s")) C.good_tpot_s = g.at("tpot_s").pos(1e7);
+  if (g.has("e2e_s")) C.good_e2e_s = g.at("e2e_s").pos(1e7);
+}
+
+}  // namespace fleetsim::detail

@@ -1,0 +1,40 @@
+// Internal to the scenario loader: the section parsers build() (scenario.cpp) calls, each in the
+// file named beside it.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "catalog/catalog.hpp"
+#include "input/scenario.hpp"
+#include "input/yaml_node.hpp"
+
+namespace fleetsim::detail {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+// scenario.cpp: the scenario from its text, with overrides applied (ScenarioSource calls it)
+Scenario load_from(const std::string& text, Source src, const std::vector<Override>& overrides);
+
+// scenario_dist.cpp: length distributions
+// (with `seconds`, values are times >= 0, not token counts >= 1: think times)
+DistSpec parse_dist(const N& n, const std::string& base_dir, bool seconds = false);
+double mean_seconds(const DistSpec& d);  // the exact mean of a time distribution
+double mean_of(const DistSpec& d, int max_context, LoadCache* cache);
+
+// scenario_catalog.cpp: the scenario's catalog section merged into the built-in devices and models
+void merge_catalog(const N& root, Source& src, std::vector<DeviceSpec>& devices, std::vector<ModelSpec>& models);
+
+// scenario_pool.cpp: one pool (device, model, engine, fleet, cold start, memory)
+PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const std::vector<ModelSpec>& models,
+                    Source& src);
+
+// scenario_ownership.cpp: pricing.owned / pricing.colocated, and the checks once the fleet is known
+void parse_ownership(const N& n, const char* kind, PoolSpec& P, const std::vector<DeviceSpec>& devices);
+void finish_ownership(const N& pool_node, PoolSpec& P);
+
+// scenario_class.cpp: one request class (arrivals, lengths, traces) and its caching keys
+RequestClassSpec build_class(const N& wl, const PoolSpec& pool, double duration_s, Source& src);
+void parse_caching(const N& cn, RequestClassSpec& C);
+void parse_goodput(const N& cn, RequestClassSpec& C);
+
+}  // namespace fleetsim::detail

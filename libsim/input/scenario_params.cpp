@@ -1,0 +1,267 @@
+// Scenario files: what the specs hand the core (PoolSpec, RequestClassSpec and Scenario::params),
+// and a pool's LoRA adapter memory.
+#include <algorithm>
+#include <cmath>
+
+#include "catalog/catalog.hpp"
+#include "input/scenario.hpp"
+#include "input/scenario_internal.hpp"
+
+namespace fleetsim {
+
+using detail::kGiB;
+
+double PoolSpec::device_context_gib() const {
+  return time_slicing > 1 ? time_slicing * cuda_context_gib : mps_clients > 1 ? cuda_context_gib : 0.0;
+}
+
+double PoolSpec::lora_gib() const {
+  if (lora_adapters == 0) return 0.0;
+  // A and B matrices of rank r on q, k, v, o and the three MLP projections of every layer, bf16
+  const double kv_dim = double(model.kv_heads) * model.head_dim;
+  const double per_layer = double(lora_rank) * (2.0 * (model.hidden + model.hidden) + 2.0 * (model.hidden + kv_dim) +
+                                                3.0 * (model.hidden + model.intermediate));
+  return double(lora_adapters) * per_layer * model.layers * 2.0 / kGiB;
+}
+
+// Work of one tensor-parallel rank (summed over the pipeline stages), the collectives of a
+// traversal, and what a step reads of an MoE model's experts (docs/model.md, "Parallelism").
+void PoolSpec::set_parallel_work(PoolParams& p) const {
+  const ModelSpec& m = model;
+  const double wb = weight_dtype_bytes(weight_dtype);
+  const double eb = expert_weight_dtype.empty() ? wb : weight_dtype_bytes(expert_weight_dtype);
+  const double kvb = kv_dtype_bytes(kv_dtype);
+  WorkParams& w = p.work;
+  w.matmul_flops_per_token = 2.0 * m.active_params() / tp;
+  const double heads = double(m.heads) / tp;
+  w.attn_flops_per_pair = m.mla() ? m.full_attention_layers() * heads * (4.0 * m.kv_lora_rank + 2.0 * m.rope_head_dim)
+                                  : 4.0 * m.full_attention_layers() * heads * m.head_dim;
+  w.window_flops_per_token = 4.0 * m.sliding_layers * heads * m.head_dim * m.sliding_window;
+  w.window_bytes_per_seq = window_kv_bytes_per_seq_per_device(m, kvb, tp, 1);
+  w.kv_bytes_per_token = kv_bytes_per_token_per_device(m, kvb, tp, 1);
+  const double routed = m.moe() && m.experts_per_token < m.experts ? m.routed_expert_params() : 0.0;
+  w.weight_bytes = (weight_bytes(m, wb, eb) - routed * eb) / tp;
+  p.moe.expert_bytes = routed * eb / tp;
+  p.moe.miss_log = routed > 0 ? std::log(1.0 - double(m.experts_per_token) / m.experts) : 0.0;
+  p.window_blocks = capacity.window_blocks_per_seq;
+  p.extended_steps = 1;
+
+  // the link a group of g devices talks over: the scale-up link within its domain, PCIe within
+  // a node, the network beyond
+  auto link = [&](int g, double& gb_s, double& latency_us) {
+    if (g <= device.link_domain) {
+      gb_s = device.link_gb_s;
+      latency_us = device.link_latency_us;
+    } else if (g <= device.devices_per_node) {
+      gb_s = device.pcie_gb_s;
+      latency_us = 25.0;
+    } else {
+      gb_s = network_gb_s;
+      latency_us = network_latency_us;
+    }
+  };
+  constexpr double act_bytes = 2.0;  // bf16 activations
+  ParallelParams& c = p.par;
+  double gb_s = 0, lat_us = 0;
+  if (tp > 1) {
+    link(tp, gb_s, lat_us);
+    c.allreduces = 2.0 * m.layers - (ep > 1 ? double(m.moe_layers()) : 0.0);
+    c.allreduce_latency_s = lat_us * 1e-6;
+    c.allreduce_s_per_token = 2.0 * (tp - 1) / tp * m.hidden * act_bytes / (gb_s * 1e9);
+    if (ep > 1) {
+      c.all_to_alls = 2.0 * m.moe_layers();
+      c.all_to_all_latency_s = lat_us * 1e-6;
+      c.all_to_all_s_per_token =
+          double(m.experts_per_token) * m.hidden * act_bytes * (ep - 1) / (double(ep) * ep) / (gb_s * 1e9);
+    }
+  }
+  if (pp > 1) {
+    link(tp * pp, gb_s, lat_us);
+    c.handoffs = pp - 1;
+    c.handoff_latency_s = lat_us * 1e-6;
+    c.handoff_s_per_token = m.hidden * act_bytes / (gb_s * 1e9);
+  }
+}
+
+PoolParams PoolSpec::params() const {
+  PoolParams p{};
+  p.max_context = model.max_context;
+  p.generative = model.kind == ModelKind::generate ? 1 : 0;
+  p.batching = batching;
+  p.max_num_seqs = max_num_seqs;
+  p.max_batched_tokens = max_batched_tokens;
+  p.kv_block_tokens = kv_block_tokens;
+  p.kv_total_blocks = capacity.kv_blocks;
+  p.kv_watermark_blocks = int64_t(std::floor(kv_watermark * double(capacity.kv_blocks)));
+  p.max_batch = max_batch;
+  p.batch_window_s = batch_window_s;
+
+  // the matrix units the weights run on: FP8 or FP4 where the device has them (for an MoE model
+  // with its own expert dtype, the experts' dtype: they do most of the work); else BF16
+  const std::string& mm_dtype = model.moe() && !expert_weight_dtype.empty() ? expert_weight_dtype : weight_dtype;
+  const bool fp8 = mm_dtype == "fp8" && device.fp8_tflops > 0;
+  const bool fp4 = (mm_dtype == "nvfp4" || mm_dtype == "mxfp4") && device.fp4_tflops > 0;
+  const double peak_flops = (fp4 ? device.fp4_tflops : fp8 ? device.fp8_tflops : device.bf16_tflops) * 1e12;
+  const double peak_bytes = device.bandwidth_gb_s * 1e9;
+  p.perf.kind = perf_model;
+  // serving several adapters in one batch (segmented LoRA kernels) stretches every step
+  const double lora = lora_adapters > 0 ? 1.0 + lora_step_overhead : 1.0;
+  if (perf_model == PerfKind::roofline) {
+    p.perf.overhead_s = step_overhead_s * lora;
+    p.perf.flops_per_s = peak_flops * mfu / lora;
+    p.perf.bytes_per_s = peak_bytes * mbu / lora;
+  } else if (perf_model == PerfKind::calibrated) {
+    apply_profile(profile->c, peak_flops, device.bf16_tflops * 1e12, peak_bytes, enforce_eager, p.perf);
+    p.perf.overhead_s *= lora;
+    p.perf.per_seq_s *= lora;
+    p.perf.weight_s_per_byte *= lora;
+    p.perf.matmul_s_per_flop *= lora;
+    p.perf.kv_s_per_byte *= lora;
+    p.perf.attn_s_per_flop *= lora;
+  } else {
+    p.perf.overhead_s = step_base_s * lora;
+    p.perf.flops_per_s = peak_flops;
+    p.perf.bytes_per_s = peak_bytes;
+    p.perf.per_prefill_token_s = per_prefill_token_s * lora;
+    p.perf.per_decode_seq_s = per_decode_seq_s * lora;
+    p.perf.per_context_token_s = per_context_token_s * lora;
+  }
+  // an MPS client capped to a share of the SMs computes at that share of the device, alone or not
+  // (docs/model.md, "Sharing a device"); its memory traffic is not capped
+  const double sm = mps_active_thread_percentage / 100.0;
+  if (sm < 1.0) {
+    p.perf.flops_per_s *= sm;
+    p.perf.matmul_s_per_flop /= sm;
+    p.perf.attn_s_per_flop /= sm;
+    p.perf.per_prefill_token_s /= sm;
+  }
+  p.perf.client_ttft_s = client_ttft_s;
+  p.work.matmul_flops_per_token = 2.0 * model.params_b * 1e9;
+  p.work.attn_flops_per_pair = 4.0 * model.layers * double(model.heads) * model.head_dim;
+  p.work.weight_bytes = model.params_b * 1e9 * weight_dtype_bytes(weight_dtype);
+  p.work.kv_bytes_per_token = capacity.kv_bytes_per_token;
+  p.par.tp = tp;
+  p.par.pp = pp;
+  p.par.ep = ep;
+  if (devices() > 1 || model.moe() || model.mla() || model.sliding_layers > 0) set_parallel_work(p);
+
+  p.replicas = replicas;
+  p.min_replicas = min_replicas;
+  p.max_replicas = max_replicas;
+  p.headroom_replicas = headroom_replicas;
+  p.autoscale = autoscale;
+  p.cold = cold;
+  p.crash_on_kv_exhausted = crash_on_kv_exhausted ? 1 : 0;
+  p.prefix_caching = prefix_caching ? 1 : 0;
+  p.time_slicing = time_slicing;
+  p.mps_clients = mps_clients;
+  p.mps_thread_share = sm;
+  p.device_context_bytes = device_context_gib() * kGiB;
+  const double spot_rate = spot_interruptions_per_hour / 3600.0, hw_rate = mtbf_hours > 0 ? 1.0 / (mtbf_hours * 3600.0) : 0.0;
+  // per replica; a lost device takes all its MPS clients at once, so each carries its share
+  p.interruptions_per_s = (spot_rate + hw_rate) / mps_clients;
+  p.spot_share = spot_rate + hw_rate > 0 ? spot_rate / (spot_rate + hw_rate) : 0.0;
+  p.committed_replicas = committed_replicas;
+  p.repair_s = ownership.owned() ? ownership.repair_days * 86400.0 : 0.0;
+  if (nodes_tracked()) {
+    p.replicas_per_node = replicas_per_node();
+    p.nodes_per_group = nodes_per_replica();
+    p.max_node_groups = max_nodes / p.nodes_per_group;  // max_nodes >= nodes_per_group (scenario_pool.cpp)
+    p.pinned_nodes = pinned_nodes;
+    p.node_unneeded_s = node_unneeded_s;
+    p.empty_nodes_first = empty_nodes_first ? 1 : 0;
+  }
+  p.spares = ownership.owned() ? ownership.spares : 0;
+  p.fallback_share = fallback_share;
+  p.fallback_slowdown = fallback_share > 0 ? fallback_slowdown : 1.0;
+  p.fallback_at_s = fallback_at_s;
+  p.thermal_tau_s = thermal_tau_s;
+  p.thermal_above = thermal_above;
+  p.thermal_factor = thermal_tau_s > 0 ? 1.0 / (1.0 - thermal_clock_drop) : 1.0;
+  p.router = router;
+  p.queue_limit = queue_limit;
+  p.usd_per_replica_hour = hourly_usd();
+  // a time-sliced replica's or MPS client's share of the device, for utilization (the price is
+  // shared in hourly_usd); work is per tensor-parallel rank summed over the pipeline stages
+  p.peak_flops_per_s = peak_flops * pp / shared_by();
+  p.peak_bytes_per_s = peak_bytes * pp / shared_by();
+  p.device_memory_bytes = capacity.device_gib * kGiB;
+  p.host = host;
+  p.host.post = host.cores > 0 && host.detokenize_s_per_token > 0 ? 1 : 0;
+  p.fixed_memory_bytes = (capacity.weights_gib + capacity.runtime_overhead_gib + capacity.activation_gib) * kGiB;
+  return p;
+}
+
+ClassParams RequestClassSpec::params() const {
+  auto dist = [](const DistSpec& d) {
+    DistParams q{};
+    q.kind = d.kind;
+    q.a = d.a;
+    q.b = d.b;
+    q.values = d.values.empty() ? nullptr : d.values.data();
+    q.cdf = d.cdf.empty() ? nullptr : d.cdf.data();
+    q.n = int64_t(d.values.size());
+    return q;
+  };
+  ClassParams c{};
+  c.arrivals.kind = arrival;
+  c.arrivals.rate_per_s = rate_per_s;
+  c.arrivals.gamma_shape = 1.0 / (cv * cv);
+  c.arrivals.gamma_scale_s = rate_per_s > 0 ? cv * cv / rate_per_s : 0;
+  c.arrivals.diurnal_amplitude = peak_to_mean - 1.0;
+  c.arrivals.diurnal_period_s = period_s;
+  c.arrivals.diurnal_peak_at_s = peak_at_s;
+  c.arrivals.start_s = start_s;
+  c.arrivals.stop_s = stop_s;
+  c.arrivals.trace_t_s = trace ? trace->t_s.data() : nullptr;
+  c.arrivals.trace_prompt = trace ? trace->prompt.data() : nullptr;
+  c.arrivals.trace_output = trace ? trace->output.data() : nullptr;
+  c.arrivals.trace_cached = trace && !trace->cached_prefix.empty() ? trace->cached_prefix.data() : nullptr;
+  c.arrivals.trace_n = trace ? int64_t(trace->t_s.size()) : 0;
+  c.prompt = dist(prompt);
+  c.output = dist(output);
+  c.pool = pool;
+  c.priority = priority;
+  c.checkpointed = checkpointed ? 1 : 0;
+  c.max_retries = max_retries;
+  c.prefix_share = prefix_share;
+  c.prefix_tokens = prefix_tokens;
+  c.response_cache_hit_rate = response_cache_hit_rate;
+  c.response_cache_latency_s = response_cache_latency_s;
+  c.arrivals.clients = clients;
+  c.arrivals.max_requests = max_requests;
+  c.arrivals.ramp_s = ramp_s;
+  c.think = dist(think);
+  c.retry_after_s = retry_after_s;
+  c.good_ttft_s = good_ttft_s;
+  c.good_tpot_s = good_tpot_s;
+  c.good_e2e_s = good_e2e_s;
+  return c;
+}
+
+SimParams Scenario::params() const {
+  SimParams p{};
+  p.n_pools = int32_t(pools.size());
+  p.n_classes = int32_t(classes.size());
+  for (size_t i = 0; i < pools.size(); ++i) p.pools[i] = pools[i].params();
+  double expected = 0;
+  for (size_t i = 0; i < classes.size(); ++i) {
+    p.classes[i] = classes[i].params();
+    expected += classes[i].arrival == ArrivalKind::trace ? double(classes[i].trace->t_s.size())
+                                                         : classes[i].rate_per_s * duration_s * 2.0;
+    // closed loop: each user at most one request per think time (or per millisecond without one)
+    if (classes[i].arrival == ArrivalKind::burst) expected += classes[i].clients;
+    if (classes[i].arrival == ArrivalKind::concurrency)
+      expected += classes[i].max_requests > 0
+                      ? double(classes[i].max_requests)
+                      : classes[i].clients * duration_s / std::max(classes[i].think_mean_s, 1e-3);
+  }
+  p.duration_s = duration_s;
+  p.warmup_s = warmup_s;
+  p.seed = seed;
+  // a generous guard: a healthy run needs a handful of events per request
+  p.max_events = int64_t(std::min(4.0e12, 200.0 * (expected + 1000.0) + 1.0e7));
+  return p;
+}
+
+}  // namespace fleetsim

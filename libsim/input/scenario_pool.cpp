@@ -1,0 +1,457 @@
+// Scenario files: one pool (device or MIG slice, model, dtypes, engine, fleet, autoscaler, cold
+// start) and whether it fits in memory.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "catalog/capacity.hpp"
+#include "catalog/catalog.hpp"
+#include "core/mps.hpp"
+#include "base/error.hpp"
+#include "input/profile.hpp"
+#include "input/scenario_internal.hpp"
+
+namespace fleetsim::detail {
+
+namespace {
+// Replicas sharing one device (time slicing, MPS) each hold their own weights, runtime and
+// activations beside the device's CUDA contexts: refuse n of them that cannot all fit.
+void check_shared_device(const N& node, const PoolSpec& P, const char* key, int n, const char* mechanism,
+                         const std::string& who, const char* what) {
+  if (P.batching != Batching::continuous)
+    node.at(key).fail(std::string(mechanism) + " is modelled for continuous batching", ErrorKind::inconsistent);
+  const double fixed = P.capacity.weights_gib + P.capacity.runtime_overhead_gib + P.capacity.activation_gib;
+  const double need = fixed * n + P.device_context_gib();
+  if (need > P.capacity.device_gib)
+    throw InputError(node.at(key).where(),
+                     node.at(key).path + ": " +
+                         fmt::format("{} {} {:.1f} GiB for their weights, {} alone; {} has {:.1f}", n, who, need, what,
+                                     P.device.name, P.capacity.device_gib),
+                     ErrorKind::does_not_fit);
+}
+}  // namespace
+
+PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const std::vector<ModelSpec>& models,
+                    Source& src) {
+  PoolSpec P;
+  {
+    std::string why;
+    const N dn = node.req("device");
+    const DeviceSpec* dev = find_named(devices, dn.str(), "device", " (see `fleetsim catalog`, or define it under catalog.devices)", why);
+    if (!dev) dn.fail(why);
+    P.device = *dev;
+    const N mn = node.req("model");
+    const ModelSpec* mod = find_named(models, mn.str(), "model", " (see `fleetsim catalog`, or define it under catalog.models)", why);
+    if (!mod) mn.fail(why);
+    P.model = *mod;
+    if (node.has("partition")) {
+      const N pn = node.at("partition");
+      const std::string prof = pn.str();
+      std::vector<std::string> profiles;
+      const PartitionSpec* part = nullptr;
+      for (const auto& p : builtin_partitions())
+        if (p.device == P.device.name) {
+          profiles.push_back(p.name);
+          if (p.name == prof) part = &p;
+        }
+      if (!part) {
+        std::string all;
+        for (const auto& x : profiles) all += (all.empty() ? "" : ", ") + x;
+        pn.fail("device " + P.device.name + " has no MIG profile '" + prof + "'" +
+                    (profiles.empty() ? " (it does not support MIG)" : " (expected one of: " + all + ")"),
+                ErrorKind::inconsistent);
+      }
+      P.partition = prof;
+      P.replicas_per_device = part->per_device;
+      P.device = partition_device(P.device, *part);
+    }
+    if (node.has("time_slicing")) {
+      const N ts = node.at("time_slicing");
+      P.time_slicing = int(ts.integer(1, 16));
+      if (node.has("partition") && P.time_slicing > 1)
+        ts.fail("time_slicing and partition are different ways to share a device: choose one", ErrorKind::inconsistent);
+      P.replicas_per_device = P.time_slicing;
+    }
+    if (node.has("mps")) {  // {clients, active_thread_percentage}, or the clients alone
+      const N mn = node.at("mps");
+      if (mn.node.IsMap()) {
+        mn.allow_keys({"clients", "active_thread_percentage"});
+        P.mps_clients = int(mn.req("clients").integer(1, kMaxMpsClients));
+        if (mn.has("active_thread_percentage"))
+          P.mps_active_thread_percentage = mn.at("active_thread_percentage").num_in(1, 100, "active_thread_percentage");
+      } else {
+        P.mps_clients = int(mn.integer(1, kMaxMpsClients));
+      }
+      if (node.has("partition") || P.time_slicing > 1)
+        mn.fail(std::string(node.has("partition") ? "partition" : "time_slicing") +
+                    " and mps are different ways to share a device: choose one",
+                ErrorKind::inconsistent);
+      P.replicas_per_device = P.mps_clients;
+    }
+  }
+  P.weight_dtype = node.has("weight_dtype") ? node.at("weight_dtype").choice(weight_dtypes()) : "bf16";
+  P.kv_dtype = node.has("kv_dtype") ? node.at("kv_dtype").choice(kv_dtypes()) : "bf16";
+  if (node.has("expert_weight_dtype")) {
+    const N ed = node.at("expert_weight_dtype");
+    P.expert_weight_dtype = ed.choice(weight_dtypes());
+    if (!P.model.moe())
+      ed.fail("expert_weight_dtype applies to mixture-of-experts models; " + P.model.name + " has no experts",
+              ErrorKind::inconsistent);
+  }
+
+  // engine
+  const N eng = node.has("engine") ? node.at("engine") : N{YAML::Node(YAML::NodeType::Map), node.path.empty() ? "engine" : node.path + ".engine", &src};
+  eng.allow_keys({"batching", "max_num_seqs", "max_batched_tokens", "gpu_memory_utilization", "kv_block_tokens",
+                  "kv_watermark", "runtime_overhead_gib", "activation_gib", "max_batch", "batch_window_s", "perf_model",
+                  "mfu", "mbu", "step_overhead_s", "step_base_s", "per_prefill_token_s", "per_decode_seq_s",
+                  "per_context_token_s", "on_kv_exhausted", "prefix_caching", "lora_adapters", "lora_rank",
+                  "lora_step_overhead", "tensor_parallel", "pipeline_parallel", "expert_parallel", "network_gb_s",
+                  "network_latency_us", "enforce_eager", "perf_profile", "client_ttft_s", "host",
+                  "cuda_context_gib"});
+  // parallelism: a replica of tp x pp devices
+  if (eng.has("tensor_parallel")) {
+    const N tn = eng.at("tensor_parallel");
+    P.tp = int(tn.integer(1, 64));
+    const std::string why = tp_problem(P.model, P.tp);
+    if (!why.empty()) tn.fail(why + " (vLLM requires it)", ErrorKind::inconsistent);
+  }
+  if (eng.has("pipeline_parallel")) {
+    const N pn = eng.at("pipeline_parallel");
+    P.pp = int(pn.integer(1, 64));
+    if (P.pp > P.model.layers)
+      pn.fail(P.model.name + " has " + std::to_string(P.model.layers) + " layers; pipeline_parallel can be at most that",
+              ErrorKind::inconsistent);
+  }
+  if (P.devices() > 1 && (!P.partition.empty() || P.shared_by() > 1))
+    (eng.has("tensor_parallel") ? eng.at("tensor_parallel") : eng.at("pipeline_parallel"))
+        .fail("a replica spanning devices cannot also share a device (partition, time_slicing or mps)", ErrorKind::inconsistent);
+  if (eng.has("expert_parallel")) {
+    const N en = eng.at("expert_parallel");
+    P.ep = int(en.integer(1, 64));
+    if (P.ep > 1 && !P.model.moe())
+      en.fail(P.model.name + " has no experts to spread; expert_parallel applies to mixture-of-experts models",
+              ErrorKind::inconsistent);
+    if (P.ep != 1 && P.ep != P.tp)
+      en.fail("expert_parallel spreads the experts over the tensor-parallel group (vLLM's --enable-expert-parallel): "
+              "set it to 1 or to tensor_parallel (" + std::to_string(P.tp) + ")",
+              ErrorKind::inconsistent);
+    if (P.ep > 1 && P.model.experts % P.ep != 0)
+      en.fail(P.model.name + " has " + std::to_string(P.model.experts) + " experts, which expert_parallel=" +
+                  std::to_string(P.ep) + " does not divide",
+              ErrorKind::inconsistent);
+  }
+  // the host CPU stage: no defaults for the cores or the tokenizer's speed, which depend on the
+  // serving stack and the CPU (docs/model.md, "The host CPU")
+  if (eng.has("host")) {
+    const N h = eng.at("host");
+    h.allow_keys({"cores", "tokenize_s_per_token", "per_request_s", "detokenize_s_per_token"});
+    P.host.cores = int32_t(h.req("cores").integer(1, 256));
+    P.host.tokenize_s_per_token = h.req("tokenize_s_per_token").num_in(0, 1);
+    P.host.per_request_s = h.has("per_request_s") ? h.at("per_request_s").num_in(0, 60) : 0.0;
+    P.host.detokenize_s_per_token = h.has("detokenize_s_per_token") ? h.at("detokenize_s_per_token").num_in(0, 1) : 0.0;
+    if (!(P.host.tokenize_s_per_token + P.host.per_request_s > 0))
+      h.at("tokenize_s_per_token")
+          .fail("a host stage with no work: set tokenize_s_per_token or per_request_s > 0, or drop engine.host",
+                ErrorKind::inconsistent);
+  }
+  if (eng.has("network_gb_s")) P.network_gb_s = eng.at("network_gb_s").pos(1e5);
+  if (eng.has("network_latency_us")) P.network_latency_us = eng.at("network_latency_us").num_in(0, 1e6);
+  if (eng.has("lora_adapters")) P.lora_adapters = int(eng.at("lora_adapters").integer(0, 10000));
+  if (eng.has("lora_rank")) P.lora_rank = int(eng.at("lora_rank").integer(1, 4096));
+  if (eng.has("lora_step_overhead")) P.lora_step_overhead = eng.at("lora_step_overhead").num_in(0, 10);
+  if (eng.has("prefix_caching")) P.prefix_caching = eng.at("prefix_caching").boolean();
+  P.crash_on_kv_exhausted = eng.has("on_kv_exhausted") && eng.at("on_kv_exhausted").choice({"preempt", "crash"}) == "crash";
+  P.batching = eng.has("batching") && eng.at("batching").choice({"continuous", "static"}) == "static"
+                   ? Batching::fixed_batch
+                   : Batching::continuous;
+  P.max_num_seqs = eng.has("max_num_seqs") ? int(eng.at("max_num_seqs").integer(1, 16384)) : 256;
+  P.max_batched_tokens = eng.has("max_batched_tokens") ? int(eng.at("max_batched_tokens").integer(16, 1 << 20)) : 8192;
+  P.gpu_memory_utilization = eng.has("gpu_memory_utilization") ? eng.at("gpu_memory_utilization").pos(1.0) : 0.9;
+  P.kv_block_tokens = eng.has("kv_block_tokens") ? int(eng.at("kv_block_tokens").integer(1, 1024)) : 16;
+  P.kv_watermark = eng.has("kv_watermark") ? eng.at("kv_watermark").num_in(0, 0.5, "kv_watermark") : 0.01;
+  P.runtime_overhead_gib = eng.has("runtime_overhead_gib") ? eng.at("runtime_overhead_gib").num_in(0, 1e4) : -1;
+  // a CPU instance runs eager whatever the scenario says: there are no CUDA graphs to capture
+  P.enforce_eager = (eng.has("enforce_eager") && eng.at("enforce_eager").boolean()) || cpu_instance(P.device);
+  P.activation_gib = eng.has("activation_gib") ? eng.at("activation_gib").num_in(0, 1e4) : -1;
+  P.cuda_context_gib = eng.has("cuda_context_gib") ? eng.at("cuda_context_gib").num_in(0, 64) : 0.0;
+  P.max_batch = eng.has("max_batch") ? int(eng.at("max_batch").integer(1, 16384)) : 8;
+  P.batch_window_s = eng.has("batch_window_s") ? eng.at("batch_window_s").num_in(0, 3600) : 0.05;
+  if (P.batching == Batching::continuous) {
+    if (eng.has("max_batch") || eng.has("batch_window_s"))
+      (eng.has("max_batch") ? eng.at("max_batch") : eng.at("batch_window_s"))
+          .fail("max_batch and batch_window_s apply to static batching only (set engine.batching: static)",
+                ErrorKind::inconsistent);
+    if (P.max_batched_tokens < P.max_num_seqs)
+      (eng.has("max_batched_tokens") ? eng.at("max_batched_tokens") : eng)
+          .fail("max_batched_tokens (" + std::to_string(P.max_batched_tokens) + ") must be >= max_num_seqs (" +
+                std::to_string(P.max_num_seqs) + "): every running sequence needs a token of the step budget",
+                ErrorKind::inconsistent);
+  }
+  // the step-time model: a calibrated profile (named, or the shipped one for this device, model
+  // and tp when the scenario leaves it open), else the uncalibrated roofline, or a linear model
+  const std::string pm = eng.has("perf_model") ? eng.at("perf_model").choice({"roofline", "linear", "calibrated"}) : "";
+  const std::string pp_name = eng.has("perf_profile") ? eng.at("perf_profile").str() : "";
+  // `none` and `auto` name no profile, so they sit with any model (a --set of perf_model on a
+  // scenario that names a profile needs perf_profile=none beside it, and says so)
+  if (!pp_name.empty() && pp_name != "none" && pp_name != "auto" && pm != "" && pm != "calibrated")
+    eng.at("perf_profile").fail("perf_profile " + pp_name + " belongs to perf_model: calibrated (drop perf_model: " +
+                                    pm + ", or set perf_profile: none for the " + pm + " model)",
+                                ErrorKind::inconsistent);
+  const bool explicit_roofline_knobs = eng.has("mfu") || eng.has("mbu") || eng.has("step_overhead_s");
+  const PerfProfile* shipped = nullptr;
+  if (pm == "calibrated" || (pm.empty() && pp_name.empty() && !explicit_roofline_knobs && P.partition.empty() &&
+                             P.shared_by() == 1))
+    shipped = find_builtin_profile(P.device.name, P.model.name, P.tp);
+  if (!pp_name.empty() && pp_name != "auto" && pp_name != "none") {
+    try {
+      P.profile = std::make_shared<PerfProfile>(load_profile(pp_name, src.base_dir));
+    } catch (const InputError& e) {
+      // an error inside the profile file is located there; one about the name, at the name
+      if (e.where().line > 0)
+        throw InputError(e.where(), std::string(e.what()) + " (in the profile engine.perf_profile names)", e.kind());
+      eng.at("perf_profile").fail(e.what(), e.kind());
+    }
+    if (P.profile->device != P.device.name)
+      eng.at("perf_profile").fail("profile " + P.profile->name + " was fitted on " + P.profile->device + ", not " +
+                                      P.device.name + ": a profile carries to other models, not to other devices",
+                                  ErrorKind::inconsistent);
+  } else if (pp_name != "none" && shipped) {
+    P.profile = std::make_shared<PerfProfile>(*shipped);
+  } else if (pm == "calibrated") {
+    (eng.has("perf_profile") ? eng.at("perf_profile") : eng.at("perf_model"))
+        .fail("no shipped profile for " + P.device.name + " (" + P.model.name + ", tp " + std::to_string(P.tp) +
+                  "): name a profile file written by `fleetsim fit`, or use perf_model: roofline",
+              ErrorKind::inconsistent);
+  }
+  P.perf_model = P.profile ? PerfKind::calibrated : pm == "linear" ? PerfKind::linear : PerfKind::roofline;
+  if (P.profile && explicit_roofline_knobs)
+    eng.at(eng.has("mfu") ? "mfu" : eng.has("mbu") ? "mbu" : "step_overhead_s")
+        .fail("mfu, mbu and step_overhead_s belong to perf_model: roofline, not to a calibrated profile",
+              ErrorKind::inconsistent);
+  if (eng.has("client_ttft_s")) P.client_ttft_s = eng.at("client_ttft_s").num_in(0, 60);
+  else if (P.profile) P.client_ttft_s = P.profile->c.client_ttft_s;
+  if (P.perf_model == PerfKind::calibrated) {
+    for (const char* k : {"step_base_s", "per_prefill_token_s", "per_decode_seq_s", "per_context_token_s"})
+      if (eng.has(k)) eng.at(k).fail(std::string(k) + " belongs to perf_model: linear", ErrorKind::inconsistent);
+  } else if (P.perf_model == PerfKind::roofline) {
+    for (const char* k : {"step_base_s", "per_prefill_token_s", "per_decode_seq_s", "per_context_token_s"})
+      if (eng.has(k)) eng.at(k).fail(std::string(k) + " belongs to perf_model: linear", ErrorKind::inconsistent);
+    // below a thousandth of peak no engine runs; such values only make steps last for ever
+    P.mfu = eng.has("mfu") ? eng.at("mfu").num_in(0.001, 1.0, "mfu") : 0.5;
+    P.mbu = eng.has("mbu") ? eng.at("mbu").num_in(0.001, 1.0, "mbu") : 0.8;
+    P.step_overhead_s = eng.has("step_overhead_s") ? eng.at("step_overhead_s").num_in(0, 60) : 0.002;
+  } else {
+    for (const char* k : {"mfu", "mbu", "step_overhead_s"})
+      if (eng.has(k)) eng.at(k).fail(std::string(k) + " belongs to perf_model: roofline", ErrorKind::inconsistent);
+    P.step_base_s = eng.req("step_base_s").num_in(0, 60);
+    P.per_prefill_token_s = eng.has("per_prefill_token_s") ? eng.at("per_prefill_token_s").num_in(0, 60) : 0;
+    P.per_decode_seq_s = eng.has("per_decode_seq_s") ? eng.at("per_decode_seq_s").num_in(0, 60) : 0;
+    P.per_context_token_s = eng.has("per_context_token_s") ? eng.at("per_context_token_s").num_in(0, 60) : 0;
+    if (!(P.step_base_s + P.per_prefill_token_s + P.per_decode_seq_s > 0))
+      eng.at("step_base_s").fail("a linear step-time model needs step_base_s > 0 or per-token costs > 0");
+  }
+
+  // fleet
+  const N fl = node.req("fleet");
+  fl.allow_keys({"replicas", "router", "queue_limit", "usd_per_hour", "headroom_replicas", "autoscale", "cold_start",
+                 "pricing", "failures", "nodes", "faults", "thermal"});
+  if (fl.has("pricing")) {
+    const N pr = fl.at("pricing");
+    pr.allow_keys({"spot", "committed_replicas", "committed_discount", "owned", "colocated", "billing"});
+    if (pr.has("billing")) P.node_billing = pr.at("billing").choice({"device", "node"}) == "node";
+    if (pr.has("spot")) {
+      const N sp = pr.at("spot");
+      sp.allow_keys({"discount", "interruptions_per_hour"});
+      P.spot_discount = sp.req("discount").num_in(0, 0.99, "discount");
+      P.spot_interruptions_per_hour = sp.req("interruptions_per_hour").num_in(0, 100, "interruptions_per_hour");
+    }
+    P.committed_replicas = pr.has("committed_replicas") ? int(pr.at("committed_replicas").integer(0, 4096)) : 0;
+    P.committed_discount = pr.has("committed_discount") ? pr.at("committed_discount").num_in(0, 0.99, "committed_discount") : 0.0;
+    if (pr.has("committed_discount") && !pr.has("committed_replicas"))
+      pr.at("committed_discount").fail("committed_discount needs committed_replicas", ErrorKind::inconsistent);
+    if (pr.has("owned") && pr.has("colocated"))
+      pr.at("colocated").fail("a pool's devices are owned or colocated, not both: choose one", ErrorKind::inconsistent);
+    for (const char* kind : {"owned", "colocated"})
+      if (pr.has(kind)) {
+        for (const char* other : {"spot", "committed_replicas"})
+          if (pr.has(other))
+            pr.at(other).fail(std::string(other) + " is rented capacity; this pool's devices are " + kind +
+                                  " (replicas beyond " + kind + ".replicas are rented on demand)",
+                              ErrorKind::inconsistent);
+        parse_ownership(pr.at(kind), kind, P, devices);
+      }
+  }
+  if (fl.has("nodes")) {
+    const N nd = fl.at("nodes");
+    nd.allow_keys({"scale_down_unneeded_s", "pinned", "max_nodes", "scale_down_order"});
+    if (!fl.has("autoscale") || !P.node_billing || P.ownership.owned())
+      nd.fail("fleet.nodes is the cluster autoscaler's side of an autoscaled pool billed by the node: it needs "
+              "fleet.autoscale and pricing.billing: node",
+              ErrorKind::inconsistent);
+    if (nd.has("scale_down_unneeded_s")) P.node_unneeded_s = nd.at("scale_down_unneeded_s").num_in(0, 86400);
+    if (nd.has("pinned")) P.pinned_nodes = int(nd.at("pinned").integer(0, 4096));
+    if (nd.has("max_nodes")) P.max_nodes = int(nd.at("max_nodes").integer(1, 4096));
+    if (nd.has("scale_down_order"))
+      P.empty_nodes_first = nd.at("scale_down_order").choice({"replicaset", "empty_nodes_first"}) == "empty_nodes_first";
+  }
+  if (fl.has("failures")) {
+    const N fa = fl.at("failures");
+    fa.allow_keys({"mtbf_hours"});
+    P.mtbf_hours = fa.req("mtbf_hours").pos(1e7);
+  }
+  if (fl.has("faults")) {
+    const N fa = fl.at("faults");
+    fa.allow_keys({"cpu_fallback"});
+    const N cf = fa.req("cpu_fallback");
+    cf.allow_keys({"share", "slowdown", "at_s"});
+    P.fallback_share = cf.req("share").num_in(0, 1, "share");
+    P.fallback_slowdown = cf.has("slowdown") ? cf.at("slowdown").num_in(1, 10000, "slowdown") : 50.0;
+    P.fallback_at_s = cf.has("at_s") ? cf.at("at_s").num_in(0, 1e9) : 0.0;
+  }
+  if (fl.has("thermal")) {
+    const N th = fl.at("thermal");
+    th.allow_keys({"time_constant_s", "throttle_above", "clock_drop"});
+    P.thermal_tau_s = th.req("time_constant_s").pos(1e8);
+    P.thermal_above = th.req("throttle_above").num_in(0.001, 0.999, "throttle_above");
+    P.thermal_clock_drop = th.req("clock_drop").num_in(0.001, 0.9, "clock_drop");
+  }
+  const bool scaled = fl.has("autoscale");
+  P.replicas = fl.has("replicas") || !scaled ? int(fl.req("replicas").integer(scaled ? 0 : 1, 4096)) : -1;
+  P.min_replicas = P.max_replicas = P.replicas;
+  P.headroom_replicas = fl.has("headroom_replicas") ? int(fl.at("headroom_replicas").integer(0, 4096)) : 0;
+  if (scaled) {
+    const N as = fl.at("autoscale");
+    as.allow_keys({"min_replicas", "max_replicas", "signal", "target", "interval_s", "scale_up_window_s",
+                   "scale_down_window_s", "cooldown_s", "tolerance", "ttft_window_s", "ttft_quantile", "cpu_base",
+                   "cpu_per_request_s", "max_starts", "max_starts_per_hour"});
+    AutoscaleParams& A = P.autoscale;
+    A.enabled = 1;
+    P.min_replicas = int(as.req("min_replicas").integer(0, 4096));
+    P.max_replicas = int(as.req("max_replicas").integer(1, 4096));
+    if (P.max_replicas < P.min_replicas)
+      as.at("max_replicas").fail("max_replicas must be >= min_replicas", ErrorKind::inconsistent);
+    if (P.replicas < 0) P.replicas = P.min_replicas;
+    if (P.replicas < P.min_replicas || P.replicas > P.max_replicas)
+      fl.at("replicas").fail("replicas (the starting count) must lie in [min_replicas, max_replicas]",
+                             ErrorKind::inconsistent);
+    const std::string sig = as.req("signal").choice({"queue_depth", "inflight", "ttft", "busy", "host_cpu"});
+    A.signal = sig == "queue_depth" ? ScaleSignal::queue_depth
+               : sig == "inflight"  ? ScaleSignal::inflight
+               : sig == "ttft"      ? ScaleSignal::ttft
+               : sig == "busy"      ? ScaleSignal::busy
+                                    : ScaleSignal::host_cpu;
+    A.target = as.req("target").pos(1e6);
+    if ((A.signal == ScaleSignal::busy || A.signal == ScaleSignal::host_cpu) && A.target > 1.0)
+      as.at("target").fail("a " + sig + " target is a fraction in (0, 1]");
+    // controllers poll every few seconds; sub-100 ms evaluation only multiplies events
+    A.interval_s = as.has("interval_s") ? as.at("interval_s").num_in(0.1, 3600, "interval_s") : 15.0;
+    A.up_window_s = as.has("scale_up_window_s") ? as.at("scale_up_window_s").num_in(0, 86400) : 0.0;
+    A.down_window_s = as.has("scale_down_window_s") ? as.at("scale_down_window_s").num_in(0, 86400) : 300.0;
+    A.cooldown_s = as.has("cooldown_s") ? as.at("cooldown_s").num_in(0, 86400) : 300.0;
+    A.tolerance = as.has("tolerance") ? as.at("tolerance").num_in(0, 1) : 0.1;
+    A.ttft_window_s = as.has("ttft_window_s") ? as.at("ttft_window_s").pos(86400) : 60.0;
+    A.ttft_quantile = as.has("ttft_quantile") ? as.at("ttft_quantile").num_in(0.5, 1.0) : 0.95;
+    A.cpu_base = as.has("cpu_base") ? as.at("cpu_base").num_in(0, 1) : 0.05;
+    A.cpu_per_request_s = as.has("cpu_per_request_s") ? as.at("cpu_per_request_s").num_in(0, 10) : 0.004;
+    A.max_starts = as.has("max_starts") ? int(as.at("max_starts").integer(0, 1000000)) : 0;
+    A.max_starts_per_hour = as.has("max_starts_per_hour") ? as.at("max_starts_per_hour").num_in(0, 64) : 0.0;
+    // the autoscaler remembers its last 64 recommendations
+    for (const char* k : {"scale_up_window_s", "scale_down_window_s"})
+      if (as.has(k) && as.at(k).num() > 64.0 * A.interval_s)
+        as.at(k).fail(std::string(k) + " is longer than 64 evaluations (64 x interval_s); lengthen interval_s",
+                      ErrorKind::inconsistent);
+    if (!fl.has("headroom_replicas")) P.headroom_replicas = P.min_replicas;  // the warm floor is chosen headroom
+  }
+  // cold start: defaults from the seeds' figures (a new node, a 10-20 GB image, weights from object storage)
+  {
+    ColdStartParams& c = P.cold;
+    const N cs = fl.has("cold_start") ? fl.at("cold_start") : N{YAML::Node(YAML::NodeType::Map), fl.path + ".cold_start", &src};
+    cs.allow_keys({"provision_s", "image_pull_s", "download_gb_s", "cache_hit_probability", "cache_gb_s", "load_gb_s",
+                   "warmup_s"});
+    // a stage is a number of seconds, or {median, p99} for a lognormal spread
+    auto stage = [&](const char* key, double dflt, double& median, double& sigma) {
+      median = dflt;
+      sigma = 0.0;
+      if (!cs.has(key)) return;
+      const N st = cs.at(key);
+      if (st.node.IsMap()) {
+        st.allow_keys({"median", "p99"});
+        median = st.req("median").pos(86400);
+        const double p99 = st.req("p99").pos(86400 * 10);
+        if (p99 < median) st.at("p99").fail("p99 must be >= median", ErrorKind::inconsistent);
+        sigma = std::log(p99 / median) / 2.326;
+      } else {
+        median = st.num_in(0, 86400);
+      }
+    };
+    stage("provision_s", 120.0, c.provision_s, c.provision_sigma);
+    stage("image_pull_s", 60.0, c.image_pull_s, c.image_pull_sigma);
+    c.download_bytes_per_s = (cs.has("download_gb_s") ? cs.at("download_gb_s").pos(1e4) : 0.5) * 1e9;
+    c.cache_hit_probability = cs.has("cache_hit_probability") ? cs.at("cache_hit_probability").num_in(0, 1) : 0.0;
+    c.cache_bytes_per_s = (cs.has("cache_gb_s") ? cs.at("cache_gb_s").pos(1e4) : 2.0) * 1e9;
+    c.load_bytes_per_s = (cs.has("load_gb_s") ? cs.at("load_gb_s").pos(1e4) : 5.0) * 1e9;
+    stage("warmup_s", 30.0, c.warmup_s, c.warmup_sigma);
+    // each device of a replica loads its own shard, all at once
+    c.weights_bytes = P.devices() > 1 || P.model.moe()
+                          ? weight_bytes(P.model, weight_dtype_bytes(P.weight_dtype), P.expert_weight_dtype.empty() ? -1.0 : weight_dtype_bytes(P.expert_weight_dtype)) / P.devices()
+                          : P.model.params_b * 1e9 * weight_dtype_bytes(P.weight_dtype);
+  }
+  if (fl.has("router")) {
+    const std::string r = fl.at("router").choice({"round_robin", "least_outstanding", "central_queue"});
+    P.router = r == "round_robin" ? Router::round_robin
+               : r == "central_queue" ? Router::central_queue
+                                      : Router::least_outstanding;
+  }
+  P.queue_limit = fl.has("queue_limit") ? int(fl.at("queue_limit").integer(1, 1000000)) : 1024;
+  P.usd_per_hour = fl.has("usd_per_hour") ? fl.at("usd_per_hour").num_in(0, 1e5) : P.device.usd_per_hour;
+
+  // memory: the hard boundary
+  MemoryInputs mi;
+  mi.device = P.device;
+  mi.model = P.model;
+  mi.weight_bytes_per_param = weight_dtype_bytes(P.weight_dtype);
+  mi.kv_elem_bytes = kv_dtype_bytes(P.kv_dtype);
+  mi.gpu_memory_utilization = P.gpu_memory_utilization;
+  // resident adapters take memory too (sharded like the weights)
+  mi.runtime_overhead_gib = P.runtime_overhead_gib;
+  mi.adapter_gib = P.devices() > 1 ? P.lora_gib() / P.devices() : P.lora_gib();
+  mi.enforce_eager = P.enforce_eager;
+  mi.activation_gib = P.activation_gib;
+  mi.max_batched_tokens = P.max_batched_tokens;
+  mi.max_num_seqs = P.batching == Batching::continuous ? P.max_num_seqs : P.max_batch;
+  mi.kv_block_tokens = P.kv_block_tokens;
+  mi.tp = P.tp;
+  mi.pp = P.pp;
+  if (!P.expert_weight_dtype.empty()) mi.expert_weight_bytes_per_param = weight_dtype_bytes(P.expert_weight_dtype);
+  P.capacity = compute_capacity(mi);
+  if (!P.capacity.fits) {
+    std::ostringstream o;
+    o.setf(std::ios::fixed);
+    o.precision(1);
+    const int tp_fits = P.partition.empty() && P.shared_by() == 1 ? smallest_fitting_tp(mi) : 0;
+    o << "model " << P.model.name << " (" << P.weight_dtype << ") does not fit on " << P.device.name;
+    if (P.devices() > 1) o << " at tensor_parallel " << P.tp << " x pipeline_parallel " << P.pp;
+    o << ": it needs " << P.capacity.needed_gib << " GiB" << (P.devices() > 1 ? " per device" : "") << " (weights "
+      << P.capacity.weights_gib << " + runtime " << P.capacity.runtime_overhead_gib << " + activations "
+      << P.capacity.activation_gib << " + one KV block), the device offers " << P.capacity.usable_gib << " GiB ("
+      << P.capacity.device_gib << " GiB x gpu_memory_utilization " << P.gpu_memory_utilization << "); ";
+    if (tp_fits > P.tp)
+      o << "it fits at engine.tensor_parallel: " << tp_fits << " (" << tp_fits * P.pp << " devices per replica), or ";
+    o << "try a larger device, a smaller weight_dtype, or fewer max_batched_tokens";
+    throw InputError(node.at("model").where(), node.at("model").path + ": " + o.str(), ErrorKind::does_not_fit);
+  }
+  if (P.time_slicing > 1)
+    check_shared_device(node, P, "time_slicing", P.time_slicing, "time slicing",
+                        fmt::format("time-sliced replicas of {} need", P.model.name),
+                        P.cuda_context_gib > 0 ? "runtimes, CUDA contexts and activations" : "runtimes and activations");
+  if (P.mps_clients > 1)
+    check_shared_device(node, P, "mps", P.mps_clients, "MPS", fmt::format("MPS clients of {} need", P.model.name),
+                        "runtimes, activations and the server's CUDA context");
+  finish_ownership(node, P);
+  return P;
+}
+
+}  // namespace fleetsim::detail

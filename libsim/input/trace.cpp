@@ -1,0 +1,421 @@
+#include "input/trace.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <unordered_set>
+
+#include "base/error.hpp"
+
+namespace fleetsim {
+
+namespace {
+
+// Removes a trailing '\r' (CRLF files) and, on the first line, a UTF-8 byte-order mark.
+void clean_line(std::string& line, bool first) {
+  if (!line.empty() && line.back() == '\r') line.pop_back();
+  if (first && line.compare(0, 3, "\xEF\xBB\xBF") == 0) line.erase(0, 3);
+}
+
+bool blank(const std::string& line) { return line.find_first_not_of(" \t\r") == std::string::npos; }
+
+// One CSV line into fields. A field may be quoted: inside quotes a comma is data and "" is one
+// quote. Spaces and tabs around a field (outside its quotes) are dropped. A quote inside an
+// unquoted field is kept as a character. Returns 0, or the 1-based column of an opening quote
+// that is never closed (a field may not span lines).
+int split_csv(const std::string& line, std::vector<std::string>& out) {
+  out.clear();
+  std::string cur;
+  size_t keep = 0;          // characters of cur that came from quotes: never trimmed
+  bool in_quotes = false;   // inside a quoted part
+  bool started = false;     // the field has a non-blank character or a quote
+  size_t open_at = 0;
+  auto finish = [&]() {
+    size_t b = cur.size();
+    while (b > keep && (cur[b - 1] == ' ' || cur[b - 1] == '\t')) --b;
+    cur.resize(b);
+    out.push_back(cur);
+    cur.clear();
+    keep = 0;
+    started = false;
+  };
+  for (size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (in_quotes) {
+      if (c != '"') {
+        cur += c;
+      } else if (i + 1 < line.size() && line[i + 1] == '"') {
+        cur += '"';
+        ++i;
+      } else {
+        in_quotes = false;
+        keep = cur.size();
+      }
+    } else if (c == ',') {
+      finish();
+    } else if (c == '"' && !started) {
+      in_quotes = true;
+      started = true;
+      open_at = i;
+    } else if (started || (c != ' ' && c != '\t')) {
+      cur += c;
+      started = true;
+    }
+  }
+  if (in_quotes) return int(open_at) + 1;
+  finish();
+  return 0;
+}
+
+[[noreturn]] void fail(const std::string& path, int line, const std::string& text, const std::string& msg, int column = 0) {
+  Location where{path, line, line > 0 ? std::max(column, 1) : 0, text};
+  throw InputError(where, msg);
+}
+
+// A plain decimal number: digits, one point, an exponent; no hex, inf or nan (strtod takes them).
+bool parse_double(const std::string& s, double& v) {
+  if (s.empty()) return false;
+  for (char c : s)
+    if (!((c >= '0' && c <= '9') || c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-')) return false;
+  char* end = nullptr;
+  v = std::strtod(s.c_str(), &end);
+  return end && *end == '\0' && std::isfinite(v);
+}
+
+bool parse_count(const std::string& s, double& v) {
+  return parse_double(s, v) && v >= 0 && v == std::floor(v) && v <= 1e8;
+}
+
+int64_t days_from_civil(int64_t y, unsigned m, unsigned d) {
+  y -= m <= 2;
+  const int64_t era = (y >= 0 ? y : y - 399) / 400;
+  const unsigned yoe = unsigned(y - era * 400);
+  const unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + int64_t(doe) - 719468;
+}
+
+// "2023-11-16 18:15:46.6805900" (optionally with 'T' and a trailing 'Z') -> seconds since epoch
+bool parse_wallclock(const std::string& s, double& v) {
+  int y, mo, d, h, mi;
+  double sec;
+  char sep;
+  std::istringstream in(s);
+  char dash1, dash2, colon1, colon2;
+  if (!(in >> y >> dash1 >> mo >> dash2 >> d)) return false;
+  in.get(sep);
+  if (!(in >> h >> colon1 >> mi >> colon2 >> sec)) return false;
+  if (dash1 != '-' || dash2 != '-' || colon1 != ':' || colon2 != ':' || (sep != ' ' && sep != 'T')) return false;
+  static const int kDays[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  const bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+  if (mo < 1 || mo > 12 || d < 1 || h < 0 || h > 23 || mi < 0 || mi > 59 || !(sec >= 0 && sec < 61)) return false;
+  if (d > kDays[mo - 1] + (mo == 2 && leap ? 1 : 0)) return false;  // 2023-02-31 is no date
+  v = double(days_from_civil(y, unsigned(mo), unsigned(d))) * 86400.0 + h * 3600.0 + mi * 60.0 + sec;
+  return true;
+}
+
+// Traces are regular files of bounded size: a device like /dev/zero would never end a line.
+constexpr uintmax_t kMaxTraceBytes = uintmax_t(4) << 30;
+
+std::ifstream open_or_fail(const std::string& path) {
+  std::error_code ec;
+  const auto st = std::filesystem::status(path, ec);
+  if (ec || !std::filesystem::exists(st))
+    throw InputError(Location{path, 0, 0, ""}, "cannot open file (does it exist and is it readable?)");
+  if (!std::filesystem::is_regular_file(st))
+    throw InputError(Location{path, 0, 0, ""}, "not a regular file (a trace or CSV file is expected)");
+  const uintmax_t size = std::filesystem::file_size(path, ec);
+  if (ec || size > kMaxTraceBytes)
+    throw InputError(Location{path, 0, 0, ""}, "larger than 4 GiB; cut the trace to the span you want to replay");
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw InputError(Location{path, 0, 0, ""}, "cannot open file (does it exist and is it readable?)");
+  return f;
+}
+
+std::string plural(int64_t n, const char* one, const char* many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
+void add_reason(std::string& reason, int64_t n, const std::string& what) {
+  if (n == 0) return;
+  if (!reason.empty()) reason += "; ";
+  reason += what;
+}
+
+[[noreturn]] void no_requests(const std::string& path, int lineno, const TraceData& t) {
+  fail(path, lineno, "",
+       t.skipped > 0 ? "trace has no usable requests (" + plural(t.skipped, "row", "rows") + " skipped: " + t.skipped_reason + ")"
+                     : std::string("trace has no requests"));
+}
+
+// ------------------------------------------------------------------------------------------ CSV
+
+enum class CsvLayout { native, splitwise, azure_wallclock, burstgpt };
+
+TraceData load_csv(const std::string& path, std::ifstream& f, const TraceOptions& opt) {
+  std::string line;
+  if (!std::getline(f, line)) fail(path, 1, "", "empty trace file (expected a header row)");
+  clean_line(line, true);
+  std::vector<std::string> header, cols;
+  if (const int q = split_csv(line, header)) fail(path, 1, line, "unterminated quoted field (no closing \")", q);
+  TraceData t;
+  int ct = -1, cp = -1, co = -1, cm = -1;
+  CsvLayout layout = CsvLayout::native;
+  auto find = [&](const char* name) {
+    for (size_t i = 0; i < header.size(); ++i)
+      if (header[i] == name) return int(i);
+    return -1;
+  };
+  if ((ct = find("timestamp_s")) >= 0) {
+    cp = find("prompt_tokens");
+    co = find("output_tokens");
+    t.layout = "timestamp_s,prompt_tokens,output_tokens";
+  } else if ((ct = find("arrived_at")) >= 0) {
+    cp = find("num_prefill_tokens");
+    co = find("num_decode_tokens");
+    layout = CsvLayout::splitwise;
+    t.layout = "arrived_at,num_prefill_tokens,num_decode_tokens";
+  } else if ((ct = find("TIMESTAMP")) >= 0) {
+    cp = find("ContextTokens");
+    co = find("GeneratedTokens");
+    layout = CsvLayout::azure_wallclock;
+    t.layout = "TIMESTAMP,ContextTokens,GeneratedTokens";
+  } else if ((ct = find("Timestamp")) >= 0) {
+    cp = find("Request tokens");
+    co = find("Response tokens");
+    cm = find("Model");
+    layout = CsvLayout::burstgpt;
+    t.layout = "Timestamp,Model,Request tokens,Response tokens (BurstGPT)";
+  }
+  if (ct < 0 || cp < 0 || co < 0)
+    fail(path, 1, line,
+         "unrecognised trace header (expected timestamp_s,prompt_tokens,output_tokens or "
+         "arrived_at,num_prefill_tokens,num_decode_tokens or TIMESTAMP,ContextTokens,GeneratedTokens or "
+         "BurstGPT's Timestamp,Model,Request tokens,Response tokens,...; or Mooncake JSONL, one {...} per line)");
+  const bool filtering = !opt.model_filter.empty();
+  if (filtering && layout != CsvLayout::burstgpt)
+    fail(path, 1, line, "a model filter applies to BurstGPT traces only; layout " + t.layout + " has no model column");
+  if (filtering && cm < 0) fail(path, 1, line, "a model filter needs a 'Model' column, and this header has none");
+  const bool rebase = layout == CsvLayout::azure_wallclock || layout == CsvLayout::burstgpt;
+  const size_t need = size_t(std::max({ct, cp, co, cm})) + 1;
+  std::map<std::string, int64_t> models;  // rows per model, for a filter that matches nothing
+  int64_t failed = 0, empty_prompt = 0, matched = 0;
+  int lineno = 1;
+  double prev = 0;
+  while (std::getline(f, line)) {
+    ++lineno;
+    clean_line(line, false);
+    if (line.empty()) continue;
+    if (const int q = split_csv(line, cols)) fail(path, lineno, line, "unterminated quoted field (no closing \")", q);
+    if (cols.size() < need) fail(path, lineno, line, "too few columns (expected " + std::to_string(need) + ")");
+    double ts, p, o;
+    if (layout == CsvLayout::azure_wallclock) {
+      if (!parse_wallclock(cols[size_t(ct)], ts))
+        fail(path, lineno, line, "bad TIMESTAMP '" + cols[size_t(ct)] + "' (expected YYYY-MM-DD HH:MM:SS.fff)");
+    } else if (!parse_double(cols[size_t(ct)], ts)) {
+      fail(path, lineno, line, "bad timestamp '" + cols[size_t(ct)] + "' (expected seconds)");
+    }
+    if (!parse_count(cols[size_t(cp)], p))
+      fail(path, lineno, line, "bad prompt token count '" + cols[size_t(cp)] + "' (expected an integer >= 0)");
+    if (!parse_count(cols[size_t(co)], o))
+      fail(path, lineno, line, "bad output token count '" + cols[size_t(co)] + "' (expected an integer >= 0)");
+    if (t.rows > 0 && ts < prev) fail(path, lineno, line, "timestamps go backwards (a trace must be sorted by arrival time)");
+    if (!rebase && ts < 0) fail(path, lineno, line, "negative timestamp");
+    prev = ts;
+    ++t.rows;
+    if (cm >= 0) ++models[cols[size_t(cm)]];
+    if (filtering && cols[size_t(cm)] != opt.model_filter) continue;
+    ++matched;
+    if (layout == CsvLayout::burstgpt) {
+      // BurstGPT marks a failed request by Response tokens = 0; a request without prompt tokens
+      // cannot be served either.
+      if (o == 0) {
+        ++failed;
+        continue;
+      }
+    }
+    if (p == 0) {  // nothing to prefill: no request a server would take
+      ++empty_prompt;
+      continue;
+    }
+    t.t_s.push_back(ts);
+    t.prompt.push_back(int32_t(p));
+    t.output.push_back(int32_t(o));
+  }
+  if (filtering && matched == 0) {
+    std::string present;
+    std::vector<std::string> names;
+    for (const auto& [name, n] : models) {
+      present += (present.empty() ? "" : ", ") + ("'" + name + "' (" + plural(n, "row", "rows") + ")");
+      names.push_back(name);
+    }
+    const std::string s = did_you_mean(opt.model_filter, names);
+    fail(path, 0, "",
+         "no rows for model '" + opt.model_filter + "'" + (s.empty() ? "" : " (did you mean '" + s + "'?)") +
+             "; models present: " + (present.empty() ? "none" : present));
+  }
+  t.skipped = failed + empty_prompt;
+  add_reason(t.skipped_reason, failed, plural(failed, "failed request", "failed requests") + " (Response tokens = 0)");
+  add_reason(t.skipped_reason, empty_prompt,
+             plural(empty_prompt, "row", "rows") +
+                 (layout == CsvLayout::burstgpt ? " with Request tokens = 0" : " with 0 prompt tokens"));
+  if (t.t_s.empty()) no_requests(path, lineno, t);
+  if (rebase) {
+    const double first = t.t_s.front();
+    for (auto& x : t.t_s) x -= first;
+  }
+  return t;
+}
+
+// -------------------------------------------------------------------------------- Mooncake JSONL
+
+const char* const kMooncakeExpected =
+    "expected one JSON object per line: {\"timestamp\": ms, \"input_length\": tokens, \"output_length\": tokens, "
+    "\"hash_ids\": [block ids]}";
+
+TraceData load_mooncake(const std::string& path, std::ifstream& f, const TraceOptions& opt) {
+  using nlohmann::json;
+  if (!opt.model_filter.empty())
+    fail(path, 0, "", "a model filter applies to BurstGPT traces only; a Mooncake JSONL trace has no model field");
+  if (opt.block_tokens < 1)
+    fail(path, 0, "", "block_tokens must be at least 1 (tokens per hash_ids block; 512 in the Mooncake traces)");
+  TraceData t;
+  t.layout = "timestamp,input_length,output_length,hash_ids (Mooncake JSONL)";
+  std::unordered_set<int64_t> seen;  // every block hash of every earlier kept request
+  std::vector<double> ms;
+  int64_t empty_prompt = 0, cached_sum = 0, prompt_sum = 0;
+  std::string line;
+  int lineno = 0;
+  double prev = 0;
+  while (std::getline(f, line)) {
+    ++lineno;
+    clean_line(line, lineno == 1);
+    if (blank(line)) continue;
+    json j;
+    try {
+      j = json::parse(line);
+    } catch (const json::parse_error& e) {
+      std::string what = e.what();
+      const size_t at = what.find("column ");
+      const size_t colon = at == std::string::npos ? at : what.find(": ", at);
+      if (colon != std::string::npos) what = what.substr(colon + 2);
+      fail(path, lineno, line, "not valid JSON (" + what + "); " + kMooncakeExpected, int(std::min<size_t>(e.byte, line.size() + 1)));
+    } catch (const json::exception& e) {
+      // a number beyond a double's range (1e400) is an out_of_range error, not a parse_error
+      std::string what = e.what();
+      if (const size_t b = what.find("] "); what.rfind("[json.exception.", 0) == 0 && b != std::string::npos)
+        what = what.substr(b + 2);
+      fail(path, lineno, line, "not valid JSON (" + what + "); " + kMooncakeExpected);
+    }
+    if (!j.is_object()) fail(path, lineno, line, std::string("not a JSON object; ") + kMooncakeExpected);
+    auto col_of = [&](const char* key) { return int(line.find(std::string("\"") + key + "\"") + 1); };
+    auto field = [&](const char* key) -> const json& {
+      const auto it = j.find(key);
+      if (it == j.end()) fail(path, lineno, line, std::string("missing \"") + key + "\"; " + kMooncakeExpected);
+      return *it;
+    };
+    auto count = [&](const char* key) {
+      const json& v = field(key);
+      if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > 100000000)
+        fail(path, lineno, line, std::string("\"") + key + "\" must be an integer token count in [0, 1e8], not " + v.dump(),
+             col_of(key));
+      return int32_t(v.get<int64_t>());
+    };
+    const json& jt = field("timestamp");
+    if (!jt.is_number() || !std::isfinite(jt.get<double>()))
+      fail(path, lineno, line, "\"timestamp\" must be a number (milliseconds), not " + jt.dump(), col_of("timestamp"));
+    const double ts = jt.get<double>();
+    const int32_t p = count("input_length"), o = count("output_length");
+    const json& ids = field("hash_ids");
+    if (!ids.is_array()) fail(path, lineno, line, "\"hash_ids\" must be a list of integers, not " + ids.dump(), col_of("hash_ids"));
+    for (const auto& id : ids)
+      if (!id.is_number_integer())
+        fail(path, lineno, line, "\"hash_ids\" must be a list of integers; found " + id.dump(), col_of("hash_ids"));
+    if (t.rows > 0 && ts < prev) fail(path, lineno, line, "timestamps go backwards (a trace must be sorted by arrival time)");
+    prev = ts;
+    ++t.rows;
+    if (p == 0) {
+      ++empty_prompt;
+      continue;
+    }
+    // The leading blocks already seen: a block hash names the whole prefix up to that block.
+    int64_t hit = 0;
+    while (hit < int64_t(ids.size()) && seen.count(ids[size_t(hit)].get<int64_t>())) ++hit;
+    const int32_t cached = int32_t(std::min<int64_t>(hit * opt.block_tokens, p - 1));
+    for (const auto& id : ids) seen.insert(id.get<int64_t>());
+    ms.push_back(ts);
+    t.prompt.push_back(p);
+    t.output.push_back(o);
+    t.cached_prefix.push_back(cached);
+    cached_sum += cached;
+    prompt_sum += p;
+  }
+  t.skipped = empty_prompt;
+  add_reason(t.skipped_reason, empty_prompt, plural(empty_prompt, "row", "rows") + " with input_length = 0");
+  if (ms.empty()) no_requests(path, lineno, t);
+  t.t_s.reserve(ms.size());
+  for (double x : ms) t.t_s.push_back((x - ms.front()) / 1000.0);
+  t.prefix_hit_share = double(cached_sum) / double(prompt_sum);
+  return t;
+}
+
+}  // namespace
+
+TraceData load_trace(const std::string& path, const TraceOptions& opt) {
+  std::ifstream f = open_or_fail(path);
+  // The first character that is not a byte-order mark or white space tells JSONL from CSV.
+  char first = 0;
+  {
+    std::string head;
+    int n = 0;
+    while (first == 0 && std::getline(f, head)) {
+      clean_line(head, ++n == 1);
+      const size_t i = head.find_first_not_of(" \t\r");
+      if (i != std::string::npos) first = head[i];
+    }
+    f.clear();
+    f.seekg(0);
+  }
+  return first == '{' ? load_mooncake(path, f, opt) : load_csv(path, f, opt);
+}
+
+int split_csv_line(const std::string& line, std::vector<std::string>& fields) { return split_csv(line, fields); }
+
+TraceData load_trace_csv(const std::string& path) { return load_trace(path); }
+
+std::vector<double> load_csv_column(const std::string& path, const std::string& column) {
+  std::ifstream f = open_or_fail(path);
+  std::string line;
+  if (!std::getline(f, line)) fail(path, 1, "", "empty CSV file (expected a header row)");
+  clean_line(line, true);
+  std::vector<std::string> header, cols;
+  if (const int q = split_csv(line, header)) fail(path, 1, line, "unterminated quoted field (no closing \")", q);
+  int c = -1;
+  for (size_t i = 0; i < header.size(); ++i)
+    if (header[i] == column) c = int(i);
+  if (c < 0) {
+    std::string s = did_you_mean(column, header);
+    fail(path, 1, line, "no column '" + column + "' in the header" + (s.empty() ? "" : " (did you mean '" + s + "'?)"));
+  }
+  std::vector<double> v;
+  int lineno = 1;
+  while (std::getline(f, line)) {
+    ++lineno;
+    clean_line(line, false);
+    if (line.empty()) continue;
+    if (const int q = split_csv(line, cols)) fail(path, lineno, line, "unterminated quoted field (no closing \")", q);
+    double x;
+    if (size_t(c) >= cols.size() || !parse_double(cols[size_t(c)], x))
+      fail(path, lineno, line, "bad value in column '" + column + "' (expected a number)");
+    v.push_back(x);
+  }
+  if (v.empty()) fail(path, lineno, "", "column '" + column + "' has no values");
+  return v;
+}
+
+}  // namespace fleetsim

@@ -1,0 +1,541 @@
+#include "report/report.hpp"
+
+#include "input/csv.hpp"
+#include "cost/ledger.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <map>
+#include <memory>
+#include <vector>
+
+namespace fleetsim {
+
+LatencyStats latency_stats(const Histogram& h) {
+  LatencyStats l;
+  l.count = h.n;
+  if (h.n == 0) return l;
+  l.mean = h.sum / double(h.n);
+  l.p50 = hist_quantile(h, 0.50);
+  l.p90 = hist_quantile(h, 0.90);
+  l.p95 = hist_quantile(h, 0.95);
+  l.p99 = hist_quantile(h, 0.99);
+  l.p999 = hist_quantile(h, 0.999);
+  l.max = h.max;
+  return l;
+}
+
+namespace {
+
+// The distribution as [seconds, fraction at or below] points: one pass over the buckets, a point
+// wherever the cumulative fraction has moved by 1/64 (and at the tail quantiles), bucket upper edges.
+Json hist_cdf(const Histogram& h) {
+  Json pts = Json::array();
+  if (h.n == 0) return pts;
+  uint64_t cum = 0;
+  double last = -1.0;
+  for (int b = 0; b < kHistBuckets; ++b) {
+    if (h.counts[b] == 0) continue;
+    cum += h.counts[b];
+    const double f = double(cum) / double(h.n);
+    if (f - last >= 1.0 / 64 || (f >= 0.99 && f - last >= 1e-3) || cum == h.n) {
+      double lo, hi;
+      hist_bucket_bounds(b, lo, hi);
+      pts.push_back({std::min(hi, h.max), f});
+      last = f;
+    }
+  }
+  return pts;
+}
+
+Json lat_json(const Histogram& h) {
+  const LatencyStats l = latency_stats(h);
+  Json j;
+  j["count"] = l.count;
+  if (l.count == 0) {
+    for (const char* k : {"mean", "p50", "p90", "p95", "p99", "p999", "max"}) j[k] = nullptr;
+    return j;
+  }
+  j["mean"] = l.mean;
+  j["p50"] = l.p50;
+  j["p90"] = l.p90;
+  j["p95"] = l.p95;
+  j["p99"] = l.p99;
+  j["p999"] = l.p999;
+  j["max"] = l.max;
+  j["cdf"] = hist_cdf(h);
+  return j;
+}
+
+Json ratio(double num, double den) { return den > 0 ? Json(num / den) : Json(nullptr); }
+
+}  // namespace
+
+Json capacity_json(const Capacity& c, int64_t context_tokens, int block_tokens) {
+  Json j;
+  j["devices_per_replica"] = c.devices;  // every other figure is per device
+  j["device_gib"] = c.device_gib;
+  j["usable_gib"] = c.usable_gib;
+  j["weights_gib"] = c.weights_gib;
+  j["runtime_overhead_gib"] = c.runtime_overhead_gib;
+  j["non_torch_gib"] = c.non_torch_gib;
+  j["cuda_graph_gib"] = c.cuda_graph_gib;
+  j["activation_gib"] = c.activation_gib;
+  j["kv_gib"] = c.kv_gib;
+  j["naive_kv_gib"] = c.naive_kv_gib;
+  j["kv_bytes_per_token"] = c.kv_bytes_per_token;
+  j["kv_block_tokens"] = block_tokens;
+  j["kv_blocks"] = c.kv_blocks;
+  j["kv_capacity_tokens"] = c.kv_capacity_tokens;
+  j["window_blocks_per_seq"] = c.window_blocks_per_seq;
+  j["context_tokens"] = context_tokens;
+  j["max_concurrent_at_context"] = max_concurrent(c, context_tokens, block_tokens);
+  return j;
+}
+
+namespace {
+
+Json requests_json(const ClassTally& c, double window) {
+  Json rq;
+  const int64_t rejected = c.rejected_queue_full + c.rejected_too_long;
+  rq["arrived"] = c.arrived;
+  rq["completed"] = c.completed;
+  rq["rejected"] = rejected;
+  rq["rejected_by_reason"] = {{"queue_full", c.rejected_queue_full}, {"too_long", c.rejected_too_long}};
+  rq["preempted"] = c.preempted;
+  rq["retried"] = c.retried;
+  rq["failed"] = c.failed;
+  rq["cache_hits"] = c.cache_hits;
+  rq["prefix_hits"] = c.prefix_hits;
+  rq["prefix_tokens_reused"] = c.prefix_tokens_reused;
+  rq["prefix_reuse_share"] = ratio(double(c.prefix_tokens_reused), c.input_tokens);
+  rq["rejection_fraction"] = ratio(double(rejected), double(c.arrived));
+  rq["mean_in_system"] = ratio(c.in_system_s, window);
+  rq["mean_waiting"] = ratio(c.queue_len_s, window);
+  rq["good"] = c.good;
+  rq["good_fraction"] = ratio(double(c.good), double(c.completed));
+  return rq;
+}
+
+Json latency_json(const ClassTally& c, bool host = false) {
+  Json lat;
+  lat["ttft"] = lat_json(c.ttft);
+  lat["tpot"] = lat_json(c.tpot);
+  lat["e2e"] = lat_json(c.e2e);
+  lat["queue_wait"] = lat_json(c.queue_wait);
+  if (host) {
+    lat["host_wait"] = lat_json(c.host_wait);
+    lat["host_time"] = lat_json(c.host_time);
+  }
+  return lat;
+}
+
+// The host CPU stage of one pool or several (docs/model.md, "The host CPU"): its cores' busy share
+// of the time they could serve (replicas ready or draining), beside the device's busy share, and
+// how long requests waited for and spent on it (the classes it serves, merged).
+Json host_json(const PoolTally& t, double core_s, const ClassTally& c, int cores) {
+  Json h;
+  if (cores > 0) h["cores_per_replica"] = cores;
+  h["core_hours"] = core_s / 3600.0;
+  h["busy_core_hours"] = t.host_busy_s / 3600.0;
+  h["lost_core_hours"] = t.host_lost_s / 3600.0;
+  h["utilization"] = ratio(t.host_busy_s, core_s);
+  h["device_busy_fraction"] = ratio(t.busy_s, t.replica_s);
+  const LatencyStats w = latency_stats(c.host_wait), ht = latency_stats(c.host_time);
+  h["mean_wait_s"] = w.count ? Json(w.mean) : Json(nullptr);
+  h["p99_wait_s"] = w.count ? Json(w.p99) : Json(nullptr);
+  h["mean_time_s"] = ht.count ? Json(ht.mean) : Json(nullptr);
+  h["p99_time_s"] = ht.count ? Json(ht.p99) : Json(nullptr);
+  h["ttft_share"] = ratio(c.host_time.sum, c.ttft.sum);
+  return h;
+}
+
+// Ready or draining replica-seconds x cores: when a pool's host cores can serve.
+double host_core_s(const PoolSpec& P, const PoolTally& t) { return double(P.host.cores) * (t.replica_s - t.cold_s); }
+
+Json throughput_json(const ClassTally& c, double window) {
+  Json th;
+  th["requests_per_s"] = ratio(double(c.completed), window);
+  th["input_tokens_per_s"] = ratio(c.input_tokens, window);
+  th["output_tokens_per_s"] = ratio(c.output_tokens, window);
+  th["goodput_per_s"] = ratio(double(c.good), window);
+  // "tok/s/user", as AIConfigurator and NIM report it: one user's decode speed, 1 / mean TPOT
+  th["output_tok_per_s_per_user"] = ratio(double(c.tpot.n), c.tpot.sum);
+  return th;
+}
+
+// Closed-loop users of one class: the identity clients = mean_in_system + mean_thinking, and the
+// interactive response time law, X (R + Z) = clients (X completions per second, R mean e2e, Z mean
+// think time), which holds in steady state up to edge effects and rejections.
+double response_time_law(const ClassTally& c, double window, double think_mean_s) {
+  if (!(window > 0) || c.e2e.n == 0) return 0.0;
+  return double(c.completed) / window * (c.e2e.sum / double(c.e2e.n) + think_mean_s);
+}
+
+Json closed_loop_json(const RequestClassSpec& C, const ClassTally& c, double window) {
+  Json j;
+  j["clients"] = C.clients;
+  j["think_time_s"] = C.think_mean_s;
+  j["mean_in_system"] = ratio(c.in_system_s, window);
+  j["mean_thinking"] = ratio(c.thinking_s, window);
+  j["response_time_law"] = response_time_law(c, window, C.think_mean_s);
+  return j;
+}
+
+std::string goodput_bounds(const RequestClassSpec& C) {
+  std::string b;
+  auto add = [&](const char* k, double v) {
+    if (v < kInf) b += fmt::format("{}{} <= {:g} s", b.empty() ? "" : ", ", k, v);
+  };
+  add("ttft", C.good_ttft_s);
+  add("tpot", C.good_tpot_s);
+  add("e2e", C.good_e2e_s);
+  return b;
+}
+
+// Utilization of one pool, or of several (summed tallies, summed peaks).
+Json utilization_json(const PoolTally& t, double peak_flops_s, double peak_bytes_s, double kv_block_capacity_s,
+                      double fixed_bytes_s, double kv_block_bytes_s, double memory_bytes_s) {
+  Json ut;
+  double busy = t.replica_s > 0 ? t.busy_s / t.replica_s : 0.0;
+  const double cold = t.replica_s > 0 ? t.cold_s / t.replica_s : 0.0;
+  double idle = t.replica_s > 0 ? 1.0 - busy - cold : 0.0;
+  if (idle < 0.0) {  // never idle: busy and up time are summed apart, so they differ in the last bits
+    idle = 0.0;
+    busy = 1.0 - cold;
+  }
+  ut["busy_fraction"] = busy;
+  ut["idle_fraction"] = idle;
+  ut["cold_start_fraction"] = cold;
+  ut["idle_headroom_fraction"] = ratio(t.headroom_s, t.replica_s);
+  ut["idle_waste_fraction"] = ratio(t.waste_s, t.replica_s);
+  ut["compute_fraction"] = ratio(t.flops, peak_flops_s);
+  ut["bandwidth_fraction"] = ratio(t.bytes, peak_bytes_s);
+  ut["mean_batch_size"] = ratio(t.seq_steps, t.steps);
+  ut["kv_occupancy"] = ratio(t.kv_block_s, kv_block_capacity_s);
+  ut["memory_occupancy"] = ratio(fixed_bytes_s + kv_block_bytes_s, memory_bytes_s);
+  return ut;
+}
+
+Json fleet_json(const PoolTally& t, double window) {
+  Json f;
+  f["mean_replicas"] = ratio(t.replica_s, window);
+  f["max_replicas"] = t.max_replicas;
+  f["scale_ups"] = t.scale_ups;
+  f["scale_downs"] = t.scale_downs;
+  f["crashes"] = t.crashes;
+  f["interruptions"] = t.interruptions;
+  f["neighbour_failures"] = t.neighbour_failures;
+  return f;
+}
+
+// A CPU fallback and thermal throttling, where configured (docs/model.md, "Slowdowns").
+void slowdown_json(Json& f, const PoolTally& t, bool fallback, bool thermal) {
+  if (fallback)
+    f["cpu_fallback"] = {{"replica_hours", t.fallback_s / 3600.0},
+                         {"share_of_replica_hours", ratio(t.fallback_s, t.replica_s)},
+                         {"cpu_busy_replica_hours", t.cpu_busy_s / 3600.0}};
+  if (thermal)
+    f["thermal"] = {{"throttled_replica_hours", t.throttled_s / 3600.0},
+                    {"throttled_busy_share", ratio(t.throttled_s, t.busy_s)},
+                    {"throttled_step_share", ratio(t.throttled_steps, t.steps)}};
+}
+
+// A device shared by replicas (time slicing, MPS): the CUDA contexts it holds, and the KV cache
+// each replica can hold when all of them hold the same and the device is full -- what to size
+// each engine's budget to so that none can run the device out of memory.
+Json sharing_json(const PoolSpec& P) {
+  Json j;
+  const int n = P.shared_by();
+  j["mode"] = P.time_slicing > 1 ? "time_slicing" : "mps";
+  j["replicas_per_device"] = n;
+  if (P.time_slicing == 1) j["active_thread_percentage"] = P.mps_active_thread_percentage;
+  j["cuda_context_gib"] = P.cuda_context_gib;
+  j["device_context_gib"] = P.device_context_gib();
+  const Capacity& c = P.capacity;
+  const double fixed = c.weights_gib + c.runtime_overhead_gib + c.activation_gib;
+  const double kv = (c.device_gib - P.device_context_gib()) / n - fixed;
+  const double block_bytes = c.kv_bytes_per_token * P.kv_block_tokens;
+  const int64_t blocks = kv > 0 ? int64_t(std::floor(kv * 1073741824.0 / block_bytes)) : 0;
+  j["kv_gib_per_replica_on_device"] = kv;
+  j["kv_blocks_per_replica_on_device"] = blocks;
+  j["oversubscribed"] = c.kv_blocks > blocks;  // the engines' budgets add up to more than the device holds
+  return j;
+}
+
+bool shares_device(const PoolSpec& P) { return P.shared_by() > 1 || P.mps_active_thread_percentage < 100; }
+
+}  // namespace
+
+// How sure the step-time model is: a calibrated profile names itself and quotes its error on
+// measurements held out of its fit; the roofline and linear models say they are uncalibrated.
+static Json step_time_json(const PoolSpec& P) {
+  Json j;
+  if (P.perf_model == PerfKind::calibrated && P.profile) {
+    const PerfProfile& f = *P.profile;
+    j["calibrated"] = true;
+    j["profile"] = f.name;
+    j["profile_source"] = f.origin;
+    if (!f.engine.empty()) j["engine"] = f.engine;
+    if (!f.data.empty()) j["fitted_on"] = f.data;
+    Json held;
+    held["points"] = f.held_out.points;
+    for (int k = 0; k < 4; ++k)
+      if (std::isfinite(f.held_out.median[k])) held["median_abs_error_" + std::string(kProfileMetrics[k])] = f.held_out.median[k];
+    j["held_out"] = held;
+  } else {
+    j["calibrated"] = false;
+    j["note"] = P.perf_model == PerfKind::roofline
+                    ? "uncalibrated roofline: expect tens of percent error (docs/validation.md); fit a profile with "
+                      "`fleetsim fit`"
+                    : "linear model with user-given costs: uncalibrated unless they were measured";
+  }
+  if (P.client_ttft_s > 0) j["client_ttft_s"] = P.client_ttft_s;
+  return j;
+}
+
+Json run_report(const Scenario& s, const Tally& t) {
+  const double window = t.window_s;
+  const PoolSpec& P0 = s.pools[0];
+  const RequestClassSpec& C0 = s.classes[0];
+  Json r;
+  r["schema_version"] = kSchemaVersion;
+  r["kind"] = "run";
+
+  Json sc;
+  sc["name"] = s.name;
+  sc["source"] = s.source;
+  sc["overrides"] = s.overrides;
+  sc["seed"] = s.seed;
+  sc["duration_s"] = s.duration_s;
+  sc["warmup_s"] = s.warmup_s;
+  sc["device"] = P0.device.name;
+  sc["model"] = P0.model.name;
+  sc["weight_dtype"] = P0.weight_dtype;
+  sc["kv_dtype"] = P0.kv_dtype;
+  sc["batching"] = batching_name(P0.batching);
+  int replicas = 0, devices = 0;
+  for (const auto& P : s.pools) {
+    replicas += P.replicas;
+    devices += P.replicas * P.devices();
+  }
+  sc["replicas"] = replicas;
+  sc["devices"] = devices;  // at the start: replicas x tensor_parallel x pipeline_parallel
+  sc["tensor_parallel"] = P0.tp;
+  sc["pipeline_parallel"] = P0.pp;
+  sc["expert_parallel"] = P0.ep;
+  sc["router"] = router_name(P0.router);
+  sc["arrival"] = arrival_name(C0.arrival);
+  double rate = 0;
+  for (const auto& C : s.classes) rate += C.rate_per_s;
+  sc["rate_per_s"] = rate;
+  if (C0.arrival == ArrivalKind::burst) sc["requests"] = C0.clients;
+  if (C0.arrival == ArrivalKind::concurrency) {
+    sc["clients"] = C0.clients;
+    sc["think_time_s"] = C0.think.describe;
+  }
+  if (!goodput_bounds(C0).empty()) sc["goodput"] = goodput_bounds(C0);
+  sc["prompt_tokens"] = C0.prompt.describe;
+  sc["output_tokens"] = C0.output.describe;
+  sc["perf_model"] = perf_name(P0.perf_model);
+  sc["step_time"] = step_time_json(P0);
+  sc["pools"] = s.pools.size();
+  sc["classes"] = s.classes.size();
+  r["scenario"] = sc;
+
+  // every class together, every pool together
+  auto all = std::make_unique<ClassTally>();
+  class_tally_clear(*all);
+  for (size_t c = 0; c < s.classes.size(); ++c) class_tally_merge(*all, t.classes[c]);
+  PoolTally pools{};
+  pool_tally_clear(pools);
+  double peak_flops_s = 0, peak_bytes_s = 0, kv_cap_s = 0, fixed_s = 0, kv_bytes_s = 0, mem_s = 0;
+  const Ledger ledger = make_ledger(s, t);
+  for (size_t i = 0; i < s.pools.size(); ++i) {
+    const PoolSpec& P = s.pools[i];
+    const PoolParams pp = P.params();
+    const PoolTally& pt = t.pools[i];
+    pool_tally_merge(pools, pt);
+    peak_flops_s += pt.replica_s * pp.peak_flops_per_s;
+    peak_bytes_s += pt.replica_s * pp.peak_bytes_per_s;
+    kv_cap_s += pt.replica_s * double(P.capacity.kv_blocks);
+    fixed_s += pt.replica_s * pp.fixed_memory_bytes;
+    kv_bytes_s += pt.kv_block_s * P.capacity.kv_bytes_per_token * P.kv_block_tokens;
+    mem_s += pt.replica_s * pp.device_memory_bytes;
+  }
+
+  // the host CPU stage, where a pool has one: every such pool and its classes together
+  bool any_host = false;
+  {
+    PoolTally hp{};
+    pool_tally_clear(hp);
+    auto hc = std::make_unique<ClassTally>();
+    class_tally_clear(*hc);
+    double core_s = 0;
+    for (size_t i = 0; i < s.pools.size(); ++i) {
+      if (s.pools[i].host.cores == 0) continue;
+      any_host = true;
+      pool_tally_merge(hp, t.pools[i]);
+      core_s += host_core_s(s.pools[i], t.pools[i]);
+    }
+    for (size_t c = 0; c < s.classes.size(); ++c)
+      if (s.pools[size_t(s.classes[c].pool)].host.cores > 0) class_tally_merge(*hc, t.classes[c]);
+    if (any_host) r["host"] = host_json(hp, core_s, *hc, s.pools.size() == 1 ? s.pools[0].host.cores : 0);
+  }
+
+  r["requests"] = requests_json(*all, window);
+  r["latency_s"] = latency_json(*all, any_host);
+  r["throughput"] = throughput_json(*all, window);
+  r["utilization"] = utilization_json(pools, peak_flops_s, peak_bytes_s, kv_cap_s, fixed_s, kv_bytes_s, mem_s);
+  r["cost"] = cost_json(ledger.total);
+
+  const int64_t mean_ctx = int64_t(std::llround(C0.mean_prompt_tokens + C0.mean_output_tokens));
+  Json cap = capacity_json(P0.capacity, mean_ctx, P0.kv_block_tokens);
+  cap["mean_context_tokens"] = mean_ctx;
+  cap["max_concurrent_at_mean_context"] = max_concurrent(P0.capacity, mean_ctx, P0.kv_block_tokens);
+  if (shares_device(P0)) cap["sharing"] = sharing_json(P0);
+  r["capacity"] = cap;
+
+  r["fleet"] = fleet_json(pools, window);
+  {
+    bool fallback = false, thermal = false;
+    for (const auto& P : s.pools) {
+      fallback = fallback || P.cpu_fallback();
+      thermal = thermal || P.thermal();
+    }
+    slowdown_json(r["fleet"], pools, fallback, thermal);
+  }
+
+  // every closed-loop class together
+  {
+    int64_t clients = 0;
+    double in_system_s = 0, thinking_s = 0, law = 0;
+    bool any = false;
+    for (size_t c = 0; c < s.classes.size(); ++c)
+      if (s.classes[c].arrival == ArrivalKind::concurrency) {
+        any = true;
+        clients += s.classes[c].clients;
+        in_system_s += t.classes[c].in_system_s;
+        thinking_s += t.classes[c].thinking_s;
+        law += response_time_law(t.classes[c], window, s.classes[c].think_mean_s);
+      }
+    if (any)
+      r["closed_loop"] = {{"clients", clients},
+                          {"mean_in_system", ratio(in_system_s, window)},
+                          {"mean_thinking", ratio(thinking_s, window)},
+                          {"response_time_law", law}};
+  }
+
+  if (s.multi) {
+    Json classes = Json::object();
+    std::map<std::string, double> team_usd;
+    for (size_t c = 0; c < s.classes.size(); ++c) {
+      const RequestClassSpec& C = s.classes[c];
+      const ClassTally& ct = t.classes[c];
+      Json cj;
+      cj["pool"] = s.pools[size_t(C.pool)].name;
+      cj["team"] = C.team;
+      {
+        Json w;
+        w["arrival"] = arrival_name(C.arrival);
+        if (C.arrival == ArrivalKind::concurrency || C.arrival == ArrivalKind::burst)
+          w["clients"] = C.clients;
+        else
+          w["rate_per_s"] = C.rate_per_s;
+        w["prompt_tokens"] = C.prompt.describe;
+        w["output_tokens"] = C.output.describe;
+        cj["workload"] = w;
+      }
+      cj["requests"] = requests_json(ct, window);
+      cj["latency_s"] = latency_json(ct, s.pools[size_t(C.pool)].host.cores > 0);
+      cj["throughput"] = throughput_json(ct, window);
+      if (C.arrival == ArrivalKind::concurrency) cj["closed_loop"] = closed_loop_json(C, ct, window);
+      if (!goodput_bounds(C).empty()) cj["goodput"] = goodput_bounds(C);
+      cj["cost"] = class_cost_json(ledger.classes[c]);
+      classes[C.name] = cj;
+      team_usd[C.team] += ledger.classes[c].usd();
+    }
+    r["classes"] = classes;
+    Json pj = Json::object();
+    for (size_t i = 0; i < s.pools.size(); ++i) {
+      const PoolSpec& P = s.pools[i];
+      const PoolParams pp = P.params();
+      const PoolTally& pt = t.pools[i];
+      Json one;
+      one["device"] = P.device.name;
+      one["replicas_per_device"] = P.replicas_per_device;
+      one["devices"] = P.devices() > 1 ? P.replicas * P.devices()
+                                       : (P.replicas + P.replicas_per_device - 1) / P.replicas_per_device;
+      one["model"] = P.model.name;
+      one["replicas"] = P.replicas;
+      one["tensor_parallel"] = P.tp;
+      one["pipeline_parallel"] = P.pp;
+      one["expert_parallel"] = P.ep;
+      one["perf_model"] = perf_name(P.perf_model);
+      one["step_time"] = step_time_json(P);
+      one["fleet"] = fleet_json(pt, window);
+      slowdown_json(one["fleet"], pt, P.cpu_fallback(), P.thermal());
+      one["utilization"] = utilization_json(pt, pt.replica_s * pp.peak_flops_per_s, pt.replica_s * pp.peak_bytes_per_s,
+                                            pt.replica_s * double(P.capacity.kv_blocks), pt.replica_s * pp.fixed_memory_bytes,
+                                            pt.kv_block_s * P.capacity.kv_bytes_per_token * P.kv_block_tokens,
+                                            pt.replica_s * pp.device_memory_bytes);
+      one["cost"] = cost_json(ledger.pools[i].cost);
+      one["capacity"] = capacity_json(P.capacity, mean_ctx, P.kv_block_tokens);
+      if (P.host.cores > 0) {
+        auto pc = std::make_unique<ClassTally>();
+        class_tally_clear(*pc);
+        for (size_t c = 0; c < s.classes.size(); ++c)
+          if (size_t(s.classes[c].pool) == i) class_tally_merge(*pc, t.classes[c]);
+        one["host"] = host_json(pt, host_core_s(P, pt), *pc, P.host.cores);
+      }
+      if (shares_device(P)) one["capacity"]["sharing"] = sharing_json(P);
+      pj[P.name] = one;
+    }
+    r["pools"] = pj;
+    Json tj = Json::object();
+    for (const auto& [team, usd] : team_usd)
+      tj[team] = {{"usd", usd}, {"share", ratio(usd, ledger.total.effective_usd())}};
+    r["teams"] = tj;
+  }
+
+  r["ledger"] = ledger_json(ledger);
+
+  Json sim;
+  sim["events"] = t.events;
+  sim["steps"] = pools.steps;
+  sim["window_s"] = window;
+  r["simulation"] = sim;
+  return r;
+}
+
+namespace {
+void flatten(const Json& j, const std::string& prefix, std::vector<std::pair<std::string, std::string>>& out) {
+  if (j.is_object()) {
+    for (auto it = j.begin(); it != j.end(); ++it) flatten(it.value(), prefix.empty() ? it.key() : prefix + "." + it.key(), out);
+  } else if (j.is_array()) {
+    std::string s;
+    for (const auto& x : j) s += (s.empty() ? "" : ";") + (x.is_string() ? x.get<std::string>() : x.dump());
+    out.emplace_back(prefix, s);
+  } else if (j.is_string()) {
+    out.emplace_back(prefix, j.get<std::string>());
+  } else if (j.is_null()) {
+    out.emplace_back(prefix, "");
+  } else {
+    out.emplace_back(prefix, j.dump());
+  }
+}
+}  // namespace
+
+std::string json_to_csv(const Json& doc) {
+  std::vector<std::pair<std::string, std::string>> kv;
+  flatten(doc, "", kv);
+  std::string head, row;
+  for (size_t i = 0; i < kv.size(); ++i) {
+    head += (i ? "," : "") + csv_quote(kv[i].first);
+    row += (i ? "," : "") + csv_quote(kv[i].second);
+  }
+  return head + "\n" + row + "\n";
+}
+
+}  // namespace fleetsim

@@ -1,0 +1,32 @@
+// From raw tallies to the metrics users read, and the three output formats.
+#pragma once
+#include <string>
+
+#include "base/json.hpp"
+#include "core/tally.hpp"
+#include "input/scenario.hpp"
+
+namespace fleetsim {
+
+constexpr int kSchemaVersion = 1;
+
+struct LatencyStats {
+  uint64_t count = 0;
+  double mean = 0, p50 = 0, p90 = 0, p95 = 0, p99 = 0, p999 = 0, max = 0;
+};
+
+LatencyStats latency_stats(const Histogram& h);
+
+// The `fleetsim run` result document (docs/output-schema.md).
+Json run_report(const Scenario& s, const Tally& t);
+
+// Static capacity document (`fleetsim capacity`, and the capacity block of a run).
+Json capacity_json(const Capacity& c, int64_t context_tokens, int block_tokens);
+
+std::string format_run_table(const Json& report);
+std::string format_capacity_table(const Json& cap, const std::string& title);
+
+// Flatten a JSON document to "a.b.c" -> value pairs, for CSV.
+std::string json_to_csv(const Json& doc);
+
+}  // namespace fleetsim

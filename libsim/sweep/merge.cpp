@@ -1,0 +1,401 @@
+// Sweeps: shard documents checked against the schema and merged; JSON parsed with located errors; shard files read.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <set>
+
+#include "input/input_file.hpp"
+#include "sweep/internal.hpp"
+
+namespace fleetsim {
+
+using sweep_detail::assemble;
+using sweep_detail::At;
+using sweep_detail::check_row;
+using sweep_detail::describe;
+using sweep_detail::Fail;
+using sweep_detail::first_difference;
+using sweep_detail::grid_point;
+using sweep_detail::kHeadline;
+using sweep_detail::pointer_token;
+using sweep_detail::SweepShape;
+using sweep_detail::value_at;
+
+namespace sweep_detail {
+
+// A value as an error message shows it: strings quoted and cut short, containers by kind.
+std::string describe(const Json& v) {
+  switch (v.type()) {
+    case Json::value_t::null: return "null";
+    case Json::value_t::discarded: return "nothing";
+    case Json::value_t::object:
+    case Json::value_t::array: {
+      const std::string s = v.dump(-1, ' ', false, Json::error_handler_t::replace);
+      if (s.size() <= 48) return s;
+      return v.is_object() ? "an object" : "an array";
+    }
+    default: {
+      std::string s = v.dump(-1, ' ', false, Json::error_handler_t::replace);
+      if (s.size() > 48) s = s.substr(0, 44) + (v.is_string() ? "...\"" : "...");
+      return s;
+    }
+  }
+}
+
+std::string pointer_token(const std::string& key) {
+  std::string out;
+  for (char c : key) out += c == '~' ? std::string("~0") : c == '/' ? std::string("~1") : std::string(1, c);
+  return out;
+}
+
+}  // namespace sweep_detail
+
+namespace {
+
+// The parameters of grid point g (the last parameter varies fastest).
+Json grid_parameters(const std::vector<std::pair<std::string, std::vector<Json>>>& params, uint64_t g) {
+  const auto idx = grid_point(g, params.size(), [&](size_t k) { return params[k].second.size(); });
+  Json j = Json::object();
+  for (size_t k = 0; k < params.size(); ++k) j[params[k].first] = params[k].second[idx[k]];
+  return j;
+}
+
+void check_metrics(const At& m, int depth) {
+  if (depth > 8) m.fail("nested too deeply for a metrics section");
+  for (auto it = m.object().begin(); it != m.v.end(); ++it) {
+    const At x = m[it.key()];
+    if (x.v.is_object()) check_metrics(x, depth + 1);
+    else if (!x.v.is_number() && !x.v.is_null()) x.fail("expected a number, null or an object, got " + describe(x.v));
+  }
+}
+
+}  // namespace
+
+namespace sweep_detail {
+
+// One row (docs/output-schema.md, rows[]); returns its configuration index.
+uint64_t check_row(const At& row, const SweepShape& sh) {
+  row.object();
+  const At index = row["index"];
+  const uint64_t i = index.uint();
+  if (i >= sh.configurations)
+    index.fail(fmt::format("configuration {} is out of range: the sweep has {} configurations (0..{})", i,
+                           sh.configurations, sh.configurations - 1));
+  if (i % sh.shard_count != sh.shard_index)
+    index.fail(fmt::format("configuration {} belongs to shard {} of {}, not to shard {}", i, i % sh.shard_count,
+                           sh.shard_count, sh.shard_index));
+  const At params = row["parameters"];
+  params.object();
+  const Json expected = sh.expected_parameters ? sh.expected_parameters(i) : Json(nullptr);
+  for (const auto& [path, values] : sh.params) {
+    const At v = params[path];
+    if (expected.is_object()) {
+      if (v.v != expected[path])
+        v.fail(fmt::format("{}, but configuration {} of the sweep has {}", describe(v.v), i, describe(expected[path])));
+    } else if (std::find(values.begin(), values.end(), v.v) == values.end()) {
+      v.fail(fmt::format("{} is not one of the values swept for {}", describe(v.v), path));
+    }
+  }
+  if (params.v.size() != sh.params.size())
+    for (auto it = params.v.begin(); it != params.v.end(); ++it)
+      if (std::none_of(sh.params.begin(), sh.params.end(), [&](const auto& p) { return p.first == it.key(); }))
+        params[it.key()].fail("not a parameter of the sweep");
+  const bool feasible = row["feasible"].boolean();
+  const At reason = row["reason"];
+  reason.string_or_null();
+  const At violations = row["violations"];
+  for (size_t k = 0; k < violations.array().size(); ++k) violations.item(k).str();
+  const At metrics = row["metrics"], ci = row["ci95"];
+  if (metrics.v.is_null()) {
+    // a configuration that cannot run
+    if (feasible) row["feasible"].fail("true, but a configuration without metrics cannot be feasible");
+    reason.str();
+    if (!ci.v.is_null()) ci.fail("expected null (the configuration has no metrics), got " + describe(ci.v));
+  } else {
+    check_metrics(metrics, 0);
+    ci.object();
+    for (const char* h : kHeadline) {
+      const At c = ci[h];
+      if (!c.v.is_number() && !c.v.is_null()) c.fail("expected a number or null, got " + describe(c.v));
+    }
+    if (ci.v.size() != std::size(kHeadline))
+      for (auto it = ci.v.begin(); it != ci.v.end(); ++it)
+        if (std::none_of(std::begin(kHeadline), std::end(kHeadline), [&](const char* h) { return it.key() == h; }))
+          ci[it.key()].fail("not a metric with a confidence interval");
+    if (feasible != violations.v.empty())
+      row["feasible"].fail(feasible ? fmt::format("true, but violations lists {} missed SLO bounds", violations.v.size())
+                                    : "false, but the configuration ran and violations is empty");
+    if (!feasible) reason.str();
+  }
+  return i;
+}
+
+// The first place where two checked headers differ, as a JSON pointer, or "".
+std::string first_difference(const Json& a, const Json& b, const std::string& ptr) {
+  if (a.is_object() && b.is_object()) {
+    for (auto it = a.begin(); it != a.end(); ++it) {
+      const std::string p = ptr + "/" + pointer_token(it.key());
+      if (!b.contains(it.key())) return p;
+      const std::string d = first_difference(it.value(), b[it.key()], p);
+      if (!d.empty()) return d;
+    }
+    for (auto it = b.begin(); it != b.end(); ++it)
+      if (!a.contains(it.key())) return ptr + "/" + pointer_token(it.key());
+    return "";
+  }
+  if (a.is_array() && b.is_array() && a.size() == b.size()) {
+    for (size_t i = 0; i < a.size(); ++i) {
+      const std::string d = first_difference(a[i], b[i], ptr + "/" + std::to_string(i));
+      if (!d.empty()) return d;
+    }
+    return "";
+  }
+  return a == b ? "" : ptr;
+}
+
+std::string value_at(const Json& doc, const std::string& ptr) {
+  const Json::json_pointer p(ptr);
+  return doc.contains(p) ? describe(doc.at(p)) : std::string("nothing");
+}
+
+}  // namespace sweep_detail
+
+namespace {
+
+// The header of a sweep document: everything but rows and summary (the summary is recomputed).
+SweepShape check_header(const At& doc) {
+  doc.object();
+  if (!doc.has("kind")) doc.fail("missing key \"kind\": not a fleetsim sweep document");
+  if (doc["kind"].v != "sweep") doc["kind"].fail(describe(doc["kind"].v) + ": not a fleetsim sweep document (kind \"sweep\")");
+  const At ver = doc["schema_version"];
+  if (!ver.v.is_number_integer() || ver.v != kSchemaVersion)
+    ver.fail(fmt::format("{}: this fleetsim reads schema_version {}", describe(ver.v), kSchemaVersion));
+  const At sc = doc["scenario"];
+  sc["name"].str();
+  sc["source"].str();
+  sc["seed"].uint();
+
+  SweepShape sh;
+  const At sw = doc["sweep"];
+  const At ps = sw["parameters"];
+  if (ps.array().empty()) ps.fail("expected at least one parameter, got an empty array");
+  long double grid = 1;
+  for (size_t k = 0; k < ps.v.size(); ++k) {
+    const At p = ps.item(k);
+    const std::string& path = p["path"].str();
+    if (path.empty()) p["path"].fail("expected a parameter path, got an empty string");
+    for (const auto& q : sh.params)
+      if (q.first == path) p["path"].fail(fmt::format("parameter \"{}\" appears twice", path));
+    const At vals = p["values"];
+    if (vals.array().empty()) vals.fail("expected at least one value, got an empty array");
+    for (size_t j = 0; j < vals.v.size(); ++j)
+      if (!vals.v[j].is_number() && !vals.v[j].is_string())
+        vals.item(j).fail("expected a number or a string, got " + describe(vals.v[j]));
+    sh.params.emplace_back(path, std::vector<Json>(vals.v.begin(), vals.v.end()));
+    grid *= (long double)vals.v.size();
+  }
+  const At gs = sw["grid_size"];
+  sh.grid_size = gs.uint(1);
+  if ((long double)sh.grid_size != grid)
+    gs.fail(fmt::format("{}, but the parameters' values make a grid of {}", sh.grid_size, double(grid)));
+  const At sample = sw["sample"];
+  sh.sampled = !sample.v.is_null();
+  if (sh.sampled && sh.grid_size < 2) sample.fail(fmt::format("expected null for a grid of {}, got {}", sh.grid_size, describe(sample.v)));
+  const uint64_t n = sh.sampled ? sample.uint(1, sh.grid_size - 1) : sh.grid_size;
+  const At cf = sw["configurations"];
+  sh.configurations = cf.uint(1);
+  if (sh.configurations != n)
+    cf.fail(fmt::format("{}, but the {} has {}", sh.configurations, sh.sampled ? "sample" : "grid", n));
+  sw["replications"].uint(1, 10000);
+  sw["objective"].str();
+  const At slo = sw["slo"];
+  for (size_t k = 0; k < slo.array().size(); ++k) {
+    const At t = slo.item(k);
+    t["metric"].str();
+    const At b = t["bound"];
+    if (b.v != "max" && b.v != "min") b.fail("expected \"max\" or \"min\", got " + describe(b.v));
+    t["limit"].number();
+  }
+  sw["fingerprint"].str();
+  if (!sh.sampled) sh.expected_parameters = [params = sh.params](uint64_t i) { return grid_parameters(params, i); };
+
+  const At shard = doc["shard"];
+  sh.shard_count = uint32_t(shard["count"].uint(1, std::numeric_limits<uint32_t>::max()));
+  const At si = shard["index"];
+  sh.shard_index = uint32_t(si.uint());
+  if (si.v.get<uint64_t>() >= sh.shard_count)
+    si.fail(fmt::format("shard {} is out of range for {} shards (0..{})", si.v.get<uint64_t>(), sh.shard_count,
+                        sh.shard_count - 1));
+  return sh;
+}
+
+// Configurations k, k+n, k+2n, ... below `total`: how many.
+uint64_t shard_size(uint64_t total, uint32_t k, uint32_t n) { return total > k ? (total - 1 - k) / n + 1 : 0; }
+
+// The first configuration of shard k/n missing from `seen` (ascending), which holds fewer.
+uint64_t first_missing(const std::set<uint64_t>& seen, uint32_t k, uint32_t n) {
+  uint64_t want = k;
+  for (uint64_t i : seen) {
+    if (i != want) return want;
+    want += n;
+  }
+  return want;
+}
+
+// Check one shard document; returns its shape and rows (already checked).
+SweepShape check_shard(const std::string& file, const Json& doc) {
+  const Fail fail = [&](const std::string& ptr, const std::string& msg) {
+    throw InputError(Location{file, 0, 0, ""}, (ptr.empty() ? "/" : ptr) + ": " + msg);
+  };
+  const At root{doc, "", &fail};
+  SweepShape sh = check_header(root);
+  const At rows = root["rows"];
+  std::map<uint64_t, size_t> seen;
+  for (size_t r = 0; r < rows.array().size(); ++r) {
+    const At row = rows.item(r);
+    const uint64_t i = check_row(row, sh);
+    const auto [it, fresh] = seen.emplace(i, r);
+    if (!fresh) row["index"].fail(fmt::format("configuration {} appears twice (also at /rows/{})", i, it->second));
+  }
+  const uint64_t want = shard_size(sh.configurations, sh.shard_index, sh.shard_count);
+  if (seen.size() != want) {
+    std::set<uint64_t> ids;
+    for (const auto& [i, _] : seen) ids.insert(i);
+    rows.fail(fmt::format("configuration {} is missing: shard {} of {} holds {} configurations, this file has {}",
+                          first_missing(ids, sh.shard_index, sh.shard_count), sh.shard_index, sh.shard_count, want,
+                          seen.size()));
+  }
+  return sh;
+}
+
+}  // namespace
+
+Json merge_sweeps(const std::vector<std::pair<std::string, Json>>& shards) {
+  if (shards.empty()) throw InputError(Location{"fleetsim merge", 0, 0, ""}, "no shard files given");
+  auto bad = [](const std::string& file, const std::string& msg) { throw InputError(Location{file, 0, 0, ""}, msg); };
+  const auto& [first_file, first] = shards[0];
+  std::map<uint32_t, std::string> seen;
+  std::vector<Json> rows;
+  uint32_t count = 0;
+  for (const auto& [file, doc] : shards) {
+    const SweepShape sh = check_shard(file, doc);
+    // the same sweep: every field of scenario (but where the file was read from) and of sweep
+    // equal to the first shard's; the fingerprint (of the scenario text and overrides) last
+    Json a = {{"scenario", doc["scenario"]}, {"sweep", doc["sweep"]}};
+    Json b = {{"scenario", first["scenario"]}, {"sweep", first["sweep"]}};
+    for (Json* j : {&a, &b}) {
+      (*j)["scenario"].erase("source");
+      (*j)["sweep"].erase("fingerprint");
+    }
+    std::string d = first_difference(a["scenario"], b["scenario"], "/scenario");
+    if (d.empty()) d = first_difference(a["sweep"], b["sweep"], "/sweep");
+    if (d.empty() && doc["sweep"]["fingerprint"] != first["sweep"]["fingerprint"]) d = "/sweep/fingerprint";
+    if (!d.empty())
+      bad(file, fmt::format("{}: {}, but {} has {}: the shards are of different sweeps{}", d, value_at(doc, d), first_file,
+                            value_at(first, d),
+                            d == "/sweep/fingerprint" ? " (the scenario's text or its --set overrides differ)" : ""));
+    const uint32_t k = sh.shard_index, n = sh.shard_count;
+    if (count == 0) count = n;
+    if (n != count)
+      bad(file, fmt::format("/shard/count: {}, but {} has {}: the shards are of different splits", n, first_file, count));
+    if (seen.count(k)) bad(file, fmt::format("/shard/index: shard {} appears twice (also {})", k, seen[k]));
+    seen[k] = file;
+    for (const auto& r : doc["rows"]) rows.push_back(r);
+  }
+  if (seen.size() != count) {
+    std::string missing;
+    int listed = 0;
+    for (uint32_t k = 0; k < count; ++k) {
+      if (seen.count(k)) continue;
+      if (listed++ == 8) {
+        missing += ", ...";
+        break;
+      }
+      missing += (missing.empty() ? "" : ", ") + std::to_string(k);
+    }
+    bad(first_file, fmt::format("incomplete: {} of {} shards given; missing shard {}", seen.size(), count, missing));
+  }
+  Json header = first;
+  header.erase("rows");
+  header.erase("summary");
+  header["shard"] = {{"index", 0}, {"count", 1}};
+  return assemble(header, std::move(rows));
+}
+
+namespace {
+
+// Finds where nlohmann's parser gave up: the byte offset and what went wrong.
+struct ErrorLocator : nlohmann::json_sax<Json> {
+  size_t position = 0;
+  std::string token, message;
+  int id = 0;
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override { return true; }
+  bool key(string_t&) override { return true; }
+  bool end_object() override { return true; }
+  bool start_array(std::size_t) override { return true; }
+  bool end_array() override { return true; }
+  bool parse_error(std::size_t pos, const std::string& last_token, const nlohmann::detail::exception& ex) override {
+    position = pos;
+    token = last_token;
+    message = ex.what();
+    id = ex.id;
+    return false;
+  }
+};
+
+// nlohmann's message without its "[json.exception...] parse error at line L, column C: " prefix.
+std::string plain_message(std::string m) {
+  if (!m.empty() && m[0] == '[') {
+    const size_t close = m.find("] ");
+    if (close != std::string::npos) m = m.substr(close + 2);
+  }
+  if (m.rfind("parse error", 0) == 0) {
+    const size_t colon = m.find(": ");
+    if (colon != std::string::npos) m = m.substr(colon + 2);
+  }
+  return m;
+}
+
+}  // namespace
+
+Json parse_json_located(const std::string& text, const std::string& file, int first_line) {
+  try {
+    return Json::parse(text);
+  } catch (const Json::exception&) {
+  }
+  ErrorLocator loc;
+  Json::sax_parse(text, &loc);
+  // the offending character (a syntax error) or the start of the offending number, as line and column
+  size_t at = loc.id == 406 ? loc.position - std::min(loc.position, loc.token.size()) : loc.position > 0 ? loc.position - 1 : 0;
+  at = std::min(at, text.size());
+  int line = first_line, column = 1;
+  size_t line_start = 0;
+  for (size_t i = 0; i < at; ++i)
+    if (text[i] == '\n') {
+      ++line;
+      line_start = i + 1;
+    }
+  column = int(at - line_start) + 1;
+  const size_t line_end = std::min(text.find('\n', line_start), text.size());
+  std::string src_line = text.substr(line_start, std::min<size_t>(line_end - line_start, 200));
+  std::string msg = loc.id == 406 ? fmt::format("number out of range (beyond a double): {}", loc.token)
+                                  : "not valid JSON: " + plain_message(loc.message);
+  for (char& c : msg)
+    if ((unsigned char)c < 0x20 || (unsigned char)c >= 0x7f) c = '?';  // one printable line
+  throw InputError(Location{file, line, column, src_line}, msg);
+}
+
+Json read_json_file(const std::string& path) { return parse_json_located(read_text_file(path, "shard file"), path); }
+
+}  // namespace fleetsim

@@ -1,0 +1,105 @@
+// Sweeps: the summary (counts, the cheapest feasible configuration, the closest miss, the Pareto
+// frontier) accumulated one row at a time in index order, so a streamed sweep keeps only a few
+// numbers per frontier point, not its rows; and the whole document from its header and rows.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "sweep/internal.hpp"
+
+namespace fleetsim::sweep_detail {
+
+SummaryAccumulator::SummaryAccumulator(const Json& header)
+    : objective_(header["sweep"]["objective"].get<std::string>()),
+      total_(header["sweep"]["configurations"].get<uint64_t>()),
+      whole_(header["shard"]["count"].get<uint32_t>() == 1) {
+  for (const auto& t : header["sweep"]["slo"])
+    slo_.push_back(Bound{t["metric"].get<std::string>(), t["limit"].get<double>(), t["bound"].get<std::string>() == "max"});
+}
+
+void SummaryAccumulator::add(const Json& r) {
+  ++rows_;
+  const uint64_t index = r["index"].get<uint64_t>();
+  const double cost = num_or_nan(r, objective_);
+  if (r["feasible"].get<bool>()) {
+    ++feasible_;
+    if (!std::isnan(cost) && (!have_cheapest_ || cost < best_)) {
+      have_cheapest_ = true;
+      best_ = cost;
+      cheapest_ = {{"index", r["index"]}, {"parameters", r["parameters"]}, {"objective", objective_}, {"value", cost}};
+    }
+  } else if (r["metrics"].is_null()) {
+    ++no_fit_;
+  } else {
+    ++slo_miss_;
+  }
+  if (!r["metrics"].is_null()) {
+    // the closest miss: the smallest worst relative excess over an SLO limit (the first on ties)
+    double worst = 0;
+    for (const auto& t : slo_) {
+      const double x = num_or_nan(r, t.metric);
+      const double excess = std::isnan(x) ? INFINITY : (t.is_max ? x - t.limit : t.limit - x) / std::max(std::fabs(t.limit), 1e-12);
+      worst = std::max(worst, excess);
+    }
+    if (worst < closest_excess_) {
+      closest_excess_ = worst;
+      closest_index_ = index;
+      closest_violation_ = r["violations"].empty() ? std::string("no SLO") : r["violations"][0].get<std::string>();
+    }
+  }
+  // Pareto frontier of (cost, p99 TTFT), ordered by cost, then TTFT, then index: a point is on it
+  // when its TTFT is below every point before it, i.e. below the frontier point just before it.
+  const double ttft = num_or_nan(r, "latency_s.ttft.p99");
+  if (std::isnan(cost) || std::isnan(ttft)) return;
+  const Point p{cost, ttft, index};
+  auto it = std::lower_bound(frontier_.begin(), frontier_.end(), p, before);
+  if (it != frontier_.begin() && !(ttft < std::prev(it)->ttft)) return;
+  auto end = it;
+  while (end != frontier_.end() && !(end->ttft < ttft)) ++end;  // points it now dominates
+  it = frontier_.erase(it, end);
+  frontier_.insert(it, p);
+}
+
+Json SummaryAccumulator::summary() const {
+  Json s;
+  s["configurations_run"] = rows_;
+  s["complete"] = whole_ && rows_ == total_;
+  s["feasible"] = feasible_;
+  s["infeasible_slo"] = slo_miss_;
+  s["infeasible_config"] = no_fit_;
+  if (have_cheapest_) {
+    s["cheapest"] = cheapest_;
+    s["message"] = fmt::format("cheapest feasible configuration: #{}", cheapest_["index"].get<uint64_t>());
+  } else {
+    s["cheapest"] = nullptr;
+    std::string msg = rows_ == 0 ? "no configurations ran" : "no configuration meets the SLO";
+    if (closest_excess_ < INFINITY) msg += fmt::format("; closest is #{} ({})", closest_index_, closest_violation_);
+    s["message"] = msg;
+  }
+  Json pareto = Json::array();
+  for (const Point& p : frontier_) pareto.push_back(p.index);
+  s["pareto"] = pareto;
+  return s;
+}
+
+bool SummaryAccumulator::before(const Point& a, const Point& b) {
+  if (a.cost != b.cost) return a.cost < b.cost;
+  if (a.ttft != b.ttft) return a.ttft < b.ttft;
+  return a.index < b.index;
+}
+
+// The whole document from its rows (sorted here by index). Shared by run_sweep and merge, so a
+// merge of shards is byte-identical to the unsharded sweep.
+Json assemble(const Json& header, std::vector<Json> rows) {
+  std::sort(rows.begin(), rows.end(),
+            [](const Json& a, const Json& b) { return a["index"].get<uint64_t>() < b["index"].get<uint64_t>(); });
+  SummaryAccumulator acc(header);
+  for (const auto& r : rows) acc.add(r);
+  Json doc = header;
+  doc["summary"] = acc.summary();
+  doc["rows"] = std::move(rows);
+  return doc;
+}
+
+}  // namespace fleetsim::sweep_detail
