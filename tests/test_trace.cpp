@@ -234,6 +234,25 @@ TEST_CASE("quoted CSV fields may hold commas and quotes") {
   CHECK(error_of(open) == open + ":2:3: error: unterminated quoted field (no closing \")");
 }
 
+TEST_CASE("a quoted field may hold a line break: one record over two lines, errors on the line they are on") {
+  // BurstGPT's Log Type, or any free-text column, written by a CSV writer that quotes a newline
+  const std::string path = test::write_temp("multiline.csv", kBurstHeader +
+                                                                 "1,\"GPT-4\",100,10,110,\"API\nlog\"\n"
+                                                                 "2,ChatGPT,200,20,220,Conversation log\n");
+  const TraceData t = load_trace(path);
+  CHECK(t.prompt == std::vector<int32_t>{100, 200});
+  CHECK(t.output == std::vector<int32_t>{10, 20});
+  CHECK(t.t_s == std::vector<double>{0, 1});
+  CHECK(t.rows == 2);
+  // the record after the two-line one starts on line 4 of the file
+  const std::string bad = test::write_temp("multiline_bad.csv", kBurstHeader +
+                                                                    "1,GPT-4,100,10,110,\"API\nlog\"\n"
+                                                                    "2,ChatGPT,x,20,220,Conversation log\n");
+  CHECK(error_of(bad) == bad + ":4:1: error: bad prompt token count 'x' (expected an integer >= 0)");
+  CHECK(load_csv_column(test::write_temp("multiline_col.csv", "note,value\n\"two\nlines\",3\nplain,4\n"), "value") ==
+        std::vector<double>{3, 4});
+}
+
 TEST_CASE("an unrecognised file says which formats are read") {
   const std::string path = test::write_temp("unknown.csv", "time,in,out\n1,2,3\n");
   const std::string e = error_of(path);

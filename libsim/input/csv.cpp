@@ -6,9 +6,56 @@
 #include <cstdlib>
 
 #include "base/error.hpp"
-#include "input/trace.hpp"
 
 namespace fleetsim {
+
+// One CSV line into fields. A field may be quoted: inside quotes a comma is data and "" is one
+// quote. Spaces and tabs around a field (outside its quotes) are dropped. A quote inside an
+// unquoted field is kept as a character. Returns 0, or the 1-based column of an opening quote
+// that is never closed.
+int split_csv_line(const std::string& line, std::vector<std::string>& out) {
+  out.clear();
+  std::string cur;
+  size_t keep = 0;          // characters of cur that came from quotes: never trimmed
+  bool in_quotes = false;   // inside a quoted part
+  bool started = false;     // the field has a non-blank character or a quote
+  size_t open_at = 0;
+  auto finish = [&]() {
+    size_t b = cur.size();
+    while (b > keep && (cur[b - 1] == ' ' || cur[b - 1] == '\t')) --b;
+    cur.resize(b);
+    out.push_back(cur);
+    cur.clear();
+    keep = 0;
+    started = false;
+  };
+  for (size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (in_quotes) {
+      if (c != '"') {
+        cur += c;
+      } else if (i + 1 < line.size() && line[i + 1] == '"') {
+        cur += '"';
+        ++i;
+      } else {
+        in_quotes = false;
+        keep = cur.size();
+      }
+    } else if (c == ',') {
+      finish();
+    } else if (c == '"' && !started) {
+      in_quotes = true;
+      started = true;
+      open_at = i;
+    } else if (started || (c != ' ' && c != '\t')) {
+      cur += c;
+      started = true;
+    }
+  }
+  if (in_quotes) return int(open_at) + 1;
+  finish();
+  return 0;
+}
 
 std::string csv_quote(const std::string& s) {
   if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
@@ -17,11 +64,12 @@ std::string csv_quote(const std::string& s) {
   return q + "\"";
 }
 
-namespace {
-std::string lower(std::string s) {
+std::string CsvReader::lower(std::string s) {
   for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
   return s;
 }
+
+namespace {
 
 // Whether a quoted field is still open after `line`, scanning on from the state at its start
 // (split_csv_line's rules: a quote opens a field only as its first non-blank character).
@@ -45,11 +93,10 @@ struct QuoteState {
 };
 }  // namespace
 
-CsvReader::CsvReader(std::istream& in, std::string path) : in_(in), path_(std::move(path)) {
-  std::vector<std::string> names;
-  if (!read_record(header_, names)) throw InputError(Location{path_, 1, 0, ""}, "empty file: expected a CSV header");
-  for (size_t i = 0; i < names.size(); ++i) col_[lower(names[i])] = i;
-  n_columns_ = names.size();
+CsvReader::CsvReader(std::istream& in, std::string path, const std::string& if_empty) : in_(in), path_(std::move(path)) {
+  if (!read_record(header_, names_)) throw InputError(Location{path_, 1, 0, ""}, if_empty);
+  for (size_t i = 0; i < names_.size(); ++i) col_[lower(names_[i])] = i;
+  n_columns_ = names_.size();
 }
 
 bool CsvReader::read_record(std::string& text, std::vector<std::string>& fields) {
@@ -80,20 +127,23 @@ bool CsvReader::read_record(std::string& text, std::vector<std::string>& fields)
   return true;
 }
 
-bool CsvReader::next() {
-  while (read_record(text_, fields_)) {
-    if (text_.find_first_not_of(" \t") == std::string::npos) continue;
-    // a missing field reads as "", which would pass for a value left out on purpose
-    if (fields_.size() < n_columns_)
-      fail("the header has " + std::to_string(n_columns_) + " fields, this row " + std::to_string(fields_.size()) +
-           ": leave a value out as an empty field (,,), not by ending the row early");
-    return true;
-  }
+bool CsvReader::next_row() {
+  while (read_record(text_, fields_))
+    if (text_.find_first_not_of(" \t") != std::string::npos) return true;
   return false;
 }
 
+bool CsvReader::next() {
+  if (!next_row()) return false;
+  // a missing field reads as "", which would pass for a value left out on purpose
+  if (fields_.size() < n_columns_)
+    fail("the header has " + std::to_string(n_columns_) + " fields, this row " + std::to_string(fields_.size()) +
+         ": leave a value out as an empty field (,,), not by ending the row early");
+  return true;
+}
+
 std::string CsvReader::get(const std::string& column) const {
-  auto it = col_.find(column);
+  auto it = col_.find(lower(column));
   return it == col_.end() || it->second >= fields_.size() ? std::string() : fields_[it->second];
 }
 

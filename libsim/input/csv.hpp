@@ -1,6 +1,7 @@
-// A CSV file with a header row, read row by row with fields looked up by column name: the
-// benchmark results and step timings `fleetsim fit` reads. Errors are located InputErrors
-// (file:line and the line's text).
+// The one CSV reader: every CSV file fleetsim reads (request traces, empirical length columns,
+// the benchmark results and step timings `fleetsim fit` reads) goes through CsvReader. A header
+// row, then records read one at a time, with fields by column name or by index. Errors are
+// located InputErrors (file:line and the line's text).
 #pragma once
 #include <istream>
 #include <map>
@@ -8,6 +9,12 @@
 #include <vector>
 
 namespace fleetsim {
+
+// One CSV line into fields. A field may be quoted: inside quotes a comma is data and "" is one
+// quote. Spaces and tabs around a field (outside its quotes) are dropped. A quote inside an
+// unquoted field is kept as a character. Returns 0, or the 1-based column of an opening quote
+// that is never closed.
+int split_csv_line(const std::string& line, std::vector<std::string>& fields);
 
 // One CSV field as written: quoted (RFC 4180) when it holds a comma, a quote or a line break.
 std::string csv_quote(const std::string& field);
@@ -17,11 +24,19 @@ class CsvReader {
   // Reads the header from `in` (a byte-order mark and CRLF endings are accepted). Column names
   // are matched without regard to case. A quoted field may hold commas, "" for a quote and line
   // breaks (RFC 4180), as csv_quote writes them.
-  CsvReader(std::istream& in, std::string path);
-  bool has(const std::string& column) const { return col_.count(column) > 0; }
+  // `if_empty` is the error for a file without a header row.
+  CsvReader(std::istream& in, std::string path, const std::string& if_empty = "empty file: expected a CSV header");
+  bool has(const std::string& column) const { return col_.count(lower(column)) > 0; }
+  // The header's names as written (case kept), for layouts told apart by case.
+  const std::vector<std::string>& header() const { return names_; }
   // The next non-blank record; false at the end. A record with fewer fields than the header is
   // an error (more are allowed: trailing notes).
   bool next();
+  // The same, with no check of the field count: the caller checks the columns it uses.
+  bool next_row();
+  const std::vector<std::string>& fields() const { return fields_; }
+  int line() const { return line_; }  // the current record's first line (1: the header)
+  std::string text() const { return text_.substr(0, text_.find('\n')); }  // and its text
   // A field of the current row, "" when absent.
   std::string get(const std::string& column) const;
   // A number >= 0 ("inf" allowed), NaN when the field is empty; an error otherwise.
@@ -31,6 +46,7 @@ class CsvReader {
   [[noreturn]] void fail(const std::string& message) const;
   std::string where() const { return path_ + ":" + std::to_string(line_); }
   const std::string& header_line() const { return header_; }
+  static std::string lower(std::string s);
 
  private:
   // The next record (one line, or more when a quoted field holds line breaks) split into fields;
@@ -40,7 +56,8 @@ class CsvReader {
   std::istream& in_;
   std::string path_, header_, text_;
   int line_ = 1, read_ = 0;  // the current record's first line; the lines read
-  std::map<std::string, size_t> col_;
+  std::map<std::string, size_t> col_;  // lower-cased names
+  std::vector<std::string> names_;
   size_t n_columns_ = 0;
   std::vector<std::string> fields_;
 };

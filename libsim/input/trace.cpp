@@ -11,6 +11,7 @@
 #include <unordered_set>
 
 #include "base/error.hpp"
+#include "input/csv.hpp"
 
 namespace fleetsim {
 
@@ -23,54 +24,6 @@ void clean_line(std::string& line, bool first) {
 }
 
 bool blank(const std::string& line) { return line.find_first_not_of(" \t\r") == std::string::npos; }
-
-// One CSV line into fields. A field may be quoted: inside quotes a comma is data and "" is one
-// quote. Spaces and tabs around a field (outside its quotes) are dropped. A quote inside an
-// unquoted field is kept as a character. Returns 0, or the 1-based column of an opening quote
-// that is never closed (a field may not span lines).
-int split_csv(const std::string& line, std::vector<std::string>& out) {
-  out.clear();
-  std::string cur;
-  size_t keep = 0;          // characters of cur that came from quotes: never trimmed
-  bool in_quotes = false;   // inside a quoted part
-  bool started = false;     // the field has a non-blank character or a quote
-  size_t open_at = 0;
-  auto finish = [&]() {
-    size_t b = cur.size();
-    while (b > keep && (cur[b - 1] == ' ' || cur[b - 1] == '\t')) --b;
-    cur.resize(b);
-    out.push_back(cur);
-    cur.clear();
-    keep = 0;
-    started = false;
-  };
-  for (size_t i = 0; i < line.size(); ++i) {
-    const char c = line[i];
-    if (in_quotes) {
-      if (c != '"') {
-        cur += c;
-      } else if (i + 1 < line.size() && line[i + 1] == '"') {
-        cur += '"';
-        ++i;
-      } else {
-        in_quotes = false;
-        keep = cur.size();
-      }
-    } else if (c == ',') {
-      finish();
-    } else if (c == '"' && !started) {
-      in_quotes = true;
-      started = true;
-      open_at = i;
-    } else if (started || (c != ' ' && c != '\t')) {
-      cur += c;
-      started = true;
-    }
-  }
-  if (in_quotes) return int(open_at) + 1;
-  finish();
-  return 0;
-}
 
 [[noreturn]] void fail(const std::string& path, int line, const std::string& text, const std::string& msg, int column = 0) {
   Location where{path, line, line > 0 ? std::max(column, 1) : 0, text};
@@ -158,11 +111,9 @@ void add_reason(std::string& reason, int64_t n, const std::string& what) {
 enum class CsvLayout { native, splitwise, azure_wallclock, burstgpt };
 
 TraceData load_csv(const std::string& path, std::ifstream& f, const TraceOptions& opt) {
-  std::string line;
-  if (!std::getline(f, line)) fail(path, 1, "", "empty trace file (expected a header row)");
-  clean_line(line, true);
-  std::vector<std::string> header, cols;
-  if (const int q = split_csv(line, header)) fail(path, 1, line, "unterminated quoted field (no closing \")", q);
+  CsvReader r(f, path, "empty trace file (expected a header row)");
+  const std::vector<std::string>& header = r.header();
+  const std::string line = r.header_line();
   TraceData t;
   int ct = -1, cp = -1, co = -1, cm = -1;
   CsvLayout layout = CsvLayout::native;
@@ -207,11 +158,10 @@ TraceData load_csv(const std::string& path, std::ifstream& f, const TraceOptions
   int64_t failed = 0, empty_prompt = 0, matched = 0;
   int lineno = 1;
   double prev = 0;
-  while (std::getline(f, line)) {
-    ++lineno;
-    clean_line(line, false);
-    if (line.empty()) continue;
-    if (const int q = split_csv(line, cols)) fail(path, lineno, line, "unterminated quoted field (no closing \")", q);
+  while (r.next_row()) {
+    lineno = r.line();
+    const std::vector<std::string>& cols = r.fields();
+    const std::string line = r.text();
     if (cols.size() < need) fail(path, lineno, line, "too few columns (expected " + std::to_string(need) + ")");
     double ts, p, o;
     if (layout == CsvLayout::azure_wallclock) {
@@ -384,34 +334,28 @@ TraceData load_trace(const std::string& path, const TraceOptions& opt) {
   return first == '{' ? load_mooncake(path, f, opt) : load_csv(path, f, opt);
 }
 
-int split_csv_line(const std::string& line, std::vector<std::string>& fields) { return split_csv(line, fields); }
-
 TraceData load_trace_csv(const std::string& path) { return load_trace(path); }
 
 std::vector<double> load_csv_column(const std::string& path, const std::string& column) {
   std::ifstream f = open_or_fail(path);
-  std::string line;
-  if (!std::getline(f, line)) fail(path, 1, "", "empty CSV file (expected a header row)");
-  clean_line(line, true);
-  std::vector<std::string> header, cols;
-  if (const int q = split_csv(line, header)) fail(path, 1, line, "unterminated quoted field (no closing \")", q);
+  CsvReader r(f, path, "empty CSV file (expected a header row)");
+  const std::vector<std::string>& header = r.header();
   int c = -1;
   for (size_t i = 0; i < header.size(); ++i)
     if (header[i] == column) c = int(i);
   if (c < 0) {
     std::string s = did_you_mean(column, header);
-    fail(path, 1, line, "no column '" + column + "' in the header" + (s.empty() ? "" : " (did you mean '" + s + "'?)"));
+    fail(path, 1, r.header_line(),
+         "no column '" + column + "' in the header" + (s.empty() ? "" : " (did you mean '" + s + "'?)"));
   }
   std::vector<double> v;
   int lineno = 1;
-  while (std::getline(f, line)) {
-    ++lineno;
-    clean_line(line, false);
-    if (line.empty()) continue;
-    if (const int q = split_csv(line, cols)) fail(path, lineno, line, "unterminated quoted field (no closing \")", q);
+  while (r.next_row()) {
+    lineno = r.line();
+    const std::vector<std::string>& cols = r.fields();
     double x;
     if (size_t(c) >= cols.size() || !parse_double(cols[size_t(c)], x))
-      fail(path, lineno, line, "bad value in column '" + column + "' (expected a number)");
+      fail(path, lineno, r.text(), "bad value in column '" + column + "' (expected a number)");
     v.push_back(x);
   }
   if (v.empty()) fail(path, lineno, "", "column '" + column + "' has no values");

@@ -45,10 +45,6 @@ TraceData load_trace(const std::string& path, const TraceOptions& opt = {});
 // The same as load_trace(path) with default options, for existing callers.
 TraceData load_trace_csv(const std::string& path);
 
-// One CSV line into fields (quoted fields as above). Returns 0, or the 1-based column of a quote
-// that is never closed.
-int split_csv_line(const std::string& line, std::vector<std::string>& fields);
-
 // One numeric column of a CSV file with a header row.
 std::vector<double> load_csv_column(const std::string& path, const std::string& column);
 

@@ -14,47 +14,20 @@
 
 #include "libsim/catalog/capacity.hpp"
 #include "libsim/catalog/catalog.hpp"
+#include "libsim/input/csv.hpp"
 
 namespace fleetsim::validation {
 
-// One CSV file as rows of named fields (a header row; fields may be quoted, "" inside quotes).
+// One CSV file as rows of named fields, read by the project's CSV reader.
 inline std::vector<std::map<std::string, std::string>> read_csv(const std::string& path) {
   std::ifstream f(path);
   if (!f) throw std::runtime_error("cannot read " + path);
-  auto split = [](const std::string& line) {
-    std::vector<std::string> out;
-    std::string cur;
-    bool quoted = false;
-    for (size_t i = 0; i < line.size(); ++i) {
-      const char ch = line[i];
-      if (quoted) {
-        if (ch == '"' && i + 1 < line.size() && line[i + 1] == '"') cur += '"', ++i;
-        else if (ch == '"') quoted = false;
-        else cur += ch;
-      } else if (ch == '"') {
-        quoted = true;
-      } else if (ch == ',') {
-        out.push_back(cur), cur.clear();
-      } else if (ch != '\r') {
-        cur += ch;
-      }
-    }
-    out.push_back(cur);
-    return out;
-  };
-  std::string line;
-  std::getline(f, line);
-  const std::vector<std::string> header = split(line);
+  CsvReader r(f, path);
   std::vector<std::map<std::string, std::string>> rows;
-  while (std::getline(f, line)) {
-    if (line.empty()) continue;
-    const std::vector<std::string> v = split(line);
-    if (v.size() != header.size())
-      throw std::runtime_error(path + ": a row has " + std::to_string(v.size()) + " fields, the header " +
-                               std::to_string(header.size()));
-    std::map<std::string, std::string> r;
-    for (size_t i = 0; i < v.size(); ++i) r[header[i]] = v[i];
-    rows.push_back(r);
+  while (r.next()) {
+    std::map<std::string, std::string> row;
+    for (size_t i = 0; i < r.header().size(); ++i) row[r.header()[i]] = r.fields()[i];
+    rows.push_back(row);
   }
   return rows;
 }
