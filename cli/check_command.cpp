@@ -10,8 +10,8 @@
 #include <fstream>
 #include <thread>
 
-#include "libsim/check/budget.hpp"
 #include "libsim/base/error.hpp"
+#include "libsim/check/budget.hpp"
 #include "libsim/input/input_file.hpp"
 #include "libsim/sweep/sweep.hpp"
 

@@ -7,9 +7,9 @@
 namespace fleetsim::cli {
 
 struct CheckArgs {
-  std::string scenario;      // scenario file ("" : the built-in default)
-  std::string budgets;       // budgets file ("" : the scenario's own budgets: section)
-  std::string baseline;      // another version of the scenario, to report what moved
+  std::string scenario;  // scenario file ("" : the built-in default)
+  std::string budgets;   // budgets file ("" : the scenario's own budgets: section)
+  std::string baseline;  // another version of the scenario, to report what moved
   std::string junit, markdown;
   std::vector<std::string> sets;
   std::string format = "table";

@@ -106,11 +106,13 @@ int run_fit(const FitArgs& a, const std::function<void(const std::string&)>& emi
     double mean_fit = 0;
     for (double e : err_fit) mean_fit += e;
     mean_fit /= double(err_fit.size());
-    table += fmt::format("{} step timings on {}\nstep time: MAPE {} (fit), median |error| {} (fit){}\n", samples.size(),
-                         device, pct(mean_fit), pct(med(err_fit)),
-                         err_held.empty() ? std::string() : fmt::format(", {} ({}-fold held out)", pct(med(err_held)), k));
+    table +=
+        fmt::format("{} step timings on {}\nstep time: MAPE {} (fit), median |error| {} (fit){}\n", samples.size(),
+                    device, pct(mean_fit), pct(med(err_fit)),
+                    err_held.empty() ? std::string() : fmt::format(", {} ({}-fold held out)", pct(med(err_held)), k));
     out["steps"] = samples.size();
-    out["step_time"] = {{"mape", mean_fit}, {"median_abs_error", med(err_fit)}, {"held_out_median_abs_error", med(err_held)}};
+    out["step_time"] = {
+        {"mape", mean_fit}, {"median_abs_error", med(err_fit)}, {"held_out_median_abs_error", med(err_held)}};
   } else {
     BenchPoint defaults;
     defaults.device_id = a.device;
@@ -126,17 +128,16 @@ int run_fit(const FitArgs& a, const std::function<void(const std::string&)>& emi
     mark_unsimulatable(points, BenchProtocol{a.requests_per_client, 0.0});
     std::vector<const BenchPoint*> ok;
     for (const auto& p : points) {
-      const std::string skip =
-          !p.skip.empty() || has_measurement(p)
-              ? p.skip
-              : "no measured latency (mean_ttft_ms, mean_tpot_ms, mean_e2e_ms or p99_ttft_ms)";
+      const std::string skip = !p.skip.empty() || has_measurement(p)
+                                   ? p.skip
+                                   : "no measured latency (mean_ttft_ms, mean_tpot_ms, mean_e2e_ms or p99_ttft_ms)";
       if (!skip.empty()) {
         std::cerr << "fleetsim fit: skipping " << p.where << ": " << skip << "\n";
         continue;
       }
       if (!ok.empty() && p.device != ok[0]->device)
-        throw InputError(Location{p.where, 0, 0, ""}, "a profile is fitted for one device: this point is on " + p.device +
-                                                          ", earlier ones on " + ok[0]->device +
+        throw InputError(Location{p.where, 0, 0, ""}, "a profile is fitted for one device: this point is on " +
+                                                          p.device + ", earlier ones on " + ok[0]->device +
                                                           " (fit each device on its own)");
       ok.push_back(&p);
     }
@@ -148,7 +149,8 @@ int run_fit(const FitArgs& a, const std::function<void(const std::string&)>& emi
                                                ok.size(), data, kMinFitPoints));
     prof.device = ok[0]->device;
     bool one_model = true, one_tp = true;
-    for (const BenchPoint* p : ok) one_model = one_model && p->model == ok[0]->model, one_tp = one_tp && p->tp == ok[0]->tp;
+    for (const BenchPoint* p : ok)
+      one_model = one_model && p->model == ok[0]->model, one_tp = one_tp && p->tp == ok[0]->tp;
     if (one_model) prof.model = ok[0]->model;
     if (one_model && one_tp) prof.tp = ok[0]->tp;
     FitOptions opt;
@@ -160,7 +162,8 @@ int run_fit(const FitArgs& a, const std::function<void(const std::string&)>& emi
     check_fitted(prof.c, data);
     const auto fitted = evaluate(ok, &prof.c, opt);
     prof.fit = summarize(fitted);
-    if (a.folds >= 2 && int(ok.size()) >= 2 * a.folds) prof.held_out = summarize(cross_validate(ok, opt));
+    if (a.folds >= 2 && int(ok.size()) >= 2 * a.folds)
+      prof.held_out = summarize(cross_validate(ok, opt));
     else if (a.folds >= 2)
       std::cerr << "fleetsim fit: " << ok.size() << " points are too few for " << a.folds
                 << "-fold cross-validation (2 per fold): no held-out error\n";
@@ -200,7 +203,8 @@ int run_fit(const FitArgs& a, const std::function<void(const std::string&)>& emi
   try {
     parse_profile(yaml, to_stdout ? "<fitted profile>" : a.output);
   } catch (const InputError& e) {
-    throw InputError(Location{}, "the profile fitted to " + data + " would not load, so it is not written: " + e.what());
+    throw InputError(Location{},
+                     "the profile fitted to " + data + " would not load, so it is not written: " + e.what());
   }
   if (!to_stdout) {
     errno = 0;
@@ -214,9 +218,12 @@ int run_fit(const FitArgs& a, const std::function<void(const std::string&)>& emi
   out["profile"] = prof.name;
   out["device"] = prof.device;
   out["coefficients"] = coeffs;
-  if (a.format == "json") emit(out.dump(2) + "\n");
-  else if (to_stdout) emit(yaml);
-  else emit(table);
+  if (a.format == "json")
+    emit(out.dump(2) + "\n");
+  else if (to_stdout)
+    emit(yaml);
+  else
+    emit(table);
   if (to_stdout && a.format != "json") std::cerr << table;
   return 0;
 }

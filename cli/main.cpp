@@ -3,9 +3,9 @@
 // reports (a model that does not fit, an internal error), 2 usage and input errors, 3 an output
 // that could not be written, 130/143 a sweep stopped by SIGINT/SIGTERM. A reader that closes
 // the pipe early (`| head`) ends the command quietly with its usual code.
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <unistd.h>
+#include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <cerrno>
@@ -21,18 +21,18 @@
 #include "cli/fit_command.hpp"
 #include "cli/report_command.hpp"
 #include "cli/sweep_command.hpp"
-#include "libsim/check/budget.hpp"
+#include "libsim/backend/runner.hpp"
+#include "libsim/base/error.hpp"
 #include "libsim/catalog/capacity.hpp"
 #include "libsim/catalog/catalog.hpp"
-#include "libsim/report/documents.hpp"
-#include "libsim/base/error.hpp"
+#include "libsim/check/budget.hpp"
 #include "libsim/cost/ledger.hpp"
 #include "libsim/cost/refresh.hpp"
-#include "libsim/report/report.hpp"
-#include "libsim/backend/runner.hpp"
 #include "libsim/input/scenario.hpp"
-#include "libsim/sweep/sweep.hpp"
+#include "libsim/report/documents.hpp"
+#include "libsim/report/report.hpp"
 #include "libsim/report/timeline.hpp"
+#include "libsim/sweep/sweep.hpp"
 
 namespace {
 
@@ -93,7 +93,8 @@ ScenarioSource source(const Options& o) {
   std::vector<std::string> sets = o.sets;
   if (o.seed) sets.push_back("seed=" + std::to_string(*o.seed));
   if (o.duration >= 0) sets.push_back("duration_s=" + fmt::format("{}", o.duration));
-  const ScenarioSource src = o.scenario.empty() ? ScenarioSource::builtin_default() : ScenarioSource::from_file(o.scenario);
+  const ScenarioSource src =
+      o.scenario.empty() ? ScenarioSource::builtin_default() : ScenarioSource::from_file(o.scenario);
   return src.with_overrides(parse_sets(sets));
 }
 
@@ -126,11 +127,16 @@ int cmd_run(const Options& o) {
   Json r = run_report(s, *t);
   add_newer_device_views(r, src, s, *t);
   if (!timeline.is_null()) r["timeline"] = std::move(timeline);
-  if (o.format == "json") emit(r.dump(2) + "\n");
-  else if (o.format == "csv") emit(json_to_csv(r));
-  else if (o.format == "ledger") emit(ledger_csv(make_ledger(s, *t)));
-  else if (o.format == "focus") emit(focus_csv(make_ledger(s, *t), s, 0.0));
-  else emit(format_run_table(r));
+  if (o.format == "json")
+    emit(r.dump(2) + "\n");
+  else if (o.format == "csv")
+    emit(json_to_csv(r));
+  else if (o.format == "ledger")
+    emit(ledger_csv(make_ledger(s, *t)));
+  else if (o.format == "focus")
+    emit(focus_csv(make_ledger(s, *t), s, 0.0));
+  else
+    emit(format_run_table(r));
   return kExitOk;
 }
 
@@ -179,16 +185,18 @@ int cmd_capacity(const Options& o) {
   const Capacity& c = ans.c;
   const int tp_fits = ans.tp_fits;
   const std::string model = j["model"].get<std::string>(), device = j["device"].get<std::string>();
-  if (o.format == "json") emit(j.dump(2) + "\n");
-  else if (o.format == "csv") emit(json_to_csv(j));
+  if (o.format == "json")
+    emit(j.dump(2) + "\n");
+  else if (o.format == "csv")
+    emit(json_to_csv(j));
   else {
     const std::string par = o.tp * o.pp > 1 ? fmt::format(" x {} (tp {} x pp {})", o.tp * o.pp, o.tp, o.pp) : "";
     std::string verdict;
     if (!c.fits)
       verdict = tp_fits > 0 ? fmt::format("  -- DOES NOT FIT; it fits at --tp {}", tp_fits)
                             : "  -- DOES NOT FIT at any tensor-parallel degree up to 64";
-    emit(format_capacity_table(j["capacity"], fmt::format("{} ({}) on {}{} ({} KV){}", model, o.weight_dtype, device, par,
-                                                          o.kv_dtype, verdict)));
+    emit(format_capacity_table(j["capacity"], fmt::format("{} ({}) on {}{} ({} KV){}", model, o.weight_dtype, device,
+                                                          par, o.kv_dtype, verdict)));
   }
   return c.fits ? kExitOk : kExitFailure;
 }
@@ -217,8 +225,9 @@ int cmd_catalog(const Options& o) {
     out += fmt::format("{:<18} {:>8.2f} {:>8.0f} {:>9.1f} {:>8.1f} {:>8.1f} {:>7.2f}  {:<28} {:>8.0f}\n", d.name,
                        d.memory_gib, d.bandwidth_gb_s, d.bf16_tflops, d.fp8_tflops, d.fp4_tflops, d.usd_per_hour,
                        d.interconnect, d.link_gb_s);
-  out += fmt::format("\n{:<20} {:>8} {:>8} {:>8} {:>6} {:>6} {:>5} {:>8} {:>8} {:>12}  {}\n", "model", "kind", "params B",
-                     "active B", "layers", "hidden", "kv_h", "head_dim", "context", "KV B/token", "experts");
+  out +=
+      fmt::format("\n{:<20} {:>8} {:>8} {:>8} {:>6} {:>6} {:>5} {:>8} {:>8} {:>12}  {}\n", "model", "kind", "params B",
+                  "active B", "layers", "hidden", "kv_h", "head_dim", "context", "KV B/token", "experts");
   for (const auto& m : builtin_models())
     out += fmt::format("{:<20} {:>8} {:>8.2f} {:>8.2f} {:>6} {:>6} {:>5} {:>8} {:>8} {:>12.0f}  {}\n", m.name,
                        model_kind_name(m.kind), m.params_b, m.active_params() / 1e9, m.layers, m.hidden, m.kv_heads,
@@ -226,8 +235,9 @@ int cmd_catalog(const Options& o) {
                        m.moe() ? fmt::format("{} (top-{}{})", m.experts, m.experts_per_token,
                                              m.shared_experts ? fmt::format(", {} shared", m.shared_experts) : "")
                                : "-");
-  out += "\n(KV bytes per token at bf16 = 2 x full-attention layers x kv_heads x head_dim x 2; MLA: layers x\n"
-         " (kv_lora_rank + rope_head_dim) x 2; sliding-window layers add a fixed amount per sequence)\n";
+  out +=
+      "\n(KV bytes per token at bf16 = 2 x full-attention layers x kv_heads x head_dim x 2; MLA: layers x\n"
+      " (kv_lora_rank + rope_head_dim) x 2; sliding-window layers add a fixed amount per sequence)\n";
   emit(out);
   return kExitOk;
 }
@@ -241,7 +251,8 @@ CLI::Validator finite_in(double lo, double hi, bool lo_included = true) {
         const double v = std::strtod(text.c_str(), &end);
         if (text.empty() || *end != '\0' || !std::isfinite(v)) return "expected a finite number, got '" + text + "'";
         if (v > hi || v < lo || (!lo_included && v == lo))
-          return fmt::format("{} is out of range (expected a number in {}{}, {}])", text, lo_included ? "[" : "(", lo, hi);
+          return fmt::format("{} is out of range (expected a number in {}{}, {}])", text, lo_included ? "[" : "(", lo,
+                             hi);
         return "";
       },
       fmt::format("NUMBER in {}{}, {}]", lo_included ? "[" : "(", lo, hi));
@@ -321,7 +332,8 @@ int main(int argc, char** argv) {
             return ok ? "" : "expected an integer in [0, 18446744073709551615], got '" + t + "'";
           },
           "INTEGER in [0, 2^64-1]"));
-  run->add_option("--duration", o.duration, "simulated seconds (overrides duration_s)")->check(finite_in(0, 30.0 * 86400, false));
+  run->add_option("--duration", o.duration, "simulated seconds (overrides duration_s)")
+      ->check(finite_in(0, 30.0 * 86400, false));
   add_scenario_flags(run, o);
   run->add_option("--format", o.format, "output format (ledger: the cost ledger as CSV; focus: FinOps FOCUS CSV)")
       ->check(CLI::IsMember({"table", "json", "csv", "ledger", "focus"}));
@@ -333,12 +345,15 @@ int main(int argc, char** argv) {
   CLI::App* cap = subs[2].first;
   cap->add_option("--model", o.model, "catalog model")->required();
   cap->add_option("--device", o.device, "catalog device")->required();
-  cap->add_option("--context", o.context, "tokens per request, prompt + output (default 4096, or the model's context window if shorter)")->check(CLI::Range(int64_t(1), int64_t(1) << 24));
+  cap->add_option("--context", o.context,
+                  "tokens per request, prompt + output (default 4096, or the model's context window if shorter)")
+      ->check(CLI::Range(int64_t(1), int64_t(1) << 24));
   cap->add_option("--weight-dtype", o.weight_dtype, "weight dtype")->check(CLI::IsMember(weight_dtypes()));
   cap->add_option("--kv-dtype", o.kv_dtype, "KV cache dtype")->check(CLI::IsMember(kv_dtypes()));
   cap->add_option("--gpu-memory-utilization", o.gpu_mem_util, "fraction of device memory the engine may use")
       ->check(finite_in(0.01, 1.0));
-  cap->add_option("--max-num-seqs", o.max_num_seqs, "sequences per step (sizes the sampler)")->check(CLI::Range(1, 16384));
+  cap->add_option("--max-num-seqs", o.max_num_seqs, "sequences per step (sizes the sampler)")
+      ->check(CLI::Range(1, 16384));
   cap->add_option("--max-batched-tokens", o.max_batched_tokens, "tokens per step (sizes the activations)")
       ->check(CLI::Range(16, 1 << 20));
   cap->add_option("--kv-block-tokens", o.kv_block_tokens, "tokens per KV block")->check(CLI::Range(1, 1024));
@@ -380,7 +395,8 @@ int main(int argc, char** argv) {
   ft->add_option("--engine", o.fit.engine, "the serving engine measured (recorded in the profile)");
   ft->add_option("--name", o.fit.name, "the profile's name (default DEVICE/MODEL/tpN)");
   ft->add_option("-o,--output", o.fit.output, "write the profile to FILE (default: standard output)");
-  ft->add_option("--folds", o.fit.folds, "k-fold cross-validation for the held-out error (0: none)")->check(CLI::Range(0, 50));
+  ft->add_option("--folds", o.fit.folds, "k-fold cross-validation for the held-out error (0: none)")
+      ->check(CLI::Range(0, 50));
   ft->add_option("--threads", o.fit.threads, "CPU threads (default: all)")->check(CLI::Range(1, 4096));
   ft->add_option("--requests-per-client", o.fit.requests_per_client,
                  "requests each closed-loop client sends when a result does not state num_prompts")
@@ -398,8 +414,9 @@ int main(int argc, char** argv) {
   ck->add_option("--format", o.format, "output format")->check(CLI::IsMember({"table", "json"}));
 
   CLI::App* rp = subs[8].first;
-  rp->add_option("input", o.scenario,
-                 "run or sweep JSON (fleetsim run/sweep --format json), or a scenario YAML to run (default: the built-in one)");
+  rp->add_option(
+      "input", o.scenario,
+      "run or sweep JSON (fleetsim run/sweep --format json), or a scenario YAML to run (default: the built-in one)");
   rp->add_option("-o,--output", o.output, "the HTML file to write (default: standard output)");
   add_scenario_flags(rp, o);
   rp->add_option("--threads", o.threads, "CPU threads for the timeline (default: all)")->check(CLI::Range(1, 4096));

@@ -19,7 +19,8 @@ class Progress {
  public:
   static constexpr double kPlainEvery = 5.0;  // seconds
 
-  Progress(bool tty, const std::atomic<bool>& stop) : tty_(tty), stop_(stop), start_(std::chrono::steady_clock::now()) {}
+  Progress(bool tty, const std::atomic<bool>& stop)
+      : tty_(tty), stop_(stop), start_(std::chrono::steady_clock::now()) {}
 
   void update(const SweepProgress& p) {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -34,12 +35,15 @@ class Progress {
     // the time left, from this run's pace over replications
     const uint64_t reps_now = p.replications_done - std::min(p.replications_done, p.resumed * per_config(p));
     const uint64_t reps_left = p.replications_total - p.replications_done;
-    const std::string eta = reps_now > 0 && !finished ? fmt::format(", ~{:.0f} s left", el * double(reps_left) / double(reps_now)) : "";
+    const std::string eta =
+        reps_now > 0 && !finished ? fmt::format(", ~{:.0f} s left", el * double(reps_left) / double(reps_now)) : "";
     const std::string counts = fmt::format("{}/{} configurations, {}/{} replications", p.configurations_done,
                                            p.configurations_total, p.replications_done, p.replications_total);
     if (tty_) {
       const int width = 30;
-      const int fill = p.configurations_total ? int(double(width) * double(p.configurations_done) / double(p.configurations_total)) : width;
+      const int fill = p.configurations_total
+                           ? int(double(width) * double(p.configurations_done) / double(p.configurations_total))
+                           : width;
       std::fprintf(stderr, "\r[%s%s] %s, %.1f s%s   ", std::string(size_t(fill), '#').c_str(),
                    std::string(size_t(width - fill), '.').c_str(), counts.c_str(), el, eta.c_str());
       open_ = true;

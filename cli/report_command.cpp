@@ -8,14 +8,14 @@
 #include <cstring>
 #include <fstream>
 
-#include "libsim/base/error.hpp"
-#include "libsim/input/input_file.hpp"
-#include "libsim/cost/refresh.hpp"
-#include "libsim/report/html.hpp"
 #include "libsim/backend/runner.hpp"
+#include "libsim/base/error.hpp"
+#include "libsim/cost/refresh.hpp"
+#include "libsim/input/input_file.hpp"
 #include "libsim/input/scenario.hpp"
-#include "libsim/sweep/sweep.hpp"
+#include "libsim/report/html.hpp"
 #include "libsim/report/timeline.hpp"
+#include "libsim/sweep/sweep.hpp"
 
 namespace fleetsim::cli {
 
@@ -44,8 +44,8 @@ bool is_scenario(const std::string& path) {
 
 // A scenario's run report, with its timeline.
 Json scenario_document(const ReportArgs& a) {
-  const ScenarioSource src =
-      (a.input.empty() ? ScenarioSource::builtin_default() : ScenarioSource::from_file(a.input)).with_overrides(parse_sets(a.sets));
+  const ScenarioSource src = (a.input.empty() ? ScenarioSource::builtin_default() : ScenarioSource::from_file(a.input))
+                                 .with_overrides(parse_sets(a.sets));
   if (has_sweep_section(src))
     throw InputError(Location{src.name(), 0, 0, ""},
                      "a sweep scenario: run it first (fleetsim sweep " + src.name() +
@@ -91,8 +91,9 @@ Json json_document(const ReportArgs& a) {
   if (kind == "sweep") return merge_sweeps({{a.input, doc}});
   const Json& ver = doc.contains("schema_version") ? doc["schema_version"] : Json();
   if (!ver.is_number_integer() || ver != kSchemaVersion)
-    throw InputError(Location{a.input, 0, 0, ""},
-                     fmt::format("/schema_version: {}: this fleetsim reads schema_version {}", ver.dump(), kSchemaVersion));
+    throw InputError(
+        Location{a.input, 0, 0, ""},
+        fmt::format("/schema_version: {}: this fleetsim reads schema_version {}", ver.dump(), kSchemaVersion));
   // the sections every run report has: a report of the rest would be a page of dashes
   for (const char* key : {"scenario", "requests", "latency_s", "throughput", "utilization", "cost"})
     if (!doc.contains(key) || !doc[key].is_object())

@@ -6,9 +6,9 @@
 namespace fleetsim::cli {
 
 struct ReportArgs {
-  std::string input;   // a `fleetsim run --format json` or `fleetsim sweep`/`merge` JSON file, or a
-                       // scenario (.yaml/.yml, or "" for the built-in default), which is run first
-  std::string output;  // the HTML file to write ("" or "-": standard output)
+  std::string input;              // a `fleetsim run --format json` or `fleetsim sweep`/`merge` JSON file, or a
+                                  // scenario (.yaml/.yml, or "" for the built-in default), which is run first
+  std::string output;             // the HTML file to write ("" or "-": standard output)
   std::vector<std::string> sets;  // --set overrides, for a scenario
   int threads = 1;
 };

@@ -99,12 +99,16 @@ struct SweepStream {
     }
   }
   void row(const Json& r) {
-    if (csv) csv->row(r);
-    else emit(sweep_jsonl_row(r));
+    if (csv)
+      csv->row(r);
+    else
+      emit(sweep_jsonl_row(r));
   }
   void finish(const Json& doc) {
-    if (csv) csv->finish();
-    else emit(sweep_jsonl_summary(doc));
+    if (csv)
+      csv->finish();
+    else
+      emit(sweep_jsonl_summary(doc));
   }
 };
 
@@ -146,11 +150,12 @@ int run_sweep_command(const ScenarioSource& src, const SweepArgs& o, const Emit&
     journal = SweepJournal::create(o.journal, src, spec, opt.shard_index, opt.shard_count);
   }
   if (journal) opt.on_row = [&j = *journal](const Json& row) { j.append(row); };
-  std::fprintf(stderr, "fleetsim sweep: %llu configurations x %u replications on the %s%s\n",
-               (unsigned long long)spec.count(), spec.replications, note.c_str(),
-               o.resume.empty() ? ""
-                                : fmt::format("; resuming {} with {} configurations finished", o.resume, opt.finished.size())
-                                      .c_str());
+  std::fprintf(
+      stderr, "fleetsim sweep: %llu configurations x %u replications on the %s%s\n", (unsigned long long)spec.count(),
+      spec.replications, note.c_str(),
+      o.resume.empty()
+          ? ""
+          : fmt::format("; resuming {} with {} configurations finished", o.resume, opt.finished.size()).c_str());
   cli::Progress progress(isatty(STDERR_FILENO), g_stop);
   opt.progress = [&progress](const SweepProgress& p) { progress.update(p); };
   opt.stop = &g_stop;
@@ -180,8 +185,10 @@ int run_sweep_command(const ScenarioSource& src, const SweepArgs& o, const Emit&
     throw;
   }
   progress.close();
-  if (stream) stream->finish(doc);
-  else emit_sweep(doc, o.format, emit);
+  if (stream)
+    stream->finish(doc);
+  else
+    emit_sweep(doc, o.format, emit);
   return 0;
 }
 

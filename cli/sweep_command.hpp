@@ -10,17 +10,18 @@
 namespace fleetsim::cli {
 
 struct SweepArgs {
-  std::string backend = "auto";      // auto, cpu or cuda
-  std::string shard;                 // "K/N", or "" for the whole sweep
-  std::string journal, resume;       // files (or "")
-  std::string format = "table";      // table, json, csv or jsonl
-  int threads = 0;                   // 0: all
-  std::vector<std::string> argv;     // the command line, for the hint that resumes it
+  std::string backend = "auto";   // auto, cpu or cuda
+  std::string shard;              // "K/N", or "" for the whole sweep
+  std::string journal, resume;    // files (or "")
+  std::string format = "table";   // table, json, csv or jsonl
+  int threads = 0;                // 0: all
+  std::vector<std::string> argv;  // the command line, for the hint that resumes it
 };
 
 // Runs the sweep of `src` (the scenario with its overrides), writing through `emit`. Returns the
 // exit code: 0, or 128 + the signal that stopped it. Throws InputError / OutputError.
-int run_sweep_command(const ScenarioSource& src, const SweepArgs& a, const std::function<void(const std::string&)>& emit);
+int run_sweep_command(const ScenarioSource& src, const SweepArgs& a,
+                      const std::function<void(const std::string&)>& emit);
 
 // Merges the shard files into the whole sweep's document, written in `format`.
 int run_merge_command(const std::vector<std::string>& inputs, const std::string& format,

@@ -11,8 +11,8 @@
 
 #include "libsim/backend/backend.hpp"
 #include "libsim/backend/backend_launch.hpp"
-#include "libsim/core/engine.hpp"
 #include "libsim/backend/mirror.hpp"
+#include "libsim/core/engine.hpp"
 
 namespace fleetsim {
 
@@ -36,7 +36,9 @@ class DeviceBuffer {
     if (ptr_) cudaFree(ptr_);
   }
   template <class T>
-  T* as() const { return static_cast<T*>(ptr_); }
+  T* as() const {
+    return static_cast<T*>(ptr_);
+  }
   void upload(const void* src, size_t n, size_t offset = 0) {
     check(cudaMemcpy(static_cast<char*>(ptr_) + offset, src, n, cudaMemcpyHostToDevice), "upload");
   }
@@ -93,10 +95,10 @@ struct LaunchView {
   const uint32_t* replication;  // by job
   const uint32_t* jobs;         // this launch's jobs, most work first
   uint32_t n_jobs;
-  uint32_t* next;               // the next job to take
+  uint32_t* next;  // the next job to take
   uint8_t* slots;
   uint64_t slot_stride, tally_offset;
-  uint8_t* results;             // by position in `jobs`
+  uint8_t* results;  // by position in `jobs`
   uint64_t result_stride;
   uint32_t n_slots;
 };
@@ -183,9 +185,18 @@ CompactTallies cuda_simulate_compact(const std::vector<SimJob>& jobs, CudaLaunch
     const uint32_t b = launches % 2, count = std::min(plan.chunk, n - first);
     if (launches >= 2) check(cudaStreamWaitEvent(compute, copied[b], 0), "wait");
     check(cudaMemsetAsync(d_next.as<uint32_t>() + b, 0, 4, compute), "memset");
-    const LaunchView v{d_params.as<SimParams>(), d_pidx.as<uint32_t>(), d_reps.as<uint32_t>(),
-                       d_order.as<uint32_t>() + first, count, d_next.as<uint32_t>() + b, d_slots.as<uint8_t>(),
-                       plan.slot_stride, plan.tally_offset, d_results[b].as<uint8_t>(), rstride, plan.slots};
+    const LaunchView v{d_params.as<SimParams>(),
+                       d_pidx.as<uint32_t>(),
+                       d_reps.as<uint32_t>(),
+                       d_order.as<uint32_t>() + first,
+                       count,
+                       d_next.as<uint32_t>() + b,
+                       d_slots.as<uint8_t>(),
+                       plan.slot_stride,
+                       plan.tally_offset,
+                       d_results[b].as<uint8_t>(),
+                       rstride,
+                       plan.slots};
     simulate_jobs<<<plan.grid, plan.block, 0, compute>>>(v);
     check(cudaGetLastError(), "launch");
     check(cudaEventRecord(done[b], compute), "record");
@@ -209,8 +220,16 @@ CompactTallies cuda_simulate_compact(const std::vector<SimJob>& jobs, CudaLaunch
   out.bytes.resize(size_t(n) * rstride);
   for (uint32_t k = 0; k < n; ++k)
     std::memcpy(out.bytes.data() + size_t(plan.order[k]) * rstride, host.data() + size_t(k) * rstride, rstride);
-  g_last = CudaLaunchStats{n, launches, plan.grid, plan.block, plan.slots, plan.occupancy, plan.slot_stride, rstride,
-                           plan.device_bytes() + mirror.array_bytes + sizeof(SimParams) * params.size() + 8 * size_t(n)};
+  g_last =
+      CudaLaunchStats{n,
+                      launches,
+                      plan.grid,
+                      plan.block,
+                      plan.slots,
+                      plan.occupancy,
+                      plan.slot_stride,
+                      rstride,
+                      plan.device_bytes() + mirror.array_bytes + sizeof(SimParams) * params.size() + 8 * size_t(n)};
   if (stats) *stats = g_last;
   return out;
 }

@@ -10,10 +10,10 @@
 #include <cstdlib>
 #include <string>
 
-#include "libsim/base/error.hpp"
-#include "libsim/report/report.hpp"
 #include "libsim/backend/runner.hpp"
+#include "libsim/base/error.hpp"
 #include "libsim/input/scenario.hpp"
+#include "libsim/report/report.hpp"
 
 #ifndef FLEETSIM_SOURCE_DIR
 #error "FLEETSIM_SOURCE_DIR must name the source tree (relative trace paths resolve in its scenarios/)"
@@ -21,8 +21,8 @@
 
 namespace {
 
-constexpr double kMaxDurationS = 60.0;          // simulated seconds of arrivals
-constexpr int64_t kMaxEvents = 20000;           // events per simulation
+constexpr double kMaxDurationS = 60.0;           // simulated seconds of arrivals
+constexpr int64_t kMaxEvents = 20000;            // events per simulation
 constexpr uint64_t kMaxWorkspace = 64ull << 20;  // bytes of simulation state
 
 void cap(fleetsim::Scenario& s) {

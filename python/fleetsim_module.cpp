@@ -1,18 +1,18 @@
 // `import fleetsim`: scenarios, runs, capacity and the catalog from Python, as the documents the
 // CLI prints with --format json (docs/output-schema.md). Sweeps are in fleetsim_sweep.cpp.
-#include <pybind11/pybind11.h>
 #include <fmt/format.h>
+#include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
 #include <optional>
 #include <thread>
 
 #include "fleetsim_python.hpp"
-#include "libsim/report/documents.hpp"
-#include "libsim/base/error.hpp"
 #include "libsim/backend/runner.hpp"
-#include "libsim/sweep/sweep.hpp"
+#include "libsim/base/error.hpp"
+#include "libsim/report/documents.hpp"
 #include "libsim/report/timeline.hpp"
+#include "libsim/sweep/sweep.hpp"
 
 #ifndef FLEETSIM_VERSION
 #define FLEETSIM_VERSION "0.0.0"
@@ -87,8 +87,10 @@ PyScenario scenario_from(pb::handle source, pb::handle path, pb::handle yaml, pb
     if (pb::isinstance<PyScenario>(source)) return source.cast<PyScenario>().with(sets);
     if (pb::isinstance<pb::str>(source)) {
       const std::string s = source.cast<std::string>();
-      if (looks_like_path(s)) path = source;
-      else yaml = source;
+      if (looks_like_path(s))
+        path = source;
+      else
+        yaml = source;
     } else if (pb::hasattr(source, "__fspath__")) {
       path = source;
     } else if (pb::isinstance(source, pb::module_::import("collections.abc").attr("Mapping"))) {
@@ -144,10 +146,10 @@ void in_range(const char* name, double v, double lo, double hi) {
                    fmt::format("{}={} is out of range (expected a number in [{}, {}])", name, v, lo, hi));
 }
 
-pb::object capacity(const std::string& model, const std::string& device, int64_t context, const std::string& weight_dtype,
-                    const std::string& kv_dtype, int tp, int pp, double gpu_memory_utilization, int max_num_seqs,
-                    int max_batched_tokens, int kv_block_tokens, const std::optional<std::string>& expert_weight_dtype,
-                    bool enforce_eager) {
+pb::object capacity(const std::string& model, const std::string& device, int64_t context,
+                    const std::string& weight_dtype, const std::string& kv_dtype, int tp, int pp,
+                    double gpu_memory_utilization, int max_num_seqs, int max_batched_tokens, int kv_block_tokens,
+                    const std::optional<std::string>& expert_weight_dtype, bool enforce_eager) {
   if (context != 0) in_range("context", double(context), 1, double(int64_t(1) << 24));  // 0: the default
   in_range("tp", tp, 1, 64);
   in_range("pp", pp, 1, 64);
@@ -206,9 +208,12 @@ PyScenario make_scenario(const std::string& origin, const std::string& text, con
                          const std::string& base_dir, const std::vector<std::string>& overrides) {
   PyScenario s;
   s.origin = origin;
-  if (origin == "file") s.src = ScenarioSource::from_file(text);
-  else if (origin == "default") s.src = ScenarioSource::builtin_default();
-  else s.src = ScenarioSource::from_text(text, name, base_dir);
+  if (origin == "file")
+    s.src = ScenarioSource::from_file(text);
+  else if (origin == "default")
+    s.src = ScenarioSource::builtin_default();
+  else
+    s.src = ScenarioSource::from_text(text, name, base_dir);
   return s.with(overrides);
 }
 
@@ -241,7 +246,8 @@ std::vector<std::string> override_texts(pb::handle overrides) {
 std::string yaml_text(pb::handle value, int indent) {
   pb::object dumps = pb::module_::import("json").attr("dumps");
   return dumps(value, pb::arg("default") = pb::cpp_function(json_default), pb::arg("allow_nan") = false,
-               pb::arg("ensure_ascii") = false, pb::arg("indent") = indent < 0 ? pb::object(pb::none()) : pb::int_(indent))
+               pb::arg("ensure_ascii") = false,
+               pb::arg("indent") = indent < 0 ? pb::object(pb::none()) : pb::int_(indent))
       .cast<std::string>();
 }
 
@@ -258,9 +264,9 @@ PYBIND11_MODULE(fleetsim, m) {
   m.doc() = "fleetsim: simulate LLM inference fleets (latency, capacity, utilization, cost). See docs/python.md.";
   m.attr("__version__") = FLEETSIM_VERSION;
 
-  g_input_error = PyErr_NewExceptionWithDoc(
-      "fleetsim.InputError", "A scenario or argument error: str() is 'file:line:column: error: ...'.", PyExc_ValueError,
-      nullptr);
+  g_input_error = PyErr_NewExceptionWithDoc("fleetsim.InputError",
+                                            "A scenario or argument error: str() is 'file:line:column: error: ...'.",
+                                            PyExc_ValueError, nullptr);
   m.attr("InputError") = pb::handle(g_input_error);
   pb::register_exception_translator(translate);
 
@@ -274,20 +280,22 @@ overrides: {"fleet.replicas": 3, ...} or ["fleet.replicas=3", ...], applied as `
 name, base_dir: for YAML text and dicts, the name errors cite and where relative paths resolve.
 Raises fleetsim.InputError (a ValueError) naming the line and column of a mistake.)")
       .def(pb::init([](pb::handle source, pb::handle path, pb::handle yaml, pb::handle dict, pb::handle overrides,
-                        const std::optional<std::string>& name, const std::optional<std::string>& base_dir) {
+                       const std::optional<std::string>& name, const std::optional<std::string>& base_dir) {
              PyScenario s = scenario_from(source, path, yaml, dict, overrides, name, base_dir);
              validate(s);
              return s;
            }),
-           pb::arg("source") = pb::none(), pb::kw_only(), pb::arg("path") = pb::none(),
-           pb::arg("yaml") = pb::none(), pb::arg("dict") = pb::none(), pb::arg("overrides") = pb::none(),
-           pb::arg("name") = pb::none(), pb::arg("base_dir") = pb::none())
+           pb::arg("source") = pb::none(), pb::kw_only(), pb::arg("path") = pb::none(), pb::arg("yaml") = pb::none(),
+           pb::arg("dict") = pb::none(), pb::arg("overrides") = pb::none(), pb::arg("name") = pb::none(),
+           pb::arg("base_dir") = pb::none())
       .def_readonly("name", &PyScenario::name, "the scenario's name: key")
       .def_readonly("origin", &PyScenario::origin, "'file', 'yaml', 'dict' or 'default'")
       .def_readonly("overrides", &PyScenario::overrides, "the 'path=value' overrides applied, in order")
       .def_readonly("has_sweep", &PyScenario::has_sweep, "whether it has a sweep: section")
-      .def_property_readonly("source", [](const PyScenario& s) { return s.src.name(); }, "the file errors cite")
-      .def_property_readonly("yaml", [](const PyScenario& s) { return s.src.text(); }, "the YAML text, before overrides")
+      .def_property_readonly(
+          "source", [](const PyScenario& s) { return s.src.name(); }, "the file errors cite")
+      .def_property_readonly(
+          "yaml", [](const PyScenario& s) { return s.src.text(); }, "the YAML text, before overrides")
       .def(
           "with_overrides",
           [](const PyScenario& s, pb::handle overrides) {
@@ -324,11 +332,13 @@ when the fleet autoscales, as `fleetsim run --format json`). The GIL is released
         pb::arg("kv_block_tokens") = 16, pb::arg("expert_weight_dtype") = pb::none(), pb::arg("enforce_eager") = false,
         "Static memory arithmetic of one replica: the `fleetsim capacity --format json` document as a dict.");
 
-  m.def("catalog", [] { return to_python(catalog_document()); },
-        "The built-in devices and models: the `fleetsim catalog --format json` document as a dict.");
+  m.def(
+      "catalog", [] { return to_python(catalog_document()); },
+      "The built-in devices and models: the `fleetsim catalog --format json` document as a dict.");
 
-  m.def("default_scenario_yaml", [] { return std::string(default_scenario_text()); },
-        "The built-in default scenario's YAML (scenarios/chat-default.yaml).");
+  m.def(
+      "default_scenario_yaml", [] { return std::string(default_scenario_text()); },
+      "The built-in default scenario's YAML (scenarios/chat-default.yaml).");
 
   bind_sweep(m);
 }

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "libsim/report/report.hpp"
 #include "libsim/input/scenario.hpp"
+#include "libsim/report/report.hpp"
 
 namespace fleetsim::py {
 
@@ -14,11 +14,11 @@ namespace pb = pybind11;
 
 // A scenario source and the "path=value" overrides applied to it.
 struct PyScenario {
-  ScenarioSource src;             // with `overrides` as its base overrides
+  ScenarioSource src;  // with `overrides` as its base overrides
   std::vector<std::string> overrides;
-  std::string origin;             // "file", "yaml", "dict" or "default"
-  std::string name;               // the scenario's own name: key (once validated)
-  bool has_sweep = false;         // (once validated)
+  std::string origin;      // "file", "yaml", "dict" or "default"
+  std::string name;        // the scenario's own name: key (once validated)
+  bool has_sweep = false;  // (once validated)
 
   PyScenario with(const std::vector<std::string>& more) const;
 };

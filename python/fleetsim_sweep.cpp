@@ -192,10 +192,12 @@ document: the whole `fleetsim sweep --format json` document as a dict.)")
       .def_readonly("rows", &SweepResult::rows)
       .def_readonly("summary", &SweepResult::summary)
       .def_readonly("document", &SweepResult::document)
-      .def_property_readonly("cheapest", [](const SweepResult& r) { return pb::object(r.summary["cheapest"]); },
-                             "the cheapest feasible configuration {index, parameters, objective, value}, or None")
-      .def_property_readonly("pareto", [](const SweepResult& r) { return pb::object(r.summary["pareto"]); },
-                             "indices of the cost / p99 TTFT frontier, cheapest first")
+      .def_property_readonly(
+          "cheapest", [](const SweepResult& r) { return pb::object(r.summary["cheapest"]); },
+          "the cheapest feasible configuration {index, parameters, objective, value}, or None")
+      .def_property_readonly(
+          "pareto", [](const SweepResult& r) { return pb::object(r.summary["pareto"]); },
+          "indices of the cost / p99 TTFT frontier, cheapest first")
       .def("__getitem__",
            [](const SweepResult& r, const std::string& key) {
              if (key == "rows") return r.rows;
@@ -210,9 +212,9 @@ document: the whole `fleetsim sweep --format json` document as a dict.)")
       });
 
   m.def("sweep", &sweep, pb::arg("scenario") = pb::none(), pb::arg("overrides") = pb::none(), pb::arg("threads") = 0,
-        pb::arg("progress") = pb::none(), pb::arg("backend") = "auto", pb::kw_only(), pb::arg("parameters") = pb::none(),
-        pb::arg("replications") = pb::none(), pb::arg("slo") = pb::none(), pb::arg("objective") = pb::none(),
-        pb::arg("dataframe") = pb::none(),
+        pb::arg("progress") = pb::none(), pb::arg("backend") = "auto", pb::kw_only(),
+        pb::arg("parameters") = pb::none(), pb::arg("replications") = pb::none(), pb::arg("slo") = pb::none(),
+        pb::arg("objective") = pb::none(), pb::arg("dataframe") = pb::none(),
         R"(Run a scenario's sweep: section (configurations x replications); returns a SweepResult.
 
 scenario: as for fleetsim.run; overrides: {"path": value}, as --set (they may set sweep.* keys).

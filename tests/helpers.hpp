@@ -10,9 +10,9 @@
 
 #include <doctest/doctest.h>
 
-#include "libsim/report/report.hpp"
 #include "libsim/backend/runner.hpp"
 #include "libsim/input/scenario.hpp"
+#include "libsim/report/report.hpp"
 
 namespace fleetsim::test {
 

@@ -10,7 +10,9 @@ namespace {
 // One H100 running Llama 3.1 8B, saturated (arrivals far above any configuration's capacity).
 std::string saturated(const std::string& engine) {
   return "duration_s: 900\nwarmup_s: 150\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\n"
-         "engine: " + engine + "\n"
+         "engine: " +
+         engine +
+         "\n"
          "fleet: {replicas: 1, queue_limit: 500}\n"
          "workload:\n  arrival: {process: poisson, rate_per_s: 80}\n"
          "  prompt_tokens: {dist: lognormal, median: 512, p99: 2048}\n"
@@ -37,8 +39,9 @@ TEST_CASE("continuous batching sustains a multiple of one-at-a-time and static b
   const Outcome stat = measure("{batching: static, max_batch: 16, batch_window_s: 0.05}");
   const Outcome cont = measure("{max_num_seqs: 256}");
   MESSAGE("max throughput req/s: one-at-a-time " << one.throughput << ", static " << stat.throughput << ", continuous "
-                                                  << cont.throughput);
-  MESSAGE("cost per request: " << one.cost_per_request << ", " << stat.cost_per_request << ", " << cont.cost_per_request);
+                                                 << cont.throughput);
+  MESSAGE("cost per request: " << one.cost_per_request << ", " << stat.cost_per_request << ", "
+                               << cont.cost_per_request);
   CHECK(one.batch == doctest::Approx(1.0));
   // all three are saturated: the device is busy all the time, yet does very different work
   CHECK(one.busy > 0.99);
@@ -54,7 +57,8 @@ TEST_CASE("continuous batching sustains a multiple of one-at-a-time and static b
 
 TEST_CASE("static batching makes short requests wait for the longest member, continuous batching does not") {
   // two requests arrive together: 8 and 400 output tokens
-  const std::string trace = test::write_temp("pair.csv", "timestamp_s,prompt_tokens,output_tokens\n0.0,200,8\n0.001,200,400\n");
+  const std::string trace =
+      test::write_temp("pair.csv", "timestamp_s,prompt_tokens,output_tokens\n0.0,200,8\n0.001,200,400\n");
   auto yaml = [&](const std::string& engine) {
     return "duration_s: 10\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\nengine: " + engine +
            "\nfleet: {replicas: 1}\nworkload: {arrival: {process: trace, path: " + trace + "}}\n";

@@ -11,9 +11,9 @@
 #include <string>
 
 #include "helpers.hpp"
-#include "libsim/input/csv.hpp"
-#include "libsim/core/stepwork.hpp"
 #include "libsim/calibrate/fit.hpp"
+#include "libsim/core/stepwork.hpp"
+#include "libsim/input/csv.hpp"
 
 using namespace fleetsim;
 using test::write_temp;
@@ -46,7 +46,8 @@ const std::string kFleet =
 TEST_CASE("a profile survives writing and reading, and bad profiles are located errors") {
   const PerfProfile p = sample_profile();
   const PerfProfile q = parse_profile(profile_yaml(p), "<round trip>");
-  for (int i = 0; i < kProfileTerms; ++i) CHECK(profile_term(q.c, i) == doctest::Approx(profile_term(p.c, i)).epsilon(1e-5));
+  for (int i = 0; i < kProfileTerms; ++i)
+    CHECK(profile_term(q.c, i) == doctest::Approx(profile_term(p.c, i)).epsilon(1e-5));
   CHECK(q.name == p.name);
   CHECK(q.device == p.device);
   CHECK(q.model.empty());
@@ -105,8 +106,10 @@ TEST_CASE("non-negative least squares: the exact solution when it is feasible, K
   const Eigen::VectorXd grad = A.transpose() * (b - A * y);
   for (int j = 0; j < 5; ++j) {
     CHECK(y[j] >= 0.0);
-    if (y[j] > 1e-12) CHECK(std::fabs(grad[j]) < 1e-8 * b.norm() * A.norm());
-    else CHECK(grad[j] <= 1e-8 * b.norm() * A.norm());
+    if (y[j] > 1e-12)
+      CHECK(std::fabs(grad[j]) < 1e-8 * b.norm() * A.norm());
+    else
+      CHECK(grad[j] <= 1e-8 * b.norm() * A.norm());
   }
 }
 
@@ -183,12 +186,12 @@ TEST_CASE("fit on benchmark points recovers predictions of the coefficients that
 }
 
 TEST_CASE("benchmark results are read from CSV, vllm bench serve JSON and GuideLLM JSON") {
-  const std::string csv = write_temp(
-      "bench.csv",
-      "model,device,tp,isl,osl,concurrency,request_rate,mean_ttft_ms,mean_tpot_ms,p99_ttft_ms,notes\n"
-      "meta-llama/Llama-3.1-8B-Instruct,H100-SXM,1,1024,128,16,,45.5,9.25,80,max_num_seqs=128\n"
-      "Qwen/Qwen3-32B,h100-sxm-80gb,2,4096,512,,2.5,300,20,,poisson\n"
-      "acme/unknown-13b,H100-SXM,1,100,100,4,,1,1,,\n");
+  const std::string csv =
+      write_temp("bench.csv",
+                 "model,device,tp,isl,osl,concurrency,request_rate,mean_ttft_ms,mean_tpot_ms,p99_ttft_ms,notes\n"
+                 "meta-llama/Llama-3.1-8B-Instruct,H100-SXM,1,1024,128,16,,45.5,9.25,80,max_num_seqs=128\n"
+                 "Qwen/Qwen3-32B,h100-sxm-80gb,2,4096,512,,2.5,300,20,,poisson\n"
+                 "acme/unknown-13b,H100-SXM,1,100,100,4,,1,1,,\n");
   BenchPoint d;
   const auto p = read_benchmarks(csv, d);
   REQUIRE(p.size() == 3);
@@ -332,8 +335,8 @@ TEST_CASE("a closed-loop benchmark of N requests sends exactly N; a ramp keeps u
   const auto r = test::run(test::scenario(yaml));
   CHECK(r.all->arrived == 10);
   CHECK(r.all->completed == 10);
-  const auto q = test::run(test::scenario(yaml, {"duration_s=50", "workload.arrival.requests=1000000",
-                                                 "workload.arrival.ramp_s=5"}));
+  const auto q = test::run(
+      test::scenario(yaml, {"duration_s=50", "workload.arrival.requests=1000000", "workload.arrival.ramp_s=5"}));
   // users not yet started count as thinking: in_system + thinking = N x window
   CHECK(q.all->in_system_s + q.all->thinking_s == doctest::Approx(4 * 50.0).epsilon(1e-9));
   CHECK(error_of(yaml, {"workload.arrival.requests=2"}).find("must be >= clients") != std::string::npos);
@@ -354,11 +357,13 @@ TEST_CASE("perf_profile: shipped names, files, none, and located errors") {
   // errors
   CHECK(error_of(kFleet + "engine: {perf_profile: h100-sxm-80gb/nonesuch}\n").find("no shipped performance profile") !=
         std::string::npos);
-  CHECK(error_of(kFleet + "engine: {perf_profile: /nonexistent/p.yaml}\n").find("cannot open performance profile") != std::string::npos);
+  CHECK(error_of(kFleet + "engine: {perf_profile: /nonexistent/p.yaml}\n").find("cannot open performance profile") !=
+        std::string::npos);
   CHECK(error_of(kFleet + "engine: {perf_model: roofline, perf_profile: " + path + "}\n").find("belongs to") !=
         std::string::npos);
-  const std::string a100 = "duration_s: 60\ndevice: a100-80gb\nmodel: llama-3.1-8b\nfleet: {replicas: 1}\n"
-                           "workload: {arrival: {process: poisson, rate_per_s: 2}, prompt_tokens: 512, output_tokens: 64}\n";
+  const std::string a100 =
+      "duration_s: 60\ndevice: a100-80gb\nmodel: llama-3.1-8b\nfleet: {replicas: 1}\n"
+      "workload: {arrival: {process: poisson, rate_per_s: 2}, prompt_tokens: 512, output_tokens: 64}\n";
   CHECK(error_of(a100 + "engine: {perf_profile: " + path + "}\n").find("not to other devices") != std::string::npos);
   CHECK(error_of(kFleet + "engine: {perf_profile: " + path + ", mfu: 0.4}\n").find("belong to perf_model: roofline") !=
         std::string::npos);
@@ -371,7 +376,8 @@ TEST_CASE("perf_profile: shipped names, files, none, and located errors") {
   const auto rl = test::run(test::scenario(named, {"engine.perf_model=roofline", "engine.perf_profile=none"}));
   CHECK(rl.report["scenario"]["perf_model"] == "roofline");
   CHECK(rl.report["scenario"]["step_time"]["calibrated"] == false);
-  const auto li = test::run(test::scenario(kFleet + "engine: {perf_model: linear, perf_profile: auto, step_base_s: 0.01}\n"));
+  const auto li =
+      test::run(test::scenario(kFleet + "engine: {perf_model: linear, perf_profile: auto, step_base_s: 0.01}\n"));
   CHECK(li.report["scenario"]["perf_model"] == "linear");
   // an error inside a profile file is located in it, not at the key that names it
   std::string bad = profile_yaml(sample_profile());

@@ -4,9 +4,9 @@
 #include <cmath>
 
 #include "helpers.hpp"
+#include "libsim/base/error.hpp"
 #include "libsim/catalog/capacity.hpp"
 #include "libsim/report/documents.hpp"
-#include "libsim/base/error.hpp"
 
 using namespace fleetsim;
 
@@ -22,13 +22,13 @@ static const DeviceSpec& device(const char* name) {
 }
 
 TEST_CASE("KV bytes per token of the catalog models, by hand: 2 x layers x kv_heads x head_dim x bytes") {
-  CHECK(kv_bytes_per_token(model("llama-3.1-8b"), 2) == 2.0 * 32 * 8 * 128 * 2);    // 131072 = 128 KiB
+  CHECK(kv_bytes_per_token(model("llama-3.1-8b"), 2) == 2.0 * 32 * 8 * 128 * 2);  // 131072 = 128 KiB
   CHECK(kv_bytes_per_token(model("llama-3.1-8b"), 2) == 131072.0);
-  CHECK(kv_bytes_per_token(model("llama-3.1-70b"), 2) == 327680.0);                 // 320 KiB
+  CHECK(kv_bytes_per_token(model("llama-3.1-70b"), 2) == 327680.0);  // 320 KiB
   CHECK(kv_bytes_per_token(model("mistral-7b"), 2) == 131072.0);
-  CHECK(kv_bytes_per_token(model("qwen2.5-7b"), 2) == 57344.0);                     // 28 layers, 4 KV heads
+  CHECK(kv_bytes_per_token(model("qwen2.5-7b"), 2) == 57344.0);  // 28 layers, 4 KV heads
   CHECK(kv_bytes_per_token(model("qwen2.5-72b"), 2) == 327680.0);
-  CHECK(kv_bytes_per_token(model("llama-3.1-8b"), 1) == 65536.0);                   // fp8 KV halves it
+  CHECK(kv_bytes_per_token(model("llama-3.1-8b"), 1) == 65536.0);  // fp8 KV halves it
 }
 
 TEST_CASE("the parts of vLLM's memory for Llama 3 8B on an H100 80GB, by hand, at the defaults") {
@@ -87,7 +87,8 @@ TEST_CASE("KV capacity lands on what vLLM allocates for Llama 3 8B on an H100 80
   CHECK(c.kv_gib == doctest::Approx(51.38).epsilon(0.01));
   // by hand: 71.262 - 14.957 - 0.13 - (1,024 x 128,256 x 38.3 + 8,192 x 4,096 x 2) / 2^30 = 51.43 GiB
   const double gib = 1073741824.0;
-  CHECK(c.kv_gib == doctest::Approx(79.18 * 0.9 - 8.03e9 * 2 / gib - 0.13 - (1024.0 * 128256 * 38.3 + 8192.0 * 4096 * 2) / gib));
+  CHECK(c.kv_gib ==
+        doctest::Approx(79.18 * 0.9 - 8.03e9 * 2 / gib - 0.13 - (1024.0 * 128256 * 38.3 + 8192.0 * 4096 * 2) / gib));
 
   // vLLM PR #10511's V0 profile of Meta-Llama-3-8B on an 80 GB card (79.22 GiB x 0.9; 256
   // sequences x 8,192 tokens): 53.29 GiB. fleetsim gives 3.2% more: that profiler counted 1.79 GiB
@@ -117,8 +118,7 @@ TEST_CASE("quantized weights keep their embedding and LM head at 16 bits; MXFP4 
   CHECK(resident_weight_bytes(l70, 1.0, -1) / gib == doctest::Approx(67.72).epsilon(0.002));
   CHECK(weight_bytes(l70, 1.0, -1) == doctest::Approx(70.55e9));  // what a step reads is unchanged
   // Qwen3 0.6B shares its embedding with the LM head: counted once
-  CHECK(resident_weight_bytes(model("qwen3-0.6b"), 1.0, -1) ==
-        doctest::Approx(0.596e9 + 151936.0 * 1024));
+  CHECK(resident_weight_bytes(model("qwen3-0.6b"), 1.0, -1) == doctest::Approx(0.596e9 + 151936.0 * 1024));
   // gpt-oss-20b: the experts' hidden size 2,880 is padded to 3,072 (their intermediate 2,880 is a
   // multiple of 64 already); vLLM logs 13.47 GiB on an H100
   const ModelSpec& oss = model("gpt-oss-20b");
@@ -146,7 +146,8 @@ TEST_CASE("a model that does not fit is an input error that says what it needs a
 }
 
 // `fleetsim capacity` refuses what a scenario's engine, or a server, would refuse.
-TEST_CASE("capacity: the context defaults within the model's window; a longer one and a too-small step budget are errors") {
+TEST_CASE(
+    "capacity: the context defaults within the model's window; a longer one and a too-small step budget are errors") {
   auto err = [](const CapacityRequest& q) { return test::input_error([&] { capacity_document(q); }); };
   CapacityRequest q;
   q.model = "bge-large-en-v1.5";
@@ -155,11 +156,13 @@ TEST_CASE("capacity: the context defaults within the model's window; a longer on
   q.model = "llama-3.1-8b";
   CHECK(capacity_document(q).doc["capacity"]["context_tokens"] == 4096);
   q.context = 200000;
-  CHECK(err(q) == "--context: error: --context: 200000 tokens is more than llama-3.1-8b's context window (131072 "
-                  "tokens): a server refuses such a request");
+  CHECK(err(q) ==
+        "--context: error: --context: 200000 tokens is more than llama-3.1-8b's context window (131072 "
+        "tokens): a server refuses such a request");
   q.context = 0;
   q.max_num_seqs = 16384;
   q.max_batched_tokens = 16;
-  CHECK(err(q) == "--max-batched-tokens: error: --max-batched-tokens (16) must be >= --max-num-seqs (16384): every "
-                  "running sequence needs a token of the step budget");
+  CHECK(err(q) ==
+        "--max-batched-tokens: error: --max-batched-tokens (16) must be >= --max-num-seqs (16384): every "
+        "running sequence needs a token of the step budget");
 }

@@ -105,9 +105,9 @@ TEST_CASE("a min budget needs its lower bound above the limit; a loose max budge
       "workload: {arrival: {process: poisson, rate_per_s: 3}, prompt_tokens: {dist: fixed, value: 3000}, "
       "output_tokens: {dist: fixed, value: 200}}\n";
   const Scenario s = test::scenario(yaml);
-  const std::string path = test::write_temp(
-      "budgets.yaml",
-      "budgets:\n  replications: 3\n  ttft: {metric: p99_ttft_s, max: 0.5}\n  busy: {metric: busy_fraction, min: 0.01}\n");
+  const std::string path = test::write_temp("budgets.yaml",
+                                            "budgets:\n  replications: 3\n  ttft: {metric: p99_ttft_s, max: 0.5}\n  "
+                                            "busy: {metric: busy_fraction, min: 0.01}\n");
   const BudgetSpec spec = parse_budgets(path, {});
   const CheckResult r = check_budgets(s, spec, nullptr, 2, true);
   CHECK(r.pass);
@@ -138,14 +138,17 @@ TEST_CASE("budget errors are located and say what was expected") {
     return std::string("(no error)");
   };
   CHECK(error("budgets:\n  x: {metric: latency_s.ttft.p99}\n").find("give exactly one of max") != std::string::npos);
-  CHECK(error("budgets:\n  x: {metric: latency_s.ttft.p99, max: 1, min: 0}\n").find("exactly one") != std::string::npos);
-  CHECK(error("budgets:\n  x: {metric: latency.p99, max: 1}\n").find(":2:") != std::string::npos);
-  CHECK(error("budgets:\n  x: {metric: latency.p99, max: 1}\n").find("'latency.p99' is not a number in the run report") !=
+  CHECK(error("budgets:\n  x: {metric: latency_s.ttft.p99, max: 1, min: 0}\n").find("exactly one") !=
         std::string::npos);
+  CHECK(error("budgets:\n  x: {metric: latency.p99, max: 1}\n").find(":2:") != std::string::npos);
+  CHECK(
+      error("budgets:\n  x: {metric: latency.p99, max: 1}\n").find("'latency.p99' is not a number in the run report") !=
+      std::string::npos);
   CHECK(error("budgets:\n  x: {metric: latency_s.ttft.p99, max: 1, class: nope}\n").find("no request class 'nope'") !=
         std::string::npos);
-  CHECK(error("budgets:\n  x: {metric: latency_s.ttft.p99, max: 1, window_s: 99999}\n").find("longer than the measured") !=
+  CHECK(error("budgets:\n  x: {metric: latency_s.ttft.p99, max: 1, window_s: 99999}\n")
+            .find("longer than the measured") != std::string::npos);
+  CHECK(error("budgets:\n  x: {metric: latency_s.ttft.p99, maxx: 1}\n").find("unknown key 'maxx'") !=
         std::string::npos);
-  CHECK(error("budgets:\n  x: {metric: latency_s.ttft.p99, maxx: 1}\n").find("unknown key 'maxx'") != std::string::npos);
   CHECK(error("nothing: 1\n").find("no budgets section") != std::string::npos);
 }

@@ -17,8 +17,9 @@ namespace {
 // alone takes a prefill step, which emits its first token, then output - 1 decode steps.
 std::string linear_fleet(double step, int max_num_seqs = 256) {
   return "device: h100-sxm-80gb\nmodel: llama-3.1-8b\n"
-         "engine: {perf_model: linear, step_base_s: " + std::to_string(step) +
-         ", max_num_seqs: " + std::to_string(max_num_seqs) + "}\n"
+         "engine: {perf_model: linear, step_base_s: " +
+         std::to_string(step) + ", max_num_seqs: " + std::to_string(max_num_seqs) +
+         "}\n"
          "fleet: {replicas: 1, queue_limit: 100000}\n";
 }
 
@@ -26,8 +27,8 @@ std::string closed_loop(int clients, const std::string& think, double duration, 
                         const std::string& fleet = linear_fleet(0.01)) {
   return "duration_s: " + std::to_string(duration) + "\nwarmup_s: " + std::to_string(warmup) + "\n" + fleet +
          "workload:\n  arrival: {process: concurrency, clients: " + std::to_string(clients) +
-         (think.empty() ? std::string() : ", think_time_s: " + think) + "}\n  prompt_tokens: 64\n  output_tokens: " +
-         std::to_string(output) + "\n";
+         (think.empty() ? std::string() : ", think_time_s: " + think) +
+         "}\n  prompt_tokens: 64\n  output_tokens: " + std::to_string(output) + "\n";
 }
 
 using test::error_of;
@@ -98,7 +99,8 @@ TEST_CASE("constant arrivals are evenly spaced; a burst sends exactly its reques
   const std::string base = "duration_s: 1000\nwarmup_s: 100\n" + linear_fleet(0.001) +
                            "workload:\n  prompt_tokens: 16\n  output_tokens: 4\n";
   for (double rate : {0.7, 3.0, 12.5}) {
-    const Scenario s = test::scenario(base + "  arrival: {process: constant, rate_per_s: " + std::to_string(rate) + "}\n");
+    const Scenario s =
+        test::scenario(base + "  arrival: {process: constant, rate_per_s: " + std::to_string(rate) + "}\n");
     const auto r = test::run(s);
     CHECK(std::abs(double(r.all->arrived) - rate * window_of(s)) <= 1.0);
     CHECK(r.all->completed == r.all->arrived);
@@ -111,8 +113,8 @@ TEST_CASE("constant arrivals are evenly spaced; a burst sends exactly its reques
   CHECK(r.drained);
   CHECK(r.report["scenario"]["requests"] == 37);
   // with one sequence at a time they queue behind each other: the last waits for 36 others
-  const Scenario one = test::scenario(base + "  arrival: {process: burst, requests: 37}\n",
-                                      {"engine.max_num_seqs=1", "warmup_s=0"});
+  const Scenario one =
+      test::scenario(base + "  arrival: {process: burst, requests: 37}\n", {"engine.max_num_seqs=1", "warmup_s=0"});
   const auto q = test::run(one);
   CHECK(q.all->arrived == 37);
   CHECK(q.all->queue_wait.max == doctest::Approx(36 * 4 * 0.001).epsilon(1e-6));
@@ -184,8 +186,7 @@ TEST_CASE("closed-loop users behind a full queue are rejected and come back afte
 }
 
 TEST_CASE("closed-loop users answered by the response cache and by failures after max_retries come back") {
-  const std::string yaml = closed_loop(5, "0.2", 600, 0, 20) +
-                           "  response_cache: {hit_rate: 0.3, latency_s: 0.01}\n";
+  const std::string yaml = closed_loop(5, "0.2", 600, 0, 20) + "  response_cache: {hit_rate: 0.3, latency_s: 0.01}\n";
   const auto r = test::run(test::scenario(yaml));
   CHECK(r.all->cache_hits > 0);
   CHECK(r.drained);
@@ -198,24 +199,28 @@ TEST_CASE("closed-loop users answered by the response cache and by failures afte
 }
 
 TEST_CASE("closed-loop, constant, burst and goodput input errors are located") {
-  const std::string base = "duration_s: 100\n" + linear_fleet(0.01) +
-                           "workload:\n  prompt_tokens: 10\n  output_tokens: 10\n";
+  const std::string base =
+      "duration_s: 100\n" + linear_fleet(0.01) + "workload:\n  prompt_tokens: 10\n  output_tokens: 10\n";
   CHECK(error_of(base + "  arrival: {process: concurrency, clients: 0}\n") ==
         "<test>:9:44: error: workload.arrival.clients: value 0 is out of range (expected an integer in [1, 1000000])");
   CHECK(error_of(base + "  arrival: {process: concurrency, clients: 4, think_time_s: -1}\n") ==
         "<test>:9:61: error: workload.arrival.think_time_s: value -1 is out of range (expected seconds in [0, 1e+07])");
-  CHECK(error_of(base + "  arrival: {process: concurrency, clients: 4, think_time_s: {dist: uniform, min: -1, max: 2}}\n")
-            .find("workload.arrival.think_time_s.min: value -1 is out of range") != std::string::npos);
+  CHECK(
+      error_of(base + "  arrival: {process: concurrency, clients: 4, think_time_s: {dist: uniform, min: -1, max: 2}}\n")
+          .find("workload.arrival.think_time_s.min: value -1 is out of range") != std::string::npos);
   CHECK(error_of(base + "  arrival: {process: concurrency, clients: 4, rate_per_s: 3}\n") ==
         "<test>:9:59: error: workload.arrival.rate_per_s: 'rate_per_s' does not apply to process: concurrency");
   CHECK(error_of(base + "  arrival: {process: poisson, rate_per_s: 3, think_time_s: 1}\n") ==
         "<test>:9:60: error: workload.arrival.think_time_s: 'think_time_s' does not apply to process: poisson");
-  CHECK(error_of(base + "  arrival: {process: constant}\n").find("missing required key 'rate_per_s'") != std::string::npos);
-  CHECK(error_of(base + "  arrival: {process: burst, requests: 2.5}\n").find("expected an integer") != std::string::npos);
+  CHECK(error_of(base + "  arrival: {process: constant}\n").find("missing required key 'rate_per_s'") !=
+        std::string::npos);
+  CHECK(error_of(base + "  arrival: {process: burst, requests: 2.5}\n").find("expected an integer") !=
+        std::string::npos);
   CHECK(error_of(base + "  arrival: {process: constant, rate_per_s: 1}\n  goodput: {ttft_s: 1, itl_s: 2}\n") ==
         "<test>:10:24: error: workload.goodput.itl_s: unknown key 'itl_s' (expected one of: ttft_s, tpot_s, e2e_s)");
   CHECK(error_of(base + "  arrival: {process: constant, rate_per_s: 1}\n  goodput: {ttft_s: 0}\n")
             .find("workload.goodput.ttft_s: value 0 is out of range") != std::string::npos);
-  CHECK(error_of(base + "  arrival: {process: concurrency, clients: 2}\n  response_cache: {hit_rate: 1, latency_s: 0}\n")
-            .find("would send forever at one instant") != std::string::npos);
+  CHECK(
+      error_of(base + "  arrival: {process: concurrency, clients: 2}\n  response_cache: {hit_rate: 1, latency_s: 0}\n")
+          .find("would send forever at one instant") != std::string::npos);
 }

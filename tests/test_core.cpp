@@ -2,8 +2,8 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
-#include <memory>
 #include <cmath>
+#include <memory>
 #include <vector>
 
 #include "libsim/core/engine.hpp"
@@ -11,7 +11,8 @@
 using namespace fleetsim;
 
 TEST_CASE("deterministic log, exp and sin agree with libm to a few ulp") {
-  for (double x = 1e-300; x < 1e300; x *= 1.37) CHECK(std::fabs(dm::log(x) - std::log(x)) <= 4e-16 * std::max(1.0, std::fabs(std::log(x))));
+  for (double x = 1e-300; x < 1e300; x *= 1.37)
+    CHECK(std::fabs(dm::log(x) - std::log(x)) <= 4e-16 * std::max(1.0, std::fabs(std::log(x))));
   for (double x = -700; x < 700; x += 0.731) CHECK(std::fabs(dm::exp(x) - std::exp(x)) <= 4e-16 * std::exp(x));
   for (double x = -50; x < 50; x += 0.0137) CHECK(std::fabs(dm::sin(x) - std::sin(x)) <= 4e-16 * (1.0 + std::fabs(x)));
   CHECK(dm::floor(-1.5) == -2.0);
@@ -69,7 +70,9 @@ TEST_CASE("histogram quantiles are within 1% of the exact sample quantiles, and 
 
 TEST_CASE("closed-form run time equals the step-by-step sum, through the roofline crossover") {
   // compute line starts lower but grows faster: the bandwidth line dominates first
-  Line l{0.001, 0.002, 3e-5, 0.004, 1e-5, };
+  Line l{
+      0.001, 0.002, 3e-5, 0.004, 1e-5,
+  };
   double acc = 0;
   for (int64_t k = 0; k <= 400; ++k) {
     CHECK(line_sum(l, k) == doctest::Approx(acc).epsilon(1e-12));
@@ -157,11 +160,12 @@ TEST_CASE("diurnal arrivals follow the rate curve") {
     if (t >= kInf) break;
     ++total;
     const double ph = std::fmod(t, 1000.0);
-    if (ph >= 200 && ph < 300) ++peak;       // around the peak
-    if (ph >= 700 && ph < 800) ++trough;     // around the trough
+    if (ph >= 200 && ph < 300) ++peak;    // around the peak
+    if (ph >= 700 && ph < 800) ++trough;  // around the trough
   }
   CHECK(double(total) / 100000.0 == doctest::Approx(10.0).epsilon(0.02));
-  // integral of 1 + 0.5 cos(2 pi u / 1000) over +-50 s of the peak and the trough: 100 +- 0.5 (1000 / 2 pi) 2 sin(pi / 10)
+  // integral of 1 + 0.5 cos(2 pi u / 1000) over +-50 s of the peak and the trough: 100 +- 0.5 (1000 / 2 pi) 2 sin(pi /
+  // 10)
   const double lift = 0.5 * (1000.0 / (2.0 * M_PI)) * 2.0 * std::sin(M_PI / 10.0) / 100.0;
   CHECK(double(peak) / double(trough) == doctest::Approx((1 + lift) / (1 - lift)).epsilon(0.05));
 }

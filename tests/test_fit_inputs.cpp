@@ -8,8 +8,8 @@
 #include <sstream>
 #include <string>
 
-#include "helpers.hpp"
 #include "cli/fit_command.hpp"
+#include "helpers.hpp"
 #include "libsim/calibrate/fit.hpp"
 
 using namespace fleetsim;
@@ -30,7 +30,8 @@ std::string vllm_json(const std::string& name, const std::string& ttft, int conc
   return write_temp(name, R"({"model_id": "meta-llama/Llama-3.1-8B-Instruct", "max_concurrency": )" +
                               std::to_string(concurrency) +
                               R"(, "num_prompts": 10, "completed": 10, "total_input_tokens": 5120,
-      "total_output_tokens": 640, "mean_ttft_ms": )" + ttft + R"(, "mean_tpot_ms": 8.0})");
+      "total_output_tokens": 640, "mean_ttft_ms": )" +
+                              ttft + R"(, "mean_tpot_ms": 8.0})");
 }
 
 std::string read_error(const std::string& path, const BenchPoint& d = {}) {
@@ -64,7 +65,8 @@ const std::string kTtftExpected = "expected a latency > 0 and at most 3600000 ms
 }  // namespace
 
 TEST_CASE("fit inputs: a latency that is not a number > 0 is a located error, in CSV and JSON alike") {
-  for (const auto& [value, shown] : {std::pair{"abc", "abc"}, {"-3", "-3"}, {"inf", "inf"}, {"nan", "nan"}, {"0", "0"}}) {
+  for (const auto& [value, shown] :
+       {std::pair{"abc", "abc"}, {"-3", "-3"}, {"inf", "inf"}, {"nan", "nan"}, {"0", "0"}}) {
     const std::string csv = bench_csv("lat.csv", value);
     CHECK(read_error(csv) == csv + ":2: error: column mean_ttft_ms: " + kTtftExpected + ", not '" + shown + "'");
   }
@@ -76,8 +78,9 @@ TEST_CASE("fit inputs: a latency that is not a number > 0 is a located error, in
   }
   const std::string gl = write_temp("lat_guidellm.json", R"({"benchmarks": [{"args": {"strategy": {"streams": 8}},
       "metrics": {"request_latency": {"successful": {"mean": 0}}}}]})");
-  CHECK(read_error(gl, d) == gl + ": error: benchmarks[0].metrics.request_latency.successful.mean: expected a latency > 0 "
-                                  "and at most 3600 s (an hour), not 0");
+  CHECK(read_error(gl, d) ==
+        gl + ": error: benchmarks[0].metrics.request_latency.successful.mean: expected a latency > 0 "
+             "and at most 3600 s (an hour), not 0");
   // absent stays allowed: an empty CSV field, a JSON key left out
   const auto csv = read_benchmarks(write_temp("absent.csv", std::string(kHeader) + kRow + "512,64,1,,7.5\n"), d);
   REQUIRE(csv.size() == 1);
@@ -92,24 +95,27 @@ TEST_CASE("fit inputs: a latency that is not a number > 0 is a located error, in
   CHECK(std::isnan(one[0].measured[kMeanTpot]));
   CHECK(one[0].measured[kMeanTtft] == doctest::Approx(0.025));
   CHECK(read_error(bench_csv("neg_tpot.csv", "25", "-1")) ==
-        test::temp_path("neg_tpot.csv") + ":2: error: column mean_tpot_ms: expected a latency > 0 and at most 60000 ms (a "
-                                         "minute per token), not '-1'");
+        test::temp_path("neg_tpot.csv") +
+            ":2: error: column mean_tpot_ms: expected a latency > 0 and at most 60000 ms (a "
+            "minute per token), not '-1'");
 }
 
 TEST_CASE("fit inputs: a latency beyond an hour, or a minute per token or step, is an error at its row") {
   const std::string huge = bench_csv("huge.csv", "1e300");
   CHECK(read_error(huge) == huge + ":2: error: column mean_ttft_ms: " + kTtftExpected + ", not '1e300'");
   const std::string slow = bench_csv("slow.csv", "40", "60001");
-  CHECK(read_error(slow) == slow + ":2: error: column mean_tpot_ms: expected a latency > 0 and at most 60000 ms (a "
-                                   "minute per token), not '60001'");
+  CHECK(read_error(slow) == slow +
+                                ":2: error: column mean_tpot_ms: expected a latency > 0 and at most 60000 ms (a "
+                                "minute per token), not '60001'");
   // the limits themselves are measurements
   const auto p = read_benchmarks(bench_csv("limit.csv", "3600000", "60000"), {});
   CHECK(p[0].measured[kMeanTtft] == 3600.0);
   CHECK(p[0].measured[kMeanTpot] == 60.0);
-  const std::string st = write_temp("slow_steps.csv", "model,device,prefill_tokens,decode_seqs,decode_context_tokens,"
-                                                      "step_ms\nmeta-llama/Llama-3.1-8B,H100-SXM,0,4,100,60001\n");
+  const std::string st = write_temp("slow_steps.csv",
+                                    "model,device,prefill_tokens,decode_seqs,decode_context_tokens,"
+                                    "step_ms\nmeta-llama/Llama-3.1-8B,H100-SXM,0,4,100,60001\n");
   CHECK(steps_error(st) == st + ":2: error: column step_ms: expected a step time > 0 and at most 60000 ms (a minute), "
-                              "not '60001'");
+                                "not '60001'");
 }
 
 TEST_CASE("fit inputs: coefficients outside a profile's ranges are an error, and no profile is written") {
@@ -119,17 +125,20 @@ TEST_CASE("fit inputs: coefficients outside a profile's ranges are an error, and
     check_fitted(c, "a.csv");
     FAIL("no error");
   } catch (const InputError& e) {
-    CHECK(e.one_line() == "fleetsim: error: the measurements in a.csv cannot be fitted: the fitted client_ttft_s is "
-                          "2762, outside [0, 60], the range a profile allows");
+    CHECK(e.one_line() ==
+          "fleetsim: error: the measurements in a.csv cannot be fitted: the fitted client_ttft_s is "
+          "2762, outside [0, 60], the range a profile allows");
   }
   c = prior_coefficients();
   c.matmul_factor = 1.2e4;
-  CHECK_THROWS_WITH(check_fitted(c, "a.csv"), "the measurements in a.csv cannot be fitted: the fitted matmul_factor is "
-                                             "12000, outside [0, 10000], the range a profile allows");
+  CHECK_THROWS_WITH(check_fitted(c, "a.csv"),
+                    "the measurements in a.csv cannot be fitted: the fitted matmul_factor is "
+                    "12000, outside [0, 10000], the range a profile allows");
   c = prior_coefficients();
   c.step_s = c.weight_factor = c.matmul_factor = 0;
-  CHECK_THROWS_WITH(check_fitted(c, "a.csv"), "the measurements in a.csv cannot be fitted: step_s, weight_factor and "
-                                             "matmul_factor all came out 0 (a profile needs one above 0)");
+  CHECK_THROWS_WITH(check_fitted(c, "a.csv"),
+                    "the measurements in a.csv cannot be fitted: step_s, weight_factor and "
+                    "matmul_factor all came out 0 (a profile needs one above 0)");
   CHECK_NOTHROW(check_fitted(prior_coefficients(), "a.csv"));
 
   // every TTFT 50 minutes: only a client time far beyond a minute would fit them
@@ -140,7 +149,8 @@ TEST_CASE("fit inputs: coefficients outside a profile's ranges are an error, and
   a.folds = 0;
   a.output = test::temp_path("hour.yaml");
   const std::string err = fit_error(a);
-  CHECK(err.rfind("fleetsim: error: the measurements in " + csv + " cannot be fitted: the fitted client_ttft_s is ", 0) == 0);
+  CHECK(err.rfind("fleetsim: error: the measurements in " + csv + " cannot be fitted: the fitted client_ttft_s is ",
+                  0) == 0);
   CHECK(err.find(", outside [0, 60], the range a profile allows") != std::string::npos);
   CHECK(!std::filesystem::exists(a.output));
 
@@ -157,13 +167,14 @@ TEST_CASE("fit inputs: coefficients outside a profile's ranges are an error, and
 }
 
 TEST_CASE("fit inputs: with no measured latency left there is nothing to fit") {
-  const std::string csv = write_temp("none.csv", std::string(kHeader) + kRow + "512,64,1,,\n" + kRow + "512,64,4,,\n" +
-                                                     kRow + "2048,64,2,,\n");
+  const std::string csv = write_temp(
+      "none.csv", std::string(kHeader) + kRow + "512,64,1,,\n" + kRow + "512,64,4,,\n" + kRow + "2048,64,2,,\n");
   cli::FitArgs a;
   a.inputs = {csv};
-  CHECK(fit_error(a) == "fleetsim: error: 0 usable benchmark points in " + csv +
-                            ": a fit needs at least 3 (a point needs a catalog model and device, lengths, a load, and a "
-                            "measured latency; --device/--model/--tp fill what JSON results do not say)");
+  CHECK(fit_error(a) ==
+        "fleetsim: error: 0 usable benchmark points in " + csv +
+            ": a fit needs at least 3 (a point needs a catalog model and device, lengths, a load, and a "
+            "measured latency; --device/--model/--tp fill what JSON results do not say)");
 }
 
 TEST_CASE("fit inputs: --folds is 0 or 2 to 50, and --steps needs as many points as a benchmark fit") {
@@ -172,7 +183,8 @@ TEST_CASE("fit inputs: --folds is 0 or 2 to 50, and --steps needs as many points
   a.steps = true;
   for (int k : {1, -1, 51}) {
     a.folds = k;
-    CHECK(fit_error(a) == "fleetsim: error: --folds " + std::to_string(k) + ": expected 0 (no held-out error) or 2 to 50 folds");
+    CHECK(fit_error(a) ==
+          "fleetsim: error: --folds " + std::to_string(k) + ": expected 0 (no held-out error) or 2 to 50 folds");
   }
   a.inputs = {bench_csv("folds_bench.csv", "25")};
   a.steps = false;
@@ -202,8 +214,8 @@ TEST_CASE("fit inputs: the output may not be one of the inputs") {
   cli::FitArgs a;
   a.inputs = {test::temp_path("other.csv"), csv};
   a.output = (test::temp_dir() / "." / "self.csv").string();
-  CHECK(fit_error(a) == a.output + ": error: --output names an input of this command (" + csv +
-                            "): writing there would overwrite it");
+  CHECK(fit_error(a) ==
+        a.output + ": error: --output names an input of this command (" + csv + "): writing there would overwrite it");
   std::ifstream in(csv);
   std::stringstream kept;
   kept << in.rdbuf();
@@ -212,16 +224,19 @@ TEST_CASE("fit inputs: the output may not be one of the inputs") {
 
 TEST_CASE("fit inputs: a row shorter than the header is a located error") {
   const std::string csv = write_temp("short.csv", std::string(kHeader) + kRow + "512,64\n");
-  CHECK(read_error(csv) == csv + ":2: error: the header has 8 fields, this row 5: leave a value out as an empty field "
-                                 "(,,), not by ending the row early");
-  const std::string st = write_temp("short_steps.csv", "model,device,prefill_tokens,decode_seqs,decode_context_tokens,"
-                                                       "step_ms\n\n  \nmeta-llama/Llama-3.1-8B,H100-SXM,0,4\n");
+  CHECK(read_error(csv) == csv +
+                               ":2: error: the header has 8 fields, this row 5: leave a value out as an empty field "
+                               "(,,), not by ending the row early");
+  const std::string st = write_temp("short_steps.csv",
+                                    "model,device,prefill_tokens,decode_seqs,decode_context_tokens,"
+                                    "step_ms\n\n  \nmeta-llama/Llama-3.1-8B,H100-SXM,0,4\n");
   CHECK(steps_error(st) == st + ":4: error: the header has 6 fields, this row 4: leave a value out as an empty field "
-                              "(,,), not by ending the row early");
+                                "(,,), not by ending the row early");
   // blank lines, CRLF and a quoted field over two lines are full rows
-  const auto p = read_benchmarks(write_temp("full.csv", "model,device,isl,osl,concurrency,mean_ttft_ms,notes\r\n\r\n"
-                                                        "llama-3.1-8b,h100,512,64,1,25,\"two\r\nlines, one field\"\r\n"
-                                                        "llama-3.1-8b,h100,512,64,2,30,\r\n"),
+  const auto p = read_benchmarks(write_temp("full.csv",
+                                            "model,device,isl,osl,concurrency,mean_ttft_ms,notes\r\n\r\n"
+                                            "llama-3.1-8b,h100,512,64,1,25,\"two\r\nlines, one field\"\r\n"
+                                            "llama-3.1-8b,h100,512,64,2,30,\r\n"),
                                  {});
   REQUIRE(p.size() == 2);
   CHECK(p[1].measured[kMeanTtft] == doctest::Approx(0.030));
@@ -232,7 +247,8 @@ TEST_CASE("fit inputs: too few usable points across several files is an error of
   cli::FitArgs a;
   a.inputs = {f0, f1};
   a.device = "h100";
-  CHECK(fit_error(a) == "fleetsim: error: 2 usable benchmark points in " + f0 + ", " + f1 +
-                            ": a fit needs at least 3 (a point needs a catalog model and device, lengths, a load, and a "
-                            "measured latency; --device/--model/--tp fill what JSON results do not say)");
+  CHECK(fit_error(a) ==
+        "fleetsim: error: 2 usable benchmark points in " + f0 + ", " + f1 +
+            ": a fit needs at least 3 (a point needs a catalog model and device, lengths, a load, and a "
+            "measured latency; --device/--model/--tp fill what JSON results do not say)");
 }

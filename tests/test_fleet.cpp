@@ -51,18 +51,19 @@ TEST_CASE("cost is attributed to classes and teams by the device time they used"
 
 TEST_CASE("scaling on host CPU never adds a replica while the queue grows, scaling on queue depth does") {
   const auto cpu = test::run(shipped("autoscale-host-cpu", {"duration_s=1800"}));
-  const auto queue = test::run(shipped("autoscale-host-cpu", {"duration_s=1800", "fleet.autoscale.signal=queue_depth",
-                                                              "fleet.autoscale.target=5"}));
+  const auto queue = test::run(shipped(
+      "autoscale-host-cpu", {"duration_s=1800", "fleet.autoscale.signal=queue_depth", "fleet.autoscale.target=5"}));
   REQUIRE(cpu.drained);
   REQUIRE(queue.drained);
   const Json& c = cpu.report;
   const Json& q = queue.report;
   MESSAGE("host CPU: " << c["fleet"]["max_replicas"] << " replicas at most, p50 TTFT " << c["latency_s"]["ttft"]["p50"]
                        << " s, rejected " << c["requests"]["rejected"]);
-  MESSAGE("queue depth: " << q["fleet"]["max_replicas"] << " replicas at most, p50 TTFT " << q["latency_s"]["ttft"]["p50"]
-                          << " s, rejected " << q["requests"]["rejected"]);
+  MESSAGE("queue depth: " << q["fleet"]["max_replicas"] << " replicas at most, p50 TTFT "
+                          << q["latency_s"]["ttft"]["p50"] << " s, rejected " << q["requests"]["rejected"]);
   CHECK(c["fleet"]["scale_ups"].get<double>() == 0);
-  CHECK(c["requests"]["rejected"].get<double>() > 0.1 * c["requests"]["arrived"].get<double>());  // the queue hit its limit
+  CHECK(c["requests"]["rejected"].get<double>() >
+        0.1 * c["requests"]["arrived"].get<double>());  // the queue hit its limit
   CHECK(c["latency_s"]["ttft"]["p50"].get<double>() > 60.0);
   CHECK(q["fleet"]["scale_ups"].get<double>() >= 2);
   CHECK(q["requests"]["rejected"].get<double>() == 0);
@@ -104,12 +105,13 @@ TEST_CASE("provisioned time splits into busy, cold start, chosen headroom and wa
     }
   }
   // a fixed fleet that declares one replica of headroom
-  const auto fixed = test::run(shipped("chat-default", {"duration_s=1800", "fleet.replicas=4", "fleet.headroom_replicas=1",
-                                                       "workload.arrival.rate_per_s=1"}));
+  const auto fixed = test::run(shipped("chat-default", {"duration_s=1800", "fleet.replicas=4",
+                                                        "fleet.headroom_replicas=1", "workload.arrival.rate_per_s=1"}));
   const Json& u = fixed.report["utilization"];
   CHECK(u["idle_headroom_fraction"].get<double>() > 0.1);
   CHECK(u["idle_waste_fraction"].get<double>() > 0.1);
-  CHECK(u["busy_fraction"].get<double>() + u["idle_headroom_fraction"].get<double>() + u["idle_waste_fraction"].get<double>() ==
+  CHECK(u["busy_fraction"].get<double>() + u["idle_headroom_fraction"].get<double>() +
+            u["idle_waste_fraction"].get<double>() ==
         doctest::Approx(1.0).epsilon(1e-6));
 }
 
@@ -140,9 +142,10 @@ TEST_CASE("a long input crash-loops a naive server, admission control rejects it
 }
 
 TEST_CASE("spot is cheaper for a checkpointed batch class and worse for interactive p99") {
-  const std::vector<std::string> on_demand = {
-      "pools.interactive.fleet.pricing.spot.discount=0", "pools.interactive.fleet.pricing.spot.interruptions_per_hour=0",
-      "pools.batch.fleet.pricing.spot.discount=0", "pools.batch.fleet.pricing.spot.interruptions_per_hour=0"};
+  const std::vector<std::string> on_demand = {"pools.interactive.fleet.pricing.spot.discount=0",
+                                              "pools.interactive.fleet.pricing.spot.interruptions_per_hour=0",
+                                              "pools.batch.fleet.pricing.spot.discount=0",
+                                              "pools.batch.fleet.pricing.spot.interruptions_per_hour=0"};
   const auto spot = test::run(shipped("spot-vs-on-demand"));
   const auto od = test::run(shipped("spot-vs-on-demand", on_demand));
   REQUIRE(spot.drained);
@@ -150,14 +153,16 @@ TEST_CASE("spot is cheaper for a checkpointed batch class and worse for interact
   const Json& s = spot.report["classes"];
   const Json& o = od.report["classes"];
   MESSAGE("interruptions " << spot.report["fleet"]["interruptions"] << "; chat p99 TTFT spot "
-                           << s["chat"]["latency_s"]["ttft"]["p99"] << " s vs on-demand " << o["chat"]["latency_s"]["ttft"]["p99"]
-                           << " s; batch cost per request spot " << s["nightly-batch"]["cost"]["per_request_usd"]
-                           << " vs on-demand " << o["nightly-batch"]["cost"]["per_request_usd"]);
+                           << s["chat"]["latency_s"]["ttft"]["p99"] << " s vs on-demand "
+                           << o["chat"]["latency_s"]["ttft"]["p99"] << " s; batch cost per request spot "
+                           << s["nightly-batch"]["cost"]["per_request_usd"] << " vs on-demand "
+                           << o["nightly-batch"]["cost"]["per_request_usd"]);
   CHECK(spot.report["fleet"]["interruptions"].get<double>() >= 2);
   // the batch class: every request done, at about the spot discount's price
   CHECK(spot.tally->classes[1].completed == od.tally->classes[1].completed);
   CHECK(spot.tally->classes[1].failed == 0);
-  CHECK(s["nightly-batch"]["cost"]["per_request_usd"].get<double>() < 0.5 * o["nightly-batch"]["cost"]["per_request_usd"].get<double>());
+  CHECK(s["nightly-batch"]["cost"]["per_request_usd"].get<double>() <
+        0.5 * o["nightly-batch"]["cost"]["per_request_usd"].get<double>());
   // interactive chat: the tail is worse
   CHECK(s["chat"]["latency_s"]["ttft"]["p99"].get<double>() > 5 * o["chat"]["latency_s"]["ttft"]["p99"].get<double>());
 }
@@ -189,7 +194,8 @@ TEST_CASE("seven MIG slices serving a small model cost less per request than sev
   CHECK(s.pools[0].device.memory_gib == doctest::Approx(79.22 / 8));
   CHECK(s.pools[0].device.bf16_tflops == doctest::Approx(989.4 / 7));
   CHECK(s.pools[0].device.usd_per_hour == doctest::Approx(3.00 / 7));
-  const double m = mig.report["cost"]["per_request_usd"].get<double>(), w = whole.report["cost"]["per_request_usd"].get<double>();
+  const double m = mig.report["cost"]["per_request_usd"].get<double>(),
+               w = whole.report["cost"]["per_request_usd"].get<double>();
   MESSAGE("cost per request: MIG slices " << m << ", whole devices " << w << "; p99 TTFT "
                                           << mig.report["latency_s"]["ttft"]["p99"] << " vs "
                                           << whole.report["latency_s"]["ttft"]["p99"]);
@@ -200,16 +206,18 @@ TEST_CASE("seven MIG slices serving a small model cost less per request than sev
 
 TEST_CASE("continuous batching turns a low-utilization fleet into a high-utilization one at the cost of p99") {
   // the same load: six replicas serving one request at a time, or one replica batching continuously
-  const auto one = test::run(load_default_scenario({"workload.arrival.rate_per_s=2", "engine.max_num_seqs=1",
-                                                    "fleet.replicas=6", "fleet.router=central_queue"}));
+  const auto one = test::run(load_default_scenario(
+      {"workload.arrival.rate_per_s=2", "engine.max_num_seqs=1", "fleet.replicas=6", "fleet.router=central_queue"}));
   const auto cont = test::run(load_default_scenario({"workload.arrival.rate_per_s=2", "fleet.replicas=1"}));
   const Json& a = one.report;
   const Json& b = cont.report;
-  MESSAGE("one at a time x6: busy " << a["utilization"]["busy_fraction"] << ", bandwidth " << a["utilization"]["bandwidth_fraction"]
-                                    << ", p99 TPOT " << a["latency_s"]["tpot"]["p99"] << ", p99 e2e " << a["latency_s"]["e2e"]["p99"]
+  MESSAGE("one at a time x6: busy " << a["utilization"]["busy_fraction"] << ", bandwidth "
+                                    << a["utilization"]["bandwidth_fraction"] << ", p99 TPOT "
+                                    << a["latency_s"]["tpot"]["p99"] << ", p99 e2e " << a["latency_s"]["e2e"]["p99"]
                                     << ", $/request " << a["cost"]["per_request_usd"]);
-  MESSAGE("continuous x1: busy " << b["utilization"]["busy_fraction"] << ", bandwidth " << b["utilization"]["bandwidth_fraction"]
-                                 << ", p99 TPOT " << b["latency_s"]["tpot"]["p99"] << ", p99 e2e " << b["latency_s"]["e2e"]["p99"]
+  MESSAGE("continuous x1: busy " << b["utilization"]["busy_fraction"] << ", bandwidth "
+                                 << b["utilization"]["bandwidth_fraction"] << ", p99 TPOT "
+                                 << b["latency_s"]["tpot"]["p99"] << ", p99 e2e " << b["latency_s"]["e2e"]["p99"]
                                  << ", $/request " << b["cost"]["per_request_usd"]);
   CHECK(a["utilization"]["busy_fraction"].get<double>() < 0.5);
   CHECK(b["utilization"]["busy_fraction"].get<double>() > 0.9);
@@ -221,8 +229,8 @@ TEST_CASE("continuous batching turns a low-utilization fleet into a high-utiliza
 
 TEST_CASE("prefix caching skips a shared prompt's prefill, a response cache answers repeats without the device") {
   const auto cached = test::run(shipped("prefix-and-response-cache"));
-  const auto plain = test::run(shipped("prefix-and-response-cache",
-                                       {"engine.prefix_caching=false", "workload.response_cache.hit_rate=0"}));
+  const auto plain = test::run(
+      shipped("prefix-and-response-cache", {"engine.prefix_caching=false", "workload.response_cache.hit_rate=0"}));
   REQUIRE(cached.drained);  // the pinned prefix blocks are accounted for
   REQUIRE(plain.drained);
   const ClassTally& c = *cached.all;
@@ -233,13 +241,15 @@ TEST_CASE("prefix caching skips a shared prompt's prefill, a response cache answ
   CHECK(plain.all->prefix_hits == 0);
   const Json& a = cached.report;
   const Json& b = plain.report;
-  MESSAGE("p99 TTFT cached " << a["latency_s"]["ttft"]["p99"] << " s vs " << b["latency_s"]["ttft"]["p99"] << " s; compute "
-                             << a["utilization"]["compute_fraction"] << " vs " << b["utilization"]["compute_fraction"]
-                             << "; KV occupancy " << a["utilization"]["kv_occupancy"] << " vs " << b["utilization"]["kv_occupancy"]);
+  MESSAGE("p99 TTFT cached " << a["latency_s"]["ttft"]["p99"] << " s vs " << b["latency_s"]["ttft"]["p99"]
+                             << " s; compute " << a["utilization"]["compute_fraction"] << " vs "
+                             << b["utilization"]["compute_fraction"] << "; KV occupancy "
+                             << a["utilization"]["kv_occupancy"] << " vs " << b["utilization"]["kv_occupancy"]);
   CHECK(a["latency_s"]["ttft"]["p99"].get<double>() < b["latency_s"]["ttft"]["p99"].get<double>() / 3);
   CHECK(a["utilization"]["compute_fraction"].get<double>() < b["utilization"]["compute_fraction"].get<double>() / 2);
   CHECK(a["utilization"]["kv_occupancy"].get<double>() < b["utilization"]["kv_occupancy"].get<double>() / 3);
-  CHECK(a["cost"]["per_million_input_tokens_usd"].get<double>() < b["cost"]["per_million_input_tokens_usd"].get<double>() / 2);
+  CHECK(a["cost"]["per_million_input_tokens_usd"].get<double>() <
+        b["cost"]["per_million_input_tokens_usd"].get<double>() / 2);
   // a cache hit costs no device time: the class busy time falls with the hits
   CHECK(cached.tally->pools[0].flops < plain.tally->pools[0].flops);
 }
@@ -255,7 +265,8 @@ TEST_CASE("time slicing: no memory isolation, so one tenant's KV growth can OOM 
                                                << split.report["latency_s"]["ttft"]["p99"] << " s");
   CHECK(greedy.tally->pools[0].crashes > 0);
   CHECK(split.tally->pools[0].crashes == 0);
-  CHECK(greedy.report["latency_s"]["ttft"]["p99"].get<double>() > 5 * split.report["latency_s"]["ttft"]["p99"].get<double>());
+  CHECK(greedy.report["latency_s"]["ttft"]["p99"].get<double>() >
+        5 * split.report["latency_s"]["ttft"]["p99"].get<double>());
   // two replicas on one device: one device-hour per hour, at the device's price
   CHECK(split.report["cost"]["device_hours"].get<double>() == doctest::Approx(1800 / 3600.0));
   CHECK(split.report["cost"]["total_usd"].get<double>() == doctest::Approx(1800 / 3600.0 * 3.00));
@@ -281,7 +292,8 @@ TEST_CASE("four fine-tuned variants as LoRA adapters on one replica cost a quart
   const Scenario s = shipped("lora-consolidated");
   CHECK(s.pools[0].lora_gib() > 0.1);
   CHECK(s.pools[0].capacity.kv_gib < shipped("lora-separate").pools[0].capacity.kv_gib);
-  CHECK(merged.report["latency_s"]["tpot"]["p99"].get<double>() > separate.report["latency_s"]["tpot"]["p99"].get<double>());
+  CHECK(merged.report["latency_s"]["tpot"]["p99"].get<double>() >
+        separate.report["latency_s"]["tpot"]["p99"].get<double>());
   CHECK(merged.report["latency_s"]["ttft"]["p99"].get<double>() < 0.5);
   // each team pays for the device time its requests used: about a quarter each
   for (const char* team : {"support", "sales", "legal", "code"})
@@ -330,8 +342,9 @@ TEST_CASE("a higher-priority class is admitted first from a shared queue") {
                                    << fair.report["classes"]["bronze"]["latency_s"]["queue_wait"]["mean"]);
   CHECK(gold < bronze / 3);
   // without priorities the two classes wait alike
-  CHECK(fair.report["classes"]["gold"]["latency_s"]["queue_wait"]["mean"].get<double>() ==
-        doctest::Approx(fair.report["classes"]["bronze"]["latency_s"]["queue_wait"]["mean"].get<double>()).epsilon(0.2));
+  CHECK(
+      fair.report["classes"]["gold"]["latency_s"]["queue_wait"]["mean"].get<double>() ==
+      doctest::Approx(fair.report["classes"]["bronze"]["latency_s"]["queue_wait"]["mean"].get<double>()).epsilon(0.2));
 }
 
 TEST_CASE("cached prefixes give their blocks back when a request needs them, and a waiting queue keeps a replica") {
@@ -347,7 +360,8 @@ TEST_CASE("cached prefixes give their blocks back when a request needs them, and
   // scale-to-zero on the busy signal with a central queue: a replica still starting while requests
   // wait is never cancelled
   const auto busy = test::run(test::scenario(
-      "duration_s: 7200\nseed: 5\ndevice: l4-24gb\nmodel: llama-3.1-8b\nengine: {max_num_seqs: 16, max_batched_tokens: 2048}\n"
+      "duration_s: 7200\nseed: 5\ndevice: l4-24gb\nmodel: llama-3.1-8b\nengine: {max_num_seqs: 16, max_batched_tokens: "
+      "2048}\n"
       "fleet: {replicas: 0, router: central_queue, autoscale: {min_replicas: 0, max_replicas: 2, signal: busy,\n"
       "        target: 0.5, interval_s: 15, scale_down_window_s: 60, cooldown_s: 60}}\n"
       "workload: {arrival: {process: poisson, rate_per_s: 0.002}, prompt_tokens: 500, output_tokens: 100}\n"));

@@ -5,11 +5,11 @@
 
 #include "helpers.hpp"
 #include "libsim/base/error.hpp"
+#include "libsim/core/state.hpp"
 #include "libsim/input/input_file.hpp"
 #include "libsim/input/profile.hpp"
 #include "libsim/input/trace.hpp"
 #include "libsim/input/yaml_node.hpp"
-#include "libsim/core/state.hpp"
 #include "libsim/sweep/sweep.hpp"
 
 using namespace fleetsim;
@@ -30,15 +30,16 @@ TEST_CASE("trace timestamps: hex numbers and impossible dates are errors on thei
   CHECK(trace_error(hex).find(":3:1: error: bad timestamp '0x10'") != std::string::npos);
   const std::string inf = test::write_temp("inf.csv", "timestamp_s,prompt_tokens,output_tokens\ninf,5,5\n");
   CHECK(trace_error(inf).find(":2:1: error: bad timestamp 'inf'") != std::string::npos);
-  const std::string feb = test::write_temp(
-      "feb.csv",
-      "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-02-28 00:00:00,5,5\n2023-02-31 00:00:00,5,5\n2023-03-01 00:00:00,5,5\n");
+  const std::string feb = test::write_temp("feb.csv",
+                                           "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-02-28 "
+                                           "00:00:00,5,5\n2023-02-31 00:00:00,5,5\n2023-03-01 00:00:00,5,5\n");
   CHECK(trace_error(feb).find(":3:1: error: bad TIMESTAMP '2023-02-31 00:00:00'") != std::string::npos);
   // 29 February exists in a leap year only
   const std::string leap = test::write_temp(
       "leap.csv", "TIMESTAMP,ContextTokens,GeneratedTokens\n2024-02-29 00:00:00,5,5\n2024-03-01 00:00:00,5,5\n");
   CHECK(load_trace(leap).t_s.back() == 86400.0);
-  const std::string noleap = test::write_temp("noleap.csv", "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-02-29 00:00:00,5,5\n");
+  const std::string noleap =
+      test::write_temp("noleap.csv", "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-02-29 00:00:00,5,5\n");
   CHECK(trace_error(noleap).find("bad TIMESTAMP") != std::string::npos);
 }
 
@@ -79,8 +80,8 @@ TEST_CASE("an output that names an input, by any path, is refused before anythin
   auto err = [](const std::string& out, const std::vector<std::string>& inputs) {
     return test::input_error([&] { refuse_overwriting_input(out, "--junit", inputs); });
   };
-  CHECK(err(dir + "/./in.yaml", {"", in}) ==
-        dir + "/./in.yaml: error: --junit names an input of this command (" + in + "): writing there would overwrite it");
+  CHECK(err(dir + "/./in.yaml", {"", in}) == dir + "/./in.yaml: error: --junit names an input of this command (" + in +
+                                                 "): writing there would overwrite it");
   CHECK(err(dir + "/other.xml", {in}) == "(no error)");  // not there yet
   CHECK(err("-", {in}) == "(no error)");
   CHECK(err("", {in}) == "(no error)");
@@ -95,9 +96,10 @@ TEST_CASE("engine and autoscaler figures that can only stall a simulation are re
     }
     return std::string("no error");
   };
-  CHECK(err({"engine.perf_profile=none", "engine.mfu=1e-300"}).find("engine.mfu: value 1e-300 is out of range (expected mfu in [0.001, 1])") !=
+  CHECK(err({"engine.perf_profile=none", "engine.mfu=1e-300"})
+            .find("engine.mfu: value 1e-300 is out of range (expected mfu in [0.001, 1])") != std::string::npos);
+  CHECK(err({"engine.perf_profile=none", "engine.mbu=0"}).find("engine.mbu: value 0 is out of range") !=
         std::string::npos);
-  CHECK(err({"engine.perf_profile=none", "engine.mbu=0"}).find("engine.mbu: value 0 is out of range") != std::string::npos);
   CHECK(err({"fleet.autoscale={min_replicas: 1, max_replicas: 4, signal: queue_depth, target: 4, interval_s: 1e-9}"})
             .find("interval_s: value 1e-9 is out of range") != std::string::npos);
   CHECK(err({"engine.perf_profile=none", "engine.mfu=0.001"}) == "no error");
@@ -137,11 +139,11 @@ TEST_CASE("--set: an empty value is an error at the --set, and catalog names wit
 TEST_CASE("invalid UTF-8 is refused where it is, before a whole sweep could fail on its JSON") {
   CHECK(detail::invalid_utf8_at("plain") == std::string::npos);
   CHECK(detail::invalid_utf8_at("caf\xc3\xa9 \xe2\x9c\x93") == std::string::npos);
-  CHECK(detail::invalid_utf8_at("caf\xe9") == 3);              // Latin-1
-  CHECK(detail::invalid_utf8_at("\xc0\xaf") == 0);             // overlong '/'
-  CHECK(detail::invalid_utf8_at("\xed\xa0\x80") == 0);         // a surrogate
-  CHECK(detail::invalid_utf8_at("ok\xf4\x90\x80\x80") == 2);   // past U+10FFFF
-  CHECK(detail::invalid_utf8_at("ok\xe2\x9c") == 2);           // truncated
+  CHECK(detail::invalid_utf8_at("caf\xe9") == 3);             // Latin-1
+  CHECK(detail::invalid_utf8_at("\xc0\xaf") == 0);            // overlong '/'
+  CHECK(detail::invalid_utf8_at("\xed\xa0\x80") == 0);        // a surrogate
+  CHECK(detail::invalid_utf8_at("ok\xf4\x90\x80\x80") == 2);  // past U+10FFFF
+  CHECK(detail::invalid_utf8_at("ok\xe2\x9c") == 2);          // truncated
   try {
     test::scenario("name: ok\ndescription: \"caf\xe9\"\n");
     FAIL("expected an error");
@@ -177,9 +179,7 @@ TEST_CASE("a fleet whose request slots overflow 32 bits is refused with its true
 }
 
 namespace {
-std::string with_sweep(const std::string& sweep) {
-  return std::string(default_scenario_text()) + "sweep:\n" + sweep;
-}
+std::string with_sweep(const std::string& sweep) { return std::string(default_scenario_text()) + "sweep:\n" + sweep; }
 }  // namespace
 
 TEST_CASE("long sweep lists and ranges are checked without re-reading the scenario for every value") {
@@ -192,13 +192,14 @@ TEST_CASE("long sweep lists and ranges are checked without re-reading the scenar
   CHECK(a.params[0].values.size() == 2000);
   CHECK(a.params[0].origins[1999].source_line.empty());  // a 10 KB line is not copied per value
   const SweepSpec r = parse_sweep(ScenarioSource::from_text(
-      with_sweep("  max_configurations: 100000\n  parameters:\n    workload.arrival.rate_per_s: {from: 1, to: 100000}\n"),
+      with_sweep(
+          "  max_configurations: 100000\n  parameters:\n    workload.arrival.rate_per_s: {from: 1, to: 100000}\n"),
       "<test>", FLEETSIM_SOURCE_DIR));
   CHECK(r.count() == 100000);
   // a bad end of a range is still caught where it is written
   try {
-    parse_sweep(ScenarioSource::from_text(with_sweep("  parameters:\n    fleet.replicas: {from: 1, to: 5000}\n"), "<test>",
-                                          FLEETSIM_SOURCE_DIR));
+    parse_sweep(ScenarioSource::from_text(with_sweep("  parameters:\n    fleet.replicas: {from: 1, to: 5000}\n"),
+                                          "<test>", FLEETSIM_SOURCE_DIR));
     FAIL("expected an error");
   } catch (const InputError& e) {
     CHECK(e.one_line().find("fleet.replicas") != std::string::npos);

@@ -21,10 +21,12 @@ std::string host_fleet(const std::string& arrival, int cores, double a, const st
   return "duration_s: " + std::to_string(duration) + "\nwarmup_s: " + std::to_string(warmup) +
          "\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\n"
          "engine: {max_num_seqs: 256, max_batched_tokens: 65536, perf_model: linear, step_base_s: 0.001,\n"
-         "         host: {cores: " + std::to_string(cores) + ", tokenize_s_per_token: " + std::to_string(a) + host_extra +
+         "         host: {cores: " +
+         std::to_string(cores) + ", tokenize_s_per_token: " + std::to_string(a) + host_extra +
          "}}\n"
          "fleet: {replicas: 1, queue_limit: 200000}\n"
-         "workload:\n  arrival: " + arrival + "\n  prompt_tokens: " + prompt + "\n  output_tokens: " + output + "\n";
+         "workload:\n  arrival: " +
+         arrival + "\n  prompt_tokens: " + prompt + "\n  output_tokens: " + output + "\n";
 }
 
 // A random fleet with a host stage: batching, routers, autoscaling, failures, post-processing.
@@ -34,28 +36,32 @@ std::string random_host_fleet(std::mt19937& g, int i) {
   };
   auto uni = [&](double a, double b) { return std::uniform_real_distribution<double>(a, b)(g); };
   auto iuni = [&](int a, int b) { return std::uniform_int_distribution<int>(a, b)(g); };
-  const std::string host = "host: {cores: " + std::to_string(iuni(1, 4)) + ", tokenize_s_per_token: " +
-                           std::to_string(uni(1e-6, 5e-5)) + ", per_request_s: " + std::to_string(uni(0, 0.01)) +
+  const std::string host = "host: {cores: " + std::to_string(iuni(1, 4)) +
+                           ", tokenize_s_per_token: " + std::to_string(uni(1e-6, 5e-5)) +
+                           ", per_request_s: " + std::to_string(uni(0, 0.01)) +
                            (iuni(0, 1) ? ", detokenize_s_per_token: " + std::to_string(uni(1e-5, 1e-3)) : "") + "}";
-  const std::string engine = iuni(0, 3) == 0 ? "{batching: static, max_batch: " + std::to_string(iuni(1, 16)) + ", " + host + "}"
-                                             : "{max_num_seqs: " + std::to_string(iuni(1, 64)) + ", " + host + "}";
+  const std::string engine = iuni(0, 3) == 0
+                                 ? "{batching: static, max_batch: " + std::to_string(iuni(1, 16)) + ", " + host + "}"
+                                 : "{max_num_seqs: " + std::to_string(iuni(1, 64)) + ", " + host + "}";
   int replicas = iuni(1, 5);
   std::string extra;
   if (iuni(0, 1) == 0) {
     const int lo = iuni(0, 1), hi = iuni(2, 5);
     replicas = iuni(lo, hi);
     extra = ", autoscale: {min_replicas: " + std::to_string(lo) + ", max_replicas: " + std::to_string(hi) +
-            ", signal: " + pick({"queue_depth", "inflight", "ttft", "busy", "host_cpu"}) + ", target: " +
-            std::to_string(uni(0.3, 0.9)) + ", interval_s: " + std::to_string(uni(5, 30)) +
+            ", signal: " + pick({"queue_depth", "inflight", "ttft", "busy", "host_cpu"}) +
+            ", target: " + std::to_string(uni(0.3, 0.9)) + ", interval_s: " + std::to_string(uni(5, 30)) +
             ", scale_down_window_s: " + std::to_string(uni(0, 60)) + ", cooldown_s: " + std::to_string(uni(0, 60)) +
             "}, cold_start: {provision_s: " + std::to_string(uni(0, 20)) + ", image_pull_s: 1, warmup_s: 1}";
   }
   if (iuni(0, 2) == 0) extra += ", failures: {mtbf_hours: " + std::to_string(uni(0.01, 0.2)) + "}";
   return "duration_s: 300\nwarmup_s: " + std::to_string(uni(0, 100)) + "\nseed: " + std::to_string(i) +
-         "\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\nengine: " + engine + "\nfleet: {replicas: " +
-         std::to_string(replicas) + ", router: " + pick({"round_robin", "least_outstanding", "central_queue"}) +
-         ", queue_limit: " + std::to_string(iuni(1, 300)) + extra + "}\nworkload:\n  arrival: {process: poisson, rate_per_s: " +
-         std::to_string(uni(1, 60)) + "}\n  checkpointed: " + pick({"true", "false"}) +
+         "\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\nengine: " + engine +
+         "\nfleet: {replicas: " + std::to_string(replicas) +
+         ", router: " + pick({"round_robin", "least_outstanding", "central_queue"}) +
+         ", queue_limit: " + std::to_string(iuni(1, 300)) + extra +
+         "}\nworkload:\n  arrival: {process: poisson, rate_per_s: " + std::to_string(uni(1, 60)) +
+         "}\n  checkpointed: " + pick({"true", "false"}) +
          (iuni(0, 3) == 0 ? "\n  response_cache: {hit_rate: 0.2}" : "") +
          "\n  prompt_tokens: {dist: lognormal, median: " + std::to_string(iuni(50, 2000)) +
          ", p99: 12000}\n  output_tokens: {dist: geometric, mean: " + std::to_string(iuni(1, 300)) + "}\n";
@@ -146,8 +152,8 @@ TEST_CASE("host stage, D/D/2: two cores take alternate requests without waiting;
 TEST_CASE("host stage, M/D/1: mean host wait = Pollaczek-Khinchine, utilization = lambda S") {
   // S = 1,000 x 10 us = 10 ms, lambda = 70/s: rho 0.7, Wq = rho S / (2 (1 - rho)) = 11.67 ms
   const double lambda = 70, S = 0.01, rho = lambda * S;
-  const auto r = test::run(
-      test::scenario(host_fleet("{process: poisson, rate_per_s: 70}", 1, 1e-5, "1000", 6000, 100)));
+  const auto r =
+      test::run(test::scenario(host_fleet("{process: poisson, rate_per_s: 70}", 1, 1e-5, "1000", 6000, 100)));
   CHECK(r.drained);
   const ClassTally& c = r.tally->classes[0];
   const double wq = c.host_wait.sum / double(c.host_wait.n);
@@ -196,7 +202,9 @@ TEST_CASE("host stage: lost replicas lose no request, and their cut tokenization
         "duration_s: 1800\nwarmup_s: 0\nseed: 5\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\n"
         "engine: {max_num_seqs: 64, host: {cores: 1, tokenize_s_per_token: 2.0e-5, per_request_s: 0.002,"
         " detokenize_s_per_token: 1.0e-4}}\n"
-        "fleet:\n  replicas: 3\n  router: " + std::string(router) + "\n  queue_limit: 500\n"
+        "fleet:\n  replicas: 3\n  router: " +
+        std::string(router) +
+        "\n  queue_limit: 500\n"
         "  failures: {mtbf_hours: 0.03}\n"
         "  cold_start: {provision_s: 5, image_pull_s: 5, warmup_s: 5}\n"
         "workload:\n  arrival: {process: poisson, rate_per_s: 25}\n"
@@ -221,19 +229,20 @@ TEST_CASE("host stage: an HPA on host CPU reads the modelled cores, and scales w
   // scales; with one core at 50 us per prompt token (~70 ms a request) at 20 req/s the host is
   // saturated, and the same HPA adds replicas
   const std::string path = std::string(FLEETSIM_SOURCE_DIR) + "/scenarios/autoscale-host-cpu.yaml";
-  const auto saturated = test::run(
-      load_scenario_file(path, {"duration_s=1200", "engine.host={cores: 1, tokenize_s_per_token: 5.0e-5}"}));
+  const auto saturated =
+      test::run(load_scenario_file(path, {"duration_s=1200", "engine.host={cores: 1, tokenize_s_per_token: 5.0e-5}"}));
   CHECK(saturated.report["fleet"]["max_replicas"].get<double>() > 1);
   CHECK(saturated.drained);
-  const auto idle = test::run(
-      load_scenario_file(path, {"duration_s=1200", "engine.host={cores: 16, tokenize_s_per_token: 1.0e-6}"}));
+  const auto idle =
+      test::run(load_scenario_file(path, {"duration_s=1200", "engine.host={cores: 16, tokenize_s_per_token: 1.0e-6}"}));
   CHECK(idle.report["fleet"]["max_replicas"].get<double>() == 1);
   CHECK(idle.report["host"]["utilization"].get<double>() < 0.01);
 }
 
 TEST_CASE("host stage: a stage too small to matter changes no count and no latency beyond its own time") {
   const Scenario off = load_default_scenario({"duration_s=900"});
-  const Scenario on = load_default_scenario({"duration_s=900", "engine.host={cores: 64, tokenize_s_per_token: 1.0e-13}"});
+  const Scenario on =
+      load_default_scenario({"duration_s=900", "engine.host={cores: 64, tokenize_s_per_token: 1.0e-13}"});
   const auto a = test::run(off), b = test::run(on);
   CHECK(!a.report.contains("host"));
   CHECK(!a.report["latency_s"].contains("host_wait"));
@@ -247,7 +256,8 @@ TEST_CASE("host stage: a stage too small to matter changes no count and no laten
 }
 
 TEST_CASE("the shipped cpu-bound-tokenizer scenario: one tokenizer thread leaves the device idle and TTFT host-bound") {
-  const auto r = test::run(load_scenario_file(std::string(FLEETSIM_SOURCE_DIR) + "/scenarios/cpu-bound-tokenizer.yaml"));
+  const auto r =
+      test::run(load_scenario_file(std::string(FLEETSIM_SOURCE_DIR) + "/scenarios/cpu-bound-tokenizer.yaml"));
   CHECK(r.drained);
   const Json& one = r.report["pools"]["one-thread"]["host"];
   const Json& eight = r.report["pools"]["eight-cores"]["host"];
@@ -266,15 +276,15 @@ TEST_CASE("engine.host: the cores and the tokenizer's speed are required; a stag
   const std::string base =
       "duration_s: 60\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\nfleet: {replicas: 1}\n"
       "workload: {arrival: {process: poisson, rate_per_s: 1}, prompt_tokens: 100, output_tokens: 10}\n";
-  CHECK(test::error_of(base + "engine: {host: {tokenize_s_per_token: 1.0e-5}}\n").find("engine.host: missing required key 'cores'") !=
-        std::string::npos);
+  CHECK(test::error_of(base + "engine: {host: {tokenize_s_per_token: 1.0e-5}}\n")
+            .find("engine.host: missing required key 'cores'") != std::string::npos);
   CHECK(test::error_of(base + "engine: {host: {cores: 2}}\n").find("missing required key 'tokenize_s_per_token'") !=
         std::string::npos);
-  CHECK(test::error_of(base + "engine: {host: {cores: 2, tokenize_s_per_token: 0}}\n").find("a host stage with no work") !=
-        std::string::npos);
+  CHECK(test::error_of(base + "engine: {host: {cores: 2, tokenize_s_per_token: 0}}\n")
+            .find("a host stage with no work") != std::string::npos);
   CHECK(test::error_of(base + "engine: {host: {cores: 0, tokenize_s_per_token: 1.0e-5}}\n").find("engine.host.cores") !=
         std::string::npos);
-  CHECK(test::error_of(base + "engine: {host: {cores: 2, tokenize_s_per_token: 1.0e-5, thread: 1}}\n").find("unknown key 'thread'") !=
-        std::string::npos);
+  CHECK(test::error_of(base + "engine: {host: {cores: 2, tokenize_s_per_token: 1.0e-5, thread: 1}}\n")
+            .find("unknown key 'thread'") != std::string::npos);
   CHECK(test::error_of(base + "engine: {host: {cores: 2, tokenize_s_per_token: 1.0e-5}}\n") == "(no error)");
 }

@@ -19,14 +19,15 @@ std::string random_fleet(std::mt19937& g, int i, double duration = 300) {
   auto uni = [&](double a, double b) { return std::uniform_real_distribution<double>(a, b)(g); };
   auto iuni = [&](int a, int b) { return std::uniform_int_distribution<int>(a, b)(g); };
   const bool is_static = iuni(0, 3) == 0;
-  const std::string engine =
-      is_static ? "{batching: static, max_batch: " + std::to_string(iuni(1, 32)) +
-                      ", batch_window_s: " + std::to_string(uni(0, 0.2)) + "}"
-                : "{max_num_seqs: " + std::to_string(iuni(1, 64)) + ", max_batched_tokens: " +
-                      std::to_string(iuni(256, 4096)) + ", kv_block_tokens: " + std::to_string(iuni(1, 32)) +
-                      ", gpu_memory_utilization: " + std::to_string(uni(0.25, 0.9)) +
-                      (iuni(0, 4) == 0 ? ", on_kv_exhausted: crash" : "") +
-                      pick({"", ", perf_profile: none", ", perf_profile: h100-sxm-80gb/vllm"}) + "}";
+  const std::string engine = is_static
+                                 ? "{batching: static, max_batch: " + std::to_string(iuni(1, 32)) +
+                                       ", batch_window_s: " + std::to_string(uni(0, 0.2)) + "}"
+                                 : "{max_num_seqs: " + std::to_string(iuni(1, 64)) +
+                                       ", max_batched_tokens: " + std::to_string(iuni(256, 4096)) +
+                                       ", kv_block_tokens: " + std::to_string(iuni(1, 32)) +
+                                       ", gpu_memory_utilization: " + std::to_string(uni(0.25, 0.9)) +
+                                       (iuni(0, 4) == 0 ? ", on_kv_exhausted: crash" : "") +
+                                       pick({"", ", perf_profile: none", ", perf_profile: h100-sxm-80gb/vllm"}) + "}";
   const std::string arrival = pick({"poisson", "gamma"});
   int replicas = iuni(1, 6);
   std::string autoscale;
@@ -34,22 +35,23 @@ std::string random_fleet(std::mt19937& g, int i, double duration = 300) {
     const int lo = iuni(0, 1), hi = iuni(2, 6);
     replicas = iuni(lo, hi);
     autoscale = ", autoscale: {min_replicas: " + std::to_string(lo) + ", max_replicas: " + std::to_string(hi) +
-                ", signal: " + pick({"queue_depth", "inflight", "ttft", "busy", "host_cpu"}) + ", target: " +
-                std::to_string(uni(0.3, 0.9)) + ", interval_s: " + std::to_string(uni(5, 30)) +
+                ", signal: " + pick({"queue_depth", "inflight", "ttft", "busy", "host_cpu"}) +
+                ", target: " + std::to_string(uni(0.3, 0.9)) + ", interval_s: " + std::to_string(uni(5, 30)) +
                 ", scale_down_window_s: " + std::to_string(uni(0, 60)) + ", cooldown_s: " + std::to_string(uni(0, 60)) +
                 "}, cold_start: {provision_s: " + std::to_string(uni(0, 20)) + ", image_pull_s: 1, warmup_s: 1}";
   }
   if (iuni(0, 3) == 0) autoscale += ", failures: {mtbf_hours: " + std::to_string(uni(0.02, 0.5)) + "}";
   return "duration_s: " + std::to_string(duration) + "\nwarmup_s: " + std::to_string(uni(0, duration / 3)) +
          "\nseed: " + std::to_string(i) + "\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\nengine: " + engine +
-         "\nfleet: {replicas: " + std::to_string(replicas) + ", router: " +
-         pick({"round_robin", "least_outstanding", "central_queue"}) + ", queue_limit: " + std::to_string(iuni(1, 300)) +
-         autoscale + "}\nworkload:\n  arrival: {process: " + arrival + ", rate_per_s: " + std::to_string(uni(0.5, 30)) +
+         "\nfleet: {replicas: " + std::to_string(replicas) +
+         ", router: " + pick({"round_robin", "least_outstanding", "central_queue"}) +
+         ", queue_limit: " + std::to_string(iuni(1, 300)) + autoscale +
+         "}\nworkload:\n  arrival: {process: " + arrival + ", rate_per_s: " + std::to_string(uni(0.5, 30)) +
          (arrival == "gamma" ? ", cv: 3" : "") + "}\n  checkpointed: " + pick({"true", "false"}) +
          (iuni(0, 2) == 0 ? "\n  prefix: {share: 0.7, tokens: " + std::to_string(iuni(16, 3000)) + "}" : "") +
-         (iuni(0, 3) == 0 ? "\n  response_cache: {hit_rate: 0.2}" : "") + "\n  prompt_tokens: {dist: lognormal, median: " +
-         std::to_string(iuni(50, 2000)) + ", p99: 12000}\n  output_tokens: {dist: geometric, mean: " +
-         std::to_string(iuni(1, 600)) + "}\n";
+         (iuni(0, 3) == 0 ? "\n  response_cache: {hit_rate: 0.2}" : "") +
+         "\n  prompt_tokens: {dist: lognormal, median: " + std::to_string(iuni(50, 2000)) +
+         ", p99: 12000}\n  output_tokens: {dist: geometric, mean: " + std::to_string(iuni(1, 600)) + "}\n";
 }
 
 }  // namespace

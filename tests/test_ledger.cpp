@@ -6,8 +6,8 @@
 #include <sstream>
 
 #include "helpers.hpp"
-#include "libsim/input/csv.hpp"
 #include "libsim/cost/ledger.hpp"
+#include "libsim/input/csv.hpp"
 
 using namespace fleetsim;
 
@@ -91,7 +91,8 @@ TEST_CASE("two pools, committed and spot: every line of the report reconciles") 
   CHECK(num(batch["buckets"]["cold_start"]["device_hours"]) > 0);
   // and split by stage, adding up to the bucket; a spot replacement pulls its image on a new node
   double stages = 0;
-  for (auto it = batch["cold_start_by_stage_device_hours"].begin(); it != batch["cold_start_by_stage_device_hours"].end(); ++it)
+  for (auto it = batch["cold_start_by_stage_device_hours"].begin();
+       it != batch["cold_start_by_stage_device_hours"].end(); ++it)
     stages += num(it.value());
   CHECK(stages == doctest::Approx(num(batch["buckets"]["cold_start"]["device_hours"])));
   CHECK(num(batch["cold_start_by_stage_device_hours"]["image_pull"]) > 0);
@@ -143,7 +144,8 @@ TEST_CASE("two pools, committed and spot: every line of the report reconciles") 
     int rows = 0;
     while (rd.next()) {
       ++rows;
-      CHECK(rd.number("pricingquantity") * rd.number("contractedunitprice") == doctest::Approx(rd.number("effectivecost")));
+      CHECK(rd.number("pricingquantity") * rd.number("contractedunitprice") ==
+            doctest::Approx(rd.number("effectivecost")));
       CHECK(rd.number("pricingquantity") * rd.number("listunitprice") == doctest::Approx(rd.number("listcost")));
       CHECK(rd.get("tags").find("\"team\":") != std::string::npos);
       eff += rd.number("effectivecost");
@@ -226,7 +228,8 @@ TEST_CASE("tensor-parallel replicas bill every device on the on-demand line") {
   double h = 0;
   for (const auto& l : L["pricing"]) h += num(l["device_hours"]);
   CHECK(h == doctest::Approx(2 * 2 * 360 / 3600.0));
-  CHECK(num(L["pricing"][1]["device_hours"]) == doctest::Approx(1 * 2 * 360 / 3600.0));  // the replica beyond the commitment
+  CHECK(num(L["pricing"][1]["device_hours"]) ==
+        doctest::Approx(1 * 2 * 360 / 3600.0));  // the replica beyond the commitment
 }
 
 TEST_CASE("work thrown away by preemption is its own bucket, carved out of busy time") {

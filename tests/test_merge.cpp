@@ -110,8 +110,9 @@ TEST_CASE("shards of different sweeps do not merge: the first difference is name
         "shard-1.json: error: /sweep/replications: 3, but shard-0.json has 2: the shards are of different sweeps");
   CHECK(error_after([](Json& d) { d["scenario"]["seed"] = 6; }) ==
         "shard-1.json: error: /scenario/seed: 6, but shard-0.json has 5: the shards are of different sweeps");
-  CHECK(error_after([](Json& d) { d["sweep"]["fingerprint"] = "0000000000000000"; })
-            .find("shard-1.json: error: /sweep/fingerprint: \"0000000000000000\", but shard-0.json has") == 0);
+  CHECK(error_after([](Json& d) {
+          d["sweep"]["fingerprint"] = "0000000000000000";
+        }).find("shard-1.json: error: /sweep/fingerprint: \"0000000000000000\", but shard-0.json has") == 0);
   // where each shard read its scenario from does not matter
   Shards s = shards();
   s[1].second["scenario"]["source"] = "elsewhere/mg.yaml";
@@ -121,7 +122,8 @@ TEST_CASE("shards of different sweeps do not merge: the first difference is name
   s = shards();
   s[1].second = run_shard(other, 1, 2);
   CHECK(merge_error(s) ==
-        "shard-1.json: error: /sweep/parameters/0/values/1: 3, but shard-0.json has 2: the shards are of different sweeps");
+        "shard-1.json: error: /sweep/parameters/0/values/1: 3, but shard-0.json has 2: the shards are of different "
+        "sweeps");
 }
 
 TEST_CASE("a copy of a shard relabelled as another does not merge") {
@@ -129,12 +131,14 @@ TEST_CASE("a copy of a shard relabelled as another does not merge") {
   s[1].second = s[0].second;
   CHECK(merge_error(s) == "shard-1.json: error: /shard/index: shard 0 appears twice (also shard-0.json)");
   s[1].second["shard"]["index"] = 1;
-  CHECK(merge_error(s) == "shard-1.json: error: /rows/0/index: configuration 0 belongs to shard 0 of 2, not to shard 1");
+  CHECK(merge_error(s) ==
+        "shard-1.json: error: /rows/0/index: configuration 0 belongs to shard 0 of 2, not to shard 1");
   s[1].second["shard"]["index"] = 7;
   CHECK(merge_error(s) == "shard-1.json: error: /shard/index: shard 7 is out of range for 2 shards (0..1)");
   // a shard of another split of the same sweep
   s[1].second = run_shard(kScenario, 1, 3);
-  CHECK(merge_error(s) == "shard-1.json: error: /shard/count: 3, but shard-0.json has 2: the shards are of different splits");
+  CHECK(merge_error(s) ==
+        "shard-1.json: error: /shard/count: 3, but shard-0.json has 2: the shards are of different splits");
 }
 
 TEST_CASE("a shard with a configuration missing or twice does not merge") {
@@ -195,8 +199,7 @@ TEST_CASE("merge survives every single-value corruption of a shard: a document o
   const Json base = shards()[1].second;
   std::vector<std::string> ptrs;
   pointers(base, "", ptrs);
-  const Json replacements[] = {nullptr,         "x",   -1, 2.5, 1e300, true, Json::array(), Json::object(),
-                               4294967296ULL, 0};
+  const Json replacements[] = {nullptr, "x", -1, 2.5, 1e300, true, Json::array(), Json::object(), 4294967296ULL, 0};
   size_t merged = 0, refused = 0;
   for (const auto& p : ptrs) {
     const Json::json_pointer jp(p);

@@ -20,10 +20,10 @@ TEST_CASE("relocated parameters and planned workspaces reproduce the host result
   const Scenario b = load_scenario_file(std::string(FLEETSIM_SOURCE_DIR) + "/scenarios/chat-azure-empirical.yaml",
                                         {"duration_s=300", "warmup_s=30"});
   const Scenario c = load_default_scenario({"duration_s=300", "warmup_s=30", "engine.batching=static"});
-  const Scenario d = load_scenario_file(std::string(FLEETSIM_SOURCE_DIR) + "/scenarios/chat-azure-empirical.yaml",
-                                        {"duration_s=300", "warmup_s=30", "fleet.autoscale.min_replicas=1",
-                                         "fleet.autoscale.max_replicas=4", "fleet.autoscale.signal=inflight",
-                                         "fleet.autoscale.target=8", "fleet.failures.mtbf_hours=0.1"});
+  const Scenario d = load_scenario_file(
+      std::string(FLEETSIM_SOURCE_DIR) + "/scenarios/chat-azure-empirical.yaml",
+      {"duration_s=300", "warmup_s=30", "fleet.autoscale.min_replicas=1", "fleet.autoscale.max_replicas=4",
+       "fleet.autoscale.signal=inflight", "fleet.autoscale.target=8", "fleet.failures.mtbf_hours=0.1"});
   const SimParams pa = a.params(), pb = b.params(), pc = c.params(), pd = d.params();
   std::vector<SimJob> jobs;
   for (uint32_t r = 0; r < 3; ++r) {
@@ -47,7 +47,7 @@ TEST_CASE("relocated parameters and planned workspaces reproduce the host result
   std::vector<uint8_t> ws;
   for (size_t j = 0; j < jobs.size(); ++j) {
     ws.assign(workspace_layout(moved[m.job_params[j]]).total, 0xAB);  // stale bytes: the core must reset them
-    auto from_mirror = std::make_unique<Tally>();  // value-initialised: padding bytes are zero
+    auto from_mirror = std::make_unique<Tally>();                     // value-initialised: padding bytes are zero
     simulate(moved[m.job_params[j]], jobs[j].replication, ws.data(), *from_mirror);
     HostWorkspace host;
     const auto direct = simulate_once(*jobs[j].params, jobs[j].replication, host);
@@ -116,8 +116,10 @@ TEST_CASE("a launch is sized from the device: occupancy, memory per job, compact
     MESSAGE("H200, ", replicas, " replica(s): ", L.slots, " slots of ", L.slot_stride / 1024, " KiB, occupancy ",
             100 * L.occupancy, "%, result ", L.result.bytes() / 1024, " KiB per job (a whole tally is ",
             sizeof(Tally) / 1024, " KiB), ", L.device_bytes() >> 20, " MiB in all");
-    if (replicas == 1) CHECK(L.slots == resident);  // small workspaces: occupancy is the limit
-    else CHECK(L.slots < resident);                 // large ones: memory is
+    if (replicas == 1)
+      CHECK(L.slots == resident);  // small workspaces: occupancy is the limit
+    else
+      CHECK(L.slots < resident);  // large ones: memory is
   }
   // few jobs: no more slots than jobs
   const Scenario s = conv(2);

@@ -26,7 +26,8 @@ std::string two_prompts(const std::string& sharing, const std::string& output = 
          "\nengine: {perf_model: linear, step_base_s: 0.005, per_prefill_token_s: 0.00001, per_decode_seq_s: 0.001, "
          "gpu_memory_utilization: 0.3}\n"
          "fleet: {replicas: 2, router: round_robin}\n"
-         "workload:\n  arrival: {process: burst, requests: 2}\n  prompt_tokens: 1000\n  output_tokens: " + output + "\n";
+         "workload:\n  arrival: {process: burst, requests: 2}\n  prompt_tokens: 1000\n  output_tokens: " +
+         output + "\n";
 }
 }  // namespace
 
@@ -53,12 +54,14 @@ TEST_CASE("MPS memory: one CUDA context per device instead of one per replica, a
   CHECK(sm["kv_blocks_per_replica_on_device"] == 34102);  // 16.6516 GiB x 2048 blocks per GiB
   CHECK(st["kv_blocks_per_replica_on_device"] == 33334);  // 16.2766 GiB x 2048
   // three contexts saved, shared by four clients: 0.375 GiB = 768 blocks = 12,288 tokens each
-  CHECK(sm["kv_blocks_per_replica_on_device"].get<int64_t>() - st["kv_blocks_per_replica_on_device"].get<int64_t>() == 768);
+  CHECK(sm["kv_blocks_per_replica_on_device"].get<int64_t>() - st["kv_blocks_per_replica_on_device"].get<int64_t>() ==
+        768);
   CHECK(sm["mode"] == "mps");
   CHECK(st["mode"] == "time_slicing");
   CHECK(sm["oversubscribed"] == false);
   // MPS clients that cannot all fit are refused up front, like time-sliced replicas
-  CHECK(test::error_of(four_clients("mps: 4"), {"model=qwen2.5-7b", "mps=6", "engine.gpu_memory_utilization=0.9"}).find("6 MPS clients") != std::string::npos);
+  CHECK(test::error_of(four_clients("mps: 4"), {"model=qwen2.5-7b", "mps=6", "engine.gpu_memory_utilization=0.9"})
+            .find("6 MPS clients") != std::string::npos);
 }
 
 TEST_CASE("MPS step time: the smallest stretch at which the device carries every busy client's work, by hand") {
@@ -126,8 +129,8 @@ TEST_CASE("MPS beside a CPU fallback: a client computing on the host CPU asks no
   // of two slots at share 0.5, slot 1 falls back (ten times slower). Client 0 plans its prompt
   // alone: 15 ms. Client 1's prompt runs on the CPU beside it: 10 x 15 ms, not stretched by
   // client 0 and not stretching it; its device time is idle
-  const auto r = test::run(test::scenario(two_prompts("mps: 2"), {"fleet.faults.cpu_fallback.share=0.5",
-                                                                   "fleet.faults.cpu_fallback.slowdown=10"}));
+  const auto r = test::run(test::scenario(
+      two_prompts("mps: 2"), {"fleet.faults.cpu_fallback.share=0.5", "fleet.faults.cpu_fallback.slowdown=10"}));
   REQUIRE(r.drained);
   CHECK(r.all->completed == 2);
   CHECK(r.all->ttft.min == doctest::Approx(0.015).epsilon(1e-12));
@@ -173,15 +176,17 @@ TEST_CASE("MPS shared fate: a fault takes down exactly the clients of its device
     CHECK(tally->pools[0].neighbour_failures == (mps ? 3.0 : 0.0));
   }
   // over a run: every crash and interruption takes the three other clients of its device along
-  const Scenario flaky = test::scenario(four_clients("mps: 4"), {"fleet.replicas=8", "fleet.failures={mtbf_hours: 0.05}",
-                                                                  "workload.prompt_tokens={dist: lognormal, median: 500, p99: 60000}",
-                                                                  "engine.on_kv_exhausted=crash", "engine.gpu_memory_utilization=0.06",
-                                                                  "duration_s=3600"});
+  const Scenario flaky =
+      test::scenario(four_clients("mps: 4"),
+                     {"fleet.replicas=8", "fleet.failures={mtbf_hours: 0.05}",
+                      "workload.prompt_tokens={dist: lognormal, median: 500, p99: 60000}",
+                      "engine.on_kv_exhausted=crash", "engine.gpu_memory_utilization=0.06", "duration_s=3600"});
   const auto r = test::run(flaky);
   REQUIRE(r.drained);
   const PoolTally& t = r.tally->pools[0];
-  MESSAGE("8 MPS clients on 2 devices: " << t.crashes << " crashes and " << t.interruptions << " interruptions took down "
-                                         << t.neighbour_failures << " neighbours; " << r.all->retried << " requests retried");
+  MESSAGE("8 MPS clients on 2 devices: " << t.crashes << " crashes and " << t.interruptions
+                                         << " interruptions took down " << t.neighbour_failures << " neighbours; "
+                                         << r.all->retried << " requests retried");
   CHECK(t.crashes > 0);
   CHECK(t.interruptions > 0);
   CHECK(t.neighbour_failures == 3.0 * (t.crashes + t.interruptions));
@@ -196,7 +201,8 @@ TEST_CASE("MPS memory is not isolated: one client's KV growth OOMs the device, a
   const auto r = test::run(load_scenario_file(f, {"time_slicing=1", "mps=2", "workload.arrival.rate_per_s=1.5"}));
   REQUIRE(r.drained);
   const PoolTally& t = r.tally->pools[0];
-  MESSAGE("two MPS clients at 0.9 each: " << t.crashes << " OOM crashes, " << t.neighbour_failures << " neighbours taken down");
+  MESSAGE("two MPS clients at 0.9 each: " << t.crashes << " OOM crashes, " << t.neighbour_failures
+                                          << " neighbours taken down");
   CHECK(t.crashes > 0);
   CHECK(t.neighbour_failures == t.crashes);
   // at 0.45 each the budgets fit the device together: no crash
@@ -215,25 +221,31 @@ TEST_CASE("MPS input errors are located") {
         std::string::npos);
   CHECK(test::error_of(base, {"mps={clients: 2, threads: 50}"}).find("unknown key 'threads'") != std::string::npos);
   CHECK(test::error_of(base, {"engine.tensor_parallel=2"}).find("cannot also share a device") != std::string::npos);
-  CHECK(test::error_of(base, {"engine.batching=static"}).find("MPS is modelled for continuous batching") != std::string::npos);
+  CHECK(test::error_of(base, {"engine.batching=static"}).find("MPS is modelled for continuous batching") !=
+        std::string::npos);
   CHECK(test::error_of(base, {"engine.cuda_context_gib=-1"}).find("cuda_context_gib") != std::string::npos);
   CHECK(test::error_of(base).find("(no error)") != std::string::npos);
 }
 
-TEST_CASE("the shipped comparison: MPS serves near a whole device's latency at a quarter of its price, and shares a fate") {
+TEST_CASE(
+    "the shipped comparison: MPS serves near a whole device's latency at a quarter of its price, and shares a fate") {
   const std::string f = std::string(FLEETSIM_SOURCE_DIR) + "/scenarios/mps-shared-fate.yaml";
-  const auto calm = test::run(load_scenario_file(f, {"engine.on_kv_exhausted=preempt"}));  // documents refused, no crash
+  const auto calm =
+      test::run(load_scenario_file(f, {"engine.on_kv_exhausted=preempt"}));  // documents refused, no crash
   const auto crashy = test::run(load_scenario_file(f));
   REQUIRE(calm.drained);
   REQUIRE(crashy.drained);
-  auto p99 = [](const test::Result& r, const char* c) { return r.report["classes"][c]["latency_s"]["ttft"]["p99"].get<double>(); };
+  auto p99 = [](const test::Result& r, const char* c) {
+    return r.report["classes"][c]["latency_s"]["ttft"]["p99"].get<double>();
+  };
   auto pool = [](const test::Result& r, const char* p) { return r.report["pools"][p]; };
   auto out_usd = [&](const test::Result& r, const char* p) {
     return pool(r, p)["cost"]["per_million_output_tokens_usd"].get<double>();
   };
   MESSAGE("p99 TTFT whole " << p99(calm, "chat_whole") << " s, MIG " << p99(calm, "chat_mig") << ", time slicing "
-                            << p99(calm, "chat_ts") << ", MPS " << p99(calm, "chat_mps") << "; $/1M output " << out_usd(calm, "whole")
-                            << ", " << out_usd(calm, "mig") << ", " << out_usd(calm, "time_sliced") << ", " << out_usd(calm, "mps"));
+                            << p99(calm, "chat_ts") << ", MPS " << p99(calm, "chat_mps") << "; $/1M output "
+                            << out_usd(calm, "whole") << ", " << out_usd(calm, "mig") << ", "
+                            << out_usd(calm, "time_sliced") << ", " << out_usd(calm, "mps"));
   CHECK(p99(calm, "chat_mps") < 1.5 * p99(calm, "chat_whole"));
   CHECK(p99(calm, "chat_mps") < p99(calm, "chat_ts") / 3);
   CHECK(out_usd(calm, "mps") < out_usd(calm, "whole") / 3.5);
@@ -248,8 +260,9 @@ TEST_CASE("the shipped comparison: MPS serves near a whole device's latency at a
     CHECK(pool(crashy, p)["fleet"]["neighbour_failures"].get<double>() == (std::string(p) == "mps" ? 48 : 0));
   }
   auto retried = [&](const char* c) { return crashy.report["classes"][c]["requests"]["retried"].get<double>(); };
-  MESSAGE("chat requests retried: whole " << retried("chat_whole") << ", MIG " << retried("chat_mig") << ", time slicing "
-                                          << retried("chat_ts") << ", MPS " << retried("chat_mps"));
+  MESSAGE("chat requests retried: whole " << retried("chat_whole") << ", MIG " << retried("chat_mig")
+                                          << ", time slicing " << retried("chat_ts") << ", MPS "
+                                          << retried("chat_mps"));
   CHECK(retried("chat_mps") > 5 * retried("chat_ts"));
   CHECK(p99(crashy, "chat_mps") > 2 * p99(crashy, "chat_ts"));
 }

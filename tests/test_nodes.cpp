@@ -82,8 +82,8 @@ TEST_CASE("a pinned node is never removed; a node limit refuses a replica that n
 
   Bench capped({"fleet.nodes.max_nodes=1"});
   REQUIRE(replica_start(capped.s, 0, 0.0));
-  REQUIRE(replica_start(capped.s, 0, 0.0));   // the node's second slot
-  CHECK(!replica_start(capped.s, 0, 0.0));    // a third needs a second node
+  REQUIRE(replica_start(capped.s, 0, 0.0));  // the node's second slot
+  CHECK(!replica_start(capped.s, 0, 0.0));   // a third needs a second node
   CHECK(capped.tally->pools[0].unschedulable == 1.0);
 }
 
@@ -107,8 +107,8 @@ TEST_CASE("scale-down takes from the fullest node, as a ReplicaSet does, or from
 }
 
 TEST_CASE("an autoscaled pool billed by the node pays every device of the nodes it kept up") {
-  const auto r = test::run(test::scenario(kNodes, {"workload.arrival.rate_per_s=4", "fleet.replicas=1",
-                                                   "fleet.autoscale.min_replicas=1"}));
+  const auto r = test::run(
+      test::scenario(kNodes, {"workload.arrival.rate_per_s=4", "fleet.replicas=1", "fleet.autoscale.min_replicas=1"}));
   const Json& pool = r.report["ledger"]["pools"]["default"];
   const Json& n = pool["node_autoscaling"];
   const double node_h = n["node_hours"].get<double>();
@@ -128,6 +128,6 @@ TEST_CASE("fleet.nodes inputs that cannot be right are located errors") {
             .find("spans 2 nodes of 8: max_nodes must be at least that") != std::string::npos);
   CHECK(test::error_of(kNodes, {"fleet.nodes.scale_down_order=fullest"})
             .find("expected one of: replicaset, empty_nodes_first") != std::string::npos);
-  CHECK(test::error_of(kNodes, {"fleet.pricing.billing=device"}).find("needs fleet.autoscale and pricing.billing: node") !=
-        std::string::npos);
+  CHECK(test::error_of(kNodes, {"fleet.pricing.billing=device"})
+            .find("needs fleet.autoscale and pricing.billing: node") != std::string::npos);
 }

@@ -60,7 +60,8 @@ TEST_CASE("owned devices: the parts are quantity x price, they sum to the owned 
   // energy: busy devices at 0.7 kW, the rest of the 8 at 0.1 kW, the host's 3 kW, x PUE 1.4
   const double busy = num(w["busy_device_hours"]);
   CHECK(busy == doctest::Approx(num(w["provisioned_device_hours"]) - num(p["buckets"]["idle_waste"]["device_hours"]) -
-                                num(p["buckets"]["idle_headroom"]["device_hours"]) - num(p["buckets"]["cold_start"]["device_hours"])));
+                                num(p["buckets"]["idle_headroom"]["device_hours"]) -
+                                num(p["buckets"]["cold_start"]["device_hours"])));
   const Json& energy = w["components"][1];
   CHECK(energy["name"] == "energy");
   CHECK(num(energy["quantity"]) == doctest::Approx((busy * 0.7 + (8 * wh - busy) * 0.1 + wh * 3.0) * 1.4));
@@ -146,9 +147,10 @@ TEST_CASE("ownership inputs that cannot be right are located errors") {
 }
 
 TEST_CASE("colocated devices pay for contracted power, not for space") {
-  const auto r = test::run(test::scenario(kOwned, {"fleet.pricing={colocated: {node_capex_usd: 250000, refresh_years: 4, "
-                                                   "usd_per_kw_month: 200, power: {idle_kw_per_device: 0.1, "
-                                                   "host_kw_per_node: 3.0, usd_per_kwh: 0}}}"}));
+  const auto r =
+      test::run(test::scenario(kOwned, {"fleet.pricing={colocated: {node_capex_usd: 250000, refresh_years: 4, "
+                                        "usd_per_kw_month: 200, power: {idle_kw_per_device: 0.1, "
+                                        "host_kw_per_node: 3.0, usd_per_kwh: 0}}}"}));
   const Json& w = r.report["ledger"]["pools"]["default"]["ownership"];
   CHECK(w["model"] == "colocated");
   REQUIRE(w["components"].size() == 2);  // capex and colocation (energy is in the kW price)
@@ -169,10 +171,10 @@ TEST_CASE("a failed owned device takes a spare, or waits for the first device ba
   Sim s{};
   s.p = p.get();
   s.pool = &ps;
-  CHECK(await_device(s, 0, 0.0) == 0.0);  // the spare; the failed device is back at 10
-  CHECK(await_device(s, 0, 2.0) == 8.0);  // no spare: the one back at 10; its own is back at 12
-  CHECK(await_device(s, 0, 5.0) == 7.0);  // the one back at 12; its own at 15
-  CHECK(await_device(s, 0, 20.0) == 0.0); // the device back at 15 is on the shelf
+  CHECK(await_device(s, 0, 0.0) == 0.0);   // the spare; the failed device is back at 10
+  CHECK(await_device(s, 0, 2.0) == 8.0);   // no spare: the one back at 10; its own is back at 12
+  CHECK(await_device(s, 0, 5.0) == 7.0);   // the one back at 12; its own at 15
+  CHECK(await_device(s, 0, 20.0) == 0.0);  // the device back at 15 is on the shelf
   CHECK(ps.n_repair == 1);
   // without spares every failure waits its own repair
   p->pools[0].spares = 0;
@@ -195,7 +197,7 @@ TEST_CASE("in a small owned estate a failure is a capacity event; spares buy the
     const auto r = test::run(test::scenario(y, {"fleet.pricing.owned.repair.spares=" + std::to_string(spares)}));
     const Json& rp = r.report["ledger"]["pools"]["default"]["ownership"]["repair"];
     const double failures = num(rp["failures"]), waited = num(rp["awaiting_device_hours"]);
-    REQUIRE(failures >= 4);  // 4 replicas x 48 h at a 24 h MTBF: about 8
+    REQUIRE(failures >= 4);                   // 4 replicas x 48 h at a 24 h MTBF: about 8
     CHECK(waited <= failures * 24.0 + 1e-9);  // no failure waits longer than a repair
     CHECK(num(rp["availability"]) == doctest::Approx(std::max(0.0, 1.0 - waited / (4 * 48.0))));
     CHECK(num(rp["availability"]) >= last_availability);  // more spares, more of the estate serving

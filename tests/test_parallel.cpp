@@ -29,7 +29,9 @@ constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 TEST_CASE("expected distinct experts E (1 - (1 - k/E)^B) matches a Monte Carlo count of routed tokens") {
   std::mt19937_64 gen(7);
-  struct Case { int E, k, B; };
+  struct Case {
+    int E, k, B;
+  };
   for (const Case c : {Case{8, 2, 1}, Case{8, 2, 4}, Case{128, 8, 1}, Case{128, 8, 16}, Case{128, 8, 64},
                        Case{256, 8, 32}, Case{32, 4, 256}}) {
     MoeParams m{1.0, std::log(1.0 - double(c.k) / c.E)};
@@ -130,7 +132,7 @@ TEST_CASE("memory per device adds up for tensor and pipeline parallel replicas")
 
 TEST_CASE("tensor parallelism must split heads evenly, as vLLM requires") {
   CHECK(tp_problem(model("llama-3.1-70b"), 8).empty());
-  CHECK(tp_problem(model("llama-3.1-70b"), 16).empty());  // 64 heads; 8 KV heads replicated
+  CHECK(tp_problem(model("llama-3.1-70b"), 16).empty());    // 64 heads; 8 KV heads replicated
   CHECK_FALSE(tp_problem(model("qwen2.5-7b"), 8).empty());  // 28 heads
   CHECK(tp_problem(model("qwen2.5-7b"), 8).find("28 attention heads") != std::string::npos);
   CHECK(tp_problem(model("deepseek-v3"), 8).empty());
@@ -183,7 +185,8 @@ double decode_step_s(const PoolParams& P, double n, double T0) {
 }  // namespace
 
 TEST_CASE("a tensor-parallel decode step: one rank's roofline plus two all-reduces per layer, by hand") {
-  const Scenario s = test::scenario(pool_yaml("llama-3.1-70b", "h100-sxm-80gb", "tensor_parallel: 2, perf_profile: none"));
+  const Scenario s =
+      test::scenario(pool_yaml("llama-3.1-70b", "h100-sxm-80gb", "tensor_parallel: 2, perf_profile: none"));
   const PoolParams P = s.pools[0].params();
   const double n = 32, T0 = 32 * 1500.0;
   // per rank: half the weights and half the KV heads; NVLink 4: 450 GB/s one way, 8 us
@@ -247,11 +250,13 @@ TEST_CASE("parallelism inputs that vLLM would refuse are located errors") {
     }
     return std::string("no error");
   };
-  CHECK(err(pool_yaml("qwen2.5-7b", "h100-sxm-80gb", "tensor_parallel: 8")).find("28 attention heads") != std::string::npos);
+  CHECK(err(pool_yaml("qwen2.5-7b", "h100-sxm-80gb", "tensor_parallel: 8")).find("28 attention heads") !=
+        std::string::npos);
   CHECK(err(pool_yaml("llama-3.1-8b", "h100-sxm-80gb", "expert_parallel: 2")).find("no experts") != std::string::npos);
   CHECK(err(pool_yaml("mixtral-8x7b", "h100-sxm-80gb", "tensor_parallel: 4, expert_parallel: 2"))
             .find("set it to 1 or to tensor_parallel (4)") != std::string::npos);
-  CHECK(err(pool_yaml("llama-3.1-8b", "h100-sxm-80gb", "pipeline_parallel: 33")).find("32 layers") != std::string::npos);
+  CHECK(err(pool_yaml("llama-3.1-8b", "h100-sxm-80gb", "pipeline_parallel: 33")).find("32 layers") !=
+        std::string::npos);
   CHECK(err(pool_yaml("llama-3.1-8b", "h100-sxm-80gb", "tensor_parallel: 2", "partition: 3g.40gb\n"))
             .find("cannot also share a device") != std::string::npos);
   // a model too big for one device names the smallest tensor-parallel group that holds it

@@ -15,9 +15,11 @@ std::string constant_step(int replicas, double rate, const std::string& output, 
   return "duration_s: " + std::to_string(duration) +
          "\nwarmup_s: 1000\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\n"
          "engine: {max_num_seqs: 1, perf_model: linear, step_base_s: 0.01}\n"
-         "fleet: {replicas: " + std::to_string(replicas) + ", router: central_queue, queue_limit: 200000}\n"
-         "workload:\n  arrival: {process: poisson, rate_per_s: " + std::to_string(rate) +
-         "}\n  prompt_tokens: 1\n  output_tokens: " + output + "\n";
+         "fleet: {replicas: " +
+         std::to_string(replicas) +
+         ", router: central_queue, queue_limit: 200000}\n"
+         "workload:\n  arrival: {process: poisson, rate_per_s: " +
+         std::to_string(rate) + "}\n  prompt_tokens: 1\n  output_tokens: " + output + "\n";
 }
 
 double mean_queue_wait(const Scenario& s, int reps) {
@@ -71,9 +73,8 @@ TEST_CASE("Little's law holds for the default scenario, in the system and in the
 
 TEST_CASE("every request is accounted for: arrived = completed + rejected, and the fleet drains") {
   for (const char* router : {"round_robin", "least_outstanding", "central_queue"}) {
-    const Scenario s = load_default_scenario(
-        {"duration_s=900", "warmup_s=0", std::string("fleet.router=") + router, "workload.arrival.rate_per_s=80",
-         "fleet.queue_limit=50"});
+    const Scenario s = load_default_scenario({"duration_s=900", "warmup_s=0", std::string("fleet.router=") + router,
+                                              "workload.arrival.rate_per_s=80", "fleet.queue_limit=50"});
     const auto r = test::run(s);
     const ClassTally& t = *r.all;
     CHECK(t.arrived > 0);

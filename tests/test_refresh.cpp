@@ -18,11 +18,14 @@ double num(const Json& j) { return j.get<double>(); }
 
 const std::string kEstate =
     "name: estate\nseed: 11\nduration_s: 900\nwarmup_s: 60\ndevice: a100-80gb\nmodel: llama-3.1-8b\n"
-    "fleet:\n  replicas: 6\n  pricing:\n    owned:\n      node_capex_usd: 150000\n      refresh_years: 5\n      years: 6\n"
-    "      power: {idle_kw_per_device: 0.06, busy_kw_per_device: 0.4, host_kw_per_node: 2.5, pue: 1.4, usd_per_kwh: 0.12}\n"
+    "fleet:\n  replicas: 6\n  pricing:\n    owned:\n      node_capex_usd: 150000\n      refresh_years: 5\n      years: "
+    "6\n"
+    "      power: {idle_kw_per_device: 0.06, busy_kw_per_device: 0.4, host_kw_per_node: 2.5, pue: 1.4, usd_per_kwh: "
+    "0.12}\n"
     "      space_usd_per_node_month: 600\n"
     "      newer: {device: h100-sxm-80gb, replicas: 3, node_capex_usd: 400000, capex_change_per_year: -0.15}\n"
-    "workload:\n  arrival: {process: poisson, rate_per_s: 12}\n  prompt_tokens: {dist: lognormal, median: 800, p99: 4000}\n"
+    "workload:\n  arrival: {process: poisson, rate_per_s: 12}\n  prompt_tokens: {dist: lognormal, median: 800, p99: "
+    "4000}\n"
     "  output_tokens: {dist: lognormal, median: 120, p99: 600}\n";
 
 struct Viewed {
@@ -31,7 +34,8 @@ struct Viewed {
 };
 
 Viewed run_with_view(const std::string& yaml, const std::vector<std::string>& sets = {}) {
-  const ScenarioSource src = ScenarioSource::from_text(yaml, "<test>", FLEETSIM_SOURCE_DIR).with_overrides(parse_sets(sets));
+  const ScenarioSource src =
+      ScenarioSource::from_text(yaml, "<test>", FLEETSIM_SOURCE_DIR).with_overrides(parse_sets(sets));
   const Scenario s = src.instantiate();
   auto r = test::run(s);
   add_newer_device_views(r.report, src, s, *r.tally);
@@ -53,10 +57,10 @@ TEST_CASE("newer device: the variant is the same scenario with the pool moved, a
   CHECK(nw["replicas"] == 3);
   // the newer fleet is exactly the scenario with these overrides (its idle draw at the current
   // device's share of busy, 0.06 / 0.4 x 0.7 kW): the same owned line and tokens
-  const auto m = test::run(test::scenario(kEstate, {"device=h100-sxm-80gb", "fleet.replicas=3", "fleet.pricing.owned.replicas=3",
-                                                    "fleet.pricing.owned.node_capex_usd=400000",
-                                                    "fleet.pricing.owned.power.busy_kw_per_device=0.7",
-                                                    "fleet.pricing.owned.power.idle_kw_per_device=0.105"}));
+  const auto m = test::run(test::scenario(
+      kEstate, {"device=h100-sxm-80gb", "fleet.replicas=3", "fleet.pricing.owned.replicas=3",
+                "fleet.pricing.owned.node_capex_usd=400000", "fleet.pricing.owned.power.busy_kw_per_device=0.7",
+                "fleet.pricing.owned.power.idle_kw_per_device=0.105"}));
   const Json& mo = m.report["ledger"]["pools"]["default"]["ownership"];
   CHECK(num(nw["owned_usd"]) == doctest::Approx(num(mo["usd"])).epsilon(1e-12));
   CHECK(num(nw["tokens"]) == m.all->input_tokens + m.all->output_tokens);
@@ -83,37 +87,44 @@ TEST_CASE("newer device: the variant is the same scenario with the pool moved, a
   }
   // a falling price: the newer fleet's cost per token falls every year
   for (size_t k = 1; k < v.view["years"].size(); ++k)
-    CHECK(num(v.view["years"][k]["newer_usd_per_million_tokens"]) < num(v.view["years"][k - 1]["newer_usd_per_million_tokens"]));
-  if (cheaper) CHECK(v.view["newer_cheaper_from_year"] == cheaper);
-  else CHECK(v.view["newer_cheaper_from_year"].is_null());
+    CHECK(num(v.view["years"][k]["newer_usd_per_million_tokens"]) <
+          num(v.view["years"][k - 1]["newer_usd_per_million_tokens"]));
+  if (cheaper)
+    CHECK(v.view["newer_cheaper_from_year"] == cheaper);
+  else
+    CHECK(v.view["newer_cheaper_from_year"].is_null());
   // the faster device holds the tail at half the replicas
   CHECK(num(nw["p99_ttft_s"]) < num(cur["p99_ttft_s"]));
 }
 
 TEST_CASE("newer device: the same device, replicas and price is never cheaper, and costs what the run costs") {
-  const Viewed v = run_with_view(kEstate, {"fleet.pricing.owned.newer.device=a100-80gb", "fleet.pricing.owned.newer.replicas=6",
-                                           "fleet.pricing.owned.newer.node_capex_usd=150000",
-                                           "fleet.pricing.owned.newer.capex_change_per_year=0"});
+  const Viewed v =
+      run_with_view(kEstate, {"fleet.pricing.owned.newer.device=a100-80gb", "fleet.pricing.owned.newer.replicas=6",
+                              "fleet.pricing.owned.newer.node_capex_usd=150000",
+                              "fleet.pricing.owned.newer.capex_change_per_year=0"});
   CHECK(num(v.view["newer"]["owned_usd"]) == doctest::Approx(num(v.view["current"]["owned_usd"])).epsilon(1e-12));
   CHECK(num(v.view["newer"]["tokens"]) == num(v.view["current"]["tokens"]));
   for (const Json& y : v.view["years"])
-    CHECK(num(y["newer_usd_per_million_tokens"]) == doctest::Approx(num(y["current_usd_per_million_tokens"])).epsilon(1e-12));
+    CHECK(num(y["newer_usd_per_million_tokens"]) ==
+          doctest::Approx(num(y["current_usd_per_million_tokens"])).epsilon(1e-12));
   CHECK(v.view["newer_cheaper_from_year"].is_null());
   CHECK(v.view["replacing_pays_from_year"].is_null());  // all-in never beats running costs alone
 }
 
 TEST_CASE("newer device: located errors for what cannot be compared") {
-  CHECK(test::error_of(kEstate, {"fleet.pricing.owned.newer.device=h100"}).find("unknown device 'h100'") != std::string::npos);
-  CHECK(test::error_of(kEstate, {"fleet.pricing.owned.replicas=3"}).find("a fixed-size pool whose replicas are all owned") !=
+  CHECK(test::error_of(kEstate, {"fleet.pricing.owned.newer.device=h100"}).find("unknown device 'h100'") !=
         std::string::npos);
+  CHECK(test::error_of(kEstate, {"fleet.pricing.owned.replicas=3"})
+            .find("a fixed-size pool whose replicas are all owned") != std::string::npos);
   CHECK(test::error_of(kEstate, {"fleet.autoscale.min_replicas=2", "fleet.autoscale.max_replicas=6",
                                  "fleet.autoscale.signal=queue_depth", "fleet.autoscale.target=4"})
             .find("a fixed-size pool whose replicas are all owned") != std::string::npos);
-  CHECK(test::error_of(kEstate, {"fleet.pricing.owned.newer.idle_kw_per_device=2"}).find("idle_kw_per_device must be <=") !=
-        std::string::npos);
+  CHECK(test::error_of(kEstate, {"fleet.pricing.owned.newer.idle_kw_per_device=2"})
+            .find("idle_kw_per_device must be <=") != std::string::npos);
   // a variant that is not a valid fleet is an error at `newer:`, saying why
   try {
-    run_with_view(kEstate, {"model=llama-3.1-70b", "engine.tensor_parallel=2", "fleet.pricing.owned.newer.device=l4-24gb"});
+    run_with_view(kEstate,
+                  {"model=llama-3.1-70b", "engine.tensor_parallel=2", "fleet.pricing.owned.newer.device=l4-24gb"});
     FAIL("expected an input error");
   } catch (const InputError& e) {
     CHECK(e.where().file == "<test>");
@@ -122,9 +133,10 @@ TEST_CASE("newer device: located errors for what cannot be compared") {
     CHECK(std::string(e.what()).find("does not fit") != std::string::npos);
   }
   // ... and its tensor_parallel makes it one
-  const Viewed tp = run_with_view(kEstate, {"model=llama-3.1-70b", "engine.tensor_parallel=2", "fleet.replicas=4",
-                                            "fleet.pricing.owned.newer.replicas=2", "fleet.pricing.owned.newer.tensor_parallel=4",
-                                            "fleet.pricing.owned.newer.device=h100-sxm-80gb", "workload.arrival.rate_per_s=1"});
+  const Viewed tp =
+      run_with_view(kEstate, {"model=llama-3.1-70b", "engine.tensor_parallel=2", "fleet.replicas=4",
+                              "fleet.pricing.owned.newer.replicas=2", "fleet.pricing.owned.newer.tensor_parallel=4",
+                              "fleet.pricing.owned.newer.device=h100-sxm-80gb", "workload.arrival.rate_per_s=1"});
   CHECK(tp.view["newer"]["nodes"] == 1);
 }
 

@@ -307,10 +307,13 @@ TEST_CASE("report: malformed or nearly empty documents never crash and never pri
            {"ledger",
             {{"pools",
               {{"p", {{"ownership", {{"components", 5}, {"years", Json::array({1, nullptr})}, {"usd", "x"}}}}},
-               {"q", {{"ownership",
-                       {{"components", Json::array({Json{{"name", 2}}})},
-                        {"newer_device", {{"current", 3}, {"years", Json::array({Json{{"year", nullptr}}, "y"})},
-                                          {"newer_cheaper_from_year", "2"}}}}}}}}}}}},
+               {"q",
+                {{"ownership",
+                  {{"components", Json::array({Json{{"name", 2}}})},
+                   {"newer_device",
+                    {{"current", 3},
+                     {"years", Json::array({Json{{"year", nullptr}}, "y"})},
+                     {"newer_cheaper_from_year", "2"}}}}}}}}}}}},
   };
   Json all_infeasible = sweep_doc();
   for (auto& r : all_infeasible["rows"]) r["feasible"] = false;
@@ -364,8 +367,7 @@ TEST_CASE("report: run_report_command writes the page, and names the file of a b
     }
     return "(no error)";
   };
-  CHECK(error_of("/nonexistent/run.json", out).rfind("/nonexistent/run.json: error: cannot open report input", 0) ==
-        0);
+  CHECK(error_of("/nonexistent/run.json", out).rfind("/nonexistent/run.json: error: cannot open report input", 0) == 0);
   const std::string bad = test::write_temp("report_bad.json", "{\"kind\": \"run\",\n  \"x\": [1, 2,, 3]}\n");
   CHECK(error_of(bad, out).rfind(bad + ":2:", 0) == 0);
   const std::string yaml = test::write_temp("report_yaml.json", "name: chat\nduration_s: 60\n");
@@ -381,8 +383,9 @@ TEST_CASE("report: run_report_command writes the page, and names the file of a b
         0);
   // a run document is one this fleetsim writes, or there is nothing to draw but dashes
   const std::string bare = test::write_temp("report_bare.json", "{\"kind\": \"run\", \"schema_version\": 1}");
-  CHECK(error_of(bare, out) == bare + ": error: /scenario: missing or not an object (a run document from `fleetsim run "
-                                      "--format json` has it)");
+  CHECK(error_of(bare, out) == bare +
+                                   ": error: /scenario: missing or not an object (a run document from `fleetsim run "
+                                   "--format json` has it)");
   const std::string v99 = test::write_temp("report_v99.json", "{\"kind\": \"run\", \"schema_version\": 99}");
   CHECK(error_of(v99, out) == v99 + ": error: /schema_version: 99: this fleetsim reads schema_version 1");
   // a sweep document is checked as merge checks a shard

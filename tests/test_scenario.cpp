@@ -10,17 +10,17 @@ using namespace fleetsim;
 namespace {
 
 const std::string kGood =
-    "name: t\n"                                       // 1
-    "duration_s: 100\n"                               // 2
-    "device: h100-sxm-80gb\n"                         // 3
-    "model: llama-3.1-8b\n"                           // 4
-    "fleet:\n"                                        // 5
-    "  replicas: 2\n"                                 // 6
-    "  router: central_queue\n"                       // 7
-    "workload:\n"                                     // 8
-    "  arrival: {process: poisson, rate_per_s: 2}\n"  // 9
-    "  prompt_tokens: 100\n"                          // 10
-    "  output_tokens: {dist: geometric, mean: 50}\n"; // 11
+    "name: t\n"                                        // 1
+    "duration_s: 100\n"                                // 2
+    "device: h100-sxm-80gb\n"                          // 3
+    "model: llama-3.1-8b\n"                            // 4
+    "fleet:\n"                                         // 5
+    "  replicas: 2\n"                                  // 6
+    "  router: central_queue\n"                        // 7
+    "workload:\n"                                      // 8
+    "  arrival: {process: poisson, rate_per_s: 2}\n"   // 9
+    "  prompt_tokens: 100\n"                           // 10
+    "  output_tokens: {dist: geometric, mean: 50}\n";  // 11
 
 std::string error_of(const std::string& yaml, const std::vector<std::string>& sets = {}) {
   try {
@@ -57,14 +57,16 @@ TEST_CASE("errors name the file, line and column, and say what was expected") {
         "<test>:6:13: error: fleet.replicas: value -1 is out of range (expected an integer in [1, 4096])");
   CHECK(error_of(replace(kGood, "replicas: 2", "replicas: 2.5")) ==
         "<test>:6:13: error: fleet.replicas: expected an integer, got '2.5'");
-  CHECK(error_of(replace(kGood, "duration_s: 100", "duration_s: 1e12")).find("<test>:2:13: error: duration_s: value 1e12 is out of range") == 0);
+  CHECK(error_of(replace(kGood, "duration_s: 100", "duration_s: 1e12"))
+            .find("<test>:2:13: error: duration_s: value 1e12 is out of range") == 0);
   CHECK(error_of(replace(kGood, "central_queue", "centrl_queue")) ==
         "<test>:7:11: error: fleet.router: unknown value 'centrl_queue' (expected one of: round_robin, "
         "least_outstanding, central_queue); did you mean 'central_queue'?");
   CHECK(error_of(replace(kGood, "llama-3.1-8b", "llama-3.1-9b")) ==
         "<test>:4:8: error: model: unknown model 'llama-3.1-9b' (did you mean 'llama-3.1-8b'?)");
   CHECK(error_of(replace(kGood, "duration_s: 100\n", "")) == "<test>:1:1: error: missing required key 'duration_s'");
-  CHECK(error_of(replace(kGood, "mean: 50", "mean: 0.5")).find("<test>:11:42: error: workload.output_tokens.mean: value 0.5 is out of range") == 0);
+  CHECK(error_of(replace(kGood, "mean: 50", "mean: 0.5"))
+            .find("<test>:11:42: error: workload.output_tokens.mean: value 0.5 is out of range") == 0);
   CHECK(error_of(replace(kGood, "rate_per_s: 2}", "rate_per_s: 2, cv: 3}")) ==
         "<test>:9:50: error: workload.arrival.cv: 'cv' does not apply to process: poisson");
 }
@@ -85,29 +87,33 @@ TEST_CASE("a key written twice and a second YAML document are located errors") {
         "<test>:5:1: error: key 'seed' is written twice in this mapping (first on line 1); keep one");
   CHECK(test::error_of(base + "fleet:\n  replicas: 2\n  router: random\n  replicas: 3\n") ==
         "<test>:7:3: error: key 'replicas' is written twice in this mapping (first on line 5); keep one");
-  CHECK(test::error_of(base + "---\nseed: 1\n") ==
-        "<test>:4:1: error: a second YAML document (after '---' or '...'): a file holds one; remove the marker or split "
-        "the file");
+  CHECK(
+      test::error_of(base + "---\nseed: 1\n") ==
+      "<test>:4:1: error: a second YAML document (after '---' or '...'): a file holds one; remove the marker or split "
+      "the file");
   CHECK(test::error_of(base + "---\n[broken\n").find("<test>:4:1: error: a second YAML document") == 0);
   CHECK(test::error_of(base + "...\nseed: 1\n").find("<test>:5:1: error: a second YAML document") == 0);
   CHECK(test::error_of(base + "...\n# a comment after the end\n").find("second YAML document") == std::string::npos);
   // text that yaml-cpp reads as no document (and on which its LoadAll loops without end) is
   // malformed, located at its first content line, not "empty"
-  CHECK(test::error_of("# a comment\n,020\nseed: 1\n") == "<test>:2:1: error: malformed YAML: this text reads as no "
-                                                          "document at all");
+  CHECK(test::error_of("# a comment\n,020\nseed: 1\n") ==
+        "<test>:2:1: error: malformed YAML: this text reads as no "
+        "document at all");
   CHECK(test::error_of("# only a comment\n").find("empty scenario file") != std::string::npos);
   CHECK(test::error_of(base, {"workload.prompt_tokens={dist: fixed, value: 3, value: 4}"}) ==
         "--set workload.prompt_tokens={dist: fixed, value: 3, value: 4}: error: key 'value' is written twice in the "
         "value; keep one");
   // the same key in different mappings, and a leading '---', are fine
-  CHECK(test::error_of("---\n" + base + "fleet: {replicas: 2}\nworkload: {arrival: {process: poisson, rate_per_s: 2}, "
-                                          "prompt_tokens: 100, output_tokens: 10}\n") == "(no error)");
+  CHECK(test::error_of("---\n" + base +
+                       "fleet: {replicas: 2}\nworkload: {arrival: {process: poisson, rate_per_s: 2}, "
+                       "prompt_tokens: 100, output_tokens: 10}\n") == "(no error)");
 }
 
 // YAML types are the writer's: "2" is a string, so it is not taken for a number.
 TEST_CASE("a quoted number or boolean, and an empty name, are located errors") {
-  const std::string base = "duration_s: 60\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\n"
-                           "workload: {arrival: {process: poisson, rate_per_s: 2}, prompt_tokens: 100, output_tokens: 10}\n";
+  const std::string base =
+      "duration_s: 60\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\n"
+      "workload: {arrival: {process: poisson, rate_per_s: 2}, prompt_tokens: 100, output_tokens: 10}\n";
   CHECK(test::error_of(base + "fleet: {replicas: \"2\"}\n") ==
         "<test>:5:19: error: fleet.replicas: expected an integer, got the string \"2\" (remove the quotes)");
   CHECK(test::error_of(base + "fleet: {replicas: 2}\n", {"fleet.replicas=!!str 3"}) ==
@@ -118,7 +124,8 @@ TEST_CASE("a quoted number or boolean, and an empty name, are located errors") {
         "(remove the quotes)");
   CHECK(test::error_of(base + "fleet: {replicas: 2}\nname: \"\"\n") ==
         "<test>:6:7: error: name: expected a name, got an empty string");
-  CHECK(test::error_of(base + "fleet: {replicas: 2}\nname: \"chat\"\n") == "(no error)");  // a quoted string is a string
+  CHECK(test::error_of(base + "fleet: {replicas: 2}\nname: \"chat\"\n") ==
+        "(no error)");  // a quoted string is a string
 }
 
 TEST_CASE("a missing file is an input error") {
@@ -138,27 +145,34 @@ TEST_CASE("--set overrides apply before validation and errors name the override"
   CHECK(s.pools[0].max_num_seqs == 64);
   CHECK(s.seed == 9);
   CHECK(std::vector<std::string>{"fleet.replicas=5", "engine.max_num_seqs=64", "seed=9"} == s.overrides);
-  CHECK(error_of(kGood, {"fleet.replicas=abc"}) == "--set fleet.replicas=abc: error: fleet.replicas: expected a number, got 'abc'");
-  CHECK(error_of(kGood, {"fleet.replica=3"}) == "--set fleet.replica=3: error: fleet.replica: unknown key 'replica' (did you mean 'replicas'?)");
+  CHECK(error_of(kGood, {"fleet.replicas=abc"}) ==
+        "--set fleet.replicas=abc: error: fleet.replicas: expected a number, got 'abc'");
+  CHECK(error_of(kGood, {"fleet.replica=3"}) ==
+        "--set fleet.replica=3: error: fleet.replica: unknown key 'replica' (did you mean 'replicas'?)");
   CHECK(error_of(kGood, {"noequals"}) == "--set noequals: error: expected PATH=VALUE, e.g. fleet.replicas=4");
 }
 
 TEST_CASE("a --set on a top-level key that pools inherit is where their errors point") {
   // pool a inherits engine.max_num_seqs and mps from the top level; pool b sets its own
-  const std::string two = "duration_s: 60\nwarmup_s: 0\ndevice: h100-sxm-80gb\nmodel: llama-3.2-1b\n"
-                          "engine: {max_num_seqs: 64}\n"
-                          "pools:\n  a: {fleet: {replicas: 1}}\n"
-                          "  b: {mps: 2, engine: {max_num_seqs: 32}, fleet: {replicas: 1}}\n"
-                          "workload:\n  arrival: {process: poisson, rate_per_s: 1}\n  prompt_tokens: 100\n  output_tokens: 10\n";
+  const std::string two =
+      "duration_s: 60\nwarmup_s: 0\ndevice: h100-sxm-80gb\nmodel: llama-3.2-1b\n"
+      "engine: {max_num_seqs: 64}\n"
+      "pools:\n  a: {fleet: {replicas: 1}}\n"
+      "  b: {mps: 2, engine: {max_num_seqs: 32}, fleet: {replicas: 1}}\n"
+      "workload:\n  arrival: {process: poisson, rate_per_s: 1}\n  prompt_tokens: 100\n  output_tokens: 10\n";
   CHECK(test::scenario(two).pools.size() == 2);
-  CHECK(error_of(two, {"engine.max_num_seqs=-3"}) ==
-        "--set engine.max_num_seqs=-3: error: pools.a.engine.max_num_seqs: value -3 is out of range (expected an integer "
-        "in [1, 16384])");
+  CHECK(
+      error_of(two, {"engine.max_num_seqs=-3"}) ==
+      "--set engine.max_num_seqs=-3: error: pools.a.engine.max_num_seqs: value -3 is out of range (expected an integer "
+      "in [1, 16384])");
   // b's own value stands, and its own error is at its line
   CHECK(error_of(replace(two, "max_num_seqs: 32", "max_num_seqs: 0")).rfind("<test>:8:", 0) == 0);
-  CHECK(error_of(replace(two, "max_num_seqs: 32", "max_num_seqs: 0"), {"engine.max_num_seqs=16"}).rfind("<test>:8:", 0) == 0);
+  CHECK(
+      error_of(replace(two, "max_num_seqs: 32", "max_num_seqs: 0"), {"engine.max_num_seqs=16"}).rfind("<test>:8:", 0) ==
+      0);
   // a whole top-level mapping set on the command line: the inheriting pool's error is at the --set
-  CHECK(error_of(two, {"engine={max_num_seqs: 0}"}).rfind("--set engine={max_num_seqs: 0}: error: pools.a.engine", 0) == 0);
+  CHECK(error_of(two, {"engine={max_num_seqs: 0}"}).rfind("--set engine={max_num_seqs: 0}: error: pools.a.engine", 0) ==
+        0);
   CHECK(error_of(two, {"mps=400"}).rfind("--set mps=400: error: pools.a.mps:", 0) == 0);
 }
 
@@ -175,7 +189,8 @@ TEST_CASE("--set takes a YAML flow value: a mapping or a list replaces the whole
         "<test>:9:44: error: workload.arrival.clients: 'clients' does not apply to process: poisson");
   // a list replaces a list
   const std::string emp = "workload.prompt_tokens={dist: empirical, values: [10, 20]}";
-  CHECK(test::scenario(kGood, {emp, "workload.prompt_tokens.values=[30, 40, 50]"}).classes[0].prompt.values.size() == 3);
+  CHECK(test::scenario(kGood, {emp, "workload.prompt_tokens.values=[30, 40, 50]"}).classes[0].prompt.values.size() ==
+        3);
   // an error inside the new value is located at the --set that gave it
   CHECK(error_of(closed, {"workload.arrival={process: poisson, rate_per_s: 40, clients: 8}"}) ==
         "--set workload.arrival={process: poisson, rate_per_s: 40, clients: 8}: error: workload.arrival.clients: "
@@ -183,7 +198,8 @@ TEST_CASE("--set takes a YAML flow value: a mapping or a list replaces the whole
   CHECK(error_of(closed, {"workload.arrival={process: poisson}"}) ==
         "--set workload.arrival={process: poisson}: error: workload.arrival: missing required key 'rate_per_s'");
   CHECK(error_of(kGood, {emp, "workload.prompt_tokens.values=[30, x]"}) ==
-        "--set workload.prompt_tokens.values=[30, x]: error: workload.prompt_tokens.values[1]: expected a number, got 'x'");
+        "--set workload.prompt_tokens.values=[30, x]: error: workload.prompt_tokens.values[1]: expected a number, got "
+        "'x'");
   // the later of two overlapping --set owns what it set
   CHECK(error_of(kGood, {"workload.arrival.rate_per_s=x", "workload.arrival={process: poisson, rate_per_s: y}"}) ==
         "--set workload.arrival={process: poisson, rate_per_s: y}: error: workload.arrival.rate_per_s: expected a "
@@ -191,9 +207,10 @@ TEST_CASE("--set takes a YAML flow value: a mapping or a list replaces the whole
   CHECK(error_of(kGood, {to_poisson, "workload.arrival.rate_per_s=x"}) ==
         "--set workload.arrival.rate_per_s=x: error: workload.arrival.rate_per_s: expected a number, got 'x'");
   // a mapping a --set creates on its way is the --set's too
-  CHECK(error_of(kGood, {"engine.nonesuch.x=1"}).rfind("--set engine.nonesuch.x=1: error: engine.nonesuch: unknown key", 0) == 0);
-  CHECK(error_of(kGood, {"workload.arrival={process: poisson"}).rfind(
-            "--set workload.arrival={process: poisson: error: value is not valid YAML", 0) == 0);
+  CHECK(error_of(kGood, {"engine.nonesuch.x=1"})
+            .rfind("--set engine.nonesuch.x=1: error: engine.nonesuch: unknown key", 0) == 0);
+  CHECK(error_of(kGood, {"workload.arrival={process: poisson"})
+            .rfind("--set workload.arrival={process: poisson: error: value is not valid YAML", 0) == 0);
   // a catalog entry by its dotted name, whole
   const Scenario c = test::scenario(
       kGood, {"catalog.models.my-3.5b={params_b: 3.5, layers: 24, hidden: 3072, heads: 24, kv_heads: 8, head_dim: 128, "
@@ -234,21 +251,28 @@ TEST_CASE("whether a scenario is a sweep is read from its YAML, overrides includ
 }
 
 TEST_CASE("engine settings that contradict each other are refused") {
-  CHECK(error_of(kGood, {"engine.max_batch=4"}).find("max_batch and batch_window_s apply to static batching only") != std::string::npos);
-  CHECK(error_of(kGood, {"engine.max_num_seqs=512", "engine.max_batched_tokens=256"}).find("must be >= max_num_seqs") != std::string::npos);
-  CHECK(error_of(kGood, {"engine.mfu=0.5", "engine.perf_model=linear", "engine.step_base_s=0.01"}).find("mfu belongs to perf_model: roofline") != std::string::npos);
+  CHECK(error_of(kGood, {"engine.max_batch=4"}).find("max_batch and batch_window_s apply to static batching only") !=
+        std::string::npos);
+  CHECK(error_of(kGood, {"engine.max_num_seqs=512", "engine.max_batched_tokens=256"}).find("must be >= max_num_seqs") !=
+        std::string::npos);
+  CHECK(error_of(kGood, {"engine.mfu=0.5", "engine.perf_model=linear", "engine.step_base_s=0.01"})
+            .find("mfu belongs to perf_model: roofline") != std::string::npos);
   CHECK(error_of(kGood, {"engine.perf_model=linear"}).find("missing required key 'step_base_s'") != std::string::npos);
 }
 
 TEST_CASE("traces load in all three column layouts") {
-  const std::string native = test::write_temp("native.csv", "timestamp_s,prompt_tokens,output_tokens\n0.5,10,5\n1.5,20,6\n");
-  const std::string splitwise = test::write_temp("sw.csv", "arrived_at,num_prefill_tokens,num_decode_tokens\n0.5,10,5\n1.5,20,6\n");
+  const std::string native =
+      test::write_temp("native.csv", "timestamp_s,prompt_tokens,output_tokens\n0.5,10,5\n1.5,20,6\n");
+  const std::string splitwise =
+      test::write_temp("sw.csv", "arrived_at,num_prefill_tokens,num_decode_tokens\n0.5,10,5\n1.5,20,6\n");
   const std::string azure = test::write_temp(
-      "az.csv", "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.5000000,10,5\n2023-11-16 18:15:47.5000000,20,6\n");
+      "az.csv",
+      "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.5000000,10,5\n2023-11-16 18:15:47.5000000,20,6\n");
   for (const auto& path : {native, splitwise, azure}) {
     const Scenario s = test::scenario(
         "duration_s: 100\nwarmup_s: 0\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\nfleet: {replicas: 1}\n"
-        "workload: {arrival: {process: trace, path: " + path + "}}\n");
+        "workload: {arrival: {process: trace, path: " +
+        path + "}}\n");
     REQUIRE(s.classes[0].trace->t_s.size() == 2);
     CHECK(s.classes[0].trace->t_s[1] - s.classes[0].trace->t_s[0] == doctest::Approx(1.0));
     CHECK(s.classes[0].trace->prompt[1] == 20);
@@ -259,8 +283,9 @@ TEST_CASE("traces load in all three column layouts") {
   }
   const std::string bad = test::write_temp("bad.csv", "timestamp_s,prompt_tokens,output_tokens\n0.5,10,5\n0.2,10,6\n");
   CHECK(error_of("duration_s: 100\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\nfleet: {replicas: 1}\n"
-                 "workload: {arrival: {process: trace, path: " + bad + "}}\n") ==
-        "<test>:5:44: error: workload.arrival.path: " + bad + ":3:1: error: timestamps go backwards (a trace must be sorted by arrival time)");
+                 "workload: {arrival: {process: trace, path: " +
+                 bad + "}}\n") == "<test>:5:44: error: workload.arrival.path: " + bad +
+                                      ":3:1: error: timestamps go backwards (a trace must be sorted by arrival time)");
 }
 
 TEST_CASE("the Azure conversation trace replays every request in the window") {
@@ -274,10 +299,11 @@ TEST_CASE("the Azure conversation trace replays every request in the window") {
 }
 
 TEST_CASE("every shipped scenario validates and runs") {
-  for (const char* name : {"chat-default", "azure-conv-replay", "azure-code-bursty", "rag-embedding",
-                           "static-batching", "long-context-70b", "chat-azure-empirical", "interactive-and-batch",
-                           "autoscale-host-cpu", "scale-to-zero", "oom-restart-loop", "spot-vs-on-demand", "mig-small-model",
-                           "prefix-and-response-cache", "time-slicing", "lora-separate", "lora-consolidated", "mooncake-replay"}) {
+  for (const char* name :
+       {"chat-default", "azure-conv-replay", "azure-code-bursty", "rag-embedding", "static-batching",
+        "long-context-70b", "chat-azure-empirical", "interactive-and-batch", "autoscale-host-cpu", "scale-to-zero",
+        "oom-restart-loop", "spot-vs-on-demand", "mig-small-model", "prefix-and-response-cache", "time-slicing",
+        "lora-separate", "lora-consolidated", "mooncake-replay"}) {
     CAPTURE(name);
     const Scenario s = load_scenario_file(std::string(FLEETSIM_SOURCE_DIR) + "/scenarios/" + name + ".yaml",
                                           {"duration_s=600", "warmup_s=60"});
@@ -292,7 +318,8 @@ TEST_CASE("every shipped scenario validates and runs") {
 TEST_CASE("pools and classes: defaults inherited, names checked") {
   const std::string yaml =
       "duration_s: 100\nmodel: llama-3.1-8b\ndevice: h100-sxm-80gb\nengine: {max_num_seqs: 32}\n"
-      "pools:\n  a: {fleet: {replicas: 1}}\n  b: {device: l4-24gb, fleet: {replicas: 3}, engine: {max_batched_tokens: 2048}}\n"
+      "pools:\n  a: {fleet: {replicas: 1}}\n  b: {device: l4-24gb, fleet: {replicas: 3}, engine: {max_batched_tokens: "
+      "2048}}\n"
       "workload: {prompt_tokens: 100, output_tokens: 10}\n"
       "classes:\n  x: {pool: a, arrival: {process: poisson, rate_per_s: 1}}\n"
       "  y: {pool: b, team: t, arrival: {process: poisson, rate_per_s: 2, start_s: 50}}\n";
@@ -309,10 +336,12 @@ TEST_CASE("pools and classes: defaults inherited, names checked") {
   const auto r = test::run(s);
   CHECK(r.drained);
   CHECK(r.tally->classes[1].arrived > 50);
-  CHECK(error_of(replace(yaml, "pool: b, team", "pool: c, team")).find("classes.y.pool: unknown pool 'c'") != std::string::npos);
-  CHECK(error_of(replace(yaml, "  x: {pool: a, ", "  x: {")).find("classes.x: missing required key 'pool'") != std::string::npos);
-  CHECK(error_of(replace(yaml, "  b: {device: l4-24gb,", "  b: {devic: l4-24gb,")).find("pools.b.devic: unknown key 'devic'") !=
+  CHECK(error_of(replace(yaml, "pool: b, team", "pool: c, team")).find("classes.y.pool: unknown pool 'c'") !=
         std::string::npos);
+  CHECK(error_of(replace(yaml, "  x: {pool: a, ", "  x: {")).find("classes.x: missing required key 'pool'") !=
+        std::string::npos);
+  CHECK(error_of(replace(yaml, "  b: {device: l4-24gb,", "  b: {devic: l4-24gb,"))
+            .find("pools.b.devic: unknown key 'devic'") != std::string::npos);
 }
 
 TEST_CASE("a scenario's catalog overrides built-in fields and adds devices and models") {
@@ -334,5 +363,6 @@ TEST_CASE("a scenario's catalog overrides built-in fields and adds devices and m
   CHECK(test::scenario(yaml, {"device=h100-sxm-80gb"}).pools[0].device.memory_gib == doctest::Approx(79.22));
   CHECK(error_of(replace(yaml, "bandwidth_gb_s: 900, ", "")) ==
         "<test>:9:13: error: catalog.devices.my-gpu: new device 'my-gpu' needs 'bandwidth_gb_s'");
-  CHECK(error_of(yaml, {"device=my-gpx"}) == "--set device=my-gpx: error: device: unknown device 'my-gpx' (did you mean 'my-gpu'?)");
+  CHECK(error_of(yaml, {"device=my-gpx"}) ==
+        "--set device=my-gpx: error: device: unknown device 'my-gpx' (did you mean 'my-gpu'?)");
 }

@@ -18,8 +18,11 @@ namespace {
 // alone takes a prefill step, which emits its first token, then output - 1 decode steps.
 std::string one_replica(double step, const std::string& extra_fleet = "", const std::string& engine = "") {
   return "device: h100-sxm-80gb\nmodel: llama-3.1-8b\n"
-         "engine: {perf_model: linear, step_base_s: " + std::to_string(step) + engine + "}\n"
-         "fleet: {replicas: 1, queue_limit: 100000" + extra_fleet + "}\n";
+         "engine: {perf_model: linear, step_base_s: " +
+         std::to_string(step) + engine +
+         "}\n"
+         "fleet: {replicas: 1, queue_limit: 100000" +
+         extra_fleet + "}\n";
 }
 
 // A single request of `output` tokens at t = 0.
@@ -63,9 +66,10 @@ TEST_CASE("a fallen-back server's steps take `slowdown` times as long: e2e by ha
   const double step = 0.01;
   const int output = 40;
   // one user after another, always one request in flight: each alone takes output steps
-  const std::string base = "duration_s: 600\nwarmup_s: 50\n" + one_replica(step, ", faults: {cpu_fallback: {share: 1, slowdown: 50}}") +
-                           "workload:\n  arrival: {process: concurrency, clients: 1}\n  prompt_tokens: 64\n  output_tokens: " +
-                           std::to_string(output) + "\n";
+  const std::string base =
+      "duration_s: 600\nwarmup_s: 50\n" + one_replica(step, ", faults: {cpu_fallback: {share: 1, slowdown: 50}}") +
+      "workload:\n  arrival: {process: concurrency, clients: 1}\n  prompt_tokens: 64\n  output_tokens: " +
+      std::to_string(output) + "\n";
   const auto r = test::run(test::scenario(base));
   CHECK(r.drained);
   const ClassTally& t = *r.all;
@@ -91,7 +95,8 @@ TEST_CASE("a fallen-back server's steps take `slowdown` times as long: e2e by ha
 TEST_CASE("the image update cuts a decode run at the first step boundary after it") {
   const double step = 0.01;
   // 5.005 s falls inside step 501 (5.00 - 5.01): 501 steps at full speed, the other 499 at 50x
-  const auto r = test::run(test::scenario(one_request(600, 1000, one_replica(step, ", faults: {cpu_fallback: {share: 1, slowdown: 50, at_s: 5.005}}"))));
+  const auto r = test::run(test::scenario(
+      one_request(600, 1000, one_replica(step, ", faults: {cpu_fallback: {share: 1, slowdown: 50, at_s: 5.005}}"))));
   CHECK(r.drained);
   CHECK(r.all->e2e.max == doctest::Approx(501 * step + 499 * step * 50).epsilon(1e-9));
   const PoolTally& p = r.tally->pools[0];
@@ -186,11 +191,11 @@ TEST_CASE("more sustained load never throttles less") {
   // evenly spaced requests of 100 steps of 10 ms: the device is busy rate x 1 s of every second
   double prev_throttled = 0, prev_busy = 0;
   for (double rate : {0.3, 0.5, 0.65, 0.75, 0.85, 0.95, 1.1, 1.5}) {
-    const Scenario s = test::scenario(
-        "duration_s: 3000\nwarmup_s: 0\n" +
-        one_replica(0.01, ", thermal: {time_constant_s: 120, throttle_above: 0.7, clock_drop: 0.3}") +
-        "workload:\n  arrival: {process: constant, rate_per_s: " + std::to_string(rate) +
-        "}\n  prompt_tokens: 16\n  output_tokens: 100\n");
+    const Scenario s =
+        test::scenario("duration_s: 3000\nwarmup_s: 0\n" +
+                       one_replica(0.01, ", thermal: {time_constant_s: 120, throttle_above: 0.7, clock_drop: 0.3}") +
+                       "workload:\n  arrival: {process: constant, rate_per_s: " + std::to_string(rate) +
+                       "}\n  prompt_tokens: 16\n  output_tokens: 100\n");
     const auto r = test::run(s);
     CHECK(r.drained);
     const PoolTally& p = r.tally->pools[0];
@@ -227,10 +232,11 @@ TEST_CASE("decode runs cut where a factor changes give what stepping one step at
   };
   for (const std::string& fleet : fleets) {
     CAPTURE(fleet);
-    const Scenario s = test::scenario("duration_s: 900\nwarmup_s: 60\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\n" + fleet +
-                                      "workload:\n  arrival: {process: poisson, rate_per_s: 6}\n"
-                                      "  prompt_tokens: {dist: lognormal, median: 500, p99: 3000}\n"
-                                      "  output_tokens: {dist: lognormal, median: 150, p99: 900}\n");
+    const Scenario s =
+        test::scenario("duration_s: 900\nwarmup_s: 60\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\n" + fleet +
+                       "workload:\n  arrival: {process: poisson, rate_per_s: 6}\n"
+                       "  prompt_tokens: {dist: lognormal, median: 500, p99: 3000}\n"
+                       "  output_tokens: {dist: lognormal, median: 150, p99: 900}\n");
     const auto m = test::merged_and_stepped(s);
     const auto& a = m.merged;
     const auto& b = m.stepped;
@@ -254,7 +260,8 @@ TEST_CASE("with restarts, autoscaling and both slowdowns, every figure still rec
       "  faults: {cpu_fallback: {share: 0.5, slowdown: 30, at_s: 1800}}\n"
       "  thermal: {time_constant_s: 600, throttle_above: 0.8, clock_drop: 0.3}\n"
       "workload:\n  arrival: {process: diurnal, rate_per_s: 8, peak_to_mean: 2, period_s: 3600}\n"
-      "  prompt_tokens: {dist: lognormal, median: 800, p99: 4000}\n  output_tokens: {dist: lognormal, median: 120, p99: 600}\n");
+      "  prompt_tokens: {dist: lognormal, median: 800, p99: 4000}\n  output_tokens: {dist: lognormal, median: 120, "
+      "p99: 600}\n");
   const auto r = test::run(s);
   CHECK(r.drained);
   const PoolTally& p = r.tally->pools[0];
@@ -286,7 +293,8 @@ TEST_CASE("slowdown knobs: located errors for values out of range and unknown ke
   CHECK(test::error_of(base, {"fleet.faults.cpu_fallback.share=1.5"}).find("share in [0, 1]") != std::string::npos);
   CHECK(test::error_of(base, {"fleet.faults.cpu_fallback.share=0.5", "fleet.faults.cpu_fallback.slowdown=0.5"})
             .find("slowdown in [1, 10000]") != std::string::npos);
-  CHECK(test::error_of(base, {"fleet.faults.cpu_fallback.shares=0.5"}).find("unknown key 'shares'") != std::string::npos);
+  CHECK(test::error_of(base, {"fleet.faults.cpu_fallback.shares=0.5"}).find("unknown key 'shares'") !=
+        std::string::npos);
   CHECK(test::error_of(base, {"fleet.thermal.time_constant_s=60"}).find("missing required key 'throttle_above'") !=
         std::string::npos);
   CHECK(test::error_of(base, {"fleet.thermal.time_constant_s=60", "fleet.thermal.throttle_above=0.8",

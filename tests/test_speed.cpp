@@ -16,7 +16,10 @@ int64_t steps_by_search(const Line& l, int64_t k, double dt) {
   int64_t lo = 1, hi = k;
   while (lo < hi) {
     const int64_t mid = lo + (hi - lo) / 2;
-    if (line_sum(l, mid) >= dt) hi = mid; else lo = mid + 1;
+    if (line_sum(l, mid) >= dt)
+      hi = mid;
+    else
+      lo = mid + 1;
   }
   return lo;
 }
@@ -33,16 +36,19 @@ std::string random_central_fleet(std::mt19937& g, int i) {
     const int lo = iuni(0, 2), hi = iuni(3, 10);
     replicas = iuni(lo, hi);
     extra = ", autoscale: {min_replicas: " + std::to_string(lo) + ", max_replicas: " + std::to_string(hi) +
-            ", signal: queue_depth, target: " + std::to_string(uni(0.3, 3)) + ", interval_s: " + std::to_string(uni(5, 30)) +
+            ", signal: queue_depth, target: " + std::to_string(uni(0.3, 3)) +
+            ", interval_s: " + std::to_string(uni(5, 30)) +
             ", scale_down_window_s: 0, cooldown_s: " + std::to_string(uni(0, 30)) +
             "}, cold_start: {provision_s: " + std::to_string(uni(0, 20)) + ", image_pull_s: 1, warmup_s: 1}";
   }
   if (iuni(0, 3) == 0) extra += ", failures: {mtbf_hours: " + std::to_string(uni(0.02, 0.5)) + "}";
   return "duration_s: 300\nwarmup_s: " + std::to_string(uni(0, 100)) + "\nseed: " + std::to_string(i) +
          "\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\nengine: {max_num_seqs: " + std::to_string(iuni(1, 48)) +
-         ", max_batched_tokens: " + std::to_string(iuni(256, 8192)) + ", kv_block_tokens: " + std::to_string(iuni(1, 32)) +
-         ", gpu_memory_utilization: " + std::to_string(uni(0.22, 0.9)) + (iuni(0, 5) == 0 ? ", on_kv_exhausted: crash" : "") +
-         profiles[iuni(0, 2)] + "}\nfleet: {replicas: " + std::to_string(replicas) +
+         ", max_batched_tokens: " + std::to_string(iuni(256, 8192)) +
+         ", kv_block_tokens: " + std::to_string(iuni(1, 32)) +
+         ", gpu_memory_utilization: " + std::to_string(uni(0.22, 0.9)) +
+         (iuni(0, 5) == 0 ? ", on_kv_exhausted: crash" : "") + profiles[iuni(0, 2)] +
+         "}\nfleet: {replicas: " + std::to_string(replicas) +
          ", router: central_queue, queue_limit: " + std::to_string(iuni(1, 400)) + extra +
          "}\nworkload:\n  arrival: {process: poisson, rate_per_s: " + std::to_string(uni(1, 60)) + "}\n" +
          (iuni(0, 2) == 0 ? "  prefix: {share: 0.7, tokens: " + std::to_string(iuni(16, 2000)) + "}\n" : "") +

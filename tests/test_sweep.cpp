@@ -23,7 +23,9 @@ const std::string kBase =
     "  prompt_tokens: {dist: lognormal, median: 800, p99: 4000}\n"
     "  output_tokens: {dist: lognormal, median: 120, p99: 600}\n";
 
-ScenarioSource source(const std::string& sweep) { return ScenarioSource::from_text(kBase + sweep, "<sweep>", FLEETSIM_SOURCE_DIR); }
+ScenarioSource source(const std::string& sweep) {
+  return ScenarioSource::from_text(kBase + sweep, "<sweep>", FLEETSIM_SOURCE_DIR);
+}
 
 Json run(const ScenarioSource& src, int threads = 2, uint32_t k = 0, uint32_t n = 1) {
   const SweepSpec spec = parse_sweep(src);
@@ -102,7 +104,8 @@ TEST_CASE("shards merge into exactly the unsharded sweep, whatever the thread co
 
 TEST_CASE("confidence intervals shrink as 1/sqrt(replications)") {
   auto hw = [&](int reps) {
-    const Json d = run(source("sweep:\n  parameters:\n    fleet.replicas: [1]\n  replications: " + std::to_string(reps) + "\n"));
+    const Json d =
+        run(source("sweep:\n  parameters:\n    fleet.replicas: [1]\n  replications: " + std::to_string(reps) + "\n"));
     return d["rows"][0]["ci95"]["latency_s.ttft.p99"].get<double>();
   };
   const double h4 = hw(4), h16 = hw(16), h64 = hw(64);
@@ -115,8 +118,9 @@ TEST_CASE("confidence intervals shrink as 1/sqrt(replications)") {
 }
 
 TEST_CASE("configurations that cannot run are reported as infeasible with the reason") {
-  const Json d = run(source("sweep:\n  parameters:\n    model: [llama-3.1-8b, llama-3.1-70b]\n"
-                            "    device: [h100-sxm-80gb, l4-24gb]\n    engine.max_batched_tokens: [128, 8192]\n"));
+  const Json d =
+      run(source("sweep:\n  parameters:\n    model: [llama-3.1-8b, llama-3.1-70b]\n"
+                 "    device: [h100-sxm-80gb, l4-24gb]\n    engine.max_batched_tokens: [128, 8192]\n"));
   REQUIRE(d["rows"].size() == 8);
   int no_fit = 0, inconsistent = 0, ran = 0;
   for (const auto& r : d["rows"]) {
@@ -136,7 +140,8 @@ TEST_CASE("configurations that cannot run are reported as infeasible with the re
 }
 
 TEST_CASE("an SLO that nothing meets says so, and names the closest configuration") {
-  const Json d = run(source("sweep:\n  parameters:\n    fleet.replicas: [1, 2]\n  slo: {latency_s.ttft.p99: 0.000001}\n"));
+  const Json d =
+      run(source("sweep:\n  parameters:\n    fleet.replicas: [1, 2]\n  slo: {latency_s.ttft.p99: 0.000001}\n"));
   CHECK(d["summary"]["feasible"] == 0);
   CHECK(d["summary"]["cheapest"].is_null());
   const std::string m = d["summary"]["message"].get<std::string>();
@@ -145,7 +150,8 @@ TEST_CASE("an SLO that nothing meets says so, and names the closest configuratio
 }
 
 TEST_CASE("the cheapest feasible configuration and the Pareto frontier") {
-  const Json d = run(source("sweep:\n  parameters:\n    fleet.replicas: [1, 2, 3, 4]\n  slo: {latency_s.ttft.p99: {max: 10}}\n"));
+  const Json d =
+      run(source("sweep:\n  parameters:\n    fleet.replicas: [1, 2, 3, 4]\n  slo: {latency_s.ttft.p99: {max: 10}}\n"));
   // all feasible: the cheapest is one replica, the fastest four; the frontier runs between them
   CHECK(d["summary"]["cheapest"]["index"] == 0);
   const Json& pareto = d["summary"]["pareto"];
@@ -163,9 +169,10 @@ TEST_CASE("the cheapest feasible configuration and the Pareto frontier") {
 
 TEST_CASE("the table sizes its columns to a long device name; the CSV quotes it and reads back") {
   const std::string name = "acme-inference-accelerator-x1000, rev \"B\" (liquid-cooled)";
-  const auto src = source("catalog:\n  devices:\n    '" + name + "': {memory_gib: 96, bandwidth_gb_s: 4000, bf16_tflops: 1200, "
-                          "usd_per_hour: 99999.75}\nsweep:\n  parameters:\n    device: [h100-sxm-80gb, '" + name +
-                          "']\n    fleet.replicas: [1, 12]\n  replications: 2\n");
+  const auto src = source("catalog:\n  devices:\n    '" + name +
+                          "': {memory_gib: 96, bandwidth_gb_s: 4000, bf16_tflops: 1200, "
+                          "usd_per_hour: 99999.75}\nsweep:\n  parameters:\n    device: [h100-sxm-80gb, '" +
+                          name + "']\n    fleet.replicas: [1, 12]\n  replications: 2\n");
   const Json d = run(src);
   const std::string table = format_sweep_table(d);
   CAPTURE(table);
@@ -189,7 +196,8 @@ TEST_CASE("the table sizes its columns to a long device name; the CSV quotes it 
     if (r == std::string::npos || header_end == 0) continue;
     ++rows;
     CHECK(col(line, r + 1) == header_end);  // the reject column lines up with its header
-    const size_t at = line.find(name) != std::string::npos ? line.find(name) + name.size() : line.find("h100-sxm-80gb") + 13;
+    const size_t at =
+        line.find(name) != std::string::npos ? line.find(name) + name.size() : line.find("h100-sxm-80gb") + 13;
     CHECK(col(line, at) == device_end);  // the device column too, long name or short
   }
   CHECK(rows >= 4);
@@ -204,8 +212,9 @@ TEST_CASE("the table sizes its columns to a long device name; the CSV quotes it 
 }
 
 TEST_CASE("random samples of a grid are distinct, reproducible and within the grid") {
-  const auto src = source("sweep:\n  parameters:\n    fleet.replicas: {from: 1, to: 50}\n"
-                          "    engine.max_num_seqs: {from: 8, to: 512, step: 8}\n  sample: 100\n");
+  const auto src = source(
+      "sweep:\n  parameters:\n    fleet.replicas: {from: 1, to: 50}\n"
+      "    engine.max_num_seqs: {from: 8, to: 512, step: 8}\n  sample: 100\n");
   const SweepSpec a = parse_sweep(src), b = parse_sweep(src);
   CHECK(a.grid_size == 50 * 64);
   REQUIRE(a.count() == 100);
@@ -221,22 +230,26 @@ TEST_CASE("bad sweep definitions are located errors") {
         "<sweep>:14:21: error: fleet.replica: unknown key 'replica' (did you mean 'replicas'?)");
   CHECK(error_of("sweep:\n  parameters:\n    fleet.replicas: [1, two]\n") ==
         "<sweep>:14:25: error: fleet.replicas: expected a number, got 'two'");
-  CHECK(error_of("sweep:\n  parameters:\n    fleet.replicas: {from: 1, to: 1000}\n    engine.max_num_seqs: {from: 1, to: 1000}\n"
+  CHECK(error_of("sweep:\n  parameters:\n    fleet.replicas: {from: 1, to: 1000}\n    engine.max_num_seqs: {from: 1, "
+                 "to: 1000}\n"
                  "  max_configurations: 5000\n") ==
         "<sweep>:14:5: error: sweep.parameters: 1000000 configurations exceed the limit of 5000 (raise "
         "sweep.max_configurations, or sample: N random points of the grid)");
-  CHECK(error_of("sweep:\n  parameters:\n    fleet.replicas: [1]\n  slo: {latency_s.ttft.p98: 1}\n")
-            .find("<sweep>:15:9: error: sweep.slo.latency_s.ttft.p98: unknown metric 'latency_s.ttft.p98' (did you mean "
-                  "'latency_s.ttft.p9") == 0);
+  CHECK(
+      error_of("sweep:\n  parameters:\n    fleet.replicas: [1]\n  slo: {latency_s.ttft.p98: 1}\n")
+          .find("<sweep>:15:9: error: sweep.slo.latency_s.ttft.p98: unknown metric 'latency_s.ttft.p98' (did you mean "
+                "'latency_s.ttft.p9") == 0);
   CHECK(error_of("sweep:\n  parameters: {}\n").find("no parameters to sweep") != std::string::npos);
-  CHECK(error_of("sweep:\n  parameters:\n    fleet.replicas: [1]\n  replications: 0\n").find("out of range") != std::string::npos);
-  CHECK(error_of("sweep:\n  paramters:\n    fleet.replicas: [1]\n").find("unknown key 'paramters' (did you mean 'parameters'?)") !=
+  CHECK(error_of("sweep:\n  parameters:\n    fleet.replicas: [1]\n  replications: 0\n").find("out of range") !=
         std::string::npos);
+  CHECK(error_of("sweep:\n  paramters:\n    fleet.replicas: [1]\n")
+            .find("unknown key 'paramters' (did you mean 'parameters'?)") != std::string::npos);
   CHECK(error_of("").find("no sweep section") != std::string::npos);
   // read once for the whole sweep: sweeping them would only repeat configurations
-  CHECK(error_of("sweep:\n  parameters:\n    sweep.replications: [1, 2]\n") ==
-        "<sweep>:14:5: error: sweep.parameters.sweep.replications: cannot be swept: a parameter overrides a scenario key "
-        "in each configuration, and the sweep: section is read once for the whole sweep");
+  CHECK(
+      error_of("sweep:\n  parameters:\n    sweep.replications: [1, 2]\n") ==
+      "<sweep>:14:5: error: sweep.parameters.sweep.replications: cannot be swept: a parameter overrides a scenario key "
+      "in each configuration, and the sweep: section is read once for the whole sweep");
   CHECK(error_of("sweep:\n  parameters:\n    budgets.x.max: [1, 2]\n").find("the budgets: section is read once") !=
         std::string::npos);
   CHECK(error_of("sweep:\n  parameters:\n    fleet.replicas: [1, 2, 1.0]\n") ==
@@ -252,10 +265,7 @@ const std::string kJournalled =
 // A journal file in the temporary directory, removed at the end of the test.
 struct TempFile {
   std::string path;
-  explicit TempFile(const std::string& name)
-      : path(test::temp_path(name)) {
-    std::filesystem::remove(path);
-  }
+  explicit TempFile(const std::string& name) : path(test::temp_path(name)) { std::filesystem::remove(path); }
   ~TempFile() { std::filesystem::remove(path); }
   std::vector<std::string> lines() const {
     std::ifstream f(path);
@@ -270,7 +280,8 @@ struct TempFile {
 Json run_journalled(const ScenarioSource& src, const std::string& journal, bool resume,
                     const std::atomic<bool>* stop = nullptr, std::function<void()> after_row = {}) {
   const SweepSpec spec = parse_sweep(src);
-  SweepJournal j = resume ? SweepJournal::resume(journal, src, spec, 0, 1) : SweepJournal::create(journal, src, spec, 0, 1);
+  SweepJournal j =
+      resume ? SweepJournal::resume(journal, src, spec, 0, 1) : SweepJournal::create(journal, src, spec, 0, 1);
   SweepOptions o;
   o.backend = Backend::cpu;
   o.threads = 1;
@@ -348,7 +359,9 @@ TEST_CASE("a stop request ends the sweep after the simulation under way; resumin
   SweepOptions o;
   o.backend = Backend::cpu;
   o.threads = 2;
-  o.on_row = [](const Json&) { throw OutputError("j: error: writing the journal failed: No space left on device", 28); };
+  o.on_row = [](const Json&) {
+    throw OutputError("j: error: writing the journal failed: No space left on device", 28);
+  };
   CHECK_THROWS_AS(run_sweep(src, parse_sweep(src), o), OutputError);
 }
 
@@ -366,7 +379,9 @@ TEST_CASE("a journal of another sweep is refused, located at its first line; a b
         p + ":1: error: /scenario/overrides: the journal was written with other --set, --seed or --duration overrides "
             "(journal: [], this run: [\"fleet.router=central_queue\"]); resume with the same scenario file and flags");
   CHECK(resume_error(source(std::string(kJournalled) + "  seed: 9\n"), p)
-            .find(p + ":1: error: /scenario/text_fnv1a64: the scenario's text has changed since the journal was written") == 0);
+            .find(p +
+                  ":1: error: /scenario/text_fnv1a64: the scenario's text has changed since the journal was written") ==
+        0);
   CHECK(resume_error(src, p, 1, 2) ==
         p + ":1: error: /shard/index: the journal was written for another shard (journal: 0, this run: 1); resume with "
             "the same scenario file and flags");
@@ -391,8 +406,8 @@ TEST_CASE("a journal of another sweep is refused, located at its first line; a b
   Json row = Json::parse(lines[3]);
   row["index"] = "x";
   CHECK(with_row3(row.dump()) == p + ":4: error: /index: expected an integer, got \"x\"");
-  CHECK(with_row3(lines[2]) == p + ":4: error: /index: configuration " + Json::parse(lines[2])["index"].dump() +
-                                   " is already on line 3");
+  CHECK(with_row3(lines[2]) ==
+        p + ":4: error: /index: configuration " + Json::parse(lines[2])["index"].dump() + " is already on line 3");
   row = Json::parse(lines[3]);
   row["parameters"]["fleet.replicas"] = 7;
   CHECK(with_row3(row.dump()).find(p + ":4: error: /parameters/fleet.replicas: 7, but configuration") == 0);

@@ -9,9 +9,9 @@
 #include <random>
 #include <thread>
 
-#include "libsim/sweep/sweep.hpp"
 #include "libsim/sweep/internal.hpp"
 #include "libsim/sweep/order.hpp"
+#include "libsim/sweep/sweep.hpp"
 
 using namespace fleetsim;
 
@@ -118,12 +118,14 @@ TEST_CASE("the one-pass Pareto frontier and cheapest equal the sorted ones") {
                  {"shard", {{"index", 0}, {"count", 1}}}};
   std::vector<Json> rows;
   for (uint64_t i = 0; i < 300; ++i) {
-    Json r = {{"index", i}, {"parameters", Json::object()}, {"feasible", rng() % 3 != 0}, {"violations", Json::array()}};
+    Json r = {
+        {"index", i}, {"parameters", Json::object()}, {"feasible", rng() % 3 != 0}, {"violations", Json::array()}};
     if (rng() % 10 == 0) {
       r["metrics"] = nullptr;
     } else {
       const double cost = double(rng() % 40), ttft = rng() % 7 == 0 ? NAN : double((40 - cost) / 2 + double(rng() % 6));
-      r["metrics"] = {{"cost", {{"x", cost}}}, {"latency_s", {{"ttft", {{"p99", std::isnan(ttft) ? Json(nullptr) : Json(ttft)}}}}}};
+      r["metrics"] = {{"cost", {{"x", cost}}},
+                      {"latency_s", {{"ttft", {{"p99", std::isnan(ttft) ? Json(nullptr) : Json(ttft)}}}}}};
     }
     rows.push_back(r);
   }
@@ -131,7 +133,8 @@ TEST_CASE("the one-pass Pareto frontier and cheapest equal the sorted ones") {
   // the frontier by its definition: sorted by (cost, ttft) stably, each point below every earlier TTFT
   std::vector<const Json*> m;
   for (const auto& r : rows)
-    if (!std::isnan(sweep_detail::num_or_nan(r, "cost.x")) && !std::isnan(sweep_detail::num_or_nan(r, "latency_s.ttft.p99")))
+    if (!std::isnan(sweep_detail::num_or_nan(r, "cost.x")) &&
+        !std::isnan(sweep_detail::num_or_nan(r, "latency_s.ttft.p99")))
       m.push_back(&r);
   auto key = [](const Json* r) {
     return std::make_pair(sweep_detail::num_or_nan(*r, "cost.x"), sweep_detail::num_or_nan(*r, "latency_s.ttft.p99"));

@@ -8,8 +8,8 @@
 #include <fstream>
 
 #include "helpers.hpp"
-#include "libsim/base/error.hpp"
 #include "libsim/backend/mirror.hpp"
+#include "libsim/base/error.hpp"
 #include "libsim/input/trace.hpp"
 
 using namespace fleetsim;
@@ -32,13 +32,13 @@ const std::string kBurstHeader = "Timestamp,Model,Request tokens,Response tokens
 // Failed requests (Response tokens 0) and empty prompts among good rows; the first row fails, so
 // the rebase is to the first kept request (100 s), not to the first row.
 const std::string kBurst = kBurstHeader +
-                           "99,GPT-4,10,0,10,API log\n"                     // 2: failed
-                           "100,ChatGPT,472,18,490,Conversation log\n"      // 3
-                           "100.5,GPT-4,300,0,300,API log\n"                // 4: failed
-                           "101.25,ChatGPT,0,12,12,API log\n"               // 5: empty prompt
-                           "103,GPT-4,1087,230,1317,Conversation log\n"     // 6
-                           "104,ChatGPT,50,0,50,Conversation log\n"         // 7: failed
-                           "110.75,ChatGPT,20,5,25,API log\n";              // 8
+                           "99,GPT-4,10,0,10,API log\n"                  // 2: failed
+                           "100,ChatGPT,472,18,490,Conversation log\n"   // 3
+                           "100.5,GPT-4,300,0,300,API log\n"             // 4: failed
+                           "101.25,ChatGPT,0,12,12,API log\n"            // 5: empty prompt
+                           "103,GPT-4,1087,230,1317,Conversation log\n"  // 6
+                           "104,ChatGPT,50,0,50,Conversation log\n"      // 7: failed
+                           "110.75,ChatGPT,20,5,25,API log\n";           // 8
 
 // Four requests with overlapping block hashes, then two that test the run and the cap.
 const std::string kMooncake =
@@ -91,13 +91,16 @@ TEST_CASE("BurstGPT: a model filter keeps one model, and names the models when i
 
   TraceOptions typo;
   typo.model_filter = "GPT4";
-  CHECK(error_of(path, typo) == path + ": error: no rows for model 'GPT4' (did you mean 'GPT-4'?); models present: "
-                                       "'ChatGPT' (4 rows), 'GPT-4' (3 rows)");
+  CHECK(error_of(path, typo) == path +
+                                    ": error: no rows for model 'GPT4' (did you mean 'GPT-4'?); models present: "
+                                    "'ChatGPT' (4 rows), 'GPT-4' (3 rows)");
 
   // a filter whose rows all failed says so
-  const std::string all_failed = test::write_temp("burst_failed.csv", kBurstHeader + "1,GPT-4,10,0,10,API log\n2,ChatGPT,5,5,10,API log\n");
-  CHECK(error_of(all_failed, gpt4) == all_failed + ":3:1: error: trace has no usable requests (1 row skipped: "
-                                                   "1 failed request (Response tokens = 0))");
+  const std::string all_failed =
+      test::write_temp("burst_failed.csv", kBurstHeader + "1,GPT-4,10,0,10,API log\n2,ChatGPT,5,5,10,API log\n");
+  CHECK(error_of(all_failed, gpt4) == all_failed +
+                                          ":3:1: error: trace has no usable requests (1 row skipped: "
+                                          "1 failed request (Response tokens = 0))");
 
   // a filter on a format without models is an error, not silently ignored
   const std::string native = test::write_temp("native_filter.csv", "timestamp_s,prompt_tokens,output_tokens\n0,10,5\n");
@@ -107,11 +110,11 @@ TEST_CASE("BurstGPT: a model filter keeps one model, and names the models when i
 }
 
 TEST_CASE("BurstGPT: the 8-column layout with Session ID and Elapsed time") {
-  const TraceData t = load_trace(test::write_temp(
-      "burst3.csv",
-      "Timestamp,Session ID,Elapsed time,Model,Request tokens,Response tokens,Total tokens,Log Type\n"
-      "7.5,a1,3.2,ChatGPT,100,20,120,Conversation log\n"
-      "9,,,GPT-4,200,30,230,API log\n"));
+  const TraceData t = load_trace(
+      test::write_temp("burst3.csv",
+                       "Timestamp,Session ID,Elapsed time,Model,Request tokens,Response tokens,Total tokens,Log Type\n"
+                       "7.5,a1,3.2,ChatGPT,100,20,120,Conversation log\n"
+                       "9,,,GPT-4,200,30,230,API log\n"));
   REQUIRE(t.t_s.size() == 2);
   CHECK(t.t_s[1] == doctest::Approx(1.5));
   CHECK(t.prompt == std::vector<int32_t>{100, 200});
@@ -149,12 +152,13 @@ TEST_CASE("Mooncake: cached prefix from earlier requests' block hashes") {
 }
 
 TEST_CASE("Mooncake: empty prompts are skipped and counted; their hashes do not count as seen") {
-  const TraceData t = load_trace(test::write_temp(
-      "mooncake_empty.jsonl",
-      "\n{\"timestamp\": 0, \"input_length\": 0, \"output_length\": 5, \"hash_ids\": [1]}\n"
-      "   \n"
-      "{\"timestamp\": 10, \"input_length\": 700, \"output_length\": 5, \"hash_ids\": [1, 2]}\n"
-      "{\"timestamp\": 20, \"input_length\": 700, \"output_length\": 5, \"hash_ids\": [1, 3], \"extra\": \"ignored\"}\n"));
+  const TraceData t = load_trace(
+      test::write_temp("mooncake_empty.jsonl",
+                       "\n{\"timestamp\": 0, \"input_length\": 0, \"output_length\": 5, \"hash_ids\": [1]}\n"
+                       "   \n"
+                       "{\"timestamp\": 10, \"input_length\": 700, \"output_length\": 5, \"hash_ids\": [1, 2]}\n"
+                       "{\"timestamp\": 20, \"input_length\": 700, \"output_length\": 5, \"hash_ids\": [1, 3], "
+                       "\"extra\": \"ignored\"}\n"));
   CHECK(t.rows == 3);
   CHECK(t.skipped == 1);
   CHECK(t.skipped_reason == "1 row with input_length = 0");
@@ -163,45 +167,58 @@ TEST_CASE("Mooncake: empty prompts are skipped and counted; their hashes do not 
 }
 
 TEST_CASE("Mooncake: malformed lines give located errors that say what was expected") {
-  const std::string bad_json = test::write_temp("mc_bad.jsonl", "{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 5, \"hash_ids\": [1]}\n"
-                                                          "{\"timestamp\": 1, \"input_length\": 10,, \"output_length\": 5}\n");
+  const std::string bad_json =
+      test::write_temp("mc_bad.jsonl",
+                       "{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 5, \"hash_ids\": [1]}\n"
+                       "{\"timestamp\": 1, \"input_length\": 10,, \"output_length\": 5}\n");
   const std::string e1 = error_of(bad_json);
   CHECK(contains(e1, bad_json + ":2:"));
   CHECK(contains(e1, "not valid JSON"));
   CHECK(contains(e1, "expected one JSON object per line"));
 
-  const std::string missing = test::write_temp("mc_missing.jsonl", "{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 5}\n");
+  const std::string missing =
+      test::write_temp("mc_missing.jsonl", "{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 5}\n");
   CHECK(contains(error_of(missing), missing + ":1:1: error: missing \"hash_ids\""));
 
-  const std::string bad_len = test::write_temp("mc_len.jsonl", "{\"timestamp\": 0, \"input_length\": 1.5, \"output_length\": 5, \"hash_ids\": []}\n");
-  CHECK(error_of(bad_len) == bad_len + ":1:18: error: \"input_length\" must be an integer token count in [0, 1e8], not 1.5");
+  const std::string bad_len = test::write_temp(
+      "mc_len.jsonl", "{\"timestamp\": 0, \"input_length\": 1.5, \"output_length\": 5, \"hash_ids\": []}\n");
+  CHECK(error_of(bad_len) ==
+        bad_len + ":1:18: error: \"input_length\" must be an integer token count in [0, 1e8], not 1.5");
 
-  const std::string bad_ids = test::write_temp("mc_ids.jsonl", "{\"timestamp\": 0, \"input_length\": 9, \"output_length\": 5, \"hash_ids\": [1, \"x\"]}\n");
+  const std::string bad_ids = test::write_temp(
+      "mc_ids.jsonl", "{\"timestamp\": 0, \"input_length\": 9, \"output_length\": 5, \"hash_ids\": [1, \"x\"]}\n");
   CHECK(contains(error_of(bad_ids), ":1:57: error: \"hash_ids\" must be a list of integers; found \"x\""));
 
   // a number no double holds: an input error, not an escaped exception of the JSON parser
-  const std::string overflow = test::write_temp("mc_overflow.jsonl", "{\"timestamp\": 0, \"input_length\": 9, \"output_length\": 5, \"hash_ids\": [1e400]}\n");
+  const std::string overflow = test::write_temp(
+      "mc_overflow.jsonl", "{\"timestamp\": 0, \"input_length\": 9, \"output_length\": 5, \"hash_ids\": [1e400]}\n");
   CHECK(error_of(overflow) == overflow + ":1:1: error: not valid JSON (number overflow parsing '1e400'); " +
                                   "expected one JSON object per line: {\"timestamp\": ms, \"input_length\": tokens, "
                                   "\"output_length\": tokens, \"hash_ids\": [block ids]}");
 
-  const std::string not_object = test::write_temp("mc_array.jsonl", "{\"timestamp\": 0, \"input_length\": 9, \"output_length\": 5, \"hash_ids\": []}\n[1, 2]\n");
+  const std::string not_object = test::write_temp(
+      "mc_array.jsonl", "{\"timestamp\": 0, \"input_length\": 9, \"output_length\": 5, \"hash_ids\": []}\n[1, 2]\n");
   CHECK(contains(error_of(not_object), ":2:1: error: not a JSON object"));
 }
 
 TEST_CASE("a non-monotone timestamp gives a located error") {
   // CSV: checked on every row, a skipped one included
-  const std::string burst = test::write_temp("burst_back.csv", kBurstHeader + "10,ChatGPT,5,5,10,API log\n12,ChatGPT,5,5,10,API log\n"
-                                                                        "11,GPT-4,5,0,5,API log\n");
+  const std::string burst =
+      test::write_temp("burst_back.csv", kBurstHeader +
+                                             "10,ChatGPT,5,5,10,API log\n12,ChatGPT,5,5,10,API log\n"
+                                             "11,GPT-4,5,0,5,API log\n");
   CHECK(error_of(burst) == burst + ":4:1: error: timestamps go backwards (a trace must be sorted by arrival time)");
-  const std::string jsonl = test::write_temp("mc_back.jsonl", "{\"timestamp\": 100, \"input_length\": 10, \"output_length\": 5, \"hash_ids\": [1]}\n"
-                                                        "\n"
-                                                        "{\"timestamp\": 99, \"input_length\": 10, \"output_length\": 5, \"hash_ids\": [1]}\n");
+  const std::string jsonl =
+      test::write_temp("mc_back.jsonl",
+                       "{\"timestamp\": 100, \"input_length\": 10, \"output_length\": 5, \"hash_ids\": [1]}\n"
+                       "\n"
+                       "{\"timestamp\": 99, \"input_length\": 10, \"output_length\": 5, \"hash_ids\": [1]}\n");
   CHECK(error_of(jsonl) == jsonl + ":3:1: error: timestamps go backwards (a trace must be sorted by arrival time)");
 }
 
 TEST_CASE("a UTF-8 byte-order mark and CRLF line ends are accepted") {
-  const TraceData c = load_trace(test::write_temp("bom.csv", "\xEF\xBB\xBFtimestamp_s,prompt_tokens,output_tokens\r\n0.5,10,5\r\n1.5,20,6\r\n"));
+  const TraceData c = load_trace(
+      test::write_temp("bom.csv", "\xEF\xBB\xBFtimestamp_s,prompt_tokens,output_tokens\r\n0.5,10,5\r\n1.5,20,6\r\n"));
   CHECK(c.layout == "timestamp_s,prompt_tokens,output_tokens");
   CHECK(c.prompt == std::vector<int32_t>{10, 20});
   CHECK(c.t_s == std::vector<double>{0.5, 1.5});  // native timestamps are not rebased
@@ -209,14 +226,17 @@ TEST_CASE("a UTF-8 byte-order mark and CRLF line ends are accepted") {
   CHECK(b.prompt.size() == 3);
   const TraceData j = load_trace(test::write_temp("bom.jsonl", "\xEF\xBB\xBF" + kMooncake));
   CHECK(j.cached_prefix.size() == 6);
-  CHECK(load_csv_column(test::write_temp("bom_col.csv", "\xEF\xBB\xBFx,y\n1,2\n3,4\n"), "x") == std::vector<double>{1, 3});
+  CHECK(load_csv_column(test::write_temp("bom_col.csv", "\xEF\xBB\xBFx,y\n1,2\n3,4\n"), "x") ==
+        std::vector<double>{1, 3});
 }
 
 TEST_CASE("quoted CSV fields may hold commas and quotes") {
-  const std::string path = test::write_temp("quoted.csv", "\"Timestamp\",\"Model\",\"Request tokens\",\"Response tokens\",\"Total tokens\",\"Log Type\"\n"
-                                                    "1,\"GPT-4, 32k\",100,10,110,\"API log\"\n"
-                                                    "2, \"say \"\"hi\"\"\" ,200,20,220,API log\n"
-                                                    "3,ChatGPT,300,30,330,API log\n");
+  const std::string path =
+      test::write_temp("quoted.csv",
+                       "\"Timestamp\",\"Model\",\"Request tokens\",\"Response tokens\",\"Total tokens\",\"Log Type\"\n"
+                       "1,\"GPT-4, 32k\",100,10,110,\"API log\"\n"
+                       "2, \"say \"\"hi\"\"\" ,200,20,220,API log\n"
+                       "3,ChatGPT,300,30,330,API log\n");
   const TraceData t = load_trace(path);
   CHECK(t.prompt == std::vector<int32_t>{100, 200, 300});
   CHECK(t.output == std::vector<int32_t>{10, 20, 30});
@@ -228,7 +248,8 @@ TEST_CASE("quoted CSV fields may hold commas and quotes") {
   o.model_filter = "GPT-4";
   CHECK(contains(error_of(path, o), "models present: 'ChatGPT' (1 row), 'GPT-4, 32k' (1 row), 'say \"hi\"' (1 row)"));
 
-  CHECK(load_csv_column(test::write_temp("quoted_col.csv", "name,value\n\"a,b\",3\n\"c \"\"d\"\"\",4\n"), "value") == std::vector<double>{3, 4});
+  CHECK(load_csv_column(test::write_temp("quoted_col.csv", "name,value\n\"a,b\",3\n\"c \"\"d\"\"\",4\n"), "value") ==
+        std::vector<double>{3, 4});
 
   const std::string open = test::write_temp("unterminated.csv", kBurstHeader + "1,\"GPT-4,100,10,110,API log\n");
   CHECK(error_of(open) == open + ":2:3: error: unterminated quoted field (no closing \")");
@@ -284,7 +305,8 @@ TEST_CASE("the shipped Mooncake excerpt loads, with its prefix reuse") {
   // a scenario replays it through the existing trace key
   const Scenario s = test::scenario(
       "duration_s: 300\nwarmup_s: 0\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\nfleet: {replicas: 1}\n"
-      "workload: {arrival: {process: trace, path: " + path + "}}\n");
+      "workload: {arrival: {process: trace, path: " +
+      path + "}}\n");
   CHECK(s.classes[0].trace->t_s.size() == 918);
   CHECK(s.classes[0].trace->cached_prefix.size() == 918);
 }
@@ -305,8 +327,9 @@ std::string scenario_error(const std::string& yaml, const std::vector<std::strin
 }
 
 // the shipped excerpt on 4 H100s, warm-up 30 s, to its last arrival
-const std::string kReplay = "duration_s: trace_end\nwarmup_s: 30\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\n"
-                            "engine: {max_num_seqs: 256, max_batched_tokens: 8192}\nfleet: {replicas: 4, queue_limit: 4096}\n";
+const std::string kReplay =
+    "duration_s: trace_end\nwarmup_s: 30\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\n"
+    "engine: {max_num_seqs: 256, max_batched_tokens: 8192}\nfleet: {replicas: 4, queue_limit: 4096}\n";
 
 }  // namespace
 
@@ -323,11 +346,13 @@ TEST_CASE("duration_s: trace_end runs to the last trace arrival") {
   CHECK(r.report["scenario"]["duration_s"].get<double>() == s.duration_s);
 
   // shifted by start_s and stretched by time_scale, with a second class that is not a trace
-  const Scenario s2 = test::scenario(
-      kReplay +
-      "classes:\n"
-      "  replay: {arrival: {process: trace, path: " + kExcerpt + ", time_scale: 0.5, start_s: 40}}\n"
-      "  chat: {arrival: {process: poisson, rate_per_s: 1}, prompt_tokens: 100, output_tokens: 10}\n");
+  const Scenario s2 =
+      test::scenario(kReplay +
+                     "classes:\n"
+                     "  replay: {arrival: {process: trace, path: " +
+                     kExcerpt +
+                     ", time_scale: 0.5, start_s: 40}}\n"
+                     "  chat: {arrival: {process: poisson, rate_per_s: 1}, prompt_tokens: 100, output_tokens: 10}\n");
   CHECK(s2.duration_s == std::nextafter(t.t_s.back() * 0.5 + 40.0, 1e300));
   const auto r2 = test::run(s2);
   CHECK(r2.tally->classes[0].arrived == int64_t(t.t_s.size()));  // all after the warm-up: start_s 40 > 30
@@ -340,31 +365,38 @@ TEST_CASE("duration_s: trace_end runs to the last trace arrival") {
 
 TEST_CASE("duration_s: trace_end errors are located") {
   const std::string mc = test::write_temp("mooncake_trace_end.jsonl", kMooncake);
-  const std::string yaml = "duration_s: trace_end\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\nfleet: {replicas: 1}\n"
-                           "workload: {arrival: {process: trace, path: " + mc + "}}\n";
+  const std::string yaml =
+      "duration_s: trace_end\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\nfleet: {replicas: 1}\n"
+      "workload: {arrival: {process: trace, path: " +
+      mc + "}}\n";
   CHECK(scenario_error(yaml) == "(no error)");
   // no trace to end
-  CHECK(scenario_error("duration_s: trace_end\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\nfleet: {replicas: 1}\n"
-                       "workload: {arrival: {process: poisson, rate_per_s: 1}, prompt_tokens: 10, output_tokens: 5}\n") ==
-        "<test>:1:13: error: duration_s: trace_end needs a class that replays a trace (arrival: {process: trace, path: ...})");
+  CHECK(
+      scenario_error("duration_s: trace_end\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\nfleet: {replicas: 1}\n"
+                     "workload: {arrival: {process: poisson, rate_per_s: 1}, prompt_tokens: 10, output_tokens: 5}\n") ==
+      "<test>:1:13: error: duration_s: trace_end needs a class that replays a trace (arrival: {process: trace, path: "
+      "...})");
   // a misspelling says what is accepted
   CHECK(scenario_error(yaml, {"duration_s=trace-end"}) ==
-        "--set duration_s=trace-end: error: duration_s: expected a number of seconds, or trace_end (run to the last trace "
+        "--set duration_s=trace-end: error: duration_s: expected a number of seconds, or trace_end (run to the last "
+        "trace "
         "arrival); got 'trace-end'");
   // the warm-up must end before the last arrival (4 s into this trace)
   CHECK(contains(scenario_error(yaml, {"warmup_s=5"}),
                  "error: warmup_s: warmup_s must be less than duration_s (trace_end: 4.000000 s)"));
   // trace_end takes the run no further than a duration_s given in seconds may go
-  const std::string far = test::write_temp("far.csv", "timestamp_s,prompt_tokens,output_tokens\n0,10,5\n5000000,10,5\n");
+  const std::string far =
+      test::write_temp("far.csv", "timestamp_s,prompt_tokens,output_tokens\n0,10,5\n5000000,10,5\n");
   CHECK(scenario_error("duration_s: trace_end\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\nfleet: {replicas: 1}\n"
-                       "workload: {arrival: {process: trace, path: " + far + "}}\n") ==
+                       "workload: {arrival: {process: trace, path: " +
+                       far + "}}\n") ==
         "<test>:1:13: error: duration_s: trace_end: the last trace arrival is at 5000000 s, past the longest run "
         "(2592000 s, 30 days); cut the trace or give duration_s in seconds");
 }
 
 TEST_CASE("a trace row with no prompt tokens is skipped in every layout, with the reason") {
-  const TraceData t = load_trace(test::write_temp(
-      "zero_prompt.csv", "timestamp_s,prompt_tokens,output_tokens\n0,0,0\n1,10,0\n2,0,5\n3,20,4\n"));
+  const TraceData t = load_trace(
+      test::write_temp("zero_prompt.csv", "timestamp_s,prompt_tokens,output_tokens\n0,0,0\n1,10,0\n2,0,5\n3,20,4\n"));
   CHECK(t.prompt == std::vector<int32_t>{10, 20});
   CHECK(t.output == std::vector<int32_t>{0, 4});  // no output: a prefill-only request
   CHECK(t.skipped_reason == "2 rows with 0 prompt tokens");
@@ -372,8 +404,10 @@ TEST_CASE("a trace row with no prompt tokens is skipped in every layout, with th
 
 TEST_CASE("trace keys: model and block_tokens reach the loader and key its cache") {
   const std::string burst = test::write_temp("burst_scenario.csv", kBurst);
-  const std::string yaml = "duration_s: trace_end\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\nfleet: {replicas: 1}\n"
-                           "workload: {arrival: {process: trace, path: " + burst + ", model: ChatGPT}}\n";
+  const std::string yaml =
+      "duration_s: trace_end\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\nfleet: {replicas: 1}\n"
+      "workload: {arrival: {process: trace, path: " +
+      burst + ", model: ChatGPT}}\n";
   const ScenarioSource src = ScenarioSource::from_text(yaml, "<test>", FLEETSIM_SOURCE_DIR);
   const Scenario chat = src.instantiate();
   CHECK(chat.classes[0].trace->prompt == std::vector<int32_t>{472, 20});
@@ -384,7 +418,8 @@ TEST_CASE("trace keys: model and block_tokens reach the loader and key its cache
   const std::string mc = test::write_temp("mooncake_scenario.jsonl", kMooncake);
   const ScenarioSource msrc = ScenarioSource::from_text(
       "duration_s: trace_end\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\nfleet: {replicas: 1}\n"
-      "workload: {arrival: {process: trace, path: " + mc + "}}\n",
+      "workload: {arrival: {process: trace, path: " +
+          mc + "}}\n",
       "<test>", FLEETSIM_SOURCE_DIR);
   CHECK(msrc.instantiate().classes[0].trace->cached_prefix == std::vector<int32_t>{0, 1024, 0, 1536, 512, 1535});
   CHECK(msrc.instantiate({parse_set("workload.arrival.block_tokens=256")}).classes[0].trace->cached_prefix ==
@@ -393,40 +428,46 @@ TEST_CASE("trace keys: model and block_tokens reach the loader and key its cache
 
 TEST_CASE("trace keys: bad inputs are located errors") {
   const std::string mc = test::write_temp("mooncake_errors.jsonl", kMooncake);
-  const std::string head = "duration_s: trace_end\n"           // 1
-                           "device: h100-sxm-80gb\n"           // 2
-                           "model: llama-3.1-8b\n"             // 3
-                           "fleet: {replicas: 1}\n"            // 4
-                           "workload:\n"                       // 5
-                           "  arrival:\n"                      // 6
-                           "    process: trace\n";             // 7
+  const std::string head =
+      "duration_s: trace_end\n"  // 1
+      "device: h100-sxm-80gb\n"  // 2
+      "model: llama-3.1-8b\n"    // 3
+      "fleet: {replicas: 1}\n"   // 4
+      "workload:\n"              // 5
+      "  arrival:\n"             // 6
+      "    process: trace\n";    // 7
   // a model filter on a Mooncake file: the loader's error, at the path
   const std::string e1 = scenario_error(head + "    path: " + mc + "\n    model: ChatGPT\n");
   CHECK(contains(e1, "<test>:8:11: error: workload.arrival.path: "));
   CHECK(contains(e1, "a model filter applies to BurstGPT traces only"));
   CHECK(scenario_error(head + "    path: " + mc + "\n    block_tokens: 0\n") ==
-        "<test>:9:19: error: workload.arrival.block_tokens: value 0 is out of range (expected an integer in [1, 1048576])");
+        "<test>:9:19: error: workload.arrival.block_tokens: value 0 is out of range (expected an integer in [1, "
+        "1048576])");
   // block_tokens on a trace without hashes
   const std::string csv = test::write_temp("native_bt.csv", "timestamp_s,prompt_tokens,output_tokens\n0,10,5\n");
-  CHECK(contains(scenario_error(head + "    path: " + csv + "\n    block_tokens: 256\n"),
-                 "<test>:9:19: error: workload.arrival.block_tokens: block_tokens applies to traces with block hashes"));
+  CHECK(
+      contains(scenario_error(head + "    path: " + csv + "\n    block_tokens: 256\n"),
+               "<test>:9:19: error: workload.arrival.block_tokens: block_tokens applies to traces with block hashes"));
   // the trace keys on another process
   CHECK(scenario_error("duration_s: 10\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\nfleet: {replicas: 1}\n"
-                       "workload: {arrival: {process: poisson, rate_per_s: 1, model: ChatGPT}, prompt_tokens: 10, output_tokens: 5}\n") ==
+                       "workload: {arrival: {process: poisson, rate_per_s: 1, model: ChatGPT}, prompt_tokens: 10, "
+                       "output_tokens: 5}\n") ==
         "<test>:5:62: error: workload.arrival.model: 'model' applies to process: trace only");
 }
 
 TEST_CASE("trace replay: a cached prefix shortens a request's TTFT by exactly the prefill it skips") {
   // blocks of 100 tokens: the second request repeats the first one's first two blocks
-  const std::string path = test::write_temp("three.jsonl",
-                                      "{\"timestamp\": 0, \"input_length\": 300, \"output_length\": 1, \"hash_ids\": [1, 2, 3]}\n"
-                                      "{\"timestamp\": 10000, \"input_length\": 300, \"output_length\": 1, \"hash_ids\": [1, 2, 4]}\n"
-                                      "{\"timestamp\": 20000, \"input_length\": 250, \"output_length\": 1, \"hash_ids\": [5, 6, 7]}\n");
+  const std::string path = test::write_temp(
+      "three.jsonl",
+      "{\"timestamp\": 0, \"input_length\": 300, \"output_length\": 1, \"hash_ids\": [1, 2, 3]}\n"
+      "{\"timestamp\": 10000, \"input_length\": 300, \"output_length\": 1, \"hash_ids\": [1, 2, 4]}\n"
+      "{\"timestamp\": 20000, \"input_length\": 250, \"output_length\": 1, \"hash_ids\": [5, 6, 7]}\n");
   const std::string yaml =
       "duration_s: trace_end\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\n"
       "engine: {perf_model: linear, step_base_s: 0.01, per_prefill_token_s: 0.001}\n"
       "fleet: {replicas: 1}\n"
-      "workload: {arrival: {process: trace, path: " + path + ", block_tokens: 100}}\n";
+      "workload: {arrival: {process: trace, path: " +
+      path + ", block_tokens: 100}}\n";
   const Scenario s = test::scenario(yaml);
   REQUIRE(s.classes[0].trace->cached_prefix == std::vector<int32_t>{0, 200, 0});
   CHECK(s.params().classes[0].arrivals.trace_cached == s.classes[0].trace->cached_prefix.data());
@@ -485,13 +526,17 @@ TEST_CASE("trace prefix reuse: relocated parameters (the CUDA data path) reprodu
 
 TEST_CASE("trace prefix reuse: no cached prefix without block hashes; no class prefix with them") {
   const std::string burst = test::write_temp("burst_params.csv", kBurst);
-  const Scenario b = test::scenario("duration_s: trace_end\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\nfleet: {replicas: 1}\n"
-                                    "workload: {arrival: {process: trace, path: " + burst + "}, prefix: {share: 1, tokens: 10}}\n");
+  const Scenario b = test::scenario(
+      "duration_s: trace_end\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\nfleet: {replicas: 1}\n"
+      "workload: {arrival: {process: trace, path: " +
+      burst + "}, prefix: {share: 1, tokens: 10}}\n");
   CHECK(b.params().classes[0].arrivals.trace_cached == nullptr);
   const std::string mc = test::write_temp("mooncake_prefix.jsonl", kMooncake);
   CHECK(scenario_error("duration_s: trace_end\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\nfleet: {replicas: 1}\n"
-                       "workload:\n  arrival: {process: trace, path: " + mc + "}\n  prefix: {share: 1, tokens: 100}\n")
-            .find("<test>:7:11: error: workload.prefix: the trace's block hashes already say which prompt prefixes are cached") == 0);
+                       "workload:\n  arrival: {process: trace, path: " +
+                       mc + "}\n  prefix: {share: 1, tokens: 100}\n")
+            .find("<test>:7:11: error: workload.prefix: the trace's block hashes already say which prompt prefixes are "
+                  "cached") == 0);
 }
 
 TEST_CASE("the Mooncake replay: prefix caching lowers TTFT and prefill work; the reused share is the trace's") {
@@ -524,7 +569,8 @@ TEST_CASE("the Mooncake replay: prefix caching lowers TTFT and prefill work; the
   CHECK(a.arrived == n);
   CHECK(a.prefix_tokens_reused == cached);
   CHECK(a.input_tokens == double(prompt));
-  CHECK(on.report["requests"]["prefix_reuse_share"].get<double>() == doctest::Approx(double(cached) / double(prompt)).epsilon(1e-12));
+  CHECK(on.report["requests"]["prefix_reuse_share"].get<double>() ==
+        doctest::Approx(double(cached) / double(prompt)).epsilon(1e-12));
   // over the whole excerpt that share is 20.7% (prefix_hit_share); the window's is a little higher
   CHECK(double(cached) / double(prompt) > t.prefix_hit_share);
 }

@@ -37,8 +37,10 @@ TEST_CASE("memory validation: vLLM's logged KV cache, held-out median within 3%,
     CAPTURE(pts[i].source);
     if (pred[i].scored) CHECK(std::fabs(pred[i].error_pct) <= kWorstPct);
     // an excluded point says why
-    if (pts[i].set == "excluded") CHECK_FALSE(pts[i].notes.empty());
-    else CHECK(pts[i].set != "");
+    if (pts[i].set == "excluded")
+      CHECK_FALSE(pts[i].notes.empty());
+    else
+      CHECK(pts[i].set != "");
   }
 }
 

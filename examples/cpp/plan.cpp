@@ -27,9 +27,10 @@ int main() {
     std::printf("cheapest under a 1 s p99 TTFT: %d x H100 at $%.3f per 1M output tokens\n", best, best_usd);
     // errors carry their location
     try {
-      fleetsim::ScenarioHandle::from_yaml("name: x\nduration_s: 60\nmodel: llama-3.1-8b\ndevice: h100-sxm-80gb\nfleet: {replicas: 2, routr: x}\n"
-        "workload: {arrival: {process: poisson, rate_per_s: 1}, prompt_tokens: {dist: fixed, value: 100}, "
-        "output_tokens: {dist: fixed, value: 10}}\n");
+      fleetsim::ScenarioHandle::from_yaml(
+          "name: x\nduration_s: 60\nmodel: llama-3.1-8b\ndevice: h100-sxm-80gb\nfleet: {replicas: 2, routr: x}\n"
+          "workload: {arrival: {process: poisson, rate_per_s: 1}, prompt_tokens: {dist: fixed, value: 100}, "
+          "output_tokens: {dist: fixed, value: 10}}\n");
     } catch (const fleetsim::Error& e) {
       std::printf("a bad scenario says: %s\n", e.what());
     }

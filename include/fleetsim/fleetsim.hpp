@@ -62,8 +62,8 @@ RunResult run(const ScenarioHandle& s, uint32_t replication = 0);
 RunResult run(const ScenarioHandle& s, uint64_t seed, uint32_t replication);
 
 struct SweepSettings {
-  int threads = 0;           // 0: every hardware thread
-  bool allow_cuda = true;    // use the CUDA backend when this build has one and a GPU is present
+  int threads = 0;         // 0: every hardware thread
+  bool allow_cuda = true;  // use the CUDA backend when this build has one and a GPU is present
   std::function<void(uint64_t done, uint64_t total)> progress;  // configurations; may be empty
 };
 

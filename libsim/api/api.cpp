@@ -4,12 +4,12 @@
 
 #include <utility>
 
-#include "report/documents.hpp"
+#include "backend/runner.hpp"
 #include "base/error.hpp"
 #include "cost/refresh.hpp"
-#include "report/report.hpp"
-#include "backend/runner.hpp"
 #include "input/scenario.hpp"
+#include "report/documents.hpp"
+#include "report/report.hpp"
 #include "sweep/sweep.hpp"
 
 namespace fleetsim {
@@ -123,7 +123,9 @@ std::string sweep_json(const ScenarioHandle& s, const SweepSettings& settings) {
     opt.threads = settings.threads;
     opt.backend = settings.allow_cuda ? Backend::auto_select : Backend::cpu;
     if (settings.progress)
-      opt.progress = [&settings](const SweepProgress& p) { settings.progress(p.configurations_done, p.configurations_total); };
+      opt.progress = [&settings](const SweepProgress& p) {
+        settings.progress(p.configurations_done, p.configurations_total);
+      };
     return run_sweep(s.impl().source, spec, opt).dump(2);
   });
 }

@@ -108,13 +108,13 @@ struct DeviceLimits {
 
 struct LaunchPlan {
   uint32_t block = 0, grid = 0;
-  uint32_t slots = 0;            // simulations in flight (threads with a workspace slot)
-  uint64_t slot_stride = 0;      // bytes per slot: the largest workspace, then a scratch tally
-  uint64_t tally_offset = 0;     // the scratch tally's offset inside a slot
-  CompactLayout result;          // one job's result
-  uint32_t chunk = 0;            // jobs per launch; two result buffers of `chunk` alternate
-  std::vector<uint32_t> order;   // jobs, most expected work first
-  double occupancy = 0;          // warps in flight per SM (on average) / the SM's maximum
+  uint32_t slots = 0;           // simulations in flight (threads with a workspace slot)
+  uint64_t slot_stride = 0;     // bytes per slot: the largest workspace, then a scratch tally
+  uint64_t tally_offset = 0;    // the scratch tally's offset inside a slot
+  CompactLayout result;         // one job's result
+  uint32_t chunk = 0;           // jobs per launch; two result buffers of `chunk` alternate
+  std::vector<uint32_t> order;  // jobs, most expected work first
+  double occupancy = 0;         // warps in flight per SM (on average) / the SM's maximum
   uint64_t slot_bytes() const { return uint64_t(slots) * slot_stride; }
   uint64_t result_bytes() const { return 2 * uint64_t(chunk) * result.bytes(); }
   uint64_t device_bytes() const { return slot_bytes() + result_bytes() + 2 * uint64_t(chunk) * sizeof(uint32_t); }

@@ -16,10 +16,10 @@
 namespace fleetsim {
 
 struct Mirror {
-  std::vector<SimParams> params;         // distinct parameter sets, pointers not yet rewritten
-  std::vector<uint32_t> job_params;      // job -> index into params
+  std::vector<SimParams> params;                       // distinct parameter sets, pointers not yet rewritten
+  std::vector<uint32_t> job_params;                    // job -> index into params
   std::vector<std::pair<const void*, size_t>> arrays;  // distinct arrays and their sizes
-  std::map<const void*, size_t> offset;  // array -> offset in the packed buffer
+  std::map<const void*, size_t> offset;                // array -> offset in the packed buffer
   size_t array_bytes = 0;
 
   explicit Mirror(const std::vector<SimJob>& jobs) {
@@ -80,7 +80,8 @@ struct Mirror {
   }
   template <class T>
   void move(const T*& ptr, const void* base) const {
-    if (ptr) ptr = reinterpret_cast<const T*>(static_cast<const char*>(base) + offset.at(static_cast<const void*>(ptr)));
+    if (ptr)
+      ptr = reinterpret_cast<const T*>(static_cast<const char*>(base) + offset.at(static_cast<const void*>(ptr)));
   }
 };
 

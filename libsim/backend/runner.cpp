@@ -7,8 +7,8 @@
 #include <exception>
 #include <mutex>
 #include <stdexcept>
-#include <thread>
 #include <string>
+#include <thread>
 
 namespace fleetsim {
 

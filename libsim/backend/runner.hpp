@@ -1,9 +1,9 @@
 // Host entry points into the simulation core.
 #pragma once
-#include <string>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "core/engine.hpp"

@@ -6,8 +6,8 @@
 #include <memory>
 #include <numeric>
 
-#include "core/engine.hpp"
 #include "backend/runner.hpp"
+#include "core/engine.hpp"
 
 namespace fleetsim {
 
@@ -16,7 +16,8 @@ namespace {
 // A static batch is tallied when it forms, ahead of its time: a copy taken after a batch formed
 // would miss the part of it inside the window. Such a scenario takes a whole run per window.
 bool can_pause(const Scenario& s) {
-  return std::all_of(s.pools.begin(), s.pools.end(), [](const PoolSpec& p) { return p.batching == Batching::continuous; });
+  return std::all_of(s.pools.begin(), s.pools.end(),
+                     [](const PoolSpec& p) { return p.batching == Batching::continuous; });
 }
 
 // One window: a copy of the simulation as it stood at the window's start, run on with the window
@@ -75,7 +76,8 @@ void measure_windows(const Scenario& s, uint32_t replication, const std::vector<
   }
   std::vector<size_t> order(windows.size());
   std::iota(order.begin(), order.end(), size_t(0));
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return windows[a].from_s < windows[b].from_s; });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return windows[a].from_s < windows[b].from_s; });
   // the run that carries the state is the scenario's own run, measured over its own window
   const SimParams mp = s.params();
   std::vector<uint8_t> mws(workspace_layout(mp).total);

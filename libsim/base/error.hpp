@@ -7,9 +7,9 @@
 namespace fleetsim {
 
 struct Location {
-  std::string file;  // a path, "<built-in default>", or "--set"
-  int line = 0;      // 1-based; 0 when unknown
-  int column = 0;    // 1-based; 0 when unknown
+  std::string file;         // a path, "<built-in default>", or "--set"
+  int line = 0;             // 1-based; 0 when unknown
+  int column = 0;           // 1-based; 0 when unknown
   std::string source_line;  // the text of that line, for a caret
 };
 

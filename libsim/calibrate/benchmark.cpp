@@ -76,16 +76,25 @@ void finish_point(BenchPoint& p) {
   p.model = catalog_model_for(p.model_id);
   p.device = catalog_device_for(p.device_id);
   const std::string dt = lower(p.weight_dtype);
-  if (dt.rfind("fp8", 0) == 0 || (dt.empty() && lower(p.model_id).find("fp8") != std::string::npos)) p.weight_dtype = "fp8";
-  else if (dt.empty() || dt == "fp16" || dt == "bf16" || dt == "float16" || dt == "bfloat16") p.weight_dtype = "bf16";
+  if (dt.rfind("fp8", 0) == 0 || (dt.empty() && lower(p.model_id).find("fp8") != std::string::npos))
+    p.weight_dtype = "fp8";
+  else if (dt.empty() || dt == "fp16" || dt == "bf16" || dt == "float16" || dt == "bfloat16")
+    p.weight_dtype = "bf16";
   p.group = p.engine + "/" + p.model + "/" + p.device + "/tp" + std::to_string(p.tp);
-  if (p.model.empty()) p.skip = "model " + p.model_id + " is not in the catalog";
-  else if (p.device.empty()) p.skip = "device " + p.device_id + " is not in the catalog";
-  else if (!(p.isl > 0) || !(p.osl > 0)) p.skip = "prompt and output lengths not stated";
-  else if (!(p.isl <= 1e7) || !(p.osl <= 1e7)) p.skip = "prompt or output length beyond 10,000,000 tokens";
-  else if (p.rate_per_s < 0 || std::isnan(p.rate_per_s)) p.skip = "a negative request rate";
-  else if (p.concurrency <= 0 && !(p.rate_per_s > 0)) p.skip = "neither concurrency nor request rate stated";
-  else if (p.weight_dtype != "fp8" && p.weight_dtype != "bf16") p.skip = "weight dtype " + p.weight_dtype + " not modelled";
+  if (p.model.empty())
+    p.skip = "model " + p.model_id + " is not in the catalog";
+  else if (p.device.empty())
+    p.skip = "device " + p.device_id + " is not in the catalog";
+  else if (!(p.isl > 0) || !(p.osl > 0))
+    p.skip = "prompt and output lengths not stated";
+  else if (!(p.isl <= 1e7) || !(p.osl <= 1e7))
+    p.skip = "prompt or output length beyond 10,000,000 tokens";
+  else if (p.rate_per_s < 0 || std::isnan(p.rate_per_s))
+    p.skip = "a negative request rate";
+  else if (p.concurrency <= 0 && !(p.rate_per_s > 0))
+    p.skip = "neither concurrency nor request rate stated";
+  else if (p.weight_dtype != "fp8" && p.weight_dtype != "bf16")
+    p.skip = "weight dtype " + p.weight_dtype + " not modelled";
 }
 
 std::vector<BenchPoint> read_csv(const std::string& path, const std::string& text, const BenchPoint& defaults) {
@@ -109,14 +118,18 @@ std::vector<BenchPoint> read_csv(const std::string& path, const std::string& tex
     p.model_id = csv.get("model");
     if (!csv.get("device").empty()) p.device_id = csv.get("device");
     p.tp = int(csv.integer("tp", 1, 64, p.tp));
-    if (!csv.get("weight_dtype").empty()) p.weight_dtype = csv.get("weight_dtype");
-    else if (csv.has("weight_dtype")) p.weight_dtype = "";
+    if (!csv.get("weight_dtype").empty())
+      p.weight_dtype = csv.get("weight_dtype");
+    else if (csv.has("weight_dtype"))
+      p.weight_dtype = "";
     p.isl = csv.number("isl");
     p.osl = csv.number("osl");
     for (const char* k : {"isl", "osl"})
       if (csv.number(k) > 1e7) csv.fail(std::string("column ") + k + ": more than 10,000,000 tokens");
-    if (!csv.get("concurrency").empty()) p.concurrency = int(csv.integer("concurrency", 1, 1000000, 0));
-    else if (!std::isnan(csv.number("request_rate"))) p.rate_per_s = csv.number("request_rate");
+    if (!csv.get("concurrency").empty())
+      p.concurrency = int(csv.integer("concurrency", 1, 1000000, 0));
+    else if (!std::isnan(csv.number("request_rate")))
+      p.rate_per_s = csv.number("request_rate");
     p.num_prompts = int(csv.integer("num_prompts", 1, 1000000000, 0));
     p.measured[kMeanTtft] = csv_latency(csv, "mean_ttft_ms", kMeanTtft);
     p.measured[kMeanTpot] = csv_latency(csv, "mean_tpot_ms", kMeanTpot);
@@ -150,8 +163,8 @@ std::vector<BenchPoint> read_csv(const std::string& path, const std::string& tex
 int count_of(const nlohmann::json& v, const char* key, int hi, const std::string& path) {
   const double x = v.get<double>();
   if (!(x >= 1 && x <= hi) || x != std::floor(x))
-    throw InputError(Location{path, 0, 0, ""}, std::string(key) + ": expected a whole number in [1, " + std::to_string(hi) +
-                                                   "], not " + v.dump());
+    throw InputError(Location{path, 0, 0, ""}, std::string(key) + ": expected a whole number in [1, " +
+                                                   std::to_string(hi) + "], not " + v.dump());
   return int(x);
 }
 
@@ -166,8 +179,10 @@ BenchPoint read_vllm_json(const std::string& path, const nlohmann::json& j, cons
     p.concurrency = count_of(j["max_concurrency"], "max_concurrency", 1000000, path);
   if (j.contains("request_rate")) {
     const auto& r = j["request_rate"];
-    if (r.is_number()) p.rate_per_s = r.get<double>();
-    else if (r.is_string()) p.rate_per_s = lower(r.get<std::string>()) == "inf" ? INFINITY : std::atof(r.get<std::string>().c_str());
+    if (r.is_number())
+      p.rate_per_s = r.get<double>();
+    else if (r.is_string())
+      p.rate_per_s = lower(r.get<std::string>()) == "inf" ? INFINITY : std::atof(r.get<std::string>().c_str());
     p.poisson = true;  // vllm bench serve's default burstiness 1.0
   }
   if (p.concurrency > 0 && std::isinf(p.rate_per_s)) p.rate_per_s = 0;
@@ -188,7 +203,8 @@ BenchPoint read_vllm_json(const std::string& path, const nlohmann::json& j, cons
 }
 
 // GuideLLM's report: benchmarks[] with args.profile (concurrent streams or a rate) and metrics.
-std::vector<BenchPoint> read_guidellm_json(const std::string& path, const nlohmann::json& j, const BenchPoint& defaults) {
+std::vector<BenchPoint> read_guidellm_json(const std::string& path, const nlohmann::json& j,
+                                           const BenchPoint& defaults) {
   std::vector<BenchPoint> out;
   int i = 0;
   for (const auto& b : j["benchmarks"]) {
@@ -247,9 +263,9 @@ std::string catalog_model_for(const std::string& model_id) {
   if (ends_with(m, "-instruct")) m = m.substr(0, m.size() - 9);
   // same architecture fields under another release name (docs/catalog.md)
   static const std::map<std::string, std::string> alias = {
-      {"qwen2-7b", "qwen2.5-7b"},     {"qwen2-72b", "qwen2.5-72b"},   {"meta-llama-3-8b", "llama-3.1-8b"},
+      {"qwen2-7b", "qwen2.5-7b"},         {"qwen2-72b", "qwen2.5-72b"},           {"meta-llama-3-8b", "llama-3.1-8b"},
       {"llama-3.1-70b", "llama-3.1-70b"}, {"qwen3-235b-a22b", "qwen3-235b-a22b"}, {"codellama-34b", "codellama-34b"},
-      {"mixtral-8x7b", "mixtral-8x7b"}, {"llama-3.3-70b", "llama-3.3-70b"}};
+      {"mixtral-8x7b", "mixtral-8x7b"},   {"llama-3.3-70b", "llama-3.3-70b"}};
   if (auto it = alias.find(m); it != alias.end()) m = it->second;
   for (const auto& x : builtin_models())
     if (x.name == m) return m;
@@ -261,9 +277,9 @@ std::string catalog_device_for(const std::string& device_id) {
   for (const auto& x : builtin_devices())
     if (x.name == d) return d;
   static const std::map<std::string, std::string> alias = {
-      {"h100-sxm", "h100-sxm-80gb"}, {"h100", "h100-sxm-80gb"},     {"h200-sxm", "h200-141gb"}, {"h200", "h200-141gb"},
-      {"b200-sxm", "b200-180gb"},    {"b200", "b200-180gb"},        {"a100-80gb", "a100-80gb"}, {"a100-40gb", "a100-40gb"},
-      {"l40s", "l40s-48gb"},         {"l4", "l4-24gb"},             {"mi300x", "mi300x-192gb"}};
+      {"h100-sxm", "h100-sxm-80gb"}, {"h100", "h100-sxm-80gb"}, {"h200-sxm", "h200-141gb"}, {"h200", "h200-141gb"},
+      {"b200-sxm", "b200-180gb"},    {"b200", "b200-180gb"},    {"a100-80gb", "a100-80gb"}, {"a100-40gb", "a100-40gb"},
+      {"l40s", "l40s-48gb"},         {"l4", "l4-24gb"},         {"mi300x", "mi300x-192gb"}};
   auto it = alias.find(d);
   return it == alias.end() ? "" : it->second;
 }
@@ -309,7 +325,8 @@ std::string benchmark_scenario_yaml(const BenchPoint& p, const BenchProtocol& pr
   std::string arrival;
   double duration = 2.0e6;
   if (p.concurrency > 0) {
-    const int n = p.num_prompts > 0 ? std::max(p.num_prompts, p.concurrency) : p.concurrency * proto.requests_per_client;
+    const int n =
+        p.num_prompts > 0 ? std::max(p.num_prompts, p.concurrency) : p.concurrency * proto.requests_per_client;
     arrival = "{process: concurrency, clients: " + std::to_string(p.concurrency) + ", requests: " + std::to_string(n);
     if (proto.client_jitter_s > 0) {
       char b[96];

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "input/profile.hpp"
 #include "backend/runner.hpp"
+#include "input/profile.hpp"
 #include "input/scenario.hpp"
 
 namespace fleetsim {
@@ -24,15 +24,15 @@ struct BenchPoint {
   int tp = 1;
   std::string weight_dtype = "bf16";
   double isl = 0, osl = 0;
-  int concurrency = 0;     // closed loop; else rate_per_s
-  double rate_per_s = 0;   // open loop (infinity: every prompt at once)
-  bool poisson = false;    // open loop: Poisson arrivals (else evenly spaced)
-  int num_prompts = 0;     // 0: not stated
+  int concurrency = 0;                           // closed loop; else rate_per_s
+  double rate_per_s = 0;                         // open loop (infinity: every prompt at once)
+  bool poisson = false;                          // open loop: Poisson arrivals (else evenly spaced)
+  int num_prompts = 0;                           // 0: not stated
   int max_num_seqs = 0, max_batched_tokens = 0;  // 0: the engine's default
   double gpu_memory_utilization = 0;
   double measured[kBenchMetrics];  // seconds; NaN: not reported
-  std::string group;  // engine/model/device/tp: the rows a per-configuration profile covers
-  std::string skip;   // why fleetsim cannot run it ("" if it can)
+  std::string group;               // engine/model/device/tp: the rows a per-configuration profile covers
+  std::string skip;                // why fleetsim cannot run it ("" if it can)
 };
 
 // The longest a measured latency may be (seconds): an hour per request, a minute per output token.

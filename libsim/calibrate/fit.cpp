@@ -76,10 +76,11 @@ std::vector<StepSample> read_step_samples(const std::string& path, std::string& 
     const std::string key = csv.get("model") + "|" + csv.get("device") + "|" + std::to_string(tp) + "|" + dtype;
     if (!scenarios.count(key)) {
       std::ostringstream y;
-      y << "name: steps\nduration_s: 1\ndevice: " << catalog_device_for(csv.get("device")) << "\nmodel: "
-        << catalog_model_for(csv.get("model")) << "\nweight_dtype: " << dtype << "\nengine: {perf_profile: none"
-        << (tp == 1 ? "" : ", tensor_parallel: " + std::to_string(tp))
-        << "}\nfleet: {replicas: 1}\nworkload: {arrival: {process: poisson, rate_per_s: 1}, prompt_tokens: 10, output_tokens: 10}\n";
+      y << "name: steps\nduration_s: 1\ndevice: " << catalog_device_for(csv.get("device"))
+        << "\nmodel: " << catalog_model_for(csv.get("model")) << "\nweight_dtype: " << dtype
+        << "\nengine: {perf_profile: none" << (tp == 1 ? "" : ", tensor_parallel: " + std::to_string(tp))
+        << "}\nfleet: {replicas: 1}\nworkload: {arrival: {process: poisson, rate_per_s: 1}, prompt_tokens: 10, "
+           "output_tokens: 10}\n";
       try {
         scenarios.emplace(key, load_scenario_text(y.str(), csv.where(), ""));
       } catch (const InputError& e) {
@@ -87,7 +88,8 @@ std::vector<StepSample> read_step_samples(const std::string& path, std::string& 
       }
     }
     const Scenario& sc = scenarios.at(key);
-    if (device_out.empty()) device_out = sc.pools[0].device.name;
+    if (device_out.empty())
+      device_out = sc.pools[0].device.name;
     else if (device_out != sc.pools[0].device.name)
       csv.fail("a profile is fitted for one device: this row is on " + sc.pools[0].device.name + ", earlier rows on " +
                device_out);
@@ -146,26 +148,28 @@ PerfCoefficients fit_steps(const std::vector<StepSample>& samples) {
 }
 
 void check_fitted(const PerfCoefficients& c, const std::string& inputs) {
-  const std::string head = "the measurements" + (inputs.empty() ? std::string() : " in " + inputs) + " cannot be fitted: ";
+  const std::string head =
+      "the measurements" + (inputs.empty() ? std::string() : " in " + inputs) + " cannot be fitted: ";
   for (int i = 0; i < kProfileTerms; ++i) {
     const double hi = profile_term_max(i), v = profile_term(c, i);
     if (!(v >= 0 && v <= hi)) {
       char b[200];
-      std::snprintf(b, sizeof b, "the fitted %s is %.6g, outside [0, %g], the range a profile allows", profile_term_names()[i],
-                    v, hi);
+      std::snprintf(b, sizeof b, "the fitted %s is %.6g, outside [0, %g], the range a profile allows",
+                    profile_term_names()[i], v, hi);
       throw InputError(Location{}, head + b);
     }
   }
   if (!(c.weight_factor > 0 || c.matmul_factor > 0 || c.step_s > 0))
-    throw InputError(Location{}, head + "step_s, weight_factor and matmul_factor all came out 0 (a profile needs one above 0)");
+    throw InputError(Location{},
+                     head + "step_s, weight_factor and matmul_factor all came out 0 (a profile needs one above 0)");
 }
 
 PerfCoefficients prior_coefficients() {
   PerfCoefficients c;
   c.step_s = 0.002;
   c.per_seq_s = 2e-5;
-  c.weight_factor = 1.25;   // 80% of peak bandwidth, the roofline default mbu
-  c.matmul_factor = 2.0;    // 50% of peak FLOP/s, the roofline default mfu
+  c.weight_factor = 1.25;  // 80% of peak bandwidth, the roofline default mbu
+  c.matmul_factor = 2.0;   // 50% of peak FLOP/s, the roofline default mfu
   c.kv_factor = 1.25;
   c.attention_factor = 2.0;
   c.client_ttft_s = 0.005;
@@ -274,16 +278,16 @@ PerfCoefficients fit_benchmarks(const std::vector<const BenchPoint*>& points, co
   // a coarse search first, one coefficient at a time a factor of 3 either way, since the simulated
   // response is only piecewise smooth and the prior can be far off
   for (int i = 0; i < K; ++i) {
-      std::vector<Eigen::VectorXd> cands;
-      for (double f : {-1.1, 1.1}) {
-        Eigen::VectorXd t = theta;
-        t[i] += f;
-        cands.push_back(t);
-      }
-      const auto rc = residuals(cands);
-      for (size_t k = 0; k < cands.size(); ++k)
-        if (rc[k].squaredNorm() < cost) theta = cands[k], r = rc[k], cost = rc[k].squaredNorm();
+    std::vector<Eigen::VectorXd> cands;
+    for (double f : {-1.1, 1.1}) {
+      Eigen::VectorXd t = theta;
+      t[i] += f;
+      cands.push_back(t);
     }
+    const auto rc = residuals(cands);
+    for (size_t k = 0; k < cands.size(); ++k)
+      if (rc[k].squaredNorm() < cost) theta = cands[k], r = rc[k], cost = rc[k].squaredNorm();
+  }
   if (opt.progress) {
     char b[96];
     std::snprintf(b, sizeof b, "coarse search: rms log error %.4f", std::sqrt(cost / double(n_res)));
@@ -339,8 +343,10 @@ std::vector<PointResult> cross_validate(const std::vector<const BenchPoint*>& po
     std::vector<const BenchPoint*> train, test;
     std::vector<size_t> test_idx;
     for (size_t i = 0; i < points.size(); ++i) {
-      if (int(i % size_t(k)) == f) test.push_back(points[i]), test_idx.push_back(i);
-      else train.push_back(points[i]);
+      if (int(i % size_t(k)) == f)
+        test.push_back(points[i]), test_idx.push_back(i);
+      else
+        train.push_back(points[i]);
     }
     if (test.empty() || train.empty()) continue;
     FitOptions o = opt;

@@ -36,11 +36,11 @@ struct StepSample {
 std::vector<StepSample> read_step_samples(const std::string& path, std::string& device_out);
 
 struct FitOptions {
-  int folds = 5;                 // k-fold cross-validation (0 or 1: none)
-  int max_iterations = 25;       // Levenberg-Marquardt
-  BenchProtocol protocol;        // what the data leave unsaid about the benchmark client
-  int threads = 0;               // 0: hardware concurrency
-  double prior_weight = 0.05;    // pull of each log-coefficient towards its prior, per point
+  int folds = 5;                                     // k-fold cross-validation (0 or 1: none)
+  int max_iterations = 25;                           // Levenberg-Marquardt
+  BenchProtocol protocol;                            // what the data leave unsaid about the benchmark client
+  int threads = 0;                                   // 0: hardware concurrency
+  double prior_weight = 0.05;                        // pull of each log-coefficient towards its prior, per point
   std::function<void(const std::string&)> progress;  // a line per iteration (may be empty)
 };
 

@@ -19,8 +19,7 @@ double activation_peak_bytes(const ModelSpec& m, int max_batched_tokens, int max
     inter = m.dense_layers > 0 && m.intermediate > moe_inter ? m.intermediate : moe_inter;
   }
   const double tokens = max_batched_tokens;
-  const double forward =
-      k.forward_scale * tokens * 2.0 * (3.0 * (tp > 1 ? inter / tp : inter) + 4.0 * m.hidden);
+  const double forward = k.forward_scale * tokens * 2.0 * (3.0 * (tp > 1 ? inter / tp : inter) + 4.0 * m.hidden);
   if (m.kind != ModelKind::generate) return forward;
   // Sampler: the forward pass's buffers are freed, its hidden states stay; every sequence gets
   // full-vocabulary logits (gathered on every tensor-parallel rank) and the sampler's copies of them.
@@ -84,7 +83,8 @@ Capacity compute_capacity(const MemoryInputs& in) {
   c.devices = tp * pp;
   c.device_gib = in.device.memory_gib * in.memory_fraction;
   c.usable_gib = c.device_gib * in.gpu_memory_utilization;
-  c.weights_gib = resident_weight_bytes(in.model, in.weight_bytes_per_param, in.expert_weight_bytes_per_param, tp) / kGiB;
+  c.weights_gib =
+      resident_weight_bytes(in.model, in.weight_bytes_per_param, in.expert_weight_bytes_per_param, tp) / kGiB;
   if (c.devices > 1) c.weights_gib /= c.devices;
   if (in.runtime_overhead_gib >= 0) {
     c.non_torch_gib = in.runtime_overhead_gib;
@@ -93,21 +93,22 @@ Capacity compute_capacity(const MemoryInputs& in) {
     c.cuda_graph_gib = in.enforce_eager ? 0.0 : cuda_graph_gib(in.max_num_seqs, in.max_batched_tokens, in.constants);
   }
   c.runtime_overhead_gib = c.non_torch_gib + (in.reserve_cuda_graphs ? c.cuda_graph_gib : 0.0) + in.adapter_gib;
-  c.activation_gib =
-      in.activation_gib >= 0
-          ? in.activation_gib
-          : activation_peak_bytes(in.model, in.max_batched_tokens, in.max_num_seqs, tp, in.sampler, in.constants) / kGiB;
+  c.activation_gib = in.activation_gib >= 0 ? in.activation_gib
+                                            : activation_peak_bytes(in.model, in.max_batched_tokens, in.max_num_seqs,
+                                                                    tp, in.sampler, in.constants) /
+                                                  kGiB;
   c.kv_gib = c.usable_gib - c.weights_gib - c.runtime_overhead_gib - c.activation_gib;
   c.naive_kv_gib = c.usable_gib - c.weights_gib;
   c.kv_bytes_per_token = kv_bytes_per_token_per_device(in.model, in.kv_elem_bytes, tp, pp);
   const double block_bytes = c.kv_bytes_per_token * in.kv_block_tokens;
   c.window_kv_bytes_per_seq = window_kv_bytes_per_seq_per_device(in.model, in.kv_elem_bytes, tp, pp);
-  c.window_blocks_per_seq = c.window_kv_bytes_per_seq > 0 ? int64_t(std::ceil(c.window_kv_bytes_per_seq / block_bytes)) : 0;
+  c.window_blocks_per_seq =
+      c.window_kv_bytes_per_seq > 0 ? int64_t(std::ceil(c.window_kv_bytes_per_seq / block_bytes)) : 0;
   c.kv_blocks = c.kv_gib > 0 ? int64_t(std::floor(c.kv_gib * kGiB / block_bytes)) : 0;
   c.kv_capacity_tokens = c.kv_blocks * in.kv_block_tokens;
   c.fits = c.kv_blocks >= 1 + c.window_blocks_per_seq;  // room for one sequence
-  c.needed_gib =
-      c.weights_gib + c.runtime_overhead_gib + c.activation_gib + double(1 + c.window_blocks_per_seq) * block_bytes / kGiB;
+  c.needed_gib = c.weights_gib + c.runtime_overhead_gib + c.activation_gib +
+                 double(1 + c.window_blocks_per_seq) * block_bytes / kGiB;
   return c;
 }
 

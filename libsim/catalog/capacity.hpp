@@ -24,8 +24,8 @@ struct VllmMemoryConstants {
   double forward_scale = 0.936;              // x the forward pass's bf16 buffers per batched token
   double flashinfer_bytes_per_logit = 27.3;  // sampler bytes per sequence and vocabulary entry
   double pytorch_bytes_per_logit = 38.3;
-  double cuda_graph_first_gib = 0.30;        // the largest graph of each mode (their shared pool)
-  double cuda_graph_each_gib = 2.0 / 1024;   // every further graph
+  double cuda_graph_first_gib = 0.30;       // the largest graph of each mode (their shared pool)
+  double cuda_graph_each_gib = 2.0 / 1024;  // every further graph
 };
 
 struct MemoryInputs {
@@ -40,40 +40,40 @@ struct MemoryInputs {
   int max_batched_tokens = 8192;
   int max_num_seqs = 256;
   int kv_block_tokens = 16;
-  bool enforce_eager = false;        // no CUDA graphs (vLLM's --enforce-eager)
+  bool enforce_eager = false;  // no CUDA graphs (vLLM's --enforce-eager)
   // vLLM >= 0.21 takes the CUDA graphs' memory from the KV budget; false is the behaviour of
   // earlier versions (and of VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0): the graphs are captured
   // after the KV cache is sized, beyond gpu_memory_utilization.
   bool reserve_cuda_graphs = true;
   SamplerPath sampler = SamplerPath::flashinfer;
   VllmMemoryConstants constants;
-  double memory_fraction = 1.0;  // share of the device a replica gets (1 for a whole device)
+  double memory_fraction = 1.0;               // share of the device a replica gets (1 for a whole device)
   double expert_weight_bytes_per_param = -1;  // routed experts' dtype (< 0: the weights' dtype)
-  int tp = 1;  // tensor-parallel degree: devices splitting each layer
-  int pp = 1;  // pipeline stages: devices splitting the layers
+  int tp = 1;                                 // tensor-parallel degree: devices splitting each layer
+  int pp = 1;                                 // pipeline stages: devices splitting the layers
 };
 
 // Every figure is per device: a replica of tp x pp devices holds 1/(tp pp) of the weights on
 // each, and each device holds its slice of every token's KV, so the KV capacity in tokens of one
 // device is the replica's.
 struct Capacity {
-  int devices = 1;            // tp x pp
-  double device_gib = 0;      // device memory the replica sees
-  double usable_gib = 0;      // x gpu_memory_utilization
+  int devices = 1;        // tp x pp
+  double device_gib = 0;  // device memory the replica sees
+  double usable_gib = 0;  // x gpu_memory_utilization
   double weights_gib = 0;
-  double runtime_overhead_gib = 0;  // non_torch_gib + cuda_graph_gib (when reserved) + resident adapters
-  double non_torch_gib = 0;   // CUDA libraries' workspaces and collective buffers (or the override)
-  double cuda_graph_gib = 0;  // what vLLM reserves for its CUDA graphs (0 with enforce_eager)
-  double activation_gib = 0;  // peak of the profiling run: forward pass or sampler
-  double kv_gib = 0;          // what is left for the KV cache (may be negative: does not fit)
-  double naive_kv_gib = 0;    // usable - weights, the estimate that ignores the engine
-  double kv_bytes_per_token = 0;  // on one device
+  double runtime_overhead_gib = 0;     // non_torch_gib + cuda_graph_gib (when reserved) + resident adapters
+  double non_torch_gib = 0;            // CUDA libraries' workspaces and collective buffers (or the override)
+  double cuda_graph_gib = 0;           // what vLLM reserves for its CUDA graphs (0 with enforce_eager)
+  double activation_gib = 0;           // peak of the profiling run: forward pass or sampler
+  double kv_gib = 0;                   // what is left for the KV cache (may be negative: does not fit)
+  double naive_kv_gib = 0;             // usable - weights, the estimate that ignores the engine
+  double kv_bytes_per_token = 0;       // on one device
   double window_kv_bytes_per_seq = 0;  // sliding-window layers, per sequence, on one device
   int64_t window_blocks_per_seq = 0;   // the same in KV blocks (held by every running sequence)
   int64_t kv_blocks = 0;
   int64_t kv_capacity_tokens = 0;
-  bool fits = false;          // at least one KV block is left
-  double needed_gib = 0;      // weights + overhead + activations + one block
+  bool fits = false;      // at least one KV block is left
+  double needed_gib = 0;  // weights + overhead + activations + one block
 };
 
 // Peak bytes of vLLM's profiling run on one device: the larger of the forward pass over

@@ -5,11 +5,14 @@ namespace fleetsim {
 namespace {
 // Board power at full load (docs/catalog.md, "Power"), kept apart from the rows so each stays readable.
 std::vector<DeviceSpec> with_power(std::vector<DeviceSpec> d) {
-  const std::pair<const char*, double> tdp[] = {
-      {"h100-sxm-80gb", 700},     {"h200-141gb", 700},    {"a100-80gb", 400},      {"a100-40gb", 400},
-      {"l40s-48gb", 350},         {"l4-24gb", 72},        {"a10g-24gb", 150},      {"t4-16gb", 70},
-      {"mi300x-192gb", 750},      {"b200-180gb", 1000},   {"h100-pcie-80gb", 350}, {"h100-nvl-94gb", 400},
-      {"mi325x-256gb", 1000},     {"rtx-pro-6000-96gb", 600}, {"rtx-3090-24gb", 350}, {"rtx-4090-24gb", 450}};
+  const std::pair<const char*, double> tdp[] = {{"h100-sxm-80gb", 700},  {"h200-141gb", 700},
+                                                {"a100-80gb", 400},      {"a100-40gb", 400},
+                                                {"l40s-48gb", 350},      {"l4-24gb", 72},
+                                                {"a10g-24gb", 150},      {"t4-16gb", 70},
+                                                {"mi300x-192gb", 750},   {"b200-180gb", 1000},
+                                                {"h100-pcie-80gb", 350}, {"h100-nvl-94gb", 400},
+                                                {"mi325x-256gb", 1000},  {"rtx-pro-6000-96gb", 600},
+                                                {"rtx-3090-24gb", 350},  {"rtx-4090-24gb", 450}};
   for (auto& x : d)
     for (const auto& [name, w] : tdp)
       if (x.name == name) x.tdp_w = w;
@@ -22,12 +25,12 @@ const std::vector<DeviceSpec>& builtin_devices() {
   // name, memory GiB, bandwidth GB/s, BF16 / FP8 TFLOP/s, $/h, notes, FP4 TFLOP/s,
   // interconnect, link GB/s (one direction), link latency us, link domain, PCIe GB/s, devices per node
   static const std::vector<DeviceSpec> d = with_power({
-      {"h100-sxm-80gb", 79.22, 3350, 989.4, 1978.9, 3.00, "NVIDIA H100 SXM5 80GB HBM3", 0, "NVLink 4 via NVSwitch",
-       450, 8, 8, 64, 8},
+      {"h100-sxm-80gb", 79.22, 3350, 989.4, 1978.9, 3.00, "NVIDIA H100 SXM5 80GB HBM3", 0, "NVLink 4 via NVSwitch", 450,
+       8, 8, 64, 8},
       {"h200-141gb", 139.8, 4800, 989.4, 1978.9, 3.80, "NVIDIA H200 SXM 141GB HBM3e", 0, "NVLink 4 via NVSwitch", 450,
        8, 8, 64, 8},
-      {"a100-80gb", 79.15, 2039, 312.0, 0.0, 1.80, "NVIDIA A100 SXM4 80GB HBM2e", 0, "NVLink 3 via NVSwitch", 300, 8,
-       8, 32, 8},
+      {"a100-80gb", 79.15, 2039, 312.0, 0.0, 1.80, "NVIDIA A100 SXM4 80GB HBM2e", 0, "NVLink 3 via NVSwitch", 300, 8, 8,
+       32, 8},
       {"a100-40gb", 39.39, 1555, 312.0, 0.0, 1.30, "NVIDIA A100 SXM4 40GB HBM2", 0, "NVLink 3 via NVSwitch", 300, 8, 8,
        32, 8},
       {"l40s-48gb", 44.39, 864, 362.1, 733.0, 1.00, "NVIDIA L40S 48GB GDDR6 (ECC on)", 0, "PCIe Gen4 x16", 32, 25, 8,
@@ -35,33 +38,35 @@ const std::vector<DeviceSpec>& builtin_devices() {
       {"l4-24gb", 22.03, 300, 121.0, 242.5, 0.80, "NVIDIA L4 24GB GDDR6", 0, "PCIe Gen4 x16", 32, 25, 8, 32, 8},
       {"a10g-24gb", 21.99, 600, 70.0, 0.0, 1.01, "NVIDIA A10G 24GB GDDR6 (AWS g5)", 0, "PCIe Gen4 x16", 32, 25, 8, 32,
        8},
-      {"t4-16gb", 14.58, 320, 65.0, 0.0, 0.53, "NVIDIA T4 16GB GDDR6; FP16 tensor figure (no BF16)", 0,
-       "PCIe Gen3 x16", 16, 25, 8, 16, 8},
+      {"t4-16gb", 14.58, 320, 65.0, 0.0, 0.53, "NVIDIA T4 16GB GDDR6; FP16 tensor figure (no BF16)", 0, "PCIe Gen3 x16",
+       16, 25, 8, 16, 8},
       {"mi300x-192gb", 191.5, 5300, 1307.4, 2614.9, 2.50, "AMD Instinct MI300X 192GB HBM3", 0,
        "Infinity Fabric, fully connected", 448, 10, 8, 64, 8},
       {"b200-180gb", 178.4, 8000, 2250.0, 4500.0, 5.00, "NVIDIA B200 (HGX) 180GB HBM3e", 9000.0,
        "NVLink 5 via NVSwitch", 900, 8, 8, 64, 8},
-      {"h100-pcie-80gb", 79.22, 2000, 756.0, 1513.0, 2.20, "NVIDIA H100 PCIe 80GB HBM2e", 0, "PCIe Gen5 x16", 64, 25,
-       8, 64, 8},
+      {"h100-pcie-80gb", 79.22, 2000, 756.0, 1513.0, 2.20, "NVIDIA H100 PCIe 80GB HBM2e", 0, "PCIe Gen5 x16", 64, 25, 8,
+       64, 8},
       {"h100-nvl-94gb", 93.1, 3900, 835.0, 1670.0, 2.60, "NVIDIA H100 NVL 94GB HBM3 (NVLink-bridged pairs)", 0,
        "NVLink 4 bridge (pairs)", 300, 8, 2, 64, 8},
       {"mi325x-256gb", 255.98, 6000, 1307.4, 2614.9, 2.20, "AMD Instinct MI325X 256GB HBM3e", 0,
        "Infinity Fabric, fully connected", 448, 10, 8, 64, 8},
       {"rtx-pro-6000-96gb", 94.97, 1597, 500.0, 1000.0, 1.50, "NVIDIA RTX PRO 6000 Blackwell Server Edition 96GB GDDR7",
        2000.0, "PCIe Gen5 x16", 64, 25, 8, 64, 8},
-      {"rtx-3090-24gb", 23.58, 936, 71.0, 0.0, 0.22, "NVIDIA GeForce RTX 3090 24GB GDDR6X; BF16 tensor figure with FP32 accumulate", 0,
-       "PCIe Gen4 x16", 32, 25, 8, 32, 8},
-      {"rtx-4090-24gb", 23.55, 1008, 165.2, 330.3, 0.35, "NVIDIA GeForce RTX 4090 24GB GDDR6X; tensor figures with FP32 accumulate",
-       0, "PCIe Gen4 x16", 32, 25, 8, 32, 8},
+      {"rtx-3090-24gb", 23.58, 936, 71.0, 0.0, 0.22,
+       "NVIDIA GeForce RTX 3090 24GB GDDR6X; BF16 tensor figure with FP32 accumulate", 0, "PCIe Gen4 x16", 32, 25, 8,
+       32, 8},
+      {"rtx-4090-24gb", 23.55, 1008, 165.2, 330.3, 0.35,
+       "NVIDIA GeForce RTX 4090 24GB GDDR6X; tensor figures with FP32 accumulate", 0, "PCIe Gen4 x16", 32, 25, 8, 32,
+       8},
       // CPU instances: memory is the instance's RAM, bandwidth its cores' share of the socket's
       // DRAM channels, BF16 cores x clock x FLOPs per cycle (docs/catalog.md, "CPU instances").
       // One instance is one "device": no scale-up link, and a replica spanning instances uses the network.
       {"c7i-8xlarge-amx", 64, 102.4, 39.3, 0.0, 1.428,
-       "AWS c7i.8xlarge: 16 cores of a Xeon Platinum 8488C (Sapphire Rapids), AMX BF16", 0, "none (CPU instance)", 0,
-       0, 1, 0, 1},
+       "AWS c7i.8xlarge: 16 cores of a Xeon Platinum 8488C (Sapphire Rapids), AMX BF16", 0, "none (CPU instance)", 0, 0,
+       1, 0, 1},
       {"c7i-2xlarge-amx", 16, 25.6, 9.8, 0.0, 0.357,
-       "AWS c7i.2xlarge: 4 cores of a Xeon Platinum 8488C (Sapphire Rapids), AMX BF16", 0, "none (CPU instance)", 0,
-       0, 1, 0, 1},
+       "AWS c7i.2xlarge: 4 cores of a Xeon Platinum 8488C (Sapphire Rapids), AMX BF16", 0, "none (CPU instance)", 0, 0,
+       1, 0, 1},
       {"c6i-8xlarge-avx512", 64, 102.4, 2.97, 0.0, 1.36,
        "AWS c6i.8xlarge: 16 cores of a Xeon Platinum 8375C (Ice Lake), AVX-512 FP32 only (no BF16 or matrix unit)", 0,
        "none (CPU instance)", 0, 0, 1, 0, 1},
@@ -79,14 +84,18 @@ bool cpu_instance(const DeviceSpec& d) {
 // NVIDIA MIG profiles (MIG user guide, "Supported MIG Profiles"): compute in sevenths, memory in eighths.
 const std::vector<PartitionSpec>& builtin_partitions() {
   static const std::vector<PartitionSpec> p = {
-      {"h100-sxm-80gb", "1g.10gb", 1, 1, 7}, {"h100-sxm-80gb", "1g.20gb", 1, 2, 4}, {"h100-sxm-80gb", "2g.20gb", 2, 2, 3},
-      {"h100-sxm-80gb", "3g.40gb", 3, 4, 2}, {"h100-sxm-80gb", "4g.40gb", 4, 4, 1}, {"h100-sxm-80gb", "7g.80gb", 7, 8, 1},
-      {"h200-141gb", "1g.18gb", 1, 1, 7},    {"h200-141gb", "1g.35gb", 1, 2, 4},    {"h200-141gb", "2g.35gb", 2, 2, 3},
-      {"h200-141gb", "3g.71gb", 3, 4, 2},    {"h200-141gb", "4g.71gb", 4, 4, 1},    {"h200-141gb", "7g.141gb", 7, 8, 1},
-      {"a100-80gb", "1g.10gb", 1, 1, 7},     {"a100-80gb", "1g.20gb", 1, 2, 4},     {"a100-80gb", "2g.20gb", 2, 2, 3},
-      {"a100-80gb", "3g.40gb", 3, 4, 2},     {"a100-80gb", "4g.40gb", 4, 4, 1},     {"a100-80gb", "7g.80gb", 7, 8, 1},
-      {"a100-40gb", "1g.5gb", 1, 1, 7},      {"a100-40gb", "1g.10gb", 1, 2, 4},     {"a100-40gb", "2g.10gb", 2, 2, 3},
-      {"a100-40gb", "3g.20gb", 3, 4, 2},     {"a100-40gb", "4g.20gb", 4, 4, 1},     {"a100-40gb", "7g.40gb", 7, 8, 1},
+      {"h100-sxm-80gb", "1g.10gb", 1, 1, 7}, {"h100-sxm-80gb", "1g.20gb", 1, 2, 4},
+      {"h100-sxm-80gb", "2g.20gb", 2, 2, 3}, {"h100-sxm-80gb", "3g.40gb", 3, 4, 2},
+      {"h100-sxm-80gb", "4g.40gb", 4, 4, 1}, {"h100-sxm-80gb", "7g.80gb", 7, 8, 1},
+      {"h200-141gb", "1g.18gb", 1, 1, 7},    {"h200-141gb", "1g.35gb", 1, 2, 4},
+      {"h200-141gb", "2g.35gb", 2, 2, 3},    {"h200-141gb", "3g.71gb", 3, 4, 2},
+      {"h200-141gb", "4g.71gb", 4, 4, 1},    {"h200-141gb", "7g.141gb", 7, 8, 1},
+      {"a100-80gb", "1g.10gb", 1, 1, 7},     {"a100-80gb", "1g.20gb", 1, 2, 4},
+      {"a100-80gb", "2g.20gb", 2, 2, 3},     {"a100-80gb", "3g.40gb", 3, 4, 2},
+      {"a100-80gb", "4g.40gb", 4, 4, 1},     {"a100-80gb", "7g.80gb", 7, 8, 1},
+      {"a100-40gb", "1g.5gb", 1, 1, 7},      {"a100-40gb", "1g.10gb", 1, 2, 4},
+      {"a100-40gb", "2g.10gb", 2, 2, 3},     {"a100-40gb", "3g.20gb", 3, 4, 2},
+      {"a100-40gb", "4g.20gb", 4, 4, 1},     {"a100-40gb", "7g.40gb", 7, 8, 1},
   };
   return p;
 }
@@ -135,7 +144,17 @@ const std::vector<ModelSpec>& builtin_models() {
         {"deepseek-coder-6.7b", ModelKind::generate, 6.74, 32, 4096, 32, 32, 128, 11008, 32256, 16384,
          "DeepSeek Coder 6.7B (Llama architecture, full multi-head attention)"},
     };
-    ModelSpec qwen3_small{"qwen3-0.6b", ModelKind::generate, 0.596, 28, 1024, 16, 8, 128, 3072, 151936, 40960,
+    ModelSpec qwen3_small{"qwen3-0.6b",
+                          ModelKind::generate,
+                          0.596,
+                          28,
+                          1024,
+                          16,
+                          8,
+                          128,
+                          3072,
+                          151936,
+                          40960,
                           "Qwen3 0.6B (input embedding shared with the LM head)"};
     qwen3_small.tied_embeddings = true;
     v.push_back(qwen3_small);
@@ -162,12 +181,14 @@ const std::vector<ModelSpec>& builtin_models() {
       x.sliding_layers = x.layers / 2;
       return x;
     };
-    v.push_back(alternating_window(moe({"gpt-oss-20b", ModelKind::generate, 20.91, 24, 2880, 64, 8, 64, 2880, 201088,
-                                        131072, "OpenAI gpt-oss-20b (MoE, 32 experts, top-4; alternating 128-token sliding window)"},
-                                       32, 4, 0, 2880, 0)));
-    v.push_back(alternating_window(moe({"gpt-oss-120b", ModelKind::generate, 116.83, 36, 2880, 64, 8, 64, 2880, 201088,
-                                        131072, "OpenAI gpt-oss-120b (MoE, 128 experts, top-4; alternating 128-token sliding window)"},
-                                       128, 4, 0, 2880, 0)));
+    v.push_back(
+        alternating_window(moe({"gpt-oss-20b", ModelKind::generate, 20.91, 24, 2880, 64, 8, 64, 2880, 201088, 131072,
+                                "OpenAI gpt-oss-20b (MoE, 32 experts, top-4; alternating 128-token sliding window)"},
+                               32, 4, 0, 2880, 0)));
+    v.push_back(
+        alternating_window(moe({"gpt-oss-120b", ModelKind::generate, 116.83, 36, 2880, 64, 8, 64, 2880, 201088, 131072,
+                                "OpenAI gpt-oss-120b (MoE, 128 experts, top-4; alternating 128-token sliding window)"},
+                               128, 4, 0, 2880, 0)));
     ModelSpec ds = moe({"deepseek-v3", ModelKind::generate, 671.03, 61, 7168, 128, 128, 128, 18432, 129280, 163840,
                         "DeepSeek-V3 (MoE, 256 routed + 1 shared expert, top-8; MLA)"},
                        256, 8, 1, 2048, 3);

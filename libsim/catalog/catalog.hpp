@@ -16,16 +16,16 @@ struct DeviceSpec {
   double fp8_tflops = 0;      // dense FP8; 0 if the device has none
   double usd_per_hour = 0;    // illustrative on-demand price
   std::string notes;
-  double fp4_tflops = 0;      // dense FP4 (NVFP4/MXFP4 tensor cores); 0 if the device has none
+  double fp4_tflops = 0;  // dense FP4 (NVFP4/MXFP4 tensor cores); 0 if the device has none
   // How a device talks to its peers (tensor/pipeline/expert parallelism): a fast scale-up link
   // (NVLink, Infinity Fabric) within a domain of `link_domain` devices, PCIe within the node.
-  std::string interconnect;   // e.g. "NVLink 4 via NVSwitch"
-  double link_gb_s = 0;       // per device, one direction, 1e9 bytes/s (PCIe cards: their PCIe link)
-  double link_latency_us = 0; // fixed cost of one collective over the link
-  int link_domain = 1;        // devices joined by that link (8: an HGX board; 2: bridged pairs)
-  double pcie_gb_s = 0;       // host link per device, one direction
-  int devices_per_node = 8;   // a typical server of these devices
-  double tdp_w = 0;           // board power at full load (0: not known)
+  std::string interconnect;    // e.g. "NVLink 4 via NVSwitch"
+  double link_gb_s = 0;        // per device, one direction, 1e9 bytes/s (PCIe cards: their PCIe link)
+  double link_latency_us = 0;  // fixed cost of one collective over the link
+  int link_domain = 1;         // devices joined by that link (8: an HGX board; 2: bridged pairs)
+  double pcie_gb_s = 0;        // host link per device, one direction
+  int devices_per_node = 8;    // a typical server of these devices
+  double tdp_w = 0;            // board power at full load (0: not known)
 };
 
 enum class ModelKind { generate, embed, score };

@@ -10,12 +10,12 @@
 #include <mutex>
 #include <sstream>
 
-#include "input/input_file.hpp"
 #include "backend/runner.hpp"
-#include "sweep/sweep.hpp"
-#include "sweep/internal.hpp"
 #include "backend/windows.hpp"
+#include "input/input_file.hpp"
 #include "input/yaml_node.hpp"
+#include "sweep/internal.hpp"
+#include "sweep/sweep.hpp"
 
 namespace fleetsim {
 
@@ -49,7 +49,9 @@ std::string Budget::path() const { return cls.empty() ? resolve(metric) : "class
 
 namespace {
 // `budgets.NAME.KEY=...`, or the whole section: `budgets={...}`
-bool is_budgets_set(const std::string& text) { return text.rfind("budgets.", 0) == 0 || text.rfind("budgets=", 0) == 0; }
+bool is_budgets_set(const std::string& text) {
+  return text.rfind("budgets.", 0) == 0 || text.rfind("budgets=", 0) == 0;
+}
 }  // namespace
 
 std::vector<std::string> scenario_sets(const std::vector<std::string>& sets) {
@@ -90,7 +92,8 @@ BudgetSpec parse_budgets(const std::string& file, const std::vector<std::string>
     bu.name = key;
     bu.where = e.where();
     bu.metric = e.req("metric").str();
-    if (e.has("max") == e.has("min")) e.fail("give exactly one of max (the value must stay at or below) and min (at or above)");
+    if (e.has("max") == e.has("min"))
+      e.fail("give exactly one of max (the value must stay at or below) and min (at or above)");
     bu.is_max = e.has("max");
     bu.limit = e.at(bu.is_max ? "max" : "min").num();
     if (!std::isfinite(bu.limit)) e.at(bu.is_max ? "max" : "min").fail("expected a finite number");
@@ -111,16 +114,17 @@ void check_against(const Budget& b, const Scenario& s, const Json& shape) {
     if (!known) {
       std::string all;
       for (const auto& c : s.classes) all += (all.empty() ? "" : ", ") + c.name;
-      throw InputError(b.where, fmt::format("budgets.{}: no request class '{}' in {} (expected one of: {})", b.name, b.cls,
-                                            s.source, all));
+      throw InputError(b.where, fmt::format("budgets.{}: no request class '{}' in {} (expected one of: {})", b.name,
+                                            b.cls, s.source, all));
     }
   }
   const Json* v = sweep_detail::at_path(shape, b.path());
   if (!v || !(v->is_number() || v->is_null()))
-    throw InputError(b.where, fmt::format("budgets.{}: '{}' is not a number in the run report (expected a path such as "
-                                          "latency_s.ttft.p99, cost.per_million_output_tokens_usd or monthly_spend_usd; "
-                                          "docs/output-schema.md lists them)",
-                                          b.name, b.metric));
+    throw InputError(b.where,
+                     fmt::format("budgets.{}: '{}' is not a number in the run report (expected a path such as "
+                                 "latency_s.ttft.p99, cost.per_million_output_tokens_usd or monthly_spend_usd; "
+                                 "docs/output-schema.md lists them)",
+                                 b.name, b.metric));
   const double span = s.duration_s - s.warmup_s;
   if (b.window_s > span)
     throw InputError(b.where, fmt::format("budgets.{}: window_s {:g} is longer than the measured {:g} s (duration_s - "
@@ -167,7 +171,8 @@ Values evaluate(const Scenario& s, const std::vector<Budget>& budgets, int reps,
     }
 
   Values out;
-  out.v.assign(budgets.size(), std::vector<std::vector<double>>(windows.size(), std::vector<double>(size_t(reps), std::nan(""))));
+  out.v.assign(budgets.size(),
+               std::vector<std::vector<double>>(windows.size(), std::vector<double>(size_t(reps), std::nan(""))));
   std::mutex progress_mutex;
   size_t done = 0;
   auto record = [&](size_t w, size_t r, const Tally& t) {
@@ -220,8 +225,10 @@ std::vector<BudgetOutcome> judge(const Scenario& s, const std::vector<Budget>& b
       std::vector<double> xs;
       bool missing = false;
       for (double x : values.v[b][w]) {
-        if (std::isnan(x)) missing = true;
-        else xs.push_back(x);
+        if (std::isnan(x))
+          missing = true;
+        else
+          xs.push_back(x);
       }
       if (missing || xs.empty()) {  // a window (or run) without a value cannot pass
         o.has_value = false;
@@ -266,8 +273,8 @@ void validate_budgets(const Scenario& s, const BudgetSpec& spec) {
   for (const auto& b : spec.budgets) check_against(normalized(b, s), s, shape);
 }
 
-CheckResult check_budgets(const Scenario& s, const BudgetSpec& spec, const Scenario* baseline, int threads, bool headroom,
-                          const CheckProgress& progress) {
+CheckResult check_budgets(const Scenario& s, const BudgetSpec& spec, const Scenario* baseline, int threads,
+                          bool headroom, const CheckProgress& progress) {
   validate_budgets(s, spec);
   std::vector<Budget> budgets;
   for (const auto& b : spec.budgets) budgets.push_back(normalized(b, s));
@@ -282,7 +289,8 @@ CheckResult check_budgets(const Scenario& s, const BudgetSpec& spec, const Scena
     tally_clear(*empty, int32_t(baseline->pools.size()), int32_t(baseline->classes.size()));
     const Json shape = run_report(*baseline, *empty);
     for (const auto& b : bb) check_against(b, *baseline, shape);
-    const auto base = judge(*baseline, bb, evaluate(*baseline, bb, spec.replications, threads, r.simulations, progress, "baseline"));
+    const auto base =
+        judge(*baseline, bb, evaluate(*baseline, bb, spec.replications, threads, r.simulations, progress, "baseline"));
     for (size_t i = 0; i < base.size(); ++i) {
       r.outcomes[i].has_baseline = base[i].has_value;
       r.outcomes[i].baseline = base[i].mean;
@@ -290,7 +298,8 @@ CheckResult check_budgets(const Scenario& s, const BudgetSpec& spec, const Scena
   }
 
   if (!headroom) return r;
-  const bool trace = std::any_of(s.classes.begin(), s.classes.end(), [](const auto& c) { return c.arrival == ArrivalKind::trace; });
+  const bool trace =
+      std::any_of(s.classes.begin(), s.classes.end(), [](const auto& c) { return c.arrival == ArrivalKind::trace; });
   if (trace) {
     r.headroom_note = "not measured: a class replays a trace (scale it with time_scale to try more load)";
     return r;
@@ -302,8 +311,9 @@ CheckResult check_budgets(const Scenario& s, const BudgetSpec& spec, const Scena
   // bisection on the arrival multiplier; the same seeds at every multiplier (common random numbers)
   auto holds = [&](double m) {
     const Scenario x = scaled(s, m);
-    const auto o = judge(x, budgets, evaluate(x, budgets, spec.replications, threads, r.simulations, progress,
-                                          fmt::format("headroom at {:.2f}x", m)));
+    const auto o = judge(x, budgets,
+                         evaluate(x, budgets, spec.replications, threads, r.simulations, progress,
+                                  fmt::format("headroom at {:.2f}x", m)));
     return std::all_of(o.begin(), o.end(), [](const BudgetOutcome& b) { return b.pass; });
   };
   constexpr double kCap = 16.0;

@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "base/error.hpp"
-#include "report/report.hpp"
 #include "input/scenario.hpp"
+#include "report/report.hpp"
 
 namespace fleetsim {
 
@@ -17,8 +17,8 @@ struct Budget {
   std::string cls;     // a request class ("" : the whole scenario)
   bool is_max = true;  // max: the value must stay at or below the limit; min: at or above
   double limit = 0;
-  double window_s = 0;  // > 0: judge the worst window of this length instead of the whole run
-  Location where;       // where the budget was written (or the --set that changed it)
+  double window_s = 0;       // > 0: judge the worst window of this length instead of the whole run
+  Location where;            // where the budget was written (or the --set that changed it)
   std::string path() const;  // the report path it reads
 };
 

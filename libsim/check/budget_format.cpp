@@ -26,8 +26,8 @@ std::string rule(const Budget& b) { return fmt::format("{} {:.4g}", b.is_max ? "
 
 std::string verdict(const BudgetOutcome& o) {
   if (!o.has_value) return "no value in every replication";
-  std::string v = fmt::format("95% bound {:.4g} {} {:.4g}", o.bound, o.pass ? (o.budget.is_max ? "<=" : ">=") : (o.budget.is_max ? ">" : "<"),
-                              o.budget.limit);
+  std::string v = fmt::format("95% bound {:.4g} {} {:.4g}", o.bound,
+                              o.pass ? (o.budget.is_max ? "<=" : ">=") : (o.budget.is_max ? ">" : "<"), o.budget.limit);
   if (o.window_start_s >= 0) v += fmt::format(", worst window from t = {:g} s", o.window_start_s);
   return v;
 }
@@ -40,8 +40,9 @@ std::string change(const BudgetOutcome& o) {
 
 std::string headroom(const CheckResult& r) {
   if (r.headroom < 0) return r.headroom_note;
-  return r.headroom_capped ? fmt::format("every budget holds even at {:g}x today's load (the largest tried)", r.headroom)
-                           : fmt::format("every budget holds up to {:.2f}x today's load", r.headroom);
+  return r.headroom_capped
+             ? fmt::format("every budget holds even at {:g}x today's load (the largest tried)", r.headroom)
+             : fmt::format("every budget holds up to {:.2f}x today's load", r.headroom);
 }
 
 std::string xml(const std::string& s) {
@@ -63,12 +64,18 @@ std::string xml(const std::string& s) {
 std::string gh(const std::string& s, bool property) {
   std::string o;
   for (char c : s) {
-    if (c == '%') o += "%25";
-    else if (c == '\r') o += "%0D";
-    else if (c == '\n') o += "%0A";
-    else if (property && c == ':') o += "%3A";
-    else if (property && c == ',') o += "%2C";
-    else o += c;
+    if (c == '%')
+      o += "%25";
+    else if (c == '\r')
+      o += "%0D";
+    else if (c == '\n')
+      o += "%0A";
+    else if (property && c == ':')
+      o += "%3A";
+    else if (property && c == ',')
+      o += "%2C";
+    else
+      o += c;
   }
   return o;
 }
@@ -115,8 +122,8 @@ std::string check_table(const CheckResult& r, const Scenario& s, const BudgetSpe
   std::string o = fmt::format("check  {}  ({} budgets from {}, {} replications each, {} simulations)\n\n", s.name,
                               r.outcomes.size(), spec.source, spec.replications, r.simulations);
   for (const auto& x : r.outcomes) {
-    o += fmt::format("  {}  {}: {} {}  mean {}  ({})", x.pass ? "pass" : "FAIL", x.budget.name, what(x.budget), rule(x.budget),
-                     value(x), verdict(x));
+    o += fmt::format("  {}  {}: {} {}  mean {}  ({})", x.pass ? "pass" : "FAIL", x.budget.name, what(x.budget),
+                     rule(x.budget), value(x), verdict(x));
     if (x.has_baseline) o += "  baseline " + change(x);
     o += "\n";
   }
@@ -132,9 +139,11 @@ std::string check_markdown(const CheckResult& r, const Scenario& s, const Budget
     return o;
   };
   std::string o = fmt::format("### fleetsim check: {} {}\n\n", cell(s.name), r.pass ? "passes" : "**fails**");
-  o += fmt::format("{} replications per budget; a budget passes when its 95% bound is within it.\n\n", spec.replications);
+  o += fmt::format("{} replications per budget; a budget passes when its 95% bound is within it.\n\n",
+                   spec.replications);
   const bool base = std::any_of(r.outcomes.begin(), r.outcomes.end(), [](const auto& x) { return x.has_baseline; });
-  o += base ? "| | budget | metric | limit | mean ± 95% CI | 95% bound | baseline → now |\n|---|---|---|---|---|---|---|\n"
+  o += base ? "| | budget | metric | limit | mean ± 95% CI | 95% bound | baseline → now "
+              "|\n|---|---|---|---|---|---|---|\n"
             : "| | budget | metric | limit | mean ± 95% CI | 95% bound |\n|---|---|---|---|---|---|\n";
   for (const auto& x : r.outcomes) {
     o += fmt::format("| {} | {} | {} | {} | {} | {} |", x.pass ? "✅" : "❌", cell(x.budget.name), cell(what(x.budget)),
@@ -153,16 +162,17 @@ std::string check_junit(const CheckResult& r, const Scenario& s, const BudgetSpe
   o += fmt::format("<testsuites name=\"fleetsim check\" tests=\"{}\" failures=\"{}\">\n", r.outcomes.size(), failures);
   o += fmt::format("  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"0\" skipped=\"0\">\n", xml(s.name),
                    r.outcomes.size(), failures);
-  o += fmt::format("    <properties><property name=\"budgets\" value=\"{}\"/><property name=\"replications\" value=\"{}\"/>"
-                   "<property name=\"headroom\" value=\"{}\"/></properties>\n",
-                   xml(spec.source), spec.replications, xml(headroom(r)));
+  o += fmt::format(
+      "    <properties><property name=\"budgets\" value=\"{}\"/><property name=\"replications\" value=\"{}\"/>"
+      "<property name=\"headroom\" value=\"{}\"/></properties>\n",
+      xml(spec.source), spec.replications, xml(headroom(r)));
   for (const auto& x : r.outcomes) {
-    o += fmt::format("    <testcase classname=\"{}\" name=\"{}\" file=\"{}\" line=\"{}\">", xml(s.name), xml(x.budget.name),
-                     xml(x.budget.where.file), x.budget.where.line);
+    o += fmt::format("    <testcase classname=\"{}\" name=\"{}\" file=\"{}\" line=\"{}\">", xml(s.name),
+                     xml(x.budget.name), xml(x.budget.where.file), x.budget.where.line);
     if (!x.pass)
       o += fmt::format("\n      <failure message=\"{}\">{}: {} {}, mean {}</failure>\n    ",
-                       xml(what(x.budget) + " " + rule(x.budget) + ": " + verdict(x)), xml(x.budget.name), xml(what(x.budget)),
-                       xml(rule(x.budget)), xml(value(x)));
+                       xml(what(x.budget) + " " + rule(x.budget) + ": " + verdict(x)), xml(x.budget.name),
+                       xml(what(x.budget)), xml(rule(x.budget)), xml(value(x)));
     o += "</testcase>\n";
   }
   o += "  </testsuite>\n</testsuites>\n";
@@ -173,8 +183,8 @@ std::string check_annotations(const CheckResult& r) {
   std::string o;
   for (const auto& x : r.outcomes) {
     if (x.pass) continue;
-    o += fmt::format("::error file={},line={},title={}::{}\n", gh(x.budget.where.file, true), std::max(1, x.budget.where.line),
-                     gh("budget " + x.budget.name, true),
+    o += fmt::format("::error file={},line={},title={}::{}\n", gh(x.budget.where.file, true),
+                     std::max(1, x.budget.where.line), gh("budget " + x.budget.name, true),
                      gh(what(x.budget) + " " + rule(x.budget) + ": " + verdict(x) + ", mean " + value(x), false));
   }
   return o;

@@ -169,8 +169,10 @@ FLEETSIM_HD inline void node_changed(Sim& s, int32_t r, double t) {
   const int32_t f = node_slot(ps, P, r);
   Replica& F = s.rep[f];
   const int32_t group = (f - ps.first_replica) / P.replicas_per_node;
-  if (node_replicas(s, ps, P, f) > 0) F.node_until = kInf;
-  else if (F.node_until >= 0.0) F.node_until = group * P.nodes_per_group < P.pinned_nodes ? kInf : t + P.node_unneeded_s;
+  if (node_replicas(s, ps, P, f) > 0)
+    F.node_until = kInf;
+  else if (F.node_until >= 0.0)
+    F.node_until = group * P.nodes_per_group < P.pinned_nodes ? kInf : t + P.node_unneeded_s;
   nodes_recount(s, pi);
 }
 

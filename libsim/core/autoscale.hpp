@@ -66,10 +66,8 @@ FLEETSIM_HD inline int32_t autoscale_desired(Sim& s, int32_t pi, double t, int32
   const double interval = max_of(t - ps.last_eval, 1e-9);
   double ratio = -1.0;  // metric / target, for the signals that scale the current count
   switch (A.signal) {
-    case ScaleSignal::queue_depth:
-      return int32_t(min_of(1.0e6, dm::ceil(double(waiting) / A.target)));
-    case ScaleSignal::inflight:
-      return int32_t(min_of(1.0e6, dm::ceil(double(waiting + running) / A.target)));
+    case ScaleSignal::queue_depth: return int32_t(min_of(1.0e6, dm::ceil(double(waiting) / A.target)));
+    case ScaleSignal::inflight: return int32_t(min_of(1.0e6, dm::ceil(double(waiting + running) / A.target)));
     case ScaleSignal::ttft: {
       // the chosen percentile of first-token times completed within the window
       int32_t n = 0;

@@ -60,8 +60,10 @@ FLEETSIM_HD FLEETSIM_FORCEINLINE void heap_fix(int32_t* heap, int32_t* pos, int3
     const int32_t parent = (i - 1) / 2;
     if (!less(heap[i], heap[parent])) break;
     const int32_t a = heap[i], b = heap[parent];
-    heap[i] = b; pos[b] = i;
-    heap[parent] = a; pos[a] = parent;
+    heap[i] = b;
+    pos[b] = i;
+    heap[parent] = a;
+    pos[a] = parent;
     i = parent;
   }
   for (;;) {  // sift down
@@ -71,8 +73,10 @@ FLEETSIM_HD FLEETSIM_FORCEINLINE void heap_fix(int32_t* heap, int32_t* pos, int3
     if (rr < n && less(heap[rr], heap[m])) m = rr;
     if (m == i) break;
     const int32_t a = heap[i], b = heap[m];
-    heap[i] = b; pos[b] = i;
-    heap[m] = a; pos[a] = m;
+    heap[i] = b;
+    pos[b] = i;
+    heap[m] = a;
+    pos[a] = m;
     i = m;
   }
 }
@@ -90,7 +94,9 @@ FLEETSIM_HD FLEETSIM_FORCEINLINE void set_next(Sim& s, int32_t r, double t) {
   rh_update(s, r);
 }
 
-FLEETSIM_HD FLEETSIM_FORCEINLINE const PoolParams& pool_of(const Sim& s, int32_t r) { return s.p->pools[s.rep[r].pool]; }
+FLEETSIM_HD FLEETSIM_FORCEINLINE const PoolParams& pool_of(const Sim& s, int32_t r) {
+  return s.p->pools[s.rep[r].pool];
+}
 
 // Per-replica finish heap of decoding slots, ordered by (finish step, slot).
 FLEETSIM_HD FLEETSIM_FORCEINLINE Seq& slot(Sim& s, int32_t r, int32_t i) { return s.seq[s.rep[r].slot_base + i]; }
@@ -102,8 +108,10 @@ FLEETSIM_HD FLEETSIM_FORCEINLINE bool fh_less(Sim& s, int32_t r, int32_t a, int3
 }
 FLEETSIM_HD FLEETSIM_FORCEINLINE void fh_swap(Sim& s, int32_t r, int32_t* h, int32_t i, int32_t j) {
   const int32_t a = h[i], b = h[j];
-  h[i] = b; slot(s, r, b).heap_pos = i;
-  h[j] = a; slot(s, r, a).heap_pos = j;
+  h[i] = b;
+  slot(s, r, b).heap_pos = i;
+  h[j] = a;
+  slot(s, r, a).heap_pos = j;
 }
 FLEETSIM_HD inline void fh_fix(Sim& s, int32_t r, int32_t i) {
   int32_t* h = fheap_of(s, r);

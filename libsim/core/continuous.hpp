@@ -206,11 +206,17 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
     x.req = ri;
     x.prev = R.run_tail;
     x.next = kNone;
-    if (R.run_tail != kNone) slot(s, r, R.run_tail).next = sl; else R.run_head = sl;
+    if (R.run_tail != kNone)
+      slot(s, r, R.run_tail).next = sl;
+    else
+      R.run_head = sl;
     R.run_tail = sl;
     x.pf_prev = R.pf_tail;
     x.pf_next = kNone;
-    if (R.pf_tail != kNone) slot(s, r, R.pf_tail).pf_next = sl; else R.pf_head = sl;
+    if (R.pf_tail != kNone)
+      slot(s, r, R.pf_tail).pf_next = sl;
+    else
+      R.pf_head = sl;
     R.pf_tail = sl;
     x.heap_pos = kNone;
     x.decoding = 0;
@@ -240,15 +246,18 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
   // With a shared queue, work this replica left behind (or sent back) is offered to the others;
   // work it could not take goes on to the next replica noted for an earlier offer.
   if (P.router == Router::central_queue && Q.size > 0) {
-    if (changed) cq_offer(s, R.pool, r, t);
-    else cq_wake_next(s, R.pool, t);
+    if (changed)
+      cq_offer(s, R.pool, r, t);
+    else
+      cq_wake_next(s, R.pool, t);
   }
 
   if (R.n_running == 0) {  // nothing to do: idle until work arrives
     set_busy(s, r, 0, t);
     R.run_k = 0;
     set_next(s, r, kInf);
-    if (R.state == kDraining && (P.router == Router::central_queue || Q.size == 0) && R.host_n == 0) replica_off(s, r, t);
+    if (R.state == kDraining && (P.router == Router::central_queue || Q.size == 0) && R.host_n == 0)
+      replica_off(s, r, t);
     return;
   }
 

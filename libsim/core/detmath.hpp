@@ -10,12 +10,18 @@
 namespace fleetsim::dm {
 
 FLEETSIM_HD FLEETSIM_FORCEINLINE uint64_t bits_of(double x) {
-  union { double d; uint64_t u; } v;
+  union {
+    double d;
+    uint64_t u;
+  } v;
   v.d = x;
   return v.u;
 }
 FLEETSIM_HD FLEETSIM_FORCEINLINE double from_bits(uint64_t u) {
-  union { double d; uint64_t u; } v;
+  union {
+    double d;
+    uint64_t u;
+  } v;
   v.u = u;
   return v.d;
 }
@@ -29,7 +35,7 @@ FLEETSIM_HD inline double log(double x) {
   if (!(x > 0.0)) return -kInf;
   uint64_t u = bits_of(x);
   int e = int((u >> 52) & 0x7ff);
-  if (e == 0) {  // subnormal: scale up
+  if (e == 0) {                // subnormal: scale up
     x *= 18014398509481984.0;  // 2^54
     u = bits_of(x);
     e = int((u >> 52) & 0x7ff) - 54;
@@ -99,9 +105,9 @@ FLEETSIM_HD inline double sin(double x) {
   if (r < -0.5 * kPi) r = -kPi - r;
   const double r2 = r * r;
   double p = 1.0 / 51090942171709440000.0;  // 1/21!
-  p = p * r2 - 1.0 / 121645100408832000.0;   // 1/19!
-  p = p * r2 + 1.0 / 355687428096000.0;      // 1/17!
-  p = p * r2 - 1.0 / 1307674368000.0;        // 1/15!
+  p = p * r2 - 1.0 / 121645100408832000.0;  // 1/19!
+  p = p * r2 + 1.0 / 355687428096000.0;     // 1/17!
+  p = p * r2 - 1.0 / 1307674368000.0;       // 1/15!
   p = p * r2 + 1.0 / 6227020800.0;
   p = p * r2 - 1.0 / 39916800.0;
   p = p * r2 + 1.0 / 362880.0;
@@ -120,8 +126,6 @@ FLEETSIM_HD FLEETSIM_FORCEINLINE double ceil(double x) {
   return (t < x) ? t + 1.0 : t;
 }
 // Round half away from zero.
-FLEETSIM_HD FLEETSIM_FORCEINLINE int64_t lround(double x) {
-  return x >= 0.0 ? int64_t(x + 0.5) : -int64_t(-x + 0.5);
-}
+FLEETSIM_HD FLEETSIM_FORCEINLINE int64_t lround(double x) { return x >= 0.0 ? int64_t(x + 0.5) : -int64_t(-x + 0.5); }
 
 }  // namespace fleetsim::dm

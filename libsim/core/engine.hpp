@@ -42,8 +42,9 @@ FLEETSIM_HD inline Sim sim_begin(const SimParams& p, uint32_t replication, uint8
   tally.window_s = s.W1 - s.W0;
   sim_start_fleet(s, p);
   for (int32_t c = 0; c < p.n_classes; ++c)
-    s.next_arrival[c] = (s.closed_classes >> c) & 1 ? client_next(s, c)
-                                                     : first_arrival(p.classes[c].arrivals, s.rng, uint32_t(c), s.arr[c], p.duration_s);
+    s.next_arrival[c] = (s.closed_classes >> c) & 1
+                            ? client_next(s, c)
+                            : first_arrival(p.classes[c].arrivals, s.rng, uint32_t(c), s.arr[c], p.duration_s);
   return s;
 }
 
@@ -87,10 +88,19 @@ FLEETSIM_HD inline double sim_advance(Sim& s, double until = kInf, bool stop_whe
     int32_t cls = 0, pe = 0, pf = 0;
     double ta = s.next_arrival[0], te = s.pool[0].next_eval, tf = s.pool[0].next_fail;
     for (int32_t c = 1; c < p.n_classes; ++c)
-      if (s.next_arrival[c] < ta) { ta = s.next_arrival[c]; cls = c; }
+      if (s.next_arrival[c] < ta) {
+        ta = s.next_arrival[c];
+        cls = c;
+      }
     for (int32_t pi = 1; pi < p.n_pools; ++pi) {
-      if (s.pool[pi].next_eval < te) { te = s.pool[pi].next_eval; pe = pi; }
-      if (s.pool[pi].next_fail < tf) { tf = s.pool[pi].next_fail; pf = pi; }
+      if (s.pool[pi].next_eval < te) {
+        te = s.pool[pi].next_eval;
+        pe = pi;
+      }
+      if (s.pool[pi].next_fail < tf) {
+        tf = s.pool[pi].next_fail;
+        pf = pi;
+      }
     }
     // the fleet stays as it is while the last requests drain
     if (te >= p.duration_s) te = kInf;
@@ -168,7 +178,8 @@ FLEETSIM_HD inline bool sim_drained(const SimParams& p, uint8_t* base) {
     if (rep[r].n_running != 0 || rep[r].n_decode != 0 || rep[r].heap_n != 0) return false;
     if (rep[r].host_n != 0 || rep[r].host_busy != 0 || rep[r].hq.size != 0) return false;
     const PoolParams& P = p.pools[rep[r].pool];
-    if (P.batching == Batching::continuous && rep[r].free_blocks + rep[r].pinned_blocks != P.kv_total_blocks) return false;
+    if (P.batching == Batching::continuous && rep[r].free_blocks + rep[r].pinned_blocks != P.kv_total_blocks)
+      return false;
   }
   for (int32_t i = 0; i < int32_t(l.nq); ++i)
     if (q[i].size != 0) return false;

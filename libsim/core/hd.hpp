@@ -16,8 +16,12 @@ namespace fleetsim {
 constexpr double kInf = 1.0e300;  // "never" for event times; finite so comparisons stay exact
 
 template <class T>
-FLEETSIM_HD FLEETSIM_FORCEINLINE T min_of(T a, T b) { return b < a ? b : a; }
+FLEETSIM_HD FLEETSIM_FORCEINLINE T min_of(T a, T b) {
+  return b < a ? b : a;
+}
 template <class T>
-FLEETSIM_HD FLEETSIM_FORCEINLINE T max_of(T a, T b) { return a < b ? b : a; }
+FLEETSIM_HD FLEETSIM_FORCEINLINE T max_of(T a, T b) {
+  return a < b ? b : a;
+}
 
 }  // namespace fleetsim

@@ -95,8 +95,10 @@ FLEETSIM_HD inline void host_submit(Sim& s, int32_t r, int32_t ri, int16_t stage
   s.req[ri].host_stage = stage;
   R.host_n++;
   s.pool[R.pool].host_jobs++;
-  if (front) q_push_front(s, R.hq, ri);
-  else q_push_back(s, R.hq, ri);
+  if (front)
+    q_push_front(s, R.hq, ri);
+  else
+    q_push_back(s, R.hq, ri);
   host_fill(s, r, t);
 }
 
@@ -111,8 +113,10 @@ FLEETSIM_HD inline void enqueue_device(Sim& s, int32_t target, int32_t ri, doubl
   Queue& Q = s.q[s.rep[target].queue];
   const bool was_empty = Q.size == 0;
   advance_clock(s, t);
-  if (s.prioritized) q_insert_by_priority(s, Q, ri, s.p->classes[cls].priority, s.class_priority);
-  else q_push_back(s, Q, ri);
+  if (s.prioritized)
+    q_insert_by_priority(s, Q, ri, s.p->classes[cls].priority, s.class_priority);
+  else
+    q_push_back(s, Q, ri);
   s.waiting[cls]++;
 
   const int32_t r0 = ps.first_replica, r1 = ps.first_replica + ps.n_replicas;
@@ -122,7 +126,10 @@ FLEETSIM_HD inline void enqueue_device(Sim& s, int32_t target, int32_t ri, doubl
     } else if (was_empty) {
       int32_t idle = kNone;
       for (int32_t r = r0; r < r1; ++r)
-        if (!s.rep[r].busy && s.rep[r].state == kReady) { idle = r; break; }
+        if (!s.rep[r].busy && s.rep[r].state == kReady) {
+          idle = r;
+          break;
+        }
       if (idle != kNone) {
         cont_kick(s, idle, t);
       } else {
@@ -141,8 +148,10 @@ FLEETSIM_HD inline void enqueue_device(Sim& s, int32_t target, int32_t ri, doubl
 // The device finished request ri on replica r: it is done, or its response is post-processed
 // (detokenized) on r's host first.
 FLEETSIM_HD inline void device_done(Sim& s, int32_t r, int32_t ri, double t) {
-  if (pool_of(s, r).host.post && s.req[ri].output > 0) host_submit(s, r, ri, kHostPost, t);
-  else record_done(s, ri, t);
+  if (pool_of(s, r).host.post && s.req[ri].output > 0)
+    host_submit(s, r, ri, kHostPost, t);
+  else
+    record_done(s, ri, t);
 }
 
 // The earliest core of replica r finished its job at t.

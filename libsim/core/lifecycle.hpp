@@ -16,7 +16,8 @@ namespace fleetsim {
 FLEETSIM_HD inline double stage_s(const Sim& s, int32_t r, double median, double sigma, uint32_t sub) {
   if (sigma <= 0.0 || median <= 0.0) return median;
   const Replica& R = s.rep[r];
-  const double u = s.rng.uniform(Stream::lifecycle, uint32_t(R.pool), uint64_t(r) * 1000003ULL + uint64_t(R.starts), sub);
+  const double u =
+      s.rng.uniform(Stream::lifecycle, uint32_t(R.pool), uint64_t(r) * 1000003ULL + uint64_t(R.starts), sub);
   return median * dm::exp(sigma * normal_quantile(u));
 }
 
@@ -26,7 +27,8 @@ FLEETSIM_HD inline double stage_s(const Sim& s, int32_t r, double median, double
 FLEETSIM_HD inline void start_stages(const Sim& s, int32_t r, bool new_node, double* st) {
   const Replica& R = s.rep[r];
   const ColdStartParams& c = s.p->pools[R.pool].cold;
-  const double u = s.rng.uniform(Stream::lifecycle, uint32_t(R.pool), uint64_t(r) * 1000003ULL + uint64_t(R.starts), new_node ? 0 : 2);
+  const double u = s.rng.uniform(Stream::lifecycle, uint32_t(R.pool), uint64_t(r) * 1000003ULL + uint64_t(R.starts),
+                                 new_node ? 0 : 2);
   const bool hit = u < c.cache_hit_probability;
   st[0] = new_node ? stage_s(s, r, c.provision_s, c.provision_sigma, 10) : 0.0;
   st[1] = new_node ? stage_s(s, r, c.image_pull_s, c.image_pull_sigma, 11) : 0.0;
@@ -60,8 +62,10 @@ FLEETSIM_HD inline double await_device(Sim& s, int32_t pi, double t) {
   const PoolParams& P = s.p->pools[pi];
   int32_t k = 0;
   for (int32_t i = 0; i < ps.n_repair; ++i) {
-    if (ps.repair_t[i] <= t) ps.shelf++;  // repaired: back on the shelf
-    else ps.repair_t[k++] = ps.repair_t[i];
+    if (ps.repair_t[i] <= t)
+      ps.shelf++;  // repaired: back on the shelf
+    else
+      ps.repair_t[k++] = ps.repair_t[i];
   }
   ps.n_repair = k;
   if (ps.shelf > 0) {
@@ -105,7 +109,8 @@ FLEETSIM_HD inline void requeue_lost(Sim& s, Queue& Q, int32_t ri, double t) {
 // cold start on a new one. `culprit` is a request the replica was taking when it died (or kNone).
 // An owned device's wait for a spare is `device_wait` when given (>= 0), else drawn; the wait
 // is returned.
-FLEETSIM_HD inline double replica_fail_one(Sim& s, int32_t r, double t, bool new_node, int32_t culprit, double device_wait) {
+FLEETSIM_HD inline double replica_fail_one(Sim& s, int32_t r, double t, bool new_node, int32_t culprit,
+                                           double device_wait) {
   Replica& R = s.rep[r];
   const PoolParams& P = pool_of(s, r);
   Queue& Q = s.q[R.queue];
@@ -192,8 +197,10 @@ FLEETSIM_HD inline double replica_fail_one(Sim& s, int32_t r, double t, bool new
       const bool was_empty = O.size == 0;
       q_push_back(s, O, q_pop_front(s, Q));
       if (was_empty) {
-        if (P.batching == Batching::continuous) cont_kick(s, best, t);
-        else static_try_start(s, best, t);
+        if (P.batching == Batching::continuous)
+          cont_kick(s, best, t);
+        else
+          static_try_start(s, best, t);
       }
     }
   }

@@ -59,8 +59,10 @@ FLEETSIM_HD inline double mps_slowdown(const Parts& parts, int32_t k) {
   double lo = 1.0, hi = max_of(1.0, max_of(sx, sy));
   for (int32_t it = 0; it < 200 && hi - lo > 1e-12 * hi; ++it) {
     const double mid = 0.5 * (lo + hi);
-    if (demand(mid) <= 1.0) hi = mid;
-    else lo = mid;
+    if (demand(mid) <= 1.0)
+      hi = mid;
+    else
+      lo = mid;
   }
   return hi;
 }
@@ -111,8 +113,10 @@ FLEETSIM_HD inline void mps_share_device(Sim& s, int32_t r, double ptoks, double
     for (int32_t part = 0; part < 3; ++part) {
       Q.perf = P.perf;
       keep_step_part(Q.perf, part);
-      if (R.run_prefill) set_single_step(Q, tmp, ptoks, ppairs, pread, n, T0, seqs);
-      else set_decode_run(Q, tmp, n, T0);
+      if (R.run_prefill)
+        set_single_step(Q, tmp, ptoks, ppairs, pread, n, T0, seqs);
+      else
+        set_decode_run(Q, tmp, n, T0);
       part_s[part] = line_step(tmp.run_line, 0);
     }
   }

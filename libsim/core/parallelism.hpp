@@ -23,7 +23,8 @@ FLEETSIM_HD inline double comm_s(const ParallelParams& c, double tokens) {
 }
 
 // Ring all-reduce of `bytes` over n devices: each sends and receives 2 (n - 1) / n of the data.
-FLEETSIM_HD FLEETSIM_FORCEINLINE double ring_allreduce_s(double bytes, int32_t n, double bytes_per_s, double latency_s) {
+FLEETSIM_HD FLEETSIM_FORCEINLINE double ring_allreduce_s(double bytes, int32_t n, double bytes_per_s,
+                                                         double latency_s) {
   if (n <= 1) return 0.0;
   return latency_s + 2.0 * double(n - 1) / double(n) * bytes / bytes_per_s;
 }

@@ -14,8 +14,8 @@ enum class DistKind : int32_t { fixed = 0, uniform = 1, lognormal = 2, geometric
 
 struct DistParams {
   DistKind kind;
-  double a;  // fixed: value; uniform: low; lognormal: mu; geometric, exponential: mean
-  double b;  // uniform: high; lognormal: sigma; geometric: 1 / log(1 - 1/mean)
+  double a;              // fixed: value; uniform: low; lognormal: mu; geometric, exponential: mean
+  double b;              // uniform: high; lognormal: sigma; geometric: 1 / log(1 - 1/mean)
   const double* values;  // empirical support, ascending cdf
   const double* cdf;
   int64_t n;
@@ -24,7 +24,15 @@ struct DistParams {
 // Open loop: poisson, gamma, diurnal, trace, constant (evenly spaced) and burst (`clients`
 // requests at once). Closed loop: concurrency (`clients` users, each sending its next request when
 // its previous one ends, after a think time), as benchmarks run at a fixed concurrency.
-enum class ArrivalKind : int32_t { poisson = 0, gamma = 1, diurnal = 2, trace = 3, constant = 4, burst = 5, concurrency = 6 };
+enum class ArrivalKind : int32_t {
+  poisson = 0,
+  gamma = 1,
+  diurnal = 2,
+  trace = 3,
+  constant = 4,
+  burst = 5,
+  concurrency = 6
+};
 
 struct ArrivalParams {
   ArrivalKind kind;
@@ -34,16 +42,17 @@ struct ArrivalParams {
   double diurnal_amplitude;  // rate(t) = rate (1 + amplitude cos(2 pi (t - peak_at) / period))
   double diurnal_period_s;
   double diurnal_peak_at_s;
-  double start_s;            // no arrivals before (a batch job that starts later)
-  double stop_s;             // no arrivals after (and the run's duration_s)
-  const double* trace_t_s;   // arrival times, ascending, already scaled
+  double start_s;           // no arrivals before (a batch job that starts later)
+  double stop_s;            // no arrivals after (and the run's duration_s)
+  const double* trace_t_s;  // arrival times, ascending, already scaled
   const int32_t* trace_prompt;
   const int32_t* trace_output;
   const int32_t* trace_cached;  // prompt tokens an unbounded prefix cache holds (null: none)
   int64_t trace_n;
-  int32_t clients;             // burst: requests; concurrency: users
-  double ramp_s;               // concurrency: user i first sends at start_s + ramp_s x i / clients
-  int64_t max_requests;        // concurrency: requests sent in all, then users stop (0: no limit), as a benchmark's num_prompts
+  int32_t clients;  // burst: requests; concurrency: users
+  double ramp_s;    // concurrency: user i first sends at start_s + ramp_s x i / clients
+  int64_t
+      max_requests;  // concurrency: requests sent in all, then users stop (0: no limit), as a benchmark's num_prompts
 };
 
 enum class Batching : int32_t { continuous = 0, fixed_batch = 1 };
@@ -88,16 +97,16 @@ struct WorkParams {
 // pipeline by each of m = min(pp, sequences) micro-batches; per traversal it pays collectives
 // whose cost is a latency plus a per-token time (bytes per token / link bandwidth).
 struct ParallelParams {
-  int32_t tp;  // tensor-parallel degree
-  int32_t pp;  // pipeline stages
-  int32_t ep;  // expert-parallel degree (1, or tp: experts spread over the tensor-parallel group)
-  double allreduces;            // per traversal: 2 per layer (1 for an expert-parallel MoE layer)
+  int32_t tp;         // tensor-parallel degree
+  int32_t pp;         // pipeline stages
+  int32_t ep;         // expert-parallel degree (1, or tp: experts spread over the tensor-parallel group)
+  double allreduces;  // per traversal: 2 per layer (1 for an expert-parallel MoE layer)
   double allreduce_latency_s;
-  double allreduce_s_per_token; // 2 (tp - 1) / tp x hidden x activation bytes / link bandwidth
-  double handoffs;              // per traversal: pp - 1 stage boundaries
+  double allreduce_s_per_token;  // 2 (tp - 1) / tp x hidden x activation bytes / link bandwidth
+  double handoffs;               // per traversal: pp - 1 stage boundaries
   double handoff_latency_s;
-  double handoff_s_per_token;   // hidden x activation bytes / bandwidth between stages
-  double all_to_alls;           // per traversal: dispatch and combine of each expert-parallel MoE layer
+  double handoff_s_per_token;  // hidden x activation bytes / bandwidth between stages
+  double all_to_alls;          // per traversal: dispatch and combine of each expert-parallel MoE layer
   double all_to_all_latency_s;
   double all_to_all_s_per_token;  // experts_per_token x hidden x bytes x (ep - 1) / ep^2 / bandwidth
 };
@@ -131,17 +140,17 @@ struct ColdStartParams {
 struct AutoscaleParams {
   int32_t enabled;
   ScaleSignal signal;
-  double target;             // per replica (queue_depth, inflight) or a level (ttft seconds, busy, host_cpu)
-  double interval_s;         // evaluation period
-  double up_window_s;        // scale-up stabilization: the lowest recommendation over this window
-  double down_window_s;      // scale-down stabilization: the highest recommendation over this window
-  double cooldown_s;         // no scale-down this long after any scaling
-  double tolerance;          // ratio signals: no change within this relative distance of the target
-  double ttft_window_s;      // ttft signal: completions considered
-  double ttft_quantile;      // ttft signal: which percentile
-  double cpu_base;           // host_cpu signal: utilization with no traffic
-  double cpu_per_request_s;  // host_cpu signal: CPU seconds per request (tokenize, detokenize, HTTP)
-  int32_t max_starts;        // nodes obtainable in total over the run (0: unlimited)
+  double target;               // per replica (queue_depth, inflight) or a level (ttft seconds, busy, host_cpu)
+  double interval_s;           // evaluation period
+  double up_window_s;          // scale-up stabilization: the lowest recommendation over this window
+  double down_window_s;        // scale-down stabilization: the highest recommendation over this window
+  double cooldown_s;           // no scale-down this long after any scaling
+  double tolerance;            // ratio signals: no change within this relative distance of the target
+  double ttft_window_s;        // ttft signal: completions considered
+  double ttft_quantile;        // ttft signal: which percentile
+  double cpu_base;             // host_cpu signal: utilization with no traffic
+  double cpu_per_request_s;    // host_cpu signal: CPU seconds per request (tokenize, detokenize, HTTP)
+  int32_t max_starts;          // nodes obtainable in total over the run (0: unlimited)
   double max_starts_per_hour;  // nodes obtainable per hour (0: unlimited)
 };
 
@@ -175,12 +184,12 @@ struct PoolParams {
   WorkParams work;  // per device of one tensor-parallel rank, summed over the pipeline stages
   ParallelParams par;
   MoeParams moe;
-  int64_t window_blocks;  // KV blocks every running sequence holds for its sliding-window layers
-  int32_t extended_steps; // 1: step time takes the parallel / MoE / sliding-window path (stepwork.hpp)
+  int64_t window_blocks;   // KV blocks every running sequence holds for its sliding-window layers
+  int32_t extended_steps;  // 1: step time takes the parallel / MoE / sliding-window path (stepwork.hpp)
   // fleet
-  int32_t replicas;      // replicas ready at the start
-  int32_t min_replicas;  // autoscaler floor (and the chosen headroom of idle replicas)
-  int32_t max_replicas;  // replica slots
+  int32_t replicas;           // replicas ready at the start
+  int32_t min_replicas;       // autoscaler floor (and the chosen headroom of idle replicas)
+  int32_t max_replicas;       // replica slots
   int32_t headroom_replicas;  // idle replicas counted as chosen headroom, not waste
   AutoscaleParams autoscale;
   ColdStartParams cold;
@@ -192,20 +201,21 @@ struct PoolParams {
   int32_t time_slicing;           // replicas per device taking turns (1: a device each); memory not isolated
   int32_t mps_clients;            // MPS: replicas per device whose kernels run concurrently under one server (1: none)
   double mps_thread_share;        // MPS: each client's cap on the device's SMs (active thread percentage / 100)
-  double device_context_bytes;    // a shared device's CUDA context storage: one per time-sliced replica, one per MPS server
-  double interruptions_per_s;     // per provisioned replica: spot reclaims plus hardware failures
-  double spot_share;              // of those interruptions, the share that are spot reclaims
-  int32_t committed_replicas;     // reserved capacity, paid whether used or not
-  double repair_s;                // owned devices: a failed one is back after this long (0: replaced at once)
-  int32_t spares;                 // owned devices on the shelf to swap in meanwhile (<= kMaxSpares)
+  double
+      device_context_bytes;  // a shared device's CUDA context storage: one per time-sliced replica, one per MPS server
+  double interruptions_per_s;  // per provisioned replica: spot reclaims plus hardware failures
+  double spot_share;           // of those interruptions, the share that are spot reclaims
+  int32_t committed_replicas;  // reserved capacity, paid whether used or not
+  double repair_s;             // owned devices: a failed one is back after this long (0: replaced at once)
+  int32_t spares;              // owned devices on the shelf to swap in meanwhile (<= kMaxSpares)
   // nodes (rented, billing: node, autoscaled; accounting.hpp, "nodes"): replicas are placed on
   // whole nodes, a node is paid for while it is up, and the cluster removes an empty one later
-  int32_t replicas_per_node;   // 0: nodes are not tracked in the core
-  int32_t nodes_per_group;     // nodes one placement group counts (a replica larger than a node spans several)
-  int32_t max_node_groups;     // placement groups the cluster can hold (0: unlimited)
-  int32_t pinned_nodes;        // nodes (lowest first) a pod without a device request keeps from removal
-  double node_unneeded_s;      // an empty node is removed after this long
-  int32_t empty_nodes_first;   // scale-down takes replicas from the emptiest node (a pod deletion cost), not the fullest
+  int32_t replicas_per_node;  // 0: nodes are not tracked in the core
+  int32_t nodes_per_group;    // nodes one placement group counts (a replica larger than a node spans several)
+  int32_t max_node_groups;    // placement groups the cluster can hold (0: unlimited)
+  int32_t pinned_nodes;       // nodes (lowest first) a pod without a device request keeps from removal
+  double node_unneeded_s;     // an empty node is removed after this long
+  int32_t empty_nodes_first;  // scale-down takes replicas from the emptiest node (a pod deletion cost), not the fullest
   // step-time slowdowns (slowdown.hpp): a server that falls back to the CPU after a node image
   // update, and thermal throttling under sustained load
   double fallback_share;     // share of replica slots whose server falls back (0: none)
@@ -236,9 +246,9 @@ struct ClassParams {
   int32_t prefix_tokens;
   double response_cache_hit_rate;  // share answered from a response cache, without the device
   double response_cache_latency_s;
-  DistParams think;        // concurrency: a user's pause between a response and its next request
-  double retry_after_s;    // concurrency: a rejected user's least pause before its next request
-  double good_ttft_s;      // goodput: a completed request meeting all three counts as good
+  DistParams think;      // concurrency: a user's pause between a response and its next request
+  double retry_after_s;  // concurrency: a rejected user's least pause before its next request
+  double good_ttft_s;    // goodput: a completed request meeting all three counts as good
   double good_tpot_s;
   double good_e2e_s;
 };

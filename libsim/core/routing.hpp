@@ -73,7 +73,8 @@ FLEETSIM_HD inline void handle_arrival(Sim& s, int32_t cls, double t) {
     // (a prefix the cache holds is attended to, not held: docs/model.md, "Caching")
     const int64_t kv_tokens = (P.generative ? prompt + output - 1 : prompt) - (P.prefix_caching ? cached : 0);
     // a naive server has no such check: it takes the request and runs out of memory on it
-    too_long = !P.crash_on_kv_exhausted && ceil_div(kv_tokens, P.kv_block_tokens) + P.window_blocks > P.kv_total_blocks - P.kv_watermark_blocks;
+    too_long = !P.crash_on_kv_exhausted &&
+               ceil_div(kv_tokens, P.kv_block_tokens) + P.window_blocks > P.kv_total_blocks - P.kv_watermark_blocks;
   } else {
     too_long = prompt + output > P.kv_total_blocks * P.kv_block_tokens;
   }
@@ -107,7 +108,10 @@ FLEETSIM_HD inline void handle_arrival(Sim& s, int32_t cls, double t) {
     for (int32_t r = ps.first_replica; r < ps.first_replica + ps.n_replicas; ++r) {
       if (!active(r)) continue;
       const int32_t o = by_host ? s.rep[r].host_n : outstanding(s, r);
-      if (target == kNone || o < best) { best = o; target = r; }
+      if (target == kNone || o < best) {
+        best = o;
+        target = r;
+      }
       if (P.router == Router::central_queue && !by_host) break;
     }
   }
@@ -138,8 +142,10 @@ FLEETSIM_HD inline void handle_arrival(Sim& s, int32_t cls, double t) {
   q.has_prefix = has_prefix ? 1 : 0;
   advance_clock(s, t);
   s.in_system[cls]++;
-  if (P.host.cores > 0) host_submit(s, target, ri, kHostPre, t);
-  else enqueue_device(s, target, ri, t);
+  if (P.host.cores > 0)
+    host_submit(s, target, ri, kHostPre, t);
+  else
+    enqueue_device(s, target, ri, t);
 }
 
 }  // namespace fleetsim

@@ -14,20 +14,20 @@ constexpr int32_t kNone = -1;
 
 struct Request {
   double t_arrive;
-  double t_first;  // first output token (or result, for non-generative models); < 0 if none yet
-  double t_admit;  // first admission into a batch; < 0 if none yet
-  double t_queued; // joined the device queue (after the host stage; = t_arrive without one)
-  double t_host;   // its (last) host pre-processing started
-  double host_s;   // host pre-processing time (host.hpp)
+  double t_first;   // first output token (or result, for non-generative models); < 0 if none yet
+  double t_admit;   // first admission into a batch; < 0 if none yet
+  double t_queued;  // joined the device queue (after the host stage; = t_arrive without one)
+  double t_host;    // its (last) host pre-processing started
+  double host_s;    // host pre-processing time (host.hpp)
   int32_t prompt;
   int32_t output;
   int32_t generated;  // output tokens emitted before the current prefill of this request
   int32_t cached;     // prompt tokens its trace says an earlier request already computed (0: none)
   int16_t in_window;
-  int16_t cls;        // request class
-  int16_t retries;    // times its replica was lost under it
-  int16_t has_prefix; // starts with its class's shared prefix
-  int16_t host_stage; // HostStage: waiting for or on a host core (host.hpp), or neither
+  int16_t cls;         // request class
+  int16_t retries;     // times its replica was lost under it
+  int16_t has_prefix;  // starts with its class's shared prefix
+  int16_t host_stage;  // HostStage: waiting for or on a host core (host.hpp), or neither
 };
 
 // A running sequence (a batch slot of a replica).
@@ -37,16 +37,16 @@ struct Seq {
   int32_t pf_prev, pf_next;  // sequences still in prefill, admission order
   int32_t heap_pos;          // position in the finish heap while decoding
   int32_t decoding;
-  int32_t residue;           // decode steps s with s % block == residue need a new KV block
-  int32_t prefill_total;     // tokens this prefill computes (prompt, plus output so far after preemption)
+  int32_t residue;        // decode steps s with s % block == residue need a new KV block
+  int32_t prefill_total;  // tokens this prefill computes (prompt, plus output so far after preemption)
   int32_t prefill_done;
-  int32_t chunk;             // prefill tokens scheduled in the step in flight
-  int32_t out_left;          // output tokens still to emit, counting the one the prefill emits
-  int64_t blocks;            // KV blocks held while prefilling (the whole prefill)
-  int64_t s0;                // first decode step
-  int64_t L0;                // KV tokens of its own before step s0
-  int32_t ctx_extra;         // cached prefix tokens (shared or from its trace) it attends to but does not hold
-  int64_t finish;            // last decode step
+  int32_t chunk;      // prefill tokens scheduled in the step in flight
+  int32_t out_left;   // output tokens still to emit, counting the one the prefill emits
+  int64_t blocks;     // KV blocks held while prefilling (the whole prefill)
+  int64_t s0;         // first decode step
+  int64_t L0;         // KV tokens of its own before step s0
+  int32_t ctx_extra;  // cached prefix tokens (shared or from its trace) it attends to but does not hold
+  int64_t finish;     // last decode step
 };
 
 struct Queue {
@@ -56,25 +56,25 @@ struct Queue {
 enum ReplicaState : int32_t { kOff = 0, kStarting = 1, kReady = 2, kDraining = 3 };
 
 struct Replica {
-  double t_next;  // end of the run in flight, a static-batching timer, the end of a cold start, or kInf
-  int32_t busy;   // a run (possibly of zero steps: a wake-up) is in flight
-  int32_t state;  // ReplicaState
-  int32_t starts; // cold starts so far (keys its random draws)
+  double t_next;   // end of the run in flight, a static-batching timer, the end of a cold start, or kInf
+  int32_t busy;    // a run (possibly of zero steps: a wake-up) is in flight
+  int32_t state;   // ReplicaState
+  int32_t starts;  // cold starts so far (keys its random draws)
   int32_t pool;
   int32_t queue;
   int32_t S;          // batch slots
   int32_t bs;         // KV block tokens
   int64_t slot_base;  // first slot in the seq and finish-heap arrays
   int64_t res_base;   // first counter in the residue array
-  int64_t step;   // index of the next step to start
+  int64_t step;       // index of the next step to start
   int32_t n_running, n_decode;
   int32_t n_decode_class[kMaxClasses];
   int32_t run_head, run_tail, pf_head, pf_tail, free_head;
   int32_t heap_n;
   int64_t A;  // sum over decoding sequences of (L0 + ctx_extra - s0): context tokens at step s are A + n s
   int64_t free_blocks;
-  int64_t pinned_blocks;  // held by cached shared prefixes
-  int32_t prefix_ready;   // bit c: class c's prefix is cached here
+  int64_t pinned_blocks;              // held by cached shared prefixes
+  int32_t prefix_ready;               // bit c: class c's prefix is cached here
   int32_t prefix_users[kMaxClasses];  // running sequences attending to class c's cached prefix
   // run in flight
   double run_t0;
@@ -88,9 +88,10 @@ struct Replica {
   // a shared queue's offer this run has not yet been woken for: its step boundary (kInf: none)
   double wake_at;
   int64_t wake_k;  // the run's steps, cut at that boundary
-  double mps_h, mps_g, mps_x, mps_y;  // MPS: its step in flight alone: host and device time, compute and traffic (mps.hpp)
-  double run_class_share[kMaxClasses];    // share of the run's time spent on each class
-  double run_class_in_share[kMaxClasses]; // of which on its input tokens (prefill)
+  double mps_h, mps_g, mps_x,
+      mps_y;  // MPS: its step in flight alone: host and device time, compute and traffic (mps.hpp)
+  double run_class_share[kMaxClasses];     // share of the run's time spent on each class
+  double run_class_in_share[kMaxClasses];  // of which on its input tokens (prefill)
   // static batching
   int32_t batch_n;
   double batch_t_first;
@@ -98,11 +99,11 @@ struct Replica {
   // replica or kept by a pinned pod; else the time the cluster removes it, empty
   double node_until;
   // slowdowns (slowdown.hpp)
-  int32_t fb_slot;   // its slot falls back to the CPU after the image update
-  int32_t run_cpu;   // the run in flight computes on the host CPU (the device idles)
-  int32_t run_hot;   // the run in flight is at the throttled clock
-  double heat;       // temperature proxy: exponentially weighted device-busy fraction
-  double heat_t;     // ... as of this time
+  int32_t fb_slot;  // its slot falls back to the CPU after the image update
+  int32_t run_cpu;  // the run in flight computes on the host CPU (the device idles)
+  int32_t run_hot;  // the run in flight is at the throttled clock
+  double heat;      // temperature proxy: exponentially weighted device-busy fraction
+  double heat_t;    // ... as of this time
   // host CPU stage (host.hpp): the jobs waiting for a core, the cores, the next core to finish
   Queue hq;
   int32_t host_n;     // host jobs here, waiting or on a core
@@ -122,9 +123,9 @@ struct PoolState {
   int32_t first_queue, n_queues;
   int32_t rr_next;
   int32_t n_prov, n_ready, n_starting, n_draining, n_busy;  // provisioned = starting + ready + draining
-  double t_clock;                                            // integrals are up to here
-  double busy_acc;                                           // busy replica-seconds since the last evaluation
-  double arrivals_since;                                     // arrivals since the last evaluation
+  double t_clock;                                           // integrals are up to here
+  double busy_acc;                                          // busy replica-seconds since the last evaluation
+  double arrivals_since;                                    // arrivals since the last evaluation
   double next_eval, last_eval, last_scale;
   int32_t hist_n, hist_head;
   double hist_t[kScaleHistory];
@@ -133,8 +134,8 @@ struct PoolState {
   double ttft_t[kTtftSamples], ttft_v[kTtftSamples];
   int32_t starts;  // replicas started so far
   int32_t start_head;
-  double next_fail;    // the next spot reclaim or hardware failure among the pool's replicas
-  int64_t fail_draws;  // random draws for failures so far
+  double next_fail;               // the next spot reclaim or hardware failure among the pool's replicas
+  int64_t fail_draws;             // random draws for failures so far
   double start_t[kScaleHistory];  // times of the latest starts (for the per-hour cap)
   // owned devices (lifecycle.hpp, await_device): spares on the shelf, and when the devices in
   // repair come back (never more than the spares: a failure without a spare waits for one)
@@ -184,7 +185,7 @@ struct Sim {
   ArrivalCursor arr[kMaxClasses];
   double next_arrival[kMaxClasses];
   int32_t class_priority[kMaxClasses];
-  int32_t prioritized;  // classes differ in priority
+  int32_t prioritized;      // classes differ in priority
   int32_t goodput_classes;  // bit c: class c has a goodput bound
   // closed-loop users (clients.hpp): per class, a min-heap of pending send times
   int32_t closed_classes;  // bit c: class c is closed-loop
@@ -256,25 +257,43 @@ FLEETSIM_HD inline WorkspaceLayout workspace_layout(const SimParams& p) {
   if (l.cores > 0) l.host_heap = l.n_replicas;
   l.client_slots = 0;
   for (int32_t c = 0; c < p.n_classes; ++c)
-    if (p.classes[c].arrivals.kind == ArrivalKind::concurrency) l.client_slots += int64_t(p.classes[c].arrivals.clients);
+    if (p.classes[c].arrivals.kind == ArrivalKind::concurrency)
+      l.client_slots += int64_t(p.classes[c].arrivals.clients);
   uint64_t off = 0;
-  l.pools = off;     off = align_up(off + sizeof(PoolState) * uint64_t(p.n_pools));
-  l.req = off;       off = align_up(off + sizeof(Request) * uint64_t(l.req_cap));
-  l.req_free = off;  off = align_up(off + sizeof(int32_t) * uint64_t(l.req_cap));
-  l.qbuf = off;      off = align_up(off + sizeof(int32_t) * uint64_t(l.qbuf_len + l.host_qlen));
-  l.q = off;         off = align_up(off + sizeof(Queue) * uint64_t(l.nq));
-  l.rep = off;       off = align_up(off + sizeof(Replica) * uint64_t(l.n_replicas));
-  l.seq = off;       off = align_up(off + sizeof(Seq) * uint64_t(l.slots));
-  l.fheap = off;     off = align_up(off + sizeof(int32_t) * uint64_t(l.slots));
-  l.rescnt = off;    off = align_up(off + sizeof(int32_t) * uint64_t(l.residues));
-  l.rheap = off;     off = align_up(off + sizeof(int32_t) * uint64_t(l.n_replicas));
-  l.rheap_pos = off; off = align_up(off + sizeof(int32_t) * uint64_t(l.n_replicas));
-  l.clients = off;   off = align_up(off + sizeof(double) * uint64_t(l.client_slots));
-  l.core_free = off;  off = align_up(off + sizeof(double) * uint64_t(l.cores));
-  l.core_start = off; off = align_up(off + sizeof(double) * uint64_t(l.cores));
-  l.core_job = off;   off = align_up(off + sizeof(int32_t) * uint64_t(l.cores));
-  l.hheap = off;      off = align_up(off + sizeof(int32_t) * uint64_t(l.host_heap));
-  l.hheap_pos = off;  off = align_up(off + sizeof(int32_t) * uint64_t(l.host_heap));
+  l.pools = off;
+  off = align_up(off + sizeof(PoolState) * uint64_t(p.n_pools));
+  l.req = off;
+  off = align_up(off + sizeof(Request) * uint64_t(l.req_cap));
+  l.req_free = off;
+  off = align_up(off + sizeof(int32_t) * uint64_t(l.req_cap));
+  l.qbuf = off;
+  off = align_up(off + sizeof(int32_t) * uint64_t(l.qbuf_len + l.host_qlen));
+  l.q = off;
+  off = align_up(off + sizeof(Queue) * uint64_t(l.nq));
+  l.rep = off;
+  off = align_up(off + sizeof(Replica) * uint64_t(l.n_replicas));
+  l.seq = off;
+  off = align_up(off + sizeof(Seq) * uint64_t(l.slots));
+  l.fheap = off;
+  off = align_up(off + sizeof(int32_t) * uint64_t(l.slots));
+  l.rescnt = off;
+  off = align_up(off + sizeof(int32_t) * uint64_t(l.residues));
+  l.rheap = off;
+  off = align_up(off + sizeof(int32_t) * uint64_t(l.n_replicas));
+  l.rheap_pos = off;
+  off = align_up(off + sizeof(int32_t) * uint64_t(l.n_replicas));
+  l.clients = off;
+  off = align_up(off + sizeof(double) * uint64_t(l.client_slots));
+  l.core_free = off;
+  off = align_up(off + sizeof(double) * uint64_t(l.cores));
+  l.core_start = off;
+  off = align_up(off + sizeof(double) * uint64_t(l.cores));
+  l.core_job = off;
+  off = align_up(off + sizeof(int32_t) * uint64_t(l.cores));
+  l.hheap = off;
+  off = align_up(off + sizeof(int32_t) * uint64_t(l.host_heap));
+  l.hheap_pos = off;
+  off = align_up(off + sizeof(int32_t) * uint64_t(l.host_heap));
   l.total = off;
   return l;
 }
@@ -284,7 +303,8 @@ FLEETSIM_HD inline bool layout_fits(const SimParams& p, const WorkspaceLayout& l
   const int64_t lim = 2147483647;
   for (int32_t i = 0; i < p.n_pools; ++i) {
     const PoolParams& P = p.pools[i];
-    if (int64_t(P.queue_limit) + (P.router == Router::central_queue ? P.max_replicas : 1) * int64_t(pool_slots(P)) > lim)
+    if (int64_t(P.queue_limit) + (P.router == Router::central_queue ? P.max_replicas : 1) * int64_t(pool_slots(P)) >
+        lim)
       return false;
   }
   return l.n_replicas <= lim && l.nq <= lim && l.req_cap <= lim && l.client_slots <= lim && l.slots <= lim &&
@@ -422,7 +442,8 @@ FLEETSIM_HD inline Sim sim_bind(const SimParams& p, uint32_t replication, uint8_
       R.batch_t_first = 0.0;
       // slot k of n falls back when floor((k + 1) share) > floor(k share): floor(n share) of the
       // first n slots, evenly spread
-      R.fb_slot = P.fallback_share > 0.0 && int64_t(double(k + 1) * P.fallback_share) > int64_t(double(k) * P.fallback_share);
+      R.fb_slot =
+          P.fallback_share > 0.0 && int64_t(double(k + 1) * P.fallback_share) > int64_t(double(k) * P.fallback_share);
       R.run_cpu = R.run_hot = 0;
       R.heat = R.heat_t = 0.0;
       R.hq.base = hqbase;
@@ -468,7 +489,8 @@ FLEETSIM_HD inline Sim sim_bind(const SimParams& p, uint32_t replication, uint8_
     s.client_n[c] = a.clients;
     s.client_stop[c] = min_of(a.stop_s, p.duration_s);
     // ascending, so already a min-heap
-    for (int32_t i = 0; i < a.clients; ++i) s.client_heap[cb + i] = a.start_s + a.ramp_s * double(i) / double(a.clients);
+    for (int32_t i = 0; i < a.clients; ++i)
+      s.client_heap[cb + i] = a.start_s + a.ramp_s * double(i) / double(a.clients);
     cb += a.clients;
   }
   return s;

@@ -23,8 +23,10 @@ FLEETSIM_HD inline void static_try_start(Sim& s, int32_t r, double t) {
   Queue& Q = s.q[R.queue];
   if (Q.size == 0) {
     if (R.state == kDraining) {
-      if (R.host_n == 0) replica_off(s, r, t);
-      else if (R.t_next != kInf) set_next(s, r, kInf);
+      if (R.host_n == 0)
+        replica_off(s, r, t);
+      else if (R.t_next != kInf)
+        set_next(s, r, kInf);
       return;
     }
     if (R.t_next != kInf) set_next(s, r, kInf);

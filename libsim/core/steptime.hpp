@@ -29,17 +29,20 @@ FLEETSIM_HD inline double line_sum(const Line& l, int64_t k) {
   if (k <= 0) return 0.0;
   // g(j) = line1 - line2 is linear; split [0, k) where its sign changes.
   const double ga = l.a1 - l.a2, gb = l.b1 - l.b2;
-  int64_t split;     // steps [0, split) follow the first line, [split, k) the other
-  bool first_is_1;   // which line dominates first
+  int64_t split;    // steps [0, split) follow the first line, [split, k) the other
+  bool first_is_1;  // which line dominates first
   if (gb == 0.0) {
     split = k;
     first_is_1 = ga >= 0.0;
   } else {
     first_is_1 = gb < 0.0;  // g decreasing: line 1 leads, then line 2 takes over
     const double jstar = -ga / gb;
-    if (jstar <= 0.0) split = 0;
-    else if (jstar >= double(k)) split = k;
-    else split = int64_t(dm::ceil(jstar));
+    if (jstar <= 0.0)
+      split = 0;
+    else if (jstar >= double(k))
+      split = k;
+    else
+      split = int64_t(dm::ceil(jstar));
   }
   const double o = double(k) * l.o;
   double s1, s2;
@@ -99,14 +102,18 @@ FLEETSIM_HD inline int64_t line_steps_until(const Line& l, int64_t k, double dt)
     if (line_sum(l, j) >= dt) {
       hi = j;
       if (j > 1) {
-        if (line_sum(l, j - 1) < dt) lo = j;
-        else hi = j - 1;
+        if (line_sum(l, j - 1) < dt)
+          lo = j;
+        else
+          hi = j - 1;
       }
     } else {
       lo = j + 1 < k ? j + 1 : k;
       if (lo < k) {
-        if (line_sum(l, lo) >= dt) hi = lo;
-        else lo += 1;
+        if (line_sum(l, lo) >= dt)
+          hi = lo;
+        else
+          lo += 1;
       }
     }
   } else if (g >= double(k) && k > 1 && line_sum(l, k - 1) < dt) {
@@ -114,7 +121,10 @@ FLEETSIM_HD inline int64_t line_steps_until(const Line& l, int64_t k, double dt)
   }
   while (lo < hi) {
     const int64_t mid = lo + (hi - lo) / 2;
-    if (line_sum(l, mid) >= dt) hi = mid; else lo = mid + 1;
+    if (line_sum(l, mid) >= dt)
+      hi = mid;
+    else
+      lo = mid + 1;
   }
   return lo;
 }

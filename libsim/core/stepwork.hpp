@@ -30,7 +30,8 @@ FLEETSIM_HD FLEETSIM_FORCEINLINE bool plain_step_model(const PoolParams& P) { re
 // summed over the pipeline stages.
 FLEETSIM_HD FLEETSIM_FORCEINLINE double parallel_step_s(const PoolParams& P, double flops, double weight_bytes,
                                                         double kv_bytes, double m, double comm) {
-  return P.perf.overhead_s + comm + max_of(flops / (m * P.perf.flops_per_s), (weight_bytes + kv_bytes / m) / P.perf.bytes_per_s);
+  return P.perf.overhead_s + comm +
+         max_of(flops / (m * P.perf.flops_per_s), (weight_bytes + kv_bytes / m) / P.perf.bytes_per_s);
 }
 
 // The calibrated step time (params.hpp) of a step's work on one device of a rank: m micro-batches
@@ -61,8 +62,8 @@ FLEETSIM_HD inline void set_decode_run(const PoolParams& P, Replica& R, double n
       l.a2 = R.run_ba / f.bytes_per_s;
       l.b2 = R.run_bb / f.bytes_per_s;
     } else if (f.kind == PerfKind::calibrated) {
-      l.a1 = f.per_seq_s * n + f.weight_s_per_byte * w.weight_bytes + f.matmul_s_per_flop * w.matmul_flops_per_token * n +
-             f.kv_s_per_byte * w.kv_bytes_per_token * (T0 + n);
+      l.a1 = f.per_seq_s * n + f.weight_s_per_byte * w.weight_bytes +
+             f.matmul_s_per_flop * w.matmul_flops_per_token * n + f.kv_s_per_byte * w.kv_bytes_per_token * (T0 + n);
       l.b1 = f.kv_s_per_byte * R.run_bb;
     }
   } else {
@@ -111,7 +112,8 @@ FLEETSIM_HD inline void set_single_step(const PoolParams& P, Replica& R, double 
     bytes = w.weight_bytes + w.kv_bytes_per_token * (pread + ptoks + ctx_out);
     dt = f.kind == PerfKind::calibrated
              ? calibrated_step_s(f, seqs, w.weight_bytes, w.matmul_flops_per_token * (ptoks + n),
-                                 w.kv_bytes_per_token * (pread + ptoks + ctx_out), w.attn_flops_per_pair * ppairs, 1.0, 0.0)
+                                 w.kv_bytes_per_token * (pread + ptoks + ctx_out), w.attn_flops_per_pair * ppairs, 1.0,
+                                 0.0)
              : step_time(P, f_in + f_out, bytes, ptoks, n, ctx_out);
   } else {
     const double m = micro_batches(P.par, seqs);
@@ -125,7 +127,8 @@ FLEETSIM_HD inline void set_single_step(const PoolParams& P, Replica& R, double 
       dt = parallel_step_s(P, f_in + f_out, W, kv, m, comm_s(P.par, tokens / m));
     else if (f.kind == PerfKind::calibrated)
       dt = calibrated_step_s(f, seqs, W, w.matmul_flops_per_token * tokens, kv,
-                             w.attn_flops_per_pair * ppairs + w.window_flops_per_token * ptoks, m, f.comm_factor * comm_s(P.par, tokens / m));
+                             w.attn_flops_per_pair * ppairs + w.window_flops_per_token * ptoks, m,
+                             f.comm_factor * comm_s(P.par, tokens / m));
     else
       dt = step_time(P, f_in + f_out, bytes, ptoks, n, ctx_out);
   }
@@ -140,9 +143,11 @@ FLEETSIM_HD inline void set_single_step(const PoolParams& P, Replica& R, double 
   if (f.kind == PerfKind::roofline) {
     R.run_in_share = f_in / (f_in + f_out);
   } else if (f.kind == PerfKind::calibrated) {
-    const double ci = f.matmul_s_per_flop * w.matmul_flops_per_token * ptoks + f.attn_s_per_flop * w.attn_flops_per_pair * ppairs +
+    const double ci = f.matmul_s_per_flop * w.matmul_flops_per_token * ptoks +
+                      f.attn_s_per_flop * w.attn_flops_per_pair * ppairs +
                       f.kv_s_per_byte * w.kv_bytes_per_token * (pread + ptoks);
-    const double co = f.matmul_s_per_flop * w.matmul_flops_per_token * n + f.kv_s_per_byte * w.kv_bytes_per_token * ctx_out;
+    const double co =
+        f.matmul_s_per_flop * w.matmul_flops_per_token * n + f.kv_s_per_byte * w.kv_bytes_per_token * ctx_out;
     R.run_in_share = ci + co > 0.0 ? ci / (ci + co) : ptoks / (ptoks + n);
   } else {
     const double ci = P.perf.per_prefill_token_s * ptoks;

@@ -20,21 +20,21 @@ struct ClassTally {
   int64_t completed;
   int64_t rejected_queue_full;
   int64_t rejected_too_long;
-  int64_t preempted;     // preemption events
-  int64_t retried;       // requests sent back to the queue because their replica was lost
-  int64_t failed;        // requests given up after max_retries
-  int64_t cache_hits;    // answered from the response cache
-  int64_t prefix_hits;   // admitted with a cached prefix (the class's shared one, or from its trace)
+  int64_t preempted;             // preemption events
+  int64_t retried;               // requests sent back to the queue because their replica was lost
+  int64_t failed;                // requests given up after max_retries
+  int64_t cache_hits;            // answered from the response cache
+  int64_t prefix_hits;           // admitted with a cached prefix (the class's shared one, or from its trace)
   int64_t prefix_tokens_reused;  // prompt tokens those hits did not prefill (at first admission)
-  double input_tokens;   // of completed requests
-  double output_tokens;  // of completed requests
-  double busy_s;         // device time spent on this class's requests (in the window)
-  double input_busy_s;   // of which on their prompts (prefill)
-  double lost_tokens;    // KV tokens computed and then dropped (preemption, a lost replica), to be recomputed
-  double in_system_s;    // requests waiting or running x seconds
-  double queue_len_s;    // requests waiting x seconds
-  double thinking_s;     // closed-loop users between a response and their next request x seconds
-  int64_t good;          // completed within the class's goodput thresholds
+  double input_tokens;           // of completed requests
+  double output_tokens;          // of completed requests
+  double busy_s;                 // device time spent on this class's requests (in the window)
+  double input_busy_s;           // of which on their prompts (prefill)
+  double lost_tokens;            // KV tokens computed and then dropped (preemption, a lost replica), to be recomputed
+  double in_system_s;            // requests waiting or running x seconds
+  double queue_len_s;            // requests waiting x seconds
+  double thinking_s;             // closed-loop users between a response and their next request x seconds
+  int64_t good;                  // completed within the class's goodput thresholds
   Histogram ttft;
   Histogram tpot;
   Histogram e2e;
@@ -47,36 +47,36 @@ struct ClassTally {
 
 // One pool's devices, integrated over the window.
 struct PoolTally {
-  double replica_s;     // provisioned replica time (billed: starting, ready or draining)
-  double cold_s;        // replica time spent starting (provisioning to warm-up)
-  double headroom_s;    // idle replica time within the chosen headroom
-  double waste_s;       // idle replica time beyond it
-  double excess_s;      // provisioned replica time beyond the committed replicas (paid at the hourly price)
+  double replica_s;           // provisioned replica time (billed: starting, ready or draining)
+  double cold_s;              // replica time spent starting (provisioning to warm-up)
+  double headroom_s;          // idle replica time within the chosen headroom
+  double waste_s;             // idle replica time beyond it
+  double excess_s;            // provisioned replica time beyond the committed replicas (paid at the hourly price)
   double committed_unused_s;  // committed replicas not provisioned (paid for, never started)
   double cold_stage_s[kColdStages];  // stage durations of the starts asked for in the window
-  double scale_ups;     // replicas started
-  double scale_downs;   // replicas stopped
-  double max_replicas;  // most replicas provisioned at once
-  double crashes;       // replicas that died of a KV out-of-memory
-  double interruptions; // replicas lost to spot reclaim or hardware failure
-  double busy_s;        // replica time inside steps
-  double input_busy_s;  // busy time attributed to prefill work
-  double flops;         // model FLOPs performed
-  double bytes;         // bytes moved
-  double seq_steps;     // sequences per step, summed over steps
-  double steps;         // steps in the window
-  double kv_block_s;    // allocated KV blocks x seconds
-  double node_s;        // nodes up x seconds (nodes tracked: billing by the node, autoscaled)
-  double node_pinned_s; // of which empty nodes kept by a pod without a device request
-  double node_unneeded_s; // of which empty nodes waiting for the cluster to remove them
-  double unschedulable; // replica starts refused: no free slot on a node and no node to add
+  double scale_ups;                  // replicas started
+  double scale_downs;                // replicas stopped
+  double max_replicas;               // most replicas provisioned at once
+  double crashes;                    // replicas that died of a KV out-of-memory
+  double interruptions;              // replicas lost to spot reclaim or hardware failure
+  double busy_s;                     // replica time inside steps
+  double input_busy_s;               // busy time attributed to prefill work
+  double flops;                      // model FLOPs performed
+  double bytes;                      // bytes moved
+  double seq_steps;                  // sequences per step, summed over steps
+  double steps;                      // steps in the window
+  double kv_block_s;                 // allocated KV blocks x seconds
+  double node_s;                     // nodes up x seconds (nodes tracked: billing by the node, autoscaled)
+  double node_pinned_s;              // of which empty nodes kept by a pod without a device request
+  double node_unneeded_s;            // of which empty nodes waiting for the cluster to remove them
+  double unschedulable;              // replica starts refused: no free slot on a node and no node to add
   // slowdowns (slowdown.hpp); busy_s is the device's: steps computed on the host CPU are not in it
-  double fallback_s;       // ready or draining replica time fallen back to the CPU
-  double cpu_busy_s;       // of which in steps (on the CPU: the device idle)
-  double throttled_s;      // device-busy time in steps at the throttled clock
-  double throttled_steps;  // steps at the throttled clock
-  double host_busy_s;   // host CPU stage: busy core-seconds
-  double host_lost_s;   // of which on jobs a lost replica threw away
+  double fallback_s;          // ready or draining replica time fallen back to the CPU
+  double cpu_busy_s;          // of which in steps (on the CPU: the device idle)
+  double throttled_s;         // device-busy time in steps at the throttled clock
+  double throttled_steps;     // steps at the throttled clock
+  double host_busy_s;         // host CPU stage: busy core-seconds
+  double host_lost_s;         // of which on jobs a lost replica threw away
   double neighbour_failures;  // MPS: clients taken down by another client's fault on their device (shared fate)
 };
 
@@ -92,10 +92,12 @@ struct Tally {
 };
 
 FLEETSIM_HD inline void class_tally_clear(ClassTally& c) {
-  c.arrived = c.completed = c.rejected_queue_full = c.rejected_too_long = c.preempted = c.retried = c.failed = c.cache_hits = c.prefix_hits = 0;
+  c.arrived = c.completed = c.rejected_queue_full = c.rejected_too_long = c.preempted = c.retried = c.failed =
+      c.cache_hits = c.prefix_hits = 0;
   c.good = 0;
   c.prefix_tokens_reused = 0;
-  c.input_tokens = c.output_tokens = c.busy_s = c.input_busy_s = c.lost_tokens = c.in_system_s = c.queue_len_s = c.thinking_s = 0.0;
+  c.input_tokens = c.output_tokens = c.busy_s = c.input_busy_s = c.lost_tokens = c.in_system_s = c.queue_len_s =
+      c.thinking_s = 0.0;
   hist_clear(c.ttft);
   hist_clear(c.tpot);
   hist_clear(c.e2e);

@@ -34,9 +34,7 @@ FLEETSIM_HD inline double sample_gamma1(const Rng& rng, Stream s, uint32_t cls, 
 FLEETSIM_HD inline double sample_value(const DistParams& d, const Rng& rng, Stream s, uint32_t cls, uint64_t index) {
   double x = 0.0;
   switch (d.kind) {
-    case DistKind::fixed:
-      x = d.a;
-      break;
+    case DistKind::fixed: x = d.a; break;
     case DistKind::uniform: {
       // integer uniform on [a, b]
       const double u = rng.uniform(s, cls, index, 0);
@@ -69,7 +67,10 @@ FLEETSIM_HD inline double sample_value(const DistParams& d, const Rng& rng, Stre
       int64_t lo = 0, hi = d.n - 1;
       while (lo < hi) {  // first cdf >= u
         const int64_t mid = (lo + hi) / 2;
-        if (d.cdf[mid] >= u) hi = mid; else lo = mid + 1;
+        if (d.cdf[mid] >= u)
+          hi = mid;
+        else
+          lo = mid + 1;
       }
       x = d.values[lo];
       break;

@@ -104,8 +104,8 @@ Ledger make_ledger(const Scenario& s, const Tally& t) {
     h[size_t(Bucket::idle_waste)] = pt.waste_s * f;
     h[size_t(Bucket::committed_unused)] = pt.committed_unused_s * f;
     // ready replicas that were not idle were busy: the remainder, so the buckets add up exactly
-    const double busy_h = std::max(0.0, pt.replica_s * f - h[size_t(Bucket::cold_start)] - h[size_t(Bucket::idle_headroom)] -
-                                            h[size_t(Bucket::idle_waste)]);
+    const double busy_h = std::max(0.0, pt.replica_s * f - h[size_t(Bucket::cold_start)] -
+                                            h[size_t(Bucket::idle_headroom)] - h[size_t(Bucket::idle_waste)]);
     // work later thrown away, in proportion to the tokens it computed
     const double lost_share = lost_tokens > 0 ? lost_tokens / (lost_tokens + std::max(0.0, useful_tokens)) : 0.0;
     h[size_t(Bucket::lost_work)] = busy_h * lost_share;
@@ -249,8 +249,8 @@ Json block_json(const CostBlock& c, double window_s, double committed_discount) 
   for (int k = 0; k < kBuckets; ++k)
     b[bucket_name(Bucket(k))] = {{"device_hours", c.hours[size_t(k)]}, {"usd", c.usd[size_t(k)]}};
   j["buckets"] = b;
-  static const char* const stage[kColdStages] = {"provisioning",  "image_pull", "weights_fetch",
-                                                      "weights_load",  "warmup",     "awaiting_device"};
+  static const char* const stage[kColdStages] = {"provisioning", "image_pull", "weights_fetch",
+                                                 "weights_load", "warmup",     "awaiting_device"};
   Json cs = Json::object();
   for (int k = 0; k < kColdStages; ++k) cs[stage[k]] = c.cold_stage_hours[size_t(k)];
   j["cold_start_by_stage_device_hours"] = cs;
@@ -283,8 +283,9 @@ Json block_json(const CostBlock& c, double window_s, double committed_discount) 
 Json ledger_json(const Ledger& l) {
   Json j = {{"window_s", l.window_s}};
   j.update(block_json(l.total, l.window_s, 0.0));
-  j["idle_sharing"] = "idle, cold-start and unused committed time is shared over a pool's classes in proportion to "
-                      "their busy time";
+  j["idle_sharing"] =
+      "idle, cold-start and unused committed time is shared over a pool's classes in proportion to "
+      "their busy time";
   Json pools = Json::object();
   for (const auto& p : l.pools) {
     Json pj = Json{{"device", p.device}};
@@ -302,15 +303,19 @@ Json ledger_json(const Ledger& l) {
       pj["cpu_fallback"] = {{"device_hours", p.fallback_hours},
                             {"cpu_busy_device_hours", p.fallback_cpu_busy_hours},
                             {"usd", p.fallback_hours * rate},
-                            {"note", "devices of replicas fallen back to the host CPU: paid for, idle (in "
-                                     "idle_headroom and idle_waste, not busy)"}};
+                            {"note",
+                             "devices of replicas fallen back to the host CPU: paid for, idle (in "
+                             "idle_headroom and idle_waste, not busy)"}};
     }
     pools[p.name] = pj;
   }
   j["pools"] = pools;
   Json classes = Json::object();
   for (const auto& c : l.classes) {
-    Json cj = {{"pool", c.pool}, {"team", c.team}, {"busy_device_hours", c.busy_hours}, {"idle_share_device_hours", c.idle_share_hours}};
+    Json cj = {{"pool", c.pool},
+               {"team", c.team},
+               {"busy_device_hours", c.busy_hours},
+               {"idle_share_device_hours", c.idle_share_hours}};
     cj.update(class_cost_json(c));
     classes[c.name] = cj;
   }
@@ -356,8 +361,8 @@ std::string iso8601(double unix_s) {
   return buf;
 }
 const char* focus_pricing(const std::string& category) {
-  return category == "committed" ? "Committed"
-         : category == "spot"    ? "Dynamic"
+  return category == "committed"   ? "Committed"
+         : category == "spot"      ? "Dynamic"
          : category == "on_demand" ? "Standard"
                                    : "Other";  // owned or colocated: not a provider's charge
 }
@@ -376,7 +381,8 @@ std::string focus_csv(const Ledger& l, const Scenario& s, double start_unix_s) {
     // pool no class uses is charged whole, untagged by class
     std::vector<std::pair<const ClassLedger*, double>> members;
     for (size_t k = 0; k < l.classes.size(); ++k)
-      if (s.classes[k].pool == int(i)) members.emplace_back(&l.classes[k], pool_usd > 0 ? l.classes[k].usd() / pool_usd : 0.0);
+      if (s.classes[k].pool == int(i))
+        members.emplace_back(&l.classes[k], pool_usd > 0 ? l.classes[k].usd() / pool_usd : 0.0);
     if (members.empty()) members.emplace_back(nullptr, 1.0);
     for (const auto& [c, share] : members)
       for (const auto& line : p.cost.lines) {
@@ -388,12 +394,13 @@ std::string focus_csv(const Ledger& l, const Scenario& s, double start_unix_s) {
         }
         const std::string what = c ? fmt::format("{} device-hours, pool {}, class {}", p.device, p.name, c->name)
                                    : fmt::format("{} device-hours, pool {}", p.device, p.name);
-        o += fmt::format("{},{},{},{},Usage,{},{},{:.9g},Hours,{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},Hours,{},{},GPU,"
-                         "AI and Machine Learning,LLM inference,{},{}\n",
-                         t0, t1, t0, t1, csv_quote(what), focus_pricing(line.category), qty, line.list_usd_per_hour,
-                         qty * line.list_usd_per_hour, line.effective_usd_per_hour, qty * line.effective_usd_per_hour,
-                         qty * line.effective_usd_per_hour, qty, csv_quote(s.name + "/" + p.name), csv_quote(p.name),
-                         csv_quote(p.device), csv_quote(tags.dump()));
+        o += fmt::format(
+            "{},{},{},{},Usage,{},{},{:.9g},Hours,{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},Hours,{},{},GPU,"
+            "AI and Machine Learning,LLM inference,{},{}\n",
+            t0, t1, t0, t1, csv_quote(what), focus_pricing(line.category), qty, line.list_usd_per_hour,
+            qty * line.list_usd_per_hour, line.effective_usd_per_hour, qty * line.effective_usd_per_hour,
+            qty * line.effective_usd_per_hour, qty, csv_quote(s.name + "/" + p.name), csv_quote(p.name),
+            csv_quote(p.device), csv_quote(tags.dump()));
       }
   }
   return o;

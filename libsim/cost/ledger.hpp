@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "base/json.hpp"
 #include "core/tally.hpp"
 #include "cost/ownership.hpp"
-#include "base/json.hpp"
 #include "input/scenario.hpp"
 
 namespace fleetsim {
@@ -16,7 +16,16 @@ namespace fleetsim {
 // Where a billed device-hour went. Busy time is split into prefill and decode by the step time
 // each used, after carving out the share spent on work that was thrown away.
 // Stranded: devices on billed or owned nodes that no replica can use (whole-node packing).
-enum class Bucket : int { busy_prefill, busy_decode, lost_work, cold_start, idle_headroom, idle_waste, committed_unused, stranded };
+enum class Bucket : int {
+  busy_prefill,
+  busy_decode,
+  lost_work,
+  cold_start,
+  idle_headroom,
+  idle_waste,
+  committed_unused,
+  stranded
+};
 constexpr int kBuckets = 8;
 const char* bucket_name(Bucket b);
 inline bool bucket_is_idle(Bucket b) { return b >= Bucket::cold_start; }
@@ -65,7 +74,7 @@ struct PoolLedger {
 
 struct ClassLedger {
   std::string name, pool, team;
-  double busy_hours = 0;  // its share of the pool's busy device-hours
+  double busy_hours = 0;        // its share of the pool's busy device-hours
   double idle_share_hours = 0;  // its share of the pool's idle, cold-start and unused committed hours
   double busy_usd = 0, idle_share_usd = 0;
   double busy_s = 0, input_busy_s = 0;

@@ -43,12 +43,14 @@ OwnershipLedger owned_costs(const PoolSpec& P, const PoolTally& pt, double windo
                       double(o.owned_nodes) * wh * O.host_kw_per_node) *
                      O.pue;
   // spares on the shelf are bought devices too: their capex, no energy
-  const double device_capex_h = O.node_capex_usd / double(P.device.devices_per_node) / (O.refresh_years * kHoursPerYear);
+  const double device_capex_h =
+      O.node_capex_usd / double(P.device.devices_per_node) / (O.refresh_years * kHoursPerYear);
   if (O.spares > 0) o.components.push_back({"spares", double(O.spares) * wh, "device-hours", device_capex_h});
   if (O.usd_per_kwh > 0) o.components.push_back({"energy", kwh, "kWh", O.usd_per_kwh});
   o.node_peak_kw = double(P.device.devices_per_node) * O.busy_kw_per_device + O.host_kw_per_node;
   if (O.kind == OwnershipSpec::Kind::owned && O.space_usd_per_node_month > 0)
-    o.components.push_back({"space", double(o.owned_nodes) * wh / kHoursPerMonth, "node-months", O.space_usd_per_node_month});
+    o.components.push_back(
+        {"space", double(o.owned_nodes) * wh / kHoursPerMonth, "node-months", O.space_usd_per_node_month});
   if (O.kind == OwnershipSpec::Kind::colocated)
     o.components.push_back(
         {"colocation", double(o.owned_nodes) * o.node_peak_kw * wh / kHoursPerMonth, "kW-months", O.usd_per_kw_month});
@@ -61,7 +63,8 @@ OwnershipLedger owned_costs(const PoolSpec& P, const PoolTally& pt, double windo
   o.availability = owned_replica_h > 0 ? std::max(0.0, 1.0 - o.awaiting_device_hours / owned_replica_h) : 1.0;
   o.on_demand_usd_per_unit_hour = P.usd_per_hour;
   o.rent_same_hours_usd = o.provisioned_unit_hours * P.usd_per_hour;
-  o.break_even_utilization = o.owned_unit_hours > 0 && P.usd_per_hour > 0 ? o.usd() / (o.owned_unit_hours * P.usd_per_hour) : 0.0;
+  o.break_even_utilization =
+      o.owned_unit_hours > 0 && P.usd_per_hour > 0 ? o.usd() / (o.owned_unit_hours * P.usd_per_hour) : 0.0;
   if (O.rack_kw > 0 && o.node_peak_kw > 0) {
     o.nodes_per_rack = int(std::floor(O.rack_kw / o.node_peak_kw + 1e-9));
     o.nodes_obtainable = o.nodes_per_rack * O.racks;
@@ -78,13 +81,16 @@ OwnershipLedger owned_costs(const PoolSpec& P, const PoolTally& pt, double windo
   for (int y = 1; y <= years; ++y) {
     OwnershipYear Y;
     Y.year = y;
-    const int buys = int(std::ceil(double(y) / O.refresh_years - 1e-9)) - int(std::ceil(double(y - 1) / O.refresh_years - 1e-9));
+    const int buys =
+        int(std::ceil(double(y) / O.refresh_years - 1e-9)) - int(std::ceil(double(y - 1) / O.refresh_years - 1e-9));
     Y.capex_paid_usd = double(buys) * (double(o.owned_nodes) * O.node_capex_usd +
                                        double(O.spares) * O.node_capex_usd / double(P.device.devices_per_node));
     Y.amortized_capex_usd = capex_h * per_year;
     for (const auto& c : o.components)
-      if (c.name == "energy") Y.energy_usd = c.usd() * per_year;
-      else if (c.name != "capex" && c.name != "spares") Y.space_usd = c.usd() * per_year;
+      if (c.name == "energy")
+        Y.energy_usd = c.usd() * per_year;
+      else if (c.name != "capex" && c.name != "spares")
+        Y.space_usd = c.usd() * per_year;
     Y.rent_usd = o.rent_same_hours_usd * per_year * std::pow(1.0 + O.rent_price_change_per_year, double(y - 1));
     own += Y.capex_paid_usd + Y.energy_usd + Y.space_usd;
     rent += Y.rent_usd;
@@ -115,7 +121,11 @@ Json ownership_json(const OwnershipLedger& o) {
   j["busy_device_hours"] = o.busy_unit_hours;
   Json comps = Json::array();
   for (const auto& c : o.components)
-    comps.push_back({{"name", c.name}, {"quantity", c.quantity}, {"unit", c.unit}, {"usd_per_unit", c.usd_per_unit}, {"usd", c.usd()}});
+    comps.push_back({{"name", c.name},
+                     {"quantity", c.quantity},
+                     {"unit", c.unit},
+                     {"usd_per_unit", c.usd_per_unit},
+                     {"usd", c.usd()}});
   j["components"] = comps;
   j["usd"] = o.usd();
   j["usd_per_device_hour"] = o.owned_unit_hours > 0 ? o.usd() / o.owned_unit_hours : 0.0;
@@ -129,10 +139,13 @@ Json ownership_json(const OwnershipLedger& o) {
                    {"failures", o.failures},
                    {"awaiting_device_hours", o.awaiting_device_hours},
                    {"availability", o.availability},
-                   {"note", "replica time within the window that failures spent waiting for a spare or a repaired "
-                            "device; availability = 1 - that / the owned replicas' hours"}};
+                   {"note",
+                    "replica time within the window that failures spent waiting for a spare or a repaired "
+                    "device; availability = 1 - that / the owned replicas' hours"}};
   if (o.nodes_obtainable > 0 || o.nodes_per_rack > 0)
-    j["facility"] = {{"node_peak_kw", o.node_peak_kw}, {"nodes_per_rack", o.nodes_per_rack}, {"nodes_obtainable", o.nodes_obtainable}};
+    j["facility"] = {{"node_peak_kw", o.node_peak_kw},
+                     {"nodes_per_rack", o.nodes_per_rack},
+                     {"nodes_obtainable", o.nodes_obtainable}};
   Json ys = Json::array();
   int first = 0;
   for (const auto& y : o.years) {

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "core/tally.hpp"
 #include "base/json.hpp"
+#include "core/tally.hpp"
 #include "input/scenario.hpp"
 
 namespace fleetsim {
@@ -33,8 +33,8 @@ struct OwnershipLedger {
   OwnershipSpec::Kind kind = OwnershipSpec::Kind::rented;
   int owned_replicas = 0, owned_nodes = 0;
   double units_per_node = 0;
-  double owned_unit_hours = 0;     // owned units x window, stranded ones included
-  double stranded_unit_hours = 0;  // units on owned or billed nodes no replica can use
+  double owned_unit_hours = 0;        // owned units x window, stranded ones included
+  double stranded_unit_hours = 0;     // units on owned or billed nodes no replica can use
   double provisioned_unit_hours = 0;  // owned replicas' provisioned time
   double busy_unit_hours = 0;
   std::vector<CostComponent> components;  // sum = the owned pricing line's dollars

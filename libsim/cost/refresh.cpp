@@ -5,9 +5,9 @@
 #include <cmath>
 #include <memory>
 
+#include "backend/runner.hpp"
 #include "cost/ledger.hpp"
 #include "cost/ownership.hpp"
-#include "backend/runner.hpp"
 
 namespace fleetsim {
 namespace {
@@ -42,17 +42,10 @@ double capex_usd(const OwnershipLedger& o) {
 }
 
 Json fleet_json(const std::string& device, int replicas, const OwnershipLedger& o, const Served& v) {
-  return {{"device", device},
-          {"replicas", replicas},
-          {"nodes", o.owned_nodes},
-          {"owned_usd", o.usd()},
-          {"capex_usd", capex_usd(o)},
-          {"tokens", v.tokens},
-          {"completed", v.completed},
-          {"rejected", v.rejected},
-          {"failed", v.failed},
-          {"p99_ttft_s", v.p99_ttft_s},
-          {"mean_tpot_s", v.mean_tpot_s}};
+  return {{"device", device},           {"replicas", replicas},        {"nodes", o.owned_nodes},
+          {"owned_usd", o.usd()},       {"capex_usd", capex_usd(o)},   {"tokens", v.tokens},
+          {"completed", v.completed},   {"rejected", v.rejected},      {"failed", v.failed},
+          {"p99_ttft_s", v.p99_ttft_s}, {"mean_tpot_s", v.mean_tpot_s}};
 }
 
 double per_million(double usd, double tokens) { return tokens > 0 ? usd / tokens * 1e6 : 0.0; }
@@ -108,9 +101,10 @@ Json newer_device_view(const ScenarioSource& src, const Scenario& s, const Tally
   j["years"] = ys;
   j["newer_cheaper_from_year"] = cheaper ? Json(cheaper) : Json(nullptr);
   j["replacing_pays_from_year"] = replace ? Json(replace) : Json(nullptr);
-  j["note"] = "the same arrivals served by each fleet; per 1M tokens served (prompt + output). To buy: the newer fleet "
-              "all-in at each year's price against the current one all-in. To replace a paid-for fleet early: against "
-              "the current fleet's running costs alone";
+  j["note"] =
+      "the same arrivals served by each fleet; per 1M tokens served (prompt + output). To buy: the newer fleet "
+      "all-in at each year's price against the current one all-in. To replace a paid-for fleet early: against "
+      "the current fleet's running costs alone";
   return j;
 }
 

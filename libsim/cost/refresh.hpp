@@ -2,8 +2,8 @@
 // colocating"): the same scenario run again with the pool's replicas on the newer device, and
 // year by year what each fleet costs per 1M tokens served.
 #pragma once
-#include "core/tally.hpp"
 #include "base/json.hpp"
+#include "core/tally.hpp"
 #include "input/scenario.hpp"
 
 namespace fleetsim {

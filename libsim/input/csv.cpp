@@ -16,9 +16,9 @@ namespace fleetsim {
 int split_csv_line(const std::string& line, std::vector<std::string>& out) {
   out.clear();
   std::string cur;
-  size_t keep = 0;          // characters of cur that came from quotes: never trimmed
-  bool in_quotes = false;   // inside a quoted part
-  bool started = false;     // the field has a non-blank character or a quote
+  size_t keep = 0;         // characters of cur that came from quotes: never trimmed
+  bool in_quotes = false;  // inside a quoted part
+  bool started = false;    // the field has a non-blank character or a quote
   size_t open_at = 0;
   auto finish = [&]() {
     size_t b = cur.size();
@@ -79,8 +79,10 @@ struct QuoteState {
     for (size_t i = 0; i < line.size(); ++i) {
       const char c = line[i];
       if (in_quotes) {
-        if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') ++i;
-        else if (c == '"') in_quotes = false;
+        if (c == '"' && i + 1 < line.size() && line[i + 1] == '"')
+          ++i;
+        else if (c == '"')
+          in_quotes = false;
       } else if (c == ',') {
         started = false;
       } else if (c == '"' && !started) {
@@ -93,7 +95,8 @@ struct QuoteState {
 };
 }  // namespace
 
-CsvReader::CsvReader(std::istream& in, std::string path, const std::string& if_empty) : in_(in), path_(std::move(path)) {
+CsvReader::CsvReader(std::istream& in, std::string path, const std::string& if_empty)
+    : in_(in), path_(std::move(path)) {
   if (!read_record(header_, names_)) throw InputError(Location{path_, 1, 0, ""}, if_empty);
   for (size_t i = 0; i < names_.size(); ++i) col_[lower(names_[i])] = i;
   n_columns_ = names_.size();
@@ -166,8 +169,8 @@ long long CsvReader::integer(const std::string& column, long long lo, long long 
   const double v = number(column);
   if (std::isnan(v)) return dflt;
   if (!(v >= double(lo) && v <= double(hi)) || v != std::floor(v))
-    fail("column " + column + ": expected an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], not '" +
-         get(column) + "'");
+    fail("column " + column + ": expected an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) +
+         "], not '" + get(column) + "'");
   return (long long)v;
 }
 

@@ -55,7 +55,7 @@ class CsvReader {
 
   std::istream& in_;
   std::string path_, header_, text_;
-  int line_ = 1, read_ = 0;  // the current record's first line; the lines read
+  int line_ = 1, read_ = 0;            // the current record's first line; the lines read
   std::map<std::string, size_t> col_;  // lower-cased names
   std::vector<std::string> names_;
   size_t n_columns_ = 0;

@@ -25,7 +25,8 @@ std::string read_text_file(const std::string& path, const char* what, uint64_t m
   if (path.empty()) throw InputError(at, fmt::format("an empty path names no {}", what));
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0)
-    throw InputError(at, fmt::format("cannot open {} ({}; does it exist and is it readable?)", what, std::strerror(errno)));
+    throw InputError(at,
+                     fmt::format("cannot open {} ({}; does it exist and is it readable?)", what, std::strerror(errno)));
   if (S_ISDIR(st.st_mode)) throw InputError(at, fmt::format("is a directory, not a {}", what));
   if (!S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode))
     throw InputError(at, fmt::format("not a regular file or a pipe (a {} is expected)", what));
@@ -35,7 +36,8 @@ std::string read_text_file(const std::string& path, const char* what, uint64_t m
   if (S_ISREG(st.st_mode) && uint64_t(st.st_size) > max_bytes) throw too_large();
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (!f)
-    throw InputError(at, fmt::format("cannot open {} ({}; does it exist and is it readable?)", what, std::strerror(errno)));
+    throw InputError(at,
+                     fmt::format("cannot open {} ({}; does it exist and is it readable?)", what, std::strerror(errno)));
   std::string text;
   char buf[1 << 16];
   size_t n;
@@ -59,8 +61,9 @@ void refuse_overwriting_input(const std::string& output, const char* flag, const
     if (in.empty()) continue;
     std::error_code ec;
     if (std::filesystem::equivalent(output, in, ec) && !ec)
-      throw InputError(Location{output, 0, 0, ""},
-                       fmt::format("{} names an input of this command ({}): writing there would overwrite it", flag, in));
+      throw InputError(
+          Location{output, 0, 0, ""},
+          fmt::format("{} names an input of this command ({}): writing there would overwrite it", flag, in));
   }
 }
 

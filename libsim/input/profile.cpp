@@ -15,9 +15,8 @@ extern const int kBuiltinProfileCount;
 
 namespace {
 
-constexpr const char* kTermNames[kProfileTerms] = {"step_s",           "per_seq_s",     "weight_factor",
-                                                   "matmul_factor",    "kv_factor",     "attention_factor",
-                                                   "client_ttft_s",    "comm_factor"};
+constexpr const char* kTermNames[kProfileTerms] = {"step_s",    "per_seq_s",        "weight_factor", "matmul_factor",
+                                                   "kv_factor", "attention_factor", "client_ttft_s", "comm_factor"};
 
 void read_error(ProfileError& e, const detail::N& n) {
   n.allow_keys({"points", "median", "worst"});
@@ -28,7 +27,8 @@ void read_error(ProfileError& e, const detail::N& n) {
     const detail::N m = n.at(which);
     m.allow_keys({kProfileMetrics[0], kProfileMetrics[1], kProfileMetrics[2], kProfileMetrics[3]});
     for (int k = 0; k < 4; ++k)
-      if (m.has(kProfileMetrics[k])) (which[0] == 'm' ? e.median : e.worst)[k] = m.at(kProfileMetrics[k]).num_in(0, 1e6);
+      if (m.has(kProfileMetrics[k]))
+        (which[0] == 'm' ? e.median : e.worst)[k] = m.at(kProfileMetrics[k]).num_in(0, 1e6);
   }
 }
 
@@ -87,8 +87,10 @@ PerfProfile parse_profile(const std::string& text, const std::string& where) {
   if (!find_named(builtin_devices(), p.device, "device", "", why)) n.at("device").fail(why);
   if (n.has("model")) {
     p.model = n.at("model").str();
-    if (p.model == "any") p.model.clear();
-    else if (!find_named(builtin_models(), p.model, "model", "", why)) n.at("model").fail(why);
+    if (p.model == "any")
+      p.model.clear();
+    else if (!find_named(builtin_models(), p.model, "model", "", why))
+      n.at("model").fail(why);
   }
   if (n.has("tp")) {
     const detail::N t = n.at("tp");
@@ -100,14 +102,15 @@ PerfProfile parse_profile(const std::string& text, const std::string& where) {
   keys.push_back("eager_step_s");
   c.allow_keys(keys);
   for (int i = 0; i < kProfileTerms; ++i)
-    profile_term(p.c, i) = c.has(kTermNames[i]) ? c.at(kTermNames[i]).num_in(0, profile_term_max(i))
-                                                : (i == 7 ? 1.0 : 0.0);
+    profile_term(p.c, i) =
+        c.has(kTermNames[i]) ? c.at(kTermNames[i]).num_in(0, profile_term_max(i)) : (i == 7 ? 1.0 : 0.0);
   p.c.eager_step_s = c.has("eager_step_s") ? c.at("eager_step_s").num_in(0, 60) : 0.0;
   if (!(p.c.weight_factor > 0 || p.c.matmul_factor > 0 || p.c.step_s > 0))
     c.fail("a profile needs step_s, weight_factor or matmul_factor above 0, or its steps take no time");
   p.data = n.has("data") ? n.at("data").str() : "";
   p.method = n.has("method") ? n.at("method").str() : "";
-  for (int k = 0; k < 4; ++k) p.fit.median[k] = p.fit.worst[k] = p.held_out.median[k] = p.held_out.worst[k] = std::nan("");
+  for (int k = 0; k < 4; ++k)
+    p.fit.median[k] = p.fit.worst[k] = p.held_out.median[k] = p.held_out.worst[k] = std::nan("");
   if (n.has("fit")) read_error(p.fit, n.at("fit"));
   if (n.has("held_out")) read_error(p.held_out, n.at("held_out"));
   return p;
@@ -163,7 +166,8 @@ const PerfProfile* find_builtin_profile(const std::string& device, const std::st
 PerfProfile load_profile(const std::string& name_or_path, const std::string& base_dir) {
   for (const auto& p : builtin_profiles())
     if (p.name == name_or_path) return p;
-  const bool looks_like_file = name_or_path.find(".yaml") != std::string::npos || name_or_path.find(".yml") != std::string::npos;
+  const bool looks_like_file =
+      name_or_path.find(".yaml") != std::string::npos || name_or_path.find(".yml") != std::string::npos;
   if (!looks_like_file) {
     std::vector<std::string> names;
     for (const auto& p : builtin_profiles()) names.push_back(p.name);
@@ -171,8 +175,8 @@ PerfProfile load_profile(const std::string& name_or_path, const std::string& bas
     for (const auto& x : names) all += (all.empty() ? "" : ", ") + x;
     const std::string hint = did_you_mean(name_or_path, names);
     throw InputError(Location{}, "no shipped performance profile '" + name_or_path + "'" +
-                                     (hint.empty() ? "" : " (did you mean '" + hint + "'?)") +
-                                     "; shipped: " + all + "; or name a profile file (.yaml) written by `fleetsim fit`");
+                                     (hint.empty() ? "" : " (did you mean '" + hint + "'?)") + "; shipped: " + all +
+                                     "; or name a profile file (.yaml) written by `fleetsim fit`");
   }
   const std::string path = name_or_path[0] == '/' || base_dir.empty() ? name_or_path : base_dir + "/" + name_or_path;
   return parse_profile(read_text_file(path, "performance profile", kMaxTextInputBytes), path);

@@ -54,7 +54,7 @@ struct PerfProfile {
   int tp = 0;          // 0: any
   std::string engine;  // e.g. "vllm 0.12.0"
   PerfCoefficients c;
-  std::string data;    // what it was fitted on (file and rows)
+  std::string data;  // what it was fitted on (file and rows)
   std::string method;
   ProfileError fit, held_out;
   std::string origin;  // "builtin" or the file it was read from

@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "core/state.hpp"
 #include "base/error.hpp"
+#include "core/state.hpp"
 #include "input/input_file.hpp"
 #include "input/scenario_internal.hpp"
 #include "input/yaml_node.hpp"
@@ -61,9 +61,10 @@ constexpr double kMaxDurationS = 30.0 * 86400;
 Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Override>& overrides) {
   const N root{root_node, "", &src};
   if (!root_node.IsMap()) root.fail("a scenario must be a YAML mapping (key: value lines)");
-  root.allow_keys({"name", "description", "seed", "duration_s", "warmup_s", "device", "partition", "time_slicing", "mps", "model", "weight_dtype",
-                   "expert_weight_dtype", "kv_dtype", "engine", "fleet", "workload", "pools", "classes", "catalog", "sweep",
-                   "budgets"});
+  root.allow_keys({"name",      "description",  "seed",   "duration_s", "warmup_s",     "device",
+                   "partition", "time_slicing", "mps",    "model",      "weight_dtype", "expert_weight_dtype",
+                   "kv_dtype",  "engine",       "fleet",  "workload",   "pools",        "classes",
+                   "catalog",   "sweep",        "budgets"});
   Scenario s;
   s.source = src.file;
   for (const auto& o : overrides) s.overrides.push_back(o.label);
@@ -77,7 +78,8 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Overr
     const std::string& v = dur.node.Scalar();
     char* end = nullptr;
     std::strtod(v.c_str(), &end);
-    if (v.empty() || *end != '\0') dur.fail("expected a number of seconds, or trace_end (run to the last trace arrival); got '" + v + "'");
+    if (v.empty() || *end != '\0')
+      dur.fail("expected a number of seconds, or trace_end (run to the last trace arrival); got '" + v + "'");
   }
   s.duration_s = to_trace_end ? kMaxDurationS : dur.pos(kMaxDurationS);
   s.warmup_s = root.has("warmup_s") ? root.at("warmup_s").num_in(0, kMaxDurationS, "warmup_s") : 0.0;
@@ -90,8 +92,8 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Overr
   merge_catalog(root, src, devices, models);
 
   // pools: the top-level device, model, dtypes, engine and fleet are the defaults of every pool
-  static const char* const kPoolKeys[] = {"device", "partition", "time_slicing", "mps", "model", "weight_dtype",
-                                          "expert_weight_dtype", "kv_dtype", "engine", "fleet"};
+  static const char* const kPoolKeys[] = {"device",       "partition",           "time_slicing", "mps",    "model",
+                                          "weight_dtype", "expert_weight_dtype", "kv_dtype",     "engine", "fleet"};
   if (root.has("pools")) {
     const N pools = root.at("pools");
     pools.require_map();
@@ -100,8 +102,8 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Overr
     for (auto it = pools.node.begin(); it != pools.node.end(); ++it) {
       const std::string name = pools.key_name(it->first);
       const N en{it->second, "pools." + name, &src};
-      en.allow_keys({"device", "partition", "time_slicing", "mps", "model", "weight_dtype", "expert_weight_dtype", "kv_dtype",
-                     "engine", "fleet"});
+      en.allow_keys({"device", "partition", "time_slicing", "mps", "model", "weight_dtype", "expert_weight_dtype",
+                     "kv_dtype", "engine", "fleet"});
       YAML::Node merged(YAML::NodeType::Map);
       for (const char* k : kPoolKeys) {
         const std::string key = k;
@@ -111,7 +113,8 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Overr
           for (const N* from : {&root, &en}) {
             if (!from->has(k)) continue;
             from->at(k).require_map();
-            for (auto kv = from->node[key].begin(); kv != from->node[key].end(); ++kv) m[kv->first.as<std::string>()] = kv->second;
+            for (auto kv = from->node[key].begin(); kv != from->node[key].end(); ++kv)
+              m[kv->first.as<std::string>()] = kv->second;
           }
           merged[key] = m;
         } else if (en.has(k)) {
@@ -128,7 +131,8 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Overr
           continue;
         bool inherited = !en.has(key.c_str());
         if (!inherited && (key == "engine" || key == "fleet") && path.size() > key.size() && path[key.size()] == '.') {
-          const std::string sub = path.substr(key.size() + 1, path.find_first_of(".[", key.size() + 1) - key.size() - 1);
+          const std::string sub =
+              path.substr(key.size() + 1, path.find_first_of(".[", key.size() + 1) - key.size() - 1);
           inherited = !en.at(key.c_str()).has(sub.c_str());
         }
         if (inherited) psrc.overridden.emplace("pools." + name + "." + path, origin);
@@ -152,12 +156,13 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Overr
     const N classes = root.at("classes");
     classes.require_map();
     if (classes.node.size() == 0) classes.fail("no classes (expected e.g. classes: {chat: {pool: interactive}})");
-    if (classes.node.size() > size_t(kMaxClasses)) classes.fail("at most " + std::to_string(kMaxClasses) + " request classes");
+    if (classes.node.size() > size_t(kMaxClasses))
+      classes.fail("at most " + std::to_string(kMaxClasses) + " request classes");
     for (auto it = classes.node.begin(); it != classes.node.end(); ++it) {
       const std::string name = classes.key_name(it->first);
       const N en{it->second, "classes." + name, &src};
-      en.allow_keys({"pool", "team", "priority", "arrival", "prompt_tokens", "output_tokens", "checkpointed", "max_retries",
-                     "prefix", "response_cache", "goodput"});
+      en.allow_keys({"pool", "team", "priority", "arrival", "prompt_tokens", "output_tokens", "checkpointed",
+                     "max_retries", "prefix", "response_cache", "goodput"});
       int pool = 0;
       if (en.has("pool")) {
         std::vector<std::string> names;
@@ -175,8 +180,10 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Overr
       }
       YAML::Node merged(YAML::NodeType::Map);
       for (const char* k : {"arrival", "prompt_tokens", "output_tokens"}) {
-        if (en.has(k)) merged[k] = it->second[k];
-        else if (wl.has(k)) merged[k] = wl.node[k];
+        if (en.has(k))
+          merged[k] = it->second[k];
+        else if (wl.has(k))
+          merged[k] = wl.node[k];
       }
       RequestClassSpec C = build_class(N{merged, "classes." + name, &src}, s.pools[size_t(pool)], s.duration_s, src);
       C.name = name;
@@ -209,17 +216,20 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Overr
     for (const auto& C : s.classes)
       if (C.arrival == ArrivalKind::trace) last = std::max(last, C.trace->t_s.back() + C.start_s);
     if (last < 0.0)
-      dur.fail("trace_end needs a class that replays a trace (arrival: {process: trace, path: ...})", ErrorKind::inconsistent);
-    if (!(last < kMaxDurationS))
-      dur.fail(fmt::format("trace_end: the last trace arrival is at {:.0f} s, past the longest run ({:.0f} s, 30 days); cut "
-                           "the trace or give duration_s in seconds",
-                           last, kMaxDurationS),
+      dur.fail("trace_end needs a class that replays a trace (arrival: {process: trace, path: ...})",
                ErrorKind::inconsistent);
+    if (!(last < kMaxDurationS))
+      dur.fail(
+          fmt::format("trace_end: the last trace arrival is at {:.0f} s, past the longest run ({:.0f} s, 30 days); cut "
+                      "the trace or give duration_s in seconds",
+                      last, kMaxDurationS),
+          ErrorKind::inconsistent);
     // arrivals are taken while t < duration_s: the run ends just after the last one (it is included)
     s.duration_s = std::nextafter(last, kMaxDurationS * 2.0);
     if (s.warmup_s >= s.duration_s)
-      root.at("warmup_s").fail("warmup_s must be less than duration_s (trace_end: " + std::to_string(last) + " s)",
-                               ErrorKind::inconsistent);
+      root.at("warmup_s")
+          .fail("warmup_s must be less than duration_s (trace_end: " + std::to_string(last) + " s)",
+                ErrorKind::inconsistent);
     for (auto& C : s.classes) C.stop_s = std::min(C.stop_s, s.duration_s);
   }
   // the workspace must stay reasonable (it is per simulation, and sweeps run thousands)
@@ -227,11 +237,12 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Overr
   const WorkspaceLayout layout = workspace_layout(p);
   const double ws = double(layout.total);
   if (ws > 2.0 * kGiB || !layout_fits(p, layout)) {
-    root.fail("this fleet needs " + std::to_string(int64_t(ws / (1024 * 1024))) + " MiB of simulation state for " +
-                  std::to_string(layout.req_cap) +
-                  " request slots (queues x queue_limit + replicas x max_num_seqs); at most 2048 MiB: lower queue_limit "
-                  "or replicas",
-              ErrorKind::inconsistent);
+    root.fail(
+        "this fleet needs " + std::to_string(int64_t(ws / (1024 * 1024))) + " MiB of simulation state for " +
+            std::to_string(layout.req_cap) +
+            " request slots (queues x queue_limit + replicas x max_num_seqs); at most 2048 MiB: lower queue_limit "
+            "or replicas",
+        ErrorKind::inconsistent);
   }
   return s;
 }

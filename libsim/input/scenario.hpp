@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
+#include "base/error.hpp"
 #include "catalog/capacity.hpp"
 #include "catalog/catalog.hpp"
 #include "core/params.hpp"
-#include "base/error.hpp"
 #include "input/profile.hpp"
 #include "input/trace.hpp"
 
@@ -26,19 +26,19 @@ struct DistSpec {
 // (pricing.colocated) instead of renting them: docs/model.md, "Owning and colocating".
 struct OwnershipSpec {
   enum class Kind { rented, owned, colocated } kind = Kind::rented;
-  int replicas = 0;              // replicas on owned devices; more are rented on demand
-  double node_capex_usd = 0;     // one node: its devices, host and network share
-  double refresh_years = 0;      // straight-line amortization period
+  int replicas = 0;           // replicas on owned devices; more are rented on demand
+  double node_capex_usd = 0;  // one node: its devices, host and network share
+  double refresh_years = 0;   // straight-line amortization period
   double busy_kw_per_device = 0, idle_kw_per_device = 0, host_kw_per_node = 0;
-  double pue = 1, usd_per_kwh = 0;       // energy: facility overhead and price
-  double space_usd_per_node_month = 0;   // owned: rack space, network, support
-  double usd_per_kw_month = 0;           // colocated: contracted power, cooling included
-  double rack_kw = 0;                    // facility: power one rack delivers (0: no limit)
-  int racks = 0;                         // racks available
-  int years = 0;                         // the multi-year view
-  double rent_price_change_per_year = 0; // how on-demand prices move each year, for that view
-  double repair_days = 0;                // a failed device is back after this long (0: replaced at once)
-  int spares = 0;                        // devices on the shelf to swap in meanwhile
+  double pue = 1, usd_per_kwh = 0;        // energy: facility overhead and price
+  double space_usd_per_node_month = 0;    // owned: rack space, network, support
+  double usd_per_kw_month = 0;            // colocated: contracted power, cooling included
+  double rack_kw = 0;                     // facility: power one rack delivers (0: no limit)
+  int racks = 0;                          // racks available
+  int years = 0;                          // the multi-year view
+  double rent_price_change_per_year = 0;  // how on-demand prices move each year, for that view
+  double repair_days = 0;                 // a failed device is back after this long (0: replaced at once)
+  int spares = 0;                         // devices on the shelf to swap in meanwhile
   // a newer device to compare per 1M tokens, year by year (libsim/cost/refresh.hpp): the same
   // scenario with this pool's replicas on it, as the YAML overrides that make it
   struct Newer {
@@ -58,12 +58,14 @@ struct OwnershipSpec {
 // One pool of identical replicas.
 struct PoolSpec {
   std::string name;
-  DeviceSpec device;        // what one replica sees (a slice, for a MIG partition)
-  std::string partition;    // MIG profile, or empty for whole devices
-  int time_slicing = 1;     // replicas taking turns on one device (no memory isolation)
-  int mps_clients = 1;      // replicas running at once on one device under an MPS server (shared fate)
+  DeviceSpec device;      // what one replica sees (a slice, for a MIG partition)
+  std::string partition;  // MIG profile, or empty for whole devices
+  int time_slicing = 1;   // replicas taking turns on one device (no memory isolation)
+  int mps_clients = 1;    // replicas running at once on one device under an MPS server (shared fate)
   double mps_active_thread_percentage = 100;  // each MPS client's cap on the device's SMs
-  int shared_by() const { return time_slicing * mps_clients; }  // replicas sharing one device's price (one of the two is 1)
+  int shared_by() const {
+    return time_slicing * mps_clients;
+  }  // replicas sharing one device's price (one of the two is 1)
   int replicas_per_device = 1;
   ModelSpec model;
   std::string weight_dtype, kv_dtype;
@@ -77,14 +79,15 @@ struct PoolSpec {
   int max_num_seqs = 0, max_batched_tokens = 0, kv_block_tokens = 0;
   double gpu_memory_utilization = 0, kv_watermark = 0;
   double runtime_overhead_gib = -1, activation_gib = -1;  // < 0: modelled
-  double cuda_context_gib = 0;  // one CUDA context's device storage, outside the engine's budget (counted on shared devices)
+  double cuda_context_gib =
+      0;  // one CUDA context's device storage, outside the engine's budget (counted on shared devices)
   double device_context_gib() const;  // the contexts a shared device holds: one per time-sliced replica, one MPS server
-  bool enforce_eager = false;  // no CUDA graphs: their memory is not reserved
+  bool enforce_eager = false;         // no CUDA graphs: their memory is not reserved
   int max_batch = 0;
   double batch_window_s = 0;
   PerfKind perf_model = PerfKind::roofline;
   std::shared_ptr<const PerfProfile> profile;  // calibrated: the fitted coefficients and their provenance
-  double client_ttft_s = 0;                   // added to every TTFT and e2e (the client's own time)
+  double client_ttft_s = 0;                    // added to every TTFT and e2e (the client's own time)
   double mfu = 0, mbu = 0, step_overhead_s = 0;
   double step_base_s = 0, per_prefill_token_s = 0, per_decode_seq_s = 0, per_context_token_s = 0;
   HostParams host{};  // engine.host: the host CPU stage (cores 0: none)
@@ -112,11 +115,11 @@ struct PoolSpec {
   int committed_replicas = 0;  // owned pools: the owned replicas (the core tracks both alike)
   double committed_discount = 0;
   OwnershipSpec ownership;
-  bool node_billing = false;     // whole nodes are paid for (always so for owned devices)
+  bool node_billing = false;  // whole nodes are paid for (always so for owned devices)
   // an autoscaled pool billed by the node: the cluster autoscaler's side (fleet.nodes)
-  double node_unneeded_s = 600;  // an empty node is removed after this long
-  int pinned_nodes = 0;          // nodes a pod without a device request keeps from removal
-  int max_nodes = 0;             // nodes the cluster can add for this pool (0: unlimited)
+  double node_unneeded_s = 600;    // an empty node is removed after this long
+  int pinned_nodes = 0;            // nodes a pod without a device request keeps from removal
+  int max_nodes = 0;               // nodes the cluster can add for this pool (0: unlimited)
   bool empty_nodes_first = false;  // scale-down order: the emptiest node's replicas first
   bool nodes_tracked() const { return node_billing && autoscale.enabled && !ownership.owned(); }
   // Packing replicas onto nodes of device.devices_per_node devices (a MIG slice or a time-sliced
@@ -168,13 +171,13 @@ struct RequestClassSpec {
 
 struct Scenario {
   std::string name, description;
-  std::string source;  // file the scenario came from
+  std::string source;                  // file the scenario came from
   std::vector<std::string> overrides;  // "path=value" overrides applied, in order
   uint64_t seed = 0;
   double duration_s = 0, warmup_s = 0;
-  std::vector<PoolSpec> pools;               // at least one
-  std::vector<RequestClassSpec> classes;     // at least one
-  bool multi = false;  // written with pools: / classes: (reports then list them)
+  std::vector<PoolSpec> pools;            // at least one
+  std::vector<RequestClassSpec> classes;  // at least one
+  bool multi = false;                     // written with pools: / classes: (reports then list them)
 
   // The immutable core parameters; arrays point into this Scenario, which must outlive them.
   SimParams params() const;

@@ -3,8 +3,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "catalog/catalog.hpp"
 #include "base/error.hpp"
+#include "catalog/catalog.hpp"
 #include "input/scenario_internal.hpp"
 
 namespace fleetsim::detail {
@@ -18,8 +18,10 @@ DeviceSpec parse_device(const N& n, const DeviceSpec* base, const std::string& n
   DeviceSpec d = base ? *base : DeviceSpec{};
   d.name = name;
   auto field = [&](const char* key, double& out, double hi, bool allow_zero) {
-    if (n.has(key)) out = allow_zero ? n.at(key).num_in(0, hi) : n.at(key).pos(hi);
-    else if (!base) n.fail(std::string("new device '") + name + "' needs '" + key + "'");
+    if (n.has(key))
+      out = allow_zero ? n.at(key).num_in(0, hi) : n.at(key).pos(hi);
+    else if (!base)
+      n.fail(std::string("new device '") + name + "' needs '" + key + "'");
   };
   field("memory_gib", d.memory_gib, 1e5, false);
   field("bandwidth_gb_s", d.bandwidth_gb_s, 1e6, false);
@@ -37,8 +39,10 @@ DeviceSpec parse_device(const N& n, const DeviceSpec* base, const std::string& n
   }
   if (n.has("interconnect")) d.interconnect = n.at("interconnect").str();
   if (n.has("pcie_gb_s")) d.pcie_gb_s = n.at("pcie_gb_s").pos(1e5);
-  if (n.has("link_gb_s")) d.link_gb_s = n.at("link_gb_s").pos(1e5);
-  else if (!base && n.has("pcie_gb_s")) d.link_gb_s = d.pcie_gb_s;
+  if (n.has("link_gb_s"))
+    d.link_gb_s = n.at("link_gb_s").pos(1e5);
+  else if (!base && n.has("pcie_gb_s"))
+    d.link_gb_s = d.pcie_gb_s;
   if (n.has("link_latency_us")) d.link_latency_us = n.at("link_latency_us").num_in(0, 1e6);
   if (n.has("devices_per_node")) d.devices_per_node = int(n.at("devices_per_node").integer(1, 1024));
   if (n.has("tdp_w")) d.tdp_w = n.at("tdp_w").num_in(0, 100000);
@@ -47,9 +51,26 @@ DeviceSpec parse_device(const N& n, const DeviceSpec* base, const std::string& n
 }
 
 ModelSpec parse_model(const N& n, const ModelSpec* base, const std::string& name) {
-  n.allow_keys({"kind", "params_b", "layers", "hidden", "heads", "kv_heads", "head_dim", "intermediate", "vocab",
-                "max_context", "notes", "experts", "experts_per_token", "shared_experts", "expert_intermediate",
-                "dense_layers", "kv_lora_rank", "rope_head_dim", "sliding_window", "sliding_layers",
+  n.allow_keys({"kind",
+                "params_b",
+                "layers",
+                "hidden",
+                "heads",
+                "kv_heads",
+                "head_dim",
+                "intermediate",
+                "vocab",
+                "max_context",
+                "notes",
+                "experts",
+                "experts_per_token",
+                "shared_experts",
+                "expert_intermediate",
+                "dense_layers",
+                "kv_lora_rank",
+                "rope_head_dim",
+                "sliding_window",
+                "sliding_layers",
                 "tied_embeddings"});
   ModelSpec m = base ? *base : ModelSpec{};
   m.name = name;
@@ -57,11 +78,15 @@ ModelSpec parse_model(const N& n, const ModelSpec* base, const std::string& name
     const std::string k = n.at("kind").choice({"generate", "embed", "score"});
     m.kind = k == "generate" ? ModelKind::generate : k == "embed" ? ModelKind::embed : ModelKind::score;
   }
-  if (n.has("params_b")) m.params_b = n.at("params_b").pos(1e5);
-  else if (!base) n.fail("new model '" + name + "' needs 'params_b'");
+  if (n.has("params_b"))
+    m.params_b = n.at("params_b").pos(1e5);
+  else if (!base)
+    n.fail("new model '" + name + "' needs 'params_b'");
   auto ifield = [&](const char* key, int& out, int64_t lo, int64_t hi) {
-    if (n.has(key)) out = int(n.at(key).integer(lo, hi));
-    else if (!base) n.fail(std::string("new model '") + name + "' needs '" + key + "'");
+    if (n.has(key))
+      out = int(n.at(key).integer(lo, hi));
+    else if (!base)
+      n.fail(std::string("new model '") + name + "' needs '" + key + "'");
   };
   ifield("layers", m.layers, 1, 1000);
   ifield("hidden", m.hidden, 1, 1 << 20);
@@ -89,15 +114,19 @@ ModelSpec parse_model(const N& n, const ModelSpec* base, const std::string& name
   if (m.experts > 0) {
     for (const char* k : {"experts_per_token", "expert_intermediate"})
       if (!n.has(k) && !(base && base->experts > 0)) n.fail(std::string("a model with experts needs '") + k + "'");
-    if (m.experts_per_token > m.experts) n.at("experts_per_token").fail("experts_per_token must be <= experts", ErrorKind::inconsistent);
-    if (m.dense_layers >= m.layers) n.fail("dense_layers must be < layers (the other layers hold the experts)", ErrorKind::inconsistent);
+    if (m.experts_per_token > m.experts)
+      n.at("experts_per_token").fail("experts_per_token must be <= experts", ErrorKind::inconsistent);
+    if (m.dense_layers >= m.layers)
+      n.fail("dense_layers must be < layers (the other layers hold the experts)", ErrorKind::inconsistent);
     if (m.routed_expert_params() >= m.params_b * 1e9)
       n.fail("the routed experts alone (layers x experts x 3 x hidden x expert_intermediate) exceed params_b",
              ErrorKind::inconsistent);
   }
-  if (m.sliding_layers > 0 && m.sliding_window == 0) n.fail("sliding_layers needs sliding_window", ErrorKind::inconsistent);
+  if (m.sliding_layers > 0 && m.sliding_window == 0)
+    n.fail("sliding_layers needs sliding_window", ErrorKind::inconsistent);
   if (m.sliding_layers >= m.layers)
-    n.fail("sliding_layers must be < layers (at least one full-attention layer holds the context)", ErrorKind::inconsistent);
+    n.fail("sliding_layers must be < layers (at least one full-attention layer holds the context)",
+           ErrorKind::inconsistent);
   return m;
 }
 
@@ -119,7 +148,10 @@ void merge_catalog(const N& root, Source& src, std::vector<DeviceSpec>& devices,
         for (auto& x : list)
           if (x.name == name) base = &x;
         auto parsed = parse(N{it->second, section.path + "." + name, &src}, base, name);
-        if (base) *base = parsed; else list.push_back(parsed);
+        if (base)
+          *base = parsed;
+        else
+          list.push_back(parsed);
       }
     };
     merge("devices", devices, parse_device);

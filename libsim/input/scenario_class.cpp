@@ -6,8 +6,8 @@
 #include <sstream>
 #include <string>
 
-#include "catalog/catalog.hpp"
 #include "base/error.hpp"
+#include "catalog/catalog.hpp"
 #include "input/scenario_internal.hpp"
 #include "input/trace.hpp"
 
@@ -29,7 +29,8 @@ RequestClassSpec build_class(const N& wl, const PoolSpec& pool, double duration_
                           "clients", "think_time_s", "retry_after_s", "ramp_s"}) {
       bool ok = false;
       for (const char* a : allowed) ok = ok || std::string(a) == k;
-      if (!ok && ar.has(k)) ar.at(k).fail(std::string("'") + k + "' does not apply to process: " + proc, ErrorKind::inconsistent);
+      if (!ok && ar.has(k))
+        ar.at(k).fail(std::string("'") + k + "' does not apply to process: " + proc, ErrorKind::inconsistent);
     }
   };
   if (proc != "trace")
@@ -69,12 +70,15 @@ RequestClassSpec build_class(const N& wl, const PoolSpec& pool, double duration_
     if (ar.has("requests")) {
       C.max_requests = ar.at("requests").integer(1, 1000000000);
       if (C.max_requests < C.clients)
-        ar.at("requests").fail("requests (" + std::to_string(C.max_requests) + ") must be >= clients (" +
-                                   std::to_string(C.clients) + "): each user sends at least one",
-                               ErrorKind::inconsistent);
+        ar.at("requests")
+            .fail("requests (" + std::to_string(C.max_requests) + ") must be >= clients (" + std::to_string(C.clients) +
+                      "): each user sends at least one",
+                  ErrorKind::inconsistent);
     }
-    if (ar.has("think_time_s")) C.think = parse_dist(ar.at("think_time_s"), src.base_dir, true);
-    else C.think.describe = "fixed(0)";
+    if (ar.has("think_time_s"))
+      C.think = parse_dist(ar.at("think_time_s"), src.base_dir, true);
+    else
+      C.think.describe = "fixed(0)";
     C.think_mean_s = mean_seconds(C.think);
     if (ar.has("retry_after_s")) C.retry_after_s = ar.at("retry_after_s").pos(86400);
   } else {
@@ -107,9 +111,10 @@ RequestClassSpec build_class(const N& wl, const PoolSpec& pool, double duration_
       C.trace = src.cache->traces.emplace(key.str(), std::move(t)).first->second;
     }
     if (ar.has("block_tokens") && C.trace->cached_prefix.empty())
-      ar.at("block_tokens").fail("block_tokens applies to traces with block hashes (Mooncake JSONL); " + C.trace_path +
-                                     " is a " + C.trace->layout + " trace",
-                                 ErrorKind::inconsistent);
+      ar.at("block_tokens")
+          .fail("block_tokens applies to traces with block hashes (Mooncake JSONL); " + C.trace_path + " is a " +
+                    C.trace->layout + " trace",
+                ErrorKind::inconsistent);
     if (wl.has("prompt_tokens") || wl.has("output_tokens"))
       (wl.has("prompt_tokens") ? wl.at("prompt_tokens") : wl.at("output_tokens"))
           .fail("a trace supplies its own lengths; remove prompt_tokens/output_tokens", ErrorKind::inconsistent);
@@ -123,9 +128,10 @@ RequestClassSpec build_class(const N& wl, const PoolSpec& pool, double duration_
       C.output = parse_dist(wl.req("output_tokens"), src.base_dir);
     } else {
       if (wl.has("output_tokens"))
-        wl.at("output_tokens").fail(std::string("model '") + pool.model.name + "' is a " + model_kind_name(pool.model.kind) +
-                                   " model: it generates no tokens, so output_tokens does not apply",
-                                   ErrorKind::inconsistent);
+        wl.at("output_tokens")
+            .fail(std::string("model '") + pool.model.name + "' is a " + model_kind_name(pool.model.kind) +
+                      " model: it generates no tokens, so output_tokens does not apply",
+                  ErrorKind::inconsistent);
       C.output.kind = DistKind::fixed;
       C.output.a = 1;
       C.output.describe = "none";
@@ -154,9 +160,10 @@ void parse_caching(const N& cn, RequestClassSpec& C) {
     const N px = cn.at("prefix");
     px.allow_keys({"share", "tokens"});
     if (C.trace && !C.trace->cached_prefix.empty())
-      px.fail("the trace's block hashes already say which prompt prefixes are cached (engine.prefix_caching "
-              "reuses them); remove prefix",
-              ErrorKind::inconsistent);
+      px.fail(
+          "the trace's block hashes already say which prompt prefixes are cached (engine.prefix_caching "
+          "reuses them); remove prefix",
+          ErrorKind::inconsistent);
     C.prefix_share = px.req("share").num_in(0, 1, "share");
     C.prefix_tokens = int(px.req("tokens").integer(1, 1 << 20));
   }

@@ -4,9 +4,9 @@
 #include <mutex>
 #include <sstream>
 
+#include "base/error.hpp"
 #include "core/philox.hpp"
 #include "core/workload.hpp"
-#include "base/error.hpp"
 #include "input/scenario_internal.hpp"
 #include "input/trace.hpp"
 

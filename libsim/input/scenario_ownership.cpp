@@ -38,13 +38,16 @@ void parse_ownership(const N& n, const char* kind, PoolSpec& P, const std::vecto
   OwnershipSpec& O = P.ownership;
   const bool colo = std::string(kind) == "colocated";
   O.kind = colo ? OwnershipSpec::Kind::colocated : OwnershipSpec::Kind::owned;
-  n.allow_keys({"replicas", "node_capex_usd", "refresh_years", "power", colo ? "usd_per_kw_month" : "space_usd_per_node_month",
-                "facility", "years", "rent_price_change_per_year", "repair", "newer"});
+  n.allow_keys({"replicas", "node_capex_usd", "refresh_years", "power",
+                colo ? "usd_per_kw_month" : "space_usd_per_node_month", "facility", "years",
+                "rent_price_change_per_year", "repair", "newer"});
   O.replicas = n.has("replicas") ? int(n.at("replicas").integer(1, 4096)) : -1;
   O.node_capex_usd = n.req("node_capex_usd").pos(1e9);
   O.refresh_years = n.req("refresh_years").num_in(0.5, 20, "refresh_years");
-  if (colo) O.usd_per_kw_month = n.req("usd_per_kw_month").num_in(0, 1e5);
-  else if (n.has("space_usd_per_node_month")) O.space_usd_per_node_month = n.at("space_usd_per_node_month").num_in(0, 1e7);
+  if (colo)
+    O.usd_per_kw_month = n.req("usd_per_kw_month").num_in(0, 1e5);
+  else if (n.has("space_usd_per_node_month"))
+    O.space_usd_per_node_month = n.at("space_usd_per_node_month").num_in(0, 1e7);
   O.busy_kw_per_device = P.device.tdp_w / 1000.0;
   if (n.has("power")) {
     const N pw = n.at("power");
@@ -52,14 +55,17 @@ void parse_ownership(const N& n, const char* kind, PoolSpec& P, const std::vecto
     if (pw.has("busy_kw_per_device")) O.busy_kw_per_device = pw.at("busy_kw_per_device").num_in(0, 100);
     O.idle_kw_per_device = pw.req("idle_kw_per_device").num_in(0, 100);
     if (O.idle_kw_per_device > O.busy_kw_per_device)
-      pw.at("idle_kw_per_device").fail("a device draws less idle than busy: idle_kw_per_device must be <= busy_kw_per_device",
-                                       ErrorKind::inconsistent);
+      pw.at("idle_kw_per_device")
+          .fail("a device draws less idle than busy: idle_kw_per_device must be <= busy_kw_per_device",
+                ErrorKind::inconsistent);
     O.host_kw_per_node = pw.has("host_kw_per_node") ? pw.at("host_kw_per_node").num_in(0, 1000) : 0.0;
     O.pue = pw.has("pue") ? pw.at("pue").num_in(1, 5, "pue") : 1.0;
     O.usd_per_kwh = pw.req("usd_per_kwh").num_in(0, 100);
   } else if (!colo) {
-    n.fail(std::string(kind) + " devices need power: {idle_kw_per_device, usd_per_kwh} (and optionally busy_kw_per_device, "
-           "host_kw_per_node, pue): their energy is a running cost", ErrorKind::input);
+    n.fail(std::string(kind) +
+               " devices need power: {idle_kw_per_device, usd_per_kwh} (and optionally busy_kw_per_device, "
+               "host_kw_per_node, pue): their energy is a running cost",
+           ErrorKind::input);
   }
   if (O.busy_kw_per_device <= 0 && (colo || O.usd_per_kwh > 0))
     n.fail("the catalog has no board power for " + P.device.name + ": give power.busy_kw_per_device", ErrorKind::input);
@@ -76,11 +82,12 @@ void parse_ownership(const N& n, const char* kind, PoolSpec& P, const std::vecto
     O.spares = rp.has("spares") ? int(rp.at("spares").integer(0, kMaxSpares)) : 0;
   }
   O.years = n.has("years") ? int(n.at("years").integer(1, 30)) : 0;
-  O.rent_price_change_per_year = n.has("rent_price_change_per_year") ? n.at("rent_price_change_per_year").num_in(-0.9, 1) : 0.0;
+  O.rent_price_change_per_year =
+      n.has("rent_price_change_per_year") ? n.at("rent_price_change_per_year").num_in(-0.9, 1) : 0.0;
   if (n.has("newer")) {
     const N nw = n.at("newer");
-    nw.allow_keys({"device", "replicas", "tensor_parallel", "node_capex_usd", "capex_change_per_year", "busy_kw_per_device",
-                   "idle_kw_per_device"});
+    nw.allow_keys({"device", "replicas", "tensor_parallel", "node_capex_usd", "capex_change_per_year",
+                   "busy_kw_per_device", "idle_kw_per_device"});
     auto& W = O.newer;
     const N dn = nw.req("device");
     std::string why;
@@ -92,13 +99,16 @@ void parse_ownership(const N& n, const char* kind, PoolSpec& P, const std::vecto
     W.tensor_parallel = nw.has("tensor_parallel") ? int(nw.at("tensor_parallel").integer(1, 64)) : 0;
     W.node_capex_usd = nw.req("node_capex_usd").pos(1e9);
     W.capex_change_per_year = nw.has("capex_change_per_year") ? nw.at("capex_change_per_year").num_in(-0.9, 1) : 0.0;
-    W.busy_kw_per_device = nw.has("busy_kw_per_device") ? nw.at("busy_kw_per_device").num_in(0, 100) : dev->tdp_w / 1000.0;
+    W.busy_kw_per_device =
+        nw.has("busy_kw_per_device") ? nw.at("busy_kw_per_device").num_in(0, 100) : dev->tdp_w / 1000.0;
     // idle: the same share of its busy draw as the current device's, unless given
     W.idle_kw_per_device = nw.has("idle_kw_per_device") ? nw.at("idle_kw_per_device").num_in(0, 100)
-                           : O.busy_kw_per_device > 0 ? O.idle_kw_per_device / O.busy_kw_per_device * W.busy_kw_per_device
-                                                      : O.idle_kw_per_device;
+                           : O.busy_kw_per_device > 0
+                               ? O.idle_kw_per_device / O.busy_kw_per_device * W.busy_kw_per_device
+                               : O.idle_kw_per_device;
     if (W.idle_kw_per_device > W.busy_kw_per_device)
-      nw.fail("a device draws less idle than busy: idle_kw_per_device must be <= busy_kw_per_device", ErrorKind::inconsistent);
+      nw.fail("a device draws less idle than busy: idle_kw_per_device must be <= busy_kw_per_device",
+              ErrorKind::inconsistent);
     if (W.busy_kw_per_device <= 0 && (colo || O.usd_per_kwh > 0))
       nw.fail("the catalog has no board power for " + W.device + ": give busy_kw_per_device", ErrorKind::input);
   }
@@ -107,15 +117,18 @@ void parse_ownership(const N& n, const char* kind, PoolSpec& P, const std::vecto
 
 void finish_ownership(const N& pool_node, PoolSpec& P) {
   if (P.nodes_tracked() && P.max_nodes > 0 && P.max_nodes < P.nodes_per_replica())
-    pool_node.at("fleet").at("nodes").at("max_nodes").fail(
-        fmt::format("a replica of {} devices spans {} nodes of {}: max_nodes must be at least that", P.devices(),
-                    P.nodes_per_replica(), P.device.devices_per_node),
-        ErrorKind::does_not_fit);
+    pool_node.at("fleet")
+        .at("nodes")
+        .at("max_nodes")
+        .fail(fmt::format("a replica of {} devices spans {} nodes of {}: max_nodes must be at least that", P.devices(),
+                          P.nodes_per_replica(), P.device.devices_per_node),
+              ErrorKind::does_not_fit);
   if (P.node_billing && !P.ownership.owned()) {
     const N pr = pool_node.at("fleet").at("pricing");
     if (P.committed_replicas > 0)
-      pr.at("billing").fail("billing: node with committed_replicas is not modelled: commit whole nodes' replicas instead",
-                            ErrorKind::inconsistent);
+      pr.at("billing").fail(
+          "billing: node with committed_replicas is not modelled: commit whole nodes' replicas instead",
+          ErrorKind::inconsistent);
   }
   if (!P.ownership.owned()) return;
   OwnershipSpec& O = P.ownership;
@@ -130,7 +143,8 @@ void finish_ownership(const N& pool_node, PoolSpec& P) {
   if (O.has_newer()) {
     const N nw = on.at("newer");
     if (P.autoscale.enabled || O.replicas < P.replicas)
-      nw.fail("newer compares whole owned fleets: a fixed-size pool whose replicas are all owned", ErrorKind::inconsistent);
+      nw.fail("newer compares whole owned fleets: a fixed-size pool whose replicas are all owned",
+              ErrorKind::inconsistent);
     auto& W = O.newer;
     if (W.replicas == 0) W.replicas = O.replicas;
     // the same scenario with this pool on the newer device: the overrides that make it
@@ -154,12 +168,13 @@ void finish_ownership(const N& pool_node, PoolSpec& P) {
     const int per_rack = int(std::floor(O.rack_kw / node_kw + 1e-9));
     const int nodes = P.nodes_for(O.replicas), obtainable = per_rack * O.racks;
     if (nodes > obtainable)
-      on.at("facility").fail(
-          fmt::format("the facility powers {} node{} of {} ({} rack{} of {:g} kW; a node draws up to {:.2f} kW), but {} "
-                      "replicas need {} node{}: fewer replicas, more racks, or colocation",
-                      obtainable, obtainable == 1 ? "" : "s", P.device.name, O.racks, O.racks == 1 ? "" : "s", O.rack_kw,
-                      node_kw, O.replicas, nodes, nodes == 1 ? "" : "s"),
-          ErrorKind::does_not_fit);
+      on.at("facility")
+          .fail(fmt::format(
+                    "the facility powers {} node{} of {} ({} rack{} of {:g} kW; a node draws up to {:.2f} kW), but {} "
+                    "replicas need {} node{}: fewer replicas, more racks, or colocation",
+                    obtainable, obtainable == 1 ? "" : "s", P.device.name, O.racks, O.racks == 1 ? "" : "s", O.rack_kw,
+                    node_kw, O.replicas, nodes, nodes == 1 ? "" : "s"),
+                ErrorKind::does_not_fit);
   }
 }
 

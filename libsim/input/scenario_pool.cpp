@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
+#include "base/error.hpp"
 #include "catalog/capacity.hpp"
 #include "catalog/catalog.hpp"
 #include "core/mps.hpp"
-#include "base/error.hpp"
 #include "input/profile.hpp"
 #include "input/scenario_internal.hpp"
 
@@ -40,11 +40,13 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
   {
     std::string why;
     const N dn = node.req("device");
-    const DeviceSpec* dev = find_named(devices, dn.str(), "device", " (see `fleetsim catalog`, or define it under catalog.devices)", why);
+    const DeviceSpec* dev =
+        find_named(devices, dn.str(), "device", " (see `fleetsim catalog`, or define it under catalog.devices)", why);
     if (!dev) dn.fail(why);
     P.device = *dev;
     const N mn = node.req("model");
-    const ModelSpec* mod = find_named(models, mn.str(), "model", " (see `fleetsim catalog`, or define it under catalog.models)", why);
+    const ModelSpec* mod =
+        find_named(models, mn.str(), "model", " (see `fleetsim catalog`, or define it under catalog.models)", why);
     if (!mod) mn.fail(why);
     P.model = *mod;
     if (node.has("partition")) {
@@ -103,13 +105,41 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
   }
 
   // engine
-  const N eng = node.has("engine") ? node.at("engine") : N{YAML::Node(YAML::NodeType::Map), node.path.empty() ? "engine" : node.path + ".engine", &src};
-  eng.allow_keys({"batching", "max_num_seqs", "max_batched_tokens", "gpu_memory_utilization", "kv_block_tokens",
-                  "kv_watermark", "runtime_overhead_gib", "activation_gib", "max_batch", "batch_window_s", "perf_model",
-                  "mfu", "mbu", "step_overhead_s", "step_base_s", "per_prefill_token_s", "per_decode_seq_s",
-                  "per_context_token_s", "on_kv_exhausted", "prefix_caching", "lora_adapters", "lora_rank",
-                  "lora_step_overhead", "tensor_parallel", "pipeline_parallel", "expert_parallel", "network_gb_s",
-                  "network_latency_us", "enforce_eager", "perf_profile", "client_ttft_s", "host",
+  const N eng = node.has("engine")
+                    ? node.at("engine")
+                    : N{YAML::Node(YAML::NodeType::Map), node.path.empty() ? "engine" : node.path + ".engine", &src};
+  eng.allow_keys({"batching",
+                  "max_num_seqs",
+                  "max_batched_tokens",
+                  "gpu_memory_utilization",
+                  "kv_block_tokens",
+                  "kv_watermark",
+                  "runtime_overhead_gib",
+                  "activation_gib",
+                  "max_batch",
+                  "batch_window_s",
+                  "perf_model",
+                  "mfu",
+                  "mbu",
+                  "step_overhead_s",
+                  "step_base_s",
+                  "per_prefill_token_s",
+                  "per_decode_seq_s",
+                  "per_context_token_s",
+                  "on_kv_exhausted",
+                  "prefix_caching",
+                  "lora_adapters",
+                  "lora_rank",
+                  "lora_step_overhead",
+                  "tensor_parallel",
+                  "pipeline_parallel",
+                  "expert_parallel",
+                  "network_gb_s",
+                  "network_latency_us",
+                  "enforce_eager",
+                  "perf_profile",
+                  "client_ttft_s",
+                  "host",
                   "cuda_context_gib"});
   // parallelism: a replica of tp x pp devices
   if (eng.has("tensor_parallel")) {
@@ -122,12 +152,14 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
     const N pn = eng.at("pipeline_parallel");
     P.pp = int(pn.integer(1, 64));
     if (P.pp > P.model.layers)
-      pn.fail(P.model.name + " has " + std::to_string(P.model.layers) + " layers; pipeline_parallel can be at most that",
-              ErrorKind::inconsistent);
+      pn.fail(
+          P.model.name + " has " + std::to_string(P.model.layers) + " layers; pipeline_parallel can be at most that",
+          ErrorKind::inconsistent);
   }
   if (P.devices() > 1 && (!P.partition.empty() || P.shared_by() > 1))
     (eng.has("tensor_parallel") ? eng.at("tensor_parallel") : eng.at("pipeline_parallel"))
-        .fail("a replica spanning devices cannot also share a device (partition, time_slicing or mps)", ErrorKind::inconsistent);
+        .fail("a replica spanning devices cannot also share a device (partition, time_slicing or mps)",
+              ErrorKind::inconsistent);
   if (eng.has("expert_parallel")) {
     const N en = eng.at("expert_parallel");
     P.ep = int(en.integer(1, 64));
@@ -135,12 +167,14 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
       en.fail(P.model.name + " has no experts to spread; expert_parallel applies to mixture-of-experts models",
               ErrorKind::inconsistent);
     if (P.ep != 1 && P.ep != P.tp)
-      en.fail("expert_parallel spreads the experts over the tensor-parallel group (vLLM's --enable-expert-parallel): "
-              "set it to 1 or to tensor_parallel (" + std::to_string(P.tp) + ")",
-              ErrorKind::inconsistent);
+      en.fail(
+          "expert_parallel spreads the experts over the tensor-parallel group (vLLM's --enable-expert-parallel): "
+          "set it to 1 or to tensor_parallel (" +
+              std::to_string(P.tp) + ")",
+          ErrorKind::inconsistent);
     if (P.ep > 1 && P.model.experts % P.ep != 0)
-      en.fail(P.model.name + " has " + std::to_string(P.model.experts) + " experts, which expert_parallel=" +
-                  std::to_string(P.ep) + " does not divide",
+      en.fail(P.model.name + " has " + std::to_string(P.model.experts) +
+                  " experts, which expert_parallel=" + std::to_string(P.ep) + " does not divide",
               ErrorKind::inconsistent);
   }
   // the host CPU stage: no defaults for the cores or the tokenizer's speed, which depend on the
@@ -163,7 +197,8 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
   if (eng.has("lora_rank")) P.lora_rank = int(eng.at("lora_rank").integer(1, 4096));
   if (eng.has("lora_step_overhead")) P.lora_step_overhead = eng.at("lora_step_overhead").num_in(0, 10);
   if (eng.has("prefix_caching")) P.prefix_caching = eng.at("prefix_caching").boolean();
-  P.crash_on_kv_exhausted = eng.has("on_kv_exhausted") && eng.at("on_kv_exhausted").choice({"preempt", "crash"}) == "crash";
+  P.crash_on_kv_exhausted =
+      eng.has("on_kv_exhausted") && eng.at("on_kv_exhausted").choice({"preempt", "crash"}) == "crash";
   P.batching = eng.has("batching") && eng.at("batching").choice({"continuous", "static"}) == "static"
                    ? Batching::fixed_batch
                    : Batching::continuous;
@@ -187,7 +222,7 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
     if (P.max_batched_tokens < P.max_num_seqs)
       (eng.has("max_batched_tokens") ? eng.at("max_batched_tokens") : eng)
           .fail("max_batched_tokens (" + std::to_string(P.max_batched_tokens) + ") must be >= max_num_seqs (" +
-                std::to_string(P.max_num_seqs) + "): every running sequence needs a token of the step budget",
+                    std::to_string(P.max_num_seqs) + "): every running sequence needs a token of the step budget",
                 ErrorKind::inconsistent);
   }
   // the step-time model: a calibrated profile (named, or the shipped one for this device, model
@@ -197,13 +232,14 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
   // `none` and `auto` name no profile, so they sit with any model (a --set of perf_model on a
   // scenario that names a profile needs perf_profile=none beside it, and says so)
   if (!pp_name.empty() && pp_name != "none" && pp_name != "auto" && pm != "" && pm != "calibrated")
-    eng.at("perf_profile").fail("perf_profile " + pp_name + " belongs to perf_model: calibrated (drop perf_model: " +
-                                    pm + ", or set perf_profile: none for the " + pm + " model)",
-                                ErrorKind::inconsistent);
+    eng.at("perf_profile")
+        .fail("perf_profile " + pp_name + " belongs to perf_model: calibrated (drop perf_model: " + pm +
+                  ", or set perf_profile: none for the " + pm + " model)",
+              ErrorKind::inconsistent);
   const bool explicit_roofline_knobs = eng.has("mfu") || eng.has("mbu") || eng.has("step_overhead_s");
   const PerfProfile* shipped = nullptr;
-  if (pm == "calibrated" || (pm.empty() && pp_name.empty() && !explicit_roofline_knobs && P.partition.empty() &&
-                             P.shared_by() == 1))
+  if (pm == "calibrated" ||
+      (pm.empty() && pp_name.empty() && !explicit_roofline_knobs && P.partition.empty() && P.shared_by() == 1))
     shipped = find_builtin_profile(P.device.name, P.model.name, P.tp);
   if (!pp_name.empty() && pp_name != "auto" && pp_name != "none") {
     try {
@@ -215,9 +251,10 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
       eng.at("perf_profile").fail(e.what(), e.kind());
     }
     if (P.profile->device != P.device.name)
-      eng.at("perf_profile").fail("profile " + P.profile->name + " was fitted on " + P.profile->device + ", not " +
-                                      P.device.name + ": a profile carries to other models, not to other devices",
-                                  ErrorKind::inconsistent);
+      eng.at("perf_profile")
+          .fail("profile " + P.profile->name + " was fitted on " + P.profile->device + ", not " + P.device.name +
+                    ": a profile carries to other models, not to other devices",
+                ErrorKind::inconsistent);
   } else if (pp_name != "none" && shipped) {
     P.profile = std::make_shared<PerfProfile>(*shipped);
   } else if (pm == "calibrated") {
@@ -228,11 +265,15 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
   }
   P.perf_model = P.profile ? PerfKind::calibrated : pm == "linear" ? PerfKind::linear : PerfKind::roofline;
   if (P.profile && explicit_roofline_knobs)
-    eng.at(eng.has("mfu") ? "mfu" : eng.has("mbu") ? "mbu" : "step_overhead_s")
+    eng.at(eng.has("mfu")   ? "mfu"
+           : eng.has("mbu") ? "mbu"
+                            : "step_overhead_s")
         .fail("mfu, mbu and step_overhead_s belong to perf_model: roofline, not to a calibrated profile",
               ErrorKind::inconsistent);
-  if (eng.has("client_ttft_s")) P.client_ttft_s = eng.at("client_ttft_s").num_in(0, 60);
-  else if (P.profile) P.client_ttft_s = P.profile->c.client_ttft_s;
+  if (eng.has("client_ttft_s"))
+    P.client_ttft_s = eng.at("client_ttft_s").num_in(0, 60);
+  else if (P.profile)
+    P.client_ttft_s = P.profile->c.client_ttft_s;
   if (P.perf_model == PerfKind::calibrated) {
     for (const char* k : {"step_base_s", "per_prefill_token_s", "per_decode_seq_s", "per_context_token_s"})
       if (eng.has(k)) eng.at(k).fail(std::string(k) + " belongs to perf_model: linear", ErrorKind::inconsistent);
@@ -269,7 +310,8 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
       P.spot_interruptions_per_hour = sp.req("interruptions_per_hour").num_in(0, 100, "interruptions_per_hour");
     }
     P.committed_replicas = pr.has("committed_replicas") ? int(pr.at("committed_replicas").integer(0, 4096)) : 0;
-    P.committed_discount = pr.has("committed_discount") ? pr.at("committed_discount").num_in(0, 0.99, "committed_discount") : 0.0;
+    P.committed_discount =
+        pr.has("committed_discount") ? pr.at("committed_discount").num_in(0, 0.99, "committed_discount") : 0.0;
     if (pr.has("committed_discount") && !pr.has("committed_replicas"))
       pr.at("committed_discount").fail("committed_discount needs committed_replicas", ErrorKind::inconsistent);
     if (pr.has("owned") && pr.has("colocated"))
@@ -288,14 +330,16 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
     const N nd = fl.at("nodes");
     nd.allow_keys({"scale_down_unneeded_s", "pinned", "max_nodes", "scale_down_order"});
     if (!fl.has("autoscale") || !P.node_billing || P.ownership.owned())
-      nd.fail("fleet.nodes is the cluster autoscaler's side of an autoscaled pool billed by the node: it needs "
-              "fleet.autoscale and pricing.billing: node",
-              ErrorKind::inconsistent);
+      nd.fail(
+          "fleet.nodes is the cluster autoscaler's side of an autoscaled pool billed by the node: it needs "
+          "fleet.autoscale and pricing.billing: node",
+          ErrorKind::inconsistent);
     if (nd.has("scale_down_unneeded_s")) P.node_unneeded_s = nd.at("scale_down_unneeded_s").num_in(0, 86400);
     if (nd.has("pinned")) P.pinned_nodes = int(nd.at("pinned").integer(0, 4096));
     if (nd.has("max_nodes")) P.max_nodes = int(nd.at("max_nodes").integer(1, 4096));
     if (nd.has("scale_down_order"))
-      P.empty_nodes_first = nd.at("scale_down_order").choice({"replicaset", "empty_nodes_first"}) == "empty_nodes_first";
+      P.empty_nodes_first =
+          nd.at("scale_down_order").choice({"replicaset", "empty_nodes_first"}) == "empty_nodes_first";
   }
   if (fl.has("failures")) {
     const N fa = fl.at("failures");
@@ -335,8 +379,8 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
       as.at("max_replicas").fail("max_replicas must be >= min_replicas", ErrorKind::inconsistent);
     if (P.replicas < 0) P.replicas = P.min_replicas;
     if (P.replicas < P.min_replicas || P.replicas > P.max_replicas)
-      fl.at("replicas").fail("replicas (the starting count) must lie in [min_replicas, max_replicas]",
-                             ErrorKind::inconsistent);
+      fl.at("replicas")
+          .fail("replicas (the starting count) must lie in [min_replicas, max_replicas]", ErrorKind::inconsistent);
     const std::string sig = as.req("signal").choice({"queue_depth", "inflight", "ttft", "busy", "host_cpu"});
     A.signal = sig == "queue_depth" ? ScaleSignal::queue_depth
                : sig == "inflight"  ? ScaleSignal::inflight
@@ -368,7 +412,8 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
   // cold start: defaults from the seeds' figures (a new node, a 10-20 GB image, weights from object storage)
   {
     ColdStartParams& c = P.cold;
-    const N cs = fl.has("cold_start") ? fl.at("cold_start") : N{YAML::Node(YAML::NodeType::Map), fl.path + ".cold_start", &src};
+    const N cs =
+        fl.has("cold_start") ? fl.at("cold_start") : N{YAML::Node(YAML::NodeType::Map), fl.path + ".cold_start", &src};
     cs.allow_keys({"provision_s", "image_pull_s", "download_gb_s", "cache_hit_probability", "cache_gb_s", "load_gb_s",
                    "warmup_s"});
     // a stage is a number of seconds, or {median, p99} for a lognormal spread
@@ -395,13 +440,16 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
     c.load_bytes_per_s = (cs.has("load_gb_s") ? cs.at("load_gb_s").pos(1e4) : 5.0) * 1e9;
     stage("warmup_s", 30.0, c.warmup_s, c.warmup_sigma);
     // each device of a replica loads its own shard, all at once
-    c.weights_bytes = P.devices() > 1 || P.model.moe()
-                          ? weight_bytes(P.model, weight_dtype_bytes(P.weight_dtype), P.expert_weight_dtype.empty() ? -1.0 : weight_dtype_bytes(P.expert_weight_dtype)) / P.devices()
-                          : P.model.params_b * 1e9 * weight_dtype_bytes(P.weight_dtype);
+    c.weights_bytes =
+        P.devices() > 1 || P.model.moe()
+            ? weight_bytes(P.model, weight_dtype_bytes(P.weight_dtype),
+                           P.expert_weight_dtype.empty() ? -1.0 : weight_dtype_bytes(P.expert_weight_dtype)) /
+                  P.devices()
+            : P.model.params_b * 1e9 * weight_dtype_bytes(P.weight_dtype);
   }
   if (fl.has("router")) {
     const std::string r = fl.at("router").choice({"round_robin", "least_outstanding", "central_queue"});
-    P.router = r == "round_robin" ? Router::round_robin
+    P.router = r == "round_robin"     ? Router::round_robin
                : r == "central_queue" ? Router::central_queue
                                       : Router::least_outstanding;
   }
@@ -444,9 +492,10 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
     throw InputError(node.at("model").where(), node.at("model").path + ": " + o.str(), ErrorKind::does_not_fit);
   }
   if (P.time_slicing > 1)
-    check_shared_device(node, P, "time_slicing", P.time_slicing, "time slicing",
-                        fmt::format("time-sliced replicas of {} need", P.model.name),
-                        P.cuda_context_gib > 0 ? "runtimes, CUDA contexts and activations" : "runtimes and activations");
+    check_shared_device(
+        node, P, "time_slicing", P.time_slicing, "time slicing",
+        fmt::format("time-sliced replicas of {} need", P.model.name),
+        P.cuda_context_gib > 0 ? "runtimes, CUDA contexts and activations" : "runtimes and activations");
   if (P.mps_clients > 1)
     check_shared_device(node, P, "mps", P.mps_clients, "MPS", fmt::format("MPS clients of {} need", P.model.name),
                         "runtimes, activations and the server's CUDA context");

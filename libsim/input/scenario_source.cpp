@@ -76,7 +76,8 @@ struct ScenarioSource::Impl {
   }
 };
 
-ScenarioSource ScenarioSource::from_text(const std::string& text, const std::string& name, const std::string& base_dir) {
+ScenarioSource ScenarioSource::from_text(const std::string& text, const std::string& name,
+                                         const std::string& base_dir) {
   ScenarioSource s;
   s.impl_ = std::make_shared<Impl>();
   s.impl_->text = text;

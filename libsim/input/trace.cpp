@@ -25,7 +25,8 @@ void clean_line(std::string& line, bool first) {
 
 bool blank(const std::string& line) { return line.find_first_not_of(" \t\r") == std::string::npos; }
 
-[[noreturn]] void fail(const std::string& path, int line, const std::string& text, const std::string& msg, int column = 0) {
+[[noreturn]] void fail(const std::string& path, int line, const std::string& text, const std::string& msg,
+                       int column = 0) {
   Location where{path, line, line > 0 ? std::max(column, 1) : 0, text};
   throw InputError(where, msg);
 }
@@ -102,8 +103,9 @@ void add_reason(std::string& reason, int64_t n, const std::string& what) {
 
 [[noreturn]] void no_requests(const std::string& path, int lineno, const TraceData& t) {
   fail(path, lineno, "",
-       t.skipped > 0 ? "trace has no usable requests (" + plural(t.skipped, "row", "rows") + " skipped: " + t.skipped_reason + ")"
-                     : std::string("trace has no requests"));
+       t.skipped > 0
+           ? "trace has no usable requests (" + plural(t.skipped, "row", "rows") + " skipped: " + t.skipped_reason + ")"
+           : std::string("trace has no requests"));
 }
 
 // ------------------------------------------------------------------------------------------ CSV
@@ -174,7 +176,8 @@ TraceData load_csv(const std::string& path, std::ifstream& f, const TraceOptions
       fail(path, lineno, line, "bad prompt token count '" + cols[size_t(cp)] + "' (expected an integer >= 0)");
     if (!parse_count(cols[size_t(co)], o))
       fail(path, lineno, line, "bad output token count '" + cols[size_t(co)] + "' (expected an integer >= 0)");
-    if (t.rows > 0 && ts < prev) fail(path, lineno, line, "timestamps go backwards (a trace must be sorted by arrival time)");
+    if (t.rows > 0 && ts < prev)
+      fail(path, lineno, line, "timestamps go backwards (a trace must be sorted by arrival time)");
     if (!rebase && ts < 0) fail(path, lineno, line, "negative timestamp");
     prev = ts;
     ++t.rows;
@@ -254,7 +257,8 @@ TraceData load_mooncake(const std::string& path, std::ifstream& f, const TraceOp
       const size_t at = what.find("column ");
       const size_t colon = at == std::string::npos ? at : what.find(": ", at);
       if (colon != std::string::npos) what = what.substr(colon + 2);
-      fail(path, lineno, line, "not valid JSON (" + what + "); " + kMooncakeExpected, int(std::min<size_t>(e.byte, line.size() + 1)));
+      fail(path, lineno, line, "not valid JSON (" + what + "); " + kMooncakeExpected,
+           int(std::min<size_t>(e.byte, line.size() + 1)));
     } catch (const json::exception& e) {
       // a number beyond a double's range (1e400) is an out_of_range error, not a parse_error
       std::string what = e.what();
@@ -272,8 +276,8 @@ TraceData load_mooncake(const std::string& path, std::ifstream& f, const TraceOp
     auto count = [&](const char* key) {
       const json& v = field(key);
       if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > 100000000)
-        fail(path, lineno, line, std::string("\"") + key + "\" must be an integer token count in [0, 1e8], not " + v.dump(),
-             col_of(key));
+        fail(path, lineno, line,
+             std::string("\"") + key + "\" must be an integer token count in [0, 1e8], not " + v.dump(), col_of(key));
       return int32_t(v.get<int64_t>());
     };
     const json& jt = field("timestamp");
@@ -282,11 +286,13 @@ TraceData load_mooncake(const std::string& path, std::ifstream& f, const TraceOp
     const double ts = jt.get<double>();
     const int32_t p = count("input_length"), o = count("output_length");
     const json& ids = field("hash_ids");
-    if (!ids.is_array()) fail(path, lineno, line, "\"hash_ids\" must be a list of integers, not " + ids.dump(), col_of("hash_ids"));
+    if (!ids.is_array())
+      fail(path, lineno, line, "\"hash_ids\" must be a list of integers, not " + ids.dump(), col_of("hash_ids"));
     for (const auto& id : ids)
       if (!id.is_number_integer())
         fail(path, lineno, line, "\"hash_ids\" must be a list of integers; found " + id.dump(), col_of("hash_ids"));
-    if (t.rows > 0 && ts < prev) fail(path, lineno, line, "timestamps go backwards (a trace must be sorted by arrival time)");
+    if (t.rows > 0 && ts < prev)
+      fail(path, lineno, line, "timestamps go backwards (a trace must be sorted by arrival time)");
     prev = ts;
     ++t.rows;
     if (p == 0) {

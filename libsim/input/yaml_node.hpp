@@ -1,10 +1,10 @@
 // Internal: YAML nodes that remember their dotted path and source, so that every validation
 // error can say where (file:line:column, or the override that set the value) and what.
 #pragma once
+#include <yaml-cpp/yaml.h>
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
-#include <yaml-cpp/yaml.h>
 
 #include <cmath>
 #include <cstdlib>
@@ -98,7 +98,8 @@ struct N {
         std::string s = did_you_mean(k, keys);
         std::string all;
         for (const auto& a : keys) all += (all.empty() ? "" : ", ") + a;
-        kn.fail("unknown key '" + k + "'" + (s.empty() ? " (expected one of: " + all + ")" : " (did you mean '" + s + "'?)"));
+        kn.fail("unknown key '" + k + "'" +
+                (s.empty() ? " (expected one of: " + all + ")" : " (did you mean '" + s + "'?)"));
       }
     }
   }
@@ -161,7 +162,8 @@ struct N {
     not_quoted("an integer");
     const std::string& str = node.Scalar();
     bool digits = !str.empty();
-    for (size_t i = 0; i < str.size(); ++i) digits = digits && (std::isdigit((unsigned char)str[i]) || (i == 0 && str[i] == '-'));
+    for (size_t i = 0; i < str.size(); ++i)
+      digits = digits && (std::isdigit((unsigned char)str[i]) || (i == 0 && str[i] == '-'));
     if (digits && str != "-") {
       errno = 0;
       char* end = nullptr;
@@ -198,7 +200,8 @@ struct N {
     std::string all;
     for (const auto& o : options) all += (all.empty() ? "" : ", ") + o;
     const std::string sug = did_you_mean(s, options);
-    fail("unknown value '" + s + "' (expected one of: " + all + ")" + (sug.empty() ? "" : "; did you mean '" + sug + "'?"));
+    fail("unknown value '" + s + "' (expected one of: " + all + ")" +
+         (sug.empty() ? "" : "; did you mean '" + sug + "'?"));
   }
 };
 
@@ -210,11 +213,21 @@ inline size_t invalid_utf8_at(const std::string& s) {
     const unsigned char c = (unsigned char)s[i];
     int n = 0;
     uint32_t cp = 0;
-    if (c < 0x80) { ++i; continue; }
-    if ((c & 0xE0) == 0xC0) { n = 1; cp = c & 0x1F; }
-    else if ((c & 0xF0) == 0xE0) { n = 2; cp = c & 0x0F; }
-    else if ((c & 0xF8) == 0xF0) { n = 3; cp = c & 0x07; }
-    else return i;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    if ((c & 0xE0) == 0xC0) {
+      n = 1;
+      cp = c & 0x1F;
+    } else if ((c & 0xF0) == 0xE0) {
+      n = 2;
+      cp = c & 0x0F;
+    } else if ((c & 0xF8) == 0xF0) {
+      n = 3;
+      cp = c & 0x07;
+    } else
+      return i;
     for (int k = 1; k <= n; ++k) {
       if (i + size_t(k) >= s.size()) return i;
       const unsigned char d = (unsigned char)s[i + size_t(k)];
@@ -281,7 +294,9 @@ inline int second_document_line(const std::vector<std::string>& lines) {
   bool content = false, ended = false;
   for (size_t i = 0; i < lines.size(); ++i) {
     const std::string& l = lines[i];
-    auto marker = [&](const char* m) { return l.compare(0, 3, m) == 0 && (l.size() == 3 || l[3] == ' ' || l[3] == '\t'); };
+    auto marker = [&](const char* m) {
+      return l.compare(0, 3, m) == 0 && (l.size() == 3 || l[3] == ' ' || l[3] == '\t');
+    };
     const size_t first = l.find_first_not_of(" \t");
     if (marker("---")) {
       if (content || ended) return int(i) + 1;
@@ -330,8 +345,9 @@ inline YAML::Node load_located(const std::string& text, const Source& src) {
     YAML::Mark m;
     m.line = line - 1;
     m.column = 0;
-    throw InputError(location_of(m, src),
-                     "a second YAML document (after '---' or '...'): a file holds one; remove the marker or split the file");
+    throw InputError(
+        location_of(m, src),
+        "a second YAML document (after '---' or '...'): a file holds one; remove the marker or split the file");
   }
   std::string key;
   YAML::Mark at;
@@ -398,8 +414,10 @@ inline void apply_override(YAML::Node root, const Override& o, Source& src) {
       // a sweep parameter's name is itself a dotted scenario path
       if (take == 1 && keys.size() == 2 && keys[0] == "sweep" && keys[1] == "parameters") take = parts.size() - i;
       keys.push_back(join(i, i + take));
-      if (probe.IsMap() && probe[keys.back()].IsDefined()) probe.reset(probe[keys.back()]);
-      else probe.reset(YAML::Node());
+      if (probe.IsMap() && probe[keys.back()].IsDefined())
+        probe.reset(probe[keys.back()]);
+      else
+        probe.reset(YAML::Node());
       i += take;
     }
   }
@@ -422,9 +440,12 @@ inline void apply_override(YAML::Node root, const Override& o, Source& src) {
   node[keys.back()] = value_node;
   // the new value replaces whatever earlier overrides set beneath it
   for (auto it = src.overridden.lower_bound(o.path); it != src.overridden.end();) {
-    if (it->first == o.path || it->first.rfind(o.path + ".", 0) == 0) it = src.overridden.erase(it);
-    else if (it->first.compare(0, o.path.size(), o.path) != 0) break;
-    else ++it;
+    if (it->first == o.path || it->first.rfind(o.path + ".", 0) == 0)
+      it = src.overridden.erase(it);
+    else if (it->first.compare(0, o.path.size(), o.path) != 0)
+      break;
+    else
+      ++it;
   }
   src.overridden[o.path] = o.origin;
 }

@@ -4,8 +4,8 @@
 
 #include <algorithm>
 
-#include "catalog/catalog.hpp"
 #include "base/error.hpp"
+#include "catalog/catalog.hpp"
 
 namespace fleetsim {
 
@@ -19,7 +19,8 @@ CapacityAnswer capacity_document(const CapacityRequest& o) {
     if (std::find(all.begin(), all.end(), v) != all.end()) return;
     std::string list;
     for (const auto& x : all) list += (list.empty() ? "" : ", ") + x;
-    throw InputError(Location{flag, 0, 0, ""}, fmt::format("{}: unknown dtype '{}' (expected one of: {})", flag, v, list));
+    throw InputError(Location{flag, 0, 0, ""},
+                     fmt::format("{}: unknown dtype '{}' (expected one of: {})", flag, v, list));
   };
   one_of(o.weight_dtype, weight_dtypes(), "--weight-dtype");
   one_of(o.kv_dtype, kv_dtypes(), "--kv-dtype");
@@ -37,7 +38,8 @@ CapacityAnswer capacity_document(const CapacityRequest& o) {
   mi.tp = o.tp;
   mi.pp = o.pp;
   const std::string tp_why = tp_problem(*mod, o.tp);
-  if (!tp_why.empty()) throw InputError(Location{"--tp", 0, 0, ""}, "--tp: " + tp_why + " (vLLM requires it)", ErrorKind::inconsistent);
+  if (!tp_why.empty())
+    throw InputError(Location{"--tp", 0, 0, ""}, "--tp: " + tp_why + " (vLLM requires it)", ErrorKind::inconsistent);
   if (o.pp > mod->layers)
     throw InputError(Location{"--pp", 0, 0, ""},
                      fmt::format("--pp: {} has {} layers; --pp can be at most that", mod->name, mod->layers),
@@ -50,13 +52,15 @@ CapacityAnswer capacity_document(const CapacityRequest& o) {
   }
   // as a scenario's engine would be refused (scenario_pool.cpp), and a request no server takes
   if (o.max_batched_tokens < o.max_num_seqs)
-    throw InputError(Location{"--max-batched-tokens", 0, 0, ""},
-                     fmt::format("--max-batched-tokens ({}) must be >= --max-num-seqs ({}): every running sequence needs "
-                                 "a token of the step budget",
-                                 o.max_batched_tokens, o.max_num_seqs),
-                     ErrorKind::inconsistent);
-  const int64_t context =
-      o.context > 0 ? o.context : mod->max_context > 0 ? std::min<int64_t>(4096, mod->max_context) : 4096;
+    throw InputError(
+        Location{"--max-batched-tokens", 0, 0, ""},
+        fmt::format("--max-batched-tokens ({}) must be >= --max-num-seqs ({}): every running sequence needs "
+                    "a token of the step budget",
+                    o.max_batched_tokens, o.max_num_seqs),
+        ErrorKind::inconsistent);
+  const int64_t context = o.context > 0          ? o.context
+                          : mod->max_context > 0 ? std::min<int64_t>(4096, mod->max_context)
+                                                 : 4096;
   if (mod->max_context > 0 && context > mod->max_context)
     throw InputError(Location{"--context", 0, 0, ""},
                      fmt::format("--context: {} tokens is more than {}'s context window ({} tokens): a server refuses "
@@ -88,21 +92,44 @@ Json catalog_document() {
   j["kind"] = "catalog";
   Json devs = Json::array(), mods = Json::array();
   for (const auto& d : builtin_devices())
-    devs.push_back({{"name", d.name}, {"memory_gib", d.memory_gib}, {"bandwidth_gb_s", d.bandwidth_gb_s},
-                    {"bf16_tflops", d.bf16_tflops}, {"fp8_tflops", d.fp8_tflops}, {"fp4_tflops", d.fp4_tflops},
-                    {"usd_per_hour", d.usd_per_hour}, {"interconnect", d.interconnect}, {"link_gb_s", d.link_gb_s},
-                    {"link_latency_us", d.link_latency_us}, {"link_domain", d.link_domain}, {"pcie_gb_s", d.pcie_gb_s},
-                    {"devices_per_node", d.devices_per_node}, {"notes", d.notes}});
+    devs.push_back({{"name", d.name},
+                    {"memory_gib", d.memory_gib},
+                    {"bandwidth_gb_s", d.bandwidth_gb_s},
+                    {"bf16_tflops", d.bf16_tflops},
+                    {"fp8_tflops", d.fp8_tflops},
+                    {"fp4_tflops", d.fp4_tflops},
+                    {"usd_per_hour", d.usd_per_hour},
+                    {"interconnect", d.interconnect},
+                    {"link_gb_s", d.link_gb_s},
+                    {"link_latency_us", d.link_latency_us},
+                    {"link_domain", d.link_domain},
+                    {"pcie_gb_s", d.pcie_gb_s},
+                    {"devices_per_node", d.devices_per_node},
+                    {"notes", d.notes}});
   for (const auto& m : builtin_models())
-    mods.push_back({{"name", m.name}, {"kind", model_kind_name(m.kind)}, {"params_b", m.params_b}, {"layers", m.layers},
-                    {"hidden", m.hidden}, {"heads", m.heads}, {"kv_heads", m.kv_heads}, {"head_dim", m.head_dim},
-                    {"intermediate", m.intermediate}, {"vocab", m.vocab}, {"max_context", m.max_context},
-                    {"kv_bytes_per_token_bf16", kv_bytes_per_token(m, 2.0)}, {"experts", m.experts},
-                    {"experts_per_token", m.experts_per_token}, {"shared_experts", m.shared_experts},
-                    {"expert_intermediate", m.expert_intermediate}, {"dense_layers", m.dense_layers},
-                    {"active_params_b", m.active_params() / 1e9}, {"kv_lora_rank", m.kv_lora_rank},
-                    {"rope_head_dim", m.rope_head_dim}, {"sliding_window", m.sliding_window},
-                    {"sliding_layers", m.sliding_layers}, {"notes", m.notes}});
+    mods.push_back({{"name", m.name},
+                    {"kind", model_kind_name(m.kind)},
+                    {"params_b", m.params_b},
+                    {"layers", m.layers},
+                    {"hidden", m.hidden},
+                    {"heads", m.heads},
+                    {"kv_heads", m.kv_heads},
+                    {"head_dim", m.head_dim},
+                    {"intermediate", m.intermediate},
+                    {"vocab", m.vocab},
+                    {"max_context", m.max_context},
+                    {"kv_bytes_per_token_bf16", kv_bytes_per_token(m, 2.0)},
+                    {"experts", m.experts},
+                    {"experts_per_token", m.experts_per_token},
+                    {"shared_experts", m.shared_experts},
+                    {"expert_intermediate", m.expert_intermediate},
+                    {"dense_layers", m.dense_layers},
+                    {"active_params_b", m.active_params() / 1e9},
+                    {"kv_lora_rank", m.kv_lora_rank},
+                    {"rope_head_dim", m.rope_head_dim},
+                    {"sliding_window", m.sliding_window},
+                    {"sliding_layers", m.sliding_layers},
+                    {"notes", m.notes}});
   j["devices"] = devs;
   j["models"] = mods;
   return j;

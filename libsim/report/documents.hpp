@@ -18,7 +18,7 @@ struct CapacityRequest {
 };
 
 struct CapacityAnswer {
-  Json doc;         // {schema_version, kind: "capacity", model, device, ..., fits, capacity{...}}
+  Json doc;  // {schema_version, kind: "capacity", model, device, ..., fits, capacity{...}}
   Capacity c;
   int tp_fits = 0;  // the smallest tensor-parallel degree that fits (0: none up to 64)
 };

@@ -26,10 +26,12 @@ std::string newer_part(const std::string& name, const View& n) {
   s_run.dashed = true;
   for (const View& y : n["years"].elements()) {
     const double k = y["year"].num_or(kNaN);
-    const double a = y["newer_usd_per_million_tokens"].num_or(kNaN), b = y["current_usd_per_million_tokens"].num_or(kNaN),
+    const double a = y["newer_usd_per_million_tokens"].num_or(kNaN),
+                 b = y["current_usd_per_million_tokens"].num_or(kNaN),
                  c = y["current_running_usd_per_million_tokens"].num_or(kNaN);
-    rows.push_back({{svg::num(k), svg::usd(y["newer_node_capex_usd"].num_or(kNaN)), svg::usd(a), svg::usd(b), svg::usd(c)},
-                    a < b ? "marked" : ""});
+    rows.push_back(
+        {{svg::num(k), svg::usd(y["newer_node_capex_usd"].num_or(kNaN)), svg::usd(a), svg::usd(b), svg::usd(c)},
+         a < b ? "marked" : ""});
     s_new.pts.push_back({k, a});
     s_cur.pts.push_back({k, b});
     s_run.pts.push_back({k, c});
@@ -44,17 +46,19 @@ std::string newer_part(const std::string& name, const View& n) {
   p.y.fmt = [](double v) { return svg::usd(v); };
   p.series = {s_new, s_cur, s_run};
   std::string o = figure("newer-device-" + esc(name), svg::xy_chart({p}, 1, 260, "Cost per 1M tokens by year"),
-                         "Pool " + esc(name) + ", " + who + ": the newer fleet bought at each year's price, the current one "
-                         "bought at its own, and kept on its running costs alone.");
+                         "Pool " + esc(name) + ", " + who +
+                             ": the newer fleet bought at each year's price, the current one "
+                             "bought at its own, and kept on its running costs alone.");
   o += table({"Year", "Newer node price", "Newer USD / 1M tokens", "Current, all-in", "Current, running costs"}, rows,
              "Newer device, pool " + esc(name) + " (marked: the newer fleet is the cheaper to buy)");
-  o += note("Cheaper to buy " + from_year(n["newer_cheaper_from_year"], "in no year of the view") +
-            "; replacing the paid-for fleet pays " + from_year(n["replacing_pays_from_year"], "in no year of the view") +
-            ". Both fleets served the same arrivals: p99 TTFT " + svg::seconds(nw["p99_ttft_s"].num_or(kNaN)) +
-            " against " + svg::seconds(cur["p99_ttft_s"].num_or(kNaN)) + ", mean TPOT " +
-            svg::seconds(nw["mean_tpot_s"].num_or(kNaN)) + " against " + svg::seconds(cur["mean_tpot_s"].num_or(kNaN)) +
-            ", " + svg::num(nw["rejected"].num_or(kNaN) + nw["failed"].num_or(kNaN)) + " against " +
-            svg::num(cur["rejected"].num_or(kNaN) + cur["failed"].num_or(kNaN)) + " requests rejected or failed.");
+  o +=
+      note("Cheaper to buy " + from_year(n["newer_cheaper_from_year"], "in no year of the view") +
+           "; replacing the paid-for fleet pays " + from_year(n["replacing_pays_from_year"], "in no year of the view") +
+           ". Both fleets served the same arrivals: p99 TTFT " + svg::seconds(nw["p99_ttft_s"].num_or(kNaN)) +
+           " against " + svg::seconds(cur["p99_ttft_s"].num_or(kNaN)) + ", mean TPOT " +
+           svg::seconds(nw["mean_tpot_s"].num_or(kNaN)) + " against " + svg::seconds(cur["mean_tpot_s"].num_or(kNaN)) +
+           ", " + svg::num(nw["rejected"].num_or(kNaN) + nw["failed"].num_or(kNaN)) + " against " +
+           svg::num(cur["rejected"].num_or(kNaN) + cur["failed"].num_or(kNaN)) + " requests rejected or failed.");
   return o;
 }
 
@@ -65,11 +69,11 @@ std::string pool_part(const std::string& name, const View& w) {
                       svg::usd(c["usd_per_unit"].num_or(kNaN)), svg::usd(c["usd"].num_or(kNaN))},
                      ""});
   parts.push_back({{"owned line", "", "", "", svg::usd(w["usd"].num_or(kNaN))}, "total"});
-  std::string o = table({"Part", "Unit", "Quantity", "USD per unit", "USD"}, parts,
-                        "Pool " + esc(name) + ": " + esc(w["model"].str()) + ", " +
-                            svg::num(w["owned_replicas"].num_or(kNaN)) + " replicas on " +
-                            svg::num(w["owned_nodes"].num_or(kNaN)) + " nodes",
-                        2);
+  std::string o =
+      table({"Part", "Unit", "Quantity", "USD per unit", "USD"}, parts,
+            "Pool " + esc(name) + ": " + esc(w["model"].str()) + ", " + svg::num(w["owned_replicas"].num_or(kNaN)) +
+                " replicas on " + svg::num(w["owned_nodes"].num_or(kNaN)) + " nodes",
+            2);
   o += note(svg::usd(w["usd_per_device_hour"].num_or(kNaN)) + " per device-hour against " +
             svg::usd(w["on_demand_usd_per_device_hour"].num_or(kNaN)) + " on demand: owning breaks even at " +
             svg::percent(w["break_even_utilization"].num_or(kNaN)) + " of the owned hours; " +

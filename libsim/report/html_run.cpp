@@ -12,7 +12,6 @@ namespace fleetsim::html {
 
 namespace {
 
-
 struct BucketStyle {
   std::string key, label, color;
   bool idle = false;  // counted in the idle share of the spend (as the ledger's idle_usd)
@@ -498,7 +497,8 @@ Page run_page(const Json& doc) {
   b += "</section>\n";
   b += "<section><h2>Cost per token</h2>" + cost_section(d, total_name) + "</section>\n";
   b += "<section><h2>Where the money goes</h2>" + ledger_section(d, L) + "</section>\n";
-  if (const std::string own = ownership_section(d); !own.empty()) b += "<section><h2>Owning</h2>" + own + "</section>\n";
+  if (const std::string own = ownership_section(d); !own.empty())
+    b += "<section><h2>Owning</h2>" + own + "</section>\n";
   const std::string lat =
       latency_figure(curves, bounds,
                      classes.size() >= 2 ? "Latency of every request and of each class." : "Latency of every request.");

@@ -1,7 +1,7 @@
 #include "report/report.hpp"
 
-#include "input/csv.hpp"
 #include "cost/ledger.hpp"
+#include "input/csv.hpp"
 
 #include <fmt/format.h>
 
@@ -282,7 +282,8 @@ static Json step_time_json(const PoolSpec& P) {
     Json held;
     held["points"] = f.held_out.points;
     for (int k = 0; k < 4; ++k)
-      if (std::isfinite(f.held_out.median[k])) held["median_abs_error_" + std::string(kProfileMetrics[k])] = f.held_out.median[k];
+      if (std::isfinite(f.held_out.median[k]))
+        held["median_abs_error_" + std::string(kProfileMetrics[k])] = f.held_out.median[k];
     j["held_out"] = held;
   } else {
     j["calibrated"] = false;
@@ -465,8 +466,8 @@ Json run_report(const Scenario& s, const Tally& t) {
       Json one;
       one["device"] = P.device.name;
       one["replicas_per_device"] = P.replicas_per_device;
-      one["devices"] = P.devices() > 1 ? P.replicas * P.devices()
-                                       : (P.replicas + P.replicas_per_device - 1) / P.replicas_per_device;
+      one["devices"] =
+          P.devices() > 1 ? P.replicas * P.devices() : (P.replicas + P.replicas_per_device - 1) / P.replicas_per_device;
       one["model"] = P.model.name;
       one["replicas"] = P.replicas;
       one["tensor_parallel"] = P.tp;
@@ -476,10 +477,10 @@ Json run_report(const Scenario& s, const Tally& t) {
       one["step_time"] = step_time_json(P);
       one["fleet"] = fleet_json(pt, window);
       slowdown_json(one["fleet"], pt, P.cpu_fallback(), P.thermal());
-      one["utilization"] = utilization_json(pt, pt.replica_s * pp.peak_flops_per_s, pt.replica_s * pp.peak_bytes_per_s,
-                                            pt.replica_s * double(P.capacity.kv_blocks), pt.replica_s * pp.fixed_memory_bytes,
-                                            pt.kv_block_s * P.capacity.kv_bytes_per_token * P.kv_block_tokens,
-                                            pt.replica_s * pp.device_memory_bytes);
+      one["utilization"] = utilization_json(
+          pt, pt.replica_s * pp.peak_flops_per_s, pt.replica_s * pp.peak_bytes_per_s,
+          pt.replica_s * double(P.capacity.kv_blocks), pt.replica_s * pp.fixed_memory_bytes,
+          pt.kv_block_s * P.capacity.kv_bytes_per_token * P.kv_block_tokens, pt.replica_s * pp.device_memory_bytes);
       one["cost"] = cost_json(ledger.pools[i].cost);
       one["capacity"] = capacity_json(P.capacity, mean_ctx, P.kv_block_tokens);
       if (P.host.cores > 0) {
@@ -512,7 +513,8 @@ Json run_report(const Scenario& s, const Tally& t) {
 namespace {
 void flatten(const Json& j, const std::string& prefix, std::vector<std::pair<std::string, std::string>>& out) {
   if (j.is_object()) {
-    for (auto it = j.begin(); it != j.end(); ++it) flatten(it.value(), prefix.empty() ? it.key() : prefix + "." + it.key(), out);
+    for (auto it = j.begin(); it != j.end(); ++it)
+      flatten(it.value(), prefix.empty() ? it.key() : prefix + "." + it.key(), out);
   } else if (j.is_array()) {
     std::string s;
     for (const auto& x : j) s += (s.empty() ? "" : ";") + (x.is_string() ? x.get<std::string>() : x.dump());

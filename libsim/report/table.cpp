@@ -21,7 +21,9 @@ std::string num(const Json& v, int prec = 3) {
 }
 std::string ms(const Json& v) { return v.is_null() ? "-" : fmt::format("{:.1f}", v.get<double>() * 1000.0); }
 std::string pct(const Json& v) { return v.is_null() ? "-" : fmt::format("{:.1f}%", v.get<double>() * 100.0); }
-std::string usd(const Json& v, int prec = 4) { return v.is_null() ? "-" : fmt::format("${:.{}f}", v.get<double>(), prec); }
+std::string usd(const Json& v, int prec = 4) {
+  return v.is_null() ? "-" : fmt::format("${:.{}f}", v.get<double>(), prec);
+}
 
 std::string hours(double h) { return fmt::format("{:.2f}", h); }
 std::string dollars(double x) { return x >= 1000 ? fmt::format("${:.0f}", x) : fmt::format("${:.2f}", x); }
@@ -38,8 +40,9 @@ std::string columns(const std::vector<std::vector<std::string>>& rows, const std
   for (const auto& r : rows) {
     std::string line = indent;
     for (size_t i = 0; i < r.size(); ++i) {
-      const bool figure = !r[i].empty() && (std::isdigit((unsigned char)r[i][0]) || r[i][0] == '$' ||
-                                                (r[i][0] == '-' && (r[i].size() == 1 || std::isdigit((unsigned char)r[i][1]))));
+      const bool figure =
+          !r[i].empty() && (std::isdigit((unsigned char)r[i][0]) || r[i][0] == '$' ||
+                            (r[i][0] == '-' && (r[i].size() == 1 || std::isdigit((unsigned char)r[i][1]))));
       line += figure ? fmt::format("{:>{}}", r[i], w[i]) : fmt::format("{:<{}}", r[i], w[i]);
       if (i + 1 < r.size()) line += "  ";
     }
@@ -49,34 +52,36 @@ std::string columns(const std::vector<std::vector<std::string>>& rows, const std
   return o;
 }
 
-
 // One line per class and per pool: the figures the totals above add up.
 std::string by_class_and_pool(const Json& r) {
-  std::vector<std::vector<std::string>> rows = {
-      {"by class", "completed", "rejected", "ttft p50", "ttft p99", "tpot p50", "e2e p99", "output tok/s", "$", "$/1M out"}};
+  std::vector<std::vector<std::string>> rows = {{"by class", "completed", "rejected", "ttft p50", "ttft p99",
+                                                 "tpot p50", "e2e p99", "output tok/s", "$", "$/1M out"}};
   for (auto it = r["classes"].begin(); it != r["classes"].end(); ++it) {
     const Json& c = it.value();
     const Json& l = c["latency_s"];
-    rows.push_back({"  " + it.key(), num(c["requests"]["completed"]), num(c["requests"]["rejected"]), ms(l["ttft"]["p50"]),
-                    ms(l["ttft"]["p99"]), ms(l["tpot"]["p50"]), ms(l["e2e"]["p99"]), num(c["throughput"]["output_tokens_per_s"], 1),
-                    usd(c["cost"]["usd"], 2), usd(c["cost"]["per_million_output_tokens_usd"], 3)});
+    rows.push_back({"  " + it.key(), num(c["requests"]["completed"]), num(c["requests"]["rejected"]),
+                    ms(l["ttft"]["p50"]), ms(l["ttft"]["p99"]), ms(l["tpot"]["p50"]), ms(l["e2e"]["p99"]),
+                    num(c["throughput"]["output_tokens_per_s"], 1), usd(c["cost"]["usd"], 2),
+                    usd(c["cost"]["per_million_output_tokens_usd"], 3)});
   }
   std::string o = columns(rows, "");
   rows.clear();
-  rows.push_back({"by pool", "devices", "replicas", "busy", "idle", "cold start", "mean batch", "device-h", "$", "$/1M out"});
+  rows.push_back(
+      {"by pool", "devices", "replicas", "busy", "idle", "cold start", "mean batch", "device-h", "$", "$/1M out"});
   for (auto it = r["pools"].begin(); it != r["pools"].end(); ++it) {
     const Json& p = it.value();
     const Json& u = p["utilization"];
     rows.push_back({"  " + it.key(), fmt::format("{} x {}", p["devices"].get<int>(), p["device"].get<std::string>()),
                     num(p["fleet"]["mean_replicas"], 2), pct(u["busy_fraction"]), pct(u["idle_fraction"]),
-                    pct(u["cold_start_fraction"]), num(u["mean_batch_size"], 1), hours(p["cost"]["device_hours"].get<double>()),
-                    usd(p["cost"]["total_usd"], 2), usd(p["cost"]["per_million_output_tokens_usd"], 3)});
+                    pct(u["cold_start_fraction"]), num(u["mean_batch_size"], 1),
+                    hours(p["cost"]["device_hours"].get<double>()), usd(p["cost"]["total_usd"], 2),
+                    usd(p["cost"]["per_million_output_tokens_usd"], 3)});
   }
   o += columns(rows, "");
   // the host CPU stage beside the device it feeds
   rows.clear();
-  rows.push_back({"host CPU", "cores/replica", "host busy", "device busy", "wait mean", "wait p99", "host time p99",
-                  "of TTFT"});
+  rows.push_back(
+      {"host CPU", "cores/replica", "host busy", "device busy", "wait mean", "wait p99", "host time p99", "of TTFT"});
   for (auto it = r["pools"].begin(); it != r["pools"].end(); ++it) {
     if (!it.value().contains("host")) continue;
     const Json& h = it.value()["host"];
@@ -89,8 +94,8 @@ std::string by_class_and_pool(const Json& r) {
   for (auto it = r["pools"].begin(); it != r["pools"].end(); ++it) {
     const Json& f = it.value()["fleet"];
     if (f.value("neighbour_failures", 0.0) > 0)
-      o += fmt::format("  {}: {} crashes and {} interruptions took down {} more MPS clients of their devices\n", it.key(),
-                       num(f["crashes"], 0), num(f["interruptions"], 0), num(f["neighbour_failures"], 0));
+      o += fmt::format("  {}: {} crashes and {} interruptions took down {} more MPS clients of their devices\n",
+                       it.key(), num(f["crashes"], 0), num(f["interruptions"], 0), num(f["neighbour_failures"], 0));
   }
   return o;
 }
@@ -103,13 +108,15 @@ std::string ledger_table(const Json& r) {
   std::vector<std::vector<std::string>> rows;
   for (auto it = L["pools"].begin(); it != L["pools"].end(); ++it)
     for (const auto& line : it.value()["pricing"])
-      rows.push_back({"pool " + it.key(), line["category"].get<std::string>(), hours(line["device_hours"].get<double>()),
-                      "x", fmt::format("${:.3f}/h", line["effective_usd_per_hour"].get<double>()), "=",
+      rows.push_back({"pool " + it.key(), line["category"].get<std::string>(),
+                      hours(line["device_hours"].get<double>()), "x",
+                      fmt::format("${:.3f}/h", line["effective_usd_per_hour"].get<double>()), "=",
                       dollars(line["effective_usd"].get<double>()),
                       fmt::format("(list ${:.2f}/h = {})", line["list_usd_per_hour"].get<double>(),
                                   dollars(line["list_usd"].get<double>()))});
   rows.push_back({"total", "", hours(L["billed_device_hours"].get<double>()), "x",
-                  fmt::format("${:.3f}/h", L["usd_per_device_hour"].get<double>()), "=", dollars(L["effective_usd"].get<double>()),
+                  fmt::format("${:.3f}/h", L["usd_per_device_hour"].get<double>()), "=",
+                  dollars(L["effective_usd"].get<double>()),
                   fmt::format("(list {})", dollars(L["list_usd"].get<double>()))});
   o += columns(rows, "  ");
   rows.clear();
@@ -127,33 +134,37 @@ std::string ledger_table(const Json& r) {
   for (auto it = L["pools"].begin(); it != L["pools"].end(); ++it) {
     if (!it.value().contains("node_autoscaling")) continue;
     const Json& n = it.value()["node_autoscaling"];
-    o += fmt::format("{:<12}pool {}: {:.2f} nodes up on average, {} node-hours; empty nodes kept {} h by a pinned pod and "
-                     "{} h waiting for removal; {:g} replica start{} found no node\n",
-                     "nodes", it.key(), n["mean_nodes"].get<double>(), hours(n["node_hours"].get<double>()),
-                     hours(n["pinned_empty_node_hours"].get<double>()), hours(n["unneeded_empty_node_hours"].get<double>()),
-                     n["unschedulable_starts"].get<double>(), n["unschedulable_starts"].get<double>() == 1 ? "" : "s");
+    o += fmt::format(
+        "{:<12}pool {}: {:.2f} nodes up on average, {} node-hours; empty nodes kept {} h by a pinned pod and "
+        "{} h waiting for removal; {:g} replica start{} found no node\n",
+        "nodes", it.key(), n["mean_nodes"].get<double>(), hours(n["node_hours"].get<double>()),
+        hours(n["pinned_empty_node_hours"].get<double>()), hours(n["unneeded_empty_node_hours"].get<double>()),
+        n["unschedulable_starts"].get<double>(), n["unschedulable_starts"].get<double>() == 1 ? "" : "s");
   }
   for (auto it = L["pools"].begin(); it != L["pools"].end(); ++it) {
     if (!it.value().contains("ownership")) continue;
     const Json& w = it.value()["ownership"];
     std::string parts;
     for (const auto& c : w["components"])
-      parts += fmt::format("{}{} {}", parts.empty() ? "" : " + ", c["name"].get<std::string>(), dollars(c["usd"].get<double>()));
-    o += fmt::format("{:<12}pool {}: {} replicas on {} node{} ({} device-hours stranded); {} = {}, ${:.3f}/device-hour against "
-                     "${:.2f} on demand; owning breaks even at {:.0f}% of the owned hours\n",
-                     w["model"].get<std::string>(), it.key(), w["owned_replicas"].get<int>(), w["owned_nodes"].get<int>(),
-                     w["owned_nodes"].get<int>() == 1 ? "" : "s", hours(w["stranded_device_hours"].get<double>()), parts,
-                     dollars(w["usd"].get<double>()), w["usd_per_device_hour"].get<double>(),
-                     w["on_demand_usd_per_device_hour"].get<double>(), 100.0 * w["break_even_utilization"].get<double>());
+      parts += fmt::format("{}{} {}", parts.empty() ? "" : " + ", c["name"].get<std::string>(),
+                           dollars(c["usd"].get<double>()));
+    o += fmt::format(
+        "{:<12}pool {}: {} replicas on {} node{} ({} device-hours stranded); {} = {}, ${:.3f}/device-hour against "
+        "${:.2f} on demand; owning breaks even at {:.0f}% of the owned hours\n",
+        w["model"].get<std::string>(), it.key(), w["owned_replicas"].get<int>(), w["owned_nodes"].get<int>(),
+        w["owned_nodes"].get<int>() == 1 ? "" : "s", hours(w["stranded_device_hours"].get<double>()), parts,
+        dollars(w["usd"].get<double>()), w["usd_per_device_hour"].get<double>(),
+        w["on_demand_usd_per_device_hour"].get<double>(), 100.0 * w["break_even_utilization"].get<double>());
     const Json& ys = w["years"];
     if (!ys.empty()) {
       const Json& last = ys.back();
-      o += fmt::format("{:<12}over {} year{}: owning {} (capex as paid + running costs), renting the same hours {}; {}\n", "",
-                       last["year"].get<int>(), last["year"].get<int>() == 1 ? "" : "s",
-                       dollars(last["own_cumulative_usd"].get<double>()), dollars(last["rent_cumulative_usd"].get<double>()),
-                       w["owning_cheaper_from_year"].is_null()
-                           ? std::string("renting stays cheaper")
-                           : fmt::format("owning is cheaper from year {}", w["owning_cheaper_from_year"].get<int>()));
+      o += fmt::format(
+          "{:<12}over {} year{}: owning {} (capex as paid + running costs), renting the same hours {}; {}\n", "",
+          last["year"].get<int>(), last["year"].get<int>() == 1 ? "" : "s",
+          dollars(last["own_cumulative_usd"].get<double>()), dollars(last["rent_cumulative_usd"].get<double>()),
+          w["owning_cheaper_from_year"].is_null()
+              ? std::string("renting stays cheaper")
+              : fmt::format("owning is cheaper from year {}", w["owning_cheaper_from_year"].get<int>()));
     }
     if (w.contains("newer_device")) {
       const Json& nd = w["newer_device"];
@@ -161,40 +172,44 @@ std::string ledger_table(const Json& r) {
       auto year = [](const Json& y, const char* never) {
         return y.is_null() ? std::string(never) : fmt::format("from year {}", y.get<int>());
       };
-      o += fmt::format("{:<12}newer: {} x {} against {} x {}: ${:.3f} per 1M tokens in year 1 against ${:.3f} (${:.3f} on "
-                       "running costs alone); p99 TTFT {:.2f} s against {:.2f} s; cheaper to buy {}; replacing the "
-                       "paid-for fleet pays {}\n",
-                       "", nw["replicas"].get<int>(), nw["device"].get<std::string>(), cur["replicas"].get<int>(),
-                       cur["device"].get<std::string>(), y1["newer_usd_per_million_tokens"].get<double>(),
-                       y1["current_usd_per_million_tokens"].get<double>(),
-                       y1["current_running_usd_per_million_tokens"].get<double>(), nw["p99_ttft_s"].get<double>(),
-                       cur["p99_ttft_s"].get<double>(), year(nd["newer_cheaper_from_year"], "never in the view"),
-                       year(nd["replacing_pays_from_year"], "never in the view"));
+      o += fmt::format(
+          "{:<12}newer: {} x {} against {} x {}: ${:.3f} per 1M tokens in year 1 against ${:.3f} (${:.3f} on "
+          "running costs alone); p99 TTFT {:.2f} s against {:.2f} s; cheaper to buy {}; replacing the "
+          "paid-for fleet pays {}\n",
+          "", nw["replicas"].get<int>(), nw["device"].get<std::string>(), cur["replicas"].get<int>(),
+          cur["device"].get<std::string>(), y1["newer_usd_per_million_tokens"].get<double>(),
+          y1["current_usd_per_million_tokens"].get<double>(),
+          y1["current_running_usd_per_million_tokens"].get<double>(), nw["p99_ttft_s"].get<double>(),
+          cur["p99_ttft_s"].get<double>(), year(nd["newer_cheaper_from_year"], "never in the view"),
+          year(nd["replacing_pays_from_year"], "never in the view"));
     }
     if (w.contains("repair")) {
       const Json& rp = w["repair"];
-      o += fmt::format("{:<12}repair: {:g} failure{} in the window waited {} replica-hours for a device ({} spare{}, {:g} days "
-                       "to repair): availability {:.1f}%\n",
-                       "", rp["failures"].get<double>(), rp["failures"].get<double>() == 1 ? "" : "s",
-                       hours(rp["awaiting_device_hours"].get<double>()), rp["spares"].get<int>(),
-                       rp["spares"].get<int>() == 1 ? "" : "s", rp["repair_days"].get<double>(),
-                       100.0 * rp["availability"].get<double>());
+      o += fmt::format(
+          "{:<12}repair: {:g} failure{} in the window waited {} replica-hours for a device ({} spare{}, {:g} days "
+          "to repair): availability {:.1f}%\n",
+          "", rp["failures"].get<double>(), rp["failures"].get<double>() == 1 ? "" : "s",
+          hours(rp["awaiting_device_hours"].get<double>()), rp["spares"].get<int>(),
+          rp["spares"].get<int>() == 1 ? "" : "s", rp["repair_days"].get<double>(),
+          100.0 * rp["availability"].get<double>());
     }
   }
   if (L["classes"].size() > 1) {
     for (auto it = L["classes"].begin(); it != L["classes"].end(); ++it) {
       const Json& c = it.value();
-      rows.push_back({"class " + it.key(), "pool " + c["pool"].get<std::string>(), "team " + c["team"].get<std::string>(),
-                      dollars(c["usd"].get<double>()), "= busy", dollars(c["busy_usd"].get<double>()), "+ idle share",
-                      dollars(c["idle_share_usd"].get<double>()), "per 1M in", usd(c["per_million_input_tokens_usd"], 3), "out",
+      rows.push_back({"class " + it.key(), "pool " + c["pool"].get<std::string>(),
+                      "team " + c["team"].get<std::string>(), dollars(c["usd"].get<double>()), "= busy",
+                      dollars(c["busy_usd"].get<double>()), "+ idle share", dollars(c["idle_share_usd"].get<double>()),
+                      "per 1M in", usd(c["per_million_input_tokens_usd"], 3), "out",
                       usd(c["per_million_output_tokens_usd"], 3)});
     }
     o += columns(rows, "  ");
   }
   const Json& co = r["cost"];
-  o += fmt::format("per unit    request {}   per 1M input {}   per 1M output {}   idle {} of {}\n", usd(co["per_request_usd"], 5),
-                   usd(co["per_million_input_tokens_usd"], 3), usd(co["per_million_output_tokens_usd"], 3),
-                   dollars(co["idle_usd"].get<double>()), dollars(co["total_usd"].get<double>()));
+  o += fmt::format("per unit    request {}   per 1M input {}   per 1M output {}   idle {} of {}\n",
+                   usd(co["per_request_usd"], 5), usd(co["per_million_input_tokens_usd"], 3),
+                   usd(co["per_million_output_tokens_usd"], 3), dollars(co["idle_usd"].get<double>()),
+                   dollars(co["total_usd"].get<double>()));
   o += fmt::format("30 days     {} ({})\n", dollars(L["projection_30d"]["effective_usd"].get<double>()),
                    L["projection_30d"]["note"].get<std::string>());
   return o;
@@ -213,11 +228,13 @@ std::string format_run_table(const Json& r) {
       pools += fmt::format("{}{}: {} x {}", pools.empty() ? "" : ", ", it.key(), it.value()["devices"].get<int>(),
                            it.value()["device"].get<std::string>());
     o += fmt::format("scenario  {}  ({} devices in {} replicas; {})\n", sc["name"].get<std::string>(),
-                     sc.contains("devices") ? sc["devices"].get<int>() : sc["replicas"].get<int>(), sc["replicas"].get<int>(), pools);
+                     sc.contains("devices") ? sc["devices"].get<int>() : sc["replicas"].get<int>(),
+                     sc["replicas"].get<int>(), pools);
   } else {
     if (sc.contains("tensor_parallel") && sc["devices"].get<int>() != sc["replicas"].get<int>())
-      par = fmt::format(" in {} replica{} of tp {} x pp {}", sc["replicas"].get<int>(), sc["replicas"].get<int>() == 1 ? "" : "s",
-                        sc["tensor_parallel"].get<int>(), sc["pipeline_parallel"].get<int>());
+      par = fmt::format(" in {} replica{} of tp {} x pp {}", sc["replicas"].get<int>(),
+                        sc["replicas"].get<int>() == 1 ? "" : "s", sc["tensor_parallel"].get<int>(),
+                        sc["pipeline_parallel"].get<int>());
     o += fmt::format("scenario  {}  ({} x {}{} {}, {} batching, router {})\n", sc["name"].get<std::string>(),
                      sc.contains("devices") ? sc["devices"].get<int>() : sc["replicas"].get<int>(),
                      sc["device"].get<std::string>(), par, sc["model"].get<std::string>(),
@@ -232,21 +249,25 @@ std::string format_run_table(const Json& r) {
   else
     arrivals = fmt::format("{} arrivals at {:.3f}/s", sc["arrival"].get<std::string>(), sc["rate_per_s"].get<double>());
   if (multi && r.contains("classes")) {
-    o += fmt::format("workload  {:.0f} s measured after {:.0f} s warm-up, seed {}\n", r["simulation"]["window_s"].get<double>(),
-                     sc["warmup_s"].get<double>(), sc["seed"].get<uint64_t>());
+    o += fmt::format("workload  {:.0f} s measured after {:.0f} s warm-up, seed {}\n",
+                     r["simulation"]["window_s"].get<double>(), sc["warmup_s"].get<double>(),
+                     sc["seed"].get<uint64_t>());
     std::vector<std::vector<std::string>> rows;
     for (auto it = r["classes"].begin(); it != r["classes"].end(); ++it) {
       const Json& w = it.value()["workload"];
-      rows.push_back({"class " + it.key(), "-> pool " + it.value()["pool"].get<std::string>(),
-                      w.contains("clients") ? fmt::format("{} {} clients", w["clients"].get<int64_t>(), w["arrival"].get<std::string>())
-                                            : fmt::format("{} at {:.3f}/s", w["arrival"].get<std::string>(), w["rate_per_s"].get<double>()),
-                      "prompt " + w["prompt_tokens"].get<std::string>(), "output " + w["output_tokens"].get<std::string>()});
+      rows.push_back(
+          {"class " + it.key(), "-> pool " + it.value()["pool"].get<std::string>(),
+           w.contains("clients")
+               ? fmt::format("{} {} clients", w["clients"].get<int64_t>(), w["arrival"].get<std::string>())
+               : fmt::format("{} at {:.3f}/s", w["arrival"].get<std::string>(), w["rate_per_s"].get<double>()),
+           "prompt " + w["prompt_tokens"].get<std::string>(), "output " + w["output_tokens"].get<std::string>()});
     }
     o += columns(rows, "          ");
   } else {
-    o += fmt::format("workload  {}, prompt {}, output {}; {:.0f} s measured after {:.0f} s warm-up, seed {}\n", arrivals,
-                     sc["prompt_tokens"].get<std::string>(), sc["output_tokens"].get<std::string>(),
-                     r["simulation"]["window_s"].get<double>(), sc["warmup_s"].get<double>(), sc["seed"].get<uint64_t>());
+    o += fmt::format("workload  {}, prompt {}, output {}; {:.0f} s measured after {:.0f} s warm-up, seed {}\n",
+                     arrivals, sc["prompt_tokens"].get<std::string>(), sc["output_tokens"].get<std::string>(),
+                     r["simulation"]["window_s"].get<double>(), sc["warmup_s"].get<double>(),
+                     sc["seed"].get<uint64_t>());
   }
   if (sc.contains("step_time")) {
     const Json& st = sc["step_time"];
@@ -255,12 +276,14 @@ std::string format_run_table(const Json& r) {
       const Json& h = st["held_out"];
       for (const char* k : {"mean_ttft", "mean_tpot", "mean_e2e"})
         if (h.contains(std::string("median_abs_error_") + k))
-          err += fmt::format("{}{} {:.0f}%", err.empty() ? "" : ", ", k, 100.0 * h[std::string("median_abs_error_") + k].get<double>());
+          err += fmt::format("{}{} {:.0f}%", err.empty() ? "" : ", ", k,
+                             100.0 * h[std::string("median_abs_error_") + k].get<double>());
       o += fmt::format("steps     calibrated profile {} (median error on {} held-out runs: {})\n",
                        st["profile"].get<std::string>(), h["points"].get<int>(), err.empty() ? "none measured" : err);
     } else {
-      o += fmt::format("steps     {} (uncalibrated: docs/validation.md gives its error; `fleetsim fit` makes a profile)\n",
-                       sc["perf_model"].get<std::string>());
+      o += fmt::format(
+          "steps     {} (uncalibrated: docs/validation.md gives its error; `fleetsim fit` makes a profile)\n",
+          sc["perf_model"].get<std::string>());
     }
   }
   o += "\n";
@@ -272,14 +295,15 @@ std::string format_run_table(const Json& r) {
   if (rq["retried"].get<double>() + rq["failed"].get<double>() > 0)
     o += fmt::format("  retried {}  failed {}", num(rq["retried"]), num(rq["failed"]));
   if (rq.contains("prefix_tokens_reused") && rq["prefix_tokens_reused"].get<double>() > 0)
-    o += fmt::format("  prefix hits {} ({} of input tokens reused)", num(rq["prefix_hits"]), pct(rq["prefix_reuse_share"]));
+    o += fmt::format("  prefix hits {} ({} of input tokens reused)", num(rq["prefix_hits"]),
+                     pct(rq["prefix_reuse_share"]));
   o += "\n\n";
   o += fmt::format("latency (ms)     {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}\n", "mean", "p50", "p90", "p95", "p99",
                    "p99.9", "max");
   for (const char* k : {"ttft", "tpot", "e2e", "queue_wait"}) {
     const Json& l = r["latency_s"][k];
-    o += fmt::format("  {:<14} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}\n", k, ms(l["mean"]), ms(l["p50"]), ms(l["p90"]),
-                     ms(l["p95"]), ms(l["p99"]), ms(l["p999"]), ms(l["max"]));
+    o += fmt::format("  {:<14} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}\n", k, ms(l["mean"]), ms(l["p50"]),
+                     ms(l["p90"]), ms(l["p95"]), ms(l["p99"]), ms(l["p999"]), ms(l["max"]));
   }
   if (multi && r.contains("classes")) o += "\n" + by_class_and_pool(r);
   const Json& th = r["throughput"];
@@ -304,43 +328,49 @@ std::string format_run_table(const Json& r) {
                    pct(ut["memory_occupancy"]));
   if (r.contains("host") && !multi) {  // several pools: the by-pool table has it
     const Json& h = r["host"];
-    o += fmt::format("host CPU    {}busy {}  wait mean {} ms, p99 {} ms  host time mean {} ms, p99 {} ms: {} of TTFT\n",
-                     h.contains("cores_per_replica") ? fmt::format("{} cores/replica  ", h["cores_per_replica"].get<int>()) : "",
-                     pct(h["utilization"]), ms(h["mean_wait_s"]), ms(h["p99_wait_s"]), ms(h["mean_time_s"]),
-                     ms(h["p99_time_s"]), pct(h["ttft_share"]));
+    o += fmt::format(
+        "host CPU    {}busy {}  wait mean {} ms, p99 {} ms  host time mean {} ms, p99 {} ms: {} of TTFT\n",
+        h.contains("cores_per_replica") ? fmt::format("{} cores/replica  ", h["cores_per_replica"].get<int>()) : "",
+        pct(h["utilization"]), ms(h["mean_wait_s"]), ms(h["p99_wait_s"]), ms(h["mean_time_s"]), ms(h["p99_time_s"]),
+        pct(h["ttft_share"]));
   }
   const Json& fl = r["fleet"];
   const double downed = fl.value("neighbour_failures", 0.0);
   if (fl["scale_ups"].get<double>() + fl["scale_downs"].get<double>() + fl["crashes"].get<double>() +
-          fl["interruptions"].get<double>() + downed > 0)
-    o += fmt::format("fleet       mean {} replicas, max {}, {} started, {} stopped, {} crashes, {} interruptions{}\n",
-                     num(fl["mean_replicas"], 2), num(fl["max_replicas"], 0), num(fl["scale_ups"], 0),
-                     num(fl["scale_downs"], 0), num(fl["crashes"], 0), num(fl["interruptions"], 0),
-                     downed > 0 ? fmt::format(", {} taken down by a neighbour (MPS)", num(fl["neighbour_failures"], 0)) : "");
+          fl["interruptions"].get<double>() + downed >
+      0)
+    o += fmt::format(
+        "fleet       mean {} replicas, max {}, {} started, {} stopped, {} crashes, {} interruptions{}\n",
+        num(fl["mean_replicas"], 2), num(fl["max_replicas"], 0), num(fl["scale_ups"], 0), num(fl["scale_downs"], 0),
+        num(fl["crashes"], 0), num(fl["interruptions"], 0),
+        downed > 0 ? fmt::format(", {} taken down by a neighbour (MPS)", num(fl["neighbour_failures"], 0)) : "");
   if (fl.contains("cpu_fallback")) {
     const Json& cf = fl["cpu_fallback"];
-    o += fmt::format("cpu fallback {} replica-hours ({} of provisioned) on the host CPU, {} of them in steps: "
-                     "devices paid for and idle\n",
-                     num(cf["replica_hours"], 2), pct(cf["share_of_replica_hours"]), num(cf["cpu_busy_replica_hours"], 2));
+    o += fmt::format(
+        "cpu fallback {} replica-hours ({} of provisioned) on the host CPU, {} of them in steps: "
+        "devices paid for and idle\n",
+        num(cf["replica_hours"], 2), pct(cf["share_of_replica_hours"]), num(cf["cpu_busy_replica_hours"], 2));
   }
   if (fl.contains("thermal")) {
     const Json& th = fl["thermal"];
     o += fmt::format("thermal     throttled {} replica-hours: {} of device-busy time, {} of steps\n",
-                     num(th["throttled_replica_hours"], 2), pct(th["throttled_busy_share"]), pct(th["throttled_step_share"]));
+                     num(th["throttled_replica_hours"], 2), pct(th["throttled_busy_share"]),
+                     pct(th["throttled_step_share"]));
   }
   o += ledger_table(r);
   const Json& cap = r["capacity"];
-  o += fmt::format("capacity    weights {:.1f} GiB  KV {:.1f} GiB = {} tokens ({} B/token)  fits {} requests at {} tokens\n",
-                   cap["weights_gib"].get<double>(), cap["kv_gib"].get<double>(), num(cap["kv_capacity_tokens"]),
-                   num(cap["kv_bytes_per_token"], 0), num(cap["max_concurrent_at_mean_context"]),
-                   num(cap["mean_context_tokens"]));
+  o += fmt::format(
+      "capacity    weights {:.1f} GiB  KV {:.1f} GiB = {} tokens ({} B/token)  fits {} requests at {} tokens\n",
+      cap["weights_gib"].get<double>(), cap["kv_gib"].get<double>(), num(cap["kv_capacity_tokens"]),
+      num(cap["kv_bytes_per_token"], 0), num(cap["max_concurrent_at_mean_context"]), num(cap["mean_context_tokens"]));
   return o;
 }
 
 std::string format_capacity_table(const Json& c, const std::string& title) {
   std::string o = title + "\n";
   auto row = [&](const char* label, const std::string& v) { o += fmt::format("  {:<36} {}\n", label, v); };
-  if (c.value("devices_per_replica", 1) > 1) row("devices per replica (figures per device)", num(c["devices_per_replica"]));
+  if (c.value("devices_per_replica", 1) > 1)
+    row("devices per replica (figures per device)", num(c["devices_per_replica"]));
   row("device memory (GiB)", num(c["device_gib"], 2));
   row("x gpu_memory_utilization (GiB)", num(c["usable_gib"], 2));
   row("- weights (GiB)", num(c["weights_gib"], 2));

@@ -3,8 +3,8 @@
 // trajectory does not depend on the measurement window), so every figure is exact, not sampled.
 // The simulation runs once; the intervals are measured on copies of it (windows.hpp).
 #pragma once
-#include "report/report.hpp"
 #include "input/scenario.hpp"
+#include "report/report.hpp"
 
 namespace fleetsim {
 

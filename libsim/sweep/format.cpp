@@ -30,7 +30,9 @@ std::string format_sweep_table(const Json& doc, size_t max_rows) {
   std::string o;
   o += fmt::format("sweep    {}: {} configurations{} x {} replications", doc["scenario"]["name"].get<std::string>(),
                    sw["configurations"].get<uint64_t>(),
-                   sw["sample"].is_null() ? " (full grid)" : fmt::format(" (random sample of a {} grid)", sw["grid_size"].get<uint64_t>()),
+                   sw["sample"].is_null()
+                       ? " (full grid)"
+                       : fmt::format(" (random sample of a {} grid)", sw["grid_size"].get<uint64_t>()),
                    sw["replications"].get<uint32_t>());
   if (doc["shard"]["count"].get<uint32_t>() > 1)
     o += fmt::format(", shard {}/{}", doc["shard"]["index"].get<uint32_t>(), doc["shard"]["count"].get<uint32_t>());

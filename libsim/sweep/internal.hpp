@@ -15,11 +15,12 @@
 namespace fleetsim::sweep_detail {
 
 // The metrics a sweep row reports: every numeric leaf of these sections of the run report.
-inline const char* const kMetricSections[] = {"requests", "latency_s", "throughput", "utilization", "cost", "capacity",
-                                              "fleet", "classes", "pools", "teams", "simulation"};
+inline const char* const kMetricSections[] = {"requests", "latency_s", "throughput", "utilization",
+                                              "cost",     "capacity",  "fleet",      "classes",
+                                              "pools",    "teams",     "simulation"};
 // Metrics with a 95% confidence interval in every row.
-inline const char* const kHeadline[] = {"cost.per_request_usd", "cost.per_million_output_tokens_usd", "latency_s.ttft.p99",
-                                        "utilization.busy_fraction"};
+inline const char* const kHeadline[] = {"cost.per_request_usd", "cost.per_million_output_tokens_usd",
+                                        "latency_s.ttft.p99", "utilization.busy_fraction"};
 
 // The value index of each parameter at grid point g (the last parameter varies fastest).
 template <class Count>
@@ -112,7 +113,8 @@ struct At {
       const uint64_t u = v.get<uint64_t>();
       if (u >= lo && u <= hi) return u;
     }
-    if (hi == std::numeric_limits<uint64_t>::max()) fail(fmt::format("expected an integer >= {}, got {}", lo, describe(v)));
+    if (hi == std::numeric_limits<uint64_t>::max())
+      fail(fmt::format("expected an integer >= {}, got {}", lo, describe(v)));
     fail(fmt::format("expected an integer in [{}, {}], got {}", lo, hi, describe(v)));
   }
   const std::string& str() const {
@@ -142,7 +144,6 @@ struct SweepShape {
   // of the parameter's values)
   std::function<Json(uint64_t)> expected_parameters;
 };
-
 
 uint64_t check_row(const At& row, const SweepShape& sh);
 std::string first_difference(const Json& a, const Json& b, const std::string& ptr);

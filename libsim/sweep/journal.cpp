@@ -55,7 +55,8 @@ std::string header_mismatch(const Json& got, const Json& want) {
   if (!got.is_object() || got.value("fleetsim_journal", Json()) != "sweep")
     return "not a fleetsim sweep journal (its first line should name the sweep)";
   if (got.value("version", Json()) != kJournalVersion)
-    return fmt::format("/version: {}: this fleetsim reads journal version {}", value_at(got, "/version"), kJournalVersion);
+    return fmt::format("/version: {}: this fleetsim reads journal version {}", value_at(got, "/version"),
+                       kJournalVersion);
   struct Field {
     const char* ptr;
     const char* what;
@@ -105,14 +106,16 @@ int open_journal(const std::string& path, int flags) {
   if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
     throw InputError(Location{path, 0, 0, ""}, "is a directory, not a journal file");
   const int fd = ::open(path.c_str(), flags | O_CLOEXEC, 0666);
-  if (fd < 0) throw InputError(Location{path, 0, 0, ""}, fmt::format("cannot open the journal: {}", std::strerror(errno)));
+  if (fd < 0)
+    throw InputError(Location{path, 0, 0, ""}, fmt::format("cannot open the journal: {}", std::strerror(errno)));
   struct stat fst {};
   if (::fstat(fd, &fst) == 0 && !S_ISREG(fst.st_mode)) return fd;  // a device or a pipe: nothing to lock
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     const int err = errno;
     ::close(fd);
-    throw InputError(Location{path, 0, 0, ""}, err == EWOULDBLOCK ? std::string("the journal is in use by another running sweep")
-                                                                  : fmt::format("cannot lock the journal: {}", std::strerror(err)));
+    throw InputError(Location{path, 0, 0, ""}, err == EWOULDBLOCK
+                                                   ? std::string("the journal is in use by another running sweep")
+                                                   : fmt::format("cannot lock the journal: {}", std::strerror(err)));
   }
   return fd;
 }
@@ -132,10 +135,11 @@ SweepJournal SweepJournal::create(const std::string& path, const ScenarioSource&
   FdCloser fd{open_journal(path, O_RDWR | O_CREAT)};
   struct stat st {};
   if (::fstat(fd.fd, &st) == 0 && st.st_size > 0)
-    throw InputError(Location{path, 0, 0, ""},
-                     fmt::format("the journal exists and may hold finished configurations: continue it with --resume {}, "
-                                 "or remove it to start afresh",
-                                 path));
+    throw InputError(
+        Location{path, 0, 0, ""},
+        fmt::format("the journal exists and may hold finished configurations: continue it with --resume {}, "
+                    "or remove it to start afresh",
+                    path));
   SweepJournal j;
   j.path_ = path;
   j.file_.reset(append_stream(fd, path));
@@ -162,11 +166,13 @@ SweepJournal SweepJournal::resume(const std::string& path, const ScenarioSource&
     }
     text.append(buf, size_t(n));
   }
-  const size_t complete = text.rfind('\n') == std::string::npos ? 0 : text.rfind('\n') + 1;  // a cut-short tail is dropped
+  const size_t complete =
+      text.rfind('\n') == std::string::npos ? 0 : text.rfind('\n') + 1;  // a cut-short tail is dropped
   if (complete == 0)
-    throw InputError(Location{path, 0, 0, ""},
-                     "the journal has no complete first line (it was cut short before the sweep started): remove it and "
-                     "start again with --journal");
+    throw InputError(
+        Location{path, 0, 0, ""},
+        "the journal has no complete first line (it was cut short before the sweep started): remove it and "
+        "start again with --journal");
   const Json want = journal_header(src, spec, shard_index, shard_count);
 
   SweepShape sh;

@@ -68,8 +68,10 @@ void check_metrics(const At& m, int depth) {
   if (depth > 8) m.fail("nested too deeply for a metrics section");
   for (auto it = m.object().begin(); it != m.v.end(); ++it) {
     const At x = m[it.key()];
-    if (x.v.is_object()) check_metrics(x, depth + 1);
-    else if (!x.v.is_number() && !x.v.is_null()) x.fail("expected a number, null or an object, got " + describe(x.v));
+    if (x.v.is_object())
+      check_metrics(x, depth + 1);
+    else if (!x.v.is_number() && !x.v.is_null())
+      x.fail("expected a number, null or an object, got " + describe(x.v));
   }
 }
 
@@ -127,8 +129,9 @@ uint64_t check_row(const At& row, const SweepShape& sh) {
         if (std::none_of(std::begin(kHeadline), std::end(kHeadline), [&](const char* h) { return it.key() == h; }))
           ci[it.key()].fail("not a metric with a confidence interval");
     if (feasible != violations.v.empty())
-      row["feasible"].fail(feasible ? fmt::format("true, but violations lists {} missed SLO bounds", violations.v.size())
-                                    : "false, but the configuration ran and violations is empty");
+      row["feasible"].fail(feasible
+                               ? fmt::format("true, but violations lists {} missed SLO bounds", violations.v.size())
+                               : "false, but the configuration ran and violations is empty");
     if (!feasible) reason.str();
   }
   return i;
@@ -170,7 +173,8 @@ namespace {
 SweepShape check_header(const At& doc) {
   doc.object();
   if (!doc.has("kind")) doc.fail("missing key \"kind\": not a fleetsim sweep document");
-  if (doc["kind"].v != "sweep") doc["kind"].fail(describe(doc["kind"].v) + ": not a fleetsim sweep document (kind \"sweep\")");
+  if (doc["kind"].v != "sweep")
+    doc["kind"].fail(describe(doc["kind"].v) + ": not a fleetsim sweep document (kind \"sweep\")");
   const At ver = doc["schema_version"];
   if (!ver.v.is_number_integer() || ver.v != kSchemaVersion)
     ver.fail(fmt::format("{}: this fleetsim reads schema_version {}", describe(ver.v), kSchemaVersion));
@@ -204,7 +208,8 @@ SweepShape check_header(const At& doc) {
     gs.fail(fmt::format("{}, but the parameters' values make a grid of {}", sh.grid_size, double(grid)));
   const At sample = sw["sample"];
   sh.sampled = !sample.v.is_null();
-  if (sh.sampled && sh.grid_size < 2) sample.fail(fmt::format("expected null for a grid of {}, got {}", sh.grid_size, describe(sample.v)));
+  if (sh.sampled && sh.grid_size < 2)
+    sample.fail(fmt::format("expected null for a grid of {}, got {}", sh.grid_size, describe(sample.v)));
   const uint64_t n = sh.sampled ? sample.uint(1, sh.grid_size - 1) : sh.grid_size;
   const At cf = sw["configurations"];
   sh.configurations = cf.uint(1);
@@ -295,13 +300,14 @@ Json merge_sweeps(const std::vector<std::pair<std::string, Json>>& shards) {
     if (d.empty()) d = first_difference(a["sweep"], b["sweep"], "/sweep");
     if (d.empty() && doc["sweep"]["fingerprint"] != first["sweep"]["fingerprint"]) d = "/sweep/fingerprint";
     if (!d.empty())
-      bad(file, fmt::format("{}: {}, but {} has {}: the shards are of different sweeps{}", d, value_at(doc, d), first_file,
-                            value_at(first, d),
+      bad(file, fmt::format("{}: {}, but {} has {}: the shards are of different sweeps{}", d, value_at(doc, d),
+                            first_file, value_at(first, d),
                             d == "/sweep/fingerprint" ? " (the scenario's text or its --set overrides differ)" : ""));
     const uint32_t k = sh.shard_index, n = sh.shard_count;
     if (count == 0) count = n;
     if (n != count)
-      bad(file, fmt::format("/shard/count: {}, but {} has {}: the shards are of different splits", n, first_file, count));
+      bad(file,
+          fmt::format("/shard/count: {}, but {} has {}: the shards are of different splits", n, first_file, count));
     if (seen.count(k)) bad(file, fmt::format("/shard/index: shard {} appears twice (also {})", k, seen[k]));
     seen[k] = file;
     for (const auto& r : doc["rows"]) rows.push_back(r);
@@ -377,7 +383,9 @@ Json parse_json_located(const std::string& text, const std::string& file, int fi
   ErrorLocator loc;
   Json::sax_parse(text, &loc);
   // the offending character (a syntax error) or the start of the offending number, as line and column
-  size_t at = loc.id == 406 ? loc.position - std::min(loc.position, loc.token.size()) : loc.position > 0 ? loc.position - 1 : 0;
+  size_t at = loc.id == 406      ? loc.position - std::min(loc.position, loc.token.size())
+              : loc.position > 0 ? loc.position - 1
+                                 : 0;
   at = std::min(at, text.size());
   int line = first_line, column = 1;
   size_t line_start = 0;

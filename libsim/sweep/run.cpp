@@ -13,8 +13,8 @@
 #include <utility>
 
 #include "backend/runner.hpp"
-#include "sweep/order.hpp"
 #include "sweep/internal.hpp"
+#include "sweep/order.hpp"
 
 namespace fleetsim {
 
@@ -45,13 +45,13 @@ const Json* at_path(const Json& j, const std::string& path) {
 
 }  // namespace sweep_detail
 
-using sweep_detail::RowOrder;
-using sweep_detail::SummaryAccumulator;
 using sweep_detail::at_path;
 using sweep_detail::kHeadline;
 using sweep_detail::kMetricSections;
 using sweep_detail::num_or_nan;
 using sweep_detail::numeric_leaves;
+using sweep_detail::RowOrder;
+using sweep_detail::SummaryAccumulator;
 using sweep_detail::sweep_header;
 
 namespace {
@@ -73,9 +73,9 @@ void set_path(Json& j, const std::string& path, Json v) {
 }  // namespace
 
 double t_critical_95(uint32_t dof) {
-  static const double t[] = {0,      12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
-                             2.201,  2.179,  2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080,
-                             2.074,  2.069,  2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042};
+  static const double t[] = {0,     12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+                             2.201, 2.179,  2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080,
+                             2.074, 2.069,  2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042};
   if (dof == 0) return 0;
   if (dof <= 30) return t[dof];
   return 1.95996 + 2.4 / double(dof);  // within 0.2% of the t quantile beyond 30
@@ -95,7 +95,6 @@ MeanCI mean_ci(const std::vector<double>& xs) {
   r.half_width = t_critical_95(uint32_t(xs.size() - 1)) * sd / std::sqrt(double(xs.size()));
   return r;
 }
-
 
 Json sweep_row(const SweepSpec& spec, uint64_t config, const Scenario* s, const std::vector<const Tally*>& reps,
                const std::string& infeasible_reason) {
@@ -219,7 +218,8 @@ Backend resolve_backend(Backend requested, std::string* note) {
   return Backend::cpu;
 }
 
-Json sweep_document_header(const ScenarioSource& src, const SweepSpec& spec, uint32_t shard_index, uint32_t shard_count) {
+Json sweep_document_header(const ScenarioSource& src, const SweepSpec& spec, uint32_t shard_index,
+                           uint32_t shard_count) {
   return sweep_header(src, spec, src.instantiate(), shard_index, shard_count);
 }
 
@@ -251,8 +251,9 @@ Json run_sweep(const ScenarioSource& src, const SweepSpec& spec, const SweepOpti
   std::vector<Json> rows;
   std::vector<const Json*> resumed;
   for (const Json& r : opt.finished) resumed.push_back(&r);
-  std::sort(resumed.begin(), resumed.end(),
-            [](const Json* a, const Json* b) { return a->at("index").get<uint64_t>() < b->at("index").get<uint64_t>(); });
+  std::sort(resumed.begin(), resumed.end(), [](const Json* a, const Json* b) {
+    return a->at("index").get<uint64_t>() < b->at("index").get<uint64_t>();
+  });
   size_t resumed_out = 0;
   auto pass = [&](const Json& row) {
     summary.add(row);
@@ -377,7 +378,11 @@ Json run_sweep(const ScenarioSource& src, const SweepSpec& spec, const SweepOpti
     };
     auto each = [&](size_t n, const std::function<void(size_t)>& fn) {
       std::atomic<size_t> nx{0};
-      auto run = [&] { guarded([&] { for (size_t i; (i = nx.fetch_add(1)) < n && !failed.load();) fn(i); }); };
+      auto run = [&] {
+        guarded([&] {
+          for (size_t i; (i = nx.fetch_add(1)) < n && !failed.load();) fn(i);
+        });
+      };
       std::vector<std::thread> pool;
       for (unsigned i = 1; i < threads; ++i) pool.emplace_back(run);
       run();

@@ -8,8 +8,8 @@
 #include <set>
 
 #include "core/philox.hpp"
-#include "sweep/internal.hpp"
 #include "input/yaml_node.hpp"
+#include "sweep/internal.hpp"
 
 namespace fleetsim {
 
@@ -66,8 +66,8 @@ std::string fmt_value(double v) { return fmt::format("{}", v); }
 }  // namespace
 
 std::vector<Override> SweepSpec::overrides(uint64_t config) const {
-  const auto idx = grid_point(sample ? sampled[config] : config, params.size(),
-                              [&](size_t k) { return params[k].values.size(); });
+  const auto idx =
+      grid_point(sample ? sampled[config] : config, params.size(), [&](size_t k) { return params[k].values.size(); });
   std::vector<Override> out;
   for (size_t k = 0; k < params.size(); ++k) {
     const auto& p = params[k];
@@ -77,8 +77,8 @@ std::vector<Override> SweepSpec::overrides(uint64_t config) const {
 }
 
 Json SweepSpec::parameters_json(uint64_t config) const {
-  const auto idx = grid_point(sample ? sampled[config] : config, params.size(),
-                              [&](size_t k) { return params[k].values.size(); });
+  const auto idx =
+      grid_point(sample ? sampled[config] : config, params.size(), [&](size_t k) { return params[k].values.size(); });
   Json j = Json::object();
   for (size_t k = 0; k < params.size(); ++k) j[params[k].path] = params[k].json_values[idx[k]];
   return j;
@@ -117,7 +117,8 @@ SweepSpec parse_sweep(const ScenarioSource& scenario) {
 
   SweepSpec spec;
   spec.replications = sw.has("replications") ? uint32_t(sw.at("replications").integer(1, 10000)) : 1;
-  spec.max_configurations = sw.has("max_configurations") ? uint64_t(sw.at("max_configurations").integer(1, 1000000)) : 100000;
+  spec.max_configurations =
+      sw.has("max_configurations") ? uint64_t(sw.at("max_configurations").integer(1, 1000000)) : 100000;
   spec.sample_seed = sw.has("seed") ? sw.at("seed").unsigned_integer() : base.seed;
 
   const N ps = sw.req("parameters");
@@ -131,9 +132,10 @@ SweepSpec parse_sweep(const ScenarioSource& scenario) {
     // them would only repeat configurations
     for (const char* own : {"sweep", "budgets"})
       if (p.path == own || p.path.rfind(std::string(own) + ".", 0) == 0)
-        N{it->first, v.path, &src}.fail(fmt::format("cannot be swept: a parameter overrides a scenario key in each "
-                                                    "configuration, and the {}: section is read once for the whole sweep",
-                                                    own));
+        N{it->first, v.path, &src}.fail(
+            fmt::format("cannot be swept: a parameter overrides a scenario key in each "
+                        "configuration, and the {}: section is read once for the whole sweep",
+                        own));
     auto add = [&](const YAML::Node& node, const std::string& text, Json json) {
       // the value's place in the file, or the --set that gave it
       Location l = N{node, v.path, &src}.where();
@@ -171,8 +173,8 @@ SweepSpec parse_sweep(const ScenarioSource& scenario) {
     for (size_t i = 0; i < p.json_values.size(); ++i) {
       const Json& x = p.json_values[i];
       if (!seen.insert(x.is_number() ? fmt::format("{}", x.get<double>()) : x.dump()).second)
-        throw InputError(p.origins[i], fmt::format("{}: value {} is listed twice (each configuration once)", v.path,
-                                                   p.values[i]));
+        throw InputError(p.origins[i],
+                         fmt::format("{}: value {} is listed twice (each configuration once)", v.path, p.values[i]));
     }
     spec.params.push_back(std::move(p));
   }
@@ -187,9 +189,10 @@ SweepSpec parse_sweep(const ScenarioSource& scenario) {
   }
   if (spec.count() > spec.max_configurations) {
     const N where = sw.has("sample") ? sw.at("sample") : ps;
-    where.fail(fmt::format("{} configurations exceed the limit of {} (raise sweep.max_configurations, or sample: N "
-                           "random points of the grid)",
-                           spec.count(), spec.max_configurations));
+    where.fail(
+        fmt::format("{} configurations exceed the limit of {} (raise sweep.max_configurations, or sample: N "
+                    "random points of the grid)",
+                    spec.count(), spec.max_configurations));
   }
   if (spec.sample) {
     // Floyd's algorithm: a uniform sample of distinct grid points, keyed by the seed
@@ -230,7 +233,8 @@ SweepSpec parse_sweep(const ScenarioSource& scenario) {
     if (std::find(paths.begin(), paths.end(), m) == paths.end()) {
       const std::string s = did_you_mean(m, paths);
       where.fail("unknown metric '" + m + "'" +
-                 (s.empty() ? " (use a numeric path of the run report, e.g. latency_s.ttft.p99)" : " (did you mean '" + s + "'?)"));
+                 (s.empty() ? " (use a numeric path of the run report, e.g. latency_s.ttft.p99)"
+                            : " (did you mean '" + s + "'?)"));
     }
   };
   if (sw.has("slo")) {

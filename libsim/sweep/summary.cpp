@@ -15,7 +15,8 @@ SummaryAccumulator::SummaryAccumulator(const Json& header)
       total_(header["sweep"]["configurations"].get<uint64_t>()),
       whole_(header["shard"]["count"].get<uint32_t>() == 1) {
   for (const auto& t : header["sweep"]["slo"])
-    slo_.push_back(Bound{t["metric"].get<std::string>(), t["limit"].get<double>(), t["bound"].get<std::string>() == "max"});
+    slo_.push_back(
+        Bound{t["metric"].get<std::string>(), t["limit"].get<double>(), t["bound"].get<std::string>() == "max"});
 }
 
 void SummaryAccumulator::add(const Json& r) {
@@ -39,7 +40,8 @@ void SummaryAccumulator::add(const Json& r) {
     double worst = 0;
     for (const auto& t : slo_) {
       const double x = num_or_nan(r, t.metric);
-      const double excess = std::isnan(x) ? INFINITY : (t.is_max ? x - t.limit : t.limit - x) / std::max(std::fabs(t.limit), 1e-12);
+      const double excess =
+          std::isnan(x) ? INFINITY : (t.is_max ? x - t.limit : t.limit - x) / std::max(std::fabs(t.limit), 1e-12);
       worst = std::max(worst, excess);
     }
     if (worst < closest_excess_) {

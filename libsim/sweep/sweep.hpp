@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "backend/backend.hpp"
-#include "report/report.hpp"
 #include "input/scenario.hpp"
+#include "report/report.hpp"
 
 namespace fleetsim {
 
@@ -35,7 +35,7 @@ struct SloTerm {
 struct SweepSpec {
   std::vector<SweepParam> params;
   uint64_t grid_size = 1;
-  uint64_t sample = 0;  // 0: the full grid
+  uint64_t sample = 0;            // 0: the full grid
   std::vector<uint64_t> sampled;  // grid indices of the sample, ascending
   uint32_t replications = 1;
   uint64_t max_configurations = 100000;
@@ -96,8 +96,7 @@ struct SweepOptions {
 // run_sweep stopped by SweepOptions::stop before every configuration had finished.
 class SweepInterrupted : public std::runtime_error {
  public:
-  SweepInterrupted(uint64_t done, uint64_t total)
-      : std::runtime_error("sweep interrupted"), done(done), total(total) {}
+  SweepInterrupted(uint64_t done, uint64_t total) : std::runtime_error("sweep interrupted"), done(done), total(total) {}
   uint64_t done, total;  // configurations of this shard finished (journal included), and all of them
 };
 
@@ -112,7 +111,8 @@ class OutputError : public std::runtime_error {
 Backend resolve_backend(Backend requested, std::string* note);
 
 // The sweep document's header: every key before "summary" (what a streamed output starts with).
-Json sweep_document_header(const ScenarioSource& src, const SweepSpec& spec, uint32_t shard_index, uint32_t shard_count);
+Json sweep_document_header(const ScenarioSource& src, const SweepSpec& spec, uint32_t shard_index,
+                           uint32_t shard_count);
 
 // Run (this shard of) the sweep. The document is kind "sweep" (docs/output-schema.md).
 Json run_sweep(const ScenarioSource& src, const SweepSpec& spec, const SweepOptions& opt);

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "libsim/base/error.hpp"
 #include "libsim/backend/runner.hpp"
+#include "libsim/base/error.hpp"
 #include "libsim/input/scenario.hpp"
 
 namespace {
@@ -107,7 +107,8 @@ int bench(int argc, char** argv) {
   fmt::print("baseline M/M/{}      {:.3g} requests/s, {:.3g} events/s (binary heap, {} requests)\n", servers,
              double(base_requests) / base_wall, double(base_events) / base_wall, base_requests);
   fmt::print("ratio to baseline   {:.3f}x requests/s, {:.3f}x events/s\n",
-             (requests / wall) / (double(base_requests) / base_wall), (events / wall) / (double(base_events) / base_wall));
+             (requests / wall) / (double(base_requests) / base_wall),
+             (events / wall) / (double(base_events) / base_wall));
   return 0;
 }
 

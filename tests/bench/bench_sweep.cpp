@@ -86,10 +86,14 @@ int main(int argc, char** argv) {
   bool memory = true;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--sample" && i + 1 < argc) sample = std::stoull(argv[++i]);
-    else if (a == "--no-memory") memory = false;
-    else if (a.find('=') != std::string::npos) sets.push_back(a);
-    else path = a;
+    if (a == "--sample" && i + 1 < argc)
+      sample = std::stoull(argv[++i]);
+    else if (a == "--no-memory")
+      memory = false;
+    else if (a.find('=') != std::string::npos)
+      sets.push_back(a);
+    else
+      path = a;
   }
   try {
     const ScenarioSource whole = ScenarioSource::from_file(path).with_overrides(parse_sets(sets));
@@ -113,18 +117,20 @@ int main(int argc, char** argv) {
     for (const auto& m : ms)
       fmt::print("{:<34} {:>9.3f} {:>9.3f} {:>10.2f} {:>12.1f} {:>16.1f}\n", m.name, m.wall, m.cpu, m.cpu / m.wall,
                  double(m.configs) / m.wall, m.wall * double(full) / double(std::max<uint64_t>(1, m.configs)));
-    fmt::print("\nscaling, {} threads / 1 thread: {:.2f}x wall, CPU time {:.2f}x (1.00x: no contention overhead)\n", all,
-               ms[0].wall / ms[1].wall, ms[1].cpu / ms[0].cpu);
+    fmt::print("\nscaling, {} threads / 1 thread: {:.2f}x wall, CPU time {:.2f}x (1.00x: no contention overhead)\n",
+               all, ms[0].wall / ms[1].wall, ms[1].cpu / ms[0].cpu);
     if (ms[1].cpu / ms[1].wall < 0.8 * all)
-      fmt::print("  this process got {:.2f} of {} cores: the others are busy, so threads cannot shorten the wall time\n",
-                 ms[1].cpu / ms[1].wall, all);
+      fmt::print(
+          "  this process got {:.2f} of {} cores: the others are busy, so threads cannot shorten the wall time\n",
+          ms[1].cpu / ms[1].wall, all);
     fmt::print("results identical across thread counts: {}\n", ms[0].text == ms[1].text ? "yes" : "NO");
     if (cuda) {
       const Measure& g = ms[2];
       fmt::print("cuda / cpu ({} threads): {:.2f}x configurations per second\n", all, ms[1].wall / g.wall);
       fmt::print("results identical, cuda and cpu: {}\n", g.text == ms[1].text ? "yes" : "NO");
-      fmt::print("cuda launch: {} jobs in {} launch(es), grid {} x block {}, {} simulations in flight, occupancy {:.1f}%\n",
-                 g.launch.jobs, g.launch.launches, g.launch.grid, g.launch.block, g.launch.slots, 100 * g.launch.occupancy);
+      fmt::print(
+          "cuda launch: {} jobs in {} launch(es), grid {} x block {}, {} simulations in flight, occupancy {:.1f}%\n",
+          g.launch.jobs, g.launch.launches, g.launch.grid, g.launch.block, g.launch.slots, 100 * g.launch.occupancy);
       fmt::print("cuda memory: {:.2f} MiB per simulation in flight, {:.1f} KiB result per job, {:.2f} GiB in all\n",
                  double(g.launch.slot_bytes) / (1 << 20), double(g.launch.result_bytes) / 1024,
                  double(g.launch.device_bytes) / (1 << 30));
@@ -138,7 +144,8 @@ int main(int argc, char** argv) {
       fmt::print("{:>14} {:>14} {:>14}\n", "configurations", "streamed", "whole document");
       for (uint64_t n : {250, 1000, 4000})
         if (n <= full)
-          fmt::print("{:>14} {:>14.1f} {:>14.1f}\n", n, peak_rss_mib(quick, n, true, all), peak_rss_mib(quick, n, false, all));
+          fmt::print("{:>14} {:>14.1f} {:>14.1f}\n", n, peak_rss_mib(quick, n, true, all),
+                     peak_rss_mib(quick, n, false, all));
     }
     return 0;
   } catch (const InputError& e) {

@@ -34,7 +34,8 @@ inline LatencyData load_latency_data(const std::string& dir, const BenchProtocol
   d.holdout = read_benchmarks(dir + "/holdout_points.csv", defaults);
   // e2e where a source gives only TTFT and TPOT: TTFT + (osl - 1) TPOT, as benchmarks define TPOT
   for (auto& p : d.serving)
-    if (!std::isfinite(p.measured[kMeanE2e]) && std::isfinite(p.measured[kMeanTtft]) && std::isfinite(p.measured[kMeanTpot]))
+    if (!std::isfinite(p.measured[kMeanE2e]) && std::isfinite(p.measured[kMeanTtft]) &&
+        std::isfinite(p.measured[kMeanTpot]))
       p.measured[kMeanE2e] = p.measured[kMeanTtft] + (p.osl - 1) * p.measured[kMeanTpot];
   // The independent runs' TPOT column is below the bandwidth floor (Llama-2-7B on an H100 at
   // 3.6 ms, while streaming its 13.5 GB of weights takes 4.0 ms at full bandwidth) and disagrees

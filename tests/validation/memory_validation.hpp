@@ -140,10 +140,10 @@ inline MemoryInputs inputs(const Point& p, const VllmMemoryConstants& k = {}) {
 struct Prediction {
   bool predicted = false;  // false: the point names no catalog model
   Capacity c;
-  bool starts = false;     // vLLM would start (KV for one max_model_len request)
+  bool starts = false;               // vLLM would start (KV for one max_model_len request)
   double logged = NAN, value = NAN;  // in the compared unit (GiB or tokens)
-  double error_pct = NAN;  // 100 (value - logged) / logged, where logged > 0
-  bool scored = false;     // counts in the statistics: fit or held-out with a positive logged value
+  double error_pct = NAN;            // 100 (value - logged) / logged, where logged > 0
+  bool scored = false;               // counts in the statistics: fit or held-out with a positive logged value
 };
 
 inline Prediction predict(const Point& p, const VllmMemoryConstants& k = {}) {
@@ -207,13 +207,16 @@ inline VllmMemoryConstants fit_constants(const std::vector<Point>& pts) {
   if (n) k.non_torch_gib = sum / n;
   sum = 0, n = 0;
   for (const Point* p : fit)
-    if (!std::isnan(p->logged_non_torch_gib) && p->tp * p->pp > 1) sum += p->logged_non_torch_gib - k.non_torch_gib, ++n;
+    if (!std::isnan(p->logged_non_torch_gib) && p->tp * p->pp > 1)
+      sum += p->logged_non_torch_gib - k.non_torch_gib, ++n;
   if (n) k.collective_gib = sum / n;
 
   // 3. activation = max(scale x forward, bytes x seqs x vocab + hidden states): assign each run to
   // the branch that is larger, solve each branch's one-constant least squares, repeat until stable.
   constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-  struct Act { double forward, logits, hidden, y; };
+  struct Act {
+    double forward, logits, hidden, y;
+  };
   std::vector<Act> acts;
   for (const Point* p : fit) {
     if (std::isnan(p->logged_activation_gib) || p->sampler != SamplerPath::pytorch) continue;
@@ -230,8 +233,10 @@ inline VllmMemoryConstants fit_constants(const std::vector<Point>& pts) {
   for (int iter = 0; iter < 50 && !acts.empty(); ++iter) {
     double ff = 0, fy = 0, ll = 0, ly = 0;
     for (const Act& a : acts) {
-      if (scale * a.forward >= bytes * a.logits + a.hidden) ff += a.forward * a.forward, fy += a.forward * a.y;
-      else ll += a.logits * a.logits, ly += a.logits * (a.y - a.hidden);
+      if (scale * a.forward >= bytes * a.logits + a.hidden)
+        ff += a.forward * a.forward, fy += a.forward * a.y;
+      else
+        ll += a.logits * a.logits, ly += a.logits * (a.y - a.hidden);
     }
     const double s2 = ff > 0 ? fy / ff : scale, b2 = ll > 0 ? ly / ll : bytes;
     if (s2 == scale && b2 == bytes) break;

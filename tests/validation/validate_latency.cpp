@@ -5,6 +5,7 @@
 // prints the section as Markdown; --write also rewrites profiles/ and
 // tests/validation/latency_fleetsim.csv (every point's prediction). The split is in
 // latency_validation.hpp.
+#include <sys/stat.h>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -12,7 +13,6 @@
 #include <map>
 #include <sstream>
 #include <string>
-#include <sys/stat.h>
 
 #include "latency_validation.hpp"
 #include "libsim/calibrate/fit.hpp"
@@ -67,10 +67,11 @@ Fitted fit_profile(const std::string& name, const Split& split, const BenchPoint
   p.engine = p0.engine + (p0.engine_version.empty() ? "" : " " + p0.engine_version);
   if (device_level) p.engine = p0.engine;
   p.c = fit_benchmarks(split.fit, opt);
-  p.data = "tests/validation/serving_points.csv: " +
-           (device_level ? "every vLLM configuration on " + p0.device_id
-                         : p0.engine + " runs of " + p0.model_id + " on " + p0.device_id + " tp" + std::to_string(p0.tp)) +
-           ", odd rows of each configuration";
+  p.data =
+      "tests/validation/serving_points.csv: " +
+      (device_level ? "every vLLM configuration on " + p0.device_id
+                    : p0.engine + " runs of " + p0.model_id + " on " + p0.device_id + " tp" + std::to_string(p0.tp)) +
+      ", odd rows of each configuration";
   p.method = "Levenberg-Marquardt over simulated benchmark runs (fleetsim fit)";
   f.fit = evaluate(split.fit, &p.c, opt);
   f.held = evaluate(split.held, &p.c, opt);
@@ -92,15 +93,23 @@ int main(int argc, char** argv) {
   FitOptions opt;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--write") write = true;
-    else if (a == "--threads" && i + 1 < argc) opt.threads = std::atoi(argv[++i]);
-    else if (a == "--requests-per-client" && i + 1 < argc) opt.protocol.requests_per_client = std::atoi(argv[++i]);
-    else if (a == "--jitter-ms" && i + 1 < argc) opt.protocol.client_jitter_s = std::atof(argv[++i]) / 1e3;
-    else if (a == "--only" && i + 1 < argc) only = argv[++i];
+    if (a == "--write")
+      write = true;
+    else if (a == "--threads" && i + 1 < argc)
+      opt.threads = std::atoi(argv[++i]);
+    else if (a == "--requests-per-client" && i + 1 < argc)
+      opt.protocol.requests_per_client = std::atoi(argv[++i]);
+    else if (a == "--jitter-ms" && i + 1 < argc)
+      opt.protocol.client_jitter_s = std::atof(argv[++i]) / 1e3;
+    else if (a == "--only" && i + 1 < argc)
+      only = argv[++i];
     else if (a == "-h" || a == "--help") {
-      std::printf("usage: validate_latency [--write] [--threads N] [--requests-per-client K] [--jitter-ms J] [--only GROUP] [ROOT]\n");
+      std::printf(
+          "usage: validate_latency [--write] [--threads N] [--requests-per-client K] [--jitter-ms J] [--only GROUP] "
+          "[ROOT]\n");
       return 0;
-    } else root = a;
+    } else
+      root = a;
   }
   const LatencyData d = load_latency_data(root + "/tests/validation", opt.protocol);
   int simulatable = 0;
@@ -135,19 +144,21 @@ int main(int argc, char** argv) {
   if (!only.empty()) indep.clear();
   const auto roof_indep = evaluate(indep, nullptr, opt);
   std::vector<PointResult> cal_indep;
-  if (device_fit.count("h100-sxm-80gb")) cal_indep = evaluate(indep, &fitted[device_fit["h100-sxm-80gb"]].profile.c, opt);
+  if (device_fit.count("h100-sxm-80gb"))
+    cal_indep = evaluate(indep, &fitted[device_fit["h100-sxm-80gb"]].profile.c, opt);
 
   std::vector<PointResult> vllm_cfg_held, vllm_dev_held, vllm_cfg_fit;
   for (const auto& f : fitted) {
     const bool dev = f.profile.model.empty();
     if (f.profile.engine.rfind("vllm", 0) != 0) continue;
-    (dev ? vllm_dev_held : vllm_cfg_held).insert((dev ? vllm_dev_held : vllm_cfg_held).end(), f.held.begin(), f.held.end());
+    (dev ? vllm_dev_held : vllm_cfg_held)
+        .insert((dev ? vllm_dev_held : vllm_cfg_held).end(), f.held.begin(), f.held.end());
     if (!dev) vllm_cfg_fit.insert(vllm_cfg_fit.end(), f.fit.begin(), f.fit.end());
   }
 
   std::ostringstream md;
-  md << "Data: " << d.serving.size() << " published serving runs (" << simulatable
-     << " of them expressible), and " << indep.size() << " of the " << d.holdout.size()
+  md << "Data: " << d.serving.size() << " published serving runs (" << simulatable << " of them expressible), and "
+     << indep.size() << " of the " << d.holdout.size()
      << " independent runs (the others lack a request rate or lengths, or lost requests).\n\n";
   md << "### Summary: median |error| on points no fit saw\n\n";
   md << "| predictor, points | points | mean TTFT | mean TPOT | mean e2e | p99 TTFT |\n|---|---|---|---|---|---|\n";
@@ -168,7 +179,8 @@ int main(int argc, char** argv) {
        << pct(p.fit.median[kMeanTtft]) << " | " << pct(p.fit.median[kMeanTpot]) << " |\n";
   }
   md << "\n### Independent runs, one by one (h100-sxm-80gb/vllm, no fit saw them)\n\n";
-  md << "| source | model, tp | ISL / OSL | rate (req/s) | mean TTFT ms (measured / fleetsim) | TPOT ms | e2e ms | p99 TTFT ms |\n"
+  md << "| source | model, tp | ISL / OSL | rate (req/s) | mean TTFT ms (measured / fleetsim) | TPOT ms | e2e ms | p99 "
+        "TTFT ms |\n"
         "|---|---|---|---|---|---|---|---|\n";
   for (const auto& r : cal_indep) {
     const BenchPoint& p = *r.point;
@@ -176,10 +188,11 @@ int main(int argc, char** argv) {
     if (const size_t at = src.find("default_args/"); at != std::string::npos) src = src.substr(at + 13);
     if (const size_t sl = src.find('/'); sl != std::string::npos) src = src.substr(0, sl);
     char b[512];
-    std::snprintf(b, sizeof b, "| %s | %s tp%d | %.0f / %.0f | %.0f | %s / %s | %s / %s | %s / %s | %s / %s |\n", src.c_str(),
-                  p.model.c_str(), p.tp, p.isl, p.osl, p.rate_per_s, ms(p.measured[0]).c_str(), ms(r.predicted.v[0]).c_str(),
-                  ms(p.measured[1]).c_str(), ms(r.predicted.v[1]).c_str(), ms(p.measured[2]).c_str(),
-                  ms(r.predicted.v[2]).c_str(), ms(p.measured[3]).c_str(), ms(r.predicted.v[3]).c_str());
+    std::snprintf(b, sizeof b, "| %s | %s tp%d | %.0f / %.0f | %.0f | %s / %s | %s / %s | %s / %s | %s / %s |\n",
+                  src.c_str(), p.model.c_str(), p.tp, p.isl, p.osl, p.rate_per_s, ms(p.measured[0]).c_str(),
+                  ms(r.predicted.v[0]).c_str(), ms(p.measured[1]).c_str(), ms(r.predicted.v[1]).c_str(),
+                  ms(p.measured[2]).c_str(), ms(r.predicted.v[2]).c_str(), ms(p.measured[3]).c_str(),
+                  ms(r.predicted.v[3]).c_str());
     md << b;
   }
   std::printf("%s", md.str().c_str());
@@ -191,7 +204,8 @@ int main(int argc, char** argv) {
       std::ofstream(path) << profile_yaml(f.profile);
     }
     std::ofstream csv(root + "/tests/validation/latency_fleetsim.csv");
-    csv << "where,profile,set,mean_ttft_ms,mean_tpot_ms,mean_e2e_ms,p99_ttft_ms,err_mean_ttft,err_mean_tpot,err_mean_e2e,"
+    csv << "where,profile,set,mean_ttft_ms,mean_tpot_ms,mean_e2e_ms,p99_ttft_ms,err_mean_ttft,err_mean_tpot,err_mean_"
+           "e2e,"
            "err_p99_ttft\n";
     auto line = [&](const PointResult& r, const std::string& prof, const char* set) {
       csv << r.point->where.substr(r.point->where.find("tests/")) << "," << prof << "," << set;

@@ -41,17 +41,20 @@ int main(int argc, char** argv) {
   bool refit = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--fit") refit = true;
+    if (a == "--fit")
+      refit = true;
     else if (a == "-h" || a == "--help") {
       std::printf("usage: validate_memory [--fit] [DIR]\n");
       return 0;
-    } else dir = a;
+    } else
+      dir = a;
   }
   const std::vector<Point> pts = load_points(dir);
   std::vector<Prediction> pred;
   for (const Point& p : pts) pred.push_back(predict(p));
 
-  std::printf("| # | source | configuration | vLLM logged | fleetsim | error | fleetsim's parts (GiB per device) | set |\n");
+  std::printf(
+      "| # | source | configuration | vLLM logged | fleetsim | error | fleetsim's parts (GiB per device) | set |\n");
   std::printf("|---|---|---|---|---|---|---|---|\n");
   for (size_t i = 0; i < pts.size(); ++i) {
     const Point& p = pts[i];
@@ -86,7 +89,8 @@ int main(int argc, char** argv) {
   std::printf("\n| set | points | median abs. error | worst abs. error |\n|---|---|---|---|\n");
   for (const char* set : {"fit", "held-out"}) {
     const Summary s = summarize(pts, pred, set);
-    std::printf("| %s | %d | %.1f%% | %.1f%% (row %d) |\n", set, s.points, s.median_abs_pct, s.worst_abs_pct, s.worst_row);
+    std::printf("| %s | %d | %.1f%% | %.1f%% (row %d) |\n", set, s.points, s.median_abs_pct, s.worst_abs_pct,
+                s.worst_row);
   }
   int starts_right = 0, starts_total = 0;
   for (size_t i = 0; i < pts.size(); ++i) {
@@ -103,7 +107,8 @@ int main(int argc, char** argv) {
     std::printf("| collective_gib | %.4f | %.4f |\n", k.collective_gib, d.collective_gib);
     std::printf("| forward_scale | %.4f | %.4f |\n", k.forward_scale, d.forward_scale);
     std::printf("| pytorch_bytes_per_logit | %.4f | %.4f |\n", k.pytorch_bytes_per_logit, d.pytorch_bytes_per_logit);
-    std::printf("| flashinfer_bytes_per_logit | %.4f | %.4f |\n", k.flashinfer_bytes_per_logit, d.flashinfer_bytes_per_logit);
+    std::printf("| flashinfer_bytes_per_logit | %.4f | %.4f |\n", k.flashinfer_bytes_per_logit,
+                d.flashinfer_bytes_per_logit);
   }
   return 0;
 }
