@@ -4,7 +4,7 @@
 # clang and its runtime libraries (libclang-rt-dev: libFuzzer, the sanitizers) build the fuzzers.
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config libyaml-cpp-dev libfmt-dev libcli11-dev nlohmann-json3-dev
-      libeigen3-dev doctest-dev python3 clang libclang-rt-dev chromium
+      libeigen3-dev doctest-dev python3 clang clang-format libclang-rt-dev chromium
       python3-dev python3-pybind11 pybind11-dev python3-pytest python3-pandas python3-matplotlib jupyter-nbconvert python3-ipykernel)
 missing=()
 for p in "${pkgs[@]}"; do
