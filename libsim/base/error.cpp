@@ -2,15 +2,18 @@
 
 #include <algorithm>
 
+#include "base/text.hpp"
+
 namespace fleetsim {
 
 std::string InputError::one_line() const {
-  std::string loc = where_.file.empty() ? std::string("fleetsim") : where_.file;
+  // a message quotes input: a control character in it must not reach the terminal as one
+  std::string loc = where_.file.empty() ? std::string("fleetsim") : printable(where_.file);
   if (where_.line > 0) {
     loc += ":" + std::to_string(where_.line);
     if (where_.column > 0) loc += ":" + std::to_string(where_.column);
   }
-  return loc + ": error: " + what();
+  return loc + ": error: " + printable(what());
 }
 
 std::string InputError::caret() const {
@@ -18,6 +21,7 @@ std::string InputError::caret() const {
   std::string pad;
   for (int i = 1; i < where_.column && i <= int(where_.source_line.size()); ++i)
     pad += where_.source_line[size_t(i - 1)] == '\t' ? '\t' : ' ';
+  if (has_control(where_.source_line, true)) return printable(where_.source_line);  // no caret: columns moved
   return where_.source_line + "\n" + pad + "^";
 }
 

@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "base/text.hpp"
 #include "check/budget.hpp"
 
 namespace fleetsim {
@@ -45,7 +46,9 @@ std::string headroom(const CheckResult& r) {
              : fmt::format("every budget holds up to {:.2f}x today's load", r.headroom);
 }
 
-std::string xml(const std::string& s) {
+// XML 1.0 has no control characters but tab, CR and LF: the others are written out.
+std::string xml(const std::string& raw) {
+  const std::string s = printable(raw);
   std::string o;
   for (char c : s) {
     switch (c) {
@@ -61,7 +64,8 @@ std::string xml(const std::string& s) {
 }
 
 // GitHub's workflow commands escape %, CR and LF in messages (and , and : in properties).
-std::string gh(const std::string& s, bool property) {
+std::string gh(const std::string& raw, bool property) {
+  const std::string s = printable(raw);  // a line break in a name is not the message's own
   std::string o;
   for (char c : s) {
     if (c == '%')
@@ -119,11 +123,12 @@ Json check_json(const CheckResult& r, const Scenario& s, const BudgetSpec& spec)
 }
 
 std::string check_table(const CheckResult& r, const Scenario& s, const BudgetSpec& spec) {
-  std::string o = fmt::format("check  {}  ({} budgets from {}, {} replications each, {} simulations)\n\n", s.name,
-                              r.outcomes.size(), spec.source, spec.replications, r.simulations);
+  std::string o =
+      fmt::format("check  {}  ({} budgets from {}, {} replications each, {} simulations)\n\n", printable(s.name),
+                  r.outcomes.size(), printable(spec.source), spec.replications, r.simulations);
   for (const auto& x : r.outcomes) {
-    o += fmt::format("  {}  {}: {} {}  mean {}  ({})", x.pass ? "pass" : "FAIL", x.budget.name, what(x.budget),
-                     rule(x.budget), value(x), verdict(x));
+    o += fmt::format("  {}  {}: {} {}  mean {}  ({})", x.pass ? "pass" : "FAIL", printable(x.budget.name),
+                     printable(what(x.budget)), rule(x.budget), value(x), verdict(x));
     if (x.has_baseline) o += "  baseline " + change(x);
     o += "\n";
   }
@@ -133,11 +138,7 @@ std::string check_table(const CheckResult& r, const Scenario& s, const BudgetSpe
 }
 
 std::string check_markdown(const CheckResult& r, const Scenario& s, const BudgetSpec& spec) {
-  auto cell = [](std::string t) {
-    std::string o;
-    for (char c : t) o += c == '|' ? std::string("\\|") : std::string(1, c);
-    return o;
-  };
+  auto cell = [](const std::string& t) { return markdown_cell(t); };
   std::string o = fmt::format("### fleetsim check: {} {}\n\n", cell(s.name), r.pass ? "passes" : "**fails**");
   o += fmt::format("{} replications per budget; a budget passes when its 95% bound is within it.\n\n",
                    spec.replications);

@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "base/error.hpp"
+#include "base/text.hpp"
 
 namespace fleetsim {
 
@@ -57,7 +58,9 @@ int split_csv_line(const std::string& line, std::vector<std::string>& out) {
   return 0;
 }
 
-std::string csv_quote(const std::string& s) {
+std::string csv_quote(const std::string& field) {
+  // a cell a spreadsheet would run as a formula is written as text (OWASP: a leading ')
+  const std::string s = csv_formula_like(field) ? "'" + field : field;
   if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
   std::string q = "\"";
   for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);

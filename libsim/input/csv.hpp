@@ -16,7 +16,8 @@ namespace fleetsim {
 // that is never closed.
 int split_csv_line(const std::string& line, std::vector<std::string>& fields);
 
-// One CSV field as written: quoted (RFC 4180) when it holds a comma, a quote or a line break.
+// One CSV field as written: quoted (RFC 4180) when it holds a comma, a quote or a line break;
+// text a spreadsheet would run as a formula (csv_formula_like) gets a leading '.
 std::string csv_quote(const std::string& field);
 
 class CsvReader {

@@ -24,6 +24,8 @@ Json run_report(const Scenario& s, const Tally& t);
 Json capacity_json(const Capacity& c, int64_t context_tokens, int block_tokens);
 
 std::string format_run_table(const Json& report);
+// A copy of `j` whose strings and keys are printable(): text for a terminal.
+Json printable_json(const Json& j);
 std::string format_capacity_table(const Json& cap, const std::string& title);
 
 // Flatten a JSON document to "a.b.c" -> value pairs, for CSV.

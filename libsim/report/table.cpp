@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "base/text.hpp"
 #include "report/report.hpp"
 
 namespace fleetsim {
@@ -217,7 +218,8 @@ std::string ledger_table(const Json& r) {
 
 }  // namespace
 
-std::string format_run_table(const Json& r) {
+namespace {
+std::string run_table(const Json& r) {
   const Json& sc = r["scenario"];
   std::string o;
   std::string par;
@@ -365,8 +367,27 @@ std::string format_run_table(const Json& r) {
       num(cap["kv_bytes_per_token"], 0), num(cap["max_concurrent_at_mean_context"]), num(cap["mean_context_tokens"]));
   return o;
 }
+}  // namespace
 
-std::string format_capacity_table(const Json& c, const std::string& title) {
+Json printable_json(const Json& j) {
+  if (j.is_string()) return printable(j.get<std::string>());
+  if (j.is_array()) {
+    Json a = Json::array();
+    for (const auto& v : j) a.push_back(printable_json(v));
+    return a;
+  }
+  if (!j.is_object()) return j;
+  Json o = Json::object();
+  for (auto it = j.begin(); it != j.end(); ++it) o[printable(it.key())] = printable_json(it.value());
+  return o;
+}
+
+// Names are the user's: a control character or a line break in one must not reach the terminal.
+std::string format_run_table(const Json& r) { return run_table(printable_json(r)); }
+
+std::string format_capacity_table(const Json& c_in, const std::string& title_in) {
+  const Json c = printable_json(c_in);
+  const std::string title = printable(title_in);
   std::string o = title + "\n";
   auto row = [&](const char* label, const std::string& v) { o += fmt::format("  {:<36} {}\n", label, v); };
   if (c.value("devices_per_replica", 1) > 1)

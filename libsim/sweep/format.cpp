@@ -23,7 +23,8 @@ size_t display_width(const std::string& s) {
 }
 }  // namespace
 
-std::string format_sweep_table(const Json& doc, size_t max_rows) {
+namespace {
+std::string sweep_table(const Json& doc, size_t max_rows) {
   const Json& sw = doc["sweep"];
   const Json& sum = doc["summary"];
   const std::string objective = sw["objective"].get<std::string>();
@@ -122,6 +123,10 @@ std::string format_sweep_table(const Json& doc, size_t max_rows) {
   if (shown_rows > max_rows) o += fmt::format("\n(all {} rows: --format csv or json)\n", shown_rows);
   return o;
 }
+}  // namespace
+
+// Parameter values and names are the user's: printable() before they reach a terminal.
+std::string format_sweep_table(const Json& doc, size_t max_rows) { return sweep_table(printable_json(doc), max_rows); }
 
 SweepCsvWriter::SweepCsvWriter(const Json& header, std::function<void(const std::string&)> out) : out_(std::move(out)) {
   for (const auto& p : header["sweep"]["parameters"]) pnames_.push_back(p["path"].get<std::string>());
