@@ -101,6 +101,7 @@ Json json_document(const ReportArgs& a) {
                        fmt::format("/{}: missing or not an object (a run document from `fleetsim run --format json` "
                                    "has it)",
                                    key));
+  check_run_document(doc, a.input);
   return doc;
 }
 

@@ -1,4 +1,5 @@
-// libFuzzer harness: scenario YAML text -> load_scenario_text, and for a scenario that loads, one
+// libFuzzer harness: scenario YAML text -> load_scenario_text (and the text as a --set value), and
+// for a scenario that loads, one
 // short simulation and its report in every output format. An InputError is the expected answer
 // to a bad scenario; anything else (a crash, a sanitizer report, another exception, a hang) is a
 // finding.
@@ -41,6 +42,12 @@ void cap(fleetsim::Scenario& s) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace fleetsim;
   const std::string text(reinterpret_cast<const char*>(data), size);
+  // the same text as a --set value: an override's tree is walked (aliases, repeated keys) on its own
+  try {
+    (void)load_default_scenario({"catalog=" + text});
+  } catch (const InputError& e) {
+    (void)e.one_line();
+  }
   Scenario s;
   try {
     s = load_scenario_text(text, "fuzz.yaml", FLEETSIM_SOURCE_DIR "/scenarios");

@@ -47,12 +47,12 @@ bool plain_yaml_string(const std::string& s) {
   return true;
 }
 
-std::string override_value(pb::handle v) {
+std::string override_value(pb::handle v, const std::string& what) {
   if (pb::isinstance<pb::str>(v)) {
     const std::string s = v.cast<std::string>();
     if (plain_yaml_string(s)) return s;
   }
-  return yaml_text(v);
+  return yaml_text(v, -1, what);
 }
 
 std::string fspath(pb::handle o) { return pb::module_::import("os").attr("fspath")(o).cast<std::string>(); }
@@ -104,7 +104,7 @@ PyScenario scenario_from(pb::handle source, pb::handle path, pb::handle yaml, pb
   if (!yaml.is_none())
     return make_scenario("yaml", yaml.cast<std::string>(), name.value_or("<yaml>"), base_dir.value_or(cwd()), sets);
   if (!dict.is_none())
-    return make_scenario("dict", yaml_text(dict, 2), name.value_or("<dict>"), base_dir.value_or(cwd()), sets);
+    return make_scenario("dict", yaml_text(dict, 2, "dict"), name.value_or("<dict>"), base_dir.value_or(cwd()), sets);
   return make_scenario("default", "", "", "", sets);
 }
 
@@ -118,6 +118,9 @@ std::string integer_text(pb::handle v, const char* what) {
 pb::object run(pb::handle scenario, pb::handle overrides, pb::handle seed, uint32_t replication, pb::handle timeline) {
   PyScenario ps = coerce_scenario(scenario, overrides);
   if (!seed.is_none()) ps = ps.with({"seed=" + integer_text(seed, "seed")});
+  if (!timeline.is_none() && !pb::isinstance<pb::bool_>(timeline))
+    throw pb::type_error("fleetsim.run: timeline must be True, False or None, not " +
+                         pb::str(pb::type::handle_of(timeline).attr("__name__")).cast<std::string>());
   const int want_timeline = timeline.is_none() ? -1 : int(timeline.cast<bool>());
   Json report;
   {
@@ -229,7 +232,8 @@ std::vector<std::string> override_texts(pb::handle overrides) {
   if (pb::isinstance<pb::dict>(overrides)) {
     for (auto kv : overrides.cast<pb::dict>()) {
       if (!pb::isinstance<pb::str>(kv.first)) throw pb::type_error("fleetsim: override keys are dotted paths (str)");
-      out.push_back(kv.first.cast<std::string>() + "=" + override_value(kv.second));
+      const std::string key = kv.first.cast<std::string>();
+      out.push_back(key + "=" + override_value(kv.second, "overrides[" + key + "]"));
     }
     return out;
   }
@@ -243,12 +247,19 @@ std::vector<std::string> override_texts(pb::handle overrides) {
   return out;
 }
 
-std::string yaml_text(pb::handle value, int indent) {
+std::string yaml_text(pb::handle value, int indent, const std::string& what) {
   pb::object dumps = pb::module_::import("json").attr("dumps");
-  return dumps(value, pb::arg("default") = pb::cpp_function(json_default), pb::arg("allow_nan") = false,
-               pb::arg("ensure_ascii") = false,
-               pb::arg("indent") = indent < 0 ? pb::object(pb::none()) : pb::int_(indent))
-      .cast<std::string>();
+  try {
+    return dumps(value, pb::arg("default") = pb::cpp_function(json_default), pb::arg("allow_nan") = false,
+                 pb::arg("ensure_ascii") = false,
+                 pb::arg("indent") = indent < 0 ? pb::object(pb::none()) : pb::int_(indent))
+        .cast<std::string>();
+  } catch (pb::error_already_set& e) {
+    // json.dumps refuses NaN and infinity with a ValueError of its own: say which argument held one
+    if (!e.matches(PyExc_ValueError)) throw;
+    throw InputError(Location{what.empty() ? "fleetsim" : what, 0, 0, ""},
+                     "not a finite number (NaN or infinity): a scenario holds finite numbers");
+  }
 }
 
 pb::object to_python(const Json& j) {

@@ -35,7 +35,8 @@ PyScenario coerce_scenario(pb::handle scenario, pb::handle overrides);
 std::vector<std::string> override_texts(pb::handle overrides);
 
 // A Python value as YAML text (JSON is YAML): numpy scalars and arrays, ranges and paths too.
-std::string yaml_text(pb::handle value, int indent = -1);
+// `value` as JSON text (YAML reads it); `what` names the argument in an error (NaN, infinity).
+std::string yaml_text(pb::handle value, int indent = -1, const std::string& what = "");
 
 // nlohmann JSON -> Python dicts and lists, through Python's json module.
 pb::object to_python(const Json& j);

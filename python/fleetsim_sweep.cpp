@@ -145,10 +145,11 @@ SweepResult sweep(pb::handle scenario, pb::handle overrides, int threads, pb::ha
   PyScenario ps = coerce_scenario(scenario, overrides);
   // the sweep: keys given here, applied after the scenario's own and the overrides
   std::vector<std::string> sweep_sets;
-  if (!parameters.is_none()) sweep_sets.push_back("sweep.parameters=" + yaml_text(parameters));
-  if (!replications.is_none()) sweep_sets.push_back("sweep.replications=" + yaml_text(replications));
-  if (!slo.is_none()) sweep_sets.push_back("sweep.slo=" + yaml_text(slo));
-  if (!objective.is_none()) sweep_sets.push_back("sweep.objective=" + yaml_text(objective));
+  if (!parameters.is_none()) sweep_sets.push_back("sweep.parameters=" + yaml_text(parameters, -1, "parameters"));
+  if (!replications.is_none())
+    sweep_sets.push_back("sweep.replications=" + yaml_text(replications, -1, "replications"));
+  if (!slo.is_none()) sweep_sets.push_back("sweep.slo=" + yaml_text(slo, -1, "slo"));
+  if (!objective.is_none()) sweep_sets.push_back("sweep.objective=" + yaml_text(objective, -1, "objective"));
   if (!sweep_sets.empty()) ps = ps.with(sweep_sets);
 
   SweepOptions opt;

@@ -207,6 +207,34 @@ if [ -w /dev/full ]; then
   expect "journal on a full disk" 3 "/dev/full: error: writing the journal failed: No space left on device" -- \
     "$bin" sweep "$src/tests/data/gpu-check.yaml" "${small[@]}" --journal /dev/full
 fi
+# a journal that cannot be created is an output that cannot be written: exit 3
+expect "journal in a missing folder" 3 "$tmp/no-such-dir/j.jsonl: error: cannot create the journal: No such file" -- \
+  "$bin" sweep "$src/tests/data/gpu-check.yaml" "${small[@]}" --journal "$tmp/no-such-dir/j.jsonl"
+expect "journal that is a folder" 3 "$tmp: error: is a directory, not a journal file" -- \
+  "$bin" sweep "$src/tests/data/gpu-check.yaml" "${small[@]}" --journal "$tmp"
+# hostile YAML through every entry point: a loop, a billion laughs (no crash, no hang: exit 2)
+printf 'catalog: &c {models: *c}\n' >"$tmp/loop.yaml"
+expect "validate of an alias loop" 2 "loop.yaml:1:14: error: an alias (*name) refers to" -- "$bin" validate "$tmp/loop.yaml"
+expect "run of an alias loop" 2 "loop.yaml:1:14: error: an alias (*name) refers to" -- "$bin" run "$tmp/loop.yaml"
+expect "--set of an alias loop" 2 "--set catalog=&c {models: *c}: error: value: an alias" -- \
+  "$bin" run --set 'catalog=&c {models: *c}'
+printf 'budgets: &b {x: *b}\n' >"$tmp/loop-budgets.yaml"
+expect "check --budgets of an alias loop" 2 "loop-budgets.yaml:1:14: error: an alias (*name)" -- \
+  "$bin" check --budgets "$tmp/loop-budgets.yaml"
+{
+  echo 'a: &a [x, x, x, x, x, x, x, x, x, x]'
+  prev=a
+  for k in b c d e f g h i; do
+    printf '%s: &%s [*%s, *%s, *%s, *%s, *%s, *%s, *%s, *%s, *%s, *%s]\n' $k $k $prev $prev $prev $prev $prev $prev \
+      $prev $prev $prev $prev
+    prev=$k
+  done
+} >"$tmp/laughs.yaml"
+expect "validate of a billion laughs" 2 "laughs.yaml:6:1: error: the document stands for more than 200000" -- \
+  "$bin" validate "$tmp/laughs.yaml"
+# names that would be formulas in a spreadsheet are written as text
+"$bin" run --duration 600 --set 'name==1+1' --format csv >"$tmp/out" 2>"$tmp/err"
+check "a formula name in run CSV" grep -q "^1,run,'=1+1," "$tmp/out"
 big=(--set sweep.sample=40 --set duration_s=300 --set warmup_s=30 --threads 2)  # JSON beyond a pipe's buffer
 "$bin" sweep "$src/tests/data/gpu-check.yaml" "${big[@]}" --format json 2>"$tmp/err" | head -1 >"$tmp/out"
 rc=${PIPESTATUS[0]}

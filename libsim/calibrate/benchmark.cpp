@@ -11,6 +11,7 @@
 
 #include "input/csv.hpp"
 #include "input/input_file.hpp"
+#include "input/json_text.hpp"
 
 namespace fleetsim {
 
@@ -290,12 +291,8 @@ std::vector<BenchPoint> read_benchmarks(const std::string& path, const BenchPoin
   for (double& v : d.measured) v = std::nan("");
   const size_t first = text.find_first_not_of(" \t\r\n\xEF\xBB\xBF");
   if (first != std::string::npos && text[first] == '{') {
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(text);
-    } catch (const nlohmann::json::parse_error& e) {
-      throw InputError(Location{path, 0, 0, ""}, std::string("malformed JSON: ") + e.what());
-    }
+    parse_json_located(text, path);  // a syntax error or a number beyond a double, at its line and column
+    nlohmann::json j = nlohmann::json::parse(text);
     try {
       if (j.contains("benchmarks") && j["benchmarks"].is_array()) return read_guidellm_json(path, j, d);
       if (j.contains("mean_ttft_ms")) return {read_vllm_json(path, j, d)};

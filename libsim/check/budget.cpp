@@ -130,6 +130,12 @@ void check_against(const Budget& b, const Scenario& s, const Json& shape) {
     throw InputError(b.where, fmt::format("budgets.{}: window_s {:g} is longer than the measured {:g} s (duration_s - "
                                           "warmup_s)",
                                           b.name, b.window_s, span));
+  // each window is measured on a copy of every replication's run: their count is bounded
+  if (b.window_s > 0 && span / b.window_s > kMaxBudgetWindows)
+    throw InputError(b.where, fmt::format("budgets.{}: window_s {:g} cuts the measured {:g} s into {:.0f} windows; at "
+                                          "most {} (window_s >= {:g})",
+                                          b.name, b.window_s, span, std::floor(span / b.window_s), kMaxBudgetWindows,
+                                          span / kMaxBudgetWindows));
 }
 
 // A single-class scenario's report has no `classes`: its one class is the whole report.

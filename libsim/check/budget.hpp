@@ -11,6 +11,9 @@
 
 namespace fleetsim {
 
+// Measurement windows one budget may cut the run into (window_s >= (duration_s - warmup_s) / this).
+constexpr int kMaxBudgetWindows = 1000;
+
 struct Budget {
   std::string name;    // its key under `budgets:`
   std::string metric;  // a path in the run report, e.g. latency_s.ttft.p99

@@ -91,6 +91,10 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
         mn.fail(std::string(node.has("partition") ? "partition" : "time_slicing") +
                     " and mps are different ways to share a device: choose one",
                 ErrorKind::inconsistent);
+      if (P.mps_clients > 1 && cpu_instance(P.device))
+        mn.fail("MPS shares an NVIDIA GPU between processes; " + P.device.name +
+                    " is a CPU instance (run more replicas, or remove mps)",
+                ErrorKind::inconsistent);
       P.replicas_per_device = P.mps_clients;
     }
   }

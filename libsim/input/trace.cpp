@@ -1,5 +1,7 @@
 #include "input/trace.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -165,6 +167,11 @@ TraceData load_csv(const std::string& path, std::ifstream& f, const TraceOptions
     const std::vector<std::string>& cols = r.fields();
     const std::string line = r.text();
     if (cols.size() < need) fail(path, lineno, line, "too few columns (expected " + std::to_string(need) + ")");
+    // a field more than the header has is a comma the writer did not quote: the columns may have moved
+    if (cols.size() > header.size())
+      fail(path, lineno, line,
+           fmt::format("{} fields, but the header has {} (quote a field that holds a comma)", cols.size(),
+                       header.size()));
     double ts, p, o;
     if (layout == CsvLayout::azure_wallclock) {
       if (!parse_wallclock(cols[size_t(ct)], ts))

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "base/error.hpp"
+#include "base/text.hpp"
 #include "input/scenario.hpp"
 #include "input/trace.hpp"
 
@@ -85,6 +86,9 @@ struct N {
   // A key of this mapping as a name: keys must be plain scalars (YAML allows lists as keys).
   std::string key_name(const YAML::Node& key) const {
     if (!key.IsScalar()) N{key, path, src}.fail("a key must be a plain name, not a list or a mapping");
+    if (has_control(key.Scalar()))
+      N{key, path, src}.fail("a key cannot hold a line break, tab or other control character: " +
+                             printable(key.Scalar()));
     return key.Scalar();
   }
   void allow_keys(const std::vector<std::string>& keys) const {
@@ -126,6 +130,7 @@ struct N {
   std::string name() const {
     const std::string s = str();
     if (s.find_first_not_of(" \t") == std::string::npos) fail("expected a name, got an empty string");
+    if (has_control(s)) fail("a name cannot hold a line break, tab or other control character: " + printable(s));
     return s;
   }
   double num() const {
@@ -262,6 +267,66 @@ inline Location location_of(const YAML::Mark& m, const Source& src) {
   return l;
 }
 
+// yaml-cpp keeps an alias (*a) as a second reference to its anchor's node, so `&a {b: *a}` is a
+// loop every walk of the tree would follow without end, and a few lines of nested aliases ("billion
+// laughs") stand for billions of nodes. Each tree is measured once, aliases expanded, before
+// anything else walks it; every later walk is then bounded by these caps
+// (docs/scenario-reference.md, "Limits").
+constexpr int kMaxYamlDepth = 64;
+constexpr int64_t kMaxYamlNodes = 200000;
+
+struct YamlFault {
+  YAML::Mark at;
+  std::string what;
+};
+
+// `at`: where `n` is written (its key in a mapping); `top`: the key under the root it is inside,
+// where a size past the cap is reported (the alias that blows up is written there).
+inline bool yaml_bounds_walk(const YAML::Node& n, const YAML::Mark& at, const YAML::Mark& top,
+                             std::vector<YAML::Node>& path, int64_t& count, YamlFault& fault) {
+  if (++count > kMaxYamlNodes) {
+    fault = {top, "the document stands for more than " + std::to_string(kMaxYamlNodes) +
+                      " YAML nodes once its aliases (*name) are expanded; fleetsim reads at most that"};
+    return true;
+  }
+  if (!n.IsMap() && !n.IsSequence()) return false;
+  for (const auto& p : path)
+    if (p.is(n)) {
+      fault = {at, "an alias (*name) refers to a mapping or list that holds it: a value cannot contain itself"};
+      return true;
+    }
+  if (int(path.size()) >= kMaxYamlDepth) {
+    fault = {at, "nested more than " + std::to_string(kMaxYamlDepth) + " levels deep"};
+    return true;
+  }
+  const bool root = path.empty();
+  path.push_back(n);
+  if (n.IsSequence()) {
+    for (const auto& item : n) {
+      const YAML::Mark m = item.Mark().line >= 0 ? item.Mark() : at;
+      if (yaml_bounds_walk(item, m, root ? m : top, path, count, fault)) return true;
+    }
+  } else {
+    for (auto it = n.begin(); it != n.end(); ++it) {
+      const YAML::Mark k = it->first.Mark().line >= 0 ? it->first.Mark() : at;
+      const YAML::Mark t = root ? k : top;
+      if (yaml_bounds_walk(it->first, k, t, path, count, fault) ||
+          yaml_bounds_walk(it->second, k, t, path, count, fault))
+        return true;
+    }
+  }
+  path.pop_back();
+  return false;
+}
+
+// A loop, depth or size past the caps: the first such place and what is wrong there.
+inline bool yaml_out_of_bounds(const YAML::Node& root, YamlFault& fault) {
+  std::vector<YAML::Node> path;
+  int64_t count = 0;
+  const YAML::Mark m = root.IsDefined() ? root.Mark() : YAML::Mark();
+  return yaml_bounds_walk(root, m, m, path, count, fault);
+}
+
 // A key written twice in one mapping: YAML parsers keep one of them silently, so the other
 // setting would be ignored without a word. Finds the first such repeat (its key and mark, and
 // the line of the first writing).
@@ -349,6 +414,7 @@ inline YAML::Node load_located(const std::string& text, const Source& src) {
         location_of(m, src),
         "a second YAML document (after '---' or '...'): a file holds one; remove the marker or split the file");
   }
+  if (YamlFault f; yaml_out_of_bounds(root, f)) throw InputError(location_of(f.at, src), f.what);
   std::string key;
   YAML::Mark at;
   int first_line = 0;
@@ -381,6 +447,7 @@ inline void apply_override(YAML::Node root, const Override& o, Source& src) {
   } catch (const YAML::Exception& e) {
     throw InputError(o.origin, "value is not valid YAML: " + e.msg);
   }
+  if (YamlFault f; yaml_out_of_bounds(value_node, f)) throw InputError(o.origin, "value: " + f.what);
   {
     std::string key;
     YAML::Mark at;

@@ -24,6 +24,9 @@ Json run_report(const Scenario& s, const Tally& t);
 Json capacity_json(const Capacity& c, int64_t context_tokens, int block_tokens);
 
 std::string format_run_table(const Json& report);
+// A run document read back: every value has the type fleetsim writes at its place (a number or
+// null for a metric); an InputError naming the JSON path otherwise.
+void check_run_document(const Json& doc, const std::string& file);
 // A copy of `j` whose strings and keys are printable(): text for a terminal.
 Json printable_json(const Json& j);
 std::string format_capacity_table(const Json& cap, const std::string& title);

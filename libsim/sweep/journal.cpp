@@ -101,13 +101,22 @@ struct FdCloser {
 
 // Open a journal and lock it (flock, a regular file) for this process alone: a second sweep
 // resuming or restarting the same journal is refused instead of interleaving its rows.
+// A journal that cannot be created is an output that cannot be written (exit 3); one to resume
+// that cannot be opened is an input (exit 2).
 int open_journal(const std::string& path, int flags) {
+  const bool creating = (flags & O_CREAT) != 0;
   struct stat st {};
-  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    if (creating) throw OutputError(path + ": error: is a directory, not a journal file", EISDIR);
     throw InputError(Location{path, 0, 0, ""}, "is a directory, not a journal file");
+  }
   const int fd = ::open(path.c_str(), flags | O_CLOEXEC, 0666);
-  if (fd < 0)
-    throw InputError(Location{path, 0, 0, ""}, fmt::format("cannot open the journal: {}", std::strerror(errno)));
+  if (fd < 0) {
+    const int err = errno;
+    if (creating)
+      throw OutputError(fmt::format("{}: error: cannot create the journal: {}", path, std::strerror(err)), err);
+    throw InputError(Location{path, 0, 0, ""}, fmt::format("cannot open the journal: {}", std::strerror(err)));
+  }
   struct stat fst {};
   if (::fstat(fd, &fst) == 0 && !S_ISREG(fst.st_mode)) return fd;  // a device or a pipe: nothing to lock
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {

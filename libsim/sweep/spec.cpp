@@ -46,6 +46,21 @@ std::string yaml_flow(const YAML::Node& n) {
   return e.c_str();
 }
 
+// A list value as the text of its override: the scalar as written, unless that text would read
+// back as something else ("a: b" is a mapping, "#x" nothing): then double-quoted, as a scenario
+// file would have to write it.
+std::string scalar_text(const YAML::Node& n) {
+  const std::string& s = n.Scalar();
+  try {
+    const YAML::Node back = YAML::Load(s);
+    if (back.IsScalar() && back.Scalar() == s) return s;
+  } catch (const YAML::Exception&) {
+  }
+  YAML::Emitter e;
+  e << YAML::DoubleQuoted << s;
+  return e.c_str();
+}
+
 Json yaml_to_json(const YAML::Node& n) {
   if (n.IsScalar()) {
     const std::string& s = n.Scalar();
@@ -147,9 +162,12 @@ SweepSpec parse_sweep(const ScenarioSource& scenario) {
     };
     if (v.node.IsSequence()) {
       if (v.node.size() == 0) v.fail("empty list of values (give at least one)");
+      if (v.node.size() > kMaxSweepListValues)
+        v.fail(fmt::format("{} values; a list takes at most {} (a range {{from, to, step}} takes {})", v.node.size(),
+                           kMaxSweepListValues, kMaxSweepRangeValues));
       for (size_t i = 0; i < v.node.size(); ++i) {
         const YAML::Node x = v.node[i];
-        add(x, x.IsScalar() ? x.Scalar() : yaml_flow(x), yaml_to_json(x));
+        add(x, x.IsScalar() ? scalar_text(x) : yaml_flow(x), yaml_to_json(x));
       }
     } else if (v.node.IsMap() && v.has("from")) {
       p.is_range = true;
@@ -159,7 +177,9 @@ SweepSpec parse_sweep(const ScenarioSource& scenario) {
       if (!(step > 0)) v.at("step").fail("step must be > 0");
       if (to < from) v.at("to").fail("to must be >= from");
       const double n = std::floor((to - from) / step + 1e-9) + 1;
-      if (n > 1e7) v.fail("range has too many values");
+      if (n > double(kMaxSweepRangeValues))
+        v.fail(
+            fmt::format("the range has {:.0f} values; a range takes at most {} (raise step)", n, kMaxSweepRangeValues));
       for (int64_t i = 0; i < int64_t(n); ++i) {
         const double x = from + double(i) * step;
         const double xr = std::round(x * 1e12) / 1e12;  // keep 0.1 steps printable

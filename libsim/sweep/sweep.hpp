@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "backend/backend.hpp"
+#include "input/json_text.hpp"
 #include "input/scenario.hpp"
 #include "report/report.hpp"
 
@@ -31,6 +32,11 @@ struct SloTerm {
   double limit = 0;
   bool is_max = true;  // metric <= limit (else >=)
 };
+
+// Values one parameter may take, checked before any is built: a list's every value is checked on
+// the scenario (a parse each), a range's ends only.
+constexpr size_t kMaxSweepListValues = 10000;
+constexpr size_t kMaxSweepRangeValues = 100000;
 
 struct SweepSpec {
   std::vector<SweepParam> params;
@@ -122,10 +128,6 @@ Json run_sweep(const ScenarioSource& src, const SweepSpec& spec, const SweepOpti
 // same sweep in every shard, shard indices 0..N-1 once each, every configuration of each shard
 // present once and within range. Throws InputError naming the file and the JSON path.
 Json merge_sweeps(const std::vector<std::pair<std::string, Json>>& shards);
-
-// Parse JSON text; a syntax error or an out-of-range number is an InputError located at
-// file:line:column (line counted from first_line).
-Json parse_json_located(const std::string& text, const std::string& file, int first_line = 1);
 
 // Read and parse a JSON file (a shard). Throws InputError for a missing, unreadable or
 // non-regular file and for invalid JSON.

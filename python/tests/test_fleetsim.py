@@ -162,6 +162,19 @@ def test_bad_key_is_a_located_value_error():
         fleetsim.run(text)
 
 
+def test_hostile_yaml_is_an_input_error_not_a_crash():
+    with pytest.raises(fleetsim.InputError, match="an alias .* refers to a mapping or list that holds it"):
+        fleetsim.Scenario(yaml="catalog: &c {models: *c}\n")
+    with pytest.raises(fleetsim.InputError, match="an alias .* refers to a mapping or list that holds it"):
+        fleetsim.run(overrides=["catalog=&c {models: *c}"])
+
+
+def test_swept_strings_run_as_run_takes_them():
+    rows = fleetsim.sweep(SMALL_YAML, parameters={"name": ["a: b", "plain"]}, replications=1, dataframe=False).rows
+    assert [r["name"] for r in rows] == ["a: b", "plain"]
+    assert rows[0]["latency_s.ttft.p99"] == fleetsim.run(SMALL_YAML, overrides={"name": "a: b"})["latency_s"]["ttft"]["p99"]
+
+
 def test_bad_inputs():
     with pytest.raises(ValueError, match=r"--set fleet\.replcas=2: error"):
         fleetsim.run(overrides={"fleet.replcas": 2})
@@ -171,8 +184,13 @@ def test_bad_inputs():
         fleetsim.run(42)
     with pytest.raises(TypeError):
         fleetsim.Scenario(SMALL_YAML, dict=SMALL_DICT)
-    with pytest.raises(ValueError):  # NaN is not a value YAML can carry here
+    # NaN is not a value YAML can carry here: fleetsim's own error, naming the override
+    with pytest.raises(fleetsim.InputError, match=r"^overrides\[fleet\.replicas\]: error: not a finite number"):
         fleetsim.run(overrides={"fleet.replicas": float("nan")})
+    with pytest.raises(fleetsim.InputError, match=r"^parameters: error: not a finite number"):
+        fleetsim.sweep(SMALL_YAML, parameters={"fleet.replicas": [1, float("inf")]})
+    with pytest.raises(TypeError, match="timeline must be True, False or None, not str"):
+        fleetsim.run(timeline="yes")
 
 
 def sweep_columns_ok(rows, params):
