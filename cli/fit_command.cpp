@@ -151,8 +151,11 @@ int run_fit(const FitArgs& a, const std::function<void(const std::string&)>& emi
     bool one_model = true, one_tp = true;
     for (const BenchPoint* p : ok)
       one_model = one_model && p->model == ok[0]->model, one_tp = one_tp && p->tp == ok[0]->tp;
+    bool one_dtype = true;
+    for (const BenchPoint* p : ok) one_dtype = one_dtype && p->weight_dtype == ok[0]->weight_dtype;
     if (one_model) prof.model = ok[0]->model;
     if (one_model && one_tp) prof.tp = ok[0]->tp;
+    if (one_dtype) prof.weight_dtype = ok[0]->weight_dtype;
     FitOptions opt;
     opt.threads = a.threads;
     opt.folds = a.folds;

@@ -403,3 +403,42 @@ TEST_CASE("every shipped profile parses, names a catalog device, and quotes its 
   CHECK(r.report["scenario"]["perf_model"] == "calibrated");
   CHECK(r.report["scenario"]["step_time"]["held_out"]["points"].get<int>() > 0);
 }
+
+TEST_CASE("auto applies a shipped profile only to its own weight dtype, tp and pp; a named one says where it applies") {
+  const std::string tp4 =
+      "duration_s: 60\ndevice: h100-sxm-80gb\nmodel: llama-3.1-70b\nengine: {tensor_parallel: 4}\n"
+      "fleet: {replicas: 1}\n"
+      "workload: {arrival: {process: poisson, rate_per_s: 1}, prompt_tokens: 512, output_tokens: 64}\n";
+  // the shipped H100 Llama 3.1 70B tp4 profile was fitted on FP8 runs
+  const PerfProfile* fp8 = find_builtin_profile("h100-sxm-80gb", "llama-3.1-70b", 4, "fp8");
+  REQUIRE(fp8 != nullptr);
+  CHECK(fp8->weight_dtype == "fp8");
+  CHECK(find_builtin_profile("h100-sxm-80gb", "llama-3.1-70b", 4, "bf16") == nullptr);
+  const auto f = test::run(test::scenario(tp4 + "weight_dtype: fp8\n"));
+  CHECK(f.report["scenario"]["step_time"]["profile"] == "h100-sxm-80gb/llama-3.1-70b/tp4");
+  CHECK(f.report["scenario"]["step_time"]["error_applies"] == true);
+  CHECK(f.report["scenario"]["step_time"]["fitted_weight_dtype"] == "fp8");
+  // bf16 weights: no FP8 profile is taken for them; the roofline says it is uncalibrated
+  const auto b = test::run(test::scenario(tp4 + "weight_dtype: bf16\n"));
+  CHECK(b.report["scenario"]["perf_model"] == "roofline");
+  CHECK(b.report["scenario"]["step_time"]["calibrated"] == false);
+  // named on bf16 weights, the profile runs but its measured error is not quoted as this pool's
+  const auto n =
+      test::run(test::scenario(tp4 + "weight_dtype: bf16\n", {"engine.perf_profile=h100-sxm-80gb/llama-3.1-70b/tp4"}));
+  CHECK(n.report["scenario"]["perf_model"] == "calibrated");
+  CHECK(n.report["scenario"]["step_time"]["error_applies"] == false);
+  CHECK(n.report["scenario"]["step_time"]["note"] ==
+        "profile fitted on fp8 weights; this pool differs, so its measured error does not apply here (uncalibrated "
+        "for this configuration)");
+  CHECK(format_run_table(n.report).find("steps     profile h100-sxm-80gb/llama-3.1-70b/tp4: profile fitted on fp8 "
+                                        "weights;") != std::string::npos);
+  // and on another tp and dtype, both are named
+  std::string why;
+  CHECK_FALSE(profile_applies(*fp8, "llama-3.1-70b", 8, 1, "bf16", why));
+  CHECK(why == "tp 4, fp8 weights");
+  CHECK(profile_applies(*fp8, "llama-3.1-70b", 4, 1, "fp8", why));
+  CHECK(why.empty());
+  // every shipped per-model profile records the weight dtype of its runs
+  for (const auto& p : builtin_profiles())
+    if (!p.model.empty()) CHECK_MESSAGE(!p.weight_dtype.empty(), p.name);
+}

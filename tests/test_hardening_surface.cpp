@@ -50,8 +50,9 @@ TEST_CASE("an alias that refers to its own mapping is a located error, in a file
   // the same guard on a budgets file
   const std::string budgets = test::write_temp("loop-budgets.yaml", "budgets: &b {x: *b}\n");
   CHECK(test::input_error([&] { parse_budgets(budgets, {}); }) ==
-        budgets + ":1:14: error: an alias (*name) refers to a mapping or list that holds it: a value cannot "
-                  "contain itself");
+        budgets +
+            ":1:14: error: an alias (*name) refers to a mapping or list that holds it: a value cannot "
+            "contain itself");
 }
 
 TEST_CASE("a billion laughs is refused at the key whose aliases expand past the cap; deep nesting too") {
@@ -93,7 +94,8 @@ TEST_CASE("CSV cells a spreadsheet would run as formulas are written as text; nu
 TEST_CASE("control characters and line breaks never reach a terminal or a Markdown table as themselves") {
   CHECK(printable("a\nb\x1b[31m\x07") == "a\\nb\\e[31m\\x07");
   CHECK(printable("tab\there\r") == "tab\\there\\r");
-  CHECK(printable("\xC2\x9B" "2J caf\xC3\xA9") == "\\u{9B}2J caf\xC3\xA9");  // C1 CSI written out; é kept
+  CHECK(printable("\xC2\x9B"
+                  "2J caf\xC3\xA9") == "\\u{9B}2J caf\xC3\xA9");  // C1 CSI written out; é kept
   CHECK(markdown_cell("a|b\n## injected") == "a\\|b\\n## injected");
   // names are refused at load; a file name that holds one is written out in the run table
   CHECK(test::error_of("name: \"a\\nb\"\n") ==
@@ -112,8 +114,7 @@ TEST_CASE("control characters and line breaks never reach a terminal or a Markdo
 
 TEST_CASE("sizes are bounded before anything is built: sweep values, budget windows") {
   const ScenarioSource big_range = ScenarioSource::from_text(
-      std::string(kSmall) + "sweep:\n  parameters:\n    seed: {from: 0, to: 100000, step: 0.5}\n",
-      "<test>", ".");
+      std::string(kSmall) + "sweep:\n  parameters:\n    seed: {from: 0, to: 100000, step: 0.5}\n", "<test>", ".");
   CHECK(test::input_error([&] { parse_sweep(big_range); }) ==
         "<test>:13:11: error: sweep.parameters.seed: the range has 200001 values; a range takes at "
         "most 100000 (raise step)");
@@ -124,12 +125,13 @@ TEST_CASE("sizes are bounded before anything is built: sweep values, budget wind
   CHECK(test::input_error([&] { parse_sweep(long_list); }) ==
         "<test>:13:11: error: sweep.parameters.seed: 10001 values; a list takes at most 10000 (a range {from, to, "
         "step} takes 100000)");
-  const std::string budgets =
-      test::write_temp("tiny-window.yaml", "budgets:\n  p99:\n    metric: latency_s.ttft.p99\n    max: 1\n"
-                                           "    window_s: 0.005\n");
+  const std::string budgets = test::write_temp("tiny-window.yaml",
+                                               "budgets:\n  p99:\n    metric: latency_s.ttft.p99\n    max: 1\n"
+                                               "    window_s: 0.005\n");
   CHECK(test::input_error([&] { validate_budgets(test::scenario(kSmall), parse_budgets(budgets, {})); }) ==
-        budgets + ":3:5: error: budgets.p99: window_s 0.005 cuts the measured 110 s into 22000 windows; at most 1000 "
-                  "(window_s >= 0.11)");
+        budgets +
+            ":3:5: error: budgets.p99: window_s 0.005 cuts the measured 110 s into 22000 windows; at most 1000 "
+            "(window_s >= 0.11)");
 }
 
 TEST_CASE("the rest of the second round: each a located error, or the value run gives") {

@@ -78,7 +78,8 @@ PerfProfile parse_profile(const std::string& text, const std::string& where) {
   const YAML::Node root = detail::load_located(text, src);
   const detail::N n{root, "", &src};
   if (!root.IsMap()) n.fail("a performance profile is a mapping (profile, device, coefficients, ...)");
-  n.allow_keys({"profile", "device", "model", "tp", "engine", "coefficients", "data", "method", "fit", "held_out"});
+  n.allow_keys({"profile", "device", "model", "tp", "weight_dtype", "engine", "coefficients", "data", "method", "fit",
+                "held_out"});
   PerfProfile p;
   p.origin = where;
   p.name = n.req("profile").str();
@@ -95,6 +96,10 @@ PerfProfile parse_profile(const std::string& text, const std::string& where) {
   if (n.has("tp")) {
     const detail::N t = n.at("tp");
     p.tp = t.node.IsScalar() && t.node.Scalar() == "any" ? 0 : int(t.integer(1, 64));
+  }
+  if (n.has("weight_dtype")) {
+    const std::string d = n.at("weight_dtype").str();
+    p.weight_dtype = d == "any" ? "" : n.at("weight_dtype").choice(weight_dtypes());
   }
   p.engine = n.has("engine") ? n.at("engine").str() : "";
   const detail::N c = n.req("coefficients");
@@ -121,6 +126,7 @@ std::string profile_yaml(const PerfProfile& p) {
   o << "# fleetsim performance profile (docs/model.md, \"Calibrated step time\")\n";
   o << "profile: " << p.name << "\ndevice: " << p.device << "\nmodel: " << (p.model.empty() ? "any" : p.model)
     << "\ntp: " << (p.tp == 0 ? std::string("any") : std::to_string(p.tp)) << "\n";
+  if (!p.weight_dtype.empty()) o << "weight_dtype: " << p.weight_dtype << "\n";
   if (!p.engine.empty()) o << "engine: \"" << p.engine << "\"\n";
   o << "coefficients:\n";
   for (int i = 0; i < kProfileTerms; ++i) {
@@ -157,10 +163,28 @@ const std::vector<PerfProfile>& builtin_profiles() {
   return v;
 }
 
-const PerfProfile* find_builtin_profile(const std::string& device, const std::string& model, int tp) {
+const PerfProfile* find_builtin_profile(const std::string& device, const std::string& model, int tp,
+                                        const std::string& weight_dtype) {
   for (const auto& p : builtin_profiles())
-    if (p.device == device && p.engine.rfind("vllm", 0) == 0 && p.model == model && p.tp == tp) return &p;
+    if (p.device == device && p.engine.rfind("vllm", 0) == 0 && p.model == model && p.tp == tp &&
+        p.weight_dtype == weight_dtype)
+      return &p;
   return nullptr;
+}
+
+bool profile_applies(const PerfProfile& p, const std::string& model, int tp, int pp, const std::string& weight_dtype,
+                     std::string& why) {
+  std::string d;
+  auto differs = [&](const std::string& what) { d += (d.empty() ? "" : ", ") + what; };
+  if (p.model.empty())
+    differs("it was fitted on no one model");
+  else if (p.model != model)
+    differs("model " + p.model);
+  if (p.tp > 0 && p.tp != tp) differs("tp " + std::to_string(p.tp));
+  if (pp > 1) differs("pp 1");
+  if (!p.weight_dtype.empty() && p.weight_dtype != weight_dtype) differs(p.weight_dtype + " weights");
+  why = d;
+  return d.empty();
 }
 
 PerfProfile load_profile(const std::string& name_or_path, const std::string& base_dir) {

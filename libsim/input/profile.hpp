@@ -48,11 +48,12 @@ struct ProfileError {
 constexpr const char* kProfileMetrics[4] = {"mean_ttft", "mean_tpot", "mean_e2e", "p99_ttft"};
 
 struct PerfProfile {
-  std::string name;    // e.g. h100-sxm-80gb/llama-3.1-8b/tp1
-  std::string device;  // catalog device
-  std::string model;   // catalog model, or empty: any model on the device
-  int tp = 0;          // 0: any
-  std::string engine;  // e.g. "vllm 0.12.0"
+  std::string name;          // e.g. h100-sxm-80gb/llama-3.1-8b/tp1
+  std::string device;        // catalog device
+  std::string model;         // catalog model, or empty: any model on the device
+  int tp = 0;                // 0: any
+  std::string weight_dtype;  // of the runs it was fitted on ("bf16", "fp8"); "": not recorded (any)
+  std::string engine;        // e.g. "vllm 0.12.0"
   PerfCoefficients c;
   std::string data;  // what it was fitted on (file and rows)
   std::string method;
@@ -66,12 +67,19 @@ PerfProfile load_profile(const std::string& name_or_path, const std::string& bas
 PerfProfile parse_profile(const std::string& text, const std::string& where);
 std::string profile_yaml(const PerfProfile& p);
 
-// The shipped profiles, and the one fitted on vLLM runs of exactly this device, model and tp, or
-// null. Device profiles (any model) are not chosen for a pool on their own: on models they were
-// not fitted on they predict worse than the roofline (docs/validation.md), so a scenario must
-// name one.
+// The shipped profiles, and the one fitted on vLLM runs of exactly this device, model, tp and
+// weight dtype, or null. Device profiles (any model) are not chosen for a pool on their own: on
+// models they were not fitted on they predict worse than the roofline (docs/validation.md), so a
+// scenario must name one; nor is a profile of FP8 runs applied to BF16 weights, or the reverse.
 const std::vector<PerfProfile>& builtin_profiles();
-const PerfProfile* find_builtin_profile(const std::string& device, const std::string& model, int tp);
+const PerfProfile* find_builtin_profile(const std::string& device, const std::string& model, int tp,
+                                        const std::string& weight_dtype);
+
+// Whether `p`'s measured error speaks for a pool of this model, tp and weight dtype: it was
+// fitted on exactly that (a field the profile leaves open matches). Else "" and `why` says what
+// differs.
+bool profile_applies(const PerfProfile& p, const std::string& model, int tp, int pp, const std::string& weight_dtype,
+                     std::string& why);
 
 // The core's step-time parameters from a profile, for a device's peak rates.
 void apply_profile(const PerfCoefficients& c, double peak_flops_per_s, double bf16_flops_per_s, double peak_bytes_per_s,

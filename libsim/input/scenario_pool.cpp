@@ -244,7 +244,8 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
   const PerfProfile* shipped = nullptr;
   if (pm == "calibrated" ||
       (pm.empty() && pp_name.empty() && !explicit_roofline_knobs && P.partition.empty() && P.shared_by() == 1))
-    shipped = find_builtin_profile(P.device.name, P.model.name, P.tp);
+    shipped =
+        P.pp == 1 && P.ep == 1 ? find_builtin_profile(P.device.name, P.model.name, P.tp, P.weight_dtype) : nullptr;
   if (!pp_name.empty() && pp_name != "auto" && pp_name != "none") {
     try {
       P.profile = std::make_shared<PerfProfile>(load_profile(pp_name, src.base_dir));
@@ -263,7 +264,8 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
     P.profile = std::make_shared<PerfProfile>(*shipped);
   } else if (pm == "calibrated") {
     (eng.has("perf_profile") ? eng.at("perf_profile") : eng.at("perf_model"))
-        .fail("no shipped profile for " + P.device.name + " (" + P.model.name + ", tp " + std::to_string(P.tp) +
+        .fail("no shipped profile for " + P.device.name + " (" + P.model.name + ", tp " + std::to_string(P.tp) + ", " +
+                  P.weight_dtype + " weights" + (P.pp > 1 || P.ep > 1 ? ", pp or ep above 1" : "") +
                   "): name a profile file written by `fleetsim fit`, or use perf_model: roofline",
               ErrorKind::inconsistent);
   }

@@ -279,12 +279,20 @@ static Json step_time_json(const PoolSpec& P) {
     j["profile_source"] = f.origin;
     if (!f.engine.empty()) j["engine"] = f.engine;
     if (!f.data.empty()) j["fitted_on"] = f.data;
+    if (!f.weight_dtype.empty()) j["fitted_weight_dtype"] = f.weight_dtype;
     Json held;
     held["points"] = f.held_out.points;
     for (int k = 0; k < 4; ++k)
       if (std::isfinite(f.held_out.median[k]))
         held["median_abs_error_" + std::string(kProfileMetrics[k])] = f.held_out.median[k];
     j["held_out"] = held;
+    // the profile's error was measured on its own configuration: quoted as this pool's only there
+    std::string why;
+    j["error_applies"] = profile_applies(f, P.model.name, P.tp, P.pp, P.weight_dtype, why);
+    if (!why.empty())
+      j["note"] = "profile fitted on " + why +
+                  "; this pool differs, so its measured error does not apply here "
+                  "(uncalibrated for this configuration)";
   } else {
     j["calibrated"] = false;
     j["note"] = P.perf_model == PerfKind::roofline

@@ -39,7 +39,8 @@ const std::map<std::string, Kind>& reference_kinds() {
     std::map<std::string, Kind> k;
     // a multi-pool, multi-class scenario has every section a run document can have
     const char* const two_pools =
-        "model: llama-3.1-8b\nduration_s: 60\npools:\n  a: {device: h100-sxm-80gb, fleet: {replicas: 1}}\n  b: {device: a100-80gb, fleet: {replicas: 1}}\n"
+        "model: llama-3.1-8b\nduration_s: 60\npools:\n  a: {device: h100-sxm-80gb, fleet: {replicas: 1}}\n  b: "
+        "{device: a100-80gb, fleet: {replicas: 1}}\n"
         "classes:\n"
         "  x: {pool: a, team: t, arrival: {process: poisson, rate_per_s: 1}, prompt_tokens: 100, output_tokens: 10}\n"
         "  y: {pool: b, team: u, arrival: {process: poisson, rate_per_s: 1}, prompt_tokens: 100, output_tokens: 10}\n";
@@ -57,8 +58,8 @@ void check_leaves(const Json& j, const std::string& path, const std::string& sho
                   const std::map<std::string, Kind>& ref, const std::string& file) {
   if (j.is_object()) {
     for (auto it = j.begin(); it != j.end(); ++it)
-      check_leaves(it.value(), path + "/" + (keyed_by_name(last) ? std::string("*") : it.key()),
-                   shown + "/" + it.key(), it.key(), ref, file);
+      check_leaves(it.value(), path + "/" + (keyed_by_name(last) ? std::string("*") : it.key()), shown + "/" + it.key(),
+                   it.key(), ref, file);
     return;
   }
   const auto r = ref.find(path);

@@ -280,8 +280,11 @@ std::string run_table(const Json& r) {
         if (h.contains(std::string("median_abs_error_") + k))
           err += fmt::format("{}{} {:.0f}%", err.empty() ? "" : ", ", k,
                              100.0 * h[std::string("median_abs_error_") + k].get<double>());
-      o += fmt::format("steps     calibrated profile {} (median error on {} held-out runs: {})\n",
-                       st["profile"].get<std::string>(), h["points"].get<int>(), err.empty() ? "none measured" : err);
+      if (st.contains("error_applies") && !st["error_applies"].get<bool>())
+        o += fmt::format("steps     profile {}: {}\n", st["profile"].get<std::string>(), st["note"].get<std::string>());
+      else
+        o += fmt::format("steps     calibrated profile {} (median error on {} held-out runs: {})\n",
+                         st["profile"].get<std::string>(), h["points"].get<int>(), err.empty() ? "none measured" : err);
     } else {
       o += fmt::format(
           "steps     {} (uncalibrated: docs/validation.md gives its error; `fleetsim fit` makes a profile)\n",

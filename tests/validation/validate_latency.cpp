@@ -63,6 +63,12 @@ Fitted fit_profile(const std::string& name, const Split& split, const BenchPoint
   if (!device_level) {
     p.model = p0.model;
     p.tp = p0.tp;
+    // the weight dtype most of its runs had (a configuration of another dtype may be among them)
+    std::map<std::string, int> dtypes;
+    for (const BenchPoint* x : split.fit) ++dtypes[x->weight_dtype];
+    int most = 0;
+    for (const auto& [d, n] : dtypes)
+      if (n > most) most = n, p.weight_dtype = d;
   }
   p.engine = p0.engine + (p0.engine_version.empty() ? "" : " " + p0.engine_version);
   if (device_level) p.engine = p0.engine;
