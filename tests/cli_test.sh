@@ -343,8 +343,14 @@ printf 'model,device,prefill_tokens,decode_seqs,decode_context_tokens,step_ms\nm
 expect "fit --steps of a step that takes no time" 2 "steps.csv:2: error: column step_ms" -- "$bin" fit --steps "$tmp/steps.csv"
 expect "fit to an unwritable profile" 3 "" -- "$bin" fit "$tmp/bench.csv" --folds 0 --threads 2 -o "$tmp/no/such/dir/p.yaml"
 check "fit says why the profile was not written" grep -q "p.yaml: error: writing the profile failed: No such file" "$tmp/err"
-expect "a run on a profile of another device" 2 "not to other devices" -- \
+expect "a run on a profile of another device" 2 "not to other devices (set engine.perf_profile=auto for a shipped" -- \
   "$bin" run --set device=a100-80gb --set engine.perf_profile="$tmp/profile.yaml"
+expect "the default on another device says how to switch its profile" 2 "set engine.perf_profile=auto" -- \
+  "$bin" run --set device=l4-24gb
+"$bin" sweep "$src/tests/data/tiny-sweep.yaml" --format csv --shard 0/2 >"$tmp/shard0.csv" 2>/dev/null
+expect "merge of a CSV shard says which format merges" 2 \
+  "shard0.csv:1:1: error: a sweep's CSV or table output, not a shard document: merge reads the JSON" -- \
+  "$bin" merge "$tmp/shard0.csv"
 expect "an unknown shipped profile" 2 "no shipped performance profile 'h100-sxm-80gb/nonesuch'" -- \
   "$bin" run --set engine.perf_profile=h100-sxm-80gb/nonesuch
 

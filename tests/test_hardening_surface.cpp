@@ -167,3 +167,12 @@ TEST_CASE("the rest of the second round: each a located error, or the value run 
   // a journal that cannot be created is an output error (exit 3), not an input error
   CHECK_THROWS_AS(SweepJournal::create(test::temp_path("no-such-dir/j.jsonl"), colon, spec, 0, 1), OutputError);
 }
+
+TEST_CASE("a key written without its unit is pointed to the key with it") {
+  CHECK(did_you_mean("rate", {"process", "rate_per_s", "path", "clients"}) == "rate_per_s");
+  CHECK(did_you_mean("duration", {"duration_s", "warmup_s", "seed"}) == "duration_s");
+  CHECK(did_you_mean("rout", {"router", "replicas"}) == "router");  // a typo still by edit distance
+  CHECK(test::error_of(kSmall, {"workload.arrival.rate=20"}) ==
+        "--set workload.arrival.rate=20: error: workload.arrival.rate: unknown key 'rate' (did you mean "
+        "'rate_per_s'?)");
+}

@@ -38,6 +38,15 @@ static size_t edit_distance(const std::string& a, const std::string& b) {
 }
 
 std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates) {
+  // a key with its unit left off (rate for rate_per_s, duration for duration_s): the shortest
+  // candidate that goes on from the word at a '_'
+  std::string prefixed;
+  if (word.size() >= 3)
+    for (const auto& c : candidates)
+      if (c.size() > word.size() && c.compare(0, word.size(), word) == 0 && c[word.size()] == '_' &&
+          (prefixed.empty() || c.size() < prefixed.size()))
+        prefixed = c;
+  if (!prefixed.empty()) return prefixed;
   std::string best;
   size_t best_d = std::max<size_t>(2, word.size() / 3) + 1;
   for (const auto& c : candidates) {

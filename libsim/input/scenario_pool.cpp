@@ -258,7 +258,9 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
     if (P.profile->device != P.device.name)
       eng.at("perf_profile")
           .fail("profile " + P.profile->name + " was fitted on " + P.profile->device + ", not " + P.device.name +
-                    ": a profile carries to other models, not to other devices",
+                    ": a profile carries to other models, not to other devices (set engine.perf_profile=auto for "
+                    "a shipped profile of " +
+                    P.device.name + " where one fits, or none for the roofline)",
                 ErrorKind::inconsistent);
   } else if (pp_name != "none" && shipped) {
     P.profile = std::make_shared<PerfProfile>(*shipped);

@@ -332,6 +332,18 @@ Json merge_sweeps(const std::vector<std::pair<std::string, Json>>& shards) {
   return assemble(header, std::move(rows));
 }
 
-Json read_json_file(const std::string& path) { return parse_json_located(read_text_file(path, "shard file"), path); }
+Json read_json_file(const std::string& path) {
+  const std::string text = read_text_file(path, "shard file");
+  // a sweep's CSV (or table) output has lost what merging needs: say which format to write
+  const size_t first = text.find_first_not_of(" \t\r\n\xEF\xBB\xBF");
+  if (first != std::string::npos && text[first] != '{' && text[first] != '[') {
+    const std::string line = text.substr(first, text.find('\n', first) - first);
+    if (line.rfind("index,", 0) == 0 || line.rfind("sweep ", 0) == 0)
+      throw InputError(Location{path, 1, 1, line.substr(0, 200)},
+                       "a sweep's CSV or table output, not a shard document: merge reads the JSON a shard writes "
+                       "with `fleetsim sweep --shard K/N --format json`");
+  }
+  return parse_json_located(text, path);
+}
 
 }  // namespace fleetsim
