@@ -176,3 +176,13 @@ TEST_CASE("a key written without its unit is pointed to the key with it") {
         "--set workload.arrival.rate=20: error: workload.arrival.rate: unknown key 'rate' (did you mean "
         "'rate_per_s'?)");
 }
+
+TEST_CASE("an error in a long --set names it cut to a line") {
+  std::string list = "[1";
+  for (int i = 2; i <= 20000; ++i) list += ", " + std::to_string(i);
+  const std::string e = test::error_of(kSmall, {"name=" + list + "]"});
+  CHECK(e.size() < 400);
+  CHECK(e.rfind("--set name=[1, 2, 3, ", 0) == 0);
+  CHECK(e.find("\xe2\x80\xa6 (" + std::to_string(6 + list.size()) + " characters): error: name: ") !=
+        std::string::npos);
+}

@@ -22,7 +22,16 @@ const char* default_scenario_text() { return kDefaultScenarioYaml; }
 
 Override parse_set(const std::string& text) {
   const size_t eq = text.find('=');
-  const Location origin{"--set " + text, 0, 0, ""};
+  // an error names the --set it came from; a long value (a generated list) is cut, at a UTF-8
+  // character boundary, so that the message stays a line
+  constexpr size_t kShown = 160;
+  std::string shown = text;
+  if (shown.size() > kShown) {
+    size_t cut = kShown;
+    while (cut > 0 && (static_cast<unsigned char>(shown[cut]) & 0xC0) == 0x80) --cut;
+    shown = shown.substr(0, cut) + "\xe2\x80\xa6 (" + std::to_string(text.size()) + " characters)";
+  }
+  const Location origin{"--set " + shown, 0, 0, ""};
   if (eq == std::string::npos || eq == 0) throw InputError(origin, "expected PATH=VALUE, e.g. fleet.replicas=4");
   if (invalid_utf8_at(text) != std::string::npos)
     throw InputError(Location{"--set", 0, 0, ""}, "--set: not valid UTF-8");
