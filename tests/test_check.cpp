@@ -69,6 +69,10 @@ TEST_CASE("a launch spike: p99 TTFT holds over the whole run, the worst window c
   const std::string junit = check_junit(r, s, spec);
   CHECK(junit.find("failures=\"1\"") != std::string::npos);
   CHECK(junit.find("name=\"peak-p99-ttft\"") != std::string::npos);
+  // a scenario name is the user's: markup and control characters do not reach the XML as such
+  Scenario odd = s;
+  odd.name = "a<b>&'\"\x1b";
+  CHECK(check_junit(r, odd, spec).find("name=\"a&lt;b&gt;&amp;&#39;&quot;\\e\"") != std::string::npos);
   const std::string ann = check_annotations(r);
   CHECK(ann.rfind("::error file=", 0) == 0);
   CHECK(ann.find(fmt::format("line={}", peak.budget.where.line)) != std::string::npos);

@@ -6,6 +6,7 @@
 
 #include "base/text.hpp"
 #include "check/budget.hpp"
+#include "report/html.hpp"
 
 namespace fleetsim {
 
@@ -46,22 +47,9 @@ std::string headroom(const CheckResult& r) {
              : fmt::format("every budget holds up to {:.2f}x today's load", r.headroom);
 }
 
-// XML 1.0 has no control characters but tab, CR and LF: the others are written out.
-std::string xml(const std::string& raw) {
-  const std::string s = printable(raw);
-  std::string o;
-  for (char c : s) {
-    switch (c) {
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '&': o += "&amp;"; break;
-      case '"': o += "&quot;"; break;
-      case '\'': o += "&apos;"; break;
-      default: o += c;
-    }
-  }
-  return o;
-}
+// XML 1.0 has no control characters but tab, CR and LF: the others are written out; markup is
+// escaped as the HTML report escapes it (&#39; for a quote is XML too).
+std::string xml(const std::string& raw) { return html_escape(printable(raw)); }
 
 // GitHub's workflow commands escape %, CR and LF in messages (and , and : in properties).
 std::string gh(const std::string& raw, bool property) {
