@@ -135,10 +135,10 @@ int run_fit(const FitArgs& a, const std::function<void(const std::string&)>& emi
         std::cerr << "fleetsim fit: skipping " << p.where << ": " << skip << "\n";
         continue;
       }
-      if (!ok.empty() && p.device != ok[0]->device)
-        throw InputError(Location{p.where, 0, 0, ""}, "a profile is fitted for one device: this point is on " +
-                                                          p.device + ", earlier ones on " + ok[0]->device +
-                                                          " (fit each device on its own)");
+      if (!a.global && !ok.empty() && p.device != ok[0]->device)
+        throw InputError(Location{p.where, 0, 0, ""},
+                         "a profile is fitted for one device: this point is on " + p.device + ", earlier ones on " +
+                             ok[0]->device + " (fit each device on its own, or all at once with --global)");
       ok.push_back(&p);
     }
     // about all the inputs together, so located in none of them
@@ -147,8 +147,8 @@ int run_fit(const FitArgs& a, const std::function<void(const std::string&)>& emi
                                                "needs a catalog model and device, lengths, a load, and a measured "
                                                "latency; --device/--model/--tp fill what JSON results do not say)",
                                                ok.size(), data, kMinFitPoints));
-    prof.device = ok[0]->device;
-    bool one_model = true, one_tp = true;
+    prof.device = a.global ? std::string() : ok[0]->device;
+    bool one_model = !a.global, one_tp = true;
     for (const BenchPoint* p : ok)
       one_model = one_model && p->model == ok[0]->model, one_tp = one_tp && p->tp == ok[0]->tp;
     bool one_dtype = true;
@@ -161,17 +161,47 @@ int run_fit(const FitArgs& a, const std::function<void(const std::string&)>& emi
     opt.folds = a.folds;
     opt.protocol.requests_per_client = a.requests_per_client;
     opt.progress = [](const std::string& s) { std::cerr << "fleetsim fit: " << s << "\n"; };
+    opt.global = a.global;
+    if (a.global) prof.weight_dtype.clear();
     prof.c = fit_benchmarks(ok, opt);
     check_fitted(prof.c, data);
     const auto fitted = evaluate(ok, &prof.c, opt);
     prof.fit = summarize(fitted);
-    if (a.folds >= 2 && int(ok.size()) >= 2 * a.folds)
+    std::string cv_table;
+    if (a.global) {
+      // what a new device or model would see: each predicted by a fit without it
+      std::vector<PointResult> lodo_all;
+      Json cv = Json::object();
+      for (const char* by : {"device", "model"}) {
+        const auto groups = leave_one_group_out(
+            ok, [&](const BenchPoint& p) { return by[0] == 'd' ? p.device : p.model; }, opt);
+        cv_table += fmt::format(
+            "\nleave one {} out: median |error| on the {} left out\n{:<28} {:>6} {:>10} {:>10} "
+            "{:>10} {:>10}\n",
+            by, by, by, "points", "mean TTFT", "mean TPOT", "mean e2e", "p99 TTFT");
+        Json rows = Json::array();
+        for (const auto& g : groups) {
+          const ProfileError e = summarize(g.held_out);
+          cv_table += fmt::format("{:<28} {:>6} {:>10} {:>10} {:>10} {:>10}\n", g.group, e.points, pct(e.median[0]),
+                                  pct(e.median[1]), pct(e.median[2]), pct(e.median[3]));
+          Json r = {{by, g.group}, {"points", e.points}, {"fit_points", g.fit_points}};
+          for (int m = 0; m < kBenchMetrics; ++m)
+            r[kProfileMetrics[m]] = std::isfinite(e.median[m]) ? Json(e.median[m]) : Json();
+          rows.push_back(r);
+          if (by[0] == 'd') lodo_all.insert(lodo_all.end(), g.held_out.begin(), g.held_out.end());
+        }
+        cv[std::string("leave_one_") + by + "_out"] = rows;
+      }
+      prof.cross_validated = summarize(lodo_all);
+      out["cross_validation"] = cv;
+    } else if (a.folds >= 2 && int(ok.size()) >= 2 * a.folds)
       prof.held_out = summarize(cross_validate(ok, opt));
-    else if (a.folds >= 2)
+    else if (a.folds >= 2 && !a.global)
       std::cerr << "fleetsim fit: " << ok.size() << " points are too few for " << a.folds
                 << "-fold cross-validation (2 per fold): no held-out error\n";
     const bool cv = prof.held_out.points > 0;
-    table += fmt::format("{} benchmark points on {}{}\n\n{:<10} {:>8} {:>8} {:>14} {:>14}\n", ok.size(), prof.device,
+    table += fmt::format("{} benchmark points on {}{}\n\n{:<10} {:>8} {:>8} {:>14} {:>14}\n", ok.size(),
+                         prof.device.empty() ? std::string("every device") : prof.device,
                          prof.model.empty() ? "" : " (" + prof.model + ")", "metric", "MAPE", "R^2", "median |error|",
                          cv ? fmt::format("{}-fold held out", a.folds) : std::string());
     Json q;
@@ -188,16 +218,18 @@ int run_fit(const FitArgs& a, const std::function<void(const std::string&)>& emi
                                {"held_out_median_abs_error",
                                 std::isfinite(prof.held_out.median[m]) ? Json(prof.held_out.median[m]) : Json()}};
     }
+    table += cv_table;
     out["points"] = ok.size();
     out["quality"] = q;
   }
   prof.name = !a.name.empty() ? a.name
+              : a.global      ? std::string(kPhysicsProfile)
                               : prof.device + "/" + (prof.model.empty() ? std::string("any") : prof.model) +
-                                    (prof.tp > 0 ? "/tp" + std::to_string(prof.tp) : "");
+                               (prof.tp > 0 ? "/tp" + std::to_string(prof.tp) : "");
   table += "\ncoefficients:\n";
   Json coeffs;
   for (int i = 0; i < kProfileTerms; ++i) {
-    table += fmt::format("  {:<17} {:.6g}\n", profile_term_names()[i], profile_term(prof.c, i));
+    table += fmt::format("  {:<26} {:.6g}\n", profile_term_names()[i], profile_term(prof.c, i));
     coeffs[profile_term_names()[i]] = profile_term(prof.c, i);
   }
   const std::string yaml = profile_yaml(prof);
@@ -219,7 +251,7 @@ int run_fit(const FitArgs& a, const std::function<void(const std::string&)>& emi
     table += "\nwrote " + a.output + " (use it with engine.perf_profile: " + a.output + ")\n";
   }
   out["profile"] = prof.name;
-  out["device"] = prof.device;
+  out["device"] = prof.device.empty() ? "any" : prof.device;
   out["coefficients"] = coeffs;
   if (a.format == "json")
     emit(out.dump(2) + "\n");

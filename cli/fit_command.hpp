@@ -9,6 +9,7 @@ namespace fleetsim::cli {
 struct FitArgs {
   std::vector<std::string> inputs;  // benchmark results (CSV, vllm bench JSON, GuideLLM JSON) or step timings
   bool steps = false;               // inputs are per-step timings
+  bool global = false;              // the physics coefficients: any device and model (fit --global)
   std::string device, model, engine = "vllm";
   int tp = 1;
   std::string name;    // the profile's name (default: device/model/tpN)

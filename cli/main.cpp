@@ -389,6 +389,10 @@ int main(int argc, char** argv) {
                  "mean_tpot_ms, ...), vllm bench serve JSON or GuideLLM JSON; with --steps, step timings")
       ->required();
   ft->add_flag("--steps", o.fit.steps, "the data are per-step timings (fitted by non-negative least squares)");
+  ft->add_flag("--global", o.fit.global,
+               "fit the physics coefficients once across every device and model in the data, with "
+               "leave-one-device-out and leave-one-model-out errors")
+      ->excludes("--steps");
   ft->add_option("--device", o.fit.device, "catalog device, for results that do not name one");
   ft->add_option("--model", o.fit.model, "catalog or Hugging Face model, for results that do not name one");
   ft->add_option("--tp", o.fit.tp, "tensor-parallel degree, for results that do not say")->check(CLI::Range(1, 64));

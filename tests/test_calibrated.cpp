@@ -418,10 +418,11 @@ TEST_CASE("auto applies a shipped profile only to its own weight dtype, tp and p
   CHECK(f.report["scenario"]["step_time"]["profile"] == "h100-sxm-80gb/llama-3.1-70b/tp4");
   CHECK(f.report["scenario"]["step_time"]["error_applies"] == true);
   CHECK(f.report["scenario"]["step_time"]["fitted_weight_dtype"] == "fp8");
-  // bf16 weights: no FP8 profile is taken for them; the roofline says it is uncalibrated
+  // bf16 weights: no FP8 profile is taken for them; the physics model runs, quoting its own error
   const auto b = test::run(test::scenario(tp4 + "weight_dtype: bf16\n"));
-  CHECK(b.report["scenario"]["perf_model"] == "roofline");
-  CHECK(b.report["scenario"]["step_time"]["calibrated"] == false);
+  CHECK(b.report["scenario"]["perf_model"] == "physics");
+  CHECK(b.report["scenario"]["step_time"]["profile"] == "physics");
+  CHECK(b.report["scenario"]["step_time"].contains("cross_validated"));
   // named on bf16 weights, the profile runs but its measured error is not quoted as this pool's
   const auto n =
       test::run(test::scenario(tp4 + "weight_dtype: bf16\n", {"engine.perf_profile=h100-sxm-80gb/llama-3.1-70b/tp4"}));

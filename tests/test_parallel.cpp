@@ -206,7 +206,8 @@ TEST_CASE("a tensor-parallel decode step: one rank's roofline plus two all-reduc
 }
 
 TEST_CASE("a pipeline of two stages: weights read once per traversal, compute and KV over two micro-batches") {
-  const Scenario s = test::scenario(pool_yaml("llama-3.1-70b", "h100-sxm-80gb", "pipeline_parallel: 2"));
+  const Scenario s =
+      test::scenario(pool_yaml("llama-3.1-70b", "h100-sxm-80gb", "pipeline_parallel: 2, perf_profile: none"));
   const PoolParams P = s.pools[0].params();
   const double n = 32, T0 = 32 * 1500.0;
   const double handoff = 8e-6 + (n / 2) * 8192 * 2 / 450e9;  // one stage boundary, 16 tokens a micro-batch
@@ -222,7 +223,7 @@ TEST_CASE("a pipeline of two stages: weights read once per traversal, compute an
 }
 
 TEST_CASE("an MoE decode step reads the dense weights and the share of experts its tokens touch") {
-  const Scenario s = test::scenario(pool_yaml("qwen3-30b-a3b", "h100-sxm-80gb", ""));
+  const Scenario s = test::scenario(pool_yaml("qwen3-30b-a3b", "h100-sxm-80gb", "perf_profile: none"));
   const PoolParams P = s.pools[0].params();
   const ModelSpec& m = model("qwen3-30b-a3b");
   const double routed = m.routed_expert_params();

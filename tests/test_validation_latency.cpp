@@ -30,3 +30,21 @@ TEST_CASE("every shipped profile still predicts its held-out runs as well as it 
   }
   CHECK(checked >= 10);
 }
+
+TEST_CASE("the physics coefficients still predict the held-out vLLM rows of every device as well as they record") {
+  const LatencyData d = load_latency_data(std::string(FLEETSIM_SOURCE_DIR) + "/tests/validation");
+  std::vector<const BenchPoint*> held;
+  for (const auto& [dev, split] : d.by_device) held.insert(held.end(), split.held.begin(), split.held.end());
+  const PerfProfile& p = physics_profile();
+  FitOptions opt;
+  const ProfileError e = summarize(evaluate(held, &p.c, opt));
+  CHECK(e.points == p.held_out.points);
+  for (int m = 0; m < kBenchMetrics; ++m) {
+    CAPTURE(kProfileMetrics[m]);
+    if (!std::isfinite(p.held_out.median[m])) continue;
+    CHECK(e.median[m] <= p.held_out.median[m] + 5e-4);
+  }
+  // and the file records the leave-one-device-out error it quotes in every report
+  CHECK(p.cross_validated.points > 0);
+  CHECK(std::isfinite(p.cross_validated.median[kMeanE2e]));
+}

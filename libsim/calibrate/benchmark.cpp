@@ -381,6 +381,8 @@ Prediction predict_point(const PreparedPoint& pp, const PerfCoefficients* c, Hos
     s.pools[0].profile = prof;
     s.pools[0].perf_model = PerfKind::calibrated;
     s.pools[0].client_ttft_s = c->client_ttft_s;
+    s.pools[0].client_s_per_input_token = c->client_s_per_input_token;
+    s.pools[0].client_s_per_output_token = c->client_s_per_output_token;
   }
   Prediction out;
   for (double& v : out.v) v = 0;

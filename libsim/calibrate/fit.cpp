@@ -164,8 +164,16 @@ void check_fitted(const PerfCoefficients& c, const std::string& inputs) {
                      head + "step_s, weight_factor and matmul_factor all came out 0 (a profile needs one above 0)");
 }
 
-PerfCoefficients prior_coefficients() {
+int fitted_terms(bool global) { return global ? kProfileTerms - 1 : kProfileBaseTerms; }
+
+PerfCoefficients prior_coefficients(bool global) {
   PerfCoefficients c;
+  if (global) {
+    c.layer_s = 1e-5;                   // a few kernel launches per layer under CUDA graphs
+    c.gemm_ramp_tokens = 32;            // tensor-core GEMMs reach half their peak near a few dozen rows
+    c.moe_factor = 1.5;                 // grouped expert GEMMs run below dense ones
+    c.client_s_per_input_token = 1e-6;  // tokenization: about a microsecond a token
+  }
   c.step_s = 0.002;
   c.per_seq_s = 2e-5;
   c.weight_factor = 1.25;  // 80% of peak bandwidth, the roofline default mbu
@@ -231,12 +239,19 @@ std::vector<PointResult> evaluate(const std::vector<const BenchPoint*>& points, 
 }
 
 PerfCoefficients fit_benchmarks(const std::vector<const BenchPoint*>& points, const FitOptions& opt) {
-  constexpr int K = kProfileTerms;
+  const int K = fitted_terms(opt.global);
   std::vector<PreparedPoint> prepared;
   for (const BenchPoint* p : points) prepared.push_back(prepare_point(*p, opt.protocol));
-  const PerfCoefficients prior = prior_coefficients();
+  const PerfCoefficients prior = prior_coefficients(opt.global);
   Eigen::VectorXd theta0(K);
   for (int i = 0; i < K; ++i) theta0[i] = std::log(profile_term(prior, i));
+  // The physics fit keeps each efficiency factor at or above 1: no resource runs faster than its
+  // datasheet peak, so a factor below 1 would be another term's time hiding in this one.
+  auto bound = [&](Eigen::VectorXd t) {
+    if (opt.global)
+      for (int i : {2, 3, 4, 5}) t[i] = std::max(t[i], 0.0);
+    return t;
+  };
   // residual layout: one per measured metric per point, then one per coefficient (the prior)
   std::vector<std::pair<int, int>> rows;
   for (size_t i = 0; i < points.size(); ++i)
@@ -244,9 +259,10 @@ PerfCoefficients fit_benchmarks(const std::vector<const BenchPoint*>& points, co
       if (fitted_metric(*points[i], m)) rows.emplace_back(int(i), m);
   const int n_res = int(rows.size()) + K;
   const double prior_w = std::sqrt(opt.prior_weight * double(points.size()) / K);
+  constexpr double kHuber = 0.1;
 
   auto coeffs = [&](const Eigen::VectorXd& th) {
-    PerfCoefficients c;
+    PerfCoefficients c;  // the terms not fitted stay neutral
     for (int i = 0; i < K; ++i) profile_term(c, i) = std::exp(th[i]);
     return c;
   };
@@ -264,7 +280,12 @@ PerfCoefficients fit_benchmarks(const std::vector<const BenchPoint*>& points, co
       for (size_t r = 0; r < rows.size(); ++r) {
         const Prediction& p = pred[t][size_t(rows[r].first)];
         const double meas = points[size_t(rows[r].first)]->measured[rows[r].second];
-        const double v = p.ok && p.v[rows[r].second] > 0 ? std::log(p.v[rows[r].second] / meas) : 3.0;
+        double v = p.ok && p.v[rows[r].second] > 0 ? std::log(p.v[rows[r].second] / meas) : 3.0;
+        // the physics fit's loss is Huber's: beyond kHuber (in log ratio) a miss counts linearly, so
+        // a few configurations the model cannot express do not drag every coefficient towards them;
+        // this residual's square is that loss
+        if (opt.global && std::fabs(v) > kHuber)
+          v = std::copysign(std::sqrt(2.0 * kHuber * std::fabs(v) - kHuber * kHuber), v);
         out[t][Eigen::Index(r)] = v;
       }
       for (int i = 0; i < K; ++i) out[t][Eigen::Index(rows.size()) + i] = prior_w * (thetas[t][i] - theta0[i]);
@@ -282,7 +303,7 @@ PerfCoefficients fit_benchmarks(const std::vector<const BenchPoint*>& points, co
     for (double f : {-1.1, 1.1}) {
       Eigen::VectorXd t = theta;
       t[i] += f;
-      cands.push_back(t);
+      cands.push_back(bound(t));
     }
     const auto rc = residuals(cands);
     for (size_t k = 0; k < cands.size(); ++k)
@@ -312,7 +333,7 @@ PerfCoefficients fit_benchmarks(const std::vector<const BenchPoint*>& points, co
       for (int i = 0; i < K; ++i) Aug(i, i) += lambda * (JtJ(i, i) + 1e-9);
       Eigen::VectorXd step = Aug.ldlt().solve(-g);
       for (int i = 0; i < K; ++i) step[i] = std::clamp(step[i], -1.5, 1.5);
-      const Eigen::VectorXd cand = theta + step;
+      const Eigen::VectorXd cand = bound(theta + step);
       const Eigen::VectorXd rc = residuals({cand})[0];
       const double cc = rc.squaredNorm();
       if (cc < cost) {
@@ -355,6 +376,32 @@ std::vector<PointResult> cross_validate(const std::vector<const BenchPoint*>& po
     const auto r = evaluate(test, &c, opt);
     for (size_t j = 0; j < r.size(); ++j) out[test_idx[j]] = r[j];
     if (opt.progress) opt.progress("fold " + std::to_string(f + 1) + " of " + std::to_string(k) + " done");
+  }
+  return out;
+}
+
+std::vector<GroupResult> leave_one_group_out(const std::vector<const BenchPoint*>& points,
+                                             const std::function<std::string(const BenchPoint&)>& group_of,
+                                             const FitOptions& opt) {
+  std::vector<std::string> groups;
+  for (const BenchPoint* p : points) {
+    const std::string g = group_of(*p);
+    if (std::find(groups.begin(), groups.end(), g) == groups.end()) groups.push_back(g);
+  }
+  std::vector<GroupResult> out;
+  for (const std::string& g : groups) {
+    std::vector<const BenchPoint*> train, test;
+    for (const BenchPoint* p : points) (group_of(*p) == g ? test : train).push_back(p);
+    if (int(train.size()) < kMinFitPoints) continue;
+    FitOptions o = opt;
+    o.progress = nullptr;
+    const PerfCoefficients c = fit_benchmarks(train, o);
+    GroupResult r;
+    r.group = g;
+    r.fit_points = int(train.size());
+    r.held_out = evaluate(test, &c, opt);
+    out.push_back(std::move(r));
+    if (opt.progress) opt.progress("left out " + g + ": fitted on " + std::to_string(train.size()) + " points");
   }
   return out;
 }

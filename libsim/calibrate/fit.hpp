@@ -36,11 +36,12 @@ struct StepSample {
 std::vector<StepSample> read_step_samples(const std::string& path, std::string& device_out);
 
 struct FitOptions {
-  int folds = 5;                                     // k-fold cross-validation (0 or 1: none)
-  int max_iterations = 25;                           // Levenberg-Marquardt
-  BenchProtocol protocol;                            // what the data leave unsaid about the benchmark client
-  int threads = 0;                                   // 0: hardware concurrency
-  double prior_weight = 0.05;                        // pull of each log-coefficient towards its prior, per point
+  int folds = 5;               // k-fold cross-validation (0 or 1: none)
+  int max_iterations = 25;     // Levenberg-Marquardt
+  BenchProtocol protocol;      // what the data leave unsaid about the benchmark client
+  int threads = 0;             // 0: hardware concurrency
+  double prior_weight = 0.05;  // pull of each log-coefficient towards its prior, per point
+  bool global = false;         // fit the physics terms too, on points of any device and model (fit --global)
   std::function<void(const std::string&)> progress;  // a line per iteration (may be empty)
 };
 
@@ -53,14 +54,18 @@ struct PointResult {
 
 ProfileError summarize(const std::vector<PointResult>& r);
 
-// The starting point and prior of a fit: roofline-like efficiencies and small overheads.
-PerfCoefficients prior_coefficients();
+// The starting point and prior of a fit: roofline-like efficiencies and small overheads (with
+// `global`, physical guesses for the physics terms too; without, those stay neutral).
+PerfCoefficients prior_coefficients(bool global = false);
+// How many coefficients a fit solves for: the first kProfileBaseTerms, or with `global` every
+// term but the per-output-token client cost (benchmarks cannot tell it from per-sequence cost).
+int fitted_terms(bool global);
 
 // Simulate points under coefficients (null: each point's scenario model, i.e. uncalibrated).
 std::vector<PointResult> evaluate(const std::vector<const BenchPoint*>& points, const PerfCoefficients* c,
                                   const FitOptions& opt);
 
-// Fit coefficients to benchmark points (all of them simulatable, one device).
+// Fit coefficients to benchmark points (all of them simulatable; one device unless opt.global).
 PerfCoefficients fit_benchmarks(const std::vector<const BenchPoint*>& points, const FitOptions& opt);
 
 // The fewest points (benchmark points or step timings) fleetsim fit fits to.
@@ -76,5 +81,16 @@ double step_prediction(const PerfCoefficients& c, const StepSample& s);
 
 // k-fold cross-validation: each point predicted by a fit that did not see it.
 std::vector<PointResult> cross_validate(const std::vector<const BenchPoint*>& points, const FitOptions& opt);
+
+// Leave-one-group-out: the points of each group (a device, a model) predicted by a fit on all the
+// other groups' points. Groups with fewer than kMinFitPoints others to fit on are left out.
+struct GroupResult {
+  std::string group;
+  int fit_points = 0;
+  std::vector<PointResult> held_out;
+};
+std::vector<GroupResult> leave_one_group_out(const std::vector<const BenchPoint*>& points,
+                                             const std::function<std::string(const BenchPoint&)>& group_of,
+                                             const FitOptions& opt);
 
 }  // namespace fleetsim

@@ -60,7 +60,9 @@ FLEETSIM_HD inline void record_done(Sim& s, int32_t ri, double t) {
   advance_clock(s, t);
   s.in_system[q.cls]--;
   // what the client adds (HTTP, tokenization, detokenization) shifts its first token and its end
-  const double cl = s.p->pools[s.p->classes[q.cls].pool].perf.client_ttft_s;
+  const PerfParams& pf = s.p->pools[s.p->classes[q.cls].pool].perf;
+  const double cl = pf.client_ttft_s + pf.client_s_per_input_token * double(q.prompt);
+  const double cl_end = cl + pf.client_s_per_output_token * double(q.output);
   {
     PoolState& ps = s.pool[s.p->classes[q.cls].pool];
     ps.ttft_t[ps.ttft_head] = t;
@@ -74,7 +76,7 @@ FLEETSIM_HD inline void record_done(Sim& s, int32_t ri, double t) {
     T.input_tokens += q.prompt;
     T.output_tokens += q.output;
     if (q.t_first < 0.0) q.t_first = t;
-    hist_add(T.e2e, t - q.t_arrive + cl);
+    hist_add(T.e2e, t - q.t_arrive + cl_end);
     hist_add(T.ttft, q.t_first - q.t_arrive + cl);
     hist_add(T.queue_wait, q.t_admit - q.t_queued);
     if (s.p->pools[s.p->classes[q.cls].pool].host.cores > 0) {
@@ -83,19 +85,20 @@ FLEETSIM_HD inline void record_done(Sim& s, int32_t ri, double t) {
     }
     double tpot = 0.0;  // vllm bench's convention for a single output token
     if (q.output >= 2) {
-      tpot = (t - q.t_first) / double(q.output - 1);
+      tpot = (t - q.t_first + (cl_end - cl)) / double(q.output - 1);
       hist_add(T.tpot, tpot);
     }
     if ((s.goodput_classes >> q.cls) & 1) {
       const ClassParams& C = s.p->classes[q.cls];
-      if (q.t_first - q.t_arrive + cl <= C.good_ttft_s && tpot <= C.good_tpot_s && t - q.t_arrive + cl <= C.good_e2e_s)
+      if (q.t_first - q.t_arrive + cl <= C.good_ttft_s && tpot <= C.good_tpot_s &&
+          t - q.t_arrive + cl_end <= C.good_e2e_s)
         T.good++;
     } else {
       T.good++;  // no bound
     }
   }
   s.req_free[s.req_free_n++] = ri;
-  client_done(s, q.cls, t + cl);
+  client_done(s, q.cls, t + cl_end);
 }
 
 // Nodes (PoolParams::replicas_per_node > 0): slot k of a pool sits on placement group

@@ -15,8 +15,19 @@ extern const int kBuiltinProfileCount;
 
 namespace {
 
-constexpr const char* kTermNames[kProfileTerms] = {"step_s",    "per_seq_s",        "weight_factor", "matmul_factor",
-                                                   "kv_factor", "attention_factor", "client_ttft_s", "comm_factor"};
+constexpr const char* kTermNames[kProfileTerms] = {"step_s",
+                                                   "per_seq_s",
+                                                   "weight_factor",
+                                                   "matmul_factor",
+                                                   "kv_factor",
+                                                   "attention_factor",
+                                                   "client_ttft_s",
+                                                   "comm_factor",
+                                                   "layer_s",
+                                                   "gemm_ramp_tokens",
+                                                   "moe_factor",
+                                                   "client_s_per_input_token",
+                                                   "client_s_per_output_token"};
 
 void read_error(ProfileError& e, const detail::N& n) {
   n.allow_keys({"points", "median", "worst"});
@@ -55,7 +66,9 @@ void write_error(std::ostringstream& o, const char* key, const ProfileError& e) 
 }  // namespace
 
 const char* const* profile_term_names() { return kTermNames; }
-double profile_term_max(int i) { return i < 2 || i == 6 ? 60 : 1e4; }
+// seconds up to a minute (a second per token), factors and token counts up to 10^4
+double profile_term_max(int i) { return i < 2 || i == 6 || i == 8 ? 60 : i >= 11 ? 1 : 1e4; }
+double neutral_term(int i) { return i == 7 || i == 10 ? 1.0 : 0.0; }
 
 double& profile_term(PerfCoefficients& c, int i) {
   switch (i) {
@@ -66,7 +79,12 @@ double& profile_term(PerfCoefficients& c, int i) {
     case 4: return c.kv_factor;
     case 5: return c.attention_factor;
     case 6: return c.client_ttft_s;
-    default: return c.comm_factor;
+    case 7: return c.comm_factor;
+    case 8: return c.layer_s;
+    case 9: return c.gemm_ramp_tokens;
+    case 10: return c.moe_factor;
+    case 11: return c.client_s_per_input_token;
+    default: return c.client_s_per_output_token;
   }
 }
 double profile_term(const PerfCoefficients& c, int i) { return profile_term(const_cast<PerfCoefficients&>(c), i); }
@@ -78,14 +96,26 @@ PerfProfile parse_profile(const std::string& text, const std::string& where) {
   const YAML::Node root = detail::load_located(text, src);
   const detail::N n{root, "", &src};
   if (!root.IsMap()) n.fail("a performance profile is a mapping (profile, device, coefficients, ...)");
-  n.allow_keys({"profile", "device", "model", "tp", "weight_dtype", "engine", "coefficients", "data", "method", "fit",
-                "held_out"});
+  n.allow_keys({"format", "profile", "device", "model", "tp", "weight_dtype", "engine", "coefficients", "data",
+                "method", "fit", "held_out", "cross_validated"});
+  // a file without `format` predates it (format 1): its coefficients are a subset of these
+  if (n.has("format")) {
+    const detail::N f = n.at("format");
+    const long long v = f.integer(1, 1000000);
+    if (v > kProfileFormat)
+      f.fail("profile format " + std::to_string(v) + " was written by a newer fleetsim; this one reads formats 1 to " +
+                 std::to_string(kProfileFormat) + " (upgrade fleetsim, or refit with this one's `fleetsim fit`)",
+             ErrorKind::inconsistent);
+  }
   PerfProfile p;
   p.origin = where;
   p.name = n.req("profile").str();
   p.device = n.req("device").str();
   std::string why;
-  if (!find_named(builtin_devices(), p.device, "device", "", why)) n.at("device").fail(why);
+  if (p.device == "any")
+    p.device.clear();
+  else if (!find_named(builtin_devices(), p.device, "device", "", why))
+    n.at("device").fail(why);
   if (n.has("model")) {
     p.model = n.at("model").str();
     if (p.model == "any")
@@ -107,29 +137,33 @@ PerfProfile parse_profile(const std::string& text, const std::string& where) {
   keys.push_back("eager_step_s");
   c.allow_keys(keys);
   for (int i = 0; i < kProfileTerms; ++i)
-    profile_term(p.c, i) =
-        c.has(kTermNames[i]) ? c.at(kTermNames[i]).num_in(0, profile_term_max(i)) : (i == 7 ? 1.0 : 0.0);
+    profile_term(p.c, i) = c.has(kTermNames[i]) ? c.at(kTermNames[i]).num_in(0, profile_term_max(i)) : neutral_term(i);
   p.c.eager_step_s = c.has("eager_step_s") ? c.at("eager_step_s").num_in(0, 60) : 0.0;
   if (!(p.c.weight_factor > 0 || p.c.matmul_factor > 0 || p.c.step_s > 0))
     c.fail("a profile needs step_s, weight_factor or matmul_factor above 0, or its steps take no time");
   p.data = n.has("data") ? n.at("data").str() : "";
   p.method = n.has("method") ? n.at("method").str() : "";
   for (int k = 0; k < 4; ++k)
-    p.fit.median[k] = p.fit.worst[k] = p.held_out.median[k] = p.held_out.worst[k] = std::nan("");
+    p.fit.median[k] = p.fit.worst[k] = p.held_out.median[k] = p.held_out.worst[k] = p.cross_validated.median[k] =
+        p.cross_validated.worst[k] = std::nan("");
   if (n.has("fit")) read_error(p.fit, n.at("fit"));
   if (n.has("held_out")) read_error(p.held_out, n.at("held_out"));
+  if (n.has("cross_validated")) read_error(p.cross_validated, n.at("cross_validated"));
   return p;
 }
 
 std::string profile_yaml(const PerfProfile& p) {
   std::ostringstream o;
   o << "# fleetsim performance profile (docs/model.md, \"Calibrated step time\")\n";
-  o << "profile: " << p.name << "\ndevice: " << p.device << "\nmodel: " << (p.model.empty() ? "any" : p.model)
+  o << "format: " << kProfileFormat << "\n";
+  o << "profile: " << p.name << "\ndevice: " << (p.device.empty() ? "any" : p.device)
+    << "\nmodel: " << (p.model.empty() ? "any" : p.model)
     << "\ntp: " << (p.tp == 0 ? std::string("any") : std::to_string(p.tp)) << "\n";
   if (!p.weight_dtype.empty()) o << "weight_dtype: " << p.weight_dtype << "\n";
   if (!p.engine.empty()) o << "engine: \"" << p.engine << "\"\n";
   o << "coefficients:\n";
   for (int i = 0; i < kProfileTerms; ++i) {
+    if (i >= kProfileBaseTerms && profile_term(p.c, i) == neutral_term(i)) continue;
     char b[96];
     std::snprintf(b, sizeof b, "  %s: %.6g\n", kTermNames[i], profile_term(p.c, i));
     o << b;
@@ -147,6 +181,11 @@ std::string profile_yaml(const PerfProfile& p) {
     write_error(f, "held_out", p.held_out);
     o << "held_out:\n" << f.str().substr(f.str().find('\n') + 1);
   }
+  if (p.cross_validated.points > 0) {
+    std::ostringstream f;
+    write_error(f, "cross_validated", p.cross_validated);
+    o << "cross_validated:\n" << f.str().substr(f.str().find('\n') + 1);
+  }
   return o.str();
 }
 
@@ -161,6 +200,12 @@ const std::vector<PerfProfile>& builtin_profiles() {
     return out;
   }();
   return v;
+}
+
+const PerfProfile& physics_profile() {
+  for (const auto& p : builtin_profiles())
+    if (p.name == kPhysicsProfile) return p;
+  throw std::logic_error("profiles/physics.yaml is not compiled in");
 }
 
 const PerfProfile* find_builtin_profile(const std::string& device, const std::string& model, int tp,
@@ -206,18 +251,25 @@ PerfProfile load_profile(const std::string& name_or_path, const std::string& bas
   return parse_profile(read_text_file(path, "performance profile", kMaxTextInputBytes), path);
 }
 
-void apply_profile(const PerfCoefficients& c, double peak_flops_per_s, double bf16_flops_per_s, double peak_bytes_per_s,
-                   bool enforce_eager, PerfParams& out) {
+void apply_profile(const PerfCoefficients& c, const StepFacts& f, PerfParams& out) {
   out.kind = PerfKind::calibrated;
-  out.overhead_s = c.step_s + (enforce_eager ? c.eager_step_s : 0.0);
-  out.flops_per_s = peak_flops_per_s;
-  out.bytes_per_s = peak_bytes_per_s;
+  out.overhead_s = c.step_s + (f.enforce_eager ? c.eager_step_s : 0.0) + c.layer_s * double(f.layers);
+  out.flops_per_s = f.peak_flops_per_s;
+  out.bytes_per_s = f.peak_bytes_per_s;
   out.per_seq_s = c.per_seq_s;
-  out.weight_s_per_byte = c.weight_factor / peak_bytes_per_s;
-  out.matmul_s_per_flop = c.matmul_factor / peak_flops_per_s;
-  out.kv_s_per_byte = c.kv_factor / peak_bytes_per_s;
-  out.attn_s_per_flop = c.attention_factor / bf16_flops_per_s;
+  out.weight_s_per_byte = c.weight_factor / f.peak_bytes_per_s;
+  const double mm = c.matmul_factor / f.peak_flops_per_s;
+  // the routed experts' GEMMs at moe_factor times the dense ones' time per FLOP, blended per token
+  const double tok = f.dense_flops_per_token + f.expert_flops_per_token;
+  out.matmul_s_per_flop = tok > 0 ? mm * (f.dense_flops_per_token + c.moe_factor * f.expert_flops_per_token) / tok : mm;
+  // GEMM efficiency e(m) = e_max m / (m + m_half): the time of m tokens' FLOPs at e(m) is that of
+  // m + m_half tokens at e_max, a fixed m_half tokens' worth per GEMM and step; every expert is a GEMM
+  out.overhead_s += mm * c.gemm_ramp_tokens * (f.dense_flops_per_token + c.moe_factor * f.all_expert_flops);
+  out.kv_s_per_byte = c.kv_factor / f.peak_bytes_per_s;
+  out.attn_s_per_flop = c.attention_factor / f.bf16_flops_per_s;
   out.client_ttft_s = c.client_ttft_s;
+  out.client_s_per_input_token = c.client_s_per_input_token;
+  out.client_s_per_output_token = c.client_s_per_output_token;
   out.comm_factor = c.comm_factor;
 }
 

@@ -24,11 +24,22 @@ struct PerfCoefficients {
   double attention_factor = 0;  // x prefill-attention FLOPs / peak BF16 FLOP/s
   double client_ttft_s = 0;     // what the benchmark client adds to TTFT (and e2e)
   double comm_factor = 1;       // x the modelled collectives (tensor parallelism's all-reduces, ...)
-  double eager_step_s = 0;      // added per step when the engine runs without CUDA graphs
+  // The physics terms (docs/model.md, "Physics step time"), neutral in a profile that lacks them:
+  double layer_s = 0;                    // fixed per layer per step (kernel launches, norms, rotary)
+  double gemm_ramp_tokens = 0;           // GEMM efficiency e(m) = e_max m / (m + this): tokens at half peak
+  double moe_factor = 1;                 // x the routed experts' GEMM time (grouped GEMM vs dense)
+  double client_s_per_input_token = 0;   // API server: tokenization, per prompt token, in TTFT and e2e
+  double client_s_per_output_token = 0;  // API server: detokenization and streaming, per output token, in e2e
+  double eager_step_s = 0;               // added per step when the engine runs without CUDA graphs
 };
 
-// Names of the fitted coefficients, in the order `fleetsim fit` solves for them.
-constexpr int kProfileTerms = 8;
+// Names of the fitted coefficients, in the order `fleetsim fit` solves for them: the first
+// kProfileBaseTerms are those of a per-device or per-configuration fit; `fit --global` adds the
+// physics terms after them.
+constexpr int kProfileBaseTerms = 8;
+constexpr int kProfileTerms = 13;
+// The version of the profile file format this build reads and writes (`format:` in the file).
+constexpr int kProfileFormat = 2;
 const char* const* profile_term_names();
 // The largest value a profile may give term i (its least is 0): seconds up to a minute, factors
 // up to 10^4.
@@ -49,7 +60,7 @@ constexpr const char* kProfileMetrics[4] = {"mean_ttft", "mean_tpot", "mean_e2e"
 
 struct PerfProfile {
   std::string name;          // e.g. h100-sxm-80gb/llama-3.1-8b/tp1
-  std::string device;        // catalog device
+  std::string device;        // catalog device; "": any (the physics coefficients)
   std::string model;         // catalog model, or empty: any model on the device
   int tp = 0;                // 0: any
   std::string weight_dtype;  // of the runs it was fitted on ("bf16", "fp8"); "": not recorded (any)
@@ -58,7 +69,8 @@ struct PerfProfile {
   std::string data;  // what it was fitted on (file and rows)
   std::string method;
   ProfileError fit, held_out;
-  std::string origin;  // "builtin" or the file it was read from
+  ProfileError cross_validated;  // physics: each device's points predicted by a fit without that device
+  std::string origin;            // "builtin" or the file it was read from
 };
 
 // A profile by shipped name or file path (relative paths against base_dir). Throws InputError.
@@ -72,6 +84,9 @@ std::string profile_yaml(const PerfProfile& p);
 // models they were not fitted on they predict worse than the roofline (docs/validation.md), so a
 // scenario must name one; nor is a profile of FP8 runs applied to BF16 weights, or the reverse.
 const std::vector<PerfProfile>& builtin_profiles();
+// The shipped physics coefficients (profiles/physics.yaml): fitted once on every device's runs.
+constexpr const char* kPhysicsProfile = "physics";
+const PerfProfile& physics_profile();
 const PerfProfile* find_builtin_profile(const std::string& device, const std::string& model, int tp,
                                         const std::string& weight_dtype);
 
@@ -81,8 +96,17 @@ const PerfProfile* find_builtin_profile(const std::string& device, const std::st
 bool profile_applies(const PerfProfile& p, const std::string& model, int tp, int pp, const std::string& weight_dtype,
                      std::string& why);
 
+// What the physics terms need of a pool besides the device's peak rates.
+struct StepFacts {
+  double peak_flops_per_s = 0, bf16_flops_per_s = 0, peak_bytes_per_s = 0;
+  bool enforce_eager = false;
+  int layers = 0;                     // of the whole model (a step traverses every stage)
+  double dense_flops_per_token = 0;   // per device: 2 x the parameters every token runs through / tp
+  double expert_flops_per_token = 0;  // per device: 2 x the routed experts' parameters a token runs / tp
+  double all_expert_flops = 0;        // per device: 2 x all routed experts' parameters / tp (each a GEMM)
+};
+
 // The core's step-time parameters from a profile, for a device's peak rates.
-void apply_profile(const PerfCoefficients& c, double peak_flops_per_s, double bf16_flops_per_s, double peak_bytes_per_s,
-                   bool enforce_eager, PerfParams& out);
+void apply_profile(const PerfCoefficients& c, const StepFacts& f, PerfParams& out);
 
 }  // namespace fleetsim

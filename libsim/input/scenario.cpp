@@ -51,6 +51,10 @@ const char* arrival_name(ArrivalKind a) {
 const char* perf_name(PerfKind p) {
   return p == PerfKind::roofline ? "roofline" : p == PerfKind::linear ? "linear" : "calibrated";
 }
+const char* perf_name(const PoolSpec& p) {
+  return p.perf_model == PerfKind::calibrated && p.profile && p.profile->device.empty() ? "physics"
+                                                                                        : perf_name(p.perf_model);
+}
 
 namespace {
 

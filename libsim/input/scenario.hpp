@@ -88,6 +88,8 @@ struct PoolSpec {
   PerfKind perf_model = PerfKind::roofline;
   std::shared_ptr<const PerfProfile> profile;  // calibrated: the fitted coefficients and their provenance
   double client_ttft_s = 0;                    // added to every TTFT and e2e (the client's own time)
+  double client_s_per_input_token = 0, client_s_per_output_token = 0;  // the API server, per token
+  bool engine_side = false;  // engine.latency_at: engine: latencies as the engine logs them, no client stage
   double mfu = 0, mbu = 0, step_overhead_s = 0;
   double step_base_s = 0, per_prefill_token_s = 0, per_decode_seq_s = 0, per_context_token_s = 0;
   HostParams host{};  // engine.host: the host CPU stage (cores 0: none)
@@ -231,5 +233,8 @@ const char* router_name(Router r);
 const char* batching_name(Batching b);
 const char* arrival_name(ArrivalKind a);
 const char* perf_name(PerfKind p);
+// A pool's step-time model by name: "physics" where its coefficients are the ones fitted on every
+// device (a profile of no one device), else perf_name of its kind.
+const char* perf_name(const PoolSpec& p);
 
 }  // namespace fleetsim

@@ -111,7 +111,18 @@ PoolParams PoolSpec::params() const {
     p.perf.flops_per_s = peak_flops * mfu / lora;
     p.perf.bytes_per_s = peak_bytes * mbu / lora;
   } else if (perf_model == PerfKind::calibrated) {
-    apply_profile(profile->c, peak_flops, device.bf16_tflops * 1e12, peak_bytes, enforce_eager, p.perf);
+    StepFacts f;
+    f.peak_flops_per_s = peak_flops;
+    f.bf16_flops_per_s = device.bf16_tflops * 1e12;
+    f.peak_bytes_per_s = peak_bytes;
+    f.enforce_eager = enforce_eager;
+    f.layers = model.layers;
+    const double routed = model.routed_expert_params();
+    const double active_routed = model.moe() ? routed * double(model.experts_per_token) / double(model.experts) : 0.0;
+    f.dense_flops_per_token = 2.0 * (model.active_params() - active_routed) / tp;
+    f.expert_flops_per_token = 2.0 * active_routed / tp;
+    f.all_expert_flops = 2.0 * routed / tp;
+    apply_profile(profile->c, f, p.perf);
     p.perf.overhead_s *= lora;
     p.perf.per_seq_s *= lora;
     p.perf.weight_s_per_byte *= lora;
@@ -135,7 +146,9 @@ PoolParams PoolSpec::params() const {
     p.perf.attn_s_per_flop /= sm;
     p.perf.per_prefill_token_s /= sm;
   }
-  p.perf.client_ttft_s = client_ttft_s;
+  p.perf.client_ttft_s = engine_side ? 0.0 : client_ttft_s;
+  p.perf.client_s_per_input_token = engine_side ? 0.0 : client_s_per_input_token;
+  p.perf.client_s_per_output_token = engine_side ? 0.0 : client_s_per_output_token;
   p.work.matmul_flops_per_token = 2.0 * model.params_b * 1e9;
   p.work.attn_flops_per_pair = 4.0 * model.layers * double(model.heads) * model.head_dim;
   p.work.weight_bytes = model.params_b * 1e9 * weight_dtype_bytes(weight_dtype);

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "base/error.hpp"
@@ -143,6 +144,9 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
                   "enforce_eager",
                   "perf_profile",
                   "client_ttft_s",
+                  "client_s_per_input_token",
+                  "client_s_per_output_token",
+                  "latency_at",
                   "host",
                   "cuda_context_gib"});
   // parallelism: a replica of tp x pp devices
@@ -229,9 +233,11 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
                     std::to_string(P.max_num_seqs) + "): every running sequence needs a token of the step budget",
                 ErrorKind::inconsistent);
   }
-  // the step-time model: a calibrated profile (named, or the shipped one for this device, model
-  // and tp when the scenario leaves it open), else the uncalibrated roofline, or a linear model
-  const std::string pm = eng.has("perf_model") ? eng.at("perf_model").choice({"roofline", "linear", "calibrated"}) : "";
+  // the step-time model: a calibrated profile (named, or the shipped one for this device, model,
+  // tp and dtype when the scenario leaves it open), else the physics coefficients fitted on every
+  // device (docs/model.md, "Physics step time"); the roofline or a linear model where asked for
+  const std::string pm =
+      eng.has("perf_model") ? eng.at("perf_model").choice({"physics", "roofline", "linear", "calibrated"}) : "";
   const std::string pp_name = eng.has("perf_profile") ? eng.at("perf_profile").str() : "";
   // `none` and `auto` name no profile, so they sit with any model (a --set of perf_model on a
   // scenario that names a profile needs perf_profile=none beside it, and says so)
@@ -241,9 +247,12 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
                   ", or set perf_profile: none for the " + pm + " model)",
               ErrorKind::inconsistent);
   const bool explicit_roofline_knobs = eng.has("mfu") || eng.has("mbu") || eng.has("step_overhead_s");
+  // a shared device (MIG, time slicing, MPS) and a CPU instance keep the roofline unless asked:
+  // the physics coefficients were fitted on whole GPUs
+  const bool whole_gpu = P.partition.empty() && P.shared_by() == 1 && !cpu_instance(P.device);
+  const bool open_choice = pm.empty() && (pp_name.empty() || pp_name == "auto") && !explicit_roofline_knobs;
   const PerfProfile* shipped = nullptr;
-  if (pm == "calibrated" ||
-      (pm.empty() && pp_name.empty() && !explicit_roofline_knobs && P.partition.empty() && P.shared_by() == 1))
+  if (pm == "calibrated" || (open_choice && whole_gpu))
     shipped =
         P.pp == 1 && P.ep == 1 ? find_builtin_profile(P.device.name, P.model.name, P.tp, P.weight_dtype) : nullptr;
   if (!pp_name.empty() && pp_name != "auto" && pp_name != "none") {
@@ -255,12 +264,12 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
         throw InputError(e.where(), std::string(e.what()) + " (in the profile engine.perf_profile names)", e.kind());
       eng.at("perf_profile").fail(e.what(), e.kind());
     }
-    if (P.profile->device != P.device.name)
+    if (!P.profile->device.empty() && P.profile->device != P.device.name)
       eng.at("perf_profile")
           .fail("profile " + P.profile->name + " was fitted on " + P.profile->device + ", not " + P.device.name +
                     ": a profile carries to other models, not to other devices (set engine.perf_profile=auto for "
                     "a shipped profile of " +
-                    P.device.name + " where one fits, or none for the roofline)",
+                    P.device.name + " where one fits, else the physics model, or none for the roofline)",
                 ErrorKind::inconsistent);
   } else if (pp_name != "none" && shipped) {
     P.profile = std::make_shared<PerfProfile>(*shipped);
@@ -268,20 +277,41 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
     (eng.has("perf_profile") ? eng.at("perf_profile") : eng.at("perf_model"))
         .fail("no shipped profile for " + P.device.name + " (" + P.model.name + ", tp " + std::to_string(P.tp) + ", " +
                   P.weight_dtype + " weights" + (P.pp > 1 || P.ep > 1 ? ", pp or ep above 1" : "") +
-                  "): name a profile file written by `fleetsim fit`, or use perf_model: roofline",
+                  "): name a profile file written by `fleetsim fit`, or use perf_model: physics",
               ErrorKind::inconsistent);
+  } else if (pm == "physics" || (open_choice && whole_gpu && pp_name != "none")) {
+    if (pm == "physics" && cpu_instance(P.device))
+      eng.at("perf_model")
+          .fail("the physics coefficients were fitted on GPUs; " + P.device.name +
+                    " is a CPU instance (use perf_model: roofline, or a profile fitted on it with `fleetsim fit`)",
+                ErrorKind::inconsistent);
+    if (!(P.device.bf16_tflops > 0 && P.device.bandwidth_gb_s > 0))
+      (eng.has("perf_model") ? eng.at("perf_model") : eng)
+          .fail("the physics model needs the device's bf16_tflops and bandwidth_gb_s; " + P.device.name + " lacks " +
+                    (P.device.bf16_tflops > 0 ? "bandwidth_gb_s" : "bf16_tflops") +
+                    " (give it in the catalog, or use perf_model: linear)",
+                ErrorKind::inconsistent);
+    P.profile = std::make_shared<PerfProfile>(physics_profile());
   }
   P.perf_model = P.profile ? PerfKind::calibrated : pm == "linear" ? PerfKind::linear : PerfKind::roofline;
   if (P.profile && explicit_roofline_knobs)
     eng.at(eng.has("mfu")   ? "mfu"
            : eng.has("mbu") ? "mbu"
                             : "step_overhead_s")
-        .fail("mfu, mbu and step_overhead_s belong to perf_model: roofline, not to a calibrated profile",
-              ErrorKind::inconsistent);
+        .fail(
+            "mfu, mbu and step_overhead_s belong to perf_model: roofline, not to a calibrated profile "
+            "(add perf_model: roofline)",
+            ErrorKind::inconsistent);
   if (eng.has("client_ttft_s"))
     P.client_ttft_s = eng.at("client_ttft_s").num_in(0, 60);
   else if (P.profile)
     P.client_ttft_s = P.profile->c.client_ttft_s;
+  for (auto [key, field, from] : {std::tuple{"client_s_per_input_token", &P.client_s_per_input_token,
+                                             P.profile ? P.profile->c.client_s_per_input_token : 0.0},
+                                  std::tuple{"client_s_per_output_token", &P.client_s_per_output_token,
+                                             P.profile ? P.profile->c.client_s_per_output_token : 0.0}})
+    *field = eng.has(key) ? eng.at(key).num_in(0, 1) : from;
+  P.engine_side = eng.has("latency_at") && eng.at("latency_at").choice({"client", "engine"}) == "engine";
   if (P.perf_model == PerfKind::calibrated) {
     for (const char* k : {"step_base_s", "per_prefill_token_s", "per_decode_seq_s", "per_context_token_s"})
       if (eng.has(k)) eng.at(k).fail(std::string(k) + " belongs to perf_model: linear", ErrorKind::inconsistent);

@@ -272,7 +272,29 @@ bool shares_device(const PoolSpec& P) { return P.shared_by() > 1 || P.mps_active
 // measurements held out of its fit; the roofline and linear models say they are uncalibrated.
 static Json step_time_json(const PoolSpec& P) {
   Json j;
-  if (P.perf_model == PerfKind::calibrated && P.profile) {
+  j["model"] = perf_name(P);
+  // what the latencies include: the client's view (API server, tokenization) or the engine's
+  j["latency_at"] = P.engine_side ? "engine" : "client";
+  if (P.perf_model == PerfKind::calibrated && P.profile && P.profile->device.empty()) {
+    // the physics model: its error is that on devices and models its fit never saw
+    const PerfProfile& f = *P.profile;
+    j["calibrated"] = true;
+    j["profile"] = f.name;
+    j["profile_source"] = f.origin;
+    if (!f.data.empty()) j["fitted_on"] = f.data;
+    for (const auto& [key, e] : {std::pair<const char*, const ProfileError*>{"held_out", &f.held_out},
+                                 {"cross_validated", &f.cross_validated}}) {
+      Json h;
+      h["points"] = e->points;
+      for (int k = 0; k < 4; ++k)
+        if (std::isfinite(e->median[k])) h["median_abs_error_" + std::string(kProfileMetrics[k])] = e->median[k];
+      j[key] = h;
+    }
+    j["error_applies"] = true;
+    j["note"] =
+        "physics step model, one set of coefficients fitted on every device; its error is measured on runs "
+        "the fit never saw (held_out) and on each device left out of the fit (cross_validated)";
+  } else if (P.perf_model == PerfKind::calibrated && P.profile) {
     const PerfProfile& f = *P.profile;
     j["calibrated"] = true;
     j["profile"] = f.name;
@@ -300,7 +322,9 @@ static Json step_time_json(const PoolSpec& P) {
                       "`fleetsim fit`"
                     : "linear model with user-given costs: uncalibrated unless they were measured";
   }
-  if (P.client_ttft_s > 0) j["client_ttft_s"] = P.client_ttft_s;
+  if (!P.engine_side && P.client_ttft_s > 0) j["client_ttft_s"] = P.client_ttft_s;
+  if (!P.engine_side && P.client_s_per_input_token > 0) j["client_s_per_input_token"] = P.client_s_per_input_token;
+  if (!P.engine_side && P.client_s_per_output_token > 0) j["client_s_per_output_token"] = P.client_s_per_output_token;
   return j;
 }
 
@@ -347,7 +371,7 @@ Json run_report(const Scenario& s, const Tally& t) {
   if (!goodput_bounds(C0).empty()) sc["goodput"] = goodput_bounds(C0);
   sc["prompt_tokens"] = C0.prompt.describe;
   sc["output_tokens"] = C0.output.describe;
-  sc["perf_model"] = perf_name(P0.perf_model);
+  sc["perf_model"] = perf_name(P0);
   sc["step_time"] = step_time_json(P0);
   sc["pools"] = s.pools.size();
   sc["classes"] = s.classes.size();
@@ -481,7 +505,7 @@ Json run_report(const Scenario& s, const Tally& t) {
       one["tensor_parallel"] = P.tp;
       one["pipeline_parallel"] = P.pp;
       one["expert_parallel"] = P.ep;
-      one["perf_model"] = perf_name(P.perf_model);
+      one["perf_model"] = perf_name(P);
       one["step_time"] = step_time_json(P);
       one["fleet"] = fleet_json(pt, window);
       slowdown_json(one["fleet"], pt, P.cpu_fallback(), P.thermal());

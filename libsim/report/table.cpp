@@ -280,7 +280,19 @@ std::string run_table(const Json& r) {
         if (h.contains(std::string("median_abs_error_") + k))
           err += fmt::format("{}{} {:.0f}%", err.empty() ? "" : ", ", k,
                              100.0 * h[std::string("median_abs_error_") + k].get<double>());
-      if (st.contains("error_applies") && !st["error_applies"].get<bool>())
+      if (st.contains("cross_validated")) {
+        const Json& x = st["cross_validated"];
+        std::string xe;
+        for (const char* k : {"mean_ttft", "mean_tpot", "mean_e2e"})
+          if (x.contains(std::string("median_abs_error_") + k))
+            xe += fmt::format("{}{} {:.0f}%", xe.empty() ? "" : ", ", k,
+                              100.0 * x[std::string("median_abs_error_") + k].get<double>());
+        o += fmt::format(
+            "steps     physics model (median error on {} held-out runs: {}; on a device left out of the "
+            "fit: {}); latencies as the {} sees them\n",
+            h["points"].get<int>(), err.empty() ? "none measured" : err, xe.empty() ? "not measured" : xe,
+            st["latency_at"].get<std::string>());
+      } else if (st.contains("error_applies") && !st["error_applies"].get<bool>())
         o += fmt::format("steps     profile {}: {}\n", st["profile"].get<std::string>(), st["note"].get<std::string>());
       else
         o += fmt::format("steps     calibrated profile {} (median error on {} held-out runs: {})\n",

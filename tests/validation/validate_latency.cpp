@@ -4,7 +4,10 @@
 //   validate_latency [--write] [--threads N] [ROOT]
 // prints the section as Markdown; --write also rewrites profiles/ and
 // tests/validation/latency_fleetsim.csv (every point's prediction). The split is in
-// latency_validation.hpp.
+// latency_validation.hpp. --physics-only fits and reports the physics coefficients alone.
+// While working on the physics model, FLEETSIM_PHYSICS_NO_INDEP=1 keeps the independent runs
+// out of sight (they are never a criterion), FLEETSIM_PHYSICS_FIT_ONLY=1 skips the
+// cross-validation too, and FLEETSIM_PHYSICS_SHOW=<group part> lists that configuration's runs.
 #include <sys/stat.h>
 #include <cmath>
 #include <cstdio>
@@ -90,12 +93,93 @@ Fitted fit_profile(const std::string& name, const Split& split, const BenchPoint
   return f;
 }
 
+// The physics coefficients (profiles/physics.yaml): one fit on the fit rows of every vLLM
+// configuration on every device, errors on their held-out rows, on the independent runs, and on
+// each device (each model) left out of the fit.
+struct Physics {
+  PerfProfile profile;
+  std::vector<PointResult> fit, held, indep;
+  std::vector<GroupResult> by_device, by_model;
+};
+
+Physics fit_physics(const LatencyData& d, const std::vector<const BenchPoint*>& indep, FitOptions opt) {
+  Physics ph;
+  std::vector<const BenchPoint*> fit, held;
+  for (const auto& [dev, split] : d.by_device) {
+    fit.insert(fit.end(), split.fit.begin(), split.fit.end());
+    held.insert(held.end(), split.held.begin(), split.held.end());
+  }
+  opt.global = true;
+  opt.progress = [](const std::string& s) { std::fprintf(stderr, "physics: %s\n", s.c_str()); };
+  PerfProfile& p = ph.profile;
+  p.name = kPhysicsProfile;
+  p.engine = "vllm";
+  p.c = fit_benchmarks(fit, opt);
+  p.data = "tests/validation/serving_points.csv: every vLLM configuration on every device, odd rows of each";
+  p.method = "Levenberg-Marquardt over simulated benchmark runs, every device at once (fleetsim fit --global)";
+  ph.fit = evaluate(fit, &p.c, opt);
+  ph.held = evaluate(held, &p.c, opt);
+  if (!std::getenv("FLEETSIM_PHYSICS_FIT_ONLY") && !std::getenv("FLEETSIM_PHYSICS_NO_INDEP"))
+    ph.indep = evaluate(indep, &p.c, opt);
+  p.fit = summarize(ph.fit);
+  p.held_out = summarize(ph.held);
+  {  // where the fit misses, by configuration (signed: predicted / measured - 1), for the log
+    std::map<std::string, std::vector<const PointResult*>> groups;
+    for (const auto& r : ph.fit) groups[r.point->group].push_back(&r);
+    const char* show = std::getenv("FLEETSIM_PHYSICS_SHOW");
+    for (const auto& [g, rs] : groups) {
+      if (show && g.find(show) != std::string::npos)
+        for (const PointResult* r : rs)
+          std::fprintf(stderr, "  isl %5.0f osl %5.0f conc %4d: TTFT %8.1f / %8.1f ms  TPOT %6.2f / %6.2f ms\n",
+                       r->point->isl, r->point->osl, r->point->concurrency, 1e3 * r->point->measured[0],
+                       1e3 * r->predicted.v[0], 1e3 * r->point->measured[1], 1e3 * r->predicted.v[1]);
+      double sum[kBenchMetrics] = {}, n[kBenchMetrics] = {};
+      for (const PointResult* r : rs)
+        for (int m = 0; m < kBenchMetrics; ++m)
+          if (r->predicted.ok && std::isfinite(r->point->measured[m]) && r->point->measured[m] > 0)
+            sum[m] += std::log(r->predicted.v[m] / r->point->measured[m]), n[m] += 1;
+      std::fprintf(stderr, "physics fit rows %-45s %3zu: mean log ratio TTFT %+.2f TPOT %+.2f e2e %+.2f\n", g.c_str(),
+                   rs.size(), n[0] ? sum[0] / n[0] : 0.0, n[1] ? sum[1] / n[1] : 0.0, n[2] ? sum[2] / n[2] : 0.0);
+    }
+  }
+  for (int i = 0; i < kProfileTerms; ++i)
+    std::fprintf(stderr, "physics %-26s %.6g\n", profile_term_names()[i], profile_term(p.c, i));
+  if (std::getenv("FLEETSIM_PHYSICS_FIT_ONLY")) return ph;
+  ph.by_device = leave_one_group_out(
+      fit, [](const BenchPoint& x) { return x.device; }, opt);
+  ph.by_model = leave_one_group_out(
+      fit, [](const BenchPoint& x) { return x.model; }, opt);
+  std::vector<PointResult> lodo;
+  for (const auto& g : ph.by_device) lodo.insert(lodo.end(), g.held_out.begin(), g.held_out.end());
+  p.cross_validated = summarize(lodo);
+  return ph;
+}
+
+std::string physics_tables(const Physics& ph) {
+  std::ostringstream md;
+  md << "\n### Physics step model: each device and each model left out of the fit\n\n";
+  md << "Fitted on " << ph.profile.fit.points
+     << " rows (every vLLM configuration's fit half); each line is a refit without that device or model, scored on "
+        "the rows of it that the refit never saw.\n\n";
+  md << "| left out | fit points | points | mean TTFT | mean TPOT | mean e2e | p99 TTFT "
+        "|\n|---|---|---|---|---|---|---|\n";
+  for (const auto* gs : {&ph.by_device, &ph.by_model})
+    for (const auto& g : *gs) {
+      const ProfileError e = summarize(g.held_out);
+      md << "| " << (gs == &ph.by_device ? "device " : "model ") << g.group << " | " << g.fit_points << " | "
+         << e.points << " | " << pct(e.median[kMeanTtft]) << " | " << pct(e.median[kMeanTpot]) << " | "
+         << pct(e.median[kMeanE2e]) << " | " << pct(e.median[kP99Ttft]) << " |\n";
+    }
+  return md.str();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string root = FLEETSIM_SOURCE_DIR;
   bool write = false;
-  std::string only;  // fit only the configurations whose group contains this (no device profiles)
+  std::string only;           // fit only the configurations whose group contains this (no device profiles)
+  bool physics_only = false;  // only the physics coefficients
   FitOptions opt;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -107,12 +191,14 @@ int main(int argc, char** argv) {
       opt.protocol.requests_per_client = std::atoi(argv[++i]);
     else if (a == "--jitter-ms" && i + 1 < argc)
       opt.protocol.client_jitter_s = std::atof(argv[++i]) / 1e3;
+    else if (a == "--physics-only")
+      physics_only = true;
     else if (a == "--only" && i + 1 < argc)
       only = argv[++i];
     else if (a == "-h" || a == "--help") {
       std::printf(
           "usage: validate_latency [--write] [--threads N] [--requests-per-client K] [--jitter-ms J] [--only GROUP] "
-          "[ROOT]\n");
+          "[--physics-only] [ROOT]\n");
       return 0;
     } else
       root = a;
@@ -121,8 +207,13 @@ int main(int argc, char** argv) {
   int simulatable = 0;
   for (const auto& p : d.serving) simulatable += p.skip.empty() ? 1 : 0;
 
+  std::vector<const BenchPoint*> indep = independent_points(d);
+  if (!only.empty()) indep.clear();
+  Physics ph;
+  if (only.empty()) ph = fit_physics(d, indep, opt);
   std::vector<Fitted> fitted;
   for (const auto& [group, split] : d.by_group) {
+    if (physics_only) break;
     if (split.fit.size() < 6 || split.held.empty()) continue;
     if (!only.empty() && group.find(only) == std::string::npos) continue;
     const BenchPoint& p0 = *split.fit[0];
@@ -132,7 +223,7 @@ int main(int argc, char** argv) {
   }
   std::map<std::string, size_t> device_fit;
   for (const auto& [dev, split] : d.by_device) {
-    if (split.fit.size() < 8 || !only.empty()) continue;
+    if (split.fit.size() < 8 || !only.empty() || physics_only) continue;
     device_fit[dev] = fitted.size();
     fitted.push_back(fit_profile(dev + "/vllm", split, *split.fit[0], true, opt));
   }
@@ -146,8 +237,6 @@ int main(int argc, char** argv) {
       if (p->engine == "vllm") held_vllm.push_back(p);
     }
   const auto roof_vllm = evaluate(held_vllm, nullptr, opt);
-  std::vector<const BenchPoint*> indep = independent_points(d);
-  if (!only.empty()) indep.clear();
   const auto roof_indep = evaluate(indep, nullptr, opt);
   std::vector<PointResult> cal_indep;
   if (device_fit.count("h100-sxm-80gb"))
@@ -169,11 +258,15 @@ int main(int argc, char** argv) {
   md << "### Summary: median |error| on points no fit saw\n\n";
   md << "| predictor, points | points | mean TTFT | mean TPOT | mean e2e | p99 TTFT |\n|---|---|---|---|---|---|\n";
   md << row("uncalibrated roofline, held-out vLLM rows", summarize(roof_vllm));
+  md << row("**physics model, held-out vLLM rows**", ph.profile.held_out);
+  md << row("physics model, each device left out of its fit", ph.profile.cross_validated);
   md << row("**per-configuration vLLM profiles, held-out rows**", summarize(vllm_cfg_held));
   md << row("per-device vLLM profiles, held-out rows", summarize(vllm_dev_held));
   md << row("per-configuration vLLM profiles, their fit rows (not a test)", summarize(vllm_cfg_fit));
   md << row("uncalibrated roofline, independent runs", summarize(roof_indep));
+  md << row("**physics model, independent runs**", summarize(ph.indep));
   if (!cal_indep.empty()) md << row("h100-sxm-80gb/vllm (device profile), independent runs", summarize(cal_indep));
+  md << physics_tables(ph);
   md << "\n### Each shipped profile\n\n";
   md << "| profile | engine | fit points | held-out points | held-out mean TTFT | mean TPOT | mean e2e | p99 TTFT | "
         "fit-set mean TTFT | mean TPOT |\n|---|---|---|---|---|---|---|---|---|---|\n";
@@ -204,6 +297,7 @@ int main(int argc, char** argv) {
   std::printf("%s", md.str().c_str());
 
   if (write) {
+    if (only.empty()) std::ofstream(root + "/profiles/physics.yaml") << profile_yaml(ph.profile);
     for (const auto& f : fitted) {
       const std::string path = root + "/profiles/" + f.profile.name + ".yaml";
       mkdirs(path.substr(0, path.rfind('/')));
@@ -228,6 +322,9 @@ int main(int argc, char** argv) {
       for (const auto& r : f.held) line(r, f.profile.name, "held_out");
     }
     for (const auto& r : cal_indep) line(r, "h100-sxm-80gb/vllm", "independent");
+    for (const auto& r : ph.fit) line(r, "physics", "fit");
+    for (const auto& r : ph.held) line(r, "physics", "held_out");
+    for (const auto& r : ph.indep) line(r, "physics", "independent");
     for (const auto& r : roof_vllm) line(r, "roofline", "held_out");
   }
   return 0;
