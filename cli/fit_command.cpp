@@ -61,7 +61,9 @@ int run_fit(const FitArgs& a, const std::function<void(const std::string&)>& emi
   PerfProfile prof;
   prof.engine = a.engine;
   prof.method = a.steps ? "non-negative least squares on step timings (fleetsim fit --steps)"
-                        : "Levenberg-Marquardt over simulated benchmark runs (fleetsim fit)";
+                : a.global
+                    ? "Levenberg-Marquardt over simulated benchmark runs, every device at once (fleetsim fit --global)"
+                    : "Levenberg-Marquardt over simulated benchmark runs (fleetsim fit)";
   std::string data;
   for (const auto& f : a.inputs) data += (data.empty() ? "" : ", ") + f;
   prof.data = data;

@@ -335,6 +335,14 @@ expect "fit of too few points" 2 "1 usable benchmark points" -- "$bin" fit "$tmp
 sed 's/H100-SXM/A100-80GB/' "$tmp/bench.csv" | tail -2 >>"$tmp/bench2.csv"
 cat "$tmp/bench.csv" "$tmp/bench2.csv" >"$tmp/mixed.csv"
 expect "fit across devices" 2 "a profile is fitted for one device" -- "$bin" fit "$tmp/mixed.csv"
+expect "fit --global across devices" 0 "" -- "$bin" fit --global "$tmp/mixed.csv" -o "$tmp/physics.yaml" --threads 2 \
+  --requests-per-client 2
+check "fit --global prints each device left out" grep -q 'leave one device out' "$tmp/out"
+check "fit --global writes coefficients for any device" grep -q '^device: any$' "$tmp/physics.yaml"
+expect "a run on refitted physics coefficients" 0 "" -- "$bin" run --duration 600 \
+  --set engine.perf_profile="$tmp/physics.yaml" --format json
+check "the run says it ran the physics model" grep -q '"model": "physics"' "$tmp/out"
+expect "fit --global of step timings" 2 "excludes" -- "$bin" fit --global --steps "$tmp/bench.csv"
 printf 'model,device,tp,isl,osl,concurrency\nx,H100-SXM,1e12,1,1,1\n' >"$tmp/badtp.csv"
 expect "fit of an out-of-range tp" 2 "badtp.csv:2: error: column tp: expected an integer in [1, 64], not '1e12'" -- \
   "$bin" fit "$tmp/badtp.csv"
