@@ -380,7 +380,7 @@ expect "check with the budgets section replaced by --set" 2 "--set budgets=5: er
 expect "validate counts the budgets" 0 "" -- "$bin" validate "$ex"
 check "validate says 5 budgets" grep -q '; 5 budgets)$' "$tmp/out"
 { cat "$src/scenarios/chat-default.yaml"; printf 'budgets:\n  a: {metric: nope, max: 1}\n'; } >"$tmp/nope-budget.yaml"
-expect "validate checks a budget's metric as check does" 2 "nope-budget.yaml:34:6: error: budgets.a: 'nope' is not a number" -- \
+expect "validate checks a budget's metric as check does" 2 "nope-budget.yaml:36:6: error: budgets.a: 'nope' is not a number" -- \
   "$bin" validate "$tmp/nope-budget.yaml"
 expect "check with an unwritable JUnit file" 3 "" -- "$bin" check "$ex" --threads 2 --junit "$tmp/no/such/dir/j.xml"
 # fleetsim report: HTML from a scenario, a run document, a sweep document

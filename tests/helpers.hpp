@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,18 @@
 #include "libsim/report/report.hpp"
 
 namespace fleetsim::test {
+
+// A built-in catalog entry by name (a test's typo throws).
+inline const ModelSpec& model(const char* name) {
+  for (const auto& m : builtin_models())
+    if (m.name == name) return m;
+  throw std::runtime_error(name);
+}
+inline const DeviceSpec& device(const char* name) {
+  for (const auto& d : builtin_devices())
+    if (d.name == name) return d;
+  throw std::runtime_error(name);
+}
 
 inline Scenario scenario(const std::string& yaml, const std::vector<std::string>& sets = {}) {
   return load_scenario_text(yaml, "<test>", FLEETSIM_SOURCE_DIR, sets);

@@ -10,16 +10,8 @@
 
 using namespace fleetsim;
 
-static const ModelSpec& model(const char* name) {
-  for (const auto& m : builtin_models())
-    if (m.name == name) return m;
-  throw std::runtime_error(name);
-}
-static const DeviceSpec& device(const char* name) {
-  for (const auto& d : builtin_devices())
-    if (d.name == name) return d;
-  throw std::runtime_error(name);
-}
+using test::device;
+using test::model;
 
 TEST_CASE("KV bytes per token of the catalog models, by hand: 2 x layers x kv_heads x head_dim x bytes") {
   CHECK(kv_bytes_per_token(model("llama-3.1-8b"), 2) == 2.0 * 32 * 8 * 128 * 2);  // 131072 = 128 KiB

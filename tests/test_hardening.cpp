@@ -220,7 +220,7 @@ TEST_CASE("a key that is a list is a located error, not an internal one") {
     parse_sweep(ScenarioSource::from_text(with_sweep("  parameters:\n    [a, b]: [1, 2]\n"), "<test>", "."));
     FAIL("expected an error");
   } catch (const InputError& e) {
-    CHECK(e.one_line().find(":35:5: error: sweep.parameters: a key must be a plain name") != std::string::npos);
+    CHECK(e.one_line().find(":37:5: error: sweep.parameters: a key must be a plain name") != std::string::npos);
   }
   try {
     test::scenario("name: x\n? [a, b]\n: 1\n");

@@ -14,16 +14,8 @@
 using namespace fleetsim;
 
 namespace {
-const ModelSpec& model(const char* name) {
-  for (const auto& m : builtin_models())
-    if (m.name == name) return m;
-  throw std::runtime_error(name);
-}
-const DeviceSpec& device(const char* name) {
-  for (const auto& d : builtin_devices())
-    if (d.name == name) return d;
-  throw std::runtime_error(name);
-}
+using test::device;
+using test::model;
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 }  // namespace
 

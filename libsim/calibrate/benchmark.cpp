@@ -344,8 +344,18 @@ std::string benchmark_scenario_yaml(const BenchPoint& p, const BenchProtocol& pr
   std::snprintf(d, sizeof d, "%.9g", duration);
   y << "duration_s: " << d << "\nwarmup_s: 0\n";
   y << "device: " << p.device << "\nmodel: " << p.model << "\nweight_dtype: " << p.weight_dtype << "\n";
-  y << "engine:\n  max_num_seqs: " << seqs << "\n  max_batched_tokens: " << batched
-    << "\n  gpu_memory_utilization: " << (p.gpu_memory_utilization > 0 ? p.gpu_memory_utilization : 0.9) << "\n";
+  if (p.engine == "sglang" || p.engine == "trtllm") {
+    // run as that engine, with its own defaults where the source does not say (docs/model.md, "Engines")
+    y << "engine:\n  kind: " << p.engine << "\n";
+    if (p.max_num_seqs > 0) y << "  max_num_seqs: " << p.max_num_seqs << "\n";
+    if (p.max_batched_tokens > 0) y << "  max_batched_tokens: " << p.max_batched_tokens << "\n";
+    if (p.gpu_memory_utilization > 0)
+      y << "  " << (p.engine == "sglang" ? "mem_fraction_static" : "free_gpu_memory_fraction") << ": "
+        << p.gpu_memory_utilization << "\n";
+  } else {
+    y << "engine:\n  max_num_seqs: " << seqs << "\n  max_batched_tokens: " << batched
+      << "\n  gpu_memory_utilization: " << (p.gpu_memory_utilization > 0 ? p.gpu_memory_utilization : 0.9) << "\n";
+  }
   if (p.tp > 1) y << "  tensor_parallel: " << p.tp << "\n";
   y << "  perf_profile: none\n";
   y << "fleet:\n  replicas: 1\n  queue_limit: 1000000\n";

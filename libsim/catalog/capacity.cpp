@@ -77,6 +77,16 @@ double resident_weight_bytes(const ModelSpec& m, double bytes_per_param, double 
   return b;
 }
 
+const char* engine_kind_name(EngineKind k) {
+  return k == EngineKind::sglang ? "sglang" : k == EngineKind::trtllm ? "trtllm" : "vllm";
+}
+
+const char* engine_fraction_key(EngineKind k) {
+  return k == EngineKind::sglang   ? "mem_fraction_static"
+         : k == EngineKind::trtllm ? "free_gpu_memory_fraction"
+                                   : "gpu_memory_utilization";
+}
+
 Capacity compute_capacity(const MemoryInputs& in) {
   Capacity c;
   const int tp = in.tp < 1 ? 1 : in.tp, pp = in.pp < 1 ? 1 : in.pp;
@@ -97,7 +107,21 @@ Capacity compute_capacity(const MemoryInputs& in) {
                                             : activation_peak_bytes(in.model, in.max_batched_tokens, in.max_num_seqs,
                                                                     tp, in.sampler, in.constants) /
                                                   kGiB;
-  c.kv_gib = c.usable_gib - c.weights_gib - c.runtime_overhead_gib - c.activation_gib;
+  const double besides = c.runtime_overhead_gib + c.activation_gib;  // what the engine holds beside weights and KV
+  switch (in.engine) {
+    case EngineKind::vllm: c.kv_gib = c.usable_gib - c.weights_gib - besides; break;
+    case EngineKind::sglang:
+      // the static fraction holds weights and the KV pool; the rest must hold runtime and activations
+      c.kv_gib = c.usable_gib - c.weights_gib;
+      if (besides > c.device_gib - c.usable_gib) c.kv_gib = std::min(c.kv_gib, c.device_gib - c.weights_gib - besides);
+      break;
+    case EngineKind::trtllm: {
+      const double free_gib = c.device_gib - c.weights_gib - besides;
+      c.kv_gib = free_gib > 0 ? free_gib * in.gpu_memory_utilization : free_gib;
+      c.usable_gib = c.weights_gib + besides + std::max(c.kv_gib, 0.0);
+      break;
+    }
+  }
   c.naive_kv_gib = c.usable_gib - c.weights_gib;
   c.kv_bytes_per_token = kv_bytes_per_token_per_device(in.model, in.kv_elem_bytes, tp, pp);
   const double block_bytes = c.kv_bytes_per_token * in.kv_block_tokens;

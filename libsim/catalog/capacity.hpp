@@ -12,6 +12,17 @@
 
 namespace fleetsim {
 
+// The serving engine, for its memory rule (docs/model.md, "Engines"): vLLM gives the KV cache
+// what is left of total x gpu_memory_utilization after weights, runtime and activations; SGLang
+// what is left of total x mem_fraction_static after the weights (runtime and activations live
+// outside that fraction); TensorRT-LLM free_gpu_memory_fraction of what is free once the weights,
+// runtime and activations are in.
+enum class EngineKind { vllm, sglang, trtllm };
+const char* engine_kind_name(EngineKind k);
+// The engine's own name for its memory fraction (gpu_memory_utilization, mem_fraction_static,
+// free_gpu_memory_fraction).
+const char* engine_fraction_key(EngineKind k);
+
 // How the sampler of vLLM's profiling run filters top-k / top-p: FlashInfer's kernels (vLLM's
 // default where FlashInfer is installed) or PyTorch's sort (vLLM V0; V1 without FlashInfer).
 enum class SamplerPath { flashinfer, pytorch };
@@ -33,10 +44,11 @@ struct MemoryInputs {
   ModelSpec model;
   double weight_bytes_per_param = 2;
   double kv_elem_bytes = 2;
-  double gpu_memory_utilization = 0.9;
-  double runtime_overhead_gib = -1;  // < 0: modelled (non-torch memory + CUDA graphs); >= 0 replaces both
-  double activation_gib = -1;        // < 0: derived from max_batched_tokens and max_num_seqs
-  double adapter_gib = 0;            // LoRA adapters resident on each device
+  EngineKind engine = EngineKind::vllm;
+  double gpu_memory_utilization = 0.9;  // the engine's memory fraction (see EngineKind)
+  double runtime_overhead_gib = -1;     // < 0: modelled (non-torch memory + CUDA graphs); >= 0 replaces both
+  double activation_gib = -1;           // < 0: derived from max_batched_tokens and max_num_seqs
+  double adapter_gib = 0;               // LoRA adapters resident on each device
   int max_batched_tokens = 8192;
   int max_num_seqs = 256;
   int kv_block_tokens = 16;
@@ -59,7 +71,8 @@ struct MemoryInputs {
 struct Capacity {
   int devices = 1;        // tp x pp
   double device_gib = 0;  // device memory the replica sees
-  double usable_gib = 0;  // x gpu_memory_utilization
+  double usable_gib = 0;  // what the engine may fill: x gpu_memory_utilization (vLLM), x mem_fraction_static
+                          // (SGLang), weights + runtime + activations + the fraction of the rest (TensorRT-LLM)
   double weights_gib = 0;
   double runtime_overhead_gib = 0;     // non_torch_gib + cuda_graph_gib (when reserved) + resident adapters
   double non_torch_gib = 0;            // CUDA libraries' workspaces and collective buffers (or the override)

@@ -208,19 +208,25 @@ const PerfProfile& physics_profile() {
   throw std::logic_error("profiles/physics.yaml is not compiled in");
 }
 
+std::string profile_engine(const PerfProfile& p) {
+  const std::string e = p.engine.substr(0, p.engine.find(' '));
+  return e.empty() ? "vllm" : e;
+}
+
 const PerfProfile* find_builtin_profile(const std::string& device, const std::string& model, int tp,
-                                        const std::string& weight_dtype) {
+                                        const std::string& weight_dtype, const std::string& engine) {
   for (const auto& p : builtin_profiles())
-    if (p.device == device && p.engine.rfind("vllm", 0) == 0 && p.model == model && p.tp == tp &&
+    if (p.device == device && profile_engine(p) == engine && p.model == model && p.tp == tp &&
         p.weight_dtype == weight_dtype)
       return &p;
   return nullptr;
 }
 
 bool profile_applies(const PerfProfile& p, const std::string& model, int tp, int pp, const std::string& weight_dtype,
-                     std::string& why) {
+                     std::string& why, const std::string& engine) {
   std::string d;
   auto differs = [&](const std::string& what) { d += (d.empty() ? "" : ", ") + what; };
+  if (profile_engine(p) != engine) differs(profile_engine(p) + " runs");
   if (p.model.empty())
     differs("it was fitted on no one model");
   else if (p.model != model)

@@ -79,8 +79,8 @@ PerfProfile load_profile(const std::string& name_or_path, const std::string& bas
 PerfProfile parse_profile(const std::string& text, const std::string& where);
 std::string profile_yaml(const PerfProfile& p);
 
-// The shipped profiles, and the one fitted on vLLM runs of exactly this device, model, tp and
-// weight dtype, or null. Device profiles (any model) are not chosen for a pool on their own: on
+// The shipped profiles, and the one fitted on runs of this engine on exactly this device, model,
+// tp and weight dtype, or null. Device profiles (any model) are not chosen for a pool on their own: on
 // models they were not fitted on they predict worse than the roofline (docs/validation.md), so a
 // scenario must name one; nor is a profile of FP8 runs applied to BF16 weights, or the reverse.
 const std::vector<PerfProfile>& builtin_profiles();
@@ -88,13 +88,15 @@ const std::vector<PerfProfile>& builtin_profiles();
 constexpr const char* kPhysicsProfile = "physics";
 const PerfProfile& physics_profile();
 const PerfProfile* find_builtin_profile(const std::string& device, const std::string& model, int tp,
-                                        const std::string& weight_dtype);
+                                        const std::string& weight_dtype, const std::string& engine = "vllm");
 
 // Whether `p`'s measured error speaks for a pool of this model, tp and weight dtype: it was
 // fitted on exactly that (a field the profile leaves open matches). Else "" and `why` says what
 // differs.
 bool profile_applies(const PerfProfile& p, const std::string& model, int tp, int pp, const std::string& weight_dtype,
-                     std::string& why);
+                     std::string& why, const std::string& engine = "vllm");
+// The engine a profile was fitted on, without its version ("vllm 0.12.0" -> "vllm"; "" -> "vllm").
+std::string profile_engine(const PerfProfile& p);
 
 // What the physics terms need of a pool besides the device's peak rates.
 struct StepFacts {

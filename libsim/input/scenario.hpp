@@ -75,6 +75,8 @@ struct PoolSpec {
   int devices() const { return tp * pp; }
 
   // engine
+  EngineKind engine_kind = EngineKind::vllm;
+  std::vector<std::string> engine_assumed;  // settings the scenario left to the engine's defaults
   Batching batching = Batching::continuous;
   int max_num_seqs = 0, max_batched_tokens = 0, kv_block_tokens = 0;
   double gpu_memory_utilization = 0, kv_watermark = 0;

@@ -29,6 +29,11 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
                     Source& src);
 
 // scenario_ownership.cpp: pricing.owned / pricing.colocated, and the checks once the fleet is known
+// engine.kind and the engine's memory fraction, limits and KV block size (scenario_engine.cpp)
+const std::vector<std::string>& engine_setting_keys();
+void read_engine_settings(const N& eng, PoolSpec& P);
+// Settings an engine derives from its sized KV cache (SGLang's running requests).
+void finish_engine_settings(PoolSpec& P);
 void parse_ownership(const N& n, const char* kind, PoolSpec& P, const std::vector<DeviceSpec>& devices);
 void finish_ownership(const N& pool_node, PoolSpec& P);
 

@@ -113,42 +113,45 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
   const N eng = node.has("engine")
                     ? node.at("engine")
                     : N{YAML::Node(YAML::NodeType::Map), node.path.empty() ? "engine" : node.path + ".engine", &src};
-  eng.allow_keys({"batching",
-                  "max_num_seqs",
-                  "max_batched_tokens",
-                  "gpu_memory_utilization",
-                  "kv_block_tokens",
-                  "kv_watermark",
-                  "runtime_overhead_gib",
-                  "activation_gib",
-                  "max_batch",
-                  "batch_window_s",
-                  "perf_model",
-                  "mfu",
-                  "mbu",
-                  "step_overhead_s",
-                  "step_base_s",
-                  "per_prefill_token_s",
-                  "per_decode_seq_s",
-                  "per_context_token_s",
-                  "on_kv_exhausted",
-                  "prefix_caching",
-                  "lora_adapters",
-                  "lora_rank",
-                  "lora_step_overhead",
-                  "tensor_parallel",
-                  "pipeline_parallel",
-                  "expert_parallel",
-                  "network_gb_s",
-                  "network_latency_us",
-                  "enforce_eager",
-                  "perf_profile",
-                  "client_ttft_s",
-                  "client_s_per_input_token",
-                  "client_s_per_output_token",
-                  "latency_at",
-                  "host",
-                  "cuda_context_gib"});
+  std::vector<std::string> engine_keys = engine_setting_keys();
+  for (const char* k : {"batching",
+                        "max_num_seqs",
+                        "max_batched_tokens",
+                        "gpu_memory_utilization",
+                        "kv_block_tokens",
+                        "kv_watermark",
+                        "runtime_overhead_gib",
+                        "activation_gib",
+                        "max_batch",
+                        "batch_window_s",
+                        "perf_model",
+                        "mfu",
+                        "mbu",
+                        "step_overhead_s",
+                        "step_base_s",
+                        "per_prefill_token_s",
+                        "per_decode_seq_s",
+                        "per_context_token_s",
+                        "on_kv_exhausted",
+                        "prefix_caching",
+                        "lora_adapters",
+                        "lora_rank",
+                        "lora_step_overhead",
+                        "tensor_parallel",
+                        "pipeline_parallel",
+                        "expert_parallel",
+                        "network_gb_s",
+                        "network_latency_us",
+                        "enforce_eager",
+                        "perf_profile",
+                        "client_ttft_s",
+                        "client_s_per_input_token",
+                        "client_s_per_output_token",
+                        "latency_at",
+                        "host",
+                        "cuda_context_gib"})
+    engine_keys.push_back(k);
+  eng.allow_keys(engine_keys);
   // parallelism: a replica of tp x pp devices
   if (eng.has("tensor_parallel")) {
     const N tn = eng.at("tensor_parallel");
@@ -210,10 +213,7 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
   P.batching = eng.has("batching") && eng.at("batching").choice({"continuous", "static"}) == "static"
                    ? Batching::fixed_batch
                    : Batching::continuous;
-  P.max_num_seqs = eng.has("max_num_seqs") ? int(eng.at("max_num_seqs").integer(1, 16384)) : 256;
-  P.max_batched_tokens = eng.has("max_batched_tokens") ? int(eng.at("max_batched_tokens").integer(16, 1 << 20)) : 8192;
-  P.gpu_memory_utilization = eng.has("gpu_memory_utilization") ? eng.at("gpu_memory_utilization").pos(1.0) : 0.9;
-  P.kv_block_tokens = eng.has("kv_block_tokens") ? int(eng.at("kv_block_tokens").integer(1, 1024)) : 16;
+  read_engine_settings(eng, P);
   P.kv_watermark = eng.has("kv_watermark") ? eng.at("kv_watermark").num_in(0, 0.5, "kv_watermark") : 0.01;
   P.runtime_overhead_gib = eng.has("runtime_overhead_gib") ? eng.at("runtime_overhead_gib").num_in(0, 1e4) : -1;
   // a CPU instance runs eager whatever the scenario says: there are no CUDA graphs to capture
@@ -253,8 +253,9 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
   const bool open_choice = pm.empty() && (pp_name.empty() || pp_name == "auto") && !explicit_roofline_knobs;
   const PerfProfile* shipped = nullptr;
   if (pm == "calibrated" || (open_choice && whole_gpu))
-    shipped =
-        P.pp == 1 && P.ep == 1 ? find_builtin_profile(P.device.name, P.model.name, P.tp, P.weight_dtype) : nullptr;
+    shipped = P.pp == 1 && P.ep == 1 ? find_builtin_profile(P.device.name, P.model.name, P.tp, P.weight_dtype,
+                                                            engine_kind_name(P.engine_kind))
+                                     : nullptr;
   if (!pp_name.empty() && pp_name != "auto" && pp_name != "none") {
     try {
       P.profile = std::make_shared<PerfProfile>(load_profile(pp_name, src.base_dir));
@@ -500,6 +501,7 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
   mi.model = P.model;
   mi.weight_bytes_per_param = weight_dtype_bytes(P.weight_dtype);
   mi.kv_elem_bytes = kv_dtype_bytes(P.kv_dtype);
+  mi.engine = P.engine_kind;
   mi.gpu_memory_utilization = P.gpu_memory_utilization;
   // resident adapters take memory too (sharded like the weights)
   mi.runtime_overhead_gib = P.runtime_overhead_gib;
@@ -513,6 +515,7 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
   mi.pp = P.pp;
   if (!P.expert_weight_dtype.empty()) mi.expert_weight_bytes_per_param = weight_dtype_bytes(P.expert_weight_dtype);
   P.capacity = compute_capacity(mi);
+  if (P.capacity.fits) finish_engine_settings(P);
   if (!P.capacity.fits) {
     std::ostringstream o;
     o.setf(std::ios::fixed);
@@ -523,7 +526,9 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
     o << ": it needs " << P.capacity.needed_gib << " GiB" << (P.devices() > 1 ? " per device" : "") << " (weights "
       << P.capacity.weights_gib << " + runtime " << P.capacity.runtime_overhead_gib << " + activations "
       << P.capacity.activation_gib << " + one KV block), the device offers " << P.capacity.usable_gib << " GiB ("
-      << P.capacity.device_gib << " GiB x gpu_memory_utilization " << P.gpu_memory_utilization << "); ";
+      << P.capacity.device_gib << " GiB x " << engine_fraction_key(P.engine_kind) << " "
+      << fmt::format("{:g}", P.gpu_memory_utilization)
+      << (P.engine_kind == EngineKind::trtllm ? " of what is free" : "") << "); ";
     if (tp_fits > P.tp)
       o << "it fits at engine.tensor_parallel: " << tp_fits << " (" << tp_fits * P.pp << " devices per replica), or ";
     o << "try a larger device, a smaller weight_dtype, or fewer max_batched_tokens";

@@ -290,10 +290,14 @@ static Json step_time_json(const PoolSpec& P) {
         if (std::isfinite(e->median[k])) h["median_abs_error_" + std::string(kProfileMetrics[k])] = e->median[k];
       j[key] = h;
     }
-    j["error_applies"] = true;
-    j["note"] =
-        "physics step model, one set of coefficients fitted on every device; its error is measured on runs "
-        "the fit never saw (held_out) and on each device left out of the fit (cross_validated)";
+    // fitted on vLLM servers: another engine's scheduler and kernels are outside what it measured
+    j["error_applies"] = P.engine_kind == EngineKind::vllm;
+    j["note"] = P.engine_kind == EngineKind::vllm
+                    ? "physics step model, one set of coefficients fitted on every device; its error is measured on "
+                      "runs the fit never saw (held_out) and on each device left out of the fit (cross_validated)"
+                    : std::string("physics step model fitted on vLLM runs; this pool's engine is ") +
+                          engine_kind_name(P.engine_kind) +
+                          ", so its measured error does not apply here (uncalibrated for this engine)";
   } else if (P.perf_model == PerfKind::calibrated && P.profile) {
     const PerfProfile& f = *P.profile;
     j["calibrated"] = true;
@@ -310,7 +314,8 @@ static Json step_time_json(const PoolSpec& P) {
     j["held_out"] = held;
     // the profile's error was measured on its own configuration: quoted as this pool's only there
     std::string why;
-    j["error_applies"] = profile_applies(f, P.model.name, P.tp, P.pp, P.weight_dtype, why);
+    j["error_applies"] =
+        profile_applies(f, P.model.name, P.tp, P.pp, P.weight_dtype, why, engine_kind_name(P.engine_kind));
     if (!why.empty())
       j["note"] = "profile fitted on " + why +
                   "; this pool differs, so its measured error does not apply here "
@@ -325,6 +330,19 @@ static Json step_time_json(const PoolSpec& P) {
   if (!P.engine_side && P.client_ttft_s > 0) j["client_ttft_s"] = P.client_ttft_s;
   if (!P.engine_side && P.client_s_per_input_token > 0) j["client_s_per_input_token"] = P.client_s_per_input_token;
   if (!P.engine_side && P.client_s_per_output_token > 0) j["client_s_per_output_token"] = P.client_s_per_output_token;
+  return j;
+}
+
+// The engine a pool runs as, and which of its settings came from that engine's defaults rather
+// than from the scenario (docs/model.md, "Engines").
+static Json engine_json(const PoolSpec& P) {
+  Json j;
+  j["kind"] = engine_kind_name(P.engine_kind);
+  j[engine_fraction_key(P.engine_kind)] = P.gpu_memory_utilization;
+  j["max_num_seqs"] = P.max_num_seqs;
+  j["max_batched_tokens"] = P.max_batched_tokens;
+  j["kv_block_tokens"] = P.kv_block_tokens;
+  j["assumed"] = P.engine_assumed;
   return j;
 }
 
@@ -373,6 +391,7 @@ Json run_report(const Scenario& s, const Tally& t) {
   sc["output_tokens"] = C0.output.describe;
   sc["perf_model"] = perf_name(P0);
   sc["step_time"] = step_time_json(P0);
+  sc["engine"] = engine_json(P0);
   sc["pools"] = s.pools.size();
   sc["classes"] = s.classes.size();
   r["scenario"] = sc;
@@ -507,6 +526,7 @@ Json run_report(const Scenario& s, const Tally& t) {
       one["expert_parallel"] = P.ep;
       one["perf_model"] = perf_name(P);
       one["step_time"] = step_time_json(P);
+      one["engine"] = engine_json(P);
       one["fleet"] = fleet_json(pt, window);
       slowdown_json(one["fleet"], pt, P.cpu_fallback(), P.thermal());
       one["utilization"] = utilization_json(
