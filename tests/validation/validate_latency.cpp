@@ -98,7 +98,7 @@ Fitted fit_profile(const std::string& name, const Split& split, const BenchPoint
 // each device (each model) left out of the fit.
 struct Physics {
   PerfProfile profile;
-  std::vector<PointResult> fit, held, indep;
+  std::vector<PointResult> fit, held, indep, other_engines;
   std::vector<GroupResult> by_device, by_model;
 };
 
@@ -123,6 +123,12 @@ Physics fit_physics(const LatencyData& d, const std::vector<const BenchPoint*>& 
     ph.indep = evaluate(indep, &p.c, opt);
   p.fit = summarize(ph.fit);
   p.held_out = summarize(ph.held);
+  // SGLang's and TensorRT-LLM's held-out rows: the vLLM-fitted coefficients on other engines
+  std::vector<const BenchPoint*> other;
+  for (const auto& [group, split] : d.by_group)
+    for (const BenchPoint* x : split.held)
+      if (x->engine != "vllm") other.push_back(x);
+  ph.other_engines = evaluate(other, &p.c, opt);
   {  // where the fit misses, by configuration (signed: predicted / measured - 1), for the log
     std::map<std::string, std::vector<const PointResult*>> groups;
     for (const auto& r : ph.fit) groups[r.point->group].push_back(&r);
@@ -155,8 +161,50 @@ Physics fit_physics(const LatencyData& d, const std::vector<const BenchPoint*>& 
   return ph;
 }
 
+// A run saturates when the simulation leaves requests unfinished or predicts a mean TTFT over 10x
+// the measured one: the real servers of every row served their load.
+bool saturated(const PointResult& r) {
+  return !r.predicted.ok || (std::isfinite(r.error[kMeanTtft]) && r.error[kMeanTtft] > 9.0);
+}
+
+std::string layout_of(const BenchPoint& p) {
+  for (const auto& m : builtin_models())
+    if (m.name == p.model && m.moe()) return "MoE";
+  return p.tp > 1 ? "TP>1 dense" : "TP1 dense";
+}
+
+std::string source_of(const BenchPoint& p) {
+  if (p.source.rfind("aic:", 0) == 0) return "ai-dynamo/aiconfigurator";
+  return p.source.substr(0, p.source.find('@'));
+}
+
 std::string physics_tables(const Physics& ph) {
   std::ostringstream md;
+  md << "\n### Physics step model by source, layout and engine\n\n";
+  md << "Rows no fit saw, predicted by the physics coefficients. A run *saturates* when the simulation leaves "
+        "requests unfinished or predicts a mean TTFT over 10x the measured one (every real server here served its "
+        "load).\n\n";
+  md << "| rows | source | layout | engine | points | saturated | mean TTFT | mean TPOT | mean e2e | p99 TTFT "
+        "|\n|---|---|---|---|---|---|---|---|---|---|\n";
+  for (const auto& [title, set] : {std::pair<const char*, const std::vector<PointResult>*>{"held-out", &ph.held},
+                                   {"held-out", &ph.other_engines},
+                                   {"independent", &ph.indep}}) {
+    std::map<std::string, std::vector<PointResult>> cells;
+    for (const auto& r : *set)
+      cells[source_of(*r.point) + "|" + layout_of(*r.point) + "|" + r.point->engine].push_back(r);
+    for (const auto& [key, rs] : cells) {
+      int sat = 0;
+      for (const auto& r : rs) sat += saturated(r) ? 1 : 0;
+      const ProfileError e = summarize(rs);
+      std::string k = key;
+      for (char& c : k)
+        if (c == '|') c = '\x1f';
+      const size_t a = k.find('\x1f'), b = k.find('\x1f', a + 1);
+      md << "| " << title << " | " << k.substr(0, a) << " | " << k.substr(a + 1, b - a - 1) << " | " << k.substr(b + 1)
+         << " | " << e.points << " | " << sat << " | " << pct(e.median[kMeanTtft]) << " | " << pct(e.median[kMeanTpot])
+         << " | " << pct(e.median[kMeanE2e]) << " | " << pct(e.median[kP99Ttft]) << " |\n";
+    }
+  }
   md << "\n### Physics step model: each device and each model left out of the fit\n\n";
   md << "Fitted on " << ph.profile.fit.points
      << " rows (every vLLM configuration's fit half); each line is a refit without that device or model, scored on "
