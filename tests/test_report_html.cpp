@@ -198,7 +198,8 @@ TEST_CASE("report: a sweep report has the frontier, the cheapest marked, and a c
   CHECK(cost.find("left out") == std::string::npos);
 
   // the summary compares the cheapest with the cheapest on another device
-  CHECK(html.find("1 \xc3\x97 h100-sxm-80gb costs <strong>21% less per 1M output tokens</strong> than 1 \xc3\x97 "
+  CHECK(html.find("1 \xc3\x97 h100-sxm-80gb costs <strong>21% less per 1M output tokens (decode share)</strong> than 1 "
+                  "\xc3\x97 "
                   "h200-141gb (#9, the cheapest on another device) and keeps p99 TTFT under 1 s") != std::string::npos);
   // latency of both, with the SLO's percentile targets
   CHECK(count(panel_of(html, "cdf-ttft"), "<polyline") == 2);

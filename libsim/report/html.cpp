@@ -143,9 +143,9 @@ std::string metric_name(const std::string& path) {
       return percentile_name(path.substr(dot + 1)) + " " + latency_name(path.substr(10, dot - 10));
   }
   static const char* const kNames[][2] = {
-      {"cost.per_million_output_tokens_usd", "cost per 1M output tokens"},
-      {"cost.per_million_input_tokens_usd", "cost per 1M input tokens"},
-      {"cost.per_million_tokens_usd", "cost per 1M tokens"},
+      {"cost.per_million_output_tokens_usd", "cost per 1M output tokens (decode share)"},
+      {"cost.per_million_input_tokens_usd", "cost per 1M input tokens (prefill share)"},
+      {"cost.per_million_tokens_usd", "cost per 1M tokens in and out"},
       {"cost.per_request_usd", "cost per request"},
       {"cost.total_usd", "total cost"},
       {"requests.rejection_fraction", "rejection fraction"},

@@ -64,7 +64,7 @@ bool ends_with(const std::string& s, const std::string& e) {
 Sweep read_sweep(const View& d) {
   Sweep S;
   S.objective = d["sweep"]["objective"].str();
-  if (S.objective.empty()) S.objective = "cost.per_million_output_tokens_usd";
+  if (S.objective.empty()) S.objective = "cost.per_million_tokens_usd";
   for (const View& p : d["sweep"]["parameters"].elements())
     if (!p["path"].str().empty()) S.params.emplace_back(p["path"].str(), p["values"]);
   if (S.params.empty())  // an older or partial document: the parameters the rows name

@@ -8,6 +8,16 @@
 #include "input/csv.hpp"
 #include "sweep/internal.hpp"
 
+// What the objective counts, in words, for the metrics a reader might mistake.
+static std::string objective_note(const std::string& objective) {
+  if (objective == "cost.per_million_tokens_usd") return " (all the spend over every token in and out)";
+  if (objective == "cost.per_request_usd") return " (all the spend per completed request)";
+  if (objective == "cost.per_million_output_tokens_usd")
+    return " (the decode share of the spend only: prefill's dollars are not in it)";
+  if (objective == "cost.per_million_input_tokens_usd") return " (the prefill share of the spend only)";
+  return "";
+}
+
 namespace fleetsim {
 
 using sweep_detail::at_path;
@@ -42,7 +52,12 @@ std::string sweep_table(const Json& doc, size_t max_rows) {
   for (const auto& t : sw["slo"])
     slo += fmt::format("{}{} {} {}", slo.empty() ? "" : ", ", t["metric"].get<std::string>(),
                        t["bound"].get<std::string>() == "max" ? "<=" : ">=", t["limit"].get<double>());
-  o += fmt::format("SLO      {}\n", slo.empty() ? "(none: every configuration that runs is feasible)" : slo);
+  const bool on_bound = !sw.contains("feasible_on") || sw["feasible_on"].get<std::string>() == "bound";
+  o += fmt::format("SLO      {}{}\n", slo.empty() ? "(none: every configuration that runs is feasible)" : slo,
+                   slo.empty() ? ""
+                   : on_bound  ? " (met by the 95% bound over replications)"
+                               : " (met by the mean over replications)");
+  o += fmt::format("cheapest by {}{}\n", objective, objective_note(objective));
   o += fmt::format("result   {} feasible, {} miss the SLO, {} cannot run (do not fit or inconsistent)\n",
                    sum["feasible"].get<uint64_t>(), sum["infeasible_slo"].get<uint64_t>(),
                    sum["infeasible_config"].get<uint64_t>());

@@ -65,7 +65,7 @@ class SummaryAccumulator {
   std::string objective_;
   uint64_t total_ = 0, rows_ = 0, feasible_ = 0, no_fit_ = 0, slo_miss_ = 0;
   bool whole_ = true, have_cheapest_ = false;
-  double best_ = 0;
+  double best_ = 0, best_ttft_ = 0;
   Json cheapest_;
   std::vector<Bound> slo_;
   double closest_excess_ = std::numeric_limits<double>::infinity();

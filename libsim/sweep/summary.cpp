@@ -25,9 +25,13 @@ void SummaryAccumulator::add(const Json& r) {
   const double cost = num_or_nan(r, objective_);
   if (r["feasible"].get<bool>()) {
     ++feasible_;
-    if (!std::isnan(cost) && (!have_cheapest_ || cost < best_)) {
+    // equal spend (fleets of the same device-hours and price serve the same tokens): the faster wins
+    const double ttft = num_or_nan(r, "latency_s.ttft.p99");
+    const bool tie = have_cheapest_ && std::fabs(cost - best_) <= 1e-9 * std::fabs(best_);
+    if (!std::isnan(cost) && (!have_cheapest_ || (cost < best_ && !tie) || (tie && ttft < best_ttft_))) {
       have_cheapest_ = true;
       best_ = cost;
+      best_ttft_ = ttft;
       cheapest_ = {{"index", r["index"]}, {"parameters", r["parameters"]}, {"objective", objective_}, {"value", cost}};
     }
   } else if (r["metrics"].is_null()) {

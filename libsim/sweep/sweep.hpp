@@ -48,6 +48,9 @@ struct SweepSpec {
   uint64_t sample_seed = 0;
   std::vector<SloTerm> slo;
   std::string objective;  // metric minimised among feasible configurations
+  // what must meet the SLO: the 95% confidence bound over replications (as `fleetsim check`
+  // judges a budget; the default) or the mean alone
+  bool feasible_on_bound = true;
   std::string fingerprint;
 
   uint64_t count() const { return sample ? sampled.size() : grid_size; }
