@@ -124,7 +124,13 @@ bool cuda_available(std::string* why) {
   int n = 0;
   const cudaError_t e = cudaGetDeviceCount(&n);
   if (e != cudaSuccess || n == 0) {
-    if (why) *why = e != cudaSuccess ? std::string("no CUDA device (") + cudaGetErrorString(e) + ")" : "no CUDA device";
+    // the runtime's own words for a machine without a driver ("CUDA driver version is
+    // insufficient") read as a version problem; say what they mean here
+    if (why)
+      *why = e == cudaErrorInsufficientDriver ? "no CUDA device (no NVIDIA driver is loaded, or it is older than this "
+                                                "build's CUDA runtime)"
+             : e != cudaSuccess               ? std::string("no CUDA device (") + cudaGetErrorString(e) + ")"
+                                              : "no CUDA device";
     cudaGetLastError();
     return false;
   }
