@@ -49,6 +49,7 @@ struct Options {
   std::string format = "table";
   std::optional<uint64_t> seed;
   double duration = -1;
+  double window_s = 0;  // run --window: the worst window's p99 beside the whole run's
   // capacity
   std::string model, device, weight_dtype = "bf16", kv_dtype = "bf16";
   int64_t context = 0;  // not given: capacity_document's default
@@ -112,13 +113,35 @@ int cmd_sweep(const Options& o) {
 
 int cmd_merge(const Options& o) { return cli::run_merge_command(o.inputs, o.format, emit); }
 
+// The window of the timeline with the highest p99 TTFT (the first on ties): the figure a daily
+// peak hides in the whole run's p99.
+Json worst_window(const Json& timeline) {
+  Json w;
+  for (const auto& row : timeline) {
+    const Json& p = row["ttft_p99_s"];
+    if (!p.is_number()) continue;
+    if (w.is_null() || p.get<double>() > w["ttft_p99_s"].get<double>())
+      w = {{"t0_s", row["t0_s"]}, {"t1_s", row["t1_s"]}, {"ttft_p99_s", p}};
+  }
+  if (!w.is_null()) w["window_s"] = w["t1_s"].get<double>() - w["t0_s"].get<double>();
+  return w;
+}
+
 int cmd_run(const Options& o) {
   const ScenarioSource src = source(o);
   const Scenario s = src.instantiate();
   auto t = std::make_unique<Tally>();
   Json timeline;
-  if (o.format == "json" && wants_timeline(s)) {  // the run and its timeline from one simulation
-    timeline = run_timeline(s, 60, int(std::max(1u, std::thread::hardware_concurrency())), 0, t.get());
+  const double span = s.duration_s - s.warmup_s;
+  if (o.window_s > 0 && o.window_s > span)
+    throw InputError(
+        Location{"--window", 0, 0, ""},
+        fmt::format("--window {:g} s is longer than the measured {:g} s (duration_s - warmup_s)", o.window_s, span));
+  const int threads = o.threads > 0 ? o.threads : int(std::max(1u, std::thread::hardware_concurrency()));
+  if (o.window_s > 0) {  // windows of (about) that length, and the run, from one simulation
+    timeline = run_timeline(s, int(std::ceil(span / o.window_s - 1e-9)), threads, 0, t.get());
+  } else if (o.format == "json" && wants_timeline(s)) {  // the run and its timeline from one simulation
+    timeline = run_timeline(s, 60, threads, 0, t.get());
   } else {
     HostWorkspace ws;
     t = simulate_once(s.params(), 0, ws);
@@ -126,6 +149,7 @@ int cmd_run(const Options& o) {
   }
   Json r = run_report(s, *t);
   add_newer_device_views(r, src, s, *t);
+  if (o.window_s > 0) r["worst_window"] = worst_window(timeline);
   if (!timeline.is_null()) r["timeline"] = std::move(timeline);
   if (o.format == "json")
     emit(r.dump(2) + "\n");
@@ -334,6 +358,12 @@ int main(int argc, char** argv) {
           "INTEGER in [0, 2^64-1]"));
   run->add_option("--duration", o.duration, "simulated seconds (overrides duration_s)")
       ->check(finite_in(0, 30.0 * 86400, false));
+  run->add_option("--window", o.window_s,
+                  "also measure windows of about SECONDS (at least 10) and print the worst window's p99 TTFT beside "
+                  "the whole run's (JSON: worst_window and timeline)")
+      ->check(finite_in(10, 30.0 * 86400, true));
+  run->add_option("--threads", o.threads, "CPU threads for --window's windows (default: all)")
+      ->check(CLI::Range(1, 4096));
   add_scenario_flags(run, o);
   run->add_option("--format", o.format, "output format (ledger: the cost ledger as CSV; focus: FinOps FOCUS CSV)")
       ->check(CLI::IsMember({"table", "json", "csv", "ledger", "focus"}));

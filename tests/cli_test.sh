@@ -36,6 +36,22 @@ check() {  # check NAME CONDITION...: a test of files the last command left
 }
 
 expect "default run" 0 "" -- "$bin" run --duration 600
+expect "run --window" 0 "" -- "$bin" run --duration 1500 --window 300 --threads 2
+check "run --window prints the worst window beside the whole run" \
+  grep -q "worst window: ttft p99 .* ms in .* s (of 4 windows of 300 s; the whole run's p99 .* ms)" "$tmp/out"
+expect "run --window --format json" 0 "" -- "$bin" run --duration 1500 --window 300 --threads 2 --format json
+check "worst_window is the timeline's highest p99 TTFT" python3 - "$tmp/out" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+rows = r["timeline"]
+assert len(rows) == 4, len(rows)
+worst = max(rows, key=lambda x: x["ttft_p99_s"])
+w = r["worst_window"]
+assert w["ttft_p99_s"] == worst["ttft_p99_s"] and w["t0_s"] == worst["t0_s"], (w, worst)
+assert abs(w["window_s"] - 300) < 1e-9, w
+PY
+expect "run --window under 10 s" 2 "--window: 5 is out of range" -- "$bin" run --window 5
+expect "run --window longer than the run" 2 "--window: error: --window 99999 s is longer" -- "$bin" run --window 99999
 expect "json run" 0 "" -- "$bin" run --duration 600 --format json
 grep -q '"schema_version": 1' "$tmp/out" || { echo "FAIL: json has no schema_version"; fail=$((fail + 1)); }
 expect "csv run" 0 "" -- "$bin" run --duration 600 --format csv

@@ -322,6 +322,14 @@ std::string run_table(const Json& r) {
     o += fmt::format("  {:<14} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}\n", k, ms(l["mean"]), ms(l["p50"]),
                      ms(l["p90"]), ms(l["p95"]), ms(l["p99"]), ms(l["p999"]), ms(l["max"]));
   }
+  if (r.contains("worst_window") && r["worst_window"].is_object()) {
+    const Json& w = r["worst_window"];
+    o += fmt::format(
+        "  worst window: ttft p99 {} ms in {:.0f}-{:.0f} s (of {} windows of {:.0f} s; the whole run's p99 {} "
+        "ms)\n",
+        ms(w["ttft_p99_s"]), w["t0_s"].get<double>(), w["t1_s"].get<double>(), r["timeline"].size(),
+        w["window_s"].get<double>(), ms(r["latency_s"]["ttft"]["p99"]));
+  }
   if (multi && r.contains("classes")) o += "\n" + by_class_and_pool(r);
   const Json& th = r["throughput"];
   o += fmt::format("\nthroughput  {} req/s   {} input tok/s   {} output tok/s   {} output tok/s/user\n",
