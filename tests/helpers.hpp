@@ -2,6 +2,7 @@
 #pragma once
 #include <stdlib.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -12,6 +13,7 @@
 #include <doctest/doctest.h>
 
 #include "libsim/backend/runner.hpp"
+#include "libsim/calibrate/benchmark.hpp"
 #include "libsim/input/scenario.hpp"
 #include "libsim/report/report.hpp"
 
@@ -27,6 +29,48 @@ inline const DeviceSpec& device(const char* name) {
   for (const auto& d : builtin_devices())
     if (d.name == name) return d;
   throw std::runtime_error(name);
+}
+
+// A one-pool scenario of Llama 3.1 8B at 2 req/s on `device`, with these engine settings.
+inline std::string llama8b_pool(const std::string& device, const std::string& engine = "") {
+  return "duration_s: 60\ndevice: " + device + "\nmodel: llama-3.1-8b\n" +
+         (engine.empty() ? std::string() : "engine: {" + engine + "}\n") +
+         "fleet: {replicas: 1}\n"
+         "workload: {arrival: {process: poisson, rate_per_s: 2}, prompt_tokens: 512, output_tokens: 64}\n";
+}
+
+// Closed-loop benchmark points of Llama 3.1 8B "measured" by the simulator itself under known
+// coefficients: mean TTFT and TPOT as fleetsim predicts them, so a fit must recover them.
+inline std::vector<BenchPoint> synthetic_points(const std::vector<const char*>& device_ids,
+                                                const std::vector<int>& isls, int osl,
+                                                const std::vector<int>& concurrencies, const PerfCoefficients& truth) {
+  std::vector<BenchPoint> pts;
+  for (const char* dev : device_ids)
+    for (int isl : isls)
+      for (int conc : concurrencies) {
+        BenchPoint p;
+        p.where = std::string("synthetic ") + dev;
+        p.engine = "vllm";
+        p.model_id = "meta-llama/Llama-3.1-8B-Instruct";
+        p.device_id = dev;
+        p.isl = isl;
+        p.osl = osl;
+        p.concurrency = conc;
+        p.num_prompts = 4 * conc;
+        for (double& v : p.measured) v = std::nan("");
+        p.model = catalog_model_for(p.model_id);
+        p.device = catalog_device_for(p.device_id);
+        p.group = p.device;
+        pts.push_back(p);
+      }
+  HostWorkspace ws;
+  for (auto& p : pts) {
+    const Prediction m = predict_point(prepare_point(p), &truth, ws);
+    REQUIRE(m.ok);
+    p.measured[kMeanTtft] = m.v[kMeanTtft];
+    p.measured[kMeanTpot] = m.v[kMeanTpot];
+  }
+  return pts;
 }
 
 inline Scenario scenario(const std::string& yaml, const std::vector<std::string>& sets = {}) {

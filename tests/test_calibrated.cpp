@@ -147,30 +147,7 @@ TEST_CASE("fit --steps recovers the coefficients that generated the step timings
 TEST_CASE("fit on benchmark points recovers predictions of the coefficients that generated them") {
   // measurements made by the simulator itself with known coefficients: the fit must reproduce them
   const PerfProfile truth = sample_profile();
-  std::vector<BenchPoint> pts;
-  for (int isl : {256, 2048})
-    for (int conc : {1, 8, 32}) {
-      BenchPoint p;
-      p.where = "synthetic";
-      p.engine = "vllm";
-      p.model_id = "meta-llama/Llama-3.1-8B-Instruct";
-      p.device_id = "H100-SXM";
-      p.isl = isl;
-      p.osl = 128;
-      p.concurrency = conc;
-      p.num_prompts = 4 * conc;
-      for (double& v : p.measured) v = std::nan("");
-      p.model = catalog_model_for(p.model_id);
-      p.device = catalog_device_for(p.device_id);
-      pts.push_back(p);
-    }
-  HostWorkspace ws;
-  for (auto& p : pts) {
-    const Prediction m = predict_point(prepare_point(p), &truth.c, ws);
-    REQUIRE(m.ok);
-    p.measured[kMeanTtft] = m.v[kMeanTtft];
-    p.measured[kMeanTpot] = m.v[kMeanTpot];
-  }
+  const std::vector<BenchPoint> pts = test::synthetic_points({"H100-SXM"}, {256, 2048}, 128, {1, 8, 32}, truth.c);
   std::vector<const BenchPoint*> ptr;
   for (const auto& p : pts) ptr.push_back(&p);
   FitOptions opt;

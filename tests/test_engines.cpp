@@ -16,11 +16,7 @@ using test::model;
 
 namespace {
 
-const std::string kPool(const std::string& engine) {
-  return "duration_s: 60\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\nengine: {" + engine +
-         "}\nfleet: {replicas: 1}\n"
-         "workload: {arrival: {process: poisson, rate_per_s: 2}, prompt_tokens: 512, output_tokens: 64}\n";
-}
+std::string kPool(const std::string& engine) { return test::llama8b_pool("h100-sxm-80gb", engine); }
 
 bool assumed(const Scenario& s, const std::string& key) {
   const auto& a = s.pools[0].engine_assumed;

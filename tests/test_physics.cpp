@@ -15,11 +15,7 @@ using test::write_temp;
 
 namespace {
 
-const std::string kLlama8bOn(const std::string& device) {
-  return "duration_s: 60\ndevice: " + device +
-         "\nmodel: llama-3.1-8b\nfleet: {replicas: 1}\n"
-         "workload: {arrival: {process: poisson, rate_per_s: 2}, prompt_tokens: 512, output_tokens: 64}\n";
-}
+std::string kLlama8bOn(const std::string& device) { return test::llama8b_pool(device); }
 
 }  // namespace
 
@@ -181,31 +177,7 @@ TEST_CASE("leave one group out: each group predicted by a fit on the others only
   PerfCoefficients truth = prior_coefficients(true);
   truth.weight_factor = 1.4;
   truth.matmul_factor = 1.7;
-  std::vector<BenchPoint> pts;
-  for (const char* dev : {"H100-SXM", "A100-80GB"})
-    for (int conc : {1, 4, 16}) {
-      BenchPoint p;
-      p.where = std::string("synthetic ") + dev;
-      p.engine = "vllm";
-      p.model_id = "meta-llama/Llama-3.1-8B-Instruct";
-      p.device_id = dev;
-      p.isl = 512;
-      p.osl = 64;
-      p.concurrency = conc;
-      p.num_prompts = 4 * conc;
-      for (double& v : p.measured) v = std::nan("");
-      p.model = catalog_model_for(p.model_id);
-      p.device = catalog_device_for(p.device_id);
-      p.group = p.device;
-      pts.push_back(p);
-    }
-  HostWorkspace ws;
-  for (auto& p : pts) {
-    const Prediction m = predict_point(prepare_point(p), &truth, ws);
-    REQUIRE(m.ok);
-    p.measured[kMeanTpot] = m.v[kMeanTpot];
-    p.measured[kMeanTtft] = m.v[kMeanTtft];
-  }
+  const std::vector<BenchPoint> pts = test::synthetic_points({"H100-SXM", "A100-80GB"}, {512}, 64, {1, 4, 16}, truth);
   std::vector<const BenchPoint*> ptr;
   for (const auto& p : pts) ptr.push_back(&p);
   FitOptions opt;
