@@ -8,6 +8,7 @@
 
 #include "helpers.hpp"
 #include "libsim/calibrate/fit.hpp"
+#include "libsim/report/html.hpp"
 
 using namespace fleetsim;
 using test::error_of;
@@ -72,6 +73,9 @@ TEST_CASE("a pool with no exact-match profile takes the physics model and quotes
   CHECK(st["cross_validated"]["points"].get<int>() > 0);
   CHECK(st.contains("client_s_per_input_token"));
   CHECK(format_run_table(r.report).find("steps     physics model (median error on") != std::string::npos);
+  // the note quotes the figures, so the HTML report, which prints the note, quotes them too
+  CHECK(st["note"].get<std::string>().find("median error on runs the fit never saw: mean_ttft ") != std::string::npos);
+  CHECK(html_report(r.report).find("with each device left out of the fit: mean_ttft ") != std::string::npos);
   // the shipped physics coefficients say what they were fitted on and how they did
   const PerfProfile& ph = physics_profile();
   CHECK(ph.device.empty());

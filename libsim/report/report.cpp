@@ -292,9 +292,18 @@ static Json step_time_json(const PoolSpec& P) {
     }
     // fitted on vLLM servers: another engine's scheduler and kernels are outside what it measured
     j["error_applies"] = P.engine_kind == EngineKind::vllm;
+    // the figures themselves, so that every view that prints the note (the HTML report) quotes them
+    auto medians = [](const ProfileError& e) {
+      std::string out;
+      for (int k : {0, 1, 2})
+        if (std::isfinite(e.median[k]))
+          out += fmt::format("{}{} {:.0f}%", out.empty() ? "" : ", ", kProfileMetrics[k], 100.0 * e.median[k]);
+      return out.empty() ? std::string("not measured") : out;
+    };
     j["note"] = P.engine_kind == EngineKind::vllm
-                    ? "physics step model, one set of coefficients fitted on every device; its error is measured on "
-                      "runs the fit never saw (held_out) and on each device left out of the fit (cross_validated)"
+                    ? "physics step model, one set of coefficients fitted on every device; median error on runs the "
+                      "fit never saw: " +
+                          medians(f.held_out) + "; with each device left out of the fit: " + medians(f.cross_validated)
                     : std::string("physics step model fitted on vLLM runs; this pool's engine is ") +
                           engine_kind_name(P.engine_kind) +
                           ", so its measured error does not apply here (uncalibrated for this engine)";
