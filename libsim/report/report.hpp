@@ -20,6 +20,10 @@ LatencyStats latency_stats(const Histogram& h);
 // The `fleetsim run` result document (docs/output-schema.md).
 Json run_report(const Scenario& s, const Tally& t);
 
+// A pool's scenario.step_time and scenario.engine sections (step_time.cpp).
+Json step_time_json(const PoolSpec& P);
+Json engine_json(const PoolSpec& P);
+
 // Static capacity document (`fleetsim capacity`, and the capacity block of a run).
 Json capacity_json(const Capacity& c, int64_t context_tokens, int block_tokens);
 

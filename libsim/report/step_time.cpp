@@ -1,0 +1,98 @@
+// The step-time and engine sections of a run report: which model produced the latencies, how
+// sure it is, and which engine settings the scenario left to the engine's defaults.
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "report/report.hpp"
+
+namespace fleetsim {
+
+// How sure the step-time model is: a calibrated profile names itself and quotes its error on
+// measurements held out of its fit; the roofline and linear models say they are uncalibrated.
+Json step_time_json(const PoolSpec& P) {
+  Json j;
+  j["model"] = perf_name(P);
+  // what the latencies include: the client's view (API server, tokenization) or the engine's
+  j["latency_at"] = P.engine_side ? "engine" : "client";
+  if (P.perf_model == PerfKind::calibrated && P.profile && P.profile->device.empty()) {
+    // the physics model: its error is that on devices and models its fit never saw
+    const PerfProfile& f = *P.profile;
+    j["calibrated"] = true;
+    j["profile"] = f.name;
+    j["profile_source"] = f.origin;
+    if (!f.data.empty()) j["fitted_on"] = f.data;
+    for (const auto& [key, e] : {std::pair<const char*, const ProfileError*>{"held_out", &f.held_out},
+                                 {"cross_validated", &f.cross_validated}}) {
+      Json h;
+      h["points"] = e->points;
+      for (int k = 0; k < 4; ++k)
+        if (std::isfinite(e->median[k])) h["median_abs_error_" + std::string(kProfileMetrics[k])] = e->median[k];
+      j[key] = h;
+    }
+    // fitted on vLLM servers: another engine's scheduler and kernels are outside what it measured
+    j["error_applies"] = P.engine_kind == EngineKind::vllm;
+    // the figures themselves, so that every view that prints the note (the HTML report) quotes them
+    auto medians = [](const ProfileError& e) {
+      std::string out;
+      for (int k : {0, 1, 2})
+        if (std::isfinite(e.median[k]))
+          out += fmt::format("{}{} {:.0f}%", out.empty() ? "" : ", ", kProfileMetrics[k], 100.0 * e.median[k]);
+      return out.empty() ? std::string("not measured") : out;
+    };
+    j["note"] = P.engine_kind == EngineKind::vllm
+                    ? "physics step model, one set of coefficients fitted on every device; median error on runs the "
+                      "fit never saw: " +
+                          medians(f.held_out) + "; with each device left out of the fit: " + medians(f.cross_validated)
+                    : std::string("physics step model fitted on vLLM runs; this pool's engine is ") +
+                          engine_kind_name(P.engine_kind) +
+                          ", so its measured error does not apply here (uncalibrated for this engine)";
+  } else if (P.perf_model == PerfKind::calibrated && P.profile) {
+    const PerfProfile& f = *P.profile;
+    j["calibrated"] = true;
+    j["profile"] = f.name;
+    j["profile_source"] = f.origin;
+    if (!f.engine.empty()) j["engine"] = f.engine;
+    if (!f.data.empty()) j["fitted_on"] = f.data;
+    if (!f.weight_dtype.empty()) j["fitted_weight_dtype"] = f.weight_dtype;
+    Json held;
+    held["points"] = f.held_out.points;
+    for (int k = 0; k < 4; ++k)
+      if (std::isfinite(f.held_out.median[k]))
+        held["median_abs_error_" + std::string(kProfileMetrics[k])] = f.held_out.median[k];
+    j["held_out"] = held;
+    // the profile's error was measured on its own configuration: quoted as this pool's only there
+    std::string why;
+    j["error_applies"] =
+        profile_applies(f, P.model.name, P.tp, P.pp, P.weight_dtype, why, engine_kind_name(P.engine_kind));
+    if (!why.empty())
+      j["note"] = "profile fitted on " + why +
+                  "; this pool differs, so its measured error does not apply here "
+                  "(uncalibrated for this configuration)";
+  } else {
+    j["calibrated"] = false;
+    j["note"] = P.perf_model == PerfKind::roofline
+                    ? "uncalibrated roofline: expect tens of percent error (docs/validation.md); fit a profile with "
+                      "`fleetsim fit`"
+                    : "linear model with user-given costs: uncalibrated unless they were measured";
+  }
+  if (!P.engine_side && P.client_ttft_s > 0) j["client_ttft_s"] = P.client_ttft_s;
+  if (!P.engine_side && P.client_s_per_input_token > 0) j["client_s_per_input_token"] = P.client_s_per_input_token;
+  if (!P.engine_side && P.client_s_per_output_token > 0) j["client_s_per_output_token"] = P.client_s_per_output_token;
+  return j;
+}
+
+// The engine a pool runs as, and which of its settings came from that engine's defaults rather
+// than from the scenario (docs/model.md, "Engines").
+Json engine_json(const PoolSpec& P) {
+  Json j;
+  j["kind"] = engine_kind_name(P.engine_kind);
+  j[engine_fraction_key(P.engine_kind)] = P.gpu_memory_utilization;
+  j["max_num_seqs"] = P.max_num_seqs;
+  j["max_batched_tokens"] = P.max_batched_tokens;
+  j["kv_block_tokens"] = P.kv_block_tokens;
+  j["assumed"] = P.engine_assumed;
+  return j;
+}
+
+}  // namespace fleetsim
