@@ -134,6 +134,7 @@ const std::vector<ModelSpec>& builtin_models() {
         {"llama-3.3-70b", ModelKind::generate, 70.55, 80, 8192, 64, 8, 128, 28672, 128256, 131072,
          "Meta Llama 3.3 70B Instruct"},
         {"qwen3-32b", ModelKind::generate, 32.76, 64, 5120, 64, 8, 128, 25600, 151936, 40960, "Qwen3 32B"},
+        {"qwen3-14b", ModelKind::generate, 14.77, 40, 5120, 40, 8, 128, 17408, 151936, 40960, "Qwen3 14B"},
         {"llama-2-7b", ModelKind::generate, 6.74, 32, 4096, 32, 32, 128, 11008, 32000, 4096, "Meta Llama 2 7B"},
         {"llama-2-70b", ModelKind::generate, 68.98, 80, 8192, 64, 8, 128, 28672, 32000, 4096, "Meta Llama 2 70B"},
         {"codellama-34b", ModelKind::generate, 33.74, 48, 8192, 64, 8, 128, 22016, 32000, 16384,
