@@ -59,6 +59,13 @@ TEST_CASE("physics terms: per-layer cost, the GEMM ramp and the experts' factor,
   apply_profile(plain, f, p);
   CHECK(p.overhead_s == doctest::Approx(0.001));
   CHECK(p.matmul_s_per_flop == doctest::Approx(2.0 / 1e15));
+  // the executor's cost is paid per step by a replica of several devices only
+  plain.tp_step_s = 1.5e-3;
+  apply_profile(plain, f, p);
+  CHECK(p.overhead_s == doctest::Approx(0.001));
+  f.ranks = 4;
+  apply_profile(plain, f, p);
+  CHECK(p.overhead_s == doctest::Approx(0.001 + 1.5e-3));
 }
 
 TEST_CASE("a pool with no exact-match profile takes the physics model and quotes its cross-validated error") {
@@ -146,10 +153,11 @@ TEST_CASE("profile format: a newer format is a located error naming what to do; 
   p.c.gemm_ramp_tokens = 48;
   p.c.moe_factor = 2.5;
   p.c.client_s_per_input_token = 1e-6;
+  p.c.tp_step_s = 1.5e-3;
   p.cross_validated.points = 10;
   p.cross_validated.median[kMeanE2e] = 0.08;
   const std::string y = profile_yaml(p);
-  CHECK(y.find("format: 2\n") != std::string::npos);
+  CHECK(y.find("format: 3\n") != std::string::npos);
   CHECK(y.find("device: any\n") != std::string::npos);
   const PerfProfile q = parse_profile(y, "p.yaml");
   CHECK(q.device.empty());
@@ -157,9 +165,10 @@ TEST_CASE("profile format: a newer format is a located error naming what to do; 
   CHECK(q.c.gemm_ramp_tokens == doctest::Approx(48));
   CHECK(q.c.moe_factor == doctest::Approx(2.5));
   CHECK(q.c.client_s_per_input_token == doctest::Approx(1e-6));
+  CHECK(q.c.tp_step_s == doctest::Approx(1.5e-3));
   CHECK(q.cross_validated.median[kMeanE2e] == doctest::Approx(0.08));
   std::string newer = y;
-  newer.replace(newer.find("format: 2"), 9, "format: 3");
+  newer.replace(newer.find("format: 3"), 9, "format: 4");
   try {
     parse_profile(newer, "p.yaml");
     FAIL("a newer format parsed");

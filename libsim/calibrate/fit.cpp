@@ -173,6 +173,7 @@ PerfCoefficients prior_coefficients(bool global) {
     c.gemm_ramp_tokens = 32;            // tensor-core GEMMs reach half their peak near a few dozen rows
     c.moe_factor = 1.5;                 // grouped expert GEMMs run below dense ones
     c.client_s_per_input_token = 1e-6;  // tokenization: about a microsecond a token
+    c.tp_step_s = 1e-3;                 // the executor sends each step to its worker processes and gathers them
   }
   c.step_s = 0.002;
   c.per_seq_s = 2e-5;

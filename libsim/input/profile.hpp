@@ -29,6 +29,7 @@ struct PerfCoefficients {
   double gemm_ramp_tokens = 0;           // GEMM efficiency e(m) = e_max m / (m + this): tokens at half peak
   double moe_factor = 1;                 // x the routed experts' GEMM time (grouped GEMM vs dense)
   double client_s_per_input_token = 0;   // API server: tokenization, per prompt token, in TTFT and e2e
+  double tp_step_s = 0;                  // fixed per step of a replica of several ranks (the executor's broadcast)
   double client_s_per_output_token = 0;  // API server: detokenization and streaming, per output token, in e2e
   double eager_step_s = 0;               // added per step when the engine runs without CUDA graphs
 };
@@ -37,9 +38,9 @@ struct PerfCoefficients {
 // kProfileBaseTerms are those of a per-device or per-configuration fit; `fit --global` adds the
 // physics terms after them.
 constexpr int kProfileBaseTerms = 8;
-constexpr int kProfileTerms = 13;
+constexpr int kProfileTerms = 14;
 // The version of the profile file format this build reads and writes (`format:` in the file).
-constexpr int kProfileFormat = 2;
+constexpr int kProfileFormat = 3;
 const char* const* profile_term_names();
 // The largest value a profile may give term i (its least is 0): seconds up to a minute, factors
 // up to 10^4.
@@ -103,6 +104,7 @@ struct StepFacts {
   double peak_flops_per_s = 0, bf16_flops_per_s = 0, peak_bytes_per_s = 0;
   bool enforce_eager = false;
   int layers = 0;                     // of the whole model (a step traverses every stage)
+  int ranks = 1;                      // devices of a replica (tp x pp): several are driven by one executor
   double dense_flops_per_token = 0;   // per device: 2 x the parameters every token runs through / tp
   double expert_flops_per_token = 0;  // per device: 2 x the routed experts' parameters a token runs / tp
   double all_expert_flops = 0;        // per device: 2 x all routed experts' parameters / tp (each a GEMM)

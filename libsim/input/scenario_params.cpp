@@ -117,6 +117,7 @@ PoolParams PoolSpec::params() const {
     f.peak_bytes_per_s = peak_bytes;
     f.enforce_eager = enforce_eager;
     f.layers = model.layers;
+    f.ranks = devices();
     const double routed = model.routed_expert_params();
     const double active_routed = model.moe() ? routed * double(model.experts_per_token) / double(model.experts) : 0.0;
     f.dense_flops_per_token = 2.0 * (model.active_params() - active_routed) / tp;
