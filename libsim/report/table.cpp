@@ -280,7 +280,11 @@ std::string run_table(const Json& r) {
         if (h.contains(std::string("median_abs_error_") + k))
           err += fmt::format("{}{} {:.0f}%", err.empty() ? "" : ", ", k,
                              100.0 * h[std::string("median_abs_error_") + k].get<double>());
-      if (st.contains("cross_validated")) {
+      const bool applies = !st.contains("error_applies") || st["error_applies"].get<bool>();
+      if (st.contains("cross_validated") && !applies) {
+        o += fmt::format("steps     {}; latencies as the {} sees them\n", st["note"].get<std::string>(),
+                         st["latency_at"].get<std::string>());
+      } else if (st.contains("cross_validated")) {
         const Json& x = st["cross_validated"];
         std::string xe;
         for (const char* k : {"mean_ttft", "mean_tpot", "mean_e2e"})
@@ -292,7 +296,7 @@ std::string run_table(const Json& r) {
             "fit: {}); latencies as the {} sees them\n",
             h["points"].get<int>(), err.empty() ? "none measured" : err, xe.empty() ? "not measured" : xe,
             st["latency_at"].get<std::string>());
-      } else if (st.contains("error_applies") && !st["error_applies"].get<bool>())
+      } else if (!applies)
         o += fmt::format("steps     profile {}: {}\n", st["profile"].get<std::string>(), st["note"].get<std::string>());
       else
         o += fmt::format("steps     calibrated profile {} (median error on {} held-out runs: {})\n",
