@@ -285,3 +285,116 @@ TEST_CASE("a scenario can define its own MoE model and a device with its own int
     CHECK(std::string(e.what()).find("experts_per_token must be <= experts") != std::string::npos);
   }
 }
+
+namespace {
+// Qwen3-235B-A22B with fp8 weights and KV on 8 H100s as eight data-parallel ranks of one device each.
+std::string dp_yaml(const std::string& engine, const std::string& fleet = "replicas: 8") {
+  return "duration_s: 100\ndevice: h100-sxm-80gb\nmodel: qwen3-235b-a22b\nweight_dtype: fp8\nkv_dtype: fp8\n"
+         "engine: {perf_profile: none, " +
+         engine + "}\nfleet: {" + fleet +
+         "}\nworkload: {arrival: {process: poisson, rate_per_s: 2}, prompt_tokens: 200, output_tokens: 20}\n";
+}
+}  // namespace
+
+TEST_CASE("data-parallel attention: dense weights whole on every rank, experts spread over all of them") {
+  const Scenario s = test::scenario(dp_yaml("data_parallel: 8"));
+  const PoolSpec& spec = s.pools[0];
+  const ModelSpec& m = model("qwen3-235b-a22b");
+  const double routed = m.routed_expert_params();
+  // fp8: one byte a parameter, the embedding and LM head left in bf16; 7/8 of the experts live on other ranks
+  const double whole = resident_weight_bytes(m, 1.0, -1.0, 1);
+  CHECK(spec.capacity.weights_gib == doctest::Approx((whole - routed * 7.0 / 8.0) / kGiB).epsilon(1e-12));
+  // a rank's device holds every KV head of its own sequences: 94 layers x 4 KV heads x 128 x (K, V) x 1 byte
+  CHECK(spec.capacity.kv_bytes_per_token == doctest::Approx(94.0 * 4 * 128 * 2));
+  const PoolParams P = spec.params();
+  CHECK(P.replicas == 8);
+  CHECK(P.moe.expert_bytes == doctest::Approx(routed / 8.0));
+  // the experts serve the tokens of all eight ranks: a token misses one with probability (1 - 8/128), 8 times over
+  CHECK(P.moe.miss_log == doctest::Approx(8.0 * std::log(1.0 - 8.0 / 128.0)));
+  // no tensor parallelism: no all-reduce; every MoE layer dispatches and combines over the 8 devices
+  // (NVLink 4: 450 GB/s one way, 8 us): 8 experts x 4096 x 2 bytes x 7/8 per token
+  CHECK(P.par.allreduces == 0.0);
+  CHECK(P.par.all_to_alls == doctest::Approx(2.0 * 94));
+  CHECK(P.par.all_to_all_s_per_token == doctest::Approx(8.0 * 4096 * 2 * 7.0 / 8.0 / 450e9));
+  // a decode step of n sequences on one rank, by hand (the uncalibrated roofline)
+  for (double n : {1.0, 8.0, 64.0}) {
+    const double T0 = n * 300;
+    const double touched = 1 - std::pow(1 - 8.0 / 128, 8 * n);
+    const double dense_bytes = (m.params_b * 1e9 - routed) * 1.0;
+    const double bytes = dense_bytes + routed / 8.0 * touched + 96256.0 * (T0 + n);
+    const double flops = 2 * m.active_params() * n + 4.0 * 94 * 64 * 128 * (T0 + n);
+    const double comm = 188 * (8e-6 + n * 8.0 * 4096 * 2 * 7.0 / 8.0 / 450e9);
+    const double hand = 0.002 + comm + std::max(flops / (1978.9e12 * 0.5), bytes / (3350e9 * 0.8));
+    INFO("n = " << n);
+    CHECK(decode_step_s(P, n, T0) == doctest::Approx(hand).epsilon(1e-9));
+  }
+  // the report: eight ranks of one device each, their experts spread eight ways
+  const test::Result r = test::run(s);
+  test::check_conserves(r);
+  const Json& pool = r.report["scenario"];
+  CHECK(pool["replicas"] == 8);
+  CHECK(pool["devices"] == 8);
+  CHECK(pool["data_parallel"] == 8);
+  CHECK(pool["expert_parallel"] == 8);
+  // the physics model (the default without a profile) was fitted on no DP run: its error is not quoted
+  const Json st = test::run(test::scenario(dp_yaml("data_parallel: 8"), {"engine.perf_profile=auto"}))
+                      .report["scenario"]["step_time"];
+  CHECK(st["model"] == "physics");
+  CHECK(st["error_applies"] == false);
+  CHECK(st["note"].get<std::string>().find("uncalibrated for data-parallel attention") != std::string::npos);
+}
+
+TEST_CASE("data-parallel attention: each rank has its own queue, as eight engines behind a router") {
+  // 8 requests at once on 8 ranks under round robin: one each, so none waits for another and every
+  // TTFT is one lone prefill step of 200 tokens; one tensor-parallel replica of the same 8 devices
+  // has one queue and one batch, so all 8 prefill together in one step of 1,600 tokens
+  auto burst = [](const std::string& engine, const std::string& fleet) {
+    return test::scenario(
+        "duration_s: 30\ndevice: h100-sxm-80gb\nmodel: qwen3-235b-a22b\nweight_dtype: fp8\nkv_dtype: fp8\n"
+        "engine: {perf_profile: none, client_ttft_s: 0, " +
+        engine + "}\nfleet: {" + fleet +
+        "}\nworkload: {arrival: {process: burst, requests: 8}, prompt_tokens: 200, output_tokens: 2}\n");
+  };
+  // a step prefilling `prompts` prompts beside `decoding` sequences of 201 tokens' context
+  auto step = [](const Scenario& s, double prompts, double decoding = 0) {
+    Replica R{};
+    set_single_step(s.pools[0].params(), R, 200 * prompts, prompts * 200.0 * 201 / 2, 0, decoding, 200 * decoding,
+                    prompts + decoding);
+    return R.run_line.o;
+  };
+  const Scenario dp = burst("data_parallel: 8", "replicas: 8, router: round_robin");
+  const test::Result r = test::run(dp);
+  CHECK(r.all->completed == 8);
+  const Json& ttft = r.report["latency_s"]["ttft"];
+  CHECK(ttft["mean"].get<double>() == doctest::Approx(step(dp, 1)).epsilon(1e-9));
+  CHECK(ttft["max"].get<double>() == doctest::Approx(step(dp, 1)).epsilon(1e-9));
+  // one queue: the first arrival starts a step alone, the other seven wait for it and share the next
+  const Scenario tp = burst("tensor_parallel: 8, expert_parallel: 8", "replicas: 1");
+  const test::Result q = test::run(tp);
+  CHECK(q.all->completed == 8);
+  const Json& qt = q.report["latency_s"]["ttft"];
+  // (beside the first one's decode)
+  CHECK(qt["max"].get<double>() == doctest::Approx(step(tp, 1) + step(tp, 7, 1)).epsilon(1e-9));
+  CHECK(qt["mean"].get<double>() == doctest::Approx(step(tp, 1) + 7.0 / 8.0 * step(tp, 7, 1)).epsilon(1e-9));
+}
+
+TEST_CASE("data-parallel attention inputs the engines would refuse, or fleetsim cannot express, are located errors") {
+  using test::error_of;
+  CHECK(error_of("duration_s: 100\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\nengine: {data_parallel: 2}\n"
+                 "fleet: {replicas: 2}\nworkload: {arrival: {process: poisson, rate_per_s: 1}, prompt_tokens: 10, "
+                 "output_tokens: 10}\n")
+            .find("no experts to share") != std::string::npos);
+  CHECK(error_of(dp_yaml("data_parallel: 8", "replicas: 4")).find("replicas must be a multiple of 8 (4 is not)") !=
+        std::string::npos);
+  CHECK(error_of(dp_yaml("data_parallel: 4, tensor_parallel: 2, expert_parallel: 1")).find("set expert_parallel") !=
+        std::string::npos);
+  CHECK(error_of(dp_yaml("data_parallel: 3", "replicas: 9")).find("do not divide") != std::string::npos);
+  CHECK(error_of(dp_yaml("data_parallel: 8",
+                         "replicas: 8, autoscale: {min_replicas: 8, max_replicas: 16, signal: "
+                         "inflight, target: 4}"))
+            .find("fail together") != std::string::npos);
+  const std::string spot =
+      error_of(dp_yaml("data_parallel: 8", "replicas: 8, pricing: {spot: {discount: 0.5, interruptions_per_hour: 1}}"));
+  CHECK(spot.find("interruptions_per_hour") != std::string::npos);
+  CHECK(spot.find(":7:") != std::string::npos);  // located at the fleet line
+}

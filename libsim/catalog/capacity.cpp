@@ -96,6 +96,13 @@ Capacity compute_capacity(const MemoryInputs& in) {
   c.weights_gib =
       resident_weight_bytes(in.model, in.weight_bytes_per_param, in.expert_weight_bytes_per_param, tp) / kGiB;
   if (c.devices > 1) c.weights_gib /= c.devices;
+  if (in.dp > 1 && in.model.moe()) {
+    // data-parallel attention: the dense part is replicated on every rank, the routed experts are
+    // spread over all dp x tp devices (expert parallelism across the ranks)
+    const double eb =
+        in.expert_weight_bytes_per_param < 0 ? in.weight_bytes_per_param : in.expert_weight_bytes_per_param;
+    c.weights_gib -= in.model.routed_expert_params() * eb * (1.0 - 1.0 / in.dp) / c.devices / kGiB;
+  }
   if (in.runtime_overhead_gib >= 0) {
     c.non_torch_gib = in.runtime_overhead_gib;
   } else {

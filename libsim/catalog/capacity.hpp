@@ -63,6 +63,7 @@ struct MemoryInputs {
   double expert_weight_bytes_per_param = -1;  // routed experts' dtype (< 0: the weights' dtype)
   int tp = 1;                                 // tensor-parallel degree: devices splitting each layer
   int pp = 1;                                 // pipeline stages: devices splitting the layers
+  int dp = 1;  // data-parallel ranks sharing the routed experts (DP attention): each device holds 1/dp of its share
 };
 
 // Every figure is per device: a replica of tp x pp devices holds 1/(tp pp) of the weights on

@@ -71,6 +71,7 @@ struct PoolSpec {
   std::string weight_dtype, kv_dtype;
   std::string expert_weight_dtype;  // routed experts' dtype (MoE); empty: weight_dtype
   int tp = 1, pp = 1, ep = 1;       // tensor, pipeline and expert parallelism: a replica is tp x pp devices
+  int dp = 1;  // data-parallel attention: the replicas are ranks of engines of dp ranks sharing the experts
   double network_gb_s = 50, network_latency_us = 20;  // between nodes, per device
   int devices() const { return tp * pp; }
 

@@ -41,8 +41,10 @@ void PoolSpec::set_parallel_work(PoolParams& p) const {
   w.kv_bytes_per_token = kv_bytes_per_token_per_device(m, kvb, tp, 1);
   const double routed = m.moe() && m.experts_per_token < m.experts ? m.routed_expert_params() : 0.0;
   w.weight_bytes = (weight_bytes(m, wb, eb) - routed * eb) / tp;
-  p.moe.expert_bytes = routed * eb / tp;
-  p.moe.miss_log = routed > 0 ? std::log(1.0 - double(m.experts_per_token) / m.experts) : 0.0;
+  // with data-parallel attention a device holds 1/dp of the rank's share of the experts, and they
+  // serve the tokens of all dp ranks: dp times this rank's, the ranks balanced by the router
+  p.moe.expert_bytes = routed * eb / (double(tp) * dp);
+  p.moe.miss_log = routed > 0 ? dp * std::log(1.0 - double(m.experts_per_token) / m.experts) : 0.0;
   p.window_blocks = capacity.window_blocks_per_seq;
   p.extended_steps = 1;
 
@@ -65,15 +67,19 @@ void PoolSpec::set_parallel_work(PoolParams& p) const {
   double gb_s = 0, lat_us = 0;
   if (tp > 1) {
     link(tp, gb_s, lat_us);
-    c.allreduces = 2.0 * m.layers - (ep > 1 ? double(m.moe_layers()) : 0.0);
+    c.allreduces = 2.0 * m.layers - (ep > 1 || dp > 1 ? double(m.moe_layers()) : 0.0);
     c.allreduce_latency_s = lat_us * 1e-6;
     c.allreduce_s_per_token = 2.0 * (tp - 1) / tp * m.hidden * act_bytes / (gb_s * 1e9);
-    if (ep > 1) {
-      c.all_to_alls = 2.0 * m.moe_layers();
-      c.all_to_all_latency_s = lat_us * 1e-6;
-      c.all_to_all_s_per_token =
-          double(m.experts_per_token) * m.hidden * act_bytes * (ep - 1) / (double(ep) * ep) / (gb_s * 1e9);
-    }
+  }
+  // expert parallelism over the e = ep x dp devices that hold the experts: each token's routed
+  // activations leave its rank's tp devices for the (e - 1) / e of experts elsewhere, dispatch and combine
+  const int e = ep * dp;
+  if (e > 1) {
+    link(e, gb_s, lat_us);
+    c.all_to_alls = 2.0 * m.moe_layers();
+    c.all_to_all_latency_s = lat_us * 1e-6;
+    c.all_to_all_s_per_token =
+        double(m.experts_per_token) * m.hidden * act_bytes * (e - 1) / (double(e) * tp) / (gb_s * 1e9);
   }
   if (pp > 1) {
     link(tp * pp, gb_s, lat_us);
@@ -122,7 +128,7 @@ PoolParams PoolSpec::params() const {
     const double active_routed = model.moe() ? routed * double(model.experts_per_token) / double(model.experts) : 0.0;
     f.dense_flops_per_token = 2.0 * (model.active_params() - active_routed) / tp;
     f.expert_flops_per_token = 2.0 * active_routed / tp;
-    f.all_expert_flops = 2.0 * routed / tp;
+    f.all_expert_flops = 2.0 * routed / (double(tp) * dp);  // each of its experts a GEMM
     apply_profile(profile->c, f, p.perf);
     p.perf.overhead_s *= lora;
     p.perf.per_seq_s *= lora;
@@ -157,7 +163,7 @@ PoolParams PoolSpec::params() const {
   p.par.tp = tp;
   p.par.pp = pp;
   p.par.ep = ep;
-  if (devices() > 1 || model.moe() || model.mla() || model.sliding_layers > 0) set_parallel_work(p);
+  if (devices() > 1 || dp > 1 || model.moe() || model.mla() || model.sliding_layers > 0) set_parallel_work(p);
 
   p.replicas = replicas;
   p.min_replicas = min_replicas;

@@ -140,6 +140,7 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
                         "tensor_parallel",
                         "pipeline_parallel",
                         "expert_parallel",
+                        "data_parallel",
                         "network_gb_s",
                         "network_latency_us",
                         "enforce_eager",
@@ -187,6 +188,35 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
       en.fail(P.model.name + " has " + std::to_string(P.model.experts) +
                   " experts, which expert_parallel=" + std::to_string(P.ep) + " does not divide",
               ErrorKind::inconsistent);
+  }
+  // data-parallel attention (vLLM's --data-parallel-size with --enable-expert-parallel, SGLang's
+  // --enable-dp-attention): each replica is one rank with its own scheduler, queue and KV cache; the
+  // ranks of an engine share the routed experts, spread over all of their devices
+  if (eng.has("data_parallel")) {
+    const N dn = eng.at("data_parallel");
+    P.dp = int(dn.integer(1, 64));
+    if (P.dp > 1) {
+      if (!P.model.moe())
+        dn.fail(P.model.name +
+                    " has no experts to share: data_parallel applies to mixture-of-experts models (DP attention "
+                    "with expert parallelism); ranks of a dense model are plain replicas (fleet.replicas)",
+                ErrorKind::inconsistent);
+      if (P.pp > 1)
+        dn.fail("data_parallel with pipeline_parallel above 1 is not modelled (set pipeline_parallel: 1)",
+                ErrorKind::inconsistent);
+      if (eng.has("expert_parallel") && P.ep != P.tp)
+        eng.at("expert_parallel")
+            .fail(
+                "data_parallel spreads the experts over every rank with expert parallelism: set expert_parallel "
+                "to tensor_parallel (" +
+                    std::to_string(P.tp) + "), or leave it out",
+                ErrorKind::inconsistent);
+      P.ep = P.tp;
+      if (P.model.experts % (P.tp * P.dp) != 0)
+        dn.fail(P.model.name + " has " + std::to_string(P.model.experts) + " experts, which data_parallel x " +
+                    "tensor_parallel = " + std::to_string(P.tp * P.dp) + " devices do not divide",
+                ErrorKind::inconsistent);
+    }
   }
   // the host CPU stage: no defaults for the cores or the tokenizer's speed, which depend on the
   // serving stack and the CPU (docs/model.md, "The host CPU")
@@ -253,9 +283,10 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
   const bool open_choice = pm.empty() && (pp_name.empty() || pp_name == "auto") && !explicit_roofline_knobs;
   const PerfProfile* shipped = nullptr;
   if (pm == "calibrated" || (open_choice && whole_gpu))
-    shipped = P.pp == 1 && P.ep == 1 ? find_builtin_profile(P.device.name, P.model.name, P.tp, P.weight_dtype,
-                                                            engine_kind_name(P.engine_kind))
-                                     : nullptr;
+    shipped =
+        P.pp == 1 && P.ep == 1 && P.dp == 1
+            ? find_builtin_profile(P.device.name, P.model.name, P.tp, P.weight_dtype, engine_kind_name(P.engine_kind))
+            : nullptr;
   if (!pp_name.empty() && pp_name != "auto" && pp_name != "none") {
     try {
       P.profile = std::make_shared<PerfProfile>(load_profile(pp_name, src.base_dir));
@@ -277,7 +308,7 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
   } else if (pm == "calibrated") {
     (eng.has("perf_profile") ? eng.at("perf_profile") : eng.at("perf_model"))
         .fail("no shipped profile for " + P.device.name + " (" + P.model.name + ", tp " + std::to_string(P.tp) + ", " +
-                  P.weight_dtype + " weights" + (P.pp > 1 || P.ep > 1 ? ", pp or ep above 1" : "") +
+                  P.weight_dtype + " weights" + (P.pp > 1 || P.ep > 1 || P.dp > 1 ? ", pp, ep or dp above 1" : "") +
                   "): name a profile file written by `fleetsim fit`, or use perf_model: physics",
               ErrorKind::inconsistent);
   } else if (pm == "physics" || (open_choice && whole_gpu && pp_name != "none")) {
@@ -448,6 +479,31 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
                       ErrorKind::inconsistent);
     if (!fl.has("headroom_replicas")) P.headroom_replicas = P.min_replicas;  // the warm floor is chosen headroom
   }
+  if (P.dp > 1) {
+    // the ranks of one engine start, stop and fail together, which the per-replica autoscaler and
+    // failure model do not express
+    for (const char* k : {"autoscale", "failures"})
+      if (fl.has(k))
+        fl.at(k).fail(std::string("fleet.") + k +
+                          " acts on single replicas; the ranks of a data-parallel engine start and fail together, "
+                          "which is not modelled (drop fleet." +
+                          k + ", or data_parallel)",
+                      ErrorKind::inconsistent);
+    if (P.spot_interruptions_per_hour > 0)
+      fl.at("pricing")
+          .at("spot")
+          .at("interruptions_per_hour")
+          .fail(
+              "spot interruptions take single replicas; the ranks of a data-parallel engine fail together, which "
+              "is not modelled (set interruptions_per_hour: 0, or drop data_parallel)",
+              ErrorKind::inconsistent);
+    if (P.replicas % P.dp != 0)
+      fl.at("replicas")
+          .fail("with data_parallel " + std::to_string(P.dp) +
+                    " a replica is one rank: replicas must be a multiple of " + std::to_string(P.dp) + " (" +
+                    std::to_string(P.replicas) + " is not)",
+                ErrorKind::inconsistent);
+  }
   // cold start: defaults from the seeds' figures (a new node, a 10-20 GB image, weights from object storage)
   {
     ColdStartParams& c = P.cold;
@@ -513,6 +569,7 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
   mi.kv_block_tokens = P.kv_block_tokens;
   mi.tp = P.tp;
   mi.pp = P.pp;
+  mi.dp = P.dp;
   if (!P.expert_weight_dtype.empty()) mi.expert_weight_bytes_per_param = weight_dtype_bytes(P.expert_weight_dtype);
   P.capacity = compute_capacity(mi);
   if (P.capacity.fits) finish_engine_settings(P);

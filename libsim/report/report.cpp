@@ -297,7 +297,8 @@ Json run_report(const Scenario& s, const Tally& t) {
   sc["devices"] = devices;  // at the start: replicas x tensor_parallel x pipeline_parallel
   sc["tensor_parallel"] = P0.tp;
   sc["pipeline_parallel"] = P0.pp;
-  sc["expert_parallel"] = P0.ep;
+  sc["expert_parallel"] = P0.ep * P0.dp;       // devices the experts are spread over
+  if (P0.dp > 1) sc["data_parallel"] = P0.dp;  // a replica is one rank of a DP-attention engine
   sc["router"] = router_name(P0.router);
   sc["arrival"] = arrival_name(C0.arrival);
   double rate = 0;
@@ -445,7 +446,8 @@ Json run_report(const Scenario& s, const Tally& t) {
       one["replicas"] = P.replicas;
       one["tensor_parallel"] = P.tp;
       one["pipeline_parallel"] = P.pp;
-      one["expert_parallel"] = P.ep;
+      one["expert_parallel"] = P.ep * P.dp;
+      if (P.dp > 1) one["data_parallel"] = P.dp;
       one["perf_model"] = perf_name(P);
       one["step_time"] = step_time_json(P);
       one["engine"] = engine_json(P);
