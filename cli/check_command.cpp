@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -37,7 +38,34 @@ Scenario load(const std::string& file, const std::vector<std::string>& sets) {
 
 }  // namespace
 
+namespace {
+int check(const CheckArgs& a, const std::function<void(const std::string&)>& emit);
+}
+
 int run_check(const CheckArgs& a, const std::function<void(const std::string&)>& emit) {
+  try {
+    return check(a, emit);
+  } catch (const InputError& e) {
+    // a pipeline that reads the JUnit, the Markdown or the annotations sees the error too; an output
+    // that would overwrite an input is the error itself, and stays unwritten
+    const std::vector<std::string> inputs = {a.scenario, a.budgets, a.baseline};
+    auto writable = [&](const std::string& out) {
+      return !out.empty() && std::find(inputs.begin(), inputs.end(), out) == inputs.end();
+    };
+    try {
+      if (writable(a.junit)) write_file(a.junit, check_error_junit(e));
+      if (writable(a.markdown)) write_file(a.markdown, check_error_markdown(e));
+    } catch (const OutputError& oe) {
+      std::fprintf(stderr, "%s\n", oe.what());  // said, but the input error decides the exit code (2)
+    }
+    const char* gha = std::getenv("GITHUB_ACTIONS");
+    if (gha && std::string(gha) == "true") std::fputs(check_error_annotation(e).c_str(), stdout);
+    throw;
+  }
+}
+
+namespace {
+int check(const CheckArgs& a, const std::function<void(const std::string&)>& emit) {
   const std::vector<std::string> scenario_only = scenario_sets(a.sets);
   const Scenario s = load(a.scenario, scenario_only);
   if (a.budgets.empty() && a.scenario.empty())
@@ -84,5 +112,6 @@ int run_check(const CheckArgs& a, const std::function<void(const std::string&)>&
   }
   return r.pass ? 0 : 1;
 }
+}  // namespace
 
 }  // namespace fleetsim::cli

@@ -390,6 +390,15 @@ GITHUB_ACTIONS=true "$bin" check "$ex" --threads 2 >"$tmp/gha" 2>&1
 check "check annotates a violated budget at its line" grep -q "^::error file=.*chat-fleet.yaml,line=31," "$tmp/gha"
 printf 'budgets:\n  x: {metric: latency_s.ttft.p99, maxx: 1}\n' >"$tmp/bad-budgets.yaml"
 expect "check of a misspelled budget key" 2 "bad-budgets.yaml:2:" -- "$bin" check "$ex" --budgets "$tmp/bad-budgets.yaml"
+# an input error still writes the JUnit and Markdown a pipeline publishes, and an annotation in GitHub Actions
+rm -f "$tmp/err.xml" "$tmp/err.md"
+expect "check of a misspelled budget key, reports asked for" 2 "bad-budgets.yaml:2:" -- \
+  "$bin" check "$ex" --budgets "$tmp/bad-budgets.yaml" --junit "$tmp/err.xml" --markdown "$tmp/err.md"
+check "check's JUnit carries the input error at its file and line" \
+  bash -c "grep -q 'errors=\"1\"' '$tmp/err.xml' && grep -q 'line=\"2\"' '$tmp/err.xml' && grep -q 'bad-budgets.yaml:2:' '$tmp/err.xml'"
+check "check's Markdown says it could not run" grep -q "could not run" "$tmp/err.md"
+GITHUB_ACTIONS=true "$bin" check "$ex" --budgets "$tmp/bad-budgets.yaml" >"$tmp/gha" 2>/dev/null
+check "check annotates an input error at its line" grep -q "^::error file=.*bad-budgets.yaml,line=2,col=" "$tmp/gha"
 expect "check without budgets" 2 "no budgets section" -- "$bin" check "$src/scenarios/chat-default.yaml"
 expect "check with the budgets section replaced by --set" 2 "--set budgets=5: error: budgets: expected a mapping" -- \
   "$bin" check "$ex" --set budgets=5

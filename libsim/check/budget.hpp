@@ -80,5 +80,10 @@ std::string check_markdown(const CheckResult& r, const Scenario& s, const Budget
 std::string check_junit(const CheckResult& r, const Scenario& s, const BudgetSpec& spec);
 // GitHub Actions workflow commands: an ::error line per violated budget, at its file and line.
 std::string check_annotations(const CheckResult& r);
+// The same three outputs when the check could not run (a bad scenario or budgets file): one
+// failed case at the error's file and line, so a pipeline shows what to fix.
+std::string check_error_markdown(const InputError& e);
+std::string check_error_junit(const InputError& e);
+std::string check_error_annotation(const InputError& e);
 
 }  // namespace fleetsim

@@ -168,6 +168,45 @@ std::string check_junit(const CheckResult& r, const Scenario& s, const BudgetSpe
   return o;
 }
 
+namespace {
+std::string error_file(const InputError& e) { return e.where().file.empty() ? "fleetsim check" : e.where().file; }
+std::string error_place(const InputError& e) {
+  std::string p = error_file(e);
+  if (e.where().line > 0) p += fmt::format(":{}", e.where().line);
+  if (e.where().line > 0 && e.where().column > 0) p += fmt::format(":{}", e.where().column);
+  return p;
+}
+}  // namespace
+
+std::string check_error_markdown(const InputError& e) {
+  return fmt::format(
+      "### fleetsim check: **could not run**\n\nThe input has an error, so no budget was judged (exit 2).\n\n"
+      "| | where | error |\n|---|---|---|\n| ❌ | {} | {} |\n",
+      markdown_cell(error_place(e)), markdown_cell(e.what()));
+}
+
+std::string check_error_junit(const InputError& e) {
+  std::string o = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  o += "<testsuites name=\"fleetsim check\" tests=\"1\" failures=\"0\" errors=\"1\">\n";
+  o += "  <testsuite name=\"fleetsim check\" tests=\"1\" failures=\"0\" errors=\"1\" skipped=\"0\">\n";
+  o += fmt::format("    <testcase classname=\"fleetsim check\" name=\"input\" file=\"{}\" line=\"{}\">",
+                   xml(error_file(e)), std::max(0, e.where().line));
+  o += fmt::format("\n      <error message=\"{}\">{}: {}</error>\n    </testcase>\n", xml(e.what()),
+                   xml(error_place(e)), xml(e.what()));
+  o += "  </testsuite>\n</testsuites>\n";
+  return o;
+}
+
+std::string check_error_annotation(const InputError& e) {
+  std::string o = "::error ";
+  if (!e.where().file.empty()) {
+    o += fmt::format("file={},line={}", gh(e.where().file, true), std::max(1, e.where().line));
+    if (e.where().column > 0) o += fmt::format(",col={}", e.where().column);
+    o += ",";
+  }
+  return o + fmt::format("title={}::{}\n", gh("fleetsim check: input error", true), gh(e.what(), false));
+}
+
 std::string check_annotations(const CheckResult& r) {
   std::string o;
   for (const auto& x : r.outcomes) {
