@@ -49,7 +49,8 @@ struct Options {
   std::string format = "table";
   std::optional<uint64_t> seed;
   double duration = -1;
-  double window_s = 0;  // run --window: the worst window's p99 beside the whole run's
+  double window_s = 0;        // run --window: the worst window's p99 beside the whole run's
+  std::string billing_start;  // run --format focus --billing-start: the date the simulated run starts
   // capacity
   std::string model, device, weight_dtype = "bf16", kv_dtype = "bf16";
   int64_t context = 0;  // not given: capacity_document's default
@@ -128,6 +129,10 @@ Json worst_window(const Json& timeline) {
 }
 
 int cmd_run(const Options& o) {
+  if (!o.billing_start.empty() && o.format != "focus")
+    throw InputError(Location{"--billing-start", 0, 0, ""},
+                     "--billing-start dates the FOCUS export's periods: use it with --format focus");
+  const double billing_start_s = o.billing_start.empty() ? 0.0 : parse_utc_time(o.billing_start, "--billing-start");
   const ScenarioSource src = source(o);
   const Scenario s = src.instantiate();
   auto t = std::make_unique<Tally>();
@@ -158,7 +163,7 @@ int cmd_run(const Options& o) {
   else if (o.format == "ledger")
     emit(ledger_csv(make_ledger(s, *t)));
   else if (o.format == "focus")
-    emit(focus_csv(make_ledger(s, *t), s, 0.0));
+    emit(focus_csv(make_ledger(s, *t), s, billing_start_s));
   else
     emit(format_run_table(r));
   return kExitOk;
@@ -365,8 +370,14 @@ int main(int argc, char** argv) {
   run->add_option("--threads", o.threads, "CPU threads for --window's windows (default: all)")
       ->check(CLI::Range(1, 4096));
   add_scenario_flags(run, o);
-  run->add_option("--format", o.format, "output format (ledger: the cost ledger as CSV; focus: FinOps FOCUS CSV)")
+  run->add_option("--format", o.format,
+                  "output format (ledger: the cost ledger as CSV, whose usd sums to the total over the rows of "
+                  "scope total and kind effective, or of scope pool and kind bucket; focus: FinOps FOCUS 1.2 CSV, "
+                  "whose EffectiveCost sums to the total over every row)")
       ->check(CLI::IsMember({"table", "json", "csv", "ledger", "focus"}));
+  run->add_option("--billing-start", o.billing_start,
+                  "with --format focus: the UTC date (YYYY-MM-DD) or time (YYYY-MM-DDTHH:MM:SSZ) the simulated run "
+                  "starts, which dates every billing and charge period (default 1970-01-01)");
 
   CLI::App* val = subs[1].first;
   val->add_option("scenario", o.scenario, "scenario YAML file")->required();

@@ -420,6 +420,12 @@ expect "ledger csv" 0 "" -- "$bin" run "$src/scenarios/committed-and-spot.yaml" 
 check "ledger csv header" grep -q '^scope,name,kind,item,device_hours,usd_per_device_hour,usd$' "$tmp/out"
 expect "focus csv" 0 "" -- "$bin" run "$src/scenarios/committed-and-spot.yaml" --format focus
 check "focus csv has a committed row" grep -q ',Committed,' "$tmp/out"
+expect "focus csv from a billing start" 0 "" -- \
+  "$bin" run "$src/scenarios/committed-and-spot.yaml" --format focus --billing-start 2026-11-01
+check "focus periods start at the billing start" grep -q ',2026-11-01T01:00:00Z,2026-11-01T00:00:00Z,Usage,' "$tmp/out"
+expect "focus with a date that does not exist" 2 "--billing-start: expected a UTC date YYYY-MM-DD" -- \
+  "$bin" run "$src/scenarios/committed-and-spot.yaml" --format focus --billing-start 2026-02-30
+expect "billing start without focus" 2 "use it with --format focus" -- "$bin" run --billing-start 2026-11-01
 
 echo "cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

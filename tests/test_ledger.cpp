@@ -8,6 +8,7 @@
 #include "helpers.hpp"
 #include "libsim/cost/ledger.hpp"
 #include "libsim/input/csv.hpp"
+#include "libsim/input/input_file.hpp"
 
 using namespace fleetsim;
 
@@ -145,8 +146,9 @@ TEST_CASE("two pools, committed and spot: every line of the report reconciles") 
     while (rd.next()) {
       ++rows;
       CHECK(rd.number("pricingquantity") * rd.number("contractedunitprice") ==
-            doctest::Approx(rd.number("effectivecost")));
+            doctest::Approx(rd.number("contractedcost")));
       CHECK(rd.number("pricingquantity") * rd.number("listunitprice") == doctest::Approx(rd.number("listcost")));
+      CHECK(rd.number("billedcost") == doctest::Approx(rd.number("effectivecost")));
       CHECK(rd.get("tags").find("\"team\":") != std::string::npos);
       eff += rd.number("effectivecost");
       list += rd.number("listcost");
@@ -241,4 +243,60 @@ TEST_CASE("work thrown away by preemption is its own bucket, carved out of busy 
   MESSAGE("lost tokens " << lost << ", lost work " << num(L["buckets"]["lost_work"]["device_hours"]) << " device-h");
   CHECK(lost > 0);
   CHECK(num(L["buckets"]["lost_work"]["device_hours"]) > 0);
+}
+
+TEST_CASE("FOCUS 1.2: every mandatory column, unused commitment on its own row, --billing-start moves every period") {
+  // FinOps-Open-Cost-and-Usage-Spec/FOCUS_Spec, tag v1.2, specification/columns/*.md: the columns
+  // whose "Feature level" is Mandatory
+  const std::vector<std::string> mandatory = {
+      "BilledCost",         "BillingAccountId", "BillingAccountName", "BillingCurrency",   "BillingPeriodEnd",
+      "BillingPeriodStart", "ChargeCategory",   "ChargeClass",        "ChargeDescription", "ChargePeriodEnd",
+      "ChargePeriodStart",  "ContractedCost",   "EffectiveCost",      "InvoiceIssuerName", "ListCost",
+      "PricingQuantity",    "PricingUnit",      "ProviderName",       "PublisherName",     "ServiceCategory",
+      "ServiceName"};
+  const Scenario s = test::scenario(read_text_file(FLEETSIM_SOURCE_DIR "/scenarios/committed-and-spot.yaml", "x"));
+  const test::Result r = test::run(s);
+  const Ledger L = make_ledger(s, *r.tally);
+  const std::string at0 = focus_csv(L, s, 0.0);
+  const double start = 1793491200;  // 2026-11-01T00:00:00Z
+  CHECK(parse_utc_time("2026-11-01", "--billing-start") == start);
+  CHECK(parse_utc_time("2024-02-29T12:30:05Z", "--billing-start") == 1709209805);
+  for (const char* bad : {"2026-02-30", "2026-13-01", "1969-12-31", "2026-11-01T25:00:00Z", "2026-11-01 00:00", "x"})
+    CHECK(test::input_error([&] { parse_utc_time(bad, "--billing-start"); }).find("--billing-start: expected") !=
+          std::string::npos);
+  std::istringstream in0(at0), in1(focus_csv(L, s, start));
+  CsvReader a(in0, "<focus>"), b(in1, "<focus>");
+  for (const auto& c : mandatory) CHECK_MESSAGE(a.has(c), c);
+  double eff = 0, used_h = 0, unused_h = 0;
+  int unused_rows = 0;
+  while (a.next()) {
+    REQUIRE(b.next());
+    for (const char* col : {"billingperiodstart", "billingperiodend", "chargeperiodstart", "chargeperiodend"})
+      CHECK(parse_utc_time(b.get(col), "x") - parse_utc_time(a.get(col), "x") == start);
+    CHECK(a.get("billingcurrency") == "USD");
+    CHECK(a.get("chargeclass").empty());  // not a correction
+    CHECK(!a.get("billingaccountid").empty());
+    CHECK(!a.get("invoiceissuername").empty());
+    CHECK(!a.get("providername").empty());
+    CHECK(a.number("pricingquantity") * a.number("contractedunitprice") == doctest::Approx(a.number("contractedcost")));
+    eff += a.number("effectivecost");
+    const std::string status = a.get("commitmentdiscountstatus");
+    if (status == "Unused") {
+      ++unused_rows;
+      unused_h += a.number("pricingquantity");
+      CHECK(a.get("tags").find("fleetsim-class") == std::string::npos);  // no class consumed it
+    } else if (status == "Used") {
+      used_h += a.number("pricingquantity");
+      CHECK(a.get("tags").find("fleetsim-class") != std::string::npos);
+    }
+    // a commitment's contracted price is the list price; its discount shows in the effective cost
+    if (a.get("pricingcategory") == "Committed")
+      CHECK(a.number("contractedunitprice") == doctest::Approx(a.number("listunitprice")));
+  }
+  CHECK(unused_rows == 1);
+  const PoolLedger& chat = L.pools[0];
+  CHECK(unused_h == doctest::Approx(chat.cost.hours[size_t(Bucket::committed_unused)]));
+  CHECK(unused_h > 0);
+  CHECK(used_h + unused_h == doctest::Approx(chat.cost.lines[0].device_hours));
+  CHECK(eff == doctest::Approx(L.total.effective_usd()));
 }

@@ -100,7 +100,13 @@ Json class_cost_json(const ClassLedger& c);
 
 // One row per (scope, name, bucket or pricing line): device-hours x rate = dollars.
 std::string ledger_csv(const Ledger& l);
-// FinOps FOCUS-shaped rows, one per pool and pricing category; `start_unix_s` dates the window.
+// FinOps FOCUS 1.2 rows: per pool, pricing line and class, and a pool's unused commitment on a
+// row of its own; the billing period is the run from `start_unix_s`, each charge its measured window.
 std::string focus_csv(const Ledger& l, const Scenario& s, double start_unix_s);
+// A UTC date (YYYY-MM-DD) or time (YYYY-MM-DDTHH:MM:SSZ) as Unix seconds; an InputError naming
+// `what` (a flag) otherwise.
+double parse_utc_time(const std::string& text, const std::string& what);
+// The columns focus_csv writes, in order: FOCUS 1.2's mandatory ones and the conditional ones it fills.
+const std::vector<std::string>& focus_columns();
 
 }  // namespace fleetsim
