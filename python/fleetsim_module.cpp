@@ -10,6 +10,7 @@
 #include "fleetsim_python.hpp"
 #include "libsim/backend/runner.hpp"
 #include "libsim/base/error.hpp"
+#include "libsim/input/json_text.hpp"
 #include "libsim/report/documents.hpp"
 #include "libsim/report/timeline.hpp"
 #include "libsim/sweep/sweep.hpp"
@@ -267,6 +268,10 @@ pb::object to_python(const Json& j) {
   return pb::module_::import("json").attr("loads")(text);
 }
 
+Json from_python(pb::handle value, const std::string& what) {
+  return parse_json_located(yaml_text(value, -1, what), what);
+}
+
 }  // namespace fleetsim::py
 
 PYBIND11_MODULE(fleetsim, m) {
@@ -322,6 +327,23 @@ Raises fleetsim.InputError (a ValueError) naming the line and column of a mistak
           },
           pb::arg("overrides") = pb::none(), pb::arg("seed") = pb::none(), pb::arg("replication") = 0,
           pb::arg("timeline") = pb::none(), "fleetsim.run(self, ...)")
+      // pickled as its text, where it came from and its overrides, so that a Dask or Ray worker
+      // rebuilds the same scenario without the file (a trace it names must be there too)
+      .def(pb::pickle(
+          [](const PyScenario& s) {
+            return pb::make_tuple(1, s.origin, s.src.text(), s.src.name(), s.src.base_dir(), s.overrides);
+          },
+          [](const pb::tuple& t) {
+            if (t.size() != 6 || t[0].cast<int>() != 1)
+              throw pb::value_error("fleetsim.Scenario: a pickle of another fleetsim version");
+            const std::string origin = t[1].cast<std::string>();
+            PyScenario s = make_scenario(origin == "default" ? "default" : "yaml", t[2].cast<std::string>(),
+                                         t[3].cast<std::string>(), t[4].cast<std::string>(),
+                                         t[5].cast<std::vector<std::string>>());
+            s.origin = origin;
+            validate(s);
+            return s;
+          }))
       .def("__repr__", [](const PyScenario& s) {
         std::string r = "<fleetsim.Scenario '" + s.name + "' from " + s.src.name();
         for (const auto& o : s.overrides) r += ", " + o;

@@ -40,6 +40,8 @@ std::string yaml_text(pb::handle value, int indent = -1, const std::string& what
 
 // nlohmann JSON -> Python dicts and lists, through Python's json module.
 pb::object to_python(const Json& j);
+// ... and back: a dict of a document (from to_python, or unpickled) as JSON.
+Json from_python(pb::handle value, const std::string& what);
 
 void bind_sweep(pb::module_& m);
 

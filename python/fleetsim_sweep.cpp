@@ -134,9 +134,67 @@ Json run_on_worker(const ScenarioSource& src, const SweepSpec& spec, SweepOption
   return doc;
 }
 
+// A sweep document (whole, a shard's, or merged) as a SweepResult: rows as a DataFrame when asked
+// for or when pandas imports (dataframe None), else a list of dicts.
+SweepResult make_result(const Json& doc, pb::handle dataframe) {
+  SweepResult r;
+  r.document = to_python(doc);
+  r.summary = r.document["summary"];
+  r.rows = to_python(flat_rows(doc));
+  const bool want = dataframe.is_none() || dataframe.cast<bool>();
+  if (want) {
+    try {
+      pb::module_ pandas = pb::module_::import("pandas");
+      pb::object df = pandas.attr("DataFrame").attr("from_records")(r.rows);
+      if (pb::len(r.rows) > 0) df = df.attr("set_index")("index");
+      r.rows = df;
+    } catch (pb::error_already_set& e) {
+      if (!e.matches(PyExc_ImportError) || !dataframe.is_none()) throw;  // dataframe=True needs pandas
+    }
+  }
+  return r;
+}
+
+// shard=(k, n): this shard of n, as `fleetsim sweep --shard k/n`
+void set_shard(pb::handle shard, SweepOptions& opt) {
+  if (shard.is_none()) return;
+  constexpr long long kMaxShards = 1000000;  // the most configurations a sweep may have
+  long long k = -1, n = -1;
+  try {
+    const pb::tuple t = pb::tuple(pb::reinterpret_borrow<pb::object>(shard));
+    if (t.size() == 2) k = t[0].cast<long long>(), n = t[1].cast<long long>();
+  } catch (const pb::error_already_set&) {
+  } catch (const pb::cast_error&) {
+  }
+  if (k < 0 || n < 1 || n > kMaxShards || k >= n)
+    throw pb::value_error("fleetsim.sweep: shard must be (k, n) with 0 <= k < n <= 1000000, e.g. shard=(0, 4)");
+  opt.shard_index = uint32_t(k);
+  opt.shard_count = uint32_t(n);
+}
+
+SweepResult merge(pb::handle shards, pb::handle dataframe) {
+  std::vector<std::pair<std::string, Json>> docs;
+  int i = 0;
+  for (pb::handle x : pb::iter(shards)) {
+    const std::string name = "shard " + std::to_string(i++);
+    pb::object doc =
+        pb::isinstance<SweepResult>(x) ? x.cast<const SweepResult&>().document : pb::reinterpret_borrow<pb::object>(x);
+    if (!pb::isinstance<pb::dict>(doc))
+      throw pb::type_error("fleetsim.merge: each shard is a SweepResult or its document (a dict), not " +
+                           std::string(pb::str(pb::type::of(x))));
+    docs.emplace_back(name, from_python(doc, name));
+  }
+  Json merged;
+  {
+    pb::gil_scoped_release nogil;
+    merged = merge_sweeps(docs);
+  }
+  return make_result(merged, dataframe);
+}
+
 SweepResult sweep(pb::handle scenario, pb::handle overrides, int threads, pb::handle progress,
                   const std::string& backend, pb::handle parameters, pb::handle replications, pb::handle slo,
-                  pb::handle objective, pb::handle dataframe) {
+                  pb::handle objective, pb::handle dataframe, pb::handle shard) {
   if (threads < 0 || threads > 4096) throw pb::value_error("fleetsim.sweep: threads must be in [0, 4096] (0: all)");
   if (backend != "auto" && backend != "cpu" && backend != "cuda")
     throw pb::value_error("fleetsim.sweep: backend must be 'auto', 'cpu' or 'cuda'");
@@ -155,29 +213,13 @@ SweepResult sweep(pb::handle scenario, pb::handle overrides, int threads, pb::ha
   SweepOptions opt;
   opt.backend = backend == "cpu" ? Backend::cpu : backend == "cuda" ? Backend::cuda : Backend::auto_select;
   opt.threads = threads;
+  set_shard(shard, opt);
   SweepSpec spec;
   {
     pb::gil_scoped_release nogil;
     spec = parse_sweep(ps.src);
   }
-  const Json doc = run_on_worker(ps.src, spec, opt, progress);
-
-  SweepResult r;
-  r.document = to_python(doc);
-  r.summary = r.document["summary"];
-  r.rows = to_python(flat_rows(doc));
-  const bool want = dataframe.is_none() || dataframe.cast<bool>();
-  if (want) {
-    try {
-      pb::module_ pandas = pb::module_::import("pandas");
-      pb::object df = pandas.attr("DataFrame").attr("from_records")(r.rows);
-      if (pb::len(r.rows) > 0) df = df.attr("set_index")("index");
-      r.rows = df;
-    } catch (pb::error_already_set& e) {
-      if (!e.matches(PyExc_ImportError) || !dataframe.is_none()) throw;  // dataframe=True needs pandas
-    }
-  }
-  return r;
+  return make_result(run_on_worker(ps.src, spec, opt, progress), dataframe);
 }
 
 }  // namespace
@@ -206,6 +248,17 @@ document: the whole `fleetsim sweep --format json` document as a dict.)")
              if (key == "document") return r.document;
              throw pb::key_error(key);
            })
+      // pickled as its document (rows are rebuilt from it), so shards travel between processes
+      .def(pb::pickle(
+          [](const SweepResult& r) {
+            const bool df = !pb::isinstance<pb::list>(r.rows);
+            return pb::make_tuple(1, r.document, df);
+          },
+          [](const pb::tuple& t) {
+            if (t.size() != 3 || t[0].cast<int>() != 1)
+              throw pb::value_error("fleetsim.SweepResult: a pickle of another fleetsim version");
+            return make_result(from_python(t[1], "pickled SweepResult"), t[2]);
+          }))
       .def("__repr__", [](const SweepResult& r) {
         return "<fleetsim.SweepResult: " + pb::str(r.summary["configurations_run"]).cast<std::string>() +
                " configurations, " + pb::str(r.summary["feasible"]).cast<std::string>() + " feasible; " +
@@ -215,7 +268,7 @@ document: the whole `fleetsim sweep --format json` document as a dict.)")
   m.def("sweep", &sweep, pb::arg("scenario") = pb::none(), pb::arg("overrides") = pb::none(), pb::arg("threads") = 0,
         pb::arg("progress") = pb::none(), pb::arg("backend") = "auto", pb::kw_only(),
         pb::arg("parameters") = pb::none(), pb::arg("replications") = pb::none(), pb::arg("slo") = pb::none(),
-        pb::arg("objective") = pb::none(), pb::arg("dataframe") = pb::none(),
+        pb::arg("objective") = pb::none(), pb::arg("dataframe") = pb::none(), pb::arg("shard") = pb::none(),
         R"(Run a scenario's sweep: section (configurations x replications); returns a SweepResult.
 
 scenario: as for fleetsim.run; overrides: {"path": value}, as --set (they may set sweep.* keys).
@@ -226,7 +279,14 @@ parameters, replications, slo, objective: the sweep: section's keys, set here in
 parameters={"device": ["h100-sxm-80gb", "l40s-48gb"], "fleet.replicas": range(1, 5)},
 slo={"latency_s.ttft.p99": 1.0}.
 dataframe: rows as a pandas DataFrame (None: when pandas imports) or a list of dicts (False).
+shard: (k, n) runs shard k of n, as `fleetsim sweep --shard k/n`; fleetsim.merge of all n shards is
+exactly the unsharded result.
 The GIL is released while it runs.)");
+
+  m.def("merge", &merge, pb::arg("shards"), pb::kw_only(), pb::arg("dataframe") = pb::none(),
+        R"(Merge the shards of one sweep (SweepResults, or their documents as dicts) into the result the
+unsharded sweep gives, as `fleetsim merge`; a missing, repeated or foreign shard raises
+fleetsim.InputError naming it.)");
 }
 
 }  // namespace fleetsim::py

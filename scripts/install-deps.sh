@@ -6,7 +6,7 @@ set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config libyaml-cpp-dev libfmt-dev libcli11-dev nlohmann-json3-dev
       libeigen3-dev doctest-dev python3 clang clang-format libclang-rt-dev chromium
       python3-dev python3-venv python3-pybind11 pybind11-dev python3-pytest python3-pandas python3-matplotlib jupyter-nbconvert python3-ipykernel
-      git python3-yaml)
+      git python3-yaml python3-distributed)
 # --cli: only what the CLI and library build with (no tests, Python module, fuzzers or browser)
 if [ "${1:-}" = "--cli" ]; then
   pkgs=(build-essential cmake ninja-build pkg-config libyaml-cpp-dev libfmt-dev libcli11-dev nlohmann-json3-dev

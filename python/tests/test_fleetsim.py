@@ -228,6 +228,45 @@ def test_sweep_equals_cli_document():
     assert isinstance(res.rows, list) and len(res.rows) == 4 and res.rows[0]["index"] == 0
 
 
+def test_shards_merge_into_the_unsharded_sweep_and_the_cli_shards():
+    whole = fleetsim.sweep(TINY_SWEEP, threads=1, dataframe=False)
+    shards = [fleetsim.sweep(TINY_SWEEP, threads=1, shard=(k, 3), dataframe=False) for k in range(3)]
+    for k, sh in enumerate(shards):
+        assert sh.document["shard"] == {"index": k, "count": 3}
+        assert sh.document == cli_json("sweep", str(TINY_SWEEP), "--threads", "1", "--shard", f"{k}/3")
+    merged = fleetsim.merge(reversed(shards), dataframe=False)  # in any order
+    assert merged.document == whole.document
+    assert fleetsim.merge([sh.document for sh in shards], dataframe=False).document == whole.document
+    with pytest.raises(fleetsim.InputError, match="missing shard 2"):
+        fleetsim.merge(shards[:2])
+    with pytest.raises(TypeError, match="SweepResult or its document"):
+        fleetsim.merge([shards[0], 5])
+    for bad in [(3, 3), (-1, 2), (0, 0), "0/2", (1,)]:
+        with pytest.raises(ValueError, match="shard must be"):
+            fleetsim.sweep(TINY_SWEEP, shard=bad)
+
+
+def test_scenarios_and_results_pickle():
+    import pickle
+
+    s = fleetsim.Scenario(TINY_SWEEP, overrides={"fleet.replicas": 2})
+    t = pickle.loads(pickle.dumps(s))
+    assert (t.name, t.origin, t.overrides, t.has_sweep, t.source, t.yaml) == (
+        s.name, s.origin, s.overrides, s.has_sweep, s.source, s.yaml)
+    assert fleetsim.run(t) == fleetsim.run(s)
+    # the built-in default and YAML text come back as they were, and run the same
+    for u in [fleetsim.Scenario(), fleetsim.Scenario(yaml=fleetsim.default_scenario_yaml(), name="text")]:
+        v = pickle.loads(pickle.dumps(u))
+        assert (v.origin, v.source, v.yaml) == (u.origin, u.source, u.yaml)
+        assert fleetsim.run(v, overrides={"duration_s": 900}) == fleetsim.run(u, overrides={"duration_s": 900})
+    res = fleetsim.sweep(TINY_SWEEP, threads=1, dataframe=False)
+    back = pickle.loads(pickle.dumps(res))
+    assert back.document == res.document and back.rows == res.rows and back.summary == res.summary
+    pd = pytest.importorskip("pandas")
+    df = fleetsim.sweep(TINY_SWEEP, threads=1)
+    assert isinstance(pickle.loads(pickle.dumps(df)).rows, pd.DataFrame)
+
+
 def test_sweep_progress_on_the_calling_thread():
     calls = []
     me = threading.get_ident()
