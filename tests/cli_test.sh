@@ -415,6 +415,11 @@ check "report has every run chart" bash -c "grep -q 'id=\"ledger\"' '$tmp/r.html
 expect "report of a run document" 0 "" -- "$bin" report "$tmp/run.json" -o "$tmp/r2.html"
 expect "report of a bad document" 2 "" -- "$bin" report "$src/README.md"
 expect "report to an unwritable file" 3 "" -- "$bin" report "$tmp/run.json" -o "$tmp/no/such/dir/r.html"
+# the autoscaler's rate policies: bad values are located errors
+expect "a rate policy that allows no change" 2 "scale_up_policy allows no change" -- \
+  "$bin" validate "$src/scenarios/autoscale-host-cpu.yaml" --set "fleet.autoscale.scale_up_policy={pods: 0}"
+expect "a rate policy that is a number" 2 "expected {pods, percent, period_s} or \`none\`" -- \
+  "$bin" validate "$src/scenarios/autoscale-host-cpu.yaml" --set fleet.autoscale.scale_down_policy=5
 # the ledger exports
 expect "ledger csv" 0 "" -- "$bin" run "$src/scenarios/committed-and-spot.yaml" --format ledger
 check "ledger csv header" grep -q '^scope,name,kind,item,device_hours,usd_per_device_hour,usd$' "$tmp/out"

@@ -66,8 +66,17 @@ FLEETSIM_HD inline int32_t autoscale_desired(Sim& s, int32_t pi, double t, int32
   const double interval = max_of(t - ps.last_eval, 1e-9);
   double ratio = -1.0;  // metric / target, for the signals that scale the current count
   switch (A.signal) {
-    case ScaleSignal::queue_depth: return int32_t(min_of(1.0e6, dm::ceil(double(waiting) / A.target)));
-    case ScaleSignal::inflight: return int32_t(min_of(1.0e6, dm::ceil(double(waiting + running) / A.target)));
+    case ScaleSignal::queue_depth:
+    case ScaleSignal::inflight: {
+      // an average-value target: the total over the target, unless the per-replica average is
+      // within the tolerance of it (Kubernetes applies its tolerance to every metric)
+      const double total = double(waiting) + (A.signal == ScaleSignal::inflight ? double(running) : 0.0);
+      if (current > 0) {
+        const double r = total / (A.target * double(current));
+        if (r >= 1.0 - A.tolerance && r <= 1.0 + A.tolerance) return current;
+      }
+      return int32_t(min_of(1.0e6, dm::ceil(total / A.target)));
+    }
     case ScaleSignal::ttft: {
       // the chosen percentile of first-token times completed within the window
       int32_t n = 0;
@@ -117,6 +126,61 @@ FLEETSIM_HD inline int32_t autoscale_desired(Sim& s, int32_t pi, double t, int32
   return max_of(floor, int32_t(min_of(1.0e6, dm::ceil(double(current) * ratio))));
 }
 
+// Record value v at time t and return the extreme (the highest when `highest`, else the lowest) of
+// the values recorded within `window` seconds of t, v included (state.hpp, WindowExtreme).
+FLEETSIM_HD inline int32_t window_push(WindowExtreme& q, double t, int32_t v, double window, bool highest) {
+  auto at = [&q](int32_t i) { return (q.head + i) % kScaleHistory; };
+  // entries the new value outdoes can never be the extreme again
+  while (q.n > 0 && (highest ? q.v[at(q.n - 1)] <= v : q.v[at(q.n - 1)] >= v)) --q.n;
+  while (q.n > 0 && t - q.t[q.head] > window) {  // older than the window
+    q.head = at(1);
+    --q.n;
+  }
+  if (q.n == kScaleHistory) {  // full: merge the two oldest into the older value at the newer time
+    const int32_t a = at(0), b = at(1);
+    q.v[b] = q.v[a];
+    q.head = b;
+    --q.n;
+  }
+  q.t[at(q.n)] = t;
+  q.v[at(q.n)] = v;
+  ++q.n;
+  return q.v[q.head];
+}
+
+// Rate policies (Kubernetes' HPA behavior, selectPolicy Max): the count the changes of the last
+// period allow, from the count at the period's start (the current one less what it added, or plus
+// what it removed).
+FLEETSIM_HD inline int32_t rate_limited(const PoolState& ps, const AutoscaleParams& A, int32_t current, int32_t desired,
+                                        double t) {
+  const bool up = desired > current;
+  const int32_t pods = up ? A.up_pods : A.down_pods;
+  const double percent = up ? A.up_percent : A.down_percent, period = up ? A.up_period_s : A.down_period_s;
+  if (pods <= 0 && !(percent > 0.0)) return desired;
+  int32_t moved = 0;  // replicas added (scaling up) or removed (down) within the period
+  for (int32_t i = 0; i < ps.change_n; ++i)
+    if (t - ps.change_t[i] < period) moved += up ? max_of(ps.change_d[i], 0) : max_of(-ps.change_d[i], 0);
+  const double start = double(up ? current - moved : current + moved);
+  if (up) {
+    double limit = 0.0;
+    if (pods > 0) limit = start + double(pods);
+    if (percent > 0.0) limit = max_of(limit, dm::ceil(start * (1.0 + percent / 100.0)));
+    return min_of(desired, int32_t(min_of(limit, 1.0e6)));
+  }
+  double limit = start;
+  if (pods > 0) limit = start - double(pods);
+  if (percent > 0.0) limit = min_of(pods > 0 ? limit : start, dm::ceil(start * (1.0 - percent / 100.0)));
+  return max_of(desired, int32_t(max_of(limit, 0.0)));
+}
+
+FLEETSIM_HD inline void note_change(PoolState& ps, double t, int32_t d) {
+  if (d == 0) return;
+  ps.change_t[ps.change_head] = t;
+  ps.change_d[ps.change_head] = d;
+  ps.change_head = ps.change_head + 1 == kScaleHistory ? 0 : ps.change_head + 1;
+  if (ps.change_n < kScaleHistory) ps.change_n++;
+}
+
 FLEETSIM_HD inline void autoscale_eval(Sim& s, int32_t pi, double t) {
   const PoolParams& P = s.p->pools[pi];
   const AutoscaleParams& A = P.autoscale;
@@ -127,20 +191,21 @@ FLEETSIM_HD inline void autoscale_eval(Sim& s, int32_t pi, double t) {
   desired = max_of(P.min_replicas, min_of(P.max_replicas, desired));
   // stabilization: remember recommendations; scale up to the lowest of the up window, down to
   // the highest of the down window
-  ps.hist_t[ps.hist_head] = t;
-  ps.hist_d[ps.hist_head] = desired;
-  ps.hist_head = ps.hist_head + 1 == kScaleHistory ? 0 : ps.hist_head + 1;
-  if (ps.hist_n < kScaleHistory) ps.hist_n++;
-  int32_t up = desired, down = desired;
-  for (int32_t i = 0; i < ps.hist_n; ++i) {
-    if (t - ps.hist_t[i] <= A.up_window_s) up = min_of(up, ps.hist_d[i]);
-    if (t - ps.hist_t[i] <= A.down_window_s) down = max_of(down, ps.hist_d[i]);
-  }
+  int32_t up = window_push(ps.up_q, t, desired, A.up_window_s, false);
+  int32_t down = window_push(ps.down_q, t, desired, A.down_window_s, true);
   if (up > current) {
-    for (int32_t k = current; k < up; ++k)
+    up = rate_limited(ps, A, current, up, t);
+    int32_t started = 0;
+    for (int32_t k = current; k < up; ++k) {
       if (!replica_start(s, pi, t)) break;
+      ++started;
+    }
+    note_change(ps, t, started);
   } else if (down < current && t - ps.last_scale >= A.cooldown_s) {
+    down = rate_limited(ps, A, current, down, t);
+    const int32_t before = ps.n_ready + ps.n_starting;
     for (int32_t k = down; k < current; ++k) scale_down_one(s, pi, t);
+    note_change(ps, t, ps.n_ready + ps.n_starting - before);
   }
   ps.busy_acc = 0.0;
   ps.arrivals_since = 0.0;

@@ -154,6 +154,13 @@ struct AutoscaleParams {
   double cpu_per_request_s;    // host_cpu signal: CPU seconds per request (tokenize, detokenize, HTTP)
   int32_t max_starts;          // nodes obtainable in total over the run (0: unlimited)
   double max_starts_per_hour;  // nodes obtainable per hour (0: unlimited)
+  // rate policies (Kubernetes' behavior.scaleUp / scaleDown, selectPolicy Max): within any period,
+  // a change of at most `pods` replicas or `percent` of the count at the period's start, whichever
+  // allows more (0: that policy is not set; both 0: no limit)
+  int32_t up_pods;
+  double up_percent, up_period_s;
+  int32_t down_pods;
+  double down_percent, down_period_s;
 };
 
 // The host CPU stage in front of the device (docs/model.md, "The host CPU"): each replica's

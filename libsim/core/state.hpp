@@ -117,6 +117,17 @@ constexpr int32_t kScaleHistory = 64;
 constexpr int32_t kMaxSpares = 64;
 constexpr int32_t kTtftSamples = 128;
 
+// The extreme (lowest or highest) of the values recorded over a trailing window, as a monotone
+// queue: entries oldest first, each strictly better than the ones before it is dropped, so the
+// front is the extreme. Exact while it holds kScaleHistory entries; when more would be needed
+// the two oldest merge into the older value at the newer time, which keeps that value longer:
+// a stabilization window then errs towards waiting.
+struct WindowExtreme {
+  int32_t n, head;  // entries [head, head + n) of the ring
+  double t[kScaleHistory];
+  int32_t v[kScaleHistory];
+};
+
 // Per-pool state: replica counts for the time integrals, and the autoscaler's memory.
 struct PoolState {
   int32_t first_replica, n_replicas;  // replica slots [first, first + n)
@@ -127,9 +138,9 @@ struct PoolState {
   double busy_acc;                                          // busy replica-seconds since the last evaluation
   double arrivals_since;                                    // arrivals since the last evaluation
   double next_eval, last_eval, last_scale;
-  int32_t hist_n, hist_head;
-  double hist_t[kScaleHistory];
-  int32_t hist_d[kScaleHistory];
+  // the stabilization windows' recommendations as monotone queues (autoscale.hpp): the lowest of
+  // the scale-up window, the highest of the scale-down window, each in a bounded array
+  WindowExtreme up_q, down_q;
   int32_t ttft_n, ttft_head;
   double ttft_t[kTtftSamples], ttft_v[kTtftSamples];
   int32_t starts;  // replicas started so far
@@ -137,6 +148,10 @@ struct PoolState {
   double next_fail;               // the next spot reclaim or hardware failure among the pool's replicas
   int64_t fail_draws;             // random draws for failures so far
   double start_t[kScaleHistory];  // times of the latest starts (for the per-hour cap)
+  // the autoscaler's latest changes (rate policies): when, and by how many replicas (+ up, - down)
+  int32_t change_n, change_head;
+  double change_t[kScaleHistory];
+  int32_t change_d[kScaleHistory];
   // owned devices (lifecycle.hpp, await_device): spares on the shelf, and when the devices in
   // repair come back (never more than the spares: a failure without a spare waits for one)
   int32_t shelf, n_repair;
@@ -373,8 +388,10 @@ FLEETSIM_HD inline Sim sim_bind(const SimParams& p, uint32_t replication, uint8_
     ps.next_eval = P.autoscale.enabled ? P.autoscale.interval_s : kInf;
     ps.last_eval = 0.0;
     ps.last_scale = -kInf;
-    ps.hist_n = ps.hist_head = ps.ttft_n = ps.ttft_head = 0;
+    ps.up_q.n = ps.up_q.head = ps.down_q.n = ps.down_q.head = 0;
+    ps.ttft_n = ps.ttft_head = 0;
     ps.starts = ps.start_head = 0;
+    ps.change_n = ps.change_head = 0;
     ps.next_fail = kInf;
     ps.fail_draws = 0;
     ps.shelf = P.spares;

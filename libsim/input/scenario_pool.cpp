@@ -440,7 +440,7 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
     const N as = fl.at("autoscale");
     as.allow_keys({"min_replicas", "max_replicas", "signal", "target", "interval_s", "scale_up_window_s",
                    "scale_down_window_s", "cooldown_s", "tolerance", "ttft_window_s", "ttft_quantile", "cpu_base",
-                   "cpu_per_request_s", "max_starts", "max_starts_per_hour"});
+                   "cpu_per_request_s", "max_starts", "max_starts_per_hour", "scale_up_policy", "scale_down_policy"});
     AutoscaleParams& A = P.autoscale;
     A.enabled = 1;
     P.min_replicas = int(as.req("min_replicas").integer(0, 4096));
@@ -472,11 +472,37 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
     A.cpu_per_request_s = as.has("cpu_per_request_s") ? as.at("cpu_per_request_s").num_in(0, 10) : 0.004;
     A.max_starts = as.has("max_starts") ? int(as.at("max_starts").integer(0, 1000000)) : 0;
     A.max_starts_per_hour = as.has("max_starts_per_hour") ? as.at("max_starts_per_hour").num_in(0, 64) : 0.0;
-    // the autoscaler remembers its last 64 recommendations
-    for (const char* k : {"scale_up_window_s", "scale_down_window_s"})
-      if (as.has(k) && as.at(k).num() > 64.0 * A.interval_s)
-        as.at(k).fail(std::string(k) + " is longer than 64 evaluations (64 x interval_s); lengthen interval_s",
-                      ErrorKind::inconsistent);
+    // rate policies: Kubernetes' defaults (scale up by 4 pods or 100% per 15 s, whichever is more;
+    // scale down by up to 100% per 15 s); `none` lifts the limit
+    auto policy = [&](const char* key, int32_t pods, double percent, int32_t& pods_out, double& percent_out,
+                      double& period_out) {
+      pods_out = pods;
+      percent_out = percent;
+      period_out = 15.0;
+      if (!as.has(key)) return;
+      const N pn = as.at(key);
+      if (pn.node.IsScalar()) {
+        if (pn.str() != "none")
+          pn.fail(std::string(key) + ": expected {pods, percent, period_s} or `none` (no limit), not '" + pn.str() +
+                  "'");
+        pods_out = 0;
+        percent_out = 0.0;
+        return;
+      }
+      pn.allow_keys({"pods", "percent", "period_s"});
+      pods_out = pn.has("pods") ? int32_t(pn.at("pods").integer(0, 4096)) : 0;
+      percent_out = pn.has("percent") ? pn.at("percent").num_in(0, 1000) : 0.0;
+      period_out = pn.has("period_s") ? pn.at("period_s").num_in(1, 1800) : 15.0;
+      if (pods_out == 0 && percent_out == 0)
+        pn.fail(std::string(key) + " allows no change: give pods or percent above 0, or `none` for no limit",
+                ErrorKind::inconsistent);
+      if (period_out > 64.0 * A.interval_s)
+        pn.at("period_s")
+            .fail("period_s is longer than 64 evaluations (64 x interval_s); lengthen interval_s",
+                  ErrorKind::inconsistent);
+    };
+    policy("scale_up_policy", 4, 100.0, A.up_pods, A.up_percent, A.up_period_s);
+    policy("scale_down_policy", 0, 100.0, A.down_pods, A.down_percent, A.down_period_s);
     if (!fl.has("headroom_replicas")) P.headroom_replicas = P.min_replicas;  // the warm floor is chosen headroom
   }
   if (P.dp > 1) {

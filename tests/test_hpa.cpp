@@ -1,0 +1,121 @@
+// The autoscaler against Kubernetes' HPA semantics, by hand: its tolerance, its stabilization
+// windows (exact monotone queues) and its rate policies (docs/model.md, "Replica lifecycle, cold
+// starts and autoscaling").
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <random>
+
+#include "helpers.hpp"
+#include "libsim/core/autoscale.hpp"
+
+using namespace fleetsim;
+
+namespace {
+// 3,000 long requests at once on one replica: the inflight signal asks for the 50-replica maximum
+// at once; cold starts of 3 s, so each evaluation sees the replicas of the one before.
+std::string burst(const std::string& extra = "") {
+  return "name: hpa\nduration_s: 100\nwarmup_s: 0\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\n"
+         "engine: {max_num_seqs: 8}\n"
+         "fleet:\n  replicas: 1\n  cold_start: {provision_s: 1, image_pull_s: 1, warmup_s: 1}\n"
+         "  autoscale: {min_replicas: 1, max_replicas: 50, signal: inflight, target: 10, interval_s: 15, "
+         "scale_down_window_s: 0, cooldown_s: 0" +
+         extra +
+         "}\n"
+         "workload:\n  arrival: {process: burst, requests: 3000}\n  prompt_tokens: 2000\n  output_tokens: 2000\n";
+}
+double fleet(const test::Result& r, const char* key) { return r.report["fleet"][key].get<double>(); }
+}  // namespace
+
+TEST_CASE("rate policies: scale up by 4 pods or 100% per 15 s, whichever is more, as Kubernetes' default") {
+  // evaluations at 15, 30, 45, 60, 75 s: 1 -> max(1 + 4, 2) = 5 -> max(9, 10) = 10 -> 20 -> 40 -> 50 (the maximum)
+  const int starts[] = {4, 9, 19, 39, 49};
+  for (int i = 0; i < 5; ++i) {
+    const double d = 16 + 15 * i;
+    const test::Result r = test::run(test::scenario(burst(), {"duration_s=" + std::to_string(d)}));
+    INFO("after " << d << " s");
+    CHECK(fleet(r, "scale_ups") == starts[i]);
+  }
+  // `none` lifts the limit: all 49 at the first evaluation
+  CHECK(fleet(test::run(test::scenario(burst(", scale_up_policy: none"), {"duration_s=16"})), "scale_ups") == 49);
+  // 2 pods per 30 s (and no percentage): 1 -> 3 at 15 s, nothing more at 30 s (2 already added within
+  // the period), 3 -> 5 at 45 s
+  const std::string two = ", scale_up_policy: {pods: 2, period_s: 30}";
+  CHECK(fleet(test::run(test::scenario(burst(two), {"duration_s=16"})), "scale_ups") == 2);
+  CHECK(fleet(test::run(test::scenario(burst(two), {"duration_s=31"})), "scale_ups") == 2);
+  CHECK(fleet(test::run(test::scenario(burst(two), {"duration_s=46"})), "scale_ups") == 4);
+}
+
+TEST_CASE("rate policies: scale down by at most half per 15 s halves the fleet each evaluation") {
+  // 40 idle replicas, one tiny request: the recommendation is 1 at every evaluation; each takes
+  // ceil(half) off: 40 -> 20 -> 10 -> 5 -> 3 -> 2 -> 1
+  const std::string y =
+      "name: down\nduration_s: 200\nwarmup_s: 0\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\n"
+      "fleet:\n  replicas: 40\n  autoscale: {min_replicas: 1, max_replicas: 40, signal: inflight, target: 10, "
+      "interval_s: 15, scale_down_window_s: 0, cooldown_s: 0, scale_down_policy: {percent: 50}}\n"
+      "workload:\n  arrival: {process: burst, requests: 1}\n  prompt_tokens: 10\n  output_tokens: 10\n";
+  const int downs[] = {20, 30, 35, 37, 38, 39};
+  for (int i = 0; i < 6; ++i) {
+    const double d = 16 + 15 * i;
+    INFO("after " << d << " s");
+    CHECK(fleet(test::run(test::scenario(y, {"duration_s=" + std::to_string(d)})), "scale_downs") == downs[i]);
+  }
+}
+
+TEST_CASE("tolerance: an average within 10% of the target keeps the count, as for every Kubernetes metric") {
+  // 21 closed-loop users always in the system on 2 replicas with a target of 10 each: 21 / 20 = 1.05
+  const std::string y =
+      "name: tol\nduration_s: 600\nwarmup_s: 0\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\n"
+      "fleet:\n  replicas: 2\n  autoscale: {min_replicas: 1, max_replicas: 8, signal: inflight, target: 10, "
+      "interval_s: 15}\n"
+      "workload:\n  arrival: {process: concurrency, clients: 21}\n  prompt_tokens: 200\n  output_tokens: 100\n";
+  const test::Result within = test::run(test::scenario(y));
+  CHECK(fleet(within, "scale_ups") == 0);
+  CHECK(fleet(within, "scale_downs") == 0);
+  // a tolerance of 1%: ceil(21 / 10) = 3 replicas
+  const test::Result strict = test::run(test::scenario(y, {"fleet.autoscale.tolerance=0.01"}));
+  CHECK(fleet(strict, "scale_ups") == 1);
+  CHECK(fleet(strict, "max_replicas") == 3);
+}
+
+TEST_CASE("stabilization windows: the monotone queues give the brute-force extreme of any window") {
+  std::mt19937 gen(3);
+  for (const double window : {0.0, 15.0, 300.0, 900.0, 3600.0}) {
+    WindowExtreme hi{}, lo{};
+    std::vector<std::pair<double, int>> seen;
+    for (int i = 0; i < 2000; ++i) {
+      const double t = 15.0 * (i + 1);
+      // mostly small jumps, so long monotone runs occur but stay below 64 distinct records
+      const int v = int(gen() % 7) + (i / 50) % 5;
+      seen.emplace_back(t, v);
+      int want_hi = v, want_lo = v;
+      for (const auto& [ts, x] : seen)
+        if (t - ts <= window) want_hi = std::max(want_hi, x), want_lo = std::min(want_lo, x);
+      INFO("window " << window << " at " << t);
+      REQUIRE(window_push(hi, t, v, window, true) == want_hi);
+      REQUIRE(window_push(lo, t, v, window, false) == want_lo);
+    }
+  }
+  // more strictly falling records than the queue holds: the two oldest merge, keeping the older
+  // (higher) value longer, so a scale-down window can only wait longer than exact, never less
+  WindowExtreme hi{};
+  for (int i = 0; i < 200; ++i) {
+    const double t = 15.0 * (i + 1);
+    const int exact = 1000 - std::max(0, i - 59);  // the value 59 evaluations (885 s) ago
+    CHECK(window_push(hi, t, 1000 - i, 885.0, true) >= exact);
+  }
+}
+
+TEST_CASE("the host-CPU scenario on queue depth: a scale-down window as long as the run never scales down") {
+  const std::vector<std::string> q = {"fleet.autoscale.signal=queue_depth", "fleet.autoscale.target=5"};
+  const auto flaps = test::run(load_scenario_file(FLEETSIM_SOURCE_DIR "/scenarios/autoscale-host-cpu.yaml", q));
+  std::vector<std::string> held = q;
+  held.push_back("fleet.autoscale.scale_down_window_s=3600");
+  const auto steady = test::run(load_scenario_file(FLEETSIM_SOURCE_DIR "/scenarios/autoscale-host-cpu.yaml", held));
+  MESSAGE("queue depth: " << fleet(flaps, "scale_ups") << " starts, " << fleet(flaps, "scale_downs")
+                          << " stops; with a 3600 s window " << fleet(steady, "scale_ups") << " and "
+                          << fleet(steady, "scale_downs"));
+  CHECK(fleet(flaps, "scale_downs") >= 10);  // the queue empties, the signal asks for the minimum
+  CHECK(fleet(steady, "scale_downs") == 0);
+  CHECK(fleet(steady, "scale_ups") >= 1);
+}
