@@ -68,17 +68,19 @@ std::string sweep_table(const Json& doc, size_t max_rows) {
   std::vector<std::string> pnames;
   for (const auto& p : sw["parameters"]) pnames.push_back(p["path"].get<std::string>());
 
-  // A row's cells: index, parameters, objective, p99 TTFT, busy, reject; then the free-text verdict.
+  // A row's cells: index, parameters, objective, p99 TTFT, busy, batch, reject; then the free-text
+  // verdict. Busy is the share of time a step is in flight, near 100% for any loaded continuous
+  // batching server; the mean batch beside it says how much of the replica that work fills.
   using Cells = std::vector<std::string>;
   auto cell = [](const Json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); };
   Cells header{"#"};
   header.insert(header.end(), pnames.begin(), pnames.end());
-  header.insert(header.end(), {objective.substr(objective.rfind('.') + 1), "p99 TTFT s", "busy", "reject", "feasible"});
+  header.insert(header.end(), {objective.substr(objective.rfind('.') + 1), "p99 TTFT s", "busy", "batch", "reject", "feasible"});
   auto cells = [&](const Json& r) {
     Cells c{std::to_string(r["index"].get<uint64_t>())};
     for (const auto& p : pnames) c.push_back(cell(r["parameters"][p]));
     if (r["metrics"].is_null()) {
-      c.insert(c.end(), {"-", "-", "-", "-", "no: " + r["reason"].get<std::string>()});
+      c.insert(c.end(), {"-", "-", "-", "-", "-", "no: " + r["reason"].get<std::string>()});
       return c;
     }
     auto with_ci = [&](const std::string& path) {
@@ -89,6 +91,7 @@ std::string sweep_table(const Json& doc, size_t max_rows) {
     };
     c.insert(c.end(), {with_ci(objective), with_ci("latency_s.ttft.p99"),
                        fmt::format("{:.1f}%", 100 * num_or_nan(r, "utilization.busy_fraction")),
+                       fmt::format("{:.1f}", num_or_nan(r, "utilization.mean_batch_size")),
                        fmt::format("{:.2f}%", 100 * num_or_nan(r, "requests.rejection_fraction")),
                        r["feasible"].get<bool>() ? "yes" : "no: " + r["violations"][0].get<std::string>()});
     return c;
@@ -97,7 +100,7 @@ std::string sweep_table(const Json& doc, size_t max_rows) {
   // device name, a big number); the verdict comes last, as it is.
   std::vector<size_t> usual{6};
   for (const auto& p : pnames) usual.push_back(std::max<size_t>(p.size(), 8));
-  usual.insert(usual.end(), {20, 20, 7, 7});
+  usual.insert(usual.end(), {20, 20, 7, 6, 7});
   auto table = [&](const std::vector<const Json*>& rows, const std::string& after_rows = "") {
     std::vector<Cells> all{header};
     for (const Json* r : rows) all.push_back(cells(*r));
