@@ -35,6 +35,8 @@ void read_engine_settings(const N& eng, PoolSpec& P);
 // Settings an engine derives from its sized KV cache (SGLang's running requests).
 void finish_engine_settings(PoolSpec& P);
 void parse_ownership(const N& n, const char* kind, PoolSpec& P, const std::vector<DeviceSpec>& devices);
+// scenario_autoscale.cpp: fleet.autoscale (the starting count already read into P.replicas)
+void parse_autoscale(const N& fl, PoolSpec& P);
 void finish_ownership(const N& pool_node, PoolSpec& P);
 
 // scenario_class.cpp: one request class (arrivals, lengths, traces) and its caching keys

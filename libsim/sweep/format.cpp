@@ -75,7 +75,8 @@ std::string sweep_table(const Json& doc, size_t max_rows) {
   auto cell = [](const Json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); };
   Cells header{"#"};
   header.insert(header.end(), pnames.begin(), pnames.end());
-  header.insert(header.end(), {objective.substr(objective.rfind('.') + 1), "p99 TTFT s", "busy", "batch", "reject", "feasible"});
+  header.insert(header.end(),
+                {objective.substr(objective.rfind('.') + 1), "p99 TTFT s", "busy", "batch", "reject", "feasible"});
   auto cells = [&](const Json& r) {
     Cells c{std::to_string(r["index"].get<uint64_t>())};
     for (const auto& p : pnames) c.push_back(cell(r["parameters"][p]));
