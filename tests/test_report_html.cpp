@@ -3,6 +3,7 @@
 // numbers (one ledger bar per pool plus the total, one frontier point per Pareto row), and degrades
 // to what is there when blocks are missing or malformed.
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <filesystem>
 #include <fstream>
@@ -13,6 +14,7 @@
 #include "helpers.hpp"
 #include "libsim/report/html.hpp"
 #include "libsim/report/svg.hpp"
+#include "libsim/report/svg_internal.hpp"
 #include "libsim/sweep/sweep.hpp"
 
 using namespace fleetsim;
@@ -164,6 +166,21 @@ TEST_CASE("report: a run report has every chart, the ledger's bars per pool, and
         std::string::npos);
 }
 
+TEST_CASE("report: the over-time chart draws cold start, and names its p99 as every class's") {
+  Json d = run_doc();
+  CHECK(figure_of(html_report(d), "timeline").find("cold start</text>") == std::string::npos);  // none in this run
+  // the first interval half in cold start: a third area between idle and the replicas' line
+  d["timeline"][0]["cold_start_fraction"] = 0.5;
+  d["timeline"][0]["busy_fraction"] = 0.25;
+  d["timeline"][0]["idle_fraction"] = 0.25;
+  const std::string html = html_report(d);
+  const std::string reps = panel_of(html, "timeline-replicas");
+  CHECK(count(reps, "fill=\"#a463f2\"") == 1);  // the cold-start area
+  CHECK(html.find(">cold start</text>") != std::string::npos);
+  CHECK(panel_of(html, "timeline-ttft").find("every class together") != std::string::npos);
+  CHECK(figure_of(html, "timeline").find("split into busy, idle and cold start") != std::string::npos);
+}
+
 TEST_CASE("report: a sweep report has the frontier, the cheapest marked, and a comparison across devices") {
   const Json& d = sweep_doc();
   const std::string html = html_report(d);
@@ -205,6 +222,18 @@ TEST_CASE("report: a sweep report has the frontier, the cheapest marked, and a c
   CHECK(count(panel_of(html, "cdf-ttft"), "<polyline") == 2);
   CHECK(panel_of(html, "cdf-ttft").find("SLO p99 \xe2\x89\xa4 1 s") != std::string::npos);
   CHECK(panel_of(html, "cdf-e2e").find("SLO p99 \xe2\x89\xa4 15 s") != std::string::npos);
+}
+
+TEST_CASE("report: a sweep over tensor parallelism names a replica's devices, not one device per replica") {
+  // the same document with engine.tensor_parallel swept: 4 for #3 (two H100 replicas), 1 elsewhere
+  Json d = sweep_doc();
+  d["sweep"]["parameters"].push_back({{"path", "engine.tensor_parallel"}, {"values", {1, 4}}});
+  for (auto& r : d["rows"]) r["parameters"]["engine.tensor_parallel"] = r["index"].get<int>() == 3 ? 4 : 1;
+  REQUIRE(d["rows"][3]["feasible"].get<bool>());
+  const std::string cost = figure_of(html_report(d), "cost-per-token");
+  CHECK(cost.find(">#1 \xc2\xb7 1 \xc3\x97 h100-sxm-80gb<") != std::string::npos);  // tp 1: as before
+  CHECK(cost.find(">#3 \xc2\xb7 2 replicas of 4 \xc3\x97 h100-sxm-80gb<") != std::string::npos);
+  CHECK(cost.find("tensor_parallel") == std::string::npos);  // said once, in the devices
 }
 
 TEST_CASE("report: a sweep with many feasible configurations shows the 60 cheapest and says how many are left out") {
@@ -408,4 +437,27 @@ TEST_CASE("report: run_report_command writes the page, and names the file of a b
             "--set fleet.replicas=3: error: --set changes a scenario; a JSON result is reported as it was run");
     }
   }
+}
+
+TEST_CASE("report: a horizontal axis never puts two tick labels into each other") {
+  using namespace fleetsim::svg::parts;
+  svg::Axis dollars;
+  dollars.fmt = [](double v) { return fmt::format("${:.2f}", v); };  // "$100.00": wide labels
+  svg::Axis plain;
+  for (const svg::Axis* a : {&dollars, &plain})
+    for (double width : {80.0, 120.0, 200.0, 320.0, 640.0})
+      for (double top : {0.7, 3.0, 9.5, 47.0, 180.0, 1234.0, 98765.0}) {
+        const Scale s = make_scale(*a, {0.0, top}, 10.0, 10.0 + width, 70);
+        INFO("width " << width << " px, data up to " << top << (a == &dollars ? " dollars" : ""));
+        REQUIRE(s.ticks.size() >= 2);
+        CHECK(s.hi >= top);
+        for (size_t i = 1; i < s.ticks.size(); ++i) {
+          // centred labels: the gap between two neighbours' edges is at least 8 px (the test's own
+          // width estimate is the one the charts draw with)
+          const double apart = s.px(s.ticks[i]) - s.px(s.ticks[i - 1]);
+          const double half_a = text_w(tick_label(*a, s.ticks[i - 1]), 11) / 2;
+          const double half_b = text_w(tick_label(*a, s.ticks[i]), 11) / 2;
+          CHECK(apart - half_a - half_b >= 8.0);
+        }
+      }
 }

@@ -313,25 +313,29 @@ std::string timeline_section(const View& d, const std::vector<LatencyBound>& bou
   svg::Series reps{"replicas (mean)", "#1f2937", {}, {}, {}, svg::Mark::line, false, 1.5, "replicas"};
   svg::Series busy{"busy", "#4269d0", {}, {}, {}, svg::Mark::area, false, 0.5, ""};
   svg::Series idle{"idle", "#9498a0", {}, {}, {}, svg::Mark::area, false, 0.5, ""};
+  svg::Series cold{"cold start", "#a463f2", {}, {}, {}, svg::Mark::area, false, 0.5, ""};
   svg::Series wait{"waiting requests (mean)", "#efb118", {}, {}, {}, svg::Mark::area, false, 1.5, ""};
-  svg::Series ttft{"p99 TTFT", "#ff725c", {}, {}, {}, svg::Mark::line, false, 1.8, ""};
+  svg::Series ttft{"p99 TTFT, every class", "#ff725c", {}, {}, {}, svg::Mark::line, false, 1.8, ""};
   double tmin = 1e300, tmax = 0;
-  bool any_busy = false, any_ttft = false;
+  bool any_busy = false, any_ttft = false, any_cold = false;
   for (const View& e : tl) {
     const double a = *e["t0_s"].num() / unit, b = *e["t1_s"].num() / unit;
     const double r = e["mean_replicas"].num_or(kNaN), bf = e["busy_fraction"].num_or(kNaN);
     const double idf = e["idle_fraction"].num_or(kNaN), w = e["mean_waiting"].num_or(kNaN);
-    const double t = e["ttft_p99_s"].num_or(kNaN);
+    const double t = e["ttft_p99_s"].num_or(kNaN), cf = e["cold_start_fraction"].num_or(0.0);
     for (double x : {a, b}) {
       reps.pts.push_back({x, r});
       busy.pts.push_back({x, r * bf});
       idle.pts.push_back({x, r * (bf + idf)});
       idle.floor.push_back(r * bf);
+      cold.pts.push_back({x, r * (bf + idf + cf)});
+      cold.floor.push_back(r * (bf + idf));
       wait.pts.push_back({x, w});
       ttft.pts.push_back({x, t});
     }
     any_busy = any_busy || std::isfinite(r * bf);
     any_ttft = any_ttft || std::isfinite(t);
+    any_cold = any_cold || (std::isfinite(r) && r * cf > 0);
     tmin = std::min(tmin, a), tmax = std::max(tmax, b);
   }
   svg::Axis x;
@@ -343,13 +347,15 @@ std::string timeline_section(const View& d, const std::vector<LatencyBound>& bou
   svg::XYPanel p1{"Replicas", x, {}, {}, {}, {}, "timeline-replicas"};
   p1.y.label = "replicas";
   if (any_busy) p1.series = {idle, busy};
+  if (any_busy && any_cold) p1.series.insert(p1.series.begin(), cold);
   p1.series.push_back(reps);
   panels.push_back(p1);
   svg::XYPanel p2{"Queue", x, {}, {wait}, {}, {}, "timeline-queue"};
   p2.y.label = "requests waiting";
   panels.push_back(p2);
   if (any_ttft) {
-    svg::XYPanel p3{"p99 TTFT per interval", x, {}, {ttft}, {}, {}, "timeline-ttft"};
+    // the fleet's p99 over every class: a class's own budget beside it is about that class only
+    svg::XYPanel p3{"p99 TTFT per interval, every class together", x, {}, {ttft}, {}, {}, "timeline-ttft"};
     p3.y.label = "seconds";
     p3.y.fmt = [](double v) { return svg::seconds_axis(v); };
     double lo = 1e300, hi = 0;
@@ -364,8 +370,9 @@ std::string timeline_section(const View& d, const std::vector<LatencyBound>& bou
   const double step = *e0["t1_s"].num() - *e0["t0_s"].num();
   return figure("timeline", svg::xy_chart(panels, 1, 200, "Fleet over time"),
                 esc("Per interval of " + svg::seconds(step) +
-                    ": the mean number of replicas provisioned, split into busy and idle (the rest is cold start), "
-                    "the mean number of requests waiting, and the p99 TTFT of the requests answered in it."));
+                    ": the mean number of replicas provisioned, split into busy, idle and cold start, the mean "
+                    "number of requests waiting, and the p99 TTFT of the requests of every class answered in it "
+                    "(each class's own percentiles are in the latency section)."));
 }
 
 }  // namespace

@@ -31,7 +31,7 @@ struct Sweep {
   std::vector<std::pair<std::string, View>> params;  // path, values
   std::vector<std::string> varying;
   std::map<std::string, std::string> short_name;
-  std::string device_param, replicas_param;
+  std::string device_param, replicas_param, tp_param;
   std::vector<Config> rows;
   const Config* chosen = nullptr;    // the cheapest feasible
   const Config* compared = nullptr;  // the cheapest feasible on another device
@@ -40,6 +40,11 @@ struct Sweep {
     const View p = c.row["parameters"];
     const std::string dev = device_param.empty() ? "" : p[device_param].text();
     const std::string rep = replicas_param.empty() ? "" : p[replicas_param].text();
+    // a replica of several devices is named as such: "2 replicas of 4 × h100-sxm-80gb", not "2 × h100"
+    const std::string tp = tp_param.empty() ? "" : p[tp_param].text();
+    if (!dev.empty() && !tp.empty() && tp != "1")
+      return (rep.empty() ? std::string("replicas") : rep + (rep == "1" ? " replica" : " replicas")) + " of " + tp +
+             " " + kTimes + " " + dev;
     if (!dev.empty()) return rep.empty() ? dev : rep + " " + kTimes + " " + dev;
     if (!rep.empty()) return rep + (rep == "1" ? " replica" : " replicas");
     return "";
@@ -52,7 +57,8 @@ struct Sweep {
     };
     add(device_phrase(c));
     for (const auto& v : varying)
-      if (v != device_param && v != replicas_param) add(short_name.at(v) + " " + c.row["parameters"][v].text());
+      if (v != device_param && v != replicas_param && (v != tp_param || device_param.empty()))
+        add(short_name.at(v) + " " + c.row["parameters"][v].text());
     return s;
   }
 };
@@ -82,6 +88,8 @@ Sweep read_sweep(const View& d) {
     if (S.device_param.empty() && (path == "device" || ends_with(path, ".device"))) S.device_param = path;
     if (S.replicas_param.empty() && (path == "fleet.replicas" || ends_with(path, ".fleet.replicas")))
       S.replicas_param = path;
+    if (S.tp_param.empty() && (path == "engine.tensor_parallel" || ends_with(path, ".engine.tensor_parallel")))
+      S.tp_param = path;
   }
   for (const auto& [path, values] : S.params) {
     const std::string last = path.substr(path.rfind('.') == std::string::npos ? 0 : path.rfind('.') + 1);

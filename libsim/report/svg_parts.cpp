@@ -123,11 +123,24 @@ Scale make_scale(const Axis& a, const std::vector<double>& data, double p0, doub
   if (a.zero && !a.lo && lo > 0) lo = 0;
   if (a.zero && !a.hi && hi < 0) hi = 0;
   if (hi - lo <= 0) hi = lo + (lo == 0 ? 1 : std::fabs(lo) * 0.1);
-  const double step = nice_step((hi - lo) / std::clamp(std::floor(std::fabs(p1 - p0) / gap), 2.0, 8.0));
-  if (!a.lo) lo = std::floor(lo / step + 1e-9) * step;
-  if (!a.hi) hi = std::ceil(hi / step - 1e-9) * step;
-  for (double t = std::ceil(lo / step - 1e-9) * step; t <= hi + step * 1e-6 && s.ticks.size() < 20; t += step)
-    s.ticks.push_back(std::fabs(t) < step * 1e-9 ? 0 : t);
+  const double lo0 = lo, hi0 = hi;
+  double step = nice_step((hi - lo) / std::clamp(std::floor(std::fabs(p1 - p0) / gap), 2.0, 8.0));
+  // a horizontal axis widens its step until its widest tick label fits between two ticks ("$100.00"
+  // at 11 px needs more than the usual gap), so labels never run into each other
+  for (int widen = 0;; ++widen) {
+    lo = lo0;
+    hi = hi0;
+    if (!a.lo) lo = std::floor(lo / step + 1e-9) * step;
+    if (!a.hi) hi = std::ceil(hi / step - 1e-9) * step;
+    s.ticks.clear();
+    for (double t = std::ceil(lo / step - 1e-9) * step; t <= hi + step * 1e-6 && s.ticks.size() < 20; t += step)
+      s.ticks.push_back(std::fabs(t) < step * 1e-9 ? 0 : t);
+    if (p1 <= p0 || s.ticks.size() < 3 || widen == 8) break;
+    double widest = 0;
+    for (double t : s.ticks) widest = std::max(widest, text_w(tick_label(a, t), 11));
+    if (widest + 8 <= (p1 - p0) * step / (hi - lo)) break;
+    step = nice_step(step * 1.5);
+  }
   s.lo = lo;
   s.hi = hi;
   return s;
