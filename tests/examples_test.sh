@@ -16,6 +16,9 @@ check() {  # check NAME COMMAND...
   shift
   if "$@"; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: $name"; fi
 }
+# the YAML is read with Debian's python3 and its python3-yaml (scripts/install-deps.sh), where present
+py=python3
+[ -x /usr/bin/python3 ] && py=/usr/bin/python3
 mkdir "$tmp/bin"
 ln -s "$bin" "$tmp/bin/fleetsim"
 export PATH="$tmp/bin:$PATH"
@@ -74,7 +77,7 @@ check "slurm submit: the merge runs after every shard succeeded" grep -q -- "--d
 render() { sed -e "s|\${SHARDS}|4|g" -e "s|\${IMAGE}|fleetsim:test|g" "$1"; }
 render "$src/examples/kubernetes/sweep-indexed-job.yaml" >"$tmp/job.yaml"
 render "$src/examples/kubernetes/merge-job.yaml" >"$tmp/merge.yaml"
-python3 - "$tmp/job.yaml" "$tmp/merge.yaml" "$tmp" <<'PY' || fail=$((fail + 1))
+"$py" - "$tmp/job.yaml" "$tmp/merge.yaml" "$tmp" <<'PY' || fail=$((fail + 1))
 import sys, yaml
 job = yaml.safe_load(open(sys.argv[1]))
 merge = yaml.safe_load(open(sys.argv[2]))
@@ -122,7 +125,7 @@ git clone -q "$tmp/origin.git" "$tmp/repo" 2>/dev/null
 (cd "$tmp/repo" && git checkout -q -b main && echo x >README && git add README && git commit -qm base &&
   git push -q origin main && git checkout -q -b pr && mkdir capacity &&
   cp "$src/examples/ci/chat-fleet.yaml" capacity/ && git add capacity && git commit -qm scenario)
-python3 - "$src/examples/ci/github-actions.yml" "$src/examples/ci/gitlab-ci.yml" "$tmp" <<'PY' || fail=$((fail + 1))
+"$py" - "$src/examples/ci/github-actions.yml" "$src/examples/ci/gitlab-ci.yml" "$tmp" <<'PY' || fail=$((fail + 1))
 import sys, yaml
 gh = yaml.safe_load(open(sys.argv[1]))
 step = next(s for s in gh["jobs"]["check"]["steps"] if s.get("name", "").startswith("budgets"))
