@@ -130,7 +130,6 @@ int run_sweep_command(const ScenarioSource& src, const SweepArgs& o, const Emit&
     };
     const long k = slash == std::string::npos ? -1 : count(0, slash);
     const long n = slash == std::string::npos ? -1 : count(slash + 1, o.shard.size());
-    constexpr long kMaxShards = 1000000;  // the most configurations a sweep may have (max_configurations)
     if (k < 0 || n < 1 || n > kMaxShards || k >= n)
       throw InputError(Location{"--shard " + o.shard, 0, 0, ""},
                        fmt::format("expected K/N with 0 <= K < N <= {}, e.g. --shard 0/4", kMaxShards));

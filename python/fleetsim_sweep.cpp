@@ -158,7 +158,6 @@ SweepResult make_result(const Json& doc, pb::handle dataframe) {
 // shard=(k, n): this shard of n, as `fleetsim sweep --shard k/n`
 void set_shard(pb::handle shard, SweepOptions& opt) {
   if (shard.is_none()) return;
-  constexpr long long kMaxShards = 1000000;  // the most configurations a sweep may have
   long long k = -1, n = -1;
   try {
     const pb::tuple t = pb::tuple(pb::reinterpret_borrow<pb::object>(shard));
@@ -167,7 +166,8 @@ void set_shard(pb::handle shard, SweepOptions& opt) {
   } catch (const pb::cast_error&) {
   }
   if (k < 0 || n < 1 || n > kMaxShards || k >= n)
-    throw pb::value_error("fleetsim.sweep: shard must be (k, n) with 0 <= k < n <= 1000000, e.g. shard=(0, 4)");
+    throw pb::value_error("fleetsim.sweep: shard must be (k, n) with 0 <= k < n <= " + std::to_string(kMaxShards) +
+                          ", e.g. shard=(0, 4)");
   opt.shard_index = uint32_t(k);
   opt.shard_count = uint32_t(n);
 }

@@ -81,11 +81,14 @@ struct SweepProgress {
   uint64_t resumed = 0;  // configurations taken from a journal, not run now
 };
 
+// The most shards a sweep splits into: one configuration each, at the most configurations a sweep may have.
+constexpr long long kMaxShards = 1000000;
+
 struct SweepOptions {
   Backend backend = Backend::auto_select;
   int threads = 0;           // 0: all hardware threads
   uint32_t shard_index = 0;  // this shard, 0-based
-  uint32_t shard_count = 1;
+  uint32_t shard_count = 1;  // at most kMaxShards
   // Called about every 200 ms from a helper thread, and once at the end; may be empty.
   std::function<void(const SweepProgress&)> progress;
   // When it becomes true (a signal handler may set it), each worker stops after its current
