@@ -15,7 +15,7 @@
 namespace {
 
 constexpr const char* kSeparator = "\n---\n";
-constexpr size_t kMaxShards = 4;
+constexpr size_t kFuzzShards = 4;
 
 }  // namespace
 
@@ -25,7 +25,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::vector<std::string> parts;
   for (size_t at = 0;;) {
     const size_t next = text.find(kSeparator, at);
-    if (next == std::string::npos || parts.size() + 1 == kMaxShards) {
+    if (next == std::string::npos || parts.size() + 1 == kFuzzShards) {
       parts.push_back(text.substr(at));
       break;
     }
