@@ -14,8 +14,12 @@ namespace fleetsim {
 
 uint8_t* HostWorkspace::for_params(const SimParams& p) {
   const uint64_t need = workspace_layout(p).total;
-  if (buf_.size() < need) buf_.assign(need, 0);
-  return buf_.data();
+  if (size_ < need) {
+    buf_.reset();
+    buf_.reset(new uint8_t[need]);  // default-initialised: no pass over the pages
+    size_ = need;
+  }
+  return buf_.get();
 }
 
 void parallel_jobs(size_t n, int threads, const std::function<void(size_t, HostWorkspace&)>& job) {

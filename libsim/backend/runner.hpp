@@ -11,13 +11,16 @@
 
 namespace fleetsim {
 
-// A reusable per-thread workspace for the core (sized for the largest parameters seen).
+// A reusable per-thread workspace for the core (sized for the largest parameters seen). It is
+// never zero-filled: sim_bind sets what a run reads first, and the request slots are handed out
+// as requests arrive, so the pages a run never reaches are never touched.
 class HostWorkspace {
  public:
   uint8_t* for_params(const SimParams& p);
 
  private:
-  std::vector<uint8_t> buf_;
+  std::unique_ptr<uint8_t[]> buf_;
+  uint64_t size_ = 0;
 };
 
 // job(i, workspace) for every i in [0, n), on up to `threads` threads with a workspace each; the

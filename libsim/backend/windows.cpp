@@ -35,8 +35,7 @@ void run_copy(const Scenario& s, Copy& c, Sim sim) {
   sim.W0 = c.p.measure_from_s;
   sim.W1 = c.p.measure_to_s;
   // every request in the system arrived before the window (free entries are set on arrival)
-  const int64_t n = workspace_layout(c.p).req_cap;
-  for (int64_t i = 0; i < n; ++i) sim.req[i].in_window = 0;
+  for (int32_t i = 0; i < sim.req_hwm; ++i) sim.req[i].in_window = 0;
   tally_clear(c.tally, c.p.n_pools, c.p.n_classes);
   c.tally.window_s = sim.W1 - sim.W0;
   const double stopped = sim_advance<true>(sim, kInf, true);

@@ -118,12 +118,12 @@ FLEETSIM_HD inline void handle_arrival(Sim& s, int32_t cls, double t) {
   Queue& Q = s.q[s.rep[target].queue];
   // requests at the host stage count against the queue they are headed for
   const int32_t at_host = P.router == Router::central_queue ? ps.host_jobs : s.rep[target].host_n;
-  if (Q.size + at_host >= P.queue_limit || s.req_free_n == 0) {
+  if (Q.size + at_host >= P.queue_limit || (s.req_free_n == 0 && s.req_hwm == s.req_cap)) {
     if (in_window) T.rejected_queue_full++;
     client_done(s, cls, t, true);
     return;
   }
-  const int32_t ri = s.req_free[--s.req_free_n];
+  const int32_t ri = s.req_free_n > 0 ? s.req_free[--s.req_free_n] : s.req_hwm++;
   Request& q = s.req[ri];
   q.t_arrive = t;
   q.t_first = -1.0;

@@ -174,8 +174,9 @@ struct Sim {
   PoolState* pool;
   Rng rng;
   Request* req;
-  int32_t* req_free;
+  int32_t* req_free;  // freed request slots (a stack); slots never used lie above req_hwm
   int32_t req_free_n;
+  int32_t req_hwm, req_cap;  // slots [0, req_hwm) have held a request; req_cap: all there are
   int32_t* qbuf;
   Queue* q;
   int32_t nq;
@@ -369,8 +370,10 @@ FLEETSIM_HD inline Sim sim_bind(const SimParams& p, uint32_t replication, uint8_
     s.in_system[c] = 0;
     s.waiting[c] = 0;
   }
-  s.req_free_n = int32_t(l.req_cap);
-  for (int32_t i = 0; i < int32_t(l.req_cap); ++i) s.req_free[i] = int32_t(l.req_cap) - 1 - i;
+  // slots are handed out as requests arrive (handle_arrival), so a run touches only as many as it has in flight
+  s.req_free_n = 0;
+  s.req_hwm = 0;
+  s.req_cap = int32_t(l.req_cap);
   int32_t r = 0, qi = 0, qbase = 0;
   int32_t hqbase = int32_t(l.qbuf_len);  // host FIFOs follow the device queues in qbuf
   int64_t slot_base = 0, res_base = 0, core_base = 0;
