@@ -82,12 +82,35 @@ FLEETSIM_HD FLEETSIM_FORCEINLINE void heap_fix(int32_t* heap, int32_t* pos, int3
 }
 
 // Replica event heap, ordered by (t_next, index) so that ties resolve the same everywhere.
-FLEETSIM_HD FLEETSIM_FORCEINLINE bool rh_less(const Sim& s, int32_t a, int32_t b) {
-  const double ta = s.rep[a].t_next, tb = s.rep[b].t_next;
-  return ta < tb || (ta == tb && a < b);
+FLEETSIM_HD FLEETSIM_FORCEINLINE bool rk_less(const RKey& a, const RKey& b) {
+  return a.t < b.t || (a.t == b.t && a.r < b.r);
 }
 FLEETSIM_HD inline void rh_update(Sim& s, int32_t r) {
-  heap_fix(s.rheap, s.rheap_pos, s.n_replicas, r, [&s](int32_t a, int32_t b) { return rh_less(s, a, b); });
+  RKey* h = s.rheap;
+  int32_t* pos = s.rheap_pos;
+  const int32_t n = s.n_replicas;
+  const RKey k{s.rep[r].t_next, r, 0};
+  int32_t i = pos[r];
+  // sift up, then down, moving the hole rather than swapping
+  while (i > 0) {
+    const int32_t parent = (i - 1) / 2;
+    if (!rk_less(k, h[parent])) break;
+    h[i] = h[parent];
+    pos[h[i].r] = i;
+    i = parent;
+  }
+  for (;;) {
+    const int32_t l = 2 * i + 1;
+    if (l >= n) break;
+    int32_t m = l;
+    if (l + 1 < n && rk_less(h[l + 1], h[l])) m = l + 1;
+    if (!rk_less(h[m], k)) break;
+    h[i] = h[m];
+    pos[h[i].r] = i;
+    i = m;
+  }
+  h[i] = k;
+  pos[r] = i;
 }
 FLEETSIM_HD FLEETSIM_FORCEINLINE void set_next(Sim& s, int32_t r, double t) {
   s.rep[r].t_next = t;

@@ -277,7 +277,7 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
     set_decode_run(P, R, n, T0);
     R.run_prefill = 0;
     const int64_t k_fin = slot(s, r, fheap_of(s, r)[0]).finish - st + 1;
-    const int64_t k_blk = 1 + steps_covered(s, r, st + 1, R.free_blocks);
+    const int64_t k_blk = 1 + steps_covered(s, r, st + 1, R.free_blocks, k_fin - 1);
     R.run_k = min_of(k_fin, k_blk);
     if (p.max_run_steps > 0 && R.run_k > p.max_run_steps) R.run_k = p.max_run_steps;
     if (shared > 1) R.run_k = 1;  // neighbours' memory and turns change step by step

@@ -82,8 +82,8 @@ FLEETSIM_HD inline double sim_advance(Sim& s, double until = kInf, bool stop_whe
   for (;;) {
     // the next event: a replica's, a host core's, an autoscaler evaluation, a failure, an arrival
     // (ties in that order)
-    const int32_t r = s.rheap[0];
-    const double tr = s.rep[r].t_next;
+    const int32_t r = s.rheap[0].r;
+    const double tr = s.rheap[0].t;
     const double th = s.host_on ? s.rep[s.hheap[0]].host_next : kInf;
     int32_t cls = 0, pe = 0, pf = 0;
     double ta = s.next_arrival[0], te = s.pool[0].next_eval, tf = s.pool[0].next_fail;

@@ -24,8 +24,11 @@ FLEETSIM_HD inline int64_t blocks_needed(Sim& s, int32_t r, int64_t st, int64_t 
   return total;
 }
 
-// Number of steps from st on that the free blocks cover (kInf-like large if no decoding).
-FLEETSIM_HD inline int64_t steps_covered(Sim& s, int32_t r, int64_t st, int64_t free_blocks) {
+// Number of steps from st on that the free blocks cover (kInf-like large if no decoding), or any
+// number >= `enough` once it is known to reach that far: whole cycles of the residues are counted
+// first, and the residues one by one only where the answer could fall short of `enough`.
+FLEETSIM_HD inline int64_t steps_covered(Sim& s, int32_t r, int64_t st, int64_t free_blocks,
+                                         int64_t enough = int64_t(1) << 62) {
   const int64_t n = s.rep[r].n_decode;
   if (n == 0) return int64_t(1) << 60;
   const int32_t* cnt = rescnt_of(s, r);
@@ -33,6 +36,7 @@ FLEETSIM_HD inline int64_t steps_covered(Sim& s, int32_t r, int64_t st, int64_t 
   const int64_t cycles = div_count(free_blocks, n);
   int64_t left = free_blocks - cycles * n;
   int64_t j = cycles * bs;
+  if (j >= enough) return j;
   int32_t i = int32_t(mod_count(st, bs));  // (st + j) % bs: j is whole cycles
   for (int32_t m = 0; m < bs; ++m) {
     const int64_t need = cnt[i];

@@ -168,6 +168,14 @@ struct PoolState {
   double host_busy_acc;  // busy core-seconds since the last autoscaler evaluation
 };
 
+// An entry of the replica event heap: the key is kept in the heap itself, so a sift reads one
+// contiguous array instead of a Replica per comparison.
+struct RKey {
+  double t;  // = rep[r].t_next
+  int32_t r;
+  int32_t pad;
+};
+
 struct Sim {
   const SimParams* p;
   Tally* tally;
@@ -184,7 +192,7 @@ struct Sim {
   Seq* seq;
   int32_t* fheap;
   int32_t* rescnt;
-  int32_t* rheap;
+  RKey* rheap;  // replicas by (t_next, index), the keys beside the indices
   int32_t* rheap_pos;
   int32_t n_replicas;
   // host CPU stage (host.hpp); unused unless host_on
@@ -295,7 +303,7 @@ FLEETSIM_HD inline WorkspaceLayout workspace_layout(const SimParams& p) {
   l.rescnt = off;
   off = align_up(off + sizeof(int32_t) * uint64_t(l.residues));
   l.rheap = off;
-  off = align_up(off + sizeof(int32_t) * uint64_t(l.n_replicas));
+  off = align_up(off + sizeof(RKey) * uint64_t(l.n_replicas));
   l.rheap_pos = off;
   off = align_up(off + sizeof(int32_t) * uint64_t(l.n_replicas));
   l.clients = off;
@@ -339,7 +347,7 @@ FLEETSIM_HD inline void sim_point(Sim& s, const SimParams& p, uint8_t* base) {
   s.seq = reinterpret_cast<Seq*>(base + l.seq);
   s.fheap = reinterpret_cast<int32_t*>(base + l.fheap);
   s.rescnt = reinterpret_cast<int32_t*>(base + l.rescnt);
-  s.rheap = reinterpret_cast<int32_t*>(base + l.rheap);
+  s.rheap = reinterpret_cast<RKey*>(base + l.rheap);
   s.rheap_pos = reinterpret_cast<int32_t*>(base + l.rheap_pos);
   s.core_free = reinterpret_cast<double*>(base + l.core_free);
   s.core_start = reinterpret_cast<double*>(base + l.core_start);
@@ -479,7 +487,8 @@ FLEETSIM_HD inline Sim sim_bind(const SimParams& p, uint32_t replication, uint8_
         s.hheap_pos[r] = r;
       }
       for (int32_t i = 0; i < P.kv_block_tokens; ++i) s.rescnt[R.res_base + i] = 0;
-      s.rheap[r] = r;
+      s.rheap[r].t = kInf;
+      s.rheap[r].r = r;
       s.rheap_pos[r] = r;
     }
   }
