@@ -39,8 +39,8 @@ void flatten(const Json& j, const std::string& prefix, Json& out, const std::set
   }
 }
 
-// One flat record per configuration: index, parameters, feasible, pareto, reason, violations, every
-// metric path (means over replications) and ci95.<metric>.
+// One flat record per configuration: index, parameters, feasible, pareto, reason, violations,
+// replications, every metric path (means over replications) and ci95.<metric>.
 Json flat_rows(const Json& doc) {
   std::set<std::string> params;
   for (const auto& p : doc["sweep"]["parameters"]) params.insert(p["path"].get<std::string>());
@@ -57,6 +57,7 @@ Json flat_rows(const Json& doc) {
     std::string violations;
     for (const auto& v : row["violations"]) violations += (violations.empty() ? "" : "; ") + v.get<std::string>();
     r["violations"] = violations;
+    r["replications"] = row.contains("replications") ? row["replications"] : Json(nullptr);
     if (!row["metrics"].is_null()) flatten(row["metrics"], "", r, params);
     if (row.contains("ci95") && row["ci95"].is_object())
       for (const auto& [k, v] : row["ci95"].items()) r["ci95." + k] = v;
@@ -228,7 +229,7 @@ void bind_sweep(pb::module_& m) {
   pb::class_<SweepResult>(m, "SweepResult", R"(The result of fleetsim.sweep.
 
 rows: one row per configuration, indexed by its index: the parameters, feasible, pareto, reason,
-violations, every metric (means over replications, as dotted paths, e.g. latency_s.ttft.p99) and
+violations, replications (fewer than the sweep's where sequential stopping settled it), every metric (means over replications, as dotted paths, e.g. latency_s.ttft.p99) and
 ci95.<metric>; a pandas DataFrame when pandas imports, else a list of dicts.
 summary: feasible counts, cheapest {index, parameters, objective, value} or None, pareto indices.
 document: the whole `fleetsim sweep --format json` document as a dict.)")

@@ -61,7 +61,13 @@ std::string sweep_table(const Json& doc, size_t max_rows) {
   o += fmt::format("result   {} feasible, {} miss the SLO, {} cannot run (do not fit or inconsistent)\n",
                    sum["feasible"].get<uint64_t>(), sum["infeasible_slo"].get<uint64_t>(),
                    sum["infeasible_config"].get<uint64_t>());
-  o += fmt::format("         {}\n\n", sum["message"].get<std::string>());
+  o += fmt::format("         {}\n", sum["message"].get<std::string>());
+  if (sum.contains("replications_run") && sum["replications_run"] != sum["replications_full"])
+    o += fmt::format(
+        "         {} of {} replications run: a configuration stops once its verdict is settled "
+        "(sweep.sequential)\n",
+        sum["replications_run"].get<uint64_t>(), sum["replications_full"].get<uint64_t>());
+  o += "\n";
 
   std::map<uint64_t, const Json*> by_index;
   for (const auto& r : doc["rows"]) by_index[r["index"].get<uint64_t>()] = &r;
@@ -161,7 +167,7 @@ void SweepCsvWriter::start(const Json* measured) {
   }
   std::string out = "index";
   for (const auto& p : pnames_) out += "," + csv_quote(p);
-  out += ",feasible,reason,violations";
+  out += ",feasible,reason,violations,replications";
   for (const auto& m : mpaths_) out += "," + csv_quote(m);
   for (const auto& c : cpaths_) out += "," + csv_quote("ci95." + c);
   out_(out + "\n");
@@ -194,6 +200,7 @@ void SweepCsvWriter::write(const Json& r) {
   std::string viol;
   for (const auto& v : r["violations"]) viol += (viol.empty() ? "" : "; ") + v.get<std::string>();
   out += "," + csv_quote(viol);
+  out += "," + (r.contains("replications") ? r["replications"].dump() : std::string());
   for (const auto& m : mpaths_) {
     const Json* v = r["metrics"].is_null() ? nullptr : at_path(r["metrics"], m);
     out += "," + (v && v->is_number() ? v->dump() : std::string());

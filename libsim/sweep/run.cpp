@@ -97,7 +97,7 @@ MeanCI mean_ci(const std::vector<double>& xs) {
 }
 
 Json sweep_row(const SweepSpec& spec, uint64_t config, const Scenario* s, const std::vector<const Tally*>& reps,
-               const std::string& infeasible_reason) {
+               const std::string& infeasible_reason, std::vector<Json>* given) {
   Json row;
   row["index"] = config;
   row["parameters"] = spec.parameters_json(config);
@@ -107,12 +107,14 @@ Json sweep_row(const SweepSpec& spec, uint64_t config, const Scenario* s, const 
     row["violations"] = Json::array();
     row["metrics"] = nullptr;
     row["ci95"] = nullptr;
+    row["replications"] = reps.size();
     return row;
   }
   // per-replication reports -> means over replications (nulls skipped)
-  std::vector<Json> reports;
-  reports.reserve(reps.size());
-  for (const Tally* t : reps) reports.push_back(run_report(*s, *t));
+  std::vector<Json> own;
+  std::vector<Json>& reports = given ? *given : own;
+  for (size_t i = reports.size(); i < reps.size(); ++i) reports.push_back(run_report(*s, *reps[i]));
+  reports.resize(reps.size());
   std::vector<std::pair<std::string, const Json*>> leaves;
   for (const char* sec : kMetricSections)
     if (reports[0].contains(sec)) numeric_leaves(reports[0][sec], sec, leaves);
@@ -167,7 +169,33 @@ Json sweep_row(const SweepSpec& spec, uint64_t config, const Scenario* s, const 
   row["violations"] = violations;
   row["metrics"] = metrics;
   row["ci95"] = ci;
+  row["replications"] = reps.size();
   return row;
+}
+
+bool settled_after(const SweepSpec& spec, const Scenario& s, const std::vector<const Tally*>& reps,
+                   std::vector<Json>& reports) {
+  if (!spec.sequential || spec.slo.empty() || reps.size() >= spec.replications) return false;
+  for (const Tally* t : reps)
+    if (t->status != 0 || t->unfinished != 0) return true;  // the row is "did not finish" whatever follows
+  if (reps.size() < kSequentialMin) return false;
+  for (size_t i = reports.size(); i < reps.size(); ++i) reports.push_back(run_report(s, *reps[i]));
+  bool all_met = true;
+  for (const auto& t : spec.slo) {
+    std::vector<double> xs;
+    for (const auto& rep : reports) {
+      const Json* v = at_path(rep, t.metric);
+      if (!v || !v->is_number()) return true;  // "has no value" whatever follows
+      xs.push_back(v->get<double>());
+    }
+    const MeanCI m = mean_ci(xs);
+    const double lo = m.mean - m.half_width, hi = m.mean + m.half_width;
+    const bool met = t.is_max ? hi <= t.limit : lo >= t.limit;
+    const bool missed = t.is_max ? lo > t.limit : hi < t.limit;
+    if (missed) return true;
+    if (!met) all_met = false;
+  }
+  return all_met;
 }
 
 namespace sweep_detail {
@@ -196,6 +224,7 @@ Json sweep_header(const ScenarioSource& src, const SweepSpec& spec, const Scenar
                 {"replications", spec.replications},
                 {"objective", spec.objective},
                 {"feasible_on", spec.feasible_on_bound ? "bound" : "mean"},
+                {"sequential", spec.sequential},
                 {"slo", slo},
                 {"fingerprint", spec.fingerprint}};
   h["shard"] = {{"index", shard_index}, {"count", shard_count}};
@@ -300,13 +329,14 @@ Json run_sweep(const ScenarioSource& src, const SweepSpec& spec, const SweepOpti
     }
   };
   std::mutex row_mutex;
-  auto finish = [&](size_t pos, const Scenario* s, const std::vector<const Tally*>& reps, std::string reason) {
+  auto finish = [&](size_t pos, const Scenario* s, const std::vector<const Tally*>& reps, std::string reason,
+                    std::vector<Json>* reports) {
     for (const Tally* t : reps)
       if (reason.empty() && (t->status != 0 || t->unfinished != 0))
         reason = "simulation did not finish: the configuration is so overloaded that its queues never drain";
     if (!s) reps_done.fetch_add(spec.replications);  // nothing to run counts as done
     Json row = sweep_row(spec, configs[pos], reason.empty() ? s : nullptr,
-                         reason.empty() ? reps : std::vector<const Tally*>{}, reason);
+                         reason.empty() ? reps : std::vector<const Tally*>{}, reason, reports);
     if (opt.on_row) {
       std::lock_guard<std::mutex> lock(row_mutex);
       opt.on_row(row);
@@ -364,6 +394,7 @@ Json run_sweep(const ScenarioSource& src, const SweepSpec& spec, const SweepOpti
           std::string reason;
           auto s = prepare(pos, reason);
           std::vector<const Tally*> reps;
+          std::vector<Json> reports;
           if (s) {
             const SimParams p = s->params();
             for (uint32_t r = 0; r < spec.replications; ++r) {
@@ -372,9 +403,13 @@ Json run_sweep(const ScenarioSource& src, const SweepSpec& spec, const SweepOpti
               simulate(p, r, ws.for_params(p), *tallies[r]);
               reps.push_back(tallies[r].get());
               reps_done.fetch_add(1);
+              if (settled_after(spec, *s, reps, reports)) {
+                reps_done.fetch_add(spec.replications - reps.size());  // not needed: counted as done
+                break;
+              }
             }
           }
-          finish(pos, s.get(), reps, reason);
+          finish(pos, s.get(), reps, reason, &reports);
         }
       });
     };
@@ -431,13 +466,16 @@ Json run_sweep(const ScenarioSource& src, const SweepSpec& spec, const SweepOpti
       each(w.w1 - w.w0, [&](size_t i) {
         std::vector<std::unique_ptr<Tally>> t;
         std::vector<const Tally*> reps;
+        std::vector<Json> reports;
+        // the device ran every replication; the row keeps those the CPU would have run
         if (w.sc[i])
           for (uint32_t r = 0; r < spec.replications; ++r) {
             t.push_back(std::make_unique<Tally>());  // value-initialised, as expand needs
             w.results.expand(w.first_job[i] + r, *t.back());
             reps.push_back(t.back().get());
+            if (settled_after(spec, *w.sc[i], reps, reports)) break;
           }
-        finish(w.w0 + i, w.sc[i].get(), reps, w.reasons[i]);
+        finish(w.w0 + i, w.sc[i].get(), reps, w.reasons[i], &reports);
       });
     };
     std::unique_ptr<Wave> ready = configs.empty() ? nullptr : prepare_wave(0), finished_wave;

@@ -125,8 +125,8 @@ SweepSpec parse_sweep(const ScenarioSource& scenario) {
   if (!root.IsMap() || !r.has("sweep"))
     r.fail("no sweep section: add `sweep: {parameters: {fleet.replicas: [1, 2, 4]}, replications: 4}`");
   const N sw = r.at("sweep");
-  sw.allow_keys(
-      {"parameters", "sample", "replications", "max_configurations", "slo", "objective", "seed", "feasible_on"});
+  sw.allow_keys({"parameters", "sample", "replications", "max_configurations", "slo", "objective", "seed",
+                 "feasible_on", "sequential"});
 
   // the base scenario must be valid by itself
   const Scenario base = scenario.instantiate();
@@ -283,6 +283,7 @@ SweepSpec parse_sweep(const ScenarioSource& scenario) {
   // the whole spend per unit of work: every dollar over every token in and out (the decode share,
   // cost.per_million_output_tokens_usd, ranks a fleet with costly prefill as cheap)
   spec.objective = generative ? "cost.per_million_tokens_usd" : "cost.per_request_usd";
+  if (sw.has("sequential")) spec.sequential = sw.at("sequential").boolean();
   if (sw.has("feasible_on")) spec.feasible_on_bound = sw.at("feasible_on").choice({"bound", "mean"}) == "bound";
   if (sw.has("objective")) {
     spec.objective = sw.at("objective").str();
@@ -299,6 +300,7 @@ SweepSpec parse_sweep(const ScenarioSource& scenario) {
   canon += fmt::format("\n{} {} {} {} {}", spec.replications, spec.sample, spec.sample_seed, spec.objective,
                        spec.max_configurations);
   if (!spec.feasible_on_bound) canon += "\nfeasible_on mean";
+  if (!spec.sequential) canon += "\nsequential off";
   for (const auto& t : spec.slo) canon += fmt::format("\n{} {} {}", t.metric, t.is_max, t.limit);
   spec.fingerprint = fmt::format("{:016x}", fnv1a(canon));
   return spec;

@@ -13,7 +13,8 @@ namespace fleetsim::sweep_detail {
 SummaryAccumulator::SummaryAccumulator(const Json& header)
     : objective_(header["sweep"]["objective"].get<std::string>()),
       total_(header["sweep"]["configurations"].get<uint64_t>()),
-      whole_(header["shard"]["count"].get<uint32_t>() == 1) {
+      whole_(header["shard"]["count"].get<uint32_t>() == 1),
+      replications_(header["sweep"].contains("replications") ? header["sweep"]["replications"].get<uint64_t>() : 1) {
   for (const auto& t : header["sweep"]["slo"])
     slo_.push_back(
         Bound{t["metric"].get<std::string>(), t["limit"].get<double>(), t["bound"].get<std::string>() == "max"});
@@ -21,6 +22,9 @@ SummaryAccumulator::SummaryAccumulator(const Json& header)
 
 void SummaryAccumulator::add(const Json& r) {
   ++rows_;
+  // rows from before sequential stopping carry no count: they ran them all
+  const Json* reps = r.contains("replications") ? &r["replications"] : nullptr;
+  if (!r["metrics"].is_null()) replications_run_ += reps && reps->is_number() ? reps->get<uint64_t>() : replications_;
   const uint64_t index = r["index"].get<uint64_t>();
   const double cost = num_or_nan(r, objective_);
   if (r["feasible"].get<bool>()) {
@@ -70,6 +74,9 @@ void SummaryAccumulator::add(const Json& r) {
 Json SummaryAccumulator::summary() const {
   Json s;
   s["configurations_run"] = rows_;
+  // replications simulated for the rows that ran, against all of them: what sequential stopping saved
+  s["replications_run"] = replications_run_;
+  s["replications_full"] = (rows_ - no_fit_) * replications_;
   s["complete"] = whole_ && rows_ == total_;
   s["feasible"] = feasible_;
   s["infeasible_slo"] = slo_miss_;

@@ -51,6 +51,9 @@ struct SweepSpec {
   // what must meet the SLO: the 95% confidence bound over replications (as `fleetsim check`
   // judges a budget; the default) or the mean alone
   bool feasible_on_bound = true;
+  // sequential stopping (`sequential`, default on): a configuration stops replicating once every
+  // SLO term's 95% interval lies on one side of its limit (settled_after)
+  bool sequential = true;
   std::string fingerprint;
 
   uint64_t count() const { return sample ? sampled.size() : grid_size; }
@@ -198,8 +201,19 @@ std::string sweep_jsonl_header(const Json& doc);
 std::string sweep_jsonl_row(const Json& row);
 std::string sweep_jsonl_summary(const Json& doc);
 
-// The row for one configuration from its replications' tallies (exposed for tests).
+// The row for one configuration from its replications' tallies (exposed for tests). `reports`,
+// where given, holds run_report of the first tallies already (settled_after builds them).
 Json sweep_row(const SweepSpec& spec, uint64_t config, const Scenario* s, const std::vector<const Tally*>& reps,
-               const std::string& infeasible_reason);
+               const std::string& infeasible_reason, std::vector<Json>* reports = nullptr);
+
+// Sequential stopping: whether a configuration's SLO verdict is settled after the replications in
+// `reps` (run in order), so that the rest need not run. Settled: at least kSequentialMin of them
+// ran and every SLO term's 95% interval over them (mean ± half-width) lies wholly on one side of
+// its limit, or one term's lies wholly on the wrong side, or a replication failed or lacks a
+// term. Never with spec.sequential off, no SLO, or all replications run. Appends the reports of
+// tallies not yet in `reports`.
+constexpr uint32_t kSequentialMin = 3;
+bool settled_after(const SweepSpec& spec, const Scenario& s, const std::vector<const Tally*>& reps,
+                   std::vector<Json>& reports);
 
 }  // namespace fleetsim
