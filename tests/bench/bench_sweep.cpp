@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <fstream>
 #include <thread>
 
 #include "libsim/sweep/sweep.hpp"
@@ -77,12 +78,21 @@ double peak_rss_mib(const ScenarioSource& src, uint64_t n, bool streamed, int th
   return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? double(u.ru_maxrss) / 1024.0 : -1.0;
 }
 
+// The machine's load (1, 5 and 15 minute averages): on a shared machine a wall time means little
+// without it.
+std::string load_average() {
+  std::ifstream f("/proc/loadavg");
+  double a = 0, b = 0, c = 0;
+  if (!(f >> a >> b >> c)) return "unknown";
+  return fmt::format("{:.2f} {:.2f} {:.2f}", a, b, c);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string path = std::string(FLEETSIM_SOURCE_DIR) + "/tests/bench/azure-conv-10k.yaml";
   std::vector<std::string> sets;
-  uint64_t sample = 100;
+  uint64_t sample = 1000;  // a uniform sample (sweep.sample), not a shard: shards follow the grid order
   bool memory = true;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -103,8 +113,9 @@ int main(int argc, char** argv) {
     const ScenarioSource src = ScenarioSource::from_file(path).with_overrides(parse_sets(with_sample));
     const SweepSpec spec = parse_sweep(src);
     const int all = int(std::max(1u, std::thread::hardware_concurrency()));
-    fmt::print("sweep {}: {} of its {} configurations x {} replications\n\n", path, spec.count(), full,
-               spec.replications);
+    fmt::print("sweep {}: {} of its {} configurations (a uniform sample) x {} replications, {}\n", path, spec.count(),
+               full, spec.replications, spec.sequential ? "sequential stopping on" : "every replication run");
+    fmt::print("load average before: {} ({} cores)\n\n", load_average(), std::thread::hardware_concurrency());
     std::vector<Measure> ms;
     measure("warm-up", src, spec, Backend::cpu, all);  // caches, page faults, CPU clocks
     ms.push_back(measure("cpu, 1 thread", src, spec, Backend::cpu, 1));
@@ -112,11 +123,14 @@ int main(int argc, char** argv) {
     std::string why;
     const bool cuda = cuda_available(&why);
     if (cuda) ms.push_back(measure("cuda (" + cuda_device_name() + ")", src, spec, Backend::cuda, all));
-    fmt::print("{:<34} {:>9} {:>9} {:>10} {:>12} {:>16}\n", "backend", "wall s", "cpu s", "cpu/wall", "configs/s",
-               fmt::format("{} configs s", full));
-    for (const auto& m : ms)
-      fmt::print("{:<34} {:>9.3f} {:>9.3f} {:>10.2f} {:>12.1f} {:>16.1f}\n", m.name, m.wall, m.cpu, m.cpu / m.wall,
-                 double(m.configs) / m.wall, m.wall * double(full) / double(std::max<uint64_t>(1, m.configs)));
+    fmt::print("{:<34} {:>9} {:>9} {:>10} {:>12} {:>16} {:>16}\n", "backend", "wall s", "cpu s", "cpu/wall",
+               "configs/s", fmt::format("{} configs s", full), fmt::format("{} configs cpu s", full));
+    for (const auto& m : ms) {
+      const double scale = double(full) / double(std::max<uint64_t>(1, m.configs));
+      fmt::print("{:<34} {:>9.3f} {:>9.3f} {:>10.2f} {:>12.1f} {:>16.1f} {:>16.1f}\n", m.name, m.wall, m.cpu,
+                 m.cpu / m.wall, double(m.configs) / m.wall, m.wall * scale, m.cpu * scale);
+    }
+    fmt::print("load average after:  {}\n", load_average());
     fmt::print("\nscaling, {} threads / 1 thread: {:.2f}x wall, CPU time {:.2f}x (1.00x: no contention overhead)\n",
                all, ms[0].wall / ms[1].wall, ms[1].cpu / ms[0].cpu);
     if (ms[1].cpu / ms[1].wall < 0.8 * all)
