@@ -228,6 +228,7 @@ FLEETSIM_HD inline void set_busy(Sim& s, int32_t r, int32_t busy, double t) {
   heat_update(s, R, t);
   PoolState& ps = s.pool[R.pool];
   ps.n_busy += busy ? 1 : -1;
+  if (R.state == kReady || R.state == kDraining) ps.n_busy_serving += busy ? 1 : -1;
   if (!busy) {  // an idle replica has no run: its flags go with the run
     ps.n_cpu_busy -= R.run_cpu;
     ps.n_hot_busy -= R.run_hot;
@@ -252,6 +253,8 @@ FLEETSIM_HD inline void set_state(Sim& s, int32_t r, int32_t state, double t) {
   const int32_t was = R.state;
   count(R.state, -1);
   count(state, +1);
+  if (R.busy)
+    ps.n_busy_serving += int32_t(state == kReady || state == kDraining) - int32_t(was == kReady || was == kDraining);
   R.state = state;
   if (s.p->pools[R.pool].replicas_per_node > 0 && (was == kOff) != (state == kOff)) node_changed(s, r, t);
   PoolTally& T = s.tally->pools[R.pool];

@@ -81,25 +81,22 @@ FLEETSIM_HD FLEETSIM_FORCEINLINE void heap_fix(int32_t* heap, int32_t* pos, int3
   }
 }
 
-// Replica event heap, ordered by (t_next, index) so that ties resolve the same everywhere.
+// An indexed heap of RKey entries ordered by (t, r): entry r's key becomes t and the heap is
+// restored by moving a hole (pos[r]: where entry r is, relative to h).
 FLEETSIM_HD FLEETSIM_FORCEINLINE bool rk_less(const RKey& a, const RKey& b) {
   return a.t < b.t || (a.t == b.t && a.r < b.r);
 }
-FLEETSIM_HD inline void rh_update(Sim& s, int32_t r) {
-  RKey* h = s.rheap;
-  int32_t* pos = s.rheap_pos;
-  const int32_t n = s.n_replicas;
-  const RKey k{s.rep[r].t_next, r, 0};
+FLEETSIM_HD inline void kheap_set(RKey* h, int32_t* pos, int32_t n, int32_t r, double t) {
+  const RKey k{t, r, 0};
   int32_t i = pos[r];
-  // sift up, then down, moving the hole rather than swapping
-  while (i > 0) {
+  while (i > 0) {  // sift up
     const int32_t parent = (i - 1) / 2;
     if (!rk_less(k, h[parent])) break;
     h[i] = h[parent];
     pos[h[i].r] = i;
     i = parent;
   }
-  for (;;) {
+  for (;;) {  // sift down
     const int32_t l = 2 * i + 1;
     if (l >= n) break;
     int32_t m = l;
@@ -111,6 +108,11 @@ FLEETSIM_HD inline void rh_update(Sim& s, int32_t r) {
   }
   h[i] = k;
   pos[r] = i;
+}
+
+// Replica event heap, ordered by (t_next, index) so that ties resolve the same everywhere.
+FLEETSIM_HD inline void rh_update(Sim& s, int32_t r) {
+  kheap_set(s.rheap, s.rheap_pos, s.n_replicas, r, s.rep[r].t_next);
 }
 FLEETSIM_HD FLEETSIM_FORCEINLINE void set_next(Sim& s, int32_t r, double t) {
   s.rep[r].t_next = t;

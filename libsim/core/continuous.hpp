@@ -100,7 +100,7 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
   Queue& Q = s.q[R.queue];
   const int64_t st = R.step;
   advance_clock(s, t);
-  R.wake_at = kInf;  // this is its step boundary: an offer it was noted for is taken up here
+  cq_clear_note(s, r);  // this is its step boundary: an offer it was noted for is taken up here
 
   // 1. a KV slot for every decoding sequence, preempting the newest while blocks are short
   const int32_t res_now = int32_t(mod_count(st, R.bs));
@@ -313,6 +313,42 @@ FLEETSIM_HD inline void cont_kick(Sim& s, int32_t r, double t) {
   }
 }
 
+// A shared queue's note of replica r: its step boundary `at` (kInf: none), kept in its pool's
+// note heap; a replica left without one goes on the pool's pending list (cq_offer).
+FLEETSIM_HD inline void cq_set_note(Sim& s, int32_t r, double at) {
+  Replica& R = s.rep[r];
+  const PoolState& ps = s.pool[R.pool];
+  R.wake_at = at;
+  kheap_set(s.cqheap + ps.first_replica, s.cqheap_pos, ps.n_replicas, r, at);
+  if (!(at < kInf) && !R.cq_pending) {
+    R.cq_pending = 1;
+    s.cq_pend[ps.first_replica + s.pool[R.pool].cq_pend_n++] = r;
+  }
+}
+FLEETSIM_HD inline void cq_clear_note(Sim& s, int32_t r) {
+  if (pool_of(s, r).router == Router::central_queue)
+    cq_set_note(s, r, kInf);
+  else
+    s.rep[r].wake_at = kInf;
+}
+// A busy replica that an offer notes: serving, in a decode run of more than one step, a slot free.
+FLEETSIM_HD FLEETSIM_FORCEINLINE bool cq_eligible(const Replica& O) {
+  return O.busy && (O.state == kReady || O.state == kDraining) && !O.run_prefill && O.run_k > 1 && O.n_running < O.S;
+}
+// A note that can still be woken: its replica busy and serving, its run a decode run that reaches it.
+FLEETSIM_HD FLEETSIM_FORCEINLINE bool cq_eligible_note(const Replica& O) {
+  return O.busy && (O.state == kReady || O.state == kDraining) && !O.run_prefill && O.wake_k < O.run_k;
+}
+// Note replica o's first step boundary at or after t; false if its run has none left.
+FLEETSIM_HD inline bool cq_note(Sim& s, int32_t o, double t) {
+  Replica& O = s.rep[o];
+  const int64_t j = line_steps_until(O.run_line, O.run_k, t - O.run_t0);
+  if (j >= O.run_k) return false;
+  O.wake_k = j;
+  cq_set_note(s, o, max_of(t, O.run_t0 + line_sum(O.run_line, j)));
+  return true;
+}
+
 // Work in pool pi's shared queue is offered to every replica but `except`, as cont_kick would to
 // each. An idle replica wakes now; a busy one is only noted with its next step boundary, and the
 // earliest of those is woken (cq_wake_next): a replica whose boundary comes later would find the
@@ -320,50 +356,68 @@ FLEETSIM_HD inline void cont_kick(Sim& s, int32_t r, double t) {
 // A step start that leaves work behind wakes the next noted replica, so every replica that waking
 // all would have reached with work waiting is still reached, at the same step.
 FLEETSIM_HD inline void cq_offer(Sim& s, int32_t pi, int32_t except, double t) {
-  const PoolState& ps = s.pool[pi];
+  PoolState& ps = s.pool[pi];
   const int32_t r0 = ps.first_replica, r1 = ps.first_replica + ps.n_replicas;
   // a cap on run length restarts at every split, so there every split counts
   const bool all = s.p->wake_all || s.p->max_run_steps > 1;
-  for (int32_t o = r0; o < r1; ++o) {
-    if (o == except) continue;
+  if (all) {
+    for (int32_t o = r0; o < r1; ++o)
+      if (o != except) cont_kick(s, o, t);
+    return;
+  }
+  // idle replicas wake now (only where the pool has one: the busy-and-serving count says)
+  if (ps.n_busy_serving < ps.n_ready + ps.n_draining)
+    for (int32_t o = r0; o < r1; ++o)
+      if (o != except && !s.rep[o].busy) cont_kick(s, o, t);
+  // A busy replica is noted with its first step boundary at or after t. Those to look at: the
+  // ones whose note went (a run start, a note dropped or taken up: the pending list) and the ones
+  // whose note is in the past (the front of the note heap). Every other note is still its first
+  // boundary at or after t.
+  RKey* h = s.cqheap + r0;
+  int32_t* pend = s.cq_pend + r0;
+  int32_t keep = 0;
+  for (int32_t i = 0; i < ps.cq_pend_n; ++i) {
+    const int32_t o = pend[i];
     Replica& O = s.rep[o];
-    if (all || !O.busy) {
-      cont_kick(s, o, t);
+    if (o == except) {  // a replica starting its step is looked at after it
+      pend[keep++] = o;
       continue;
     }
-    if (O.state != kReady && O.state != kDraining) continue;
-    if (O.run_prefill || O.run_k <= 1 || O.n_running >= O.S) continue;
-    if (O.wake_at < kInf && O.wake_at >= t) continue;  // noted already: the same boundary
-    const int64_t j = line_steps_until(O.run_line, O.run_k, t - O.run_t0);
-    O.wake_at = kInf;
-    if (j < O.run_k) {
-      O.wake_k = j;
-      O.wake_at = max_of(t, O.run_t0 + line_sum(O.run_line, j));
+    if (cq_eligible(O) && !(O.wake_at < kInf) && !cq_note(s, o, t)) {
+      pend[keep++] = o;  // no boundary left before its run ends: looked at again next time
+      continue;
     }
+    O.cq_pending = 0;  // noted, or not eligible until its next run
   }
-  if (!all) cq_wake_next(s, pi, t);
+  ps.cq_pend_n = keep;
+  while (h[0].t < t) {
+    const int32_t o = h[0].r;
+    Replica& O = s.rep[o];
+    if (o == except || !cq_eligible(O) || !cq_note(s, o, t)) cq_set_note(s, o, kInf);
+  }
+  cq_wake_next(s, pi, t);
 }
 
 // Wake the noted replica of pool pi with the earliest step boundary (ties: the lower index, as
 // the event heap orders them); a note whose boundary or run has gone is dropped.
 FLEETSIM_HD inline void cq_wake_next(Sim& s, int32_t pi, double t) {
   const PoolState& ps = s.pool[pi];
+  const RKey* h = s.cqheap + ps.first_replica;
   int32_t best = kNone;
-  for (int32_t o = ps.first_replica; o < ps.first_replica + ps.n_replicas; ++o) {
-    Replica& O = s.rep[o];
-    if (!(O.wake_at < kInf)) continue;
-    if (O.wake_at < t || !O.busy || (O.state != kReady && O.state != kDraining) || O.run_prefill ||
-        O.wake_k >= O.run_k) {
-      O.wake_at = kInf;
+  while (h[0].t < kInf) {
+    const Replica& O = s.rep[h[0].r];
+    if (O.wake_at < t || !cq_eligible_note(O)) {
+      cq_set_note(s, h[0].r, kInf);
       continue;
     }
-    if (best == kNone || O.wake_at < s.rep[best].wake_at) best = o;
+    best = h[0].r;
+    break;
   }
   if (best == kNone) return;
   Replica& B = s.rep[best];
   const double at = B.wake_at;
   B.run_k = B.wake_k;
-  B.wake_at = kInf;
+  cq_set_note(s, best, kInf);
   set_next(s, best, at);
 }
 

@@ -10,6 +10,7 @@ namespace fleetsim {
 FLEETSIM_HD inline void cont_kick(Sim& s, int32_t r, double t);
 FLEETSIM_HD inline void cq_offer(Sim& s, int32_t pi, int32_t except, double t);
 FLEETSIM_HD inline void cq_wake_next(Sim& s, int32_t pi, double t);
+FLEETSIM_HD inline void cq_clear_note(Sim& s, int32_t r);
 FLEETSIM_HD inline void replica_off(Sim& s, int32_t r, double t);
 FLEETSIM_HD inline void replica_fail(Sim& s, int32_t r, double t, bool new_node, int32_t culprit);
 // the host CPU stage (host.hpp): a request the device finished, and a replica's host jobs when it

@@ -124,12 +124,13 @@ FLEETSIM_HD inline void enqueue_device(Sim& s, int32_t target, int32_t ri, doubl
     if (P.router != Router::central_queue) {
       if (was_empty || !s.rep[target].busy) cont_kick(s, target, t);
     } else if (was_empty) {
-      int32_t idle = kNone;
-      for (int32_t r = r0; r < r1; ++r)
-        if (!s.rep[r].busy && s.rep[r].state == kReady) {
-          idle = r;
-          break;
-        }
+      int32_t idle = kNone;  // (only where the pool has an idle serving replica: the counts say)
+      if (ps.n_busy_serving < ps.n_ready + ps.n_draining)
+        for (int32_t r = r0; r < r1; ++r)
+          if (!s.rep[r].busy && s.rep[r].state == kReady) {
+            idle = r;
+            break;
+          }
       if (idle != kNone) {
         cont_kick(s, idle, t);
       } else {

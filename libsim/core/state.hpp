@@ -56,18 +56,28 @@ struct Queue {
 enum ReplicaState : int32_t { kOff = 0, kStarting = 1, kReady = 2, kDraining = 3 };
 
 struct Replica {
-  double t_next;   // end of the run in flight, a static-batching timer, the end of a cold start, or kInf
-  int32_t busy;    // a run (possibly of zero steps: a wake-up) is in flight
-  int32_t state;   // ReplicaState
-  int32_t starts;  // cold starts so far (keys its random draws)
+  // first, what routers and a shared queue's offers read of every replica: one cache line
+  double t_next;  // end of the run in flight, a static-batching timer, the end of a cold start, or kInf
+  int32_t busy;   // a run (possibly of zero steps: a wake-up) is in flight
+  int32_t state;  // ReplicaState
   int32_t pool;
   int32_t queue;
-  int32_t S;          // batch slots
-  int32_t bs;         // KV block tokens
-  int64_t slot_base;  // first slot in the seq and finish-heap arrays
-  int64_t res_base;   // first counter in the residue array
-  int64_t step;       // index of the next step to start
+  int32_t S;  // batch slots
   int32_t n_running, n_decode;
+  int32_t host_n;   // host jobs here, waiting or on a core
+  int32_t batch_n;  // static batching: requests in the batch
+  int32_t run_prefill;
+  int64_t run_k;
+  double run_t0;
+  // a shared queue's offer this run has not yet been woken for: its step boundary (kInf: none)
+  double wake_at;
+  int64_t wake_k;      // the run's steps, cut at that boundary
+  int32_t cq_pending;  // on its pool's list of replicas that may need a note (cq_offer)
+  int32_t starts;      // cold starts so far (keys its random draws)
+  int32_t bs;          // KV block tokens
+  int64_t slot_base;   // first slot in the seq and finish-heap arrays
+  int64_t res_base;    // first counter in the residue array
+  int64_t step;        // index of the next step to start
   int32_t n_decode_class[kMaxClasses];
   int32_t run_head, run_tail, pf_head, pf_tail, free_head;
   int32_t heap_n;
@@ -76,25 +86,17 @@ struct Replica {
   int64_t pinned_blocks;              // held by cached shared prefixes
   int32_t prefix_ready;               // bit c: class c's prefix is cached here
   int32_t prefix_users[kMaxClasses];  // running sequences attending to class c's cached prefix
-  // run in flight
-  double run_t0;
-  int64_t run_k;
-  int32_t run_prefill;
+  // run in flight (its start, steps and kind are above)
   Line run_line;
   double run_fa, run_fb, run_ba, run_bb;  // FLOPs and bytes of step j: a + b j
   double run_in_share;                    // fraction of the run's time attributed to input tokens
   double run_seqs;                        // sequences in each step of the run
   double run_blocks0, run_blocks_rate;    // allocated KV blocks at j = 0, and growth per step
-  // a shared queue's offer this run has not yet been woken for: its step boundary (kInf: none)
-  double wake_at;
-  int64_t wake_k;  // the run's steps, cut at that boundary
   double mps_h, mps_g, mps_x,
       mps_y;  // MPS: its step in flight alone: host and device time, compute and traffic (mps.hpp)
   double run_class_share[kMaxClasses];     // share of the run's time spent on each class
   double run_class_in_share[kMaxClasses];  // of which on its input tokens (prefill)
-  // static batching
-  int32_t batch_n;
-  double batch_t_first;
+  double batch_t_first;                    // static batching: when the batch's first request came
   // on a node's first slot, when nodes are tracked: < 0 the node is down; kInf it is up with a
   // replica or kept by a pinned pod; else the time the cluster removes it, empty
   double node_until;
@@ -106,7 +108,6 @@ struct Replica {
   double heat_t;    // ... as of this time
   // host CPU stage (host.hpp): the jobs waiting for a core, the cores, the next core to finish
   Queue hq;
-  int32_t host_n;     // host jobs here, waiting or on a core
   int32_t host_busy;  // cores with a job
   int64_t host_base;  // first core in the core arrays
   double host_next;   // when its earliest core finishes (kInf: none busy)
@@ -134,9 +135,11 @@ struct PoolState {
   int32_t first_queue, n_queues;
   int32_t rr_next;
   int32_t n_prov, n_ready, n_starting, n_draining, n_busy;  // provisioned = starting + ready + draining
-  double t_clock;                                           // integrals are up to here
-  double busy_acc;                                          // busy replica-seconds since the last evaluation
-  double arrivals_since;                                    // arrivals since the last evaluation
+  int32_t n_busy_serving;                                   // busy and ready or draining
+  int32_t cq_pend_n;      // a shared queue's replicas that may need a note: cq_pend[first_replica ...]
+  double t_clock;         // integrals are up to here
+  double busy_acc;        // busy replica-seconds since the last evaluation
+  double arrivals_since;  // arrivals since the last evaluation
   double next_eval, last_eval, last_scale;
   // the stabilization windows' recommendations as monotone queues (autoscale.hpp): the lowest of
   // the scale-up window, the highest of the scale-down window, each in a bounded array
@@ -194,6 +197,11 @@ struct Sim {
   int32_t* rescnt;
   RKey* rheap;  // replicas by (t_next, index), the keys beside the indices
   int32_t* rheap_pos;
+  // a shared queue's notes (continuous.hpp): per pool, its replicas by (wake_at, index) in
+  // cqheap[first_replica, + n_replicas), positions relative to that; and the replicas to look at
+  RKey* cqheap;
+  int32_t* cqheap_pos;
+  int32_t* cq_pend;
   int32_t n_replicas;
   // host CPU stage (host.hpp); unused unless host_on
   int32_t host_on;     // some pool has a host stage
@@ -224,6 +232,7 @@ struct Sim {
 // layout_fits() before a run (scenario validation refuses a fleet that does not).
 struct WorkspaceLayout {
   uint64_t pools, req, req_free, qbuf, q, rep, seq, fheap, rescnt, rheap, rheap_pos, clients, total;
+  uint64_t cqheap, cqheap_pos, cq_pend;
   uint64_t core_free, core_start, core_job, hheap, hheap_pos;
   int64_t n_replicas, nq, req_cap, client_slots;
   int64_t slots, residues, qbuf_len;
@@ -306,6 +315,12 @@ FLEETSIM_HD inline WorkspaceLayout workspace_layout(const SimParams& p) {
   off = align_up(off + sizeof(RKey) * uint64_t(l.n_replicas));
   l.rheap_pos = off;
   off = align_up(off + sizeof(int32_t) * uint64_t(l.n_replicas));
+  l.cqheap = off;
+  off = align_up(off + sizeof(RKey) * uint64_t(l.n_replicas));
+  l.cqheap_pos = off;
+  off = align_up(off + sizeof(int32_t) * uint64_t(l.n_replicas));
+  l.cq_pend = off;
+  off = align_up(off + sizeof(int32_t) * uint64_t(l.n_replicas));
   l.clients = off;
   off = align_up(off + sizeof(double) * uint64_t(l.client_slots));
   l.core_free = off;
@@ -349,6 +364,9 @@ FLEETSIM_HD inline void sim_point(Sim& s, const SimParams& p, uint8_t* base) {
   s.rescnt = reinterpret_cast<int32_t*>(base + l.rescnt);
   s.rheap = reinterpret_cast<RKey*>(base + l.rheap);
   s.rheap_pos = reinterpret_cast<int32_t*>(base + l.rheap_pos);
+  s.cqheap = reinterpret_cast<RKey*>(base + l.cqheap);
+  s.cqheap_pos = reinterpret_cast<int32_t*>(base + l.cqheap_pos);
+  s.cq_pend = reinterpret_cast<int32_t*>(base + l.cq_pend);
   s.core_free = reinterpret_cast<double*>(base + l.core_free);
   s.core_start = reinterpret_cast<double*>(base + l.core_start);
   s.core_job = reinterpret_cast<int32_t*>(base + l.core_job);
@@ -394,6 +412,7 @@ FLEETSIM_HD inline Sim sim_bind(const SimParams& p, uint32_t replication, uint8_
     ps.n_queues = pool_queues(P);
     ps.rr_next = 0;
     ps.n_prov = ps.n_ready = ps.n_starting = ps.n_draining = ps.n_busy = 0;
+    ps.n_busy_serving = ps.cq_pend_n = 0;
     ps.t_clock = 0.0;
     ps.busy_acc = ps.arrivals_since = 0.0;
     ps.next_eval = P.autoscale.enabled ? P.autoscale.interval_s : kInf;
@@ -464,6 +483,10 @@ FLEETSIM_HD inline Sim sim_bind(const SimParams& p, uint32_t replication, uint8_
       R.run_k = 0;
       R.run_prefill = 0;
       R.wake_at = kInf;
+      R.cq_pending = 0;
+      s.cqheap[r].t = kInf;
+      s.cqheap[r].r = r;
+      s.cqheap_pos[r] = k;
       R.wake_k = 0;
       R.mps_h = R.mps_g = R.mps_x = R.mps_y = 0.0;
       R.batch_n = 0;
