@@ -4,10 +4,12 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <memory>
 #include <string>
 
 #include "helpers.hpp"
 #include "libsim/base/error.hpp"
+#include "libsim/core/engine.hpp"
 
 using namespace fleetsim;
 
@@ -223,4 +225,25 @@ TEST_CASE("closed-loop, constant, burst and goodput input errors are located") {
   CHECK(
       error_of(base + "  arrival: {process: concurrency, clients: 2}\n  response_cache: {hit_rate: 1, latency_s: 0}\n")
           .find("would send forever at one instant") != std::string::npos);
+}
+
+// The workspace holds queue_limit x queues request slots; a run hands them out as requests
+// arrive, freed ones first, so it touches as many as it ever has in the system at once: with
+// closed-loop users, exactly the number of users (all send at the start), however many requests
+// they send and however large the queue limit.
+TEST_CASE("a run touches as many request slots as it has requests in the system at once") {
+  for (int clients : {1, 7, 40}) {
+    CAPTURE(clients);
+    const Scenario sc = test::scenario(closed_loop(clients, "0.05", 60.0, 0.0, 20));
+    const SimParams p = sc.params();
+    REQUIRE(workspace_layout(p).req_cap >= 100000);
+    HostWorkspace ws;
+    auto tally = std::make_unique<Tally>();
+    Sim s = sim_begin(p, 0, ws.for_params(p), *tally);
+    sim_advance<false>(s);
+    sim_end(s, p.duration_s);
+    CHECK(tally->classes[0].arrived > 20 * clients);  // each user sent many requests
+    CHECK(s.req_hwm == clients);
+    CHECK(s.req_free_n == clients);  // all back, none lost
+  }
 }
