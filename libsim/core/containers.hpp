@@ -115,6 +115,7 @@ FLEETSIM_HD inline void rh_update(Sim& s, int32_t r) {
   kheap_set(s.rheap, s.rheap_pos, s.n_replicas, r, s.rep[r].t_next);
 }
 FLEETSIM_HD FLEETSIM_FORCEINLINE void set_next(Sim& s, int32_t r, double t) {
+  if (s.rep[r].t_next == t) return;  // the heap holds t_next already
   s.rep[r].t_next = t;
   rh_update(s, r);
 }

@@ -318,8 +318,10 @@ FLEETSIM_HD inline void cont_kick(Sim& s, int32_t r, double t) {
 FLEETSIM_HD inline void cq_set_note(Sim& s, int32_t r, double at) {
   Replica& R = s.rep[r];
   const PoolState& ps = s.pool[R.pool];
-  R.wake_at = at;
-  kheap_set(s.cqheap + ps.first_replica, s.cqheap_pos, ps.n_replicas, r, at);
+  if (R.wake_at != at) {  // the heap's key is always wake_at: an unchanged one needs no sift
+    R.wake_at = at;
+    kheap_set(s.cqheap + ps.first_replica, s.cqheap_pos, ps.n_replicas, r, at);
+  }
   if (!(at < kInf) && !R.cq_pending) {
     R.cq_pending = 1;
     s.cq_pend[ps.first_replica + s.pool[R.pool].cq_pend_n++] = r;
