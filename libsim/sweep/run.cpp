@@ -96,6 +96,20 @@ MeanCI mean_ci(const std::vector<double>& xs) {
   return r;
 }
 
+namespace {
+
+// An SLO term's value in every replication's report, into xs; false if one lacks it.
+bool term_values(const std::vector<Json>& reports, const std::string& metric, std::vector<double>& xs) {
+  for (const auto& rep : reports) {
+    const Json* v = at_path(rep, metric);
+    if (!v || !v->is_number()) return false;
+    xs.push_back(v->get<double>());
+  }
+  return !xs.empty();
+}
+
+}  // namespace
+
 Json sweep_row(const SweepSpec& spec, uint64_t config, const Scenario* s, const std::vector<const Tally*>& reps,
                const std::string& infeasible_reason, std::vector<Json>* given) {
   Json row;
@@ -141,15 +155,7 @@ Json sweep_row(const SweepSpec& spec, uint64_t config, const Scenario* s, const 
   Json violations = Json::array();
   for (const auto& t : spec.slo) {
     std::vector<double> xs;
-    bool missing = false;
-    for (const auto& rep : reports) {
-      const Json* v = at_path(rep, t.metric);
-      if (v && v->is_number())
-        xs.push_back(v->get<double>());
-      else
-        missing = true;
-    }
-    if (missing || xs.empty()) {
+    if (!term_values(reports, t.metric, xs)) {
       violations.push_back(fmt::format("{} has no value", t.metric));
       continue;
     }
@@ -183,11 +189,7 @@ bool settled_after(const SweepSpec& spec, const Scenario& s, const std::vector<c
   bool all_met = true;
   for (const auto& t : spec.slo) {
     std::vector<double> xs;
-    for (const auto& rep : reports) {
-      const Json* v = at_path(rep, t.metric);
-      if (!v || !v->is_number()) return true;  // "has no value" whatever follows
-      xs.push_back(v->get<double>());
-    }
+    if (!term_values(reports, t.metric, xs)) return true;  // "has no value" whatever follows
     const MeanCI m = mean_ci(xs);
     const double lo = m.mean - m.half_width, hi = m.mean + m.half_width;
     const bool met = t.is_max ? hi <= t.limit : lo >= t.limit;
