@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -29,7 +30,8 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 // key=value pairs in a free-text notes cell ("max_num_seqs=128; gpu_memory_utilization=0.9").
 std::map<std::string, double> note_values(const std::string& notes) {
   std::map<std::string, double> out;
-  for (const char* key : {"max_num_seqs", "max_num_batched_tokens", "gpu_memory_utilization", "gpu_mem_util"}) {
+  for (const char* key : {"max_num_seqs", "max_num_batched_tokens", "gpu_memory_utilization", "gpu_mem_util",
+                          "warm_prompts", "network_gb_s"}) {
     const size_t at = notes.find(std::string(key) + "=");
     if (at == std::string::npos) continue;
     out[key] = std::strtod(notes.c_str() + at + std::string(key).size() + 1, nullptr);
@@ -73,6 +75,29 @@ double json_latency(const nlohmann::json& obj, const char* key, const std::strin
   return s;
 }
 
+double mean_of(const std::vector<int32_t>& v) {
+  double s = 0;
+  for (int32_t x : v) s += x;
+  return v.empty() ? 0.0 : s / double(v.size());
+}
+
+// The per-request lengths a point's `request_lengths` column names: prompt_tokens,output_tokens.
+void read_request_lengths(const std::string& path, BenchPoint& p) {
+  std::ifstream in(path);
+  if (!in) throw InputError(Location{path, 0, 0, ""}, "cannot read the request lengths file");
+  CsvReader csv(in, path, "empty file: expected a header prompt_tokens,output_tokens");
+  for (const char* need : {"prompt_tokens", "output_tokens"})
+    if (!csv.has(need))
+      throw InputError(Location{path, 1, 0, csv.header_line()},
+                       std::string("missing column '") + need + "': expected prompt_tokens,output_tokens");
+  while (csv.next()) {
+    p.req_prompt.push_back(int32_t(csv.integer("prompt_tokens", 1, 10000000, -1)));
+    p.req_output.push_back(int32_t(csv.integer("output_tokens", 1, 10000000, -1)));
+    if (p.req_prompt.back() < 0 || p.req_output.back() < 0) csv.fail("expected a length on every row");
+  }
+  if (p.req_prompt.empty()) throw InputError(Location{path, 1, 0, ""}, "no requests: expected one row per request");
+}
+
 void finish_point(BenchPoint& p) {
   p.model = catalog_model_for(p.model_id);
   p.device = catalog_device_for(p.device_id);
@@ -81,7 +106,10 @@ void finish_point(BenchPoint& p) {
     p.weight_dtype = "fp8";
   else if (dt.empty() || dt == "fp16" || dt == "bf16" || dt == "float16" || dt == "bfloat16")
     p.weight_dtype = "bf16";
-  p.group = p.engine + "/" + p.model + "/" + p.device + "/tp" + std::to_string(p.tp);
+  p.group = p.engine + "/" + p.model + "/" + p.device + "/tp" + std::to_string(p.tp) +
+            (p.pp > 1 ? "pp" + std::to_string(p.pp) : "");
+  if (!p.req_prompt.empty() && !(p.isl > 0)) p.isl = mean_of(p.req_prompt);
+  if (!p.req_output.empty() && !(p.osl > 0)) p.osl = mean_of(p.req_output);
   if (p.model.empty())
     p.skip = "model " + p.model_id + " is not in the catalog";
   else if (p.device.empty())
@@ -119,6 +147,7 @@ std::vector<BenchPoint> read_csv(const std::string& path, const std::string& tex
     p.model_id = csv.get("model");
     if (!csv.get("device").empty()) p.device_id = csv.get("device");
     p.tp = int(csv.integer("tp", 1, 64, p.tp));
+    p.pp = int(csv.integer("pp", 1, 64, p.pp));
     if (!csv.get("weight_dtype").empty())
       p.weight_dtype = csv.get("weight_dtype");
     else if (csv.has("weight_dtype"))
@@ -150,6 +179,23 @@ std::vector<BenchPoint> read_csv(const std::string& path, const std::string& tex
         if (!(nv.at(k) > 0 && nv.at(k) <= 1)) csv.fail(std::string("notes: ") + k + " out of range (0, 1]");
         p.gpu_memory_utilization = nv.at(k);
       }
+    if (nv.count("warm_prompts")) p.warm_prompts = note_int("warm_prompts", 1000000000);
+    if (nv.count("network_gb_s")) {
+      if (!(nv.at("network_gb_s") > 0 && nv.at("network_gb_s") <= 1e5))
+        csv.fail("notes: network_gb_s out of range (0, 100000]");
+      p.network_gb_s = nv.at("network_gb_s");
+    }
+    if (const std::string rl = csv.get("request_lengths"); !rl.empty()) {
+      const std::filesystem::path f = std::filesystem::path(path).parent_path() / rl;
+      try {
+        read_request_lengths(f.string(), p);
+      } catch (const InputError& e) {
+        csv.fail("column request_lengths: " + e.one_line());
+      }
+      if (p.num_prompts > 0 && int(p.req_prompt.size()) != p.num_prompts)
+        csv.fail("column request_lengths: " + std::to_string(p.req_prompt.size()) + " requests in " + rl +
+                 ", but num_prompts is " + std::to_string(p.num_prompts));
+    }
     p.poisson = notes.find("poisson") != std::string::npos;
     finish_point(p);
     if (p.skip.empty() && lower(notes).find("failures=") != std::string::npos &&
@@ -195,11 +241,39 @@ BenchPoint read_vllm_json(const std::string& path, const nlohmann::json& j, cons
     p.isl = j["total_input_tokens"].get<double>() / j["completed"].get<double>();
   if (j.contains("total_output_tokens") && j.contains("completed") && j["completed"].get<double>() > 0 && !(p.osl > 0))
     p.osl = j["total_output_tokens"].get<double>() / j["completed"].get<double>();
+  // per-request lengths (the dataset's prompts, what the server generated), where the result has them
+  if (j.contains("input_lens") && j.contains("output_lens") && j["input_lens"].is_array() &&
+      j["output_lens"].is_array()) {
+    const auto &in = j["input_lens"], &out = j["output_lens"];
+    if (in.size() != out.size())
+      throw InputError(Location{path, 0, 0, ""}, "input_lens has " + std::to_string(in.size()) +
+                                                     " entries and output_lens " + std::to_string(out.size()) +
+                                                     ": expected one of each per request");
+    bool failed = false;
+    if (j.contains("errors") && j["errors"].is_array())
+      for (const auto& e : j["errors"]) failed = failed || (e.is_string() && !e.get<std::string>().empty());
+    for (size_t i = 0; i < in.size() && !failed; ++i) {
+      p.req_prompt.push_back(count_of(in[i], "input_lens[]", 10000000, path));
+      // an output of 0 tokens is a failed request
+      if (out[i].is_number() && out[i].get<double>() == 0) {
+        failed = true;
+        break;
+      }
+      p.req_output.push_back(count_of(out[i], "output_lens[]", 10000000, path));
+    }
+    if (failed) {
+      p.req_prompt.clear();
+      p.req_output.clear();
+      p.skip = "requests failed in the measured run: its figures cover only the survivors";
+    }
+  }
   p.measured[kMeanTtft] = json_latency(j, "mean_ttft_ms", "mean_ttft_ms", kMeanTtft, true, path);
   p.measured[kMeanTpot] = json_latency(j, "mean_tpot_ms", "mean_tpot_ms", kMeanTpot, true, path);
   p.measured[kMeanE2e] = json_latency(j, "mean_e2el_ms", "mean_e2el_ms", kMeanE2e, true, path);
   p.measured[kP99Ttft] = json_latency(j, "p99_ttft_ms", "p99_ttft_ms", kP99Ttft, true, path);
+  const std::string skip = p.skip;
   finish_point(p);
+  if (!skip.empty()) p.skip = skip;  // the failed requests are the reason, whatever else is missing
   return p;
 }
 
@@ -357,16 +431,78 @@ std::string benchmark_scenario_yaml(const BenchPoint& p, const BenchProtocol& pr
       << "\n  gpu_memory_utilization: " << (p.gpu_memory_utilization > 0 ? p.gpu_memory_utilization : 0.9) << "\n";
   }
   if (p.tp > 1) y << "  tensor_parallel: " << p.tp << "\n";
+  if (p.pp > 1) y << "  pipeline_parallel: " << p.pp << "\n";
+  if (p.network_gb_s > 0) y << "  network_gb_s: " << p.network_gb_s << "\n";
   y << "  perf_profile: none\n";
   y << "fleet:\n  replicas: 1\n  queue_limit: 1000000\n";
   y << "workload:\n  arrival: " << arrival << "\n  prompt_tokens: " << isl << "\n  output_tokens: " << osl << "\n";
   return y.str();
 }
 
+namespace {
+
+// A uniform double in (0, 1) from a 64-bit counter: splitmix64, so the arrival times of a replayed
+// benchmark are the same on every platform (std::exponential_distribution is not).
+double unit_open(uint64_t i) {
+  uint64_t z = i * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  z ^= z >> 31;
+  return (double(z >> 11) + 0.5) / 9007199254740992.0;
+}
+
+// An open-loop benchmark with per-request lengths, as the trace it sent: its requests in order,
+// the first at 0 and the rest at the client's gaps (exponential for Poisson, as vllm bench serve
+// draws them at burstiness 1; even for a constant rate; none for every prompt at once). A warm
+// prompt's full KV blocks (16 tokens, vLLM's default) are cached, the last token always computed.
+std::shared_ptr<TraceData> replay_trace(const BenchPoint& p) {
+  auto t = std::make_shared<TraceData>();
+  const size_t n = p.req_prompt.size();
+  t->prompt = p.req_prompt;
+  t->output = p.req_output;
+  t->t_s.resize(n);
+  double at = 0;
+  for (size_t i = 0; i < n; ++i) {
+    t->t_s[i] = at;
+    if (std::isinf(p.rate_per_s)) continue;
+    at += p.poisson ? -std::log(unit_open(i)) / p.rate_per_s : 1.0 / p.rate_per_s;
+  }
+  if (p.warm_prompts > 0) {
+    constexpr int32_t kBlock = 16;
+    t->cached_prefix.assign(n, 0);
+    double cached = 0, prompt = 0;
+    for (size_t i = 0; i < n; ++i) {
+      if (int(i) < p.warm_prompts) t->cached_prefix[i] = (t->prompt[i] - 1) / kBlock * kBlock;
+      cached += t->cached_prefix[i];
+      prompt += t->prompt[i];
+    }
+    t->prefix_hit_share = prompt > 0 ? cached / prompt : 0;
+  }
+  t->layout = "benchmark replay";
+  t->rows = int64_t(n);
+  return t;
+}
+
+}  // namespace
+
 PreparedPoint prepare_point(const BenchPoint& p, const BenchProtocol& proto) {
   PreparedPoint pp;
   pp.point = &p;
   pp.scenario = load_scenario_text(benchmark_scenario_yaml(p, proto), p.where, "");
+  // Closed-loop clients draw from the mean lengths: which prompt a client sends next depends on
+  // when its last one finished, which the data do not record.
+  if (!p.req_prompt.empty() && p.concurrency <= 0) {
+    RequestClassSpec& c = pp.scenario.classes[0];
+    c.trace = replay_trace(p);
+    c.arrival = ArrivalKind::trace;
+    c.trace_path = p.where + " (request lengths)";
+    c.mean_prompt_tokens = mean_of(p.req_prompt);
+    c.mean_output_tokens = mean_of(p.req_output);
+    c.prompt.describe = c.output.describe = "from trace";
+    const double last = c.trace->t_s.back();
+    c.rate_per_s = double(c.trace->t_s.size()) / (last > 0 ? last : 1.0);
+    c.stop_s = pp.scenario.duration_s = last + 1.0;
+  }
   return pp;
 }
 

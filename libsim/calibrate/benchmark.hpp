@@ -4,6 +4,7 @@
 // fixed number of closed-loop clients (vllm bench serve --max-concurrency, GuideLLM concurrent),
 // a constant or Poisson rate, or every prompt at once (--request-rate inf).
 #pragma once
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -21,7 +22,7 @@ struct BenchPoint {
   std::string engine, engine_version;
   std::string model_id, device_id;  // as the data names them
   std::string model, device;        // catalog names ("" if the catalog has none)
-  int tp = 1;
+  int tp = 1, pp = 1;
   std::string weight_dtype = "bf16";
   double isl = 0, osl = 0;
   int concurrency = 0;                           // closed loop; else rate_per_s
@@ -30,8 +31,15 @@ struct BenchPoint {
   int num_prompts = 0;                           // 0: not stated
   int max_num_seqs = 0, max_batched_tokens = 0;  // 0: the engine's default
   double gpu_memory_utilization = 0;
+  double network_gb_s = 0;  // the link between nodes a replica spans (0: the engine's default)
+  // Per-request lengths in the order the benchmark sent them (ShareGPT and other datasets whose
+  // lengths vary); empty: every request is isl / osl long. An open-loop point replays them.
+  std::vector<int32_t> req_prompt, req_output;
+  // The leading requests whose prompts the server had already seen (an earlier run on the same
+  // server with prefix caching on; the client's warm-up prompt): their full KV blocks are cached.
+  int warm_prompts = 0;
   double measured[kBenchMetrics];  // seconds; NaN: not reported
-  std::string group;               // engine/model/device/tp: the rows a per-configuration profile covers
+  std::string group;               // engine/model/device/tp[pp]: the rows a per-configuration profile covers
   std::string skip;                // why fleetsim cannot run it ("" if it can)
 };
 
@@ -44,9 +52,11 @@ double latency_limit_s(int metric);
 //   CSV with a header naming model, device, isl, osl, concurrency or request_rate, and some of
 //     mean_ttft_ms, p99_ttft_ms, mean_tpot_ms, mean_e2e_ms (tests/validation/serving_points.csv's
 //     layout; tp, weight_dtype, engine, num_prompts, notes optional; key=value pairs in notes such
-//     as max_num_seqs=128 are read);
+//     as max_num_seqs=128, warm_prompts=200 and network_gb_s=25 are read; a `request_lengths`
+//     column names a CSV of prompt_tokens,output_tokens per request, relative to this file's folder);
 //   JSON written by `vllm bench serve --save-result` (model_id, max_concurrency or request_rate,
-//     num_prompts, mean_ttft_ms, ...; device, tp and lengths come from `defaults`);
+//     num_prompts, mean_ttft_ms, ...; device, tp and lengths come from `defaults`; input_lens and
+//     output_lens, where present, are the per-request lengths);
 //   JSON written by GuideLLM (benchmarks[].args / metrics; the same).
 // A latency given (mean_ttft_ms, ...) must be a number in (0, latency_limit_s]; absent is allowed.
 // Throws InputError with file:line for malformed input.

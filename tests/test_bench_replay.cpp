@@ -1,0 +1,131 @@
+// Benchmarks whose request lengths vary (ShareGPT): the per-request lengths are read from a CSV
+// column or a vLLM result's input_lens/output_lens, and an open-loop point replays them in order.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <string>
+
+#include "helpers.hpp"
+#include "libsim/calibrate/benchmark.hpp"
+
+using namespace fleetsim;
+using test::write_temp;
+
+namespace {
+
+const char* kHeader = "model,device,tp,isl,osl,request_rate,num_prompts,mean_ttft_ms,request_lengths,notes\n";
+
+std::string lengths(const std::string& name, const std::string& rows) {
+  return write_temp(name, "prompt_tokens,output_tokens\n" + rows);
+}
+
+BenchPoint one(const std::string& csv) {
+  auto v = read_benchmarks(csv, BenchPoint{});
+  REQUIRE(v.size() == 1);
+  return v[0];
+}
+
+}  // namespace
+
+TEST_CASE("bench replay: a request_lengths file gives each request its lengths, the row's means from them") {
+  lengths("replay-a.csv", "100,20\n300,40\n");
+  const BenchPoint p = one(write_temp(
+      "replay-a-points.csv", std::string(kHeader) + "meta-llama/Llama-3.1-8B,H100-SXM,1,,,1,2,50,replay-a.csv,\n"));
+  CHECK(p.skip.empty());
+  REQUIRE(p.req_prompt.size() == 2);
+  CHECK(p.req_prompt[1] == 300);
+  CHECK(p.req_output[1] == 40);
+  CHECK(p.isl == doctest::Approx(200));
+  CHECK(p.osl == doctest::Approx(30));
+}
+
+TEST_CASE("bench replay: a lengths file that is missing, malformed or of another size is an error at the row") {
+  const std::string row = "meta-llama/Llama-3.1-8B,H100-SXM,1,200,30,1,2,50,";
+  const std::string missing = test::input_error(
+      [&] { read_benchmarks(write_temp("replay-m.csv", std::string(kHeader) + row + "nope.csv,\n"), {}); });
+  CHECK(missing.find("replay-m.csv:2") != std::string::npos);
+  CHECK(missing.find("request_lengths") != std::string::npos);
+  lengths("replay-bad.csv", "100,0\n");
+  const std::string bad = test::input_error(
+      [&] { read_benchmarks(write_temp("replay-b.csv", std::string(kHeader) + row + "replay-bad.csv,\n"), {}); });
+  CHECK(bad.find("replay-bad.csv:2") != std::string::npos);
+  lengths("replay-three.csv", "100,10\n100,10\n100,10\n");
+  const std::string size = test::input_error(
+      [&] { read_benchmarks(write_temp("replay-s.csv", std::string(kHeader) + row + "replay-three.csv,\n"), {}); });
+  CHECK(size.find("3 requests") != std::string::npos);
+  CHECK(size.find("num_prompts is 2") != std::string::npos);
+}
+
+TEST_CASE("bench replay: a vLLM result's input_lens and output_lens are its requests; a failed request skips it") {
+  const std::string head = R"({"model_id": "meta-llama/Llama-3.1-8B", "request_rate": 2, "num_prompts": 3,
+      "completed": 3, "mean_ttft_ms": 30, "mean_tpot_ms": 8, "input_lens": [10, 20, 30], )";
+  BenchPoint d;
+  d.device_id = "H100-SXM";
+  auto ok =
+      read_benchmarks(write_temp("replay-ok.json", head + R"("output_lens": [5, 6, 7], "errors": ["", "", ""]})"), d);
+  REQUIRE(ok.size() == 1);
+  CHECK(ok[0].skip.empty());
+  REQUIRE(ok[0].req_output.size() == 3);
+  CHECK(ok[0].req_prompt[2] == 30);
+  CHECK(ok[0].isl == doctest::Approx(20));  // total_input_tokens absent: the mean of input_lens
+  auto failed = read_benchmarks(
+      write_temp("replay-fail.json", head + R"("output_lens": [5, 0, 7], "errors": ["", "timeout", ""]})"), d);
+  CHECK(failed[0].skip.find("requests failed") != std::string::npos);
+  const std::string uneven = test::input_error(
+      [&] { read_benchmarks(write_temp("replay-uneven.json", head + R"("output_lens": [5, 6]})"), d); });
+  CHECK(uneven.find("input_lens has 3 entries and output_lens 2") != std::string::npos);
+}
+
+TEST_CASE("bench replay: equal lengths at a constant rate replay exactly what the constant process runs") {
+  // The replay sends request i at i / rate, as a constant-rate process does: the two predictions match.
+  BenchPoint base;
+  base.engine = "vllm";
+  base.model_id = "meta-llama/Llama-3.1-8B";
+  base.device_id = "H100-SXM";
+  base.isl = 512;
+  base.osl = 64;
+  base.rate_per_s = 4;
+  base.num_prompts = 40;
+  for (double& v : base.measured) v = std::nan("");
+  BenchPoint a = base;
+  a.model = catalog_model_for(a.model_id);
+  a.device = catalog_device_for(a.device_id);
+  BenchPoint b = a;
+  b.req_prompt.assign(40, 512);
+  b.req_output.assign(40, 64);
+  HostWorkspace ws;
+  const Prediction pa = predict_point(prepare_point(a), nullptr, ws);
+  const Prediction pb = predict_point(prepare_point(b), nullptr, ws);
+  REQUIRE(pa.ok);
+  REQUIRE(pb.ok);
+  for (int m = 0; m < kBenchMetrics; ++m) CHECK(pb.v[m] == doctest::Approx(pa.v[m]).epsilon(1e-9));
+}
+
+TEST_CASE("bench replay: Poisson gaps have the rate's mean; warm prompts cache their full 16-token blocks") {
+  BenchPoint p;
+  p.engine = "vllm";
+  p.model = "llama-3.1-8b";
+  p.device = "h100-sxm-80gb";
+  p.rate_per_s = 5;
+  p.poisson = true;
+  p.warm_prompts = 3;
+  const int n = 4000;
+  for (int i = 0; i < n; ++i) {
+    p.req_prompt.push_back(i == 0 ? 16 : i == 1 ? 17 : i == 2 ? 40 : 100);
+    p.req_output.push_back(8);
+  }
+  p.isl = 100;
+  p.osl = 8;
+  const PreparedPoint pp = prepare_point(p);
+  const TraceData& t = *pp.scenario.classes[0].trace;
+  REQUIRE(t.t_s.size() == size_t(n));
+  CHECK(t.t_s[0] == 0.0);
+  // mean gap 1/rate; the standard error of the mean of n - 1 exponential gaps is (1/rate)/sqrt(n - 1)
+  const double mean_gap = t.t_s.back() / double(n - 1);
+  CHECK(std::fabs(mean_gap - 0.2) < 4 * 0.2 / std::sqrt(double(n - 1)));
+  REQUIRE(t.cached_prefix.size() == size_t(n));
+  CHECK(t.cached_prefix[0] == 0);   // 16 tokens: the last is computed, so no whole block before it
+  CHECK(t.cached_prefix[1] == 16);  // 17 tokens: one block
+  CHECK(t.cached_prefix[2] == 32);  // 40 tokens: two blocks
+  CHECK(t.cached_prefix[3] == 0);   // not a warm prompt
+}
