@@ -42,6 +42,8 @@ struct Mirror {
         note(k.output.cdf, sizeof(double) * size_t(k.output.n));
         note(k.think.values, sizeof(double) * size_t(k.think.n));
         note(k.think.cdf, sizeof(double) * size_t(k.think.n));
+        note(k.turns.values, sizeof(double) * size_t(k.turns.n));
+        note(k.turns.cdf, sizeof(double) * size_t(k.turns.n));
       }
   }
 
@@ -67,6 +69,8 @@ struct Mirror {
         move(k.output.cdf, base);
         move(k.think.values, base);
         move(k.think.cdf, base);
+        move(k.turns.values, base);
+        move(k.turns.cdf, base);
       }
     return out;
   }

@@ -98,7 +98,7 @@ FLEETSIM_HD inline void record_done(Sim& s, int32_t ri, double t) {
     }
   }
   s.req_free[s.req_free_n++] = ri;
-  client_done(s, q.cls, t + cl_end);
+  client_done(s, q.cls, t + cl_end, false, q.user, int64_t(q.prompt) + q.output);
 }
 
 // Nodes (PoolParams::replicas_per_node > 0): slot k of a pool sits on placement group

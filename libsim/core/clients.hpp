@@ -26,26 +26,36 @@ FLEETSIM_HD FLEETSIM_FORCEINLINE double client_next(const Sim& s, int32_t c) {
   return t < s.client_stop[c] ? t : kInf;
 }
 
-// A user starts thinking now (the clock's time) and will send at t.
-FLEETSIM_HD inline void client_push(Sim& s, int32_t c, double t) {
+// A user starts thinking now (the clock's time) and will send at t. A session class keeps each
+// entry's user beside it.
+FLEETSIM_HD inline void client_push(Sim& s, int32_t c, double t, int32_t user) {
   client_integrate(s, c, s.t_clock);
   double* h = s.client_heap + s.client_base[c];
+  int32_t* id = s.client_user + s.client_base[c];
+  const bool ids = (s.session_classes >> c) & 1;
   int32_t i = s.client_n[c]++;
   while (i > 0) {
     const int32_t up = (i - 1) / 2;
     if (!(t < h[up])) break;
     h[i] = h[up];
+    if (ids) id[i] = id[up];
     i = up;
   }
   h[i] = t;
+  if (ids) id[i] = user;
 }
 
-// A user sends at time t (the heap's top): it leaves the thinking population.
-FLEETSIM_HD inline void client_pop(Sim& s, int32_t c, double t) {
+// A user sends at time t (the heap's top): it leaves the thinking population. Returns the user
+// (session classes; 0 otherwise).
+FLEETSIM_HD inline int32_t client_pop(Sim& s, int32_t c, double t) {
   client_integrate(s, c, t);
   double* h = s.client_heap + s.client_base[c];
+  int32_t* id = s.client_user + s.client_base[c];
+  const bool ids = (s.session_classes >> c) & 1;
+  const int32_t top = ids ? id[0] : 0;
   const int32_t n = --s.client_n[c];
   const double x = h[n];
+  const int32_t xid = ids ? id[n] : 0;
   int32_t i = 0;
   for (;;) {
     int32_t k = 2 * i + 1;
@@ -53,14 +63,19 @@ FLEETSIM_HD inline void client_pop(Sim& s, int32_t c, double t) {
     if (k + 1 < n && h[k + 1] < h[k]) ++k;
     if (!(h[k] < x)) break;
     h[i] = h[k];
+    if (ids) id[i] = id[k];
     i = k;
   }
-  if (n > 0) h[i] = x;
+  if (n > 0) {
+    h[i] = x;
+    if (ids) id[i] = xid;
+  }
   s.next_arrival[c] = client_next(s, c);
+  return top;
 }
 
 // A closed-loop user of class c whose request ended at t_end thinks, then sends its next request.
-FLEETSIM_HD inline void client_think(Sim& s, int32_t c, double t_end, bool rejected) {
+FLEETSIM_HD inline void client_think(Sim& s, int32_t c, double t_end, bool rejected, int32_t user) {
   const ClassParams& C = s.p->classes[c];
   const uint64_t k = s.client_thinks[c]++;
   // a benchmark of max_requests requests: once all are sent, a user whose response ends leaves
@@ -72,15 +87,64 @@ FLEETSIM_HD inline void client_think(Sim& s, int32_t c, double t_end, bool rejec
   // a rejection is answered at once: a user that would send again at the same instant would find
   // the same full queue, so it waits at least retry_after_s
   if (rejected && z < C.retry_after_s) z = C.retry_after_s;
-  client_push(s, c, t_end + z);
+  client_push(s, c, t_end + z, user);
   s.next_arrival[c] = client_next(s, c);
+}
+
+// Sessions: a user's session ends after its last turn (or when the conversation no longer fits
+// the model's context); the window counts it by the end of its last response.
+FLEETSIM_HD inline void session_end(Sim& s, int32_t c, SessionUser& u, double t_end) {
+  if (u.turn > 0 && t_end >= s.W0 && t_end < s.W1) {
+    ClassTally& T = s.tally->classes[c];
+    const double d = t_end - u.t_start;
+    T.sessions++;
+    T.session_turns += double(u.turn);
+    T.session_s += d;
+    T.session_turn_s += d / double(u.turn);
+  }
+  u.turn = 0;
+  u.turns = 0;
+  u.history = 0;
+}
+
+// A session user's next turn at time t, with `fresh` new prompt tokens: the prompt it sends (the
+// conversation so far plus the new message) and the part of it an earlier turn computed. A turn
+// that would leave no room in the context for one output token starts a new session instead.
+FLEETSIM_HD inline int64_t session_turn(Sim& s, int32_t c, int32_t user, double t, int64_t fresh, int64_t max_context,
+                                        int64_t& cached) {
+  SessionUser& u = s.session_user[s.client_base[c] + user];
+  if (u.turn > 0 && u.history + fresh > max_context - 1) session_end(s, c, u, u.t_last);
+  if (u.turn == 0) {
+    const ClassParams& C = s.p->classes[c];
+    u.turns = int32_t(sample_length(C.turns, s.rng, Stream::session, uint32_t(c), s.sessions_started[c]++));
+    u.t_start = t;
+    u.history = 0;
+  }
+  cached = u.history;
+  return u.history + fresh;
+}
+
+// A session user's request ended: a completed turn extends the conversation to `context` tokens
+// (its prompt and output); a turned-away or failed one is sent again.
+FLEETSIM_HD inline void session_done(Sim& s, int32_t c, int32_t user, double t_end, int64_t context) {
+  if (context < 0) return;
+  SessionUser& u = s.session_user[s.client_base[c] + user];
+  u.history = context;
+  u.turn++;
+  u.t_last = t_end;
+  if (u.turn >= u.turns) session_end(s, c, u, t_end);
 }
 
 // A request of class c ended at t_end (completed, answered by the response cache, failed or, with
 // `rejected`, turned away). Nothing to do for an open-loop class. The clock must already be at the
 // present (advance_clock): the thinking population changes now.
-FLEETSIM_HD FLEETSIM_FORCEINLINE void client_done(Sim& s, int32_t c, double t_end, bool rejected = false) {
-  if ((s.closed_classes >> c) & 1) client_think(s, c, t_end, rejected);
+// `user` and `context` matter to session classes only: who sent it, and for a completed request
+// its prompt plus output (-1: not completed).
+FLEETSIM_HD FLEETSIM_FORCEINLINE void client_done(Sim& s, int32_t c, double t_end, bool rejected = false,
+                                                  int32_t user = 0, int64_t context = -1) {
+  if (!((s.closed_classes >> c) & 1)) return;
+  if ((s.session_classes >> c) & 1) session_done(s, c, user, t_end, context);
+  client_think(s, c, t_end, rejected, user);
 }
 
 }  // namespace fleetsim

@@ -139,8 +139,8 @@ FLEETSIM_HD inline double sim_advance(Sim& s, double until = kInf, bool stop_whe
       pool_interrupt(s, pf, tf);
     } else if ((s.closed_classes >> cls) & 1) {
       advance_clock(s, ta);  // the present, for the request's end if it is turned away
-      client_pop(s, cls, ta);
-      handle_arrival(s, cls, ta);
+      const int32_t user = client_pop(s, cls, ta);
+      handle_arrival(s, cls, ta, user);
     } else {
       handle_arrival(s, cls, ta);
       s.next_arrival[cls] = next_arrival(p.classes[cls].arrivals, s.rng, uint32_t(cls), s.arr[cls], ta, p.duration_s);

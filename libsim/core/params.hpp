@@ -257,7 +257,11 @@ struct ClassParams {
   double response_cache_latency_s;
   DistParams think;      // concurrency: a user's pause between a response and its next request
   double retry_after_s;  // concurrency: a rejected user's least pause before its next request
-  double good_ttft_s;    // goodput: a completed request meeting all three counts as good
+  // concurrency: users run multi-turn sessions (clients.hpp) of this many turns; each turn's prompt
+  // is the conversation so far plus a new message of `prompt` tokens
+  int32_t sessions;
+  DistParams turns;
+  double good_ttft_s;  // goodput: a completed request meeting all three counts as good
   double good_tpot_s;
   double good_e2e_s;
 };

@@ -14,7 +14,8 @@
 
 namespace fleetsim {
 
-FLEETSIM_HD inline void handle_arrival(Sim& s, int32_t cls, double t) {
+// `user`: the closed-loop user of a session class that sends it (clients.hpp).
+FLEETSIM_HD inline void handle_arrival(Sim& s, int32_t cls, double t, int32_t user = 0) {
   const ClassParams& C = s.p->classes[cls];
   const PoolParams& P = s.p->pools[C.pool];
   PoolState& ps = s.pool[C.pool];
@@ -28,6 +29,8 @@ FLEETSIM_HD inline void handle_arrival(Sim& s, int32_t cls, double t) {
   } else {
     prompt = sample_length(C.prompt, s.rng, Stream::prompt, uint32_t(cls), idx);
     output = sample_length(C.output, s.rng, Stream::output, uint32_t(cls), idx);
+    // a session's turn sends the conversation so far, which an earlier turn computed
+    if ((s.session_classes >> cls) & 1) prompt = session_turn(s, cls, user, t, prompt, P.max_context, cached);
   }
   if (prompt < 1) prompt = 1;
   // the acceptance draw only where a shared prefix or the response cache can take it (the draw is
@@ -63,7 +66,7 @@ FLEETSIM_HD inline void handle_arrival(Sim& s, int32_t cls, double t) {
       const double z = C.response_cache_latency_s;  // TTFT = e2e, TPOT 0
       if (z <= C.good_ttft_s && z <= C.good_e2e_s) T.good++;
     }
-    client_done(s, cls, t + C.response_cache_latency_s);
+    client_done(s, cls, t + C.response_cache_latency_s, false, user, prompt + output);
     return;
   }
 
@@ -80,7 +83,7 @@ FLEETSIM_HD inline void handle_arrival(Sim& s, int32_t cls, double t) {
   }
   if (too_long) {
     if (in_window) T.rejected_too_long++;
-    client_done(s, cls, t, true);
+    client_done(s, cls, t, true, user);
     return;
   }
 
@@ -88,7 +91,7 @@ FLEETSIM_HD inline void handle_arrival(Sim& s, int32_t cls, double t) {
   ps.arrivals_since += 1.0;
   if (ps.n_ready + ps.n_starting == 0 && !replica_start(s, C.pool, t)) {
     if (in_window) T.rejected_queue_full++;  // no replica and none obtainable
-    client_done(s, cls, t, true);
+    client_done(s, cls, t, true, user);
     return;
   }
   // route to ready replicas; only when none is ready, to one still starting (it holds the queue)
@@ -120,7 +123,7 @@ FLEETSIM_HD inline void handle_arrival(Sim& s, int32_t cls, double t) {
   const int32_t at_host = P.router == Router::central_queue ? ps.host_jobs : s.rep[target].host_n;
   if (Q.size + at_host >= P.queue_limit || (s.req_free_n == 0 && s.req_hwm == s.req_cap)) {
     if (in_window) T.rejected_queue_full++;
-    client_done(s, cls, t, true);
+    client_done(s, cls, t, true, user);
     return;
   }
   const int32_t ri = s.req_free_n > 0 ? s.req_free[--s.req_free_n] : s.req_hwm++;
@@ -140,6 +143,7 @@ FLEETSIM_HD inline void handle_arrival(Sim& s, int32_t cls, double t) {
   q.cls = int16_t(cls);
   q.retries = 0;
   q.has_prefix = has_prefix ? 1 : 0;
+  q.user = user;
   advance_clock(s, t);
   s.in_system[cls]++;
   if (P.host.cores > 0)

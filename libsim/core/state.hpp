@@ -28,6 +28,7 @@ struct Request {
   int16_t retries;     // times its replica was lost under it
   int16_t has_prefix;  // starts with its class's shared prefix
   int16_t host_stage;  // HostStage: waiting for or on a host core (host.hpp), or neither
+  int32_t user;        // a session class's user that sent it (clients.hpp); else unused
 };
 
 // A running sequence (a batch slot of a replica).
@@ -51,6 +52,15 @@ struct Seq {
 
 struct Queue {
   int32_t base, cap, head, size;
+};
+
+// A closed-loop user's current session (clients.hpp).
+struct SessionUser {
+  double t_start;   // its first turn was sent
+  double t_last;    // its last completed turn's response ended
+  int64_t history;  // tokens of the conversation so far (prompts and outputs)
+  int32_t turn;     // turns completed
+  int32_t turns;    // turns the session has
 };
 
 enum ReplicaState : int32_t { kOff = 0, kStarting = 1, kReady = 2, kDraining = 3 };
@@ -220,8 +230,13 @@ struct Sim {
   int32_t prioritized;      // classes differ in priority
   int32_t goodput_classes;  // bit c: class c has a goodput bound
   // closed-loop users (clients.hpp): per class, a min-heap of pending send times
-  int32_t closed_classes;  // bit c: class c is closed-loop
+  int32_t closed_classes;   // bit c: class c is closed-loop
+  int32_t session_classes;  // bit c: class c's users run sessions
   double* client_heap;
+  // session classes: the user of each heap entry, and each user's session (indexed as the heap)
+  int32_t* client_user;
+  SessionUser* session_user;
+  uint64_t sessions_started[kMaxClasses];  // keys the next session's turn count
   int32_t client_base[kMaxClasses], client_n[kMaxClasses];
   double client_stop[kMaxClasses];
   double client_t[kMaxClasses];         // the thinking population is integrated up to here
@@ -231,10 +246,11 @@ struct Sim {
 // Counts are 64-bit so that no product overflows; the core indexes with int32, so the host checks
 // layout_fits() before a run (scenario validation refuses a fleet that does not).
 struct WorkspaceLayout {
-  uint64_t pools, req, req_free, qbuf, q, rep, seq, fheap, rescnt, rheap, rheap_pos, clients, total;
+  uint64_t pools, req, req_free, qbuf, q, rep, seq, fheap, rescnt, rheap, rheap_pos, clients, client_user, session_user,
+      total;
   uint64_t cqheap, cqheap_pos, cq_pend;
   uint64_t core_free, core_start, core_job, hheap, hheap_pos;
-  int64_t n_replicas, nq, req_cap, client_slots;
+  int64_t n_replicas, nq, req_cap, client_slots, session_slots;
   int64_t slots, residues, qbuf_len;
   int64_t cores, host_qlen, host_heap;  // host CPU stage: cores, FIFO entries (in qbuf), heap entries
 };
@@ -289,9 +305,14 @@ FLEETSIM_HD inline WorkspaceLayout workspace_layout(const SimParams& p) {
   }
   if (l.cores > 0) l.host_heap = l.n_replicas;
   l.client_slots = 0;
+  bool sessions = false;
   for (int32_t c = 0; c < p.n_classes; ++c)
-    if (p.classes[c].arrivals.kind == ArrivalKind::concurrency)
+    if (p.classes[c].arrivals.kind == ArrivalKind::concurrency) {
       l.client_slots += int64_t(p.classes[c].arrivals.clients);
+      sessions = sessions || p.classes[c].sessions != 0;
+    }
+  // indexed as the client heap, so sized as it when any class runs sessions
+  l.session_slots = sessions ? l.client_slots : 0;
   uint64_t off = 0;
   l.pools = off;
   off = align_up(off + sizeof(PoolState) * uint64_t(p.n_pools));
@@ -323,6 +344,10 @@ FLEETSIM_HD inline WorkspaceLayout workspace_layout(const SimParams& p) {
   off = align_up(off + sizeof(int32_t) * uint64_t(l.n_replicas));
   l.clients = off;
   off = align_up(off + sizeof(double) * uint64_t(l.client_slots));
+  l.client_user = off;
+  off = align_up(off + sizeof(int32_t) * uint64_t(l.session_slots));
+  l.session_user = off;
+  off = align_up(off + sizeof(SessionUser) * uint64_t(l.session_slots));
   l.core_free = off;
   off = align_up(off + sizeof(double) * uint64_t(l.cores));
   l.core_start = off;
@@ -374,6 +399,8 @@ FLEETSIM_HD inline void sim_point(Sim& s, const SimParams& p, uint8_t* base) {
   s.hheap_pos = reinterpret_cast<int32_t*>(base + l.hheap_pos);
   s.pool = reinterpret_cast<PoolState*>(base + l.pools);
   s.client_heap = reinterpret_cast<double*>(base + l.clients);
+  s.client_user = reinterpret_cast<int32_t*>(base + l.client_user);
+  s.session_user = reinterpret_cast<SessionUser*>(base + l.session_user);
 }
 
 // Bind the workspace at `base` (workspace_layout(p).total bytes) and reset it.
@@ -528,6 +555,7 @@ FLEETSIM_HD inline Sim sim_bind(const SimParams& p, uint32_t replication, uint8_
   }
   // closed-loop users all send their first request at start_s
   s.closed_classes = 0;
+  s.session_classes = 0;
   int32_t cb = 0;
   for (int32_t c = 0; c < kMaxClasses; ++c) {
     s.client_base[c] = cb;
@@ -535,6 +563,7 @@ FLEETSIM_HD inline Sim sim_bind(const SimParams& p, uint32_t replication, uint8_
     s.client_stop[c] = kInf;
     s.client_t[c] = 0.0;
     s.client_thinks[c] = 0;
+    s.sessions_started[c] = 0;
     if (c >= p.n_classes || p.classes[c].arrivals.kind != ArrivalKind::concurrency) continue;
     const ArrivalParams& a = p.classes[c].arrivals;
     s.closed_classes |= 1 << c;
@@ -543,6 +572,17 @@ FLEETSIM_HD inline Sim sim_bind(const SimParams& p, uint32_t replication, uint8_
     // ascending, so already a min-heap
     for (int32_t i = 0; i < a.clients; ++i)
       s.client_heap[cb + i] = a.start_s + a.ramp_s * double(i) / double(a.clients);
+    if (p.classes[c].sessions) {
+      s.session_classes |= 1 << c;
+      for (int32_t i = 0; i < a.clients; ++i) {
+        s.client_user[cb + i] = i;
+        SessionUser& u = s.session_user[cb + i];
+        u.t_start = u.t_last = 0.0;
+        u.history = 0;
+        u.turn = 0;
+        u.turns = 0;  // drawn when its first session starts
+      }
+    }
     cb += a.clients;
   }
   return s;

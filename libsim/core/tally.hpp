@@ -35,6 +35,12 @@ struct ClassTally {
   double queue_len_s;            // requests waiting x seconds
   double thinking_s;             // closed-loop users between a response and their next request x seconds
   int64_t good;                  // completed within the class's goodput thresholds
+  // sessions (clients.hpp) whose last turn ended in the window: how many, their turns, their time
+  // from the first send to the last response, and that time per turn, summed
+  int64_t sessions;
+  double session_turns;
+  double session_s;
+  double session_turn_s;
   Histogram ttft;
   Histogram tpot;
   Histogram e2e;
@@ -95,6 +101,8 @@ FLEETSIM_HD inline void class_tally_clear(ClassTally& c) {
   c.arrived = c.completed = c.rejected_queue_full = c.rejected_too_long = c.preempted = c.retried = c.failed =
       c.cache_hits = c.prefix_hits = 0;
   c.good = 0;
+  c.sessions = 0;
+  c.session_turns = c.session_s = c.session_turn_s = 0.0;
   c.prefix_tokens_reused = 0;
   c.input_tokens = c.output_tokens = c.busy_s = c.input_busy_s = c.lost_tokens = c.in_system_s = c.queue_len_s =
       c.thinking_s = 0.0;
@@ -155,6 +163,10 @@ FLEETSIM_HD inline void class_tally_merge(ClassTally& into, const ClassTally& fr
   into.queue_len_s += from.queue_len_s;
   into.thinking_s += from.thinking_s;
   into.good += from.good;
+  into.sessions += from.sessions;
+  into.session_turns += from.session_turns;
+  into.session_s += from.session_s;
+  into.session_turn_s += from.session_turn_s;
   hist_merge(into.ttft, from.ttft);
   hist_merge(into.tpot, from.tpot);
   hist_merge(into.e2e, from.e2e);

@@ -169,6 +169,11 @@ struct RequestClassSpec {
   double ramp_s = 0;         // concurrency: users' first sends spread evenly over this long
   DistSpec think;
   double think_mean_s = 0, retry_after_s = 1.0;
+  // concurrency: users run sessions of `turns` turns, each prompt the conversation so far plus a
+  // new message (prompt_tokens)
+  bool sessions = false;
+  DistSpec turns;
+  double mean_turns = 0;
   // goodput bounds (infinity: none)
   double good_ttft_s = kInf, good_tpot_s = kInf, good_e2e_s = kInf;
   ClassParams params() const;  // pointers into this object

@@ -18,7 +18,7 @@ RequestClassSpec build_class(const N& wl, const PoolSpec& pool, double duration_
   const N ar = wl.req("arrival");
   ar.allow_keys({"process", "rate_per_s", "cv", "peak_to_mean", "period_s", "peak_at_s", "path", "time_scale",
                  "start_s", "stop_s", "requests", "clients", "think_time_s", "retry_after_s", "ramp_s", "model",
-                 "block_tokens"});
+                 "block_tokens", "turns"});
   C.start_s = ar.has("start_s") ? ar.at("start_s").num_in(0, duration_s, "start_s") : 0.0;
   C.stop_s = ar.has("stop_s") ? ar.at("stop_s").num_in(0, 1e12, "stop_s") : duration_s;
   if (C.stop_s < C.start_s) ar.at("stop_s").fail("stop_s must be >= start_s", ErrorKind::inconsistent);
@@ -26,7 +26,7 @@ RequestClassSpec build_class(const N& wl, const PoolSpec& pool, double duration_
       ar.req("process").choice({"poisson", "gamma", "diurnal", "trace", "constant", "burst", "concurrency"});
   auto only = [&](std::initializer_list<const char*> allowed) {
     for (const char* k : {"rate_per_s", "cv", "peak_to_mean", "period_s", "peak_at_s", "path", "time_scale", "requests",
-                          "clients", "think_time_s", "retry_after_s", "ramp_s"}) {
+                          "clients", "think_time_s", "retry_after_s", "ramp_s", "turns"}) {
       bool ok = false;
       for (const char* a : allowed) ok = ok || std::string(a) == k;
       if (!ok && ar.has(k))
@@ -63,7 +63,13 @@ RequestClassSpec build_class(const N& wl, const PoolSpec& pool, double duration_
     C.arrival = ArrivalKind::burst;
     C.clients = int(ar.req("requests").integer(1, 10000000));
   } else if (proc == "concurrency") {
-    only({"clients", "think_time_s", "retry_after_s", "requests", "ramp_s"});
+    only({"clients", "think_time_s", "retry_after_s", "requests", "ramp_s", "turns"});
+    // multi-turn sessions: each user's next request carries the conversation so far (clients.hpp)
+    if (ar.has("turns")) {
+      C.sessions = true;
+      C.turns = parse_dist(ar.at("turns"), src.base_dir);
+      C.mean_turns = mean_of(C.turns, 1 << 30, src.cache);
+    }
     if (ar.has("ramp_s")) C.ramp_s = ar.at("ramp_s").num_in(0, 86400);
     C.arrival = ArrivalKind::concurrency;
     C.clients = int(ar.req("clients").integer(1, 1000000));

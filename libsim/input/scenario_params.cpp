@@ -253,6 +253,8 @@ ClassParams RequestClassSpec::params() const {
   c.arrivals.max_requests = max_requests;
   c.arrivals.ramp_s = ramp_s;
   c.think = dist(think);
+  c.sessions = sessions ? 1 : 0;
+  c.turns = dist(turns);
   c.retry_after_s = retry_after_s;
   c.good_ttft_s = good_ttft_s;
   c.good_tpot_s = good_tpot_s;

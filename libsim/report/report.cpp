@@ -173,6 +173,17 @@ double response_time_law(const ClassTally& c, double window, double think_mean_s
   return double(c.completed) / window * (c.e2e.sum / double(c.e2e.n) + think_mean_s);
 }
 
+// Sessions of closed-loop users (classes with `turns`): the sessions whose last turn ended in the
+// window, their mean turns and time (first send to last response), and that time per turn.
+Json sessions_json(int64_t sessions, double turns, double session_s, double turn_s, double configured_turns) {
+  const double n = double(sessions);
+  return {{"completed", sessions},
+          {"turns_per_session", ratio(turns, n)},
+          {"configured_turns_per_session", configured_turns},
+          {"mean_session_s", ratio(session_s, n)},
+          {"mean_turn_s", ratio(turn_s, n)}};
+}
+
 Json closed_loop_json(const RequestClassSpec& C, const ClassTally& c, double window) {
   Json j;
   j["clients"] = C.clients;
@@ -180,6 +191,8 @@ Json closed_loop_json(const RequestClassSpec& C, const ClassTally& c, double win
   j["mean_in_system"] = ratio(c.in_system_s, window);
   j["mean_thinking"] = ratio(c.thinking_s, window);
   j["response_time_law"] = response_time_law(c, window, C.think_mean_s);
+  if (C.sessions)
+    j["sessions"] = sessions_json(c.sessions, c.session_turns, c.session_s, c.session_turn_s, C.mean_turns);
   return j;
 }
 
@@ -308,6 +321,7 @@ Json run_report(const Scenario& s, const Tally& t) {
   if (C0.arrival == ArrivalKind::concurrency) {
     sc["clients"] = C0.clients;
     sc["think_time_s"] = C0.think.describe;
+    if (C0.sessions) sc["turns"] = C0.turns.describe;
   }
   if (!goodput_bounds(C0).empty()) sc["goodput"] = goodput_bounds(C0);
   sc["prompt_tokens"] = C0.prompt.describe;
@@ -386,7 +400,9 @@ Json run_report(const Scenario& s, const Tally& t) {
   {
     int64_t clients = 0;
     double in_system_s = 0, thinking_s = 0, law = 0;
-    bool any = false;
+    int64_t sessions = 0;
+    double turns = 0, session_s = 0, turn_s = 0, configured = 0, session_clients = 0;
+    bool any = false, any_sessions = false;
     for (size_t c = 0; c < s.classes.size(); ++c)
       if (s.classes[c].arrival == ArrivalKind::concurrency) {
         any = true;
@@ -394,12 +410,23 @@ Json run_report(const Scenario& s, const Tally& t) {
         in_system_s += t.classes[c].in_system_s;
         thinking_s += t.classes[c].thinking_s;
         law += response_time_law(t.classes[c], window, s.classes[c].think_mean_s);
+        if (s.classes[c].sessions) {
+          any_sessions = true;
+          sessions += t.classes[c].sessions;
+          turns += t.classes[c].session_turns;
+          session_s += t.classes[c].session_s;
+          turn_s += t.classes[c].session_turn_s;
+          configured += s.classes[c].mean_turns * s.classes[c].clients;  // weighted by users
+          session_clients += s.classes[c].clients;
+        }
       }
     if (any)
       r["closed_loop"] = {{"clients", clients},
                           {"mean_in_system", ratio(in_system_s, window)},
                           {"mean_thinking", ratio(thinking_s, window)},
                           {"response_time_law", law}};
+    if (any_sessions)
+      r["closed_loop"]["sessions"] = sessions_json(sessions, turns, session_s, turn_s, configured / session_clients);
   }
 
   if (s.multi) {
@@ -418,6 +445,7 @@ Json run_report(const Scenario& s, const Tally& t) {
           w["clients"] = C.clients;
         else
           w["rate_per_s"] = C.rate_per_s;
+        if (C.sessions) w["turns"] = C.turns.describe;
         w["prompt_tokens"] = C.prompt.describe;
         w["output_tokens"] = C.output.describe;
         cj["workload"] = w;

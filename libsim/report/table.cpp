@@ -244,8 +244,9 @@ std::string run_table(const Json& r) {
   }
   std::string arrivals;
   if (sc.contains("clients"))
-    arrivals = fmt::format("{} closed-loop clients (think time {})", sc["clients"].get<int64_t>(),
-                           sc["think_time_s"].get<std::string>());
+    arrivals = fmt::format("{} closed-loop clients (think time {}{})", sc["clients"].get<int64_t>(),
+                           sc["think_time_s"].get<std::string>(),
+                           sc.contains("turns") ? ", sessions of " + sc["turns"].get<std::string>() + " turns" : "");
   else if (sc.contains("requests"))
     arrivals = fmt::format("a burst of {} requests", sc["requests"].get<int64_t>());
   else
@@ -346,6 +347,12 @@ std::string run_table(const Json& r) {
     const Json& cl = r["closed_loop"];
     o += fmt::format("clients     {} = {} in system + {} thinking   X (R + Z) = {}\n", num(cl["clients"]),
                      num(cl["mean_in_system"], 2), num(cl["mean_thinking"], 2), num(cl["response_time_law"], 2));
+    if (cl.contains("sessions")) {
+      const Json& se = cl["sessions"];
+      o += fmt::format("sessions    {} completed  {} turns each  {} s per session  {} s per turn\n",
+                       num(se["completed"]), num(se["turns_per_session"], 2), num(se["mean_session_s"], 2),
+                       num(se["mean_turn_s"], 2));
+    }
   }
   const Json& ut = r["utilization"];
   o += fmt::format("device      busy {}  idle {}  compute {}  bandwidth {}  mean batch {}\n", pct(ut["busy_fraction"]),

@@ -1,0 +1,139 @@
+// Multi-turn sessions (arrival process `concurrency` with `turns`): each turn sends the
+// conversation so far plus a new message, after the previous answer and a think time; a session of
+// n turns is n requests; the history is the prefix cache's; a conversation that outgrows the
+// context starts a new session. Hand-computed values on a linear step model.
+#include <doctest/doctest.h>
+
+#include <memory>
+#include <string>
+
+#include "helpers.hpp"
+#include "libsim/core/engine.hpp"
+
+using namespace fleetsim;
+using test::error_of;
+
+namespace {
+
+// One replica whose every step takes 10 ms: a request alone takes output steps (the prefill step
+// emits the first token).
+std::string sessions(int clients, const std::string& think, const std::string& turns, int prompt, int output,
+                     const std::string& extra_arrival = "", const std::string& engine_extra = "") {
+  return "duration_s: 3000\nwarmup_s: 0\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\n"
+         "engine: {perf_model: linear, step_base_s: 0.01, max_num_seqs: 256" +
+         engine_extra +
+         "}\nfleet: {replicas: 1, queue_limit: 100000}\n"
+         "workload:\n  arrival: {process: concurrency, clients: " +
+         std::to_string(clients) + ", think_time_s: " + think + ", turns: " + turns + extra_arrival +
+         "}\n  prompt_tokens: " + std::to_string(prompt) + "\n  output_tokens: " + std::to_string(output) + "\n";
+}
+
+}  // namespace
+
+TEST_CASE("sessions: a session of n turns is n requests, each sent a think time after the previous answer") {
+  for (const bool caching : {true, false}) {
+    CAPTURE(caching);
+    // one user, 4 turns, 1 s of thought, 100 new tokens and 10 out per turn, and 4 requests in all
+    const Scenario s =
+        test::scenario(sessions(1, "1", "4", 100, 10, ", requests: 4", caching ? "" : ", prefix_caching: false"));
+    const auto r = test::run(s);
+    CHECK(r.drained);
+    const ClassTally& t = *r.all;
+    CHECK(t.arrived == 4);
+    CHECK(t.completed == 4);
+    // prompts: 100, then each turn the conversation so far (prompt + answer) plus 100 new tokens
+    CHECK(t.input_tokens == doctest::Approx(100 + 210 + 320 + 430));
+    CHECK(t.output_tokens == doctest::Approx(40));
+    // the history is what the cache holds: 110 + 220 + 330 tokens not prefilled again
+    CHECK(t.prefix_tokens_reused == (caching ? 660 : 0));
+    CHECK(t.prefix_hits == (caching ? 3 : 0));
+    // each request alone: 10 steps of 10 ms; the session from the first send to the last answer
+    CHECK(t.e2e.min == doctest::Approx(0.1).epsilon(1e-9));
+    CHECK(t.e2e.max == doctest::Approx(0.1).epsilon(1e-9));
+    CHECK(t.sessions == 1);
+    CHECK(t.session_turns == doctest::Approx(4));
+    CHECK(t.session_s == doctest::Approx(4 * 0.1 + 3 * 1.0).epsilon(1e-9));
+    CHECK(t.session_turn_s == doctest::Approx((4 * 0.1 + 3 * 1.0) / 4).epsilon(1e-9));
+    const Json& se = r.report["closed_loop"]["sessions"];
+    CHECK(se["completed"].get<int>() == 1);
+    CHECK(se["turns_per_session"].get<double>() == doctest::Approx(4));
+    CHECK(se["mean_session_s"].get<double>() == doctest::Approx(3.4));
+    CHECK(se["configured_turns_per_session"].get<double>() == doctest::Approx(4));
+  }
+}
+
+TEST_CASE("sessions: every user's conversation is its own, however their requests interleave") {
+  // 7 users with random think times share one replica; a turn adds 50 new + 10 output tokens, so a
+  // user's history is 60 x the turns it completed, unless another user's answer were credited to it
+  const Scenario sc = test::scenario(sessions(7, "{dist: exponential, mean: 0.3}", "3", 50, 10));
+  const SimParams p = sc.params();
+  HostWorkspace ws;
+  auto tally = std::make_unique<Tally>();
+  Sim s = sim_begin(p, 0, ws.for_params(p), *tally);
+  sim_advance<false>(s);
+  sim_end(s, p.duration_s);
+  const ClassTally& t = tally->classes[0];
+  CHECK(t.sessions > 1000);
+  CHECK(t.session_turns == doctest::Approx(3.0 * double(t.sessions)));
+  for (int u = 0; u < 7; ++u) {
+    const SessionUser& su = s.session_user[u];
+    CAPTURE(u);
+    CHECK(su.history == 60 * int64_t(su.turn));
+    CHECK(su.turn < 3);
+  }
+  // prompts are 50, 110 and 170 tokens; the first turn of a session reuses nothing, the others 60
+  // and 120: per completed session exactly 180 tokens reused
+  const double started_turns = double(t.arrived);
+  CHECK(started_turns > 3.0 * double(t.sessions));
+  CHECK(t.prefix_tokens_reused >= 180 * t.sessions);
+  CHECK(t.prefix_tokens_reused <= 180 * t.sessions + 7 * 180);  // sessions still open at the end
+}
+
+TEST_CASE("sessions: a conversation that would not leave room for an answer starts a new session") {
+  // a 1,000-token context: 300 new and 20 out per turn make prompts of 300, 620 and 940 tokens;
+  // a fourth turn (1,260) does not fit, so every session has 3 turns though 10 were drawn
+  const std::string base = sessions(2, "0.5", "10", 300, 20);
+  const Scenario s = test::scenario(base + "catalog:\n  models:\n    llama-3.1-8b: {max_context: 1000}\n");
+  const auto r = test::run(s);
+  CHECK(r.drained);
+  const ClassTally& t = *r.all;
+  CHECK(t.sessions > 100);
+  CHECK(t.session_turns == doctest::Approx(3.0 * double(t.sessions)));
+  CHECK(t.rejected_too_long == 0);
+}
+
+TEST_CASE("sessions: bad turns are located errors") {
+  const std::string base =
+      "duration_s: 100\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\nfleet: {replicas: 1}\n"
+      "workload:\n  prompt_tokens: 10\n  output_tokens: 10\n";
+  CHECK(error_of(base + "  arrival: {process: poisson, rate_per_s: 3, turns: 4}\n") ==
+        "<test>:8:53: error: workload.arrival.turns: 'turns' does not apply to process: poisson");
+  CHECK(error_of(base + "  arrival: {process: concurrency, clients: 2, turns: 0}\n").find("workload.arrival.turns") !=
+        std::string::npos);
+  CHECK(error_of(base + "  arrival: {process: concurrency, clients: 2, turns: {dist: geometric}}\n")
+            .find("workload.arrival.turns") != std::string::npos);
+}
+
+TEST_CASE("sessions: the shipped chat-sessions scenario shows what its comment says") {
+  const std::string path = std::string(FLEETSIM_SOURCE_DIR) + "/scenarios/chat-sessions.yaml";
+  const auto on = test::run(load_scenario_file(path));
+  const auto off = test::run(load_scenario_file(path, {"engine.prefix_caching=false"}));
+  const ClassTally &a = *on.all, &b = *off.all;
+  // 92% of prompt tokens from the cache; none without it
+  CHECK(a.prefix_tokens_reused / a.input_tokens == doctest::Approx(0.924).epsilon(0.01));
+  CHECK(b.prefix_tokens_reused == 0);
+  // TTFT 35 -> 152 ms mean, 66 -> 723 ms p99; TPOT 14.8 -> 25.0 ms
+  CHECK(a.ttft.sum / double(a.ttft.n) == doctest::Approx(0.0353).epsilon(0.02));
+  CHECK(b.ttft.sum / double(b.ttft.n) == doctest::Approx(0.1522).epsilon(0.02));
+  CHECK(hist_quantile(a.ttft, 0.99) < 0.1);
+  CHECK(hist_quantile(b.ttft, 0.99) > 0.6);
+  CHECK(a.tpot.sum / double(a.tpot.n) == doctest::Approx(0.0148).epsilon(0.02));
+  CHECK(b.tpot.sum / double(b.tpot.n) == doctest::Approx(0.0250).epsilon(0.02));
+  // the same users get through fewer requests and conversations
+  CHECK(a.completed == 9928);
+  CHECK(b.completed == 8164);
+  CHECK(a.sessions == 1609);
+  CHECK(b.sessions == 1321);
+  CHECK(on.report["closed_loop"]["sessions"]["mean_session_s"].get<double>() == doctest::Approx(79.7).epsilon(0.01));
+  CHECK(off.report["closed_loop"]["sessions"]["mean_session_s"].get<double>() == doctest::Approx(99.9).epsilon(0.01));
+}
