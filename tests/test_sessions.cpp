@@ -6,6 +6,8 @@
 
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "helpers.hpp"
 #include "libsim/core/engine.hpp"
@@ -136,4 +138,38 @@ TEST_CASE("sessions: the shipped chat-sessions scenario shows what its comment s
   CHECK(b.sessions == 1321);
   CHECK(on.report["closed_loop"]["sessions"]["mean_session_s"].get<double>() == doctest::Approx(79.7).epsilon(0.01));
   CHECK(off.report["closed_loop"]["sessions"]["mean_session_s"].get<double>() == doctest::Approx(99.9).epsilon(0.01));
+}
+
+TEST_CASE("sessions: a conversation is cached where its last turn ran; session_affinity keeps it there") {
+  // one user, 4 turns, on 2 replicas: round robin sends turns to replicas 0, 1, 0, 1, where the
+  // conversation so far never is, so every turn prefills it; session_affinity and (one user, ties
+  // to the lowest index) least_outstanding keep it on one replica and reuse 110 + 220 + 330 tokens
+  for (const auto& [router, reused] : std::vector<std::pair<std::string, int64_t>>{
+           {"round_robin", 0}, {"session_affinity", 660}, {"least_outstanding", 660}}) {
+    CAPTURE(router);
+    std::string y = sessions(1, "1", "4", 100, 10, ", requests: 4");
+    y.replace(y.find("fleet: {replicas: 1"), 19, "fleet: {replicas: 2, router: " + router);
+    const auto r = test::run(test::scenario(y));
+    CHECK(r.drained);
+    CHECK(r.all->completed == 4);
+    CHECK(r.all->input_tokens == doctest::Approx(1060));
+    CHECK(r.all->prefix_tokens_reused == reused);
+    CHECK(r.all->sessions == 1);
+  }
+}
+
+TEST_CASE("sessions: with many users on 4 replicas, session_affinity reuses what least_outstanding prefills") {
+  const std::string path = std::string(FLEETSIM_SOURCE_DIR) + "/scenarios/chat-sessions.yaml";
+  auto run = [&](const std::string& router) {
+    return test::run(load_scenario_file(
+        path, {"fleet.replicas=4", "workload.arrival.clients=384", "fleet.router=" + router, "duration_s=900"}));
+  };
+  const auto lo = run("least_outstanding"), sa = run("session_affinity");
+  const double share_lo = lo.all->prefix_tokens_reused / lo.all->input_tokens;
+  const double share_sa = sa.all->prefix_tokens_reused / sa.all->input_tokens;
+  MESSAGE("reused: least_outstanding " << share_lo << ", session_affinity " << share_sa);
+  CHECK(share_sa > 0.9);
+  CHECK(share_lo < 0.3);
+  CHECK(hist_quantile(sa.all->ttft, 0.99) < 0.5 * hist_quantile(lo.all->ttft, 0.99));
+  CHECK(sa.all->completed > lo.all->completed);
 }

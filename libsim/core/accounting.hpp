@@ -55,7 +55,7 @@ FLEETSIM_HD inline void account_run(Sim& s, const Replica& R, int64_t k, double 
   }
 }
 
-FLEETSIM_HD inline void record_done(Sim& s, int32_t ri, double t) {
+FLEETSIM_HD inline void record_done(Sim& s, int32_t r, int32_t ri, double t) {
   Request& q = s.req[ri];
   advance_clock(s, t);
   s.in_system[q.cls]--;
@@ -98,7 +98,7 @@ FLEETSIM_HD inline void record_done(Sim& s, int32_t ri, double t) {
     }
   }
   s.req_free[s.req_free_n++] = ri;
-  client_done(s, q.cls, t + cl_end, false, q.user, int64_t(q.prompt) + q.output);
+  client_done(s, q.cls, t + cl_end, false, q.user, int64_t(q.prompt) + q.output, r);
 }
 
 // Nodes (PoolParams::replicas_per_node > 0): slot k of a pool sits on placement group

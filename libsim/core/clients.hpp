@@ -105,6 +105,7 @@ FLEETSIM_HD inline void session_end(Sim& s, int32_t c, SessionUser& u, double t_
   u.turn = 0;
   u.turns = 0;
   u.history = 0;
+  u.replica = kNone;
 }
 
 // A session user's next turn at time t, with `fresh` new prompt tokens: the prompt it sends (the
@@ -120,16 +121,25 @@ FLEETSIM_HD inline int64_t session_turn(Sim& s, int32_t c, int32_t user, double 
     u.t_start = t;
     u.history = 0;
   }
-  cached = u.history;
+  cached = u.history;  // where it is served from: session_cached, once the request is routed
   return u.history + fresh;
 }
 
+// The replica that holds a session user's conversation in its prefix cache, or kNone.
+FLEETSIM_HD FLEETSIM_FORCEINLINE int32_t session_replica(const Sim& s, int32_t c, int32_t user) {
+  const SessionUser& u = s.session_user[s.client_base[c] + user];
+  return u.replica != kNone && s.rep[u.replica].starts == u.epoch ? u.replica : kNone;
+}
+
 // A session user's request ended: a completed turn extends the conversation to `context` tokens
-// (its prompt and output); a turned-away or failed one is sent again.
-FLEETSIM_HD inline void session_done(Sim& s, int32_t c, int32_t user, double t_end, int64_t context) {
+// (its prompt and output), now in the prefix cache of the replica that served it (kNone: the
+// response cache); a turned-away or failed one is sent again.
+FLEETSIM_HD inline void session_done(Sim& s, int32_t c, int32_t user, double t_end, int64_t context, int32_t replica) {
   if (context < 0) return;
   SessionUser& u = s.session_user[s.client_base[c] + user];
   u.history = context;
+  u.replica = replica;
+  u.epoch = replica == kNone ? 0 : s.rep[replica].starts;
   u.turn++;
   u.t_last = t_end;
   if (u.turn >= u.turns) session_end(s, c, u, t_end);
@@ -138,12 +148,12 @@ FLEETSIM_HD inline void session_done(Sim& s, int32_t c, int32_t user, double t_e
 // A request of class c ended at t_end (completed, answered by the response cache, failed or, with
 // `rejected`, turned away). Nothing to do for an open-loop class. The clock must already be at the
 // present (advance_clock): the thinking population changes now.
-// `user` and `context` matter to session classes only: who sent it, and for a completed request
-// its prompt plus output (-1: not completed).
+// `user`, `context` and `replica` matter to session classes only: who sent it, and for a completed
+// request its prompt plus output (-1: not completed) and the replica that served it.
 FLEETSIM_HD FLEETSIM_FORCEINLINE void client_done(Sim& s, int32_t c, double t_end, bool rejected = false,
-                                                  int32_t user = 0, int64_t context = -1) {
+                                                  int32_t user = 0, int64_t context = -1, int32_t replica = kNone) {
   if (!((s.closed_classes >> c) & 1)) return;
-  if ((s.session_classes >> c) & 1) session_done(s, c, user, t_end, context);
+  if ((s.session_classes >> c) & 1) session_done(s, c, user, t_end, context, replica);
   client_think(s, c, t_end, rejected, user);
 }
 

@@ -152,7 +152,7 @@ FLEETSIM_HD inline void device_done(Sim& s, int32_t r, int32_t ri, double t) {
   if (pool_of(s, r).host.post && s.req[ri].output > 0)
     host_submit(s, r, ri, kHostPost, t);
   else
-    record_done(s, ri, t);
+    record_done(s, r, ri, t);
 }
 
 // The earliest core of replica r finished its job at t.
@@ -177,7 +177,7 @@ FLEETSIM_HD inline void host_finish(Sim& s, int32_t r, double t) {
     q.t_queued = t;
     enqueue_device(s, r, ri, t);
   } else {
-    record_done(s, ri, t);
+    record_done(s, r, ri, t);
   }
   // a draining replica stops once its device and its host are both empty
   if (R.state == kDraining && R.host_n == 0) {

@@ -56,7 +56,9 @@ struct ArrivalParams {
 };
 
 enum class Batching : int32_t { continuous = 0, fixed_batch = 1 };
-enum class Router : int32_t { round_robin = 0, least_outstanding = 1, central_queue = 2 };
+// session_affinity: a session's turns go to the replica that served its last turn (its history is
+// cached there), else as least_outstanding.
+enum class Router : int32_t { round_robin = 0, least_outstanding = 1, central_queue = 2, session_affinity = 3 };
 enum class PerfKind : int32_t { roofline = 0, linear = 1, calibrated = 2 };
 
 // What one step costs. Roofline: overhead + max(FLOPs / flops_per_s, bytes / bytes_per_s).

@@ -66,22 +66,22 @@ FLEETSIM_HD inline void handle_arrival(Sim& s, int32_t cls, double t, int32_t us
       const double z = C.response_cache_latency_s;  // TTFT = e2e, TPOT 0
       if (z <= C.good_ttft_s && z <= C.good_e2e_s) T.good++;
     }
-    client_done(s, cls, t + C.response_cache_latency_s, false, user, prompt + output);
+    const bool session = (s.session_classes >> cls) & 1;
+    client_done(s, cls, t + C.response_cache_latency_s, false, user, prompt + output,
+                session ? session_replica(s, cls, user) : kNone);
     return;
   }
 
   // a request that cannot fit in KV even alone
-  bool too_long;
-  if (P.batching == Batching::continuous) {
+  auto too_long_with = [&](int64_t reused) {
+    if (P.batching != Batching::continuous) return prompt + output > P.kv_total_blocks * P.kv_block_tokens;
     // (a prefix the cache holds is attended to, not held: docs/model.md, "Caching")
-    const int64_t kv_tokens = (P.generative ? prompt + output - 1 : prompt) - (P.prefix_caching ? cached : 0);
+    const int64_t kv_tokens = (P.generative ? prompt + output - 1 : prompt) - (P.prefix_caching ? reused : 0);
     // a naive server has no such check: it takes the request and runs out of memory on it
-    too_long = !P.crash_on_kv_exhausted &&
-               ceil_div(kv_tokens, P.kv_block_tokens) + P.window_blocks > P.kv_total_blocks - P.kv_watermark_blocks;
-  } else {
-    too_long = prompt + output > P.kv_total_blocks * P.kv_block_tokens;
-  }
-  if (too_long) {
+    return !P.crash_on_kv_exhausted &&
+           ceil_div(kv_tokens, P.kv_block_tokens) + P.window_blocks > P.kv_total_blocks - P.kv_watermark_blocks;
+  };
+  if (too_long_with(cached)) {
     if (in_window) T.rejected_too_long++;
     client_done(s, cls, t, true, user);
     return;
@@ -98,9 +98,14 @@ FLEETSIM_HD inline void handle_arrival(Sim& s, int32_t cls, double t, int32_t us
   const int32_t want = ps.n_ready > 0 ? int32_t(kReady) : int32_t(kStarting);
   auto active = [&](int32_t r) { return s.rep[r].state == want; };
   int32_t target = kNone;  // the replica whose queue takes it (any active replica of a central queue)
+  // a session's conversation is in the prefix cache of the replica that served its last turn
+  const bool session = (s.session_classes >> cls) & 1;
+  const int32_t home = session && cached > 0 ? session_replica(s, cls, user) : kNone;
   // a central queue's requests are tokenized on the host with the fewest jobs
   const bool by_host = P.router == Router::central_queue && P.host.cores > 0;
-  if (P.router == Router::round_robin) {
+  if (P.router == Router::session_affinity && home != kNone && active(home)) {
+    target = home;
+  } else if (P.router == Router::round_robin) {
     for (int32_t k = 0; k < ps.n_replicas && target == kNone; ++k) {
       const int32_t r = ps.first_replica + ps.rr_next;
       ps.rr_next = ps.rr_next + 1 == ps.n_replicas ? 0 : ps.rr_next + 1;
@@ -116,6 +121,16 @@ FLEETSIM_HD inline void handle_arrival(Sim& s, int32_t cls, double t, int32_t us
         target = r;
       }
       if (P.router == Router::central_queue && !by_host) break;
+    }
+  }
+  // elsewhere the conversation is prefilled again (a central queue does not know which replica
+  // will serve it: its sessions reuse the history wherever it was, as a pool-wide cache would)
+  if (session && cached > 0 && P.router != Router::central_queue && target != home) {
+    cached = 0;
+    if (too_long_with(0)) {
+      if (in_window) T.rejected_too_long++;
+      client_done(s, cls, t, true, user);
+      return;
     }
   }
   Queue& Q = s.q[s.rep[target].queue];

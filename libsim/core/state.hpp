@@ -61,6 +61,8 @@ struct SessionUser {
   int64_t history;  // tokens of the conversation so far (prompts and outputs)
   int32_t turn;     // turns completed
   int32_t turns;    // turns the session has
+  int32_t replica;  // the replica whose prefix cache holds the conversation (kNone: none)
+  int32_t epoch;    // that replica's cold starts then: a restarted replica has lost it
 };
 
 enum ReplicaState : int32_t { kOff = 0, kStarting = 1, kReady = 2, kDraining = 3 };
@@ -581,6 +583,8 @@ FLEETSIM_HD inline Sim sim_bind(const SimParams& p, uint32_t replication, uint8_
         u.history = 0;
         u.turn = 0;
         u.turns = 0;  // drawn when its first session starts
+        u.replica = kNone;
+        u.epoch = 0;
       }
     }
     cb += a.clients;

@@ -32,6 +32,7 @@ const char* router_name(Router r) {
     case Router::round_robin: return "round_robin";
     case Router::least_outstanding: return "least_outstanding";
     case Router::central_queue: return "central_queue";
+    case Router::session_affinity: return "session_affinity";
   }
   return "?";
 }

@@ -501,10 +501,12 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
             : P.model.params_b * 1e9 * weight_dtype_bytes(P.weight_dtype);
   }
   if (fl.has("router")) {
-    const std::string r = fl.at("router").choice({"round_robin", "least_outstanding", "central_queue"});
-    P.router = r == "round_robin"     ? Router::round_robin
-               : r == "central_queue" ? Router::central_queue
-                                      : Router::least_outstanding;
+    const std::string r =
+        fl.at("router").choice({"round_robin", "least_outstanding", "central_queue", "session_affinity"});
+    P.router = r == "round_robin"        ? Router::round_robin
+               : r == "central_queue"    ? Router::central_queue
+               : r == "session_affinity" ? Router::session_affinity
+                                         : Router::least_outstanding;
   }
   P.queue_limit = fl.has("queue_limit") ? int(fl.at("queue_limit").integer(1, 1000000)) : 1024;
   P.usd_per_hour = fl.has("usd_per_hour") ? fl.at("usd_per_hour").num_in(0, 1e5) : P.device.usd_per_hour;
