@@ -15,6 +15,7 @@
 #include "backend/runner.hpp"
 #include "sweep/internal.hpp"
 #include "sweep/order.hpp"
+#include "sweep/streams.hpp"
 
 namespace fleetsim {
 
@@ -385,6 +386,7 @@ Json run_sweep(const ScenarioSource& src, const SweepSpec& spec, const SweepOpti
   };
 
   if (backend == Backend::cpu) {
+    RequestStreams streams;
     auto worker = [&]() {
       guarded([&] {
         HostWorkspace ws;
@@ -402,7 +404,12 @@ Json run_sweep(const ScenarioSource& src, const SweepSpec& spec, const SweepOpti
             for (uint32_t r = 0; r < spec.replications; ++r) {
               if (stopping()) return;  // this configuration is dropped; a resumed sweep runs it again
               if (!tallies[r]) tallies[r] = std::make_unique<Tally>();
-              simulate(p, r, ws.for_params(p), *tallies[r]);
+              if (opt.common_streams) {
+                const SimParams pr = streams.with_streams(p, r);
+                simulate(pr, r, ws.for_params(pr), *tallies[r]);
+              } else {
+                simulate(p, r, ws.for_params(p), *tallies[r]);
+              }
               reps.push_back(tallies[r].get());
               reps_done.fetch_add(1);
               if (settled_after(spec, *s, reps, reports)) {

@@ -106,6 +106,9 @@ struct SweepOptions {
   // before it have, and run_sweep's document has the header and the summary but no "rows": the
   // sweep then holds a few rows per thread, not one per configuration.
   std::function<void(const Json& row)> ordered_row;
+  // CPU backend: draw each workload's requests once per replication and share them between the
+  // configurations (sweep/streams.hpp); the rows are the same either way.
+  bool common_streams = true;
 };
 
 // run_sweep stopped by SweepOptions::stop before every configuration had finished.

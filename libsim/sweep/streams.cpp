@@ -1,0 +1,96 @@
+#include "sweep/streams.hpp"
+
+#include <cstring>
+
+#include "core/philox.hpp"
+#include "core/workload.hpp"
+
+namespace fleetsim {
+
+namespace {
+
+bool drawn_in_core(ArrivalKind k) {
+  return k == ArrivalKind::poisson || k == ArrivalKind::gamma || k == ArrivalKind::diurnal ||
+         k == ArrivalKind::constant;
+}
+
+void put(std::string& key, const void* p, size_t n) { key.append(static_cast<const char*>(p), n); }
+
+void put_dist(std::string& key, const DistParams& d) {
+  put(key, &d.kind, sizeof d.kind);
+  put(key, &d.a, sizeof d.a);
+  put(key, &d.b, sizeof d.b);
+  put(key, &d.n, sizeof d.n);
+  if (d.n > 0) {
+    put(key, d.values, sizeof(double) * size_t(d.n));
+    put(key, d.cdf, sizeof(double) * size_t(d.n));
+  }
+}
+
+// Everything a class's draws depend on (core/workload.hpp): its index keys its streams.
+std::string stream_key(const SimParams& p, int32_t c, uint32_t r) {
+  const ClassParams& C = p.classes[c];
+  const ArrivalParams& a = C.arrivals;
+  std::string key;
+  put(key, &p.seed, sizeof p.seed);
+  put(key, &r, sizeof r);
+  put(key, &c, sizeof c);
+  put(key, &p.duration_s, sizeof p.duration_s);
+  for (double x : {a.rate_per_s, a.gamma_shape, a.gamma_scale_s, a.diurnal_amplitude, a.diurnal_period_s,
+                   a.diurnal_peak_at_s, a.start_s, a.stop_s})
+    put(key, &x, sizeof x);
+  put(key, &a.kind, sizeof a.kind);
+  put_dist(key, C.prompt);
+  put_dist(key, C.output);
+  return key;
+}
+
+}  // namespace
+
+std::shared_ptr<const RequestStreams::Drawn> RequestStreams::get(const SimParams& p, int32_t c, uint32_t r) {
+  const std::string key = stream_key(p, c, r);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = cache_.find(key);
+    if (it != cache_.end()) return it->second;
+  }
+  // the draws of handle_arrival and the engine's arrival loop, in the same order and keys
+  const ClassParams& C = p.classes[c];
+  const Rng rng = make_rng(p.seed, r);
+  auto s = std::make_shared<Drawn>();
+  ArrivalCursor cur{0.0, 0, 0};
+  for (double t = first_arrival(C.arrivals, rng, uint32_t(c), cur, p.duration_s); t < kInf;
+       t = next_arrival(C.arrivals, rng, uint32_t(c), cur, t, p.duration_s)) {
+    if (int64_t(s->t_s.size()) >= max_requests) return nullptr;
+    const uint64_t idx = s->t_s.size();
+    s->t_s.push_back(t - C.arrivals.start_s);
+    s->prompt.push_back(int32_t(sample_length(C.prompt, rng, fleetsim::Stream::prompt, uint32_t(c), idx)));
+    s->output.push_back(int32_t(sample_length(C.output, rng, fleetsim::Stream::output, uint32_t(c), idx)));
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  return cache_.emplace(key, std::move(s)).first->second;
+}
+
+SimParams RequestStreams::with_streams(const SimParams& p, uint32_t r) {
+  SimParams q = p;
+  for (int32_t c = 0; c < p.n_classes; ++c) {
+    ArrivalParams& a = q.classes[c].arrivals;
+    if (!drawn_in_core(a.kind)) continue;
+    const auto s = get(p, c, r);
+    if (!s || s->t_s.empty()) continue;  // too long to keep, or no request at all: drawn as before
+    a.kind = ArrivalKind::trace;
+    a.trace_t_s = s->t_s.data();
+    a.trace_prompt = s->prompt.data();
+    a.trace_output = s->output.data();
+    a.trace_cached = nullptr;
+    a.trace_n = int64_t(s->t_s.size());
+  }
+  return q;
+}
+
+size_t RequestStreams::streams() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return cache_.size();
+}
+
+}  // namespace fleetsim

@@ -1,0 +1,38 @@
+// Common request streams: the arrivals and lengths of an open-loop class are pure functions of the
+// seed, the class, the replication and the workload (core/workload.hpp), the same for every fleet
+// configuration of a sweep. RequestStreams draws each (workload, replication) once and hands every
+// configuration that shares it the same arrays, replayed as a trace: the same requests, with no
+// random draws in the simulation for them.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/params.hpp"
+
+namespace fleetsim {
+
+class RequestStreams {
+ public:
+  // p with each open-loop class that draws its own arrivals (poisson, gamma, diurnal, constant)
+  // replaced by its stream for replication r, drawn on first use. A class whose stream would
+  // hold more than `max_requests` requests keeps drawing in the simulation.
+  SimParams with_streams(const SimParams& p, uint32_t r);
+
+  size_t streams() const;  // drawn so far
+  static constexpr int64_t max_requests = 4000000;
+
+ private:
+  struct Drawn {
+    std::vector<double> t_s;  // arrival times less the class's start_s
+    std::vector<int32_t> prompt, output;
+  };
+  std::shared_ptr<const Drawn> get(const SimParams& p, int32_t c, uint32_t r);
+  mutable std::mutex mutex_;
+  std::map<std::string, std::shared_ptr<const Drawn>> cache_;  // by workload, class and replication
+};
+
+}  // namespace fleetsim
