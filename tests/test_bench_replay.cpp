@@ -19,6 +19,17 @@ std::string lengths(const std::string& name, const std::string& rows) {
   return write_temp(name, "prompt_tokens,output_tokens\n" + rows);
 }
 
+// An open-loop vLLM point of Llama 3.1 8B on one H100 at `rate` requests/s, nothing measured.
+BenchPoint h100_point(double rate) {
+  BenchPoint p;
+  p.engine = "vllm";
+  p.model = "llama-3.1-8b";
+  p.device = "h100-sxm-80gb";
+  p.rate_per_s = rate;
+  for (double& v : p.measured) v = std::nan("");
+  return p;
+}
+
 BenchPoint one(const std::string& csv) {
   auto v = read_benchmarks(csv, BenchPoint{});
   REQUIRE(v.size() == 1);
@@ -78,18 +89,10 @@ TEST_CASE("bench replay: a vLLM result's input_lens and output_lens are its requ
 
 TEST_CASE("bench replay: equal lengths at a constant rate replay exactly what the constant process runs") {
   // The replay sends request i at i / rate, as a constant-rate process does: the two predictions match.
-  BenchPoint base;
-  base.engine = "vllm";
-  base.model_id = "meta-llama/Llama-3.1-8B";
-  base.device_id = "H100-SXM";
-  base.isl = 512;
-  base.osl = 64;
-  base.rate_per_s = 4;
-  base.num_prompts = 40;
-  for (double& v : base.measured) v = std::nan("");
-  BenchPoint a = base;
-  a.model = catalog_model_for(a.model_id);
-  a.device = catalog_device_for(a.device_id);
+  BenchPoint a = h100_point(4);
+  a.isl = 512;
+  a.osl = 64;
+  a.num_prompts = 40;
   BenchPoint b = a;
   b.req_prompt.assign(40, 512);
   b.req_output.assign(40, 64);
@@ -102,11 +105,7 @@ TEST_CASE("bench replay: equal lengths at a constant rate replay exactly what th
 }
 
 TEST_CASE("bench replay: Poisson gaps have the rate's mean; warm prompts cache their full 16-token blocks") {
-  BenchPoint p;
-  p.engine = "vllm";
-  p.model = "llama-3.1-8b";
-  p.device = "h100-sxm-80gb";
-  p.rate_per_s = 5;
+  BenchPoint p = h100_point(5);
   p.poisson = true;
   p.warm_prompts = 3;
   const int n = 4000;
