@@ -103,6 +103,10 @@ Capacity compute_capacity(const MemoryInputs& in) {
         in.expert_weight_bytes_per_param < 0 ? in.weight_bytes_per_param : in.expert_weight_bytes_per_param;
     c.weights_gib -= in.model.routed_expert_params() * eb * (1.0 - 1.0 / in.dp) / c.devices / kGiB;
   }
+  if (in.has_draft) {
+    c.draft_gib = resident_weight_bytes(in.draft, in.weight_bytes_per_param, -1.0, tp) / kGiB / c.devices;
+    c.weights_gib += c.draft_gib;
+  }
   if (in.runtime_overhead_gib >= 0) {
     c.non_torch_gib = in.runtime_overhead_gib;
   } else {
@@ -131,7 +135,9 @@ Capacity compute_capacity(const MemoryInputs& in) {
   }
   c.naive_kv_gib = c.usable_gib - c.weights_gib;
   c.kv_bytes_per_token = kv_bytes_per_token_per_device(in.model, in.kv_elem_bytes, tp, pp);
-  const double block_bytes = c.kv_bytes_per_token * in.kv_block_tokens;
+  if (in.has_draft) c.draft_kv_bytes_per_token = kv_bytes_per_token_per_device(in.draft, in.kv_elem_bytes, tp, pp);
+  // a block holds its tokens' KV of the target and of the draft
+  const double block_bytes = (c.kv_bytes_per_token + c.draft_kv_bytes_per_token) * in.kv_block_tokens;
   c.window_kv_bytes_per_seq = window_kv_bytes_per_seq_per_device(in.model, in.kv_elem_bytes, tp, pp);
   c.window_blocks_per_seq =
       c.window_kv_bytes_per_seq > 0 ? int64_t(std::ceil(c.window_kv_bytes_per_seq / block_bytes)) : 0;

@@ -64,6 +64,9 @@ struct MemoryInputs {
   int tp = 1;                                 // tensor-parallel degree: devices splitting each layer
   int pp = 1;                                 // pipeline stages: devices splitting the layers
   int dp = 1;  // data-parallel ranks sharing the routed experts (DP attention): each device holds 1/dp of its share
+  // speculative decoding: a draft model beside the target, sharded as it, with its own KV per token
+  bool has_draft = false;
+  ModelSpec draft;
 };
 
 // Every figure is per device: a replica of tp x pp devices holds 1/(tp pp) of the weights on
@@ -75,13 +78,16 @@ struct Capacity {
   double usable_gib = 0;  // what the engine may fill: x gpu_memory_utilization (vLLM), x mem_fraction_static
                           // (SGLang), weights + runtime + activations + the fraction of the rest (TensorRT-LLM)
   double weights_gib = 0;
-  double runtime_overhead_gib = 0;     // non_torch_gib + cuda_graph_gib (when reserved) + resident adapters
-  double non_torch_gib = 0;            // CUDA libraries' workspaces and collective buffers (or the override)
-  double cuda_graph_gib = 0;           // what vLLM reserves for its CUDA graphs (0 with enforce_eager)
-  double activation_gib = 0;           // peak of the profiling run: forward pass or sampler
-  double kv_gib = 0;                   // what is left for the KV cache (may be negative: does not fit)
-  double naive_kv_gib = 0;             // usable - weights, the estimate that ignores the engine
-  double kv_bytes_per_token = 0;       // on one device
+  double runtime_overhead_gib = 0;      // non_torch_gib + cuda_graph_gib (when reserved) + resident adapters
+  double non_torch_gib = 0;             // CUDA libraries' workspaces and collective buffers (or the override)
+  double cuda_graph_gib = 0;            // what vLLM reserves for its CUDA graphs (0 with enforce_eager)
+  double activation_gib = 0;            // peak of the profiling run: forward pass or sampler
+  double kv_gib = 0;                    // what is left for the KV cache (may be negative: does not fit)
+  double naive_kv_gib = 0;              // usable - weights, the estimate that ignores the engine
+  double kv_bytes_per_token = 0;        // on one device
+  double draft_gib = 0;                 // a speculative draft model's weights, in weights_gib
+  double draft_kv_bytes_per_token = 0;  // its KV per token on one device, held beside the target's
+  double block_bytes_per_token() const { return kv_bytes_per_token + draft_kv_bytes_per_token; }  // what a block holds
   double window_kv_bytes_per_seq = 0;  // sliding-window layers, per sequence, on one device
   int64_t window_blocks_per_seq = 0;   // the same in KV blocks (held by every running sequence)
   int64_t kv_blocks = 0;

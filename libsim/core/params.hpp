@@ -178,6 +178,20 @@ struct HostParams {
 };
 
 // One pool of identical replicas: a device, a model, an engine, a router, a price.
+// Speculative decoding (docs/model.md, "Speculative decoding"): a draft model proposes k tokens
+// per decoding sequence, the target verifies them in one step and keeps on average
+// tokens_per_step of them (the accepted ones and its own next token). A decode step is priced as
+// the verify step (the target's work for k + 1 tokens per sequence, with the weights and each
+// context read once) plus k steps of the draft, and each sequence advances tokens_per_step
+// tokens: the core runs it as steps of one token, each 1 / tokens_per_step of that time.
+struct SpecParams {
+  int32_t k;               // draft tokens per step (0: no speculation)
+  double tokens_per_step;  // expected tokens a sequence gains per verify step
+  double draft_weight_bytes;
+  double draft_flops_per_token;
+  double draft_kv_bytes_per_token;
+};
+
 struct PoolParams {
   // model
   int32_t max_context;  // prompt + output are truncated to it
@@ -209,9 +223,10 @@ struct PoolParams {
   // failures
   int32_t crash_on_kv_exhausted;  // a naive server: out of KV memory kills the process (no preemption)
   int32_t prefix_caching;         // the engine keeps shared prefixes' KV and skips their prefill
-  int32_t time_slicing;           // replicas per device taking turns (1: a device each); memory not isolated
-  int32_t mps_clients;            // MPS: replicas per device whose kernels run concurrently under one server (1: none)
-  double mps_thread_share;        // MPS: each client's cap on the device's SMs (active thread percentage / 100)
+  SpecParams spec;
+  int32_t time_slicing;     // replicas per device taking turns (1: a device each); memory not isolated
+  int32_t mps_clients;      // MPS: replicas per device whose kernels run concurrently under one server (1: none)
+  double mps_thread_share;  // MPS: each client's cap on the device's SMs (active thread percentage / 100)
   double
       device_context_bytes;  // a shared device's CUDA context storage: one per time-sliced replica, one per MPS server
   double interruptions_per_s;  // per provisioned replica: spot reclaims plus hardware failures

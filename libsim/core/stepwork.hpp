@@ -43,6 +43,47 @@ FLEETSIM_HD FLEETSIM_FORCEINLINE double calibrated_step_s(const PerfParams& f, d
          (f.matmul_s_per_flop * matmul_flops + f.kv_s_per_byte * kv_bytes + f.attn_s_per_flop * attn_flops) / m;
 }
 
+// Speculative decoding (params.hpp, SpecParams) of a decode run of n sequences, context T0 + n j
+// before step j, on m micro-batches: the verify step adds k query tokens per sequence to the
+// target's GEMMs (and, on the roofline, to its attention over each context) and k steps of the
+// draft; a core step is then 1 / tokens_per_step of it, since each sequence gains that many tokens.
+FLEETSIM_HD inline void speculate_run(const PoolParams& P, Replica& R, Line& l, double n, double T0, double m) {
+  const SpecParams& sp = P.spec;
+  const WorkParams& w = P.work;
+  const PerfParams& f = P.perf;
+  const double k = double(sp.k);
+  const double gemm = k * w.matmul_flops_per_token * n, attn_a = k * w.attn_flops_per_pair * (T0 + n),
+               attn_b = k * w.attn_flops_per_pair * n;
+  const double d_flops = k * sp.draft_flops_per_token * n;
+  const double d_bytes_a = k * (sp.draft_weight_bytes + sp.draft_kv_bytes_per_token * (T0 + n)),
+               d_bytes_b = k * sp.draft_kv_bytes_per_token * n;
+  if (f.kind == PerfKind::roofline) {
+    l.a1 += (gemm + attn_a) / (m * f.flops_per_s) + d_flops / f.flops_per_s;
+    l.b1 += attn_b / (m * f.flops_per_s);
+    l.a2 += d_bytes_a / f.bytes_per_s;
+    l.b2 += d_bytes_b / f.bytes_per_s;
+  } else if (f.kind == PerfKind::calibrated) {
+    // decode attention is priced as its KV read, which the k extra queries share
+    l.a1 += f.matmul_s_per_flop * (gemm / m + d_flops) + f.weight_s_per_byte * k * sp.draft_weight_bytes +
+            f.kv_s_per_byte * k * sp.draft_kv_bytes_per_token * (T0 + n);
+    l.b1 += f.kv_s_per_byte * d_bytes_b;
+  }
+  R.run_fa += gemm + attn_a + d_flops;
+  R.run_fb += attn_b;
+  R.run_ba += d_bytes_a;
+  R.run_bb += d_bytes_b;
+  const double g = 1.0 / sp.tokens_per_step;
+  l.o *= g;
+  l.a1 *= g;
+  l.b1 *= g;
+  l.a2 *= g;
+  l.b2 *= g;
+  R.run_fa *= g;
+  R.run_fb *= g;
+  R.run_ba *= g;
+  R.run_bb *= g;
+}
+
 // Decode-only run of n sequences whose context before step j is T0 + n j.
 FLEETSIM_HD inline void set_decode_run(const PoolParams& P, Replica& R, double n, double T0) {
   const WorkParams& w = P.work;
@@ -93,6 +134,7 @@ FLEETSIM_HD inline void set_decode_run(const PoolParams& P, Replica& R, double n
     l.a2 = 0.0;
     l.b2 = 0.0;
   }
+  if (P.spec.k > 0) speculate_run(P, R, l, n, T0, plain_step_model(P) ? 1.0 : micro_batches(P.par, n));
   R.run_line = l;
   R.run_in_share = 0.0;
   R.run_seqs = n;

@@ -108,6 +108,12 @@ struct PoolSpec {
   // failures and pricing
   bool crash_on_kv_exhausted = false;
   bool prefix_caching = true;
+  // engine.speculative: a draft model of `spec_tokens` tokens per step, each accepted with the
+  // conditional probabilities `spec_acceptance` (position by position)
+  int spec_tokens = 0;
+  std::vector<double> spec_acceptance;
+  ModelSpec spec_draft;
+  double spec_tokens_per_step = 1;
   int lora_adapters = 0, lora_rank = 16;  // fine-tuned variants served by one replica (consolidation)
   double lora_step_overhead = 0.15;
   double lora_gib() const;

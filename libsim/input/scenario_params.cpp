@@ -173,6 +173,15 @@ PoolParams PoolSpec::params() const {
   p.cold = cold;
   p.crash_on_kv_exhausted = crash_on_kv_exhausted ? 1 : 0;
   p.prefix_caching = prefix_caching ? 1 : 0;
+  p.spec = SpecParams{};
+  if (spec_tokens > 0) {
+    // per tensor-parallel rank, summed over the pipeline stages, as the target's work
+    p.spec.k = spec_tokens;
+    p.spec.tokens_per_step = spec_tokens_per_step;
+    p.spec.draft_weight_bytes = spec_draft.params_b * 1e9 * weight_dtype_bytes(weight_dtype) / tp;
+    p.spec.draft_flops_per_token = 2.0 * spec_draft.params_b * 1e9 / tp;
+    p.spec.draft_kv_bytes_per_token = kv_bytes_per_token_per_device(spec_draft, kv_dtype_bytes(kv_dtype), tp, 1);
+  }
   p.time_slicing = time_slicing;
   p.mps_clients = mps_clients;
   p.mps_thread_share = sm;

@@ -150,7 +150,8 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
                         "client_s_per_output_token",
                         "latency_at",
                         "host",
-                        "cuda_context_gib"})
+                        "cuda_context_gib",
+                        "speculative"})
     engine_keys.push_back(k);
   eng.allow_keys(engine_keys);
   // parallelism: a replica of tp x pp devices
@@ -172,6 +173,7 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
     (eng.has("tensor_parallel") ? eng.at("tensor_parallel") : eng.at("pipeline_parallel"))
         .fail("a replica spanning devices cannot also share a device (partition, time_slicing or mps)",
               ErrorKind::inconsistent);
+  parse_speculative(eng, models, P);
   if (eng.has("expert_parallel")) {
     const N en = eng.at("expert_parallel");
     P.ep = int(en.integer(1, 64));
@@ -531,6 +533,10 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
   mi.pp = P.pp;
   mi.dp = P.dp;
   if (!P.expert_weight_dtype.empty()) mi.expert_weight_bytes_per_param = weight_dtype_bytes(P.expert_weight_dtype);
+  if (P.spec_tokens > 0) {
+    mi.has_draft = true;
+    mi.draft = P.spec_draft;
+  }
   P.capacity = compute_capacity(mi);
   if (P.capacity.fits) finish_engine_settings(P);
   if (!P.capacity.fits) {

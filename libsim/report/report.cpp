@@ -269,7 +269,7 @@ Json sharing_json(const PoolSpec& P) {
   const Capacity& c = P.capacity;
   const double fixed = c.weights_gib + c.runtime_overhead_gib + c.activation_gib;
   const double kv = (c.device_gib - P.device_context_gib()) / n - fixed;
-  const double block_bytes = c.kv_bytes_per_token * P.kv_block_tokens;
+  const double block_bytes = c.block_bytes_per_token() * P.kv_block_tokens;
   const int64_t blocks = kv > 0 ? int64_t(std::floor(kv * 1073741824.0 / block_bytes)) : 0;
   j["kv_gib_per_replica_on_device"] = kv;
   j["kv_blocks_per_replica_on_device"] = blocks;
@@ -350,7 +350,7 @@ Json run_report(const Scenario& s, const Tally& t) {
     peak_bytes_s += pt.replica_s * pp.peak_bytes_per_s;
     kv_cap_s += pt.replica_s * double(P.capacity.kv_blocks);
     fixed_s += pt.replica_s * pp.fixed_memory_bytes;
-    kv_bytes_s += pt.kv_block_s * P.capacity.kv_bytes_per_token * P.kv_block_tokens;
+    kv_bytes_s += pt.kv_block_s * P.capacity.block_bytes_per_token() * P.kv_block_tokens;
     mem_s += pt.replica_s * pp.device_memory_bytes;
   }
 
@@ -481,10 +481,11 @@ Json run_report(const Scenario& s, const Tally& t) {
       one["engine"] = engine_json(P);
       one["fleet"] = fleet_json(pt, window);
       slowdown_json(one["fleet"], pt, P.cpu_fallback(), P.thermal());
-      one["utilization"] = utilization_json(
-          pt, pt.replica_s * pp.peak_flops_per_s, pt.replica_s * pp.peak_bytes_per_s,
-          pt.replica_s * double(P.capacity.kv_blocks), pt.replica_s * pp.fixed_memory_bytes,
-          pt.kv_block_s * P.capacity.kv_bytes_per_token * P.kv_block_tokens, pt.replica_s * pp.device_memory_bytes);
+      one["utilization"] =
+          utilization_json(pt, pt.replica_s * pp.peak_flops_per_s, pt.replica_s * pp.peak_bytes_per_s,
+                           pt.replica_s * double(P.capacity.kv_blocks), pt.replica_s * pp.fixed_memory_bytes,
+                           pt.kv_block_s * P.capacity.block_bytes_per_token() * P.kv_block_tokens,
+                           pt.replica_s * pp.device_memory_bytes);
       one["cost"] = cost_json(ledger.pools[i].cost);
       one["capacity"] = capacity_json(P.capacity, mean_ctx, P.kv_block_tokens);
       if (P.host.cores > 0) {

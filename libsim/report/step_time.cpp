@@ -80,6 +80,15 @@ Json step_time_json(const PoolSpec& P) {
                       "`fleetsim fit`"
                     : "linear model with user-given costs: uncalibrated unless they were measured";
   }
+  // no fit saw a speculating server: its verify and draft steps are the step model's extrapolation
+  if (P.spec_tokens > 0) {
+    if (j.contains("error_applies")) j["error_applies"] = false;
+    j["note"] = j.value("note", std::string()) +
+                fmt::format(
+                    "; speculative decoding ({} drafts {} tokens, {:.2f} kept a step) priced from this step "
+                    "model, fitted on runs without it (uncalibrated for speculative decoding)",
+                    P.spec_draft.name, P.spec_tokens, P.spec_tokens_per_step);
+  }
   if (!P.engine_side && P.client_ttft_s > 0) j["client_ttft_s"] = P.client_ttft_s;
   if (!P.engine_side && P.client_s_per_input_token > 0) j["client_s_per_input_token"] = P.client_s_per_input_token;
   if (!P.engine_side && P.client_s_per_output_token > 0) j["client_s_per_output_token"] = P.client_s_per_output_token;
@@ -96,6 +105,12 @@ Json engine_json(const PoolSpec& P) {
   j["max_batched_tokens"] = P.max_batched_tokens;
   j["kv_block_tokens"] = P.kv_block_tokens;
   j["assumed"] = P.engine_assumed;
+  if (P.spec_tokens > 0)
+    j["speculative"] = {{"draft_model", P.spec_draft.name},
+                        {"tokens", P.spec_tokens},
+                        {"acceptance", P.spec_acceptance},
+                        {"tokens_per_step", P.spec_tokens_per_step},
+                        {"draft_gib", P.capacity.draft_gib}};
   return j;
 }
 

@@ -1,0 +1,134 @@
+// Speculative decoding (engine.speculative): the expected tokens per verify step against a Monte
+// Carlo of the acceptance process, one request's latency on a linear step model by hand, the
+// draft's memory, and located errors.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "helpers.hpp"
+#include "libsim/input/scenario_internal.hpp"
+
+using namespace fleetsim;
+using detail::kGiB;
+using test::error_of;
+
+namespace {
+
+// A sequence's tokens in one verify step: draft token i is kept with probability a[i] if all
+// before it were; the target adds its own token after the first rejection (or after all k).
+double monte_carlo_tokens(const std::vector<double>& a, int steps, double& stderr_out) {
+  std::mt19937_64 gen(12345);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  double sum = 0, sum2 = 0;
+  for (int s = 0; s < steps; ++s) {
+    int x = 1;
+    for (double p : a) {
+      if (u(gen) >= p) break;
+      ++x;
+    }
+    sum += x;
+    sum2 += double(x) * x;
+  }
+  const double mean = sum / steps;
+  stderr_out = std::sqrt((sum2 / steps - mean * mean) / steps);
+  return mean;
+}
+
+std::string one_request(const std::string& spec) {
+  return "duration_s: 100\nwarmup_s: 0\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\n"
+         "engine: {perf_model: linear, step_base_s: 0.01" +
+         spec +
+         "}\nfleet: {replicas: 1}\n"
+         "workload:\n  arrival: {process: burst, requests: 1}\n  prompt_tokens: 100\n  output_tokens: 36\n";
+}
+
+}  // namespace
+
+TEST_CASE("speculative: (1 - a^(k+1)) / (1 - a) tokens per verify step, as a Monte Carlo of acceptance gives") {
+  for (const auto& [a, k] : std::vector<std::pair<double, int>>{{0.5, 2}, {0.7, 4}, {0.9, 8}, {0.3, 1}}) {
+    CAPTURE(a);
+    CAPTURE(k);
+    const std::vector<double> rates(size_t(k), a);
+    const double mu = detail::spec_tokens_per_step(rates);
+    CHECK(mu == doctest::Approx((1 - std::pow(a, k + 1)) / (1 - a)).epsilon(1e-12));
+    double se = 0;
+    const double mc = monte_carlo_tokens(rates, 400000, se);
+    CHECK(std::fabs(mc - mu) < 4 * se);
+  }
+  // per position: 1 + 0.8 + 0.8 x 0.5 + 0.8 x 0.5 x 0.25
+  double se = 0;
+  const std::vector<double> pos = {0.8, 0.5, 0.25};
+  CHECK(detail::spec_tokens_per_step(pos) == doctest::Approx(2.3));
+  const double mc = monte_carlo_tokens(pos, 400000, se);
+  CHECK(std::fabs(mc - 2.3) < 4 * se);
+}
+
+TEST_CASE("speculative: one request's decode steps take 1 / tokens_per_step of the verify step each") {
+  // a linear model's step is the verify step (10 ms); k = 2 at 0.5 keeps 1.75 tokens a step: the
+  // prefill step emits the first token, then 35 tokens take 35 / 1.75 = 20 verify steps
+  const auto r =
+      test::run(test::scenario(one_request(", speculative: {draft_model: llama-3.2-1b, tokens: 2, acceptance: 0.5}")));
+  CHECK(r.drained);
+  CHECK(r.all->ttft.max == doctest::Approx(0.01).epsilon(1e-9));
+  CHECK(r.all->e2e.max == doctest::Approx(0.01 + 35 * 0.01 / 1.75).epsilon(1e-9));
+  CHECK(r.all->tpot.max == doctest::Approx(0.01 / 1.75).epsilon(1e-9));
+  const auto plain = test::run(test::scenario(one_request("")));
+  CHECK(plain.all->e2e.max == doctest::Approx(0.36).epsilon(1e-9));
+}
+
+TEST_CASE("speculative: the draft's weights and KV come out of the KV cache") {
+  const Scenario plain = test::scenario(one_request(""));
+  const Scenario spec =
+      test::scenario(one_request(", speculative: {draft_model: llama-3.2-1b, tokens: 3, acceptance: [0.8, 0.6, 0.4]}"));
+  const Capacity &a = plain.pools[0].capacity, &b = spec.pools[0].capacity;
+  // Llama 3.2 1B in bf16 beside the 8B; its KV per token: 16 layers x 8 heads x 64 x 2 x 2 bytes
+  CHECK(b.draft_gib == doctest::Approx(1.24e9 * 2 / kGiB).epsilon(0.02));
+  CHECK(b.weights_gib == doctest::Approx(a.weights_gib + b.draft_gib));
+  CHECK(b.draft_kv_bytes_per_token == doctest::Approx(16.0 * 8 * 64 * 2 * 2));
+  CHECK(b.kv_bytes_per_token == doctest::Approx(a.kv_bytes_per_token));
+  CHECK(b.kv_blocks ==
+        int64_t(std::floor(b.kv_gib * kGiB / ((b.kv_bytes_per_token + b.draft_kv_bytes_per_token) * 16))));
+  CHECK(spec.pools[0].spec_tokens_per_step == doctest::Approx(1 + 0.8 + 0.48 + 0.192));
+}
+
+TEST_CASE("speculative: bad settings are located errors") {
+  const std::string ok = "draft_model: llama-3.2-1b, tokens: 2, acceptance: 0.6";
+  auto with = [](const std::string& s) { return one_request(", speculative: {" + s + "}"); };
+  CHECK(error_of(with("draft_model: qwen3-0.6b, tokens: 2, acceptance: 0.6"))
+            .find("a draft model must generate with the target's vocabulary") != std::string::npos);
+  CHECK(error_of(with("draft_model: llama-3.2-1b, tokens: 2, acceptance: [0.6]"))
+            .find("expected one acceptance rate per draft token (2)") != std::string::npos);
+  CHECK(error_of(with("draft_model: llama-3.2-1b, tokens: 2, acceptance: 1")).find("acceptance") != std::string::npos);
+  CHECK(error_of(with("draft_model: llama-3.2-1b, tokens: 0, acceptance: 0.5")).find("tokens") != std::string::npos);
+  CHECK(error_of(with("draft_model: no-such-model, tokens: 2, acceptance: 0.5")).find("no-such-model") !=
+        std::string::npos);
+  CHECK(error_of(with(ok + ", depth: 3")).find("unknown key 'depth'") != std::string::npos);
+  CHECK(error_of(one_request(", speculative: {" + ok + "}") + "time_slicing: 2\n").find("shared device") !=
+        std::string::npos);
+}
+
+TEST_CASE("speculative: the shipped scenario shows where speculation pays and where it stops") {
+  const std::string path = std::string(FLEETSIM_SOURCE_DIR) + "/scenarios/speculative-decoding.yaml";
+  auto tpot_ms = [&](int clients, const std::string& acceptance, bool draft) {
+    std::vector<std::string> sets = {"workload.arrival.clients=" + std::to_string(clients)};
+    if (draft)
+      sets.push_back("engine.speculative.acceptance=" + acceptance);
+    else
+      sets.push_back("engine.speculative=null");
+    const auto r = test::run(load_scenario_file(path, sets));
+    return 1e3 * r.all->tpot.sum / double(r.all->tpot.n);
+  };
+  const double alone = tpot_ms(1, "", false), crowd = tpot_ms(256, "", false);
+  CHECK(alone == doctest::Approx(8.33).epsilon(0.01));
+  CHECK(crowd == doctest::Approx(34.2).epsilon(0.01));
+  // acceptance 0.7: 8.3 -> 4.3 ms alone, 34.2 -> 28.5 ms at 256 users
+  CHECK(tpot_ms(1, "0.7", true) == doctest::Approx(4.31).epsilon(0.01));
+  CHECK(tpot_ms(256, "0.7", true) == doctest::Approx(28.5).epsilon(0.01));
+  // 0.5: a gain alone, a loss at 256 users; 0.3: no gain even alone
+  CHECK(tpot_ms(1, "0.5", true) < alone);
+  CHECK(tpot_ms(256, "0.5", true) > crowd);
+  CHECK(tpot_ms(1, "0.3", true) > alone);
+}
