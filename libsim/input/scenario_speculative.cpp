@@ -33,8 +33,8 @@ void parse_speculative(const N& eng, const std::vector<ModelSpec>& models, PoolS
                 model_kind_name(P.model.kind) + " model",
             ErrorKind::inconsistent);
   if (d->kind != ModelKind::generate || d->vocab != P.model.vocab)
-    dn.fail("a draft model must generate with the target's vocabulary (" + std::to_string(P.model.vocab) + " tokens); " +
-                d->name + " has " + std::to_string(d->vocab),
+    dn.fail("a draft model must generate with the target's vocabulary (" + std::to_string(P.model.vocab) +
+                " tokens); " + d->name + " has " + std::to_string(d->vocab),
             ErrorKind::inconsistent);
   if (P.shared_by() > 1)
     sp.fail("speculative decoding on a shared device (time_slicing or mps) is not modelled", ErrorKind::inconsistent);
