@@ -53,6 +53,7 @@ std::shared_ptr<const RequestStreams::Drawn> RequestStreams::get(const SimParams
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = cache_.find(key);
     if (it != cache_.end()) return it->second;
+    if (full_) return nullptr;
   }
   // the draws of handle_arrival and the engine's arrival loop, in the same order and keys
   const ClassParams& C = p.classes[c];
@@ -68,7 +69,13 @@ std::shared_ptr<const RequestStreams::Drawn> RequestStreams::get(const SimParams
     s->output.push_back(int32_t(sample_length(C.output, rng, fleetsim::Stream::output, uint32_t(c), idx)));
   }
   std::lock_guard<std::mutex> lock(mutex_);
-  return cache_.emplace(key, std::move(s)).first->second;
+  if (kept_ + int64_t(s->t_s.size()) > max_kept_requests) {
+    full_ = true;
+    return nullptr;
+  }
+  auto [it, added] = cache_.emplace(key, std::move(s));
+  if (added) kept_ += int64_t(it->second->t_s.size());
+  return it->second;
 }
 
 SimParams RequestStreams::with_streams(const SimParams& p, uint32_t r) {

@@ -19,11 +19,14 @@ class RequestStreams {
  public:
   // p with each open-loop class that draws its own arrivals (poisson, gamma, diurnal, constant)
   // replaced by its stream for replication r, drawn on first use. A class whose stream would
-  // hold more than `max_requests` requests keeps drawing in the simulation.
+  // hold more than `max_requests` requests, or would take the streams kept past
+  // `max_kept_requests` (a sweep whose workload changes with every configuration), keeps drawing
+  // in the simulation.
   SimParams with_streams(const SimParams& p, uint32_t r);
 
-  size_t streams() const;  // drawn so far
+  size_t streams() const;  // kept so far
   static constexpr int64_t max_requests = 4000000;
+  static constexpr int64_t max_kept_requests = 16000000;  // 16 bytes each: 256 MB
 
  private:
   struct Drawn {
@@ -33,6 +36,8 @@ class RequestStreams {
   std::shared_ptr<const Drawn> get(const SimParams& p, int32_t c, uint32_t r);
   mutable std::mutex mutex_;
   std::map<std::string, std::shared_ptr<const Drawn>> cache_;  // by workload, class and replication
+  int64_t kept_ = 0;                                           // requests in cache_
+  bool full_ = false;  // kept_ reached max_kept_requests: new streams are not drawn here
 };
 
 }  // namespace fleetsim
