@@ -5,7 +5,7 @@
 
 #include "helpers.hpp"
 #include "libsim/base/error.hpp"
-#include "libsim/core/state.hpp"
+#include "libsim/core/workspace.hpp"
 #include "libsim/input/input_file.hpp"
 #include "libsim/input/profile.hpp"
 #include "libsim/input/trace.hpp"

@@ -53,6 +53,12 @@ FLEETSIM_HD inline void account_run(Sim& s, const Replica& R, int64_t k, double 
     s.tally->classes[c].busy_s += overlap * R.run_class_share[c];
     s.tally->classes[c].input_busy_s += overlap * R.run_class_in_share[c];
   }
+  if (s.handoff_on)  // a class's time on the pool that decodes its prefills
+    for (int32_t c = 0; c < s.p->n_classes; ++c)
+      if (R.pool != s.p->classes[c].pool) {
+        s.tally->classes[c].decode_busy_s += overlap * R.run_class_share[c];
+        s.tally->classes[c].decode_input_busy_s += overlap * R.run_class_in_share[c];
+      }
 }
 
 FLEETSIM_HD inline void record_done(Sim& s, int32_t r, int32_t ri, double t) {
@@ -98,7 +104,11 @@ FLEETSIM_HD inline void record_done(Sim& s, int32_t r, int32_t ri, double t) {
     }
   }
   s.req_free[s.req_free_n++] = ri;
-  client_done(s, q.cls, t + cl_end, false, q.user, int64_t(q.prompt) + q.output, r);
+  // a session's conversation stays cached where its prompt was computed: the prefill replica
+  // when it was handed off
+  const bool here = s.rep[r].pool == s.p->classes[q.cls].pool;
+  client_done(s, q.cls, t + cl_end, false, q.user, int64_t(q.prompt) + q.output, here ? r : q.prefilled_on,
+              here ? -1 : q.prompt);
 }
 
 // Nodes (PoolParams::replicas_per_node > 0): slot k of a pool sits on placement group

@@ -104,7 +104,7 @@ FLEETSIM_HD inline void session_end(Sim& s, int32_t c, SessionUser& u, double t_
   }
   u.turn = 0;
   u.turns = 0;
-  u.history = 0;
+  u.history = u.held = 0;
   u.replica = kNone;
 }
 
@@ -119,9 +119,9 @@ FLEETSIM_HD inline int64_t session_turn(Sim& s, int32_t c, int32_t user, double 
     const ClassParams& C = s.p->classes[c];
     u.turns = int32_t(sample_length(C.turns, s.rng, Stream::session, uint32_t(c), s.sessions_started[c]++));
     u.t_start = t;
-    u.history = 0;
+    u.history = u.held = 0;
   }
-  cached = u.history;  // where it is served from: session_cached, once the request is routed
+  cached = u.held;  // where it is served from: session_cached, once the request is routed
   return u.history + fresh;
 }
 
@@ -132,12 +132,14 @@ FLEETSIM_HD FLEETSIM_FORCEINLINE int32_t session_replica(const Sim& s, int32_t c
 }
 
 // A session user's request ended: a completed turn extends the conversation to `context` tokens
-// (its prompt and output), now in the prefix cache of the replica that served it (kNone: the
-// response cache); a turned-away or failed one is sent again.
-FLEETSIM_HD inline void session_done(Sim& s, int32_t c, int32_t user, double t_end, int64_t context, int32_t replica) {
+// (its prompt and output), `held` of them now in the prefix cache of `replica` (kNone: none, the
+// response cache answered); a turned-away or failed one is sent again.
+FLEETSIM_HD inline void session_done(Sim& s, int32_t c, int32_t user, double t_end, int64_t context, int32_t replica,
+                                     int64_t held) {
   if (context < 0) return;
   SessionUser& u = s.session_user[s.client_base[c] + user];
   u.history = context;
+  u.held = held;
   u.replica = replica;
   u.epoch = replica == kNone ? 0 : s.rep[replica].starts;
   u.turn++;
@@ -149,11 +151,13 @@ FLEETSIM_HD inline void session_done(Sim& s, int32_t c, int32_t user, double t_e
 // `rejected`, turned away). Nothing to do for an open-loop class. The clock must already be at the
 // present (advance_clock): the thinking population changes now.
 // `user`, `context` and `replica` matter to session classes only: who sent it, and for a completed
-// request its prompt plus output (-1: not completed) and the replica that served it.
+// request its prompt plus output (-1: not completed), the replica whose cache holds the
+// conversation and how much of it (-1: all of it; a prefill replica holds only the prompt).
 FLEETSIM_HD FLEETSIM_FORCEINLINE void client_done(Sim& s, int32_t c, double t_end, bool rejected = false,
-                                                  int32_t user = 0, int64_t context = -1, int32_t replica = kNone) {
+                                                  int32_t user = 0, int64_t context = -1, int32_t replica = kNone,
+                                                  int64_t held = -1) {
   if (!((s.closed_classes >> c) & 1)) return;
-  if ((s.session_classes >> c) & 1) session_done(s, c, user, t_end, context, replica);
+  if ((s.session_classes >> c) & 1) session_done(s, c, user, t_end, context, replica, held < 0 ? context : held);
   client_think(s, c, t_end, rejected, user);
 }
 

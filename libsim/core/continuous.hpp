@@ -164,11 +164,15 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
   while (admit && budget > 0 && R.n_running < R.S && Q.size > 0) {
     const int32_t ri = q_at(s, Q, 0);
     Request& q = s.req[ri];
-    int32_t shared =
-        q.has_prefix && ((R.prefix_ready >> q.cls) & 1) ? min_of(s.p->classes[q.cls].prefix_tokens, q.prompt - 1) : 0;
+    // a prompt whose KV came from a prefill pool (handoff.hpp) holds all of it and computes its
+    // last token again; it takes nothing from this replica's caches
+    const int32_t loaded = q.kv_in ? q.prompt - 1 : 0;
+    int32_t shared = q.has_prefix && !q.kv_in && ((R.prefix_ready >> q.cls) & 1)
+                         ? min_of(s.p->classes[q.cls].prefix_tokens, q.prompt - 1)
+                         : 0;
     // a trace's cached prefix: an unbounded pool-wide cache holds it, so it is attended to, not
     // computed or held (docs/model.md, "Caching"); never together with a shared prefix
-    const int32_t reused = P.prefix_caching ? q.cached : 0;
+    const int32_t reused = P.prefix_caching && !q.kv_in ? q.cached : 0;
     int32_t total = q.prompt + (P.generative ? q.generated : 0) - shared - reused;
     int64_t blocks = ceil_div(total, R.bs) + P.window_blocks;
     if (P.crash_on_kv_exhausted && blocks > P.kv_total_blocks - P.kv_watermark_blocks) {
@@ -200,6 +204,7 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
     s.waiting[q.cls]--;
     changed = 1;
     if (q.t_admit < 0.0) q.t_admit = t;
+    q.kv_in = 0;  // preempted or lost from here on, it computes its prompt again
     const int32_t sl = R.free_head;
     Seq& x = slot(s, r, sl);
     R.free_head = x.next;
@@ -227,16 +232,17 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
       s.tally->classes[q.cls].prefix_tokens_reused += x.ctx_extra;
     }
     x.prefill_total = total;
-    x.prefill_done = 0;
-    x.out_left = q.output - q.generated;
+    x.prefill_done = loaded;
+    // a prefill pool's request ends with its prompt (its first token stays unsent)
+    x.out_left = P.disagg ? 1 : q.output - q.generated;
     x.blocks = blocks;
     R.free_blocks -= blocks;
     R.n_running++;
-    const int64_t c = min_of<int64_t>(budget, total);
+    const int64_t c = min_of<int64_t>(budget, total - loaded);
     x.chunk = int32_t(c);
     budget -= c;
     pseqs += 1.0;
-    const double cd = double(c), c0 = double(x.ctx_extra);
+    const double cd = double(c), c0 = double(x.ctx_extra + loaded);
     ptoks += cd;
     pclass[q.cls] += cd;
     ppairs += cd * c0 + cd * (cd + 1.0) * 0.5;

@@ -9,9 +9,10 @@
 // generated tokens.
 //
 // This file is the event loop. The rest of the core is split by concern: state.hpp (the data),
-// containers.hpp, accounting.hpp, stepwork.hpp, slots.hpp and kv.hpp, continuous.hpp and
-// static_batching.hpp, lifecycle.hpp, autoscale.hpp, routing.hpp, host.hpp (the host CPU stage)
-// and clients.hpp (closed-loop users); decls.hpp declares the few calls that go against that order.
+// workspace.hpp (its layout), containers.hpp, accounting.hpp, stepwork.hpp, slots.hpp and kv.hpp,
+// continuous.hpp and static_batching.hpp, lifecycle.hpp, autoscale.hpp, routing.hpp, host.hpp (the
+// host CPU stage), handoff.hpp (disaggregated prefill) and clients.hpp (closed-loop users);
+// decls.hpp declares the few calls that go against that order.
 #pragma once
 #include "accounting.hpp"
 #include "autoscale.hpp"
@@ -24,6 +25,7 @@
 #include "static_batching.hpp"
 #include "tally.hpp"
 #include "workload.hpp"
+#include "workspace.hpp"
 
 namespace fleetsim {
 
@@ -80,11 +82,15 @@ FLEETSIM_HD inline double sim_advance(Sim& s, double until = kInf, bool stop_whe
   const SimParams& p = *s.p;
   Tally& tally = *s.tally;
   for (;;) {
-    // the next event: a replica's, a host core's, an autoscaler evaluation, a failure, an arrival
-    // (ties in that order)
+    // the next event: a replica's, a host core's, a KV transfer's end, an autoscaler evaluation, a
+    // failure, an arrival (ties in that order)
     const int32_t r = s.rheap[0].r;
     const double tr = s.rheap[0].t;
-    const double th = s.host_on ? s.rep[s.hheap[0]].host_next : kInf;
+    const double th0 = s.host_on ? s.rep[s.hheap[0]].host_next : kInf;
+    const double tx = s.xheap_n > 0 ? s.xheap[0].t : kInf;
+    // (the transfer's end joins the host's time so that a fleet without either compares no more)
+    const bool hx = tx < th0;
+    const double th = hx ? tx : th0;
     int32_t cls = 0, pe = 0, pf = 0;
     double ta = s.next_arrival[0], te = s.pool[0].next_eval, tf = s.pool[0].next_fail;
     for (int32_t c = 1; c < p.n_classes; ++c)
@@ -132,7 +138,10 @@ FLEETSIM_HD inline double sim_advance(Sim& s, double until = kInf, bool stop_whe
         static_try_start(s, r, tr);
       }
     } else if (th <= ta && th <= te && th <= tf) {
-      host_finish(s, s.hheap[0], th);
+      if (hx)
+        handoff_arrive(s, th);
+      else
+        host_finish(s, s.hheap[0], th);
     } else if (te <= ta && te <= tf) {
       autoscale_eval(s, pe, te);
     } else if (tf <= ta) {

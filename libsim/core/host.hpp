@@ -13,6 +13,7 @@
 #include "containers.hpp"
 #include "continuous.hpp"
 #include "decls.hpp"
+#include "handoff.hpp"
 #include "lifecycle.hpp"
 #include "state.hpp"
 #include "static_batching.hpp"
@@ -149,7 +150,9 @@ FLEETSIM_HD inline void enqueue_device(Sim& s, int32_t target, int32_t ri, doubl
 // The device finished request ri on replica r: it is done, or its response is post-processed
 // (detokenized) on r's host first.
 FLEETSIM_HD inline void device_done(Sim& s, int32_t r, int32_t ri, double t) {
-  if (pool_of(s, r).host.post && s.req[ri].output > 0)
+  if (pool_of(s, r).disagg)  // a prefill pool: the prompt's KV goes on to decode
+    handoff_send(s, r, ri, t);
+  else if (pool_of(s, r).host.post && s.req[ri].output > 0)
     host_submit(s, r, ri, kHostPost, t);
   else
     record_done(s, r, ri, t);

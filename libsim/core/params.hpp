@@ -224,6 +224,13 @@ struct PoolParams {
   int32_t crash_on_kv_exhausted;  // a naive server: out of KV memory kills the process (no preemption)
   int32_t prefix_caching;         // the engine keeps shared prefixes' KV and skips their prefill
   SpecParams spec;
+  // disaggregated prefill (engine.hpp, "handoffs"): a prefill pool computes each prompt and sends
+  // its KV over a link to a replica of decode_pool, which emits every output token
+  int32_t disagg;              // 1: this is a prefill pool
+  int32_t decode_pool;         // where its requests decode
+  double handoff_s_per_token;  // transfer time per prompt token: its KV bytes over the link
+  double handoff_latency_s;    // and the link's fixed cost per transfer
+  double handoff_bytes_per_token;
   int32_t time_slicing;     // replicas per device taking turns (1: a device each); memory not isolated
   int32_t mps_clients;      // MPS: replicas per device whose kernels run concurrently under one server (1: none)
   double mps_thread_share;  // MPS: each client's cap on the device's SMs (active thread percentage / 100)

@@ -14,6 +14,39 @@
 
 namespace fleetsim {
 
+// The replica of pool pi whose queue takes a request (any active replica of a central queue):
+// ready replicas, or only when none is ready one still starting (it holds the queue). `home`: the
+// replica that holds its session's conversation (kNone: none); `by_host`: by host jobs, not by
+// outstanding requests. The pool has a ready or starting replica.
+FLEETSIM_HD inline int32_t pick_replica(Sim& s, int32_t pi, int32_t home, bool by_host) {
+  const PoolParams& P = s.p->pools[pi];
+  PoolState& ps = s.pool[pi];
+  const int32_t want = ps.n_ready > 0 ? int32_t(kReady) : int32_t(kStarting);
+  auto active = [&](int32_t r) { return s.rep[r].state == want; };
+  int32_t target = kNone;
+  if (P.router == Router::session_affinity && home != kNone && active(home)) {
+    target = home;
+  } else if (P.router == Router::round_robin) {
+    for (int32_t k = 0; k < ps.n_replicas && target == kNone; ++k) {
+      const int32_t r = ps.first_replica + ps.rr_next;
+      ps.rr_next = ps.rr_next + 1 == ps.n_replicas ? 0 : ps.rr_next + 1;
+      if (active(r)) target = r;
+    }
+  } else {
+    int32_t best = 0;
+    for (int32_t r = ps.first_replica; r < ps.first_replica + ps.n_replicas; ++r) {
+      if (!active(r)) continue;
+      const int32_t o = by_host ? s.rep[r].host_n : outstanding(s, r);
+      if (target == kNone || o < best) {
+        best = o;
+        target = r;
+      }
+      if (P.router == Router::central_queue && !by_host) break;
+    }
+  }
+  return target;
+}
+
 // `user`: the closed-loop user of a session class that sends it (clients.hpp).
 FLEETSIM_HD inline void handle_arrival(Sim& s, int32_t cls, double t, int32_t user = 0) {
   const ClassParams& C = s.p->classes[cls];
@@ -75,11 +108,16 @@ FLEETSIM_HD inline void handle_arrival(Sim& s, int32_t cls, double t, int32_t us
   // a request that cannot fit in KV even alone
   auto too_long_with = [&](int64_t reused) {
     if (P.batching != Batching::continuous) return prompt + output > P.kv_total_blocks * P.kv_block_tokens;
-    // (a prefix the cache holds is attended to, not held: docs/model.md, "Caching")
-    const int64_t kv_tokens = (P.generative ? prompt + output - 1 : prompt) - (P.prefix_caching ? reused : 0);
+    // (a prefix the cache holds is attended to, not held: docs/model.md, "Caching"); a prefill
+    // pool holds the prompt, its decode pool all of it
+    const int64_t kv_tokens =
+        (P.generative && !P.disagg ? prompt + output - 1 : prompt) - (P.prefix_caching ? reused : 0);
+    auto over = [](const PoolParams& Q, int64_t tokens) {
+      return ceil_div(tokens, Q.kv_block_tokens) + Q.window_blocks > Q.kv_total_blocks - Q.kv_watermark_blocks;
+    };
+    if (P.disagg && over(s.p->pools[P.decode_pool], prompt + output - 1)) return true;
     // a naive server has no such check: it takes the request and runs out of memory on it
-    return !P.crash_on_kv_exhausted &&
-           ceil_div(kv_tokens, P.kv_block_tokens) + P.window_blocks > P.kv_total_blocks - P.kv_watermark_blocks;
+    return !P.crash_on_kv_exhausted && over(P, kv_tokens);
   };
   if (too_long_with(cached)) {
     if (in_window) T.rejected_too_long++;
@@ -94,35 +132,12 @@ FLEETSIM_HD inline void handle_arrival(Sim& s, int32_t cls, double t, int32_t us
     client_done(s, cls, t, true, user);
     return;
   }
-  // route to ready replicas; only when none is ready, to one still starting (it holds the queue)
-  const int32_t want = ps.n_ready > 0 ? int32_t(kReady) : int32_t(kStarting);
-  auto active = [&](int32_t r) { return s.rep[r].state == want; };
-  int32_t target = kNone;  // the replica whose queue takes it (any active replica of a central queue)
   // a session's conversation is in the prefix cache of the replica that served its last turn
   const bool session = (s.session_classes >> cls) & 1;
   const int32_t home = session && cached > 0 ? session_replica(s, cls, user) : kNone;
   // a central queue's requests are tokenized on the host with the fewest jobs
   const bool by_host = P.router == Router::central_queue && P.host.cores > 0;
-  if (P.router == Router::session_affinity && home != kNone && active(home)) {
-    target = home;
-  } else if (P.router == Router::round_robin) {
-    for (int32_t k = 0; k < ps.n_replicas && target == kNone; ++k) {
-      const int32_t r = ps.first_replica + ps.rr_next;
-      ps.rr_next = ps.rr_next + 1 == ps.n_replicas ? 0 : ps.rr_next + 1;
-      if (active(r)) target = r;
-    }
-  } else {
-    int32_t best = 0;
-    for (int32_t r = ps.first_replica; r < ps.first_replica + ps.n_replicas; ++r) {
-      if (!active(r)) continue;
-      const int32_t o = by_host ? s.rep[r].host_n : outstanding(s, r);
-      if (target == kNone || o < best) {
-        best = o;
-        target = r;
-      }
-      if (P.router == Router::central_queue && !by_host) break;
-    }
-  }
+  const int32_t target = pick_replica(s, C.pool, home, by_host);
   // elsewhere the conversation is prefilled again (a central queue does not know which replica
   // will serve it: its sessions reuse the history wherever it was, as a pool-wide cache would)
   if (session && cached > 0 && P.router != Router::central_queue && target != home) {
@@ -158,13 +173,39 @@ FLEETSIM_HD inline void handle_arrival(Sim& s, int32_t cls, double t, int32_t us
   q.cls = int16_t(cls);
   q.retries = 0;
   q.has_prefix = has_prefix ? 1 : 0;
+  q.kv_in = 0;
   q.user = user;
+  q.prefilled_on = kNone;
   advance_clock(s, t);
   s.in_system[cls]++;
   if (P.host.cores > 0)
     host_submit(s, target, ri, kHostPre, t);
   else
     enqueue_device(s, target, ri, t);
+}
+
+// The earliest KV transfer (handoff.hpp) reached the decode pool at t: the request joins a decode
+// replica's queue (routed by the decode pool's router; no host stage: it was tokenized), or is
+// turned away as a full queue where none can take it.
+FLEETSIM_HD inline void handoff_arrive(Sim& s, double t) {
+  const int32_t ri = xheap_pop(s);
+  Request& q = s.req[ri];
+  const int32_t cls = q.cls;
+  const int32_t pi = s.p->pools[s.rep[q.prefilled_on].pool].decode_pool;
+  const PoolParams& D = s.p->pools[pi];
+  PoolState& ds = s.pool[pi];
+  advance_clock(s, t);
+  ds.arrivals_since += 1.0;
+  int32_t target = kNone;
+  if (ds.n_ready + ds.n_starting > 0 || replica_start(s, pi, t)) target = pick_replica(s, pi, kNone, false);
+  if (target == kNone || s.q[s.rep[target].queue].size + s.rep[target].host_n >= D.queue_limit) {
+    if (q.in_window) s.tally->classes[cls].rejected_queue_full++;
+    s.in_system[cls]--;
+    s.req_free[s.req_free_n++] = ri;
+    client_done(s, cls, t, true, q.user);
+    return;
+  }
+  enqueue_device(s, target, ri, t);
 }
 
 }  // namespace fleetsim

@@ -30,6 +30,8 @@ struct ClassTally {
   double output_tokens;          // of completed requests
   double busy_s;                 // device time spent on this class's requests (in the window)
   double input_busy_s;           // of which on their prompts (prefill)
+  double decode_busy_s;          // of busy_s, on the decode pool its pool hands prompts to
+  double decode_input_busy_s;    // of which on prompts (the last prompt token, computed again)
   double lost_tokens;            // KV tokens computed and then dropped (preemption, a lost replica), to be recomputed
   double in_system_s;            // requests waiting or running x seconds
   double queue_len_s;            // requests waiting x seconds
@@ -84,6 +86,9 @@ struct PoolTally {
   double host_busy_s;         // host CPU stage: busy core-seconds
   double host_lost_s;         // of which on jobs a lost replica threw away
   double neighbour_failures;  // MPS: clients taken down by another client's fault on their device (shared fate)
+  // disaggregated prefill: prompts whose KV this pool sent to its decode pool, their bytes and
+  // the transfers' time (link latency included)
+  double kv_sent, kv_sent_bytes, kv_sent_s;
 };
 
 struct Tally {
@@ -104,6 +109,7 @@ FLEETSIM_HD inline void class_tally_clear(ClassTally& c) {
   c.sessions = 0;
   c.session_turns = c.session_s = c.session_turn_s = 0.0;
   c.prefix_tokens_reused = 0;
+  c.decode_busy_s = c.decode_input_busy_s = 0.0;
   c.input_tokens = c.output_tokens = c.busy_s = c.input_busy_s = c.lost_tokens = c.in_system_s = c.queue_len_s =
       c.thinking_s = 0.0;
   hist_clear(c.ttft);
@@ -122,6 +128,7 @@ FLEETSIM_HD inline void pool_tally_clear(PoolTally& p) {
   p.fallback_s = p.cpu_busy_s = p.throttled_s = p.throttled_steps = 0.0;
   p.host_busy_s = p.host_lost_s = 0.0;
   p.neighbour_failures = 0.0;
+  p.kv_sent = p.kv_sent_bytes = p.kv_sent_s = 0.0;
   for (int32_t k = 0; k < kColdStages; ++k) p.cold_stage_s[k] = 0.0;
 }
 
@@ -158,6 +165,8 @@ FLEETSIM_HD inline void class_tally_merge(ClassTally& into, const ClassTally& fr
   into.output_tokens += from.output_tokens;
   into.busy_s += from.busy_s;
   into.input_busy_s += from.input_busy_s;
+  into.decode_busy_s += from.decode_busy_s;
+  into.decode_input_busy_s += from.decode_input_busy_s;
   into.lost_tokens += from.lost_tokens;
   into.in_system_s += from.in_system_s;
   into.queue_len_s += from.queue_len_s;
@@ -206,6 +215,9 @@ FLEETSIM_HD inline void pool_tally_merge(PoolTally& into, const PoolTally& from)
   into.host_busy_s += from.host_busy_s;
   into.host_lost_s += from.host_lost_s;
   into.neighbour_failures += from.neighbour_failures;
+  into.kv_sent += from.kv_sent;
+  into.kv_sent_bytes += from.kv_sent_bytes;
+  into.kv_sent_s += from.kv_sent_s;
 }
 
 }  // namespace fleetsim

@@ -44,7 +44,11 @@ double CostBlock::input_usd() const {
   if (input_usd_ >= 0) return input_usd_;
   return busy_s > 0 ? effective_usd() * input_busy_s / busy_s : 0.0;
 }
-double ClassLedger::input_usd() const { return busy_s > 0 ? usd() * input_busy_s / busy_s : 0.0; }
+double ClassLedger::input_usd() const {
+  double u = 0;
+  for (const auto& x : parts) u += x.input_usd;
+  return u;
+}
 
 namespace {
 
@@ -92,15 +96,22 @@ Ledger make_ledger(const Scenario& s, const Tally& t) {
     // time-sliced replicas and MPS clients share one (a MIG slice is billed as its own unit at the slice price)
     const double f = (P.devices() > 1 ? double(P.devices()) : 1.0 / P.shared_by()) / 3600.0;
     double lost_tokens = 0, useful_tokens = 0;
-    for (size_t k = 0; k < s.classes.size(); ++k)
-      if (s.classes[k].pool == int(i)) {
-        const ClassTally& ct = t.classes[k];
-        lost_tokens += ct.lost_tokens;
-        useful_tokens += ct.input_tokens - double(ct.prefix_tokens_reused) + ct.output_tokens;
-        c.completed += double(ct.completed);
-        c.input_tokens += ct.input_tokens;
-        c.output_tokens += ct.output_tokens;
-      }
+    // a prefill pool's classes count their prompts here and their outputs in the pool that decodes
+    // them, where they also lose their work (preemption) most
+    for (size_t k = 0; k < s.classes.size(); ++k) {
+      const bool entry = s.classes[k].pool == int(i);
+      const int dp = s.pools[size_t(s.classes[k].pool)].decode_pool;
+      const bool decodes = dp == int(i);
+      if (!entry && !decodes) continue;
+      const ClassTally& ct = t.classes[k];
+      const bool outputs = dp < 0 ? entry : decodes;
+      if (outputs) lost_tokens += ct.lost_tokens;
+      if (entry) useful_tokens += ct.input_tokens - double(ct.prefix_tokens_reused);
+      if (outputs) useful_tokens += ct.output_tokens;
+      c.completed += double(ct.completed);
+      if (entry) c.input_tokens += ct.input_tokens;
+      if (outputs) c.output_tokens += ct.output_tokens;
+    }
     auto& h = c.hours;
     h[size_t(Bucket::cold_start)] = pt.cold_s * f;
     h[size_t(Bucket::idle_headroom)] = pt.headroom_s * f;
@@ -165,33 +176,67 @@ Ledger make_ledger(const Scenario& s, const Tally& t) {
     L.pools.push_back(pl);
   }
 
-  // classes: their busy time, and the pool's idle time shared in proportion to it
+  // classes: their busy time on each pool they use, and its idle time shared in proportion to it
+  // (a class of a prefill pool uses the pool that decodes for it too)
+  auto busy_on = [&](size_t k, int pool) {
+    const ClassTally& ct = t.classes[k];
+    const int entry = s.classes[k].pool, dp = s.pools[size_t(entry)].decode_pool;
+    double b = 0;
+    if (entry == pool) b += ct.busy_s - ct.decode_busy_s;
+    if (dp == pool) b += ct.decode_busy_s;
+    return b;
+  };
+  auto input_on = [&](size_t k, int pool) {
+    const ClassTally& ct = t.classes[k];
+    const int entry = s.classes[k].pool, dp = s.pools[size_t(entry)].decode_pool;
+    double b = 0;
+    if (entry == pool) b += ct.input_busy_s - ct.decode_input_busy_s;
+    if (dp == pool) b += ct.decode_input_busy_s;
+    return b;
+  };
+  auto uses = [&](size_t k, int pool) {
+    return s.classes[k].pool == pool || s.pools[size_t(s.classes[k].pool)].decode_pool == pool;
+  };
   for (size_t k = 0; k < s.classes.size(); ++k) {
     const RequestClassSpec& C = s.classes[k];
     const ClassTally& ct = t.classes[k];
-    const PoolLedger& pl = L.pools[size_t(C.pool)];
-    double pool_busy = 0;
-    int members = 0;
-    for (size_t j = 0; j < s.classes.size(); ++j)
-      if (s.classes[j].pool == C.pool) {
-        pool_busy += t.classes[j].busy_s;
-        ++members;
-      }
-    const double share = pool_busy > 0 ? ct.busy_s / pool_busy : 1.0 / members;
     ClassLedger cl;
     cl.name = C.name;
-    cl.pool = pl.name;
+    cl.pool = L.pools[size_t(C.pool)].name;
     cl.team = C.team;
-    double busy_h = 0, busy_usd = 0;
-    for (int b = 0; b < kBuckets; ++b)
-      if (!bucket_is_idle(Bucket(b))) {
-        busy_h += pl.cost.hours[size_t(b)];
-        busy_usd += pl.cost.usd[size_t(b)];
-      }
-    cl.busy_hours = busy_h * share;
-    cl.busy_usd = busy_usd * share;
-    cl.idle_share_usd = pl.cost.idle_usd() * share;
-    cl.idle_share_hours = (pl.cost.billed_hours() - busy_h) * share;
+    const int dp = s.pools[size_t(C.pool)].decode_pool;
+    if (dp >= 0) cl.decode_pool = L.pools[size_t(dp)].name;
+    for (int pool : {C.pool, dp}) {
+      if (pool < 0) continue;
+      const PoolLedger& pl = L.pools[size_t(pool)];
+      double pool_busy = 0;
+      int members = 0;
+      for (size_t j = 0; j < s.classes.size(); ++j)
+        if (uses(j, pool)) {
+          pool_busy += busy_on(j, pool);
+          ++members;
+        }
+      ClassPoolShare x;
+      x.pool = pool;
+      const double mine = busy_on(k, pool);
+      x.share = pool_busy > 0 ? mine / pool_busy : 1.0 / members;
+      double busy_h = 0, busy_usd = 0;
+      for (int b = 0; b < kBuckets; ++b)
+        if (!bucket_is_idle(Bucket(b))) {
+          busy_h += pl.cost.hours[size_t(b)];
+          busy_usd += pl.cost.usd[size_t(b)];
+        }
+      x.busy_hours = busy_h * x.share;
+      x.busy_usd = busy_usd * x.share;
+      x.idle_share_usd = pl.cost.idle_usd() * x.share;
+      x.idle_share_hours = (pl.cost.billed_hours() - busy_h) * x.share;
+      x.input_usd = mine > 0 ? (x.busy_usd + x.idle_share_usd) * input_on(k, pool) / mine : 0.0;
+      cl.busy_hours += x.busy_hours;
+      cl.busy_usd += x.busy_usd;
+      cl.idle_share_usd += x.idle_share_usd;
+      cl.idle_share_hours += x.idle_share_hours;
+      cl.parts.push_back(x);
+    }
     cl.busy_s = ct.busy_s;
     cl.input_busy_s = ct.input_busy_s;
     cl.completed = double(ct.completed);
@@ -200,6 +245,9 @@ Ledger make_ledger(const Scenario& s, const Tally& t) {
     L.classes.push_back(cl);
   }
   for (const auto& p : L.pools) add_into(L.total, p.cost);
+  // a disaggregated request is counted by both its pools: once in the total
+  L.total.completed = 0;
+  for (const auto& c : L.classes) L.total.completed += c.completed;
   return L;
 }
 
@@ -319,6 +367,16 @@ Json ledger_json(const Ledger& l) {
                {"team", c.team},
                {"busy_device_hours", c.busy_hours},
                {"idle_share_device_hours", c.idle_share_hours}};
+    if (!c.decode_pool.empty()) {
+      cj["decode_pool"] = c.decode_pool;
+      Json by = Json::object();
+      for (const auto& x : c.parts)
+        by[l.pools[size_t(x.pool)].name] = {{"share_of_pool", x.share},
+                                            {"busy_device_hours", x.busy_hours},
+                                            {"idle_share_device_hours", x.idle_share_hours},
+                                            {"usd", x.busy_usd + x.idle_share_usd}};
+      cj["by_pool"] = by;
+    }
     cj.update(class_cost_json(c));
     classes[c.name] = cj;
   }
@@ -475,11 +533,12 @@ std::string focus_csv(const Ledger& l, const Scenario& s, double start_unix_s) {
     // pool no class uses is charged whole, untagged by class
     std::vector<std::pair<const ClassLedger*, double>> members;
     double class_usd = 0;
-    for (size_t k = 0; k < l.classes.size(); ++k)
-      if (s.classes[k].pool == int(i)) {
-        members.emplace_back(&l.classes[k], l.classes[k].usd());
-        class_usd += l.classes[k].usd();
-      }
+    for (const auto& c : l.classes)
+      for (const auto& x : c.parts)
+        if (x.pool == int(i)) {
+          members.emplace_back(&c, x.busy_usd + x.idle_share_usd);
+          class_usd += x.busy_usd + x.idle_share_usd;
+        }
     for (auto& m : members) m.second = class_usd > 0 ? m.second / class_usd : 1.0 / double(members.size());
     if (members.empty()) members.emplace_back(nullptr, 1.0);
     for (const auto& line : p.cost.lines) {

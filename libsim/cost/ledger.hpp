@@ -72,13 +72,24 @@ struct PoolLedger {
   double fallback_hours = 0, fallback_cpu_busy_hours = 0;  // device-hours (in the idle buckets)
 };
 
+// A class's share of one pool it uses: its entry pool, or the pool that decodes what its entry
+// pool prefills (disaggregation).
+struct ClassPoolShare {
+  int pool = 0;      // index into Ledger::pools
+  double share = 0;  // of the pool's hours: its busy time there over all classes'
+  double busy_hours = 0, idle_share_hours = 0, busy_usd = 0, idle_share_usd = 0;
+  double input_usd = 0;  // of busy and idle, by the step time its prompts used there
+};
+
 struct ClassLedger {
   std::string name, pool, team;
-  double busy_hours = 0;        // its share of the pool's busy device-hours
-  double idle_share_hours = 0;  // its share of the pool's idle, cold-start and unused committed hours
+  std::string decode_pool;      // disaggregated: the pool that decodes its prefills (empty: none)
+  double busy_hours = 0;        // its share of its pools' busy device-hours
+  double idle_share_hours = 0;  // its share of their idle, cold-start and unused committed hours
   double busy_usd = 0, idle_share_usd = 0;
   double busy_s = 0, input_busy_s = 0;
   double completed = 0, input_tokens = 0, output_tokens = 0;
+  std::vector<ClassPoolShare> parts;  // per pool; the fields above are their sums
   double usd() const { return busy_usd + idle_share_usd; }
   double input_usd() const;
   double output_usd() const { return usd() - input_usd(); }

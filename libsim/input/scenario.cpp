@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "base/error.hpp"
-#include "core/state.hpp"
+#include "core/workspace.hpp"
 #include "input/input_file.hpp"
 #include "input/scenario_internal.hpp"
 #include "input/yaml_node.hpp"
@@ -108,7 +108,7 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Overr
       const std::string name = pools.key_name(it->first);
       const N en{it->second, "pools." + name, &src};
       en.allow_keys({"device", "partition", "time_slicing", "mps", "model", "weight_dtype", "expert_weight_dtype",
-                     "kv_dtype", "engine", "fleet"});
+                     "kv_dtype", "engine", "fleet", "disaggregation"});
       YAML::Node merged(YAML::NodeType::Map);
       for (const char* k : kPoolKeys) {
         const std::string key = k;
@@ -146,6 +146,12 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Overr
       P.name = name;
       s.pools.push_back(std::move(P));
     }
+    size_t i = 0;
+    for (auto it = pools.node.begin(); it != pools.node.end(); ++it, ++i) {
+      const N en{it->second, "pools." + s.pools[i].name, &src};
+      if (en.has("disaggregation")) parse_disaggregation(en.at("disaggregation"), s.pools, i);
+    }
+    check_disaggregation(pools, s.pools);
     s.multi = true;
   } else {
     PoolSpec P = build_pool(root, devices, models, src);

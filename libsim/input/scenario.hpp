@@ -112,6 +112,13 @@ struct PoolSpec {
   // conditional probabilities `spec_acceptance` (position by position)
   int spec_tokens = 0;
   std::vector<double> spec_acceptance;
+  // disaggregation: this pool computes prompts and sends their KV to decode_pool (an index into
+  // Scenario::pools; -1: it serves whole requests), each transfer taking latency + bytes / bandwidth
+  int decode_pool = -1;
+  std::string kv_link;  // the link's kind as the scenario named it (network, scale_up, pcie) or "custom"
+  double kv_link_gb_s = 0, kv_link_latency_us = 0;  // per lane: one device of each side
+  int kv_link_lanes = 1;                            // devices sending in parallel: min of the two sides
+  double kv_bytes_per_token = 0;                    // the whole replica's KV of one prompt token
   ModelSpec spec_draft;
   double spec_tokens_per_step = 1;
   int lora_adapters = 0, lora_rank = 16;  // fine-tuned variants served by one replica (consolidation)

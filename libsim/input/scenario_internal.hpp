@@ -41,6 +41,10 @@ void parse_autoscale(const N& fl, PoolSpec& P);
 void parse_speculative(const N& eng, const std::vector<ModelSpec>& models, PoolSpec& P);
 double spec_tokens_per_step(const std::vector<double>& acceptance);
 void finish_ownership(const N& pool_node, PoolSpec& P);
+// scenario_disagg.cpp: pools.<name>.disaggregation (pool i of pools, every pool built), and the
+// check once all are read
+void parse_disaggregation(const N& dn, std::vector<PoolSpec>& pools, size_t i);
+void check_disaggregation(const N& pools_node, const std::vector<PoolSpec>& pools);
 
 // scenario_class.cpp: one request class (arrivals, lengths, traces) and its caching keys
 RequestClassSpec build_class(const N& wl, const PoolSpec& pool, double duration_s, Source& src);

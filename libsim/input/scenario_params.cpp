@@ -182,6 +182,13 @@ PoolParams PoolSpec::params() const {
     p.spec.draft_flops_per_token = 2.0 * spec_draft.params_b * 1e9 / tp;
     p.spec.draft_kv_bytes_per_token = kv_bytes_per_token_per_device(spec_draft, kv_dtype_bytes(kv_dtype), tp, 1);
   }
+  if (decode_pool >= 0) {
+    p.disagg = 1;
+    p.decode_pool = decode_pool;
+    p.handoff_bytes_per_token = kv_bytes_per_token;
+    p.handoff_s_per_token = kv_bytes_per_token / (double(kv_link_lanes) * kv_link_gb_s * 1e9);
+    p.handoff_latency_s = kv_link_latency_us * 1e-6;
+  }
   p.time_slicing = time_slicing;
   p.mps_clients = mps_clients;
   p.mps_thread_share = sm;

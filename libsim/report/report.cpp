@@ -496,6 +496,16 @@ Json run_report(const Scenario& s, const Tally& t) {
         one["host"] = host_json(pt, host_core_s(P, pt), *pc, P.host.cores);
       }
       if (shares_device(P)) one["capacity"]["sharing"] = sharing_json(P);
+      if (P.decode_pool >= 0)
+        one["disaggregation"] = {{"decode_pool", s.pools[size_t(P.decode_pool)].name},
+                                 {"link", P.kv_link},
+                                 {"link_gb_s", P.kv_link_gb_s},
+                                 {"lanes", P.kv_link_lanes},
+                                 {"link_latency_s", P.kv_link_latency_us * 1e-6},
+                                 {"kv_bytes_per_token", P.kv_bytes_per_token},
+                                 {"transfers", pt.kv_sent},
+                                 {"transferred_gb", pt.kv_sent_bytes / 1e9},
+                                 {"mean_transfer_s", ratio(pt.kv_sent_s, pt.kv_sent)}};
       pj[P.name] = one;
     }
     r["pools"] = pj;

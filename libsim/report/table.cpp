@@ -91,6 +91,15 @@ std::string by_class_and_pool(const Json& r) {
                     pct(h["ttft_share"])});
   }
   if (rows.size() > 1) o += columns(rows, "");
+  // disaggregated prefill: what each prefill pool sent its decode pool, and how long it took
+  for (auto it = r["pools"].begin(); it != r["pools"].end(); ++it) {
+    if (!it.value().contains("disaggregation")) continue;
+    const Json& d = it.value()["disaggregation"];
+    o += fmt::format("kv transfer {} -> {} over {} ({} GB/s x {} lanes, {} us): {} prompts, {} GB, mean {} ms\n",
+                     it.key(), d["decode_pool"].get<std::string>(), d["link"].get<std::string>(),
+                     num(d["link_gb_s"], 1), num(d["lanes"], 0), num(Json(d["link_latency_s"].get<double>() * 1e6), 1),
+                     num(d["transfers"], 0), num(d["transferred_gb"], 1), ms(d["mean_transfer_s"]));
+  }
   // MPS's shared fate, where it struck: a pool's faults and the clients they took down with them
   for (auto it = r["pools"].begin(); it != r["pools"].end(); ++it) {
     const Json& f = it.value()["fleet"];

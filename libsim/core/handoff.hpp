@@ -1,0 +1,67 @@
+// Disaggregated prefill: a prefill pool computes a prompt (its first token is not sent), frees the
+// prompt's KV and sends it to its decode pool over a link; the request reaches a decode replica
+// latency + prompt tokens x KV bytes / bandwidth later (routing.hpp, handoff_arrive), waits there
+// for KV memory, and emits every output token. Requests in transit wait in a binary min-heap by
+// arrival time, one entry per request slot at most.
+#pragma once
+#include "accounting.hpp"
+#include "state.hpp"
+#include "tally.hpp"
+
+namespace fleetsim {
+
+FLEETSIM_HD FLEETSIM_FORCEINLINE bool xh_less(const RKey& a, const RKey& b) {
+  return a.t < b.t || (a.t == b.t && a.r < b.r);
+}
+
+FLEETSIM_HD inline void xheap_push(Sim& s, double t, int32_t ri) {
+  int32_t i = s.xheap_n++;
+  const RKey k{t, ri, 0};
+  while (i > 0) {
+    const int32_t parent = (i - 1) / 2;
+    if (!xh_less(k, s.xheap[parent])) break;
+    s.xheap[i] = s.xheap[parent];
+    i = parent;
+  }
+  s.xheap[i] = k;
+}
+
+// Remove the earliest entry and return its request.
+FLEETSIM_HD inline int32_t xheap_pop(Sim& s) {
+  const int32_t ri = s.xheap[0].r;
+  const RKey last = s.xheap[--s.xheap_n];
+  const int32_t n = s.xheap_n;
+  int32_t i = 0;
+  for (;;) {
+    int32_t c = 2 * i + 1;
+    if (c >= n) break;
+    if (c + 1 < n && xh_less(s.xheap[c + 1], s.xheap[c])) ++c;
+    if (!xh_less(s.xheap[c], last)) break;
+    s.xheap[i] = s.xheap[c];
+    i = c;
+  }
+  if (n > 0) s.xheap[i] = last;
+  return ri;
+}
+
+// Prefill replica r finished request ri's prompt at t: its KV leaves for the decode pool. The
+// decode replica computes the prompt's last token again for the first output token's logits (as
+// vLLM does when a prompt's KV is all loaded), so the request starts there with nothing generated.
+FLEETSIM_HD inline void handoff_send(Sim& s, int32_t r, int32_t ri, double t) {
+  const PoolParams& P = s.p->pools[s.rep[r].pool];
+  Request& q = s.req[ri];
+  const double dt = P.handoff_latency_s + P.handoff_s_per_token * double(q.prompt);
+  if (q.in_window) {
+    PoolTally& T = s.tally->pools[s.rep[r].pool];
+    T.kv_sent += 1.0;
+    T.kv_sent_bytes += P.handoff_bytes_per_token * double(q.prompt);
+    T.kv_sent_s += dt;
+  }
+  q.t_first = -1.0;
+  q.generated = 0;
+  q.kv_in = 1;
+  q.prefilled_on = r;
+  xheap_push(s, t + dt, ri);
+}
+
+}  // namespace fleetsim

@@ -1,0 +1,341 @@
+// The flat workspace of one simulation: its layout from the parameters (every array sized before
+// the run), and binding a Sim to it.
+#pragma once
+#include "state.hpp"
+
+namespace fleetsim {
+
+// Counts are 64-bit so that no product overflows; the core indexes with int32, so the host checks
+// layout_fits() before a run (scenario validation refuses a fleet that does not).
+struct WorkspaceLayout {
+  uint64_t pools, req, req_free, qbuf, q, rep, seq, fheap, rescnt, rheap, rheap_pos, clients, client_user, session_user,
+      total;
+  uint64_t cqheap, cqheap_pos, cq_pend;
+  uint64_t core_free, core_start, core_job, hheap, hheap_pos;
+  uint64_t xheap;
+  int64_t handoffs;  // entries of the handoff heap (request slots, where a pool hands off; else 0)
+  int64_t n_replicas, nq, req_cap, client_slots, session_slots;
+  int64_t slots, residues, qbuf_len;
+  int64_t cores, host_qlen, host_heap;  // host CPU stage: cores, FIFO entries (in qbuf), heap entries
+};
+
+FLEETSIM_HD inline uint64_t align_up(uint64_t x) { return (x + 15) & ~uint64_t(15); }
+
+FLEETSIM_HD inline WorkspaceLayout workspace_layout(const SimParams& p) {
+  WorkspaceLayout l;
+  l.n_replicas = 0;
+  l.nq = 0;
+  l.req_cap = 0;
+  l.slots = l.residues = l.qbuf_len = 0;
+  l.cores = l.host_qlen = l.host_heap = 0;
+  for (int32_t i = 0; i < p.n_pools; ++i) {
+    const PoolParams& P = p.pools[i];
+    const int64_t S = pool_slots(P), nq = pool_queues(P);
+    l.n_replicas += P.max_replicas;
+    l.nq += nq;
+    l.req_cap += nq * int64_t(P.queue_limit) + int64_t(P.max_replicas) * S;
+    l.slots += int64_t(P.max_replicas) * S;
+    l.residues += int64_t(P.max_replicas) * P.kv_block_tokens;
+    l.qbuf_len += nq * (int64_t(P.queue_limit) + (P.router == Router::central_queue ? P.max_replicas : 1) * S);
+    // a replica's host FIFO never holds more than its pool's device queue can (host.hpp)
+    if (P.host.cores > 0) {
+      l.cores += int64_t(P.max_replicas) * P.host.cores;
+      l.host_qlen += int64_t(P.max_replicas) * pool_queue_cap(P);
+    }
+  }
+  if (l.cores > 0) l.host_heap = l.n_replicas;
+  l.handoffs = 0;
+  for (int32_t i = 0; i < p.n_pools; ++i)
+    if (p.pools[i].disagg) l.handoffs = l.req_cap;
+  l.client_slots = 0;
+  bool sessions = false;
+  for (int32_t c = 0; c < p.n_classes; ++c)
+    if (p.classes[c].arrivals.kind == ArrivalKind::concurrency) {
+      l.client_slots += int64_t(p.classes[c].arrivals.clients);
+      sessions = sessions || p.classes[c].sessions != 0;
+    }
+  // indexed as the client heap, so sized as it when any class runs sessions
+  l.session_slots = sessions ? l.client_slots : 0;
+  uint64_t off = 0;
+  l.pools = off;
+  off = align_up(off + sizeof(PoolState) * uint64_t(p.n_pools));
+  l.req = off;
+  off = align_up(off + sizeof(Request) * uint64_t(l.req_cap));
+  l.req_free = off;
+  off = align_up(off + sizeof(int32_t) * uint64_t(l.req_cap));
+  l.qbuf = off;
+  off = align_up(off + sizeof(int32_t) * uint64_t(l.qbuf_len + l.host_qlen));
+  l.q = off;
+  off = align_up(off + sizeof(Queue) * uint64_t(l.nq));
+  l.rep = off;
+  off = align_up(off + sizeof(Replica) * uint64_t(l.n_replicas));
+  l.seq = off;
+  off = align_up(off + sizeof(Seq) * uint64_t(l.slots));
+  l.fheap = off;
+  off = align_up(off + sizeof(int32_t) * uint64_t(l.slots));
+  l.rescnt = off;
+  off = align_up(off + sizeof(int32_t) * uint64_t(l.residues));
+  l.rheap = off;
+  off = align_up(off + sizeof(RKey) * uint64_t(l.n_replicas));
+  l.rheap_pos = off;
+  off = align_up(off + sizeof(int32_t) * uint64_t(l.n_replicas));
+  l.cqheap = off;
+  off = align_up(off + sizeof(RKey) * uint64_t(l.n_replicas));
+  l.cqheap_pos = off;
+  off = align_up(off + sizeof(int32_t) * uint64_t(l.n_replicas));
+  l.cq_pend = off;
+  off = align_up(off + sizeof(int32_t) * uint64_t(l.n_replicas));
+  l.clients = off;
+  off = align_up(off + sizeof(double) * uint64_t(l.client_slots));
+  l.client_user = off;
+  off = align_up(off + sizeof(int32_t) * uint64_t(l.session_slots));
+  l.session_user = off;
+  off = align_up(off + sizeof(SessionUser) * uint64_t(l.session_slots));
+  l.core_free = off;
+  off = align_up(off + sizeof(double) * uint64_t(l.cores));
+  l.core_start = off;
+  off = align_up(off + sizeof(double) * uint64_t(l.cores));
+  l.core_job = off;
+  off = align_up(off + sizeof(int32_t) * uint64_t(l.cores));
+  l.hheap = off;
+  off = align_up(off + sizeof(int32_t) * uint64_t(l.host_heap));
+  l.hheap_pos = off;
+  off = align_up(off + sizeof(int32_t) * uint64_t(l.host_heap));
+  l.xheap = off;
+  off = align_up(off + sizeof(RKey) * uint64_t(l.handoffs));
+  l.total = off;
+  return l;
+}
+
+// Every count the core indexes with int32 fits one (a pool's queue capacity included).
+FLEETSIM_HD inline bool layout_fits(const SimParams& p, const WorkspaceLayout& l) {
+  const int64_t lim = 2147483647;
+  for (int32_t i = 0; i < p.n_pools; ++i) {
+    const PoolParams& P = p.pools[i];
+    if (int64_t(P.queue_limit) + (P.router == Router::central_queue ? P.max_replicas : 1) * int64_t(pool_slots(P)) >
+        lim)
+      return false;
+  }
+  return l.n_replicas <= lim && l.nq <= lim && l.req_cap <= lim && l.client_slots <= lim && l.slots <= lim &&
+         l.residues <= lim && l.qbuf_len + l.host_qlen <= lim && l.cores <= lim;
+}
+
+// Point s at the workspace at `base` (its arrays only; nothing is reset). A copy of a workspace
+// with a copy of its Sim, pointed at the copy, continues the same simulation (backend/windows.cpp).
+FLEETSIM_HD inline void sim_point(Sim& s, const SimParams& p, uint8_t* base) {
+  const WorkspaceLayout l = workspace_layout(p);
+  s.req = reinterpret_cast<Request*>(base + l.req);
+  s.req_free = reinterpret_cast<int32_t*>(base + l.req_free);
+  s.qbuf = reinterpret_cast<int32_t*>(base + l.qbuf);
+  s.q = reinterpret_cast<Queue*>(base + l.q);
+  s.rep = reinterpret_cast<Replica*>(base + l.rep);
+  s.seq = reinterpret_cast<Seq*>(base + l.seq);
+  s.fheap = reinterpret_cast<int32_t*>(base + l.fheap);
+  s.rescnt = reinterpret_cast<int32_t*>(base + l.rescnt);
+  s.rheap = reinterpret_cast<RKey*>(base + l.rheap);
+  s.rheap_pos = reinterpret_cast<int32_t*>(base + l.rheap_pos);
+  s.cqheap = reinterpret_cast<RKey*>(base + l.cqheap);
+  s.cqheap_pos = reinterpret_cast<int32_t*>(base + l.cqheap_pos);
+  s.cq_pend = reinterpret_cast<int32_t*>(base + l.cq_pend);
+  s.core_free = reinterpret_cast<double*>(base + l.core_free);
+  s.core_start = reinterpret_cast<double*>(base + l.core_start);
+  s.core_job = reinterpret_cast<int32_t*>(base + l.core_job);
+  s.hheap = reinterpret_cast<int32_t*>(base + l.hheap);
+  s.hheap_pos = reinterpret_cast<int32_t*>(base + l.hheap_pos);
+  s.xheap = reinterpret_cast<RKey*>(base + l.xheap);
+  s.pool = reinterpret_cast<PoolState*>(base + l.pools);
+  s.client_heap = reinterpret_cast<double*>(base + l.clients);
+  s.client_user = reinterpret_cast<int32_t*>(base + l.client_user);
+  s.session_user = reinterpret_cast<SessionUser*>(base + l.session_user);
+}
+
+// Bind the workspace at `base` (workspace_layout(p).total bytes) and reset it.
+FLEETSIM_HD inline Sim sim_bind(const SimParams& p, uint32_t replication, uint8_t* base, Tally* tally) {
+  const WorkspaceLayout l = workspace_layout(p);
+  Sim s;
+  s.p = &p;
+  s.tally = tally;
+  s.rng = make_rng(p.seed, replication);
+  sim_point(s, p, base);
+  s.host_on = l.cores > 0 ? 1 : 0;
+  for (int64_t i = 0; i < l.cores; ++i) s.core_job[i] = kNone;
+  s.n_replicas = int32_t(l.n_replicas);
+  s.nq = int32_t(l.nq);
+  s.W0 = p.measure_to_s > 0.0 ? p.measure_from_s : p.warmup_s;
+  s.W1 = p.measure_to_s > 0.0 ? p.measure_to_s : p.duration_s;
+  s.t_clock = 0.0;
+  s.events = 0;
+  s.xheap_n = 0;
+  s.handoff_on = l.handoffs > 0 ? 1 : 0;
+  for (int32_t c = 0; c < kMaxClasses; ++c) {
+    s.in_system[c] = 0;
+    s.waiting[c] = 0;
+  }
+  // slots are handed out as requests arrive (handle_arrival), so a run touches only as many as it has in flight
+  s.req_free_n = 0;
+  s.req_hwm = 0;
+  s.req_cap = int32_t(l.req_cap);
+  int32_t r = 0, qi = 0, qbase = 0;
+  int32_t hqbase = int32_t(l.qbuf_len);  // host FIFOs follow the device queues in qbuf
+  int64_t slot_base = 0, res_base = 0, core_base = 0;
+  for (int32_t pi = 0; pi < p.n_pools; ++pi) {
+    const PoolParams& P = p.pools[pi];
+    PoolState& ps = s.pool[pi];
+    ps.first_replica = r;
+    ps.n_replicas = P.max_replicas;
+    ps.first_queue = qi;
+    ps.n_queues = pool_queues(P);
+    ps.rr_next = 0;
+    ps.n_prov = ps.n_ready = ps.n_starting = ps.n_draining = ps.n_busy = 0;
+    ps.n_busy_serving = ps.cq_pend_n = 0;
+    ps.t_clock = 0.0;
+    ps.busy_acc = ps.arrivals_since = 0.0;
+    ps.next_eval = P.autoscale.enabled ? P.autoscale.interval_s : kInf;
+    ps.last_eval = 0.0;
+    ps.last_scale = -kInf;
+    ps.up_q.n = ps.up_q.head = ps.down_q.n = ps.down_q.head = 0;
+    ps.ttft_n = ps.ttft_head = 0;
+    ps.starts = ps.start_head = 0;
+    ps.change_n = ps.change_head = 0;
+    ps.next_fail = kInf;
+    ps.fail_draws = 0;
+    ps.shelf = P.spares;
+    ps.n_repair = 0;
+    ps.nodes_up = ps.nodes_pinned_empty = ps.nodes_unneeded = 0;
+    ps.next_node_release = kInf;
+    ps.n_fb = ps.n_cpu_busy = ps.n_hot_busy = 0;
+    ps.host_jobs = ps.host_busy = 0;
+    ps.host_t = 0.0;
+    ps.host_busy_acc = 0.0;
+    const int32_t qcap = pool_queue_cap(P);
+    for (int32_t i = 0; i < ps.n_queues; ++i, ++qi) {
+      s.q[qi].base = qbase;
+      s.q[qi].cap = qcap;
+      s.q[qi].head = 0;
+      s.q[qi].size = 0;
+      qbase += qcap;
+    }
+    const int32_t S = pool_slots(P);
+    for (int32_t k = 0; k < P.max_replicas; ++k, ++r) {
+      Replica& R = s.rep[r];
+      R.t_next = kInf;
+      R.busy = 0;
+      R.state = kOff;
+      R.starts = 0;
+      R.node_until = -1.0;
+      R.pool = pi;
+      R.queue = ps.first_queue + (P.router == Router::central_queue ? 0 : k);
+      R.S = S;
+      R.bs = P.kv_block_tokens;
+      R.slot_base = slot_base;
+      R.res_base = res_base;
+      slot_base += S;
+      res_base += P.kv_block_tokens;
+      R.step = 0;
+      R.n_running = R.n_decode = 0;
+      for (int32_t c = 0; c < kMaxClasses; ++c) {
+        R.n_decode_class[c] = 0;
+        R.run_class_share[c] = 0.0;
+        R.run_class_in_share[c] = 0.0;
+      }
+      R.run_head = R.run_tail = R.pf_head = R.pf_tail = kNone;
+      R.free_head = 0;
+      for (int32_t i = 0; i < S; ++i) {
+        Seq& x = s.seq[R.slot_base + i];
+        x.next = i + 1 < S ? i + 1 : kNone;
+        x.heap_pos = kNone;
+        x.decoding = 0;
+        x.chunk = 0;
+        x.ctx_extra = 0;
+      }
+      R.heap_n = 0;
+      R.A = 0;
+      R.free_blocks = P.kv_total_blocks;
+      R.pinned_blocks = 0;
+      R.prefix_ready = 0;
+      for (int32_t c = 0; c < kMaxClasses; ++c) R.prefix_users[c] = 0;
+      R.run_t0 = 0.0;
+      R.run_k = 0;
+      R.run_prefill = 0;
+      R.wake_at = kInf;
+      R.cq_pending = 0;
+      s.cqheap[r].t = kInf;
+      s.cqheap[r].r = r;
+      s.cqheap_pos[r] = k;
+      R.wake_k = 0;
+      R.mps_h = R.mps_g = R.mps_x = R.mps_y = 0.0;
+      R.batch_n = 0;
+      R.batch_t_first = 0.0;
+      // slot k of n falls back when floor((k + 1) share) > floor(k share): floor(n share) of the
+      // first n slots, evenly spread
+      R.fb_slot =
+          P.fallback_share > 0.0 && int64_t(double(k + 1) * P.fallback_share) > int64_t(double(k) * P.fallback_share);
+      R.run_cpu = R.run_hot = 0;
+      R.heat = R.heat_t = 0.0;
+      R.hq.base = hqbase;
+      R.hq.cap = P.host.cores > 0 ? qcap : 0;
+      R.hq.head = R.hq.size = 0;
+      hqbase += R.hq.cap;
+      R.host_n = R.host_busy = 0;
+      R.host_base = core_base;
+      core_base += P.host.cores;
+      R.host_next = kInf;
+      if (s.host_on) {
+        s.hheap[r] = r;
+        s.hheap_pos[r] = r;
+      }
+      for (int32_t i = 0; i < P.kv_block_tokens; ++i) s.rescnt[R.res_base + i] = 0;
+      s.rheap[r].t = kInf;
+      s.rheap[r].r = r;
+      s.rheap_pos[r] = r;
+    }
+  }
+  s.prioritized = 0;
+  s.goodput_classes = 0;
+  for (int32_t c = 0; c < p.n_classes; ++c) {
+    const ClassParams& C = p.classes[c];
+    if (C.good_ttft_s < kInf || C.good_tpot_s < kInf || C.good_e2e_s < kInf) s.goodput_classes |= 1 << c;
+    s.arr[c].candidate = 0;
+    s.arr[c].index = 0;
+    s.arr[c].next_t = 0.0;
+    s.class_priority[c] = p.classes[c].priority;
+    if (p.classes[c].priority != p.classes[0].priority) s.prioritized = 1;
+  }
+  // closed-loop users all send their first request at start_s
+  s.closed_classes = 0;
+  s.session_classes = 0;
+  int32_t cb = 0;
+  for (int32_t c = 0; c < kMaxClasses; ++c) {
+    s.client_base[c] = cb;
+    s.client_n[c] = 0;
+    s.client_stop[c] = kInf;
+    s.client_t[c] = 0.0;
+    s.client_thinks[c] = 0;
+    s.sessions_started[c] = 0;
+    if (c >= p.n_classes || p.classes[c].arrivals.kind != ArrivalKind::concurrency) continue;
+    const ArrivalParams& a = p.classes[c].arrivals;
+    s.closed_classes |= 1 << c;
+    s.client_n[c] = a.clients;
+    s.client_stop[c] = min_of(a.stop_s, p.duration_s);
+    // ascending, so already a min-heap
+    for (int32_t i = 0; i < a.clients; ++i)
+      s.client_heap[cb + i] = a.start_s + a.ramp_s * double(i) / double(a.clients);
+    if (p.classes[c].sessions) {
+      s.session_classes |= 1 << c;
+      for (int32_t i = 0; i < a.clients; ++i) {
+        s.client_user[cb + i] = i;
+        SessionUser& u = s.session_user[cb + i];
+        u.t_start = u.t_last = 0.0;
+        u.history = u.held = 0;
+        u.turn = 0;
+        u.turns = 0;  // drawn when its first session starts
+        u.replica = kNone;
+        u.epoch = 0;
+      }
+    }
+    cb += a.clients;
+  }
+  return s;
+}
+
+}  // namespace fleetsim

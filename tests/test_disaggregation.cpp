@@ -1,0 +1,189 @@
+// Disaggregated prefill and decode (pools.<name>.disaggregation): one request's TTFT by hand
+// (prefill + KV bytes / link bandwidth + link latency + the decode replica's first step), the
+// ledger's identities across the two pools, what the KV transfers add up to, and located errors.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <string>
+
+#include "helpers.hpp"
+#include "libsim/cost/ledger.hpp"
+
+using namespace fleetsim;
+
+namespace {
+
+// Llama 3.1 8B (bf16 KV: 32 layers x 8 heads x 128 x 2 x 2 bytes = 131,072 bytes a token) on a
+// step model of a fixed 10 ms, a prefill pool handing its prompts to a decode pool.
+std::string pd(const std::string& workload, const std::string& link = "gb_s: 1, latency_us: 500",
+               const std::string& extra = "") {
+  return "duration_s: 100\nwarmup_s: 0\nmodel: llama-3.1-8b\ndevice: h100-sxm-80gb\n"
+         "engine: {perf_model: linear, step_base_s: 0.01}\n"
+         "pools:\n"
+         "  prefill:\n    fleet: {replicas: 1, usd_per_hour: 2}\n"
+         "    disaggregation: {decode_pool: decode, " +
+         link +
+         "}\n"
+         "  decode:\n    fleet: {replicas: 2, usd_per_hour: 3}\n" +
+         extra + "classes:\n  chat:\n    pool: prefill\n" + workload;
+}
+
+const std::string kOne = "    arrival: {process: burst, requests: 1}\n    prompt_tokens: 100\n    output_tokens: 36\n";
+
+}  // namespace
+
+TEST_CASE("disaggregation: one request's TTFT is prefill + KV bytes / bandwidth + latency + a decode step") {
+  const auto r = test::run(test::scenario(pd(kOne)));
+  REQUIRE(r.tally->status == 0);
+  CHECK(r.drained);
+  CHECK(r.all->completed == 1);
+  // 10 ms prefill; 100 x 131,072 bytes at 1 GB/s = 13.1072 ms, + 0.5 ms; the decode replica's
+  // step over the prompt's last token emits the first output token (10 ms)
+  const double transfer = 0.0005 + 100 * 131072.0 / 1e9;
+  const double ttft = 0.01 + transfer + 0.01;
+  CHECK(r.all->ttft.max == doctest::Approx(ttft).epsilon(1e-9));
+  // the other 35 tokens decode there, one step each
+  CHECK(r.all->e2e.max == doctest::Approx(ttft + 35 * 0.01).epsilon(1e-9));
+  CHECK(r.all->tpot.max == doctest::Approx(0.01).epsilon(1e-9));
+  const PoolTally& pf = r.tally->pools[0];
+  CHECK(pf.kv_sent == 1);
+  CHECK(pf.kv_sent_bytes == doctest::Approx(100 * 131072.0));
+  CHECK(pf.kv_sent_s == doctest::Approx(transfer).epsilon(1e-12));
+  // one step each side's device computed: the prompt on the prefill pool, its last token and the
+  // 35 decode steps on the decode pool
+  CHECK(pf.steps == 1);
+  CHECK(r.tally->pools[1].steps == 36);
+  const Json& d = r.report["pools"]["prefill"]["disaggregation"];
+  CHECK(d["decode_pool"] == "decode");
+  CHECK(d["link"] == "custom");
+  CHECK(d["mean_transfer_s"].get<double>() == doctest::Approx(transfer));
+
+  // over the catalog's network link (50 GB/s per device, 20 us)
+  const auto n = test::run(test::scenario(pd(kOne, "link: network")));
+  CHECK(n.all->ttft.max == doctest::Approx(0.02 + 20e-6 + 100 * 131072.0 / 50e9).epsilon(1e-9));
+}
+
+TEST_CASE("disaggregation: tensor-parallel sides send their shares at once, over the fewer devices' links") {
+  // tp 2 prefill, tp 4 decode: each tp-2 device holds half the KV heads, so the 100 tokens'
+  // 13.1 MB cross 2 links of 1 GB/s
+  std::string y = pd(kOne);
+  y.replace(y.find("  prefill:\n    fleet:"), std::string("  prefill:\n    fleet:").size(),
+            "  prefill:\n    engine: {tensor_parallel: 2}\n    fleet:");
+  y.replace(y.find("  decode:\n    fleet:"), std::string("  decode:\n    fleet:").size(),
+            "  decode:\n    engine: {tensor_parallel: 4}\n    fleet:");
+  const auto r = test::run(test::scenario(y));
+  const double transfer = 0.0005 + 100 * 131072.0 / 2e9;
+  CHECK(r.report["pools"]["prefill"]["disaggregation"]["lanes"] == 2);
+  CHECK(r.tally->pools[0].kv_sent_s == doctest::Approx(transfer).epsilon(1e-12));
+}
+
+TEST_CASE("disaggregation: the ledger bills each pool and splits both among the classes that used them") {
+  const std::string load =
+      "    arrival: {process: poisson, rate_per_s: 20}\n    prompt_tokens: {dist: lognormal, median: 800, p99: 4000}\n"
+      "    output_tokens: {dist: lognormal, median: 200, p99: 800}\n"
+      "  direct:\n    pool: decode\n    arrival: {process: poisson, rate_per_s: 2}\n"
+      "    prompt_tokens: 300\n    output_tokens: 100\n";
+  const Scenario s = test::scenario(pd(load, "link: network"));
+  const auto r = test::run(s);
+  REQUIRE(r.tally->status == 0);
+  CHECK(r.drained);
+  const ClassTally& chat = r.tally->classes[0];
+  CHECK(chat.arrived == chat.completed + chat.rejected_queue_full + chat.rejected_too_long + chat.failed);
+  CHECK(chat.completed > 1000);
+  CHECK(r.tally->pools[0].kv_sent == double(chat.completed));
+  // the chat class's time is on both pools; the direct class's only on the decode pool
+  CHECK(chat.decode_busy_s > 0);
+  CHECK(chat.decode_busy_s < chat.busy_s);
+  CHECK(r.tally->classes[1].decode_busy_s == 0);
+  CHECK(chat.busy_s + r.tally->classes[1].busy_s ==
+        doctest::Approx(r.tally->pools[0].busy_s + r.tally->pools[1].busy_s).epsilon(1e-9));
+
+  const Ledger L = make_ledger(s, *r.tally);
+  // classes add up to the total, and each pool's class parts to the pool
+  double classes_usd = 0;
+  for (const auto& c : L.classes) classes_usd += c.usd();
+  CHECK(classes_usd == doctest::Approx(L.total.effective_usd()).epsilon(1e-9));
+  for (size_t i = 0; i < L.pools.size(); ++i) {
+    double parts = 0, share = 0;
+    for (const auto& c : L.classes)
+      for (const auto& x : c.parts)
+        if (x.pool == int(i)) {
+          parts += x.busy_usd + x.idle_share_usd;
+          share += x.share;
+        }
+    CAPTURE(i);
+    CHECK(parts == doctest::Approx(L.pools[i].cost.effective_usd()).epsilon(1e-9));
+    CHECK(share == doctest::Approx(1.0).epsilon(1e-9));
+  }
+  // rate x hours on every pool's line
+  for (const auto& p : L.pools) {
+    double lines = 0;
+    for (const auto& l : p.cost.lines) lines += l.device_hours * l.effective_usd_per_hour;
+    CHECK(lines == doctest::Approx(p.cost.effective_usd()).epsilon(1e-9));
+  }
+  CHECK(L.classes[0].decode_pool == "decode");
+  CHECK(L.classes[0].parts.size() == 2);
+  CHECK(L.classes[1].parts.size() == 1);
+  // the prefill pool computes prompts only: every output token is the decode pool's
+  CHECK(L.pools[0].cost.output_tokens == 0);
+  CHECK(L.pools[0].cost.input_tokens == chat.input_tokens);
+  CHECK(L.pools[1].cost.output_tokens == chat.output_tokens + r.tally->classes[1].output_tokens);
+  CHECK(L.total.completed == double(chat.completed + r.tally->classes[1].completed));
+  // its dollars are nearly all input dollars (a prompt's work); the decode pool's mostly output
+  CHECK(L.classes[0].input_usd() > L.pools[0].cost.effective_usd() * L.classes[0].parts[0].share * 0.99);
+  const Json& cj = r.report["ledger"]["classes"]["chat"];
+  CHECK(cj["decode_pool"] == "decode");
+  CHECK(cj["by_pool"]["prefill"]["usd"].get<double>() + cj["by_pool"]["decode"]["usd"].get<double>() ==
+        doctest::Approx(L.classes[0].usd()).epsilon(1e-9));
+}
+
+TEST_CASE("disaggregation: a request too long for the decode pool's KV is turned away at arrival") {
+  // the decode pool keeps a quarter of its memory (about 3 GiB of KV beside the 15 GiB of weights:
+  // under 30,000 tokens); a 30,000-token prompt fits the prefill pool's
+  const std::string big =
+      "    arrival: {process: burst, requests: 1}\n    prompt_tokens: 30000\n    output_tokens: 10\n";
+  std::string y = pd(big);
+  y.replace(y.find("  decode:\n    fleet:"), std::string("  decode:\n    fleet:").size(),
+            "  decode:\n    engine: {gpu_memory_utilization: 0.25}\n    fleet:");
+  const auto r = test::run(test::scenario(y));
+  CHECK(r.all->rejected_too_long == 1);
+  CHECK(r.tally->pools[0].steps == 0);
+}
+
+TEST_CASE("disaggregation: bad settings are located errors") {
+  using test::error_of;
+  CHECK(error_of(pd(kOne, "gb_s: 1")).find("(no error)") != std::string::npos);
+  std::string typo = pd(kOne);
+  typo.replace(typo.find("decode_pool: decode"), 19, "decode_pool: decod");
+  CHECK(error_of(typo).find("did you mean 'decode'") != std::string::npos);
+  std::string self = pd(kOne);
+  self.replace(self.find("decode_pool: decode"), 19, "decode_pool: prefill");
+  CHECK(error_of(self).find("cannot decode its own prefills") != std::string::npos);
+  std::string other = pd(kOne);
+  other.replace(other.find("  decode:\n    fleet:"), std::string("  decode:\n    fleet:").size(),
+                "  decode:\n    model: qwen2.5-7b\n    fleet:");
+  CHECK(error_of(other).find("must serve the model whose KV it receives") != std::string::npos);
+  CHECK(error_of(pd(kOne, "link: infiniband")).find("infiniband") != std::string::npos);
+  CHECK(error_of(pd(kOne, "link: network, gb_s: -1")).find("gb_s") != std::string::npos);
+  CHECK(error_of(pd(kOne, "link: network, bandwith: 3")).find("unknown key 'bandwith'") != std::string::npos);
+  std::string scale = pd(kOne, "link: scale_up");
+  scale.replace(scale.find("  decode:\n    fleet:"), std::string("  decode:\n    fleet:").size(),
+                "  decode:\n    device: h200-141gb\n    fleet:");
+  CHECK(error_of(scale).find("use link: network") != std::string::npos);
+  CHECK(error_of(pd(kOne, "link: scale_up")) == "(no error)");
+  std::string chain =
+      pd(kOne, "link: network", "  third:\n    fleet: {replicas: 1}\n    disaggregation: {decode_pool: prefill}\n");
+  CHECK(error_of(chain).find("is itself a prefill pool") != std::string::npos);
+  std::string stat = pd(kOne);
+  stat.replace(stat.find("  decode:\n    fleet:"), std::string("  decode:\n    fleet:").size(),
+               "  decode:\n    engine: {batching: static, max_batch: 8}\n    fleet:");
+  CHECK(error_of(stat).find("continuous batching") != std::string::npos);
+  std::string spec = pd(kOne);
+  spec.replace(spec.find("  prefill:\n    fleet:"), std::string("  prefill:\n    fleet:").size(),
+               "  prefill:\n    engine: {speculative: {draft_model: llama-3.2-1b, tokens: 2, acceptance: 0.5}}\n"
+               "    fleet:");
+  CHECK(error_of(spec).find("belongs to its decode pool") != std::string::npos);
+  // located: file, line and column of the key
+  CHECK(error_of(typo).find("<test>:9:35:") == 0);
+  CHECK(error_of(typo).find("pools.prefill.disaggregation.decode_pool") != std::string::npos);
+}
