@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # On a machine with an NVIDIA GPU: build the CUDA backend (or use a portable build carried in
 # build-gpu/), check that the CPU and CUDA backends give byte-identical results on a sweep of
-# 1,024 configurations x 2 replications and on a two-pool fleet sweep (committed and spot capacity,
-# reclaims, preemption), and print the sweep benchmark: configurations per second on the GPU and
+# 1,024 configurations x 2 replications, on a two-pool fleet sweep (committed and spot capacity,
+# reclaims, preemption) and on a sweep of sessions, disaggregated prefill and speculative decoding,
+# and print the sweep benchmark: configurations per second on the GPU and
 # on all CPU cores, the launch's occupancy and its memory per job. Finishes in minutes.
 #
 # Where the GPU machine lacks the Debian packages, build a portable binary (it needs only glibc and
@@ -42,6 +43,17 @@ if cmp -s "$out/fleet-cpu.json" "$out/fleet-cuda.json"; then
 else
   echo "gpu-check: CPU and CUDA results DIFFER on $fleet"
   diff <(tr ',' '\n' <"$out/fleet-cpu.json") <(tr ',' '\n' <"$out/fleet-cuda.json") | head -40
+  exit 1
+fi
+# 2026's mechanisms together: sessions, disaggregated prefill and decode, speculative decoding
+mech=tests/data/gpu-check-2026.yaml
+"$bin" sweep "$mech" --backend cpu --format json >"$out/mech-cpu.json" 2>/dev/null
+"$bin" sweep "$mech" --backend cuda --format json >"$out/mech-cuda.json" 2>/dev/null
+if cmp -s "$out/mech-cpu.json" "$out/mech-cuda.json"; then
+  echo "gpu-check: CPU and CUDA agree byte for byte on the sessions + P/D + speculative sweep ($(grep -c '"index"' "$out/mech-cpu.json") rows)"
+else
+  echo "gpu-check: CPU and CUDA results DIFFER on $mech"
+  diff <(tr ',' '\n' <"$out/mech-cpu.json") <(tr ',' '\n' <"$out/mech-cuda.json") | head -40
   exit 1
 fi
 # configurations per second on the GPU and on all CPU cores (a sample of the 10,000-configuration

@@ -137,16 +137,21 @@ TEST_CASE("a planned launch run on the CPU gives the host tallies, bit for bit")
   const Scenario a = conv(1), b = conv(3, "central_queue");
   const Scenario c = load_scenario_file(std::string(FLEETSIM_SOURCE_DIR) + "/scenarios/interactive-and-batch.yaml",
                                         {"duration_s=300", "warmup_s=30"});
-  const SimParams pa = a.params(), pb = b.params(), pc = c.params();
+  // and 2026's mechanisms together: sessions, disaggregated prefill, speculative decoding
+  const Scenario e = load_scenario_file(std::string(FLEETSIM_SOURCE_DIR) + "/tests/data/gpu-check-2026.yaml",
+                                        {"duration_s=200", "warmup_s=20"});
+  const SimParams pa = a.params(), pb = b.params(), pc = c.params(), pe = e.params();
   REQUIRE(pc.n_classes > 1);
+  REQUIRE(pe.pools[0].disagg == 1);
   std::vector<SimJob> jobs;
   for (uint32_t r = 0; r < 3; ++r)
-    for (const SimParams* p : {&pa, &pb, &pc}) jobs.push_back(SimJob{p, r});
+    for (const SimParams* p : {&pa, &pb, &pc, &pe}) jobs.push_back(SimJob{p, r});
   DeviceLimits d;
   d.sms = 1;
   d.blocks_per_sm = 1;
   d.block = 32;
-  const uint64_t stride_guess = workspace_layout(pb).total + workspace_layout(pc).total + sizeof(Tally);
+  const uint64_t stride_guess =
+      workspace_layout(pb).total + workspace_layout(pc).total + workspace_layout(pe).total + sizeof(Tally);
   d.memory_budget = 3 * stride_guess;  // a couple of slots: slots are reused by later jobs
   const LaunchPlan L = plan_launch(jobs, d);
   REQUIRE(L.slots >= 1);
