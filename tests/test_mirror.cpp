@@ -140,18 +140,22 @@ TEST_CASE("a planned launch run on the CPU gives the host tallies, bit for bit")
   // and 2026's mechanisms together: sessions, disaggregated prefill, speculative decoding
   const Scenario e = load_scenario_file(std::string(FLEETSIM_SOURCE_DIR) + "/tests/data/gpu-check-2026.yaml",
                                         {"duration_s=200", "warmup_s=20"});
-  const SimParams pa = a.params(), pb = b.params(), pc = c.params(), pe = e.params();
+  // and bounded prefix caches with prefix-aware routing: the trace's block arrays relocated
+  const Scenario f = load_scenario_file(std::string(FLEETSIM_SOURCE_DIR) + "/scenarios/prefix-aware-routing.yaml",
+                                        {"duration_s=90", "warmup_s=10"});
+  const SimParams pa = a.params(), pb = b.params(), pc = c.params(), pe = e.params(), pf = f.params();
   REQUIRE(pc.n_classes > 1);
   REQUIRE(pe.pools[0].disagg == 1);
+  REQUIRE(pf.pools[0].cache_entries > 0);
   std::vector<SimJob> jobs;
   for (uint32_t r = 0; r < 3; ++r)
-    for (const SimParams* p : {&pa, &pb, &pc, &pe}) jobs.push_back(SimJob{p, r});
+    for (const SimParams* p : {&pa, &pb, &pc, &pe, &pf}) jobs.push_back(SimJob{p, r});
   DeviceLimits d;
   d.sms = 1;
   d.blocks_per_sm = 1;
   d.block = 32;
-  const uint64_t stride_guess =
-      workspace_layout(pb).total + workspace_layout(pc).total + workspace_layout(pe).total + sizeof(Tally);
+  const uint64_t stride_guess = workspace_layout(pb).total + workspace_layout(pc).total + workspace_layout(pe).total +
+                                workspace_layout(pf).total + sizeof(Tally);
   d.memory_budget = 3 * stride_guess;  // a couple of slots: slots are reused by later jobs
   const LaunchPlan L = plan_launch(jobs, d);
   REQUIRE(L.slots >= 1);

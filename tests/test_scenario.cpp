@@ -61,7 +61,7 @@ TEST_CASE("errors name the file, line and column, and say what was expected") {
             .find("<test>:2:13: error: duration_s: value 1e12 is out of range") == 0);
   CHECK(error_of(replace(kGood, "central_queue", "centrl_queue")) ==
         "<test>:7:11: error: fleet.router: unknown value 'centrl_queue' (expected one of: round_robin, "
-        "least_outstanding, central_queue, session_affinity); did you mean 'central_queue'?");
+        "least_outstanding, central_queue, session_affinity, prefix_aware); did you mean 'central_queue'?");
   CHECK(error_of(replace(kGood, "llama-3.1-8b", "llama-3.1-9b")) ==
         "<test>:4:8: error: model: unknown model 'llama-3.1-9b' (did you mean 'llama-3.1-8b'?)");
   CHECK(error_of(replace(kGood, "duration_s: 100\n", "")) == "<test>:1:1: error: missing required key 'duration_s'");

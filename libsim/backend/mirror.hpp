@@ -36,6 +36,10 @@ struct Mirror {
         note(k.arrivals.trace_prompt, sizeof(int32_t) * size_t(k.arrivals.trace_n));
         note(k.arrivals.trace_output, sizeof(int32_t) * size_t(k.arrivals.trace_n));
         note(k.arrivals.trace_cached, sizeof(int32_t) * size_t(k.arrivals.trace_n));
+        if (k.arrivals.trace_block_off) {
+          note(k.arrivals.trace_block_off, sizeof(int64_t) * size_t(k.arrivals.trace_n + 1));
+          note(k.arrivals.trace_blocks, sizeof(int32_t) * size_t(k.arrivals.trace_block_off[k.arrivals.trace_n]));
+        }
         note(k.prompt.values, sizeof(double) * size_t(k.prompt.n));
         note(k.prompt.cdf, sizeof(double) * size_t(k.prompt.n));
         note(k.output.values, sizeof(double) * size_t(k.output.n));
@@ -63,6 +67,8 @@ struct Mirror {
         move(k.arrivals.trace_prompt, base);
         move(k.arrivals.trace_output, base);
         move(k.arrivals.trace_cached, base);
+        move(k.arrivals.trace_block_off, base);
+        move(k.arrivals.trace_blocks, base);
         move(k.prompt.values, base);
         move(k.prompt.cdf, base);
         move(k.output.values, base);

@@ -7,6 +7,7 @@
 #include "decls.hpp"
 #include "kv.hpp"
 #include "mps.hpp"
+#include "prefix_cache.hpp"
 #include "slots.hpp"
 #include "slowdown.hpp"
 #include "state.hpp"
@@ -134,6 +135,7 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
     replica_fail(s, r, t, false, kNone);
     return;
   }
+  if (need > R.free_blocks && P.cache_entries > 0) cache_make_room(s, r, need, t);
   if (need > R.free_blocks) evict_prefixes(s, r);
   while (need > R.free_blocks) {
     need -= preempt_newest(s, r, st);
@@ -171,8 +173,20 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
                          ? min_of(s.p->classes[q.cls].prefix_tokens, q.prompt - 1)
                          : 0;
     // a trace's cached prefix: an unbounded pool-wide cache holds it, so it is attended to, not
-    // computed or held (docs/model.md, "Caching"); never together with a shared prefix
-    const int32_t reused = P.prefix_caching && !q.kv_in ? q.cached : 0;
+    // computed or held (docs/model.md, "Caching"); never together with a shared prefix. A bounded
+    // cache per replica holds what it holds: the leading blocks found here, kept from eviction
+    // from now on (prefix_cache.hpp)
+    const int32_t* ids = nullptr;
+    int32_t hits = 0;
+    if (P.cache_entries > 0 && !q.kv_in) {
+      hits = cache_leading_hits(s, r, ids, request_blocks(s, q, ids));
+      cache_ref(s, r, ids, hits);
+    }
+    const int32_t reused =
+        P.cache_entries > 0
+            ? (hits > 0 ? min_of(hits * s.p->classes[q.cls].arrivals.trace_block_tokens, q.prompt - 1) : 0)
+        : P.prefix_caching && !q.kv_in ? q.cached
+                                       : 0;
     int32_t total = q.prompt + (P.generative ? q.generated : 0) - shared - reused;
     int64_t blocks = ceil_div(total, R.bs) + P.window_blocks;
     if (P.crash_on_kv_exhausted && blocks > P.kv_total_blocks - P.kv_watermark_blocks) {
@@ -183,14 +197,22 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
       replica_fail(s, r, t, false, ri);
       return;
     }
+    if (blocks > R.free_blocks - P.kv_watermark_blocks && P.cache_entries > 0)
+      cache_make_room(s, r, blocks + P.kv_watermark_blocks, t);
     if (blocks > R.free_blocks - P.kv_watermark_blocks) {
-      if (!evict_prefixes(s, r)) break;
+      if (!evict_prefixes(s, r)) {
+        cache_unref(s, r, ids, hits);
+        break;
+      }
       if (shared > 0 && !((R.prefix_ready >> q.cls) & 1)) {  // its own prefix went too: it computes it
         shared = 0;
         total = q.prompt + (P.generative ? q.generated : 0) - reused;
         blocks = ceil_div(total, R.bs) + P.window_blocks;
       }
-      if (blocks > R.free_blocks - P.kv_watermark_blocks) break;
+      if (blocks > R.free_blocks - P.kv_watermark_blocks) {
+        cache_unref(s, r, ids, hits);
+        break;
+      }
     }
     if (double(blocks) * block_bytes > device_free) {  // time slicing: a neighbour holds the memory
       q_pop_front(s, Q);
@@ -204,7 +226,8 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
     s.waiting[q.cls]--;
     changed = 1;
     if (q.t_admit < 0.0) q.t_admit = t;
-    q.kv_in = 0;  // preempted or lost from here on, it computes its prompt again
+    q.kv_in = 0;
+    q.cache_hits = hits;  // preempted or lost from here on, it computes its prompt again
     const int32_t sl = R.free_head;
     Seq& x = slot(s, r, sl);
     R.free_head = x.next;

@@ -15,6 +15,7 @@
 #include "decls.hpp"
 #include "handoff.hpp"
 #include "lifecycle.hpp"
+#include "prefix_cache.hpp"
 #include "state.hpp"
 #include "static_batching.hpp"
 
@@ -150,6 +151,14 @@ FLEETSIM_HD inline void enqueue_device(Sim& s, int32_t target, int32_t ri, doubl
 // The device finished request ri on replica r: it is done, or its response is post-processed
 // (detokenized) on r's host first.
 FLEETSIM_HD inline void device_done(Sim& s, int32_t r, int32_t ri, double t) {
+  if (pool_of(s, r).cache_entries > 0) {  // its prompt's blocks stay in the replica's cache
+    Request& q = s.req[ri];
+    const int32_t* ids = nullptr;
+    const int32_t n = request_blocks(s, q, ids);
+    cache_unref(s, r, ids, q.cache_hits);
+    q.cache_hits = 0;
+    cache_insert(s, r, ids, n, t);
+  }
   if (pool_of(s, r).disagg)  // a prefill pool: the prompt's KV goes on to decode
     handoff_send(s, r, ri, t);
   else if (pool_of(s, r).host.post && s.req[ri].output > 0)

@@ -2,6 +2,7 @@
 // blocks reach, giving back cached prefixes, and preempting the newest sequence when blocks run out.
 #pragma once
 #include "containers.hpp"
+#include "prefix_cache.hpp"
 #include "slots.hpp"
 #include "state.hpp"
 
@@ -87,6 +88,12 @@ FLEETSIM_HD inline int32_t preempt_newest(Sim& s, int32_t r, int64_t st) {
   }
   const int32_t ri = x.req;
   release_slot(s, r, sl);
+  if (q.cache_hits > 0) {  // the cached blocks it held may go now
+    const int32_t* ids = nullptr;
+    request_blocks(s, q, ids);
+    cache_unref(s, r, ids, q.cache_hits);
+    q.cache_hits = 0;
+  }
   Queue& Q = s.q[R.queue];
   q_push_front(s, Q, ri);
   s.waiting[q.cls]++;

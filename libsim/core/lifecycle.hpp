@@ -91,6 +91,7 @@ FLEETSIM_HD inline void requeue_lost(Sim& s, Queue& Q, int32_t ri, double t) {
   ClassTally& T = s.tally->classes[q.cls];
   if (!C.checkpointed) q.generated = 0;
   q.retries++;
+  q.cache_hits = 0;  // its replica's cache is gone with it
   advance_clock(s, t);
   if (q.retries > C.max_retries) {
     s.in_system[q.cls]--;
@@ -165,6 +166,8 @@ FLEETSIM_HD inline double replica_fail_one(Sim& s, int32_t r, double t, bool new
     R.free_blocks = P.kv_total_blocks;
     R.pinned_blocks = 0;
     R.prefix_ready = 0;
+    R.cache_blocks = 0;
+    cache_clear(s, r);
   } else {
     for (int32_t i = R.batch_n - 1; i >= 0; --i) {
       const Request& q = s.req[slot(s, r, i).req];  // its prefill at least (the decode progress is not tracked)
@@ -322,6 +325,7 @@ FLEETSIM_HD inline void replica_off(Sim& s, int32_t r, double t) {
   R.free_blocks += R.pinned_blocks;  // the node and its cache are gone
   R.pinned_blocks = 0;
   R.prefix_ready = 0;
+  cache_clear(s, r);
   set_busy(s, r, 0, t);
   set_state(s, r, kOff, t);
   R.run_k = 0;

@@ -49,6 +49,11 @@ struct ArrivalParams {
   const int32_t* trace_output;
   const int32_t* trace_cached;  // prompt tokens an unbounded prefix cache holds (null: none)
   int64_t trace_n;
+  // a trace's hashed prompt blocks (Mooncake hash_ids, renumbered densely): request i's are
+  // trace_blocks[trace_block_off[i], trace_block_off[i + 1]), each of trace_block_tokens tokens
+  const int32_t* trace_blocks;
+  const int64_t* trace_block_off;
+  int32_t trace_block_tokens;
   int32_t clients;  // burst: requests; concurrency: users
   double ramp_s;    // concurrency: user i first sends at start_s + ramp_s x i / clients
   int64_t
@@ -57,8 +62,15 @@ struct ArrivalParams {
 
 enum class Batching : int32_t { continuous = 0, fixed_batch = 1 };
 // session_affinity: a session's turns go to the replica that served its last turn (its history is
-// cached there), else as least_outstanding.
-enum class Router : int32_t { round_robin = 0, least_outstanding = 1, central_queue = 2, session_affinity = 3 };
+// cached there), else as least_outstanding. prefix_aware: the replica whose bounded prefix cache
+// holds most of the request's leading blocks, weighed against its load (routing.hpp).
+enum class Router : int32_t {
+  round_robin = 0,
+  least_outstanding = 1,
+  central_queue = 2,
+  session_affinity = 3,
+  prefix_aware = 4
+};
 enum class PerfKind : int32_t { roofline = 0, linear = 1, calibrated = 2 };
 
 // What one step costs. Roofline: overhead + max(FLOPs / flops_per_s, bytes / bytes_per_s).
@@ -223,6 +235,10 @@ struct PoolParams {
   // failures
   int32_t crash_on_kv_exhausted;  // a naive server: out of KV memory kills the process (no preemption)
   int32_t prefix_caching;         // the engine keeps shared prefixes' KV and skips their prefill
+  // a bounded prefix cache per replica (prefix_cache.hpp; 0 entries: the pool-wide unbounded one)
+  int32_t cache_entries;   // trace blocks a replica can keep
+  int32_t cache_table;     // its lookup table's slots (a power of two, at least twice the entries)
+  int32_t cache_block_kv;  // KV blocks one trace block takes
   SpecParams spec;
   // disaggregated prefill (engine.hpp, "handoffs"): a prefill pool computes each prompt and sends
   // its KV over a link to a replica of decode_pool, which emits every output token

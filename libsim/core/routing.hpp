@@ -17,8 +17,10 @@ namespace fleetsim {
 // The replica of pool pi whose queue takes a request (any active replica of a central queue):
 // ready replicas, or only when none is ready one still starting (it holds the queue). `home`: the
 // replica that holds its session's conversation (kNone: none); `by_host`: by host jobs, not by
-// outstanding requests. The pool has a ready or starting replica.
-FLEETSIM_HD inline int32_t pick_replica(Sim& s, int32_t pi, int32_t home, bool by_host) {
+// outstanding requests; `ids[0, n)`: its prompt's blocks, for prefix_aware. The pool has a ready
+// or starting replica.
+FLEETSIM_HD inline int32_t pick_replica(Sim& s, int32_t pi, int32_t home, bool by_host, const int32_t* ids = nullptr,
+                                        int32_t n = 0) {
   const PoolParams& P = s.p->pools[pi];
   PoolState& ps = s.pool[pi];
   const int32_t want = ps.n_ready > 0 ? int32_t(kReady) : int32_t(kStarting);
@@ -26,6 +28,29 @@ FLEETSIM_HD inline int32_t pick_replica(Sim& s, int32_t pi, int32_t home, bool b
   int32_t target = kNone;
   if (P.router == Router::session_affinity && home != kNone && active(home)) {
     target = home;
+  } else if (P.router == Router::prefix_aware && n > 0) {
+    // llm-d's scheduler weighs a prefix score (the share of the request's blocks a replica holds)
+    // at 2 against a queue score at 1 (the fewest outstanding requests 1, the most 0): the best
+    // sum wins, the lowest index on a tie
+    int32_t qmin = 0, qmax = 0;
+    bool first = true;
+    for (int32_t r = ps.first_replica; r < ps.first_replica + ps.n_replicas; ++r) {
+      if (!active(r)) continue;
+      const int32_t o = outstanding(s, r);
+      qmin = first || o < qmin ? o : qmin;
+      qmax = first || o > qmax ? o : qmax;
+      first = false;
+    }
+    double best = -1.0;
+    for (int32_t r = ps.first_replica; r < ps.first_replica + ps.n_replicas; ++r) {
+      if (!active(r)) continue;
+      const double load = qmax > qmin ? double(qmax - outstanding(s, r)) / double(qmax - qmin) : 1.0;
+      const double score = 2.0 * double(cache_leading_hits(s, r, ids, n)) / double(n) + load;
+      if (score > best) {
+        best = score;
+        target = r;
+      }
+    }
   } else if (P.router == Router::round_robin) {
     for (int32_t k = 0; k < ps.n_replicas && target == kNone; ++k) {
       const int32_t r = ps.first_replica + ps.rr_next;
@@ -58,7 +83,7 @@ FLEETSIM_HD inline void handle_arrival(Sim& s, int32_t cls, double t, int32_t us
   if (C.arrivals.kind == ArrivalKind::trace) {
     prompt = C.arrivals.trace_prompt[idx];
     output = C.arrivals.trace_output[idx];
-    if (C.arrivals.trace_cached) cached = C.arrivals.trace_cached[idx];
+    if (C.arrivals.trace_cached && P.cache_entries == 0) cached = C.arrivals.trace_cached[idx];
   } else {
     prompt = sample_length(C.prompt, s.rng, Stream::prompt, uint32_t(cls), idx);
     output = sample_length(C.output, s.rng, Stream::output, uint32_t(cls), idx);
@@ -137,7 +162,15 @@ FLEETSIM_HD inline void handle_arrival(Sim& s, int32_t cls, double t, int32_t us
   const int32_t home = session && cached > 0 ? session_replica(s, cls, user) : kNone;
   // a central queue's requests are tokenized on the host with the fewest jobs
   const bool by_host = P.router == Router::central_queue && P.host.cores > 0;
-  const int32_t target = pick_replica(s, C.pool, home, by_host);
+  // a bounded cache per replica: the prompt's blocks (the router may look for them)
+  int32_t nb = 0;
+  const int32_t* ids = nullptr;
+  if (P.cache_entries > 0 && C.arrivals.trace_block_off) {
+    const int64_t b0 = C.arrivals.trace_block_off[idx], b1 = C.arrivals.trace_block_off[idx + 1];
+    ids = C.arrivals.trace_blocks + b0;
+    nb = int32_t(min_of<int64_t>(b1 - b0, prompt / C.arrivals.trace_block_tokens));
+  }
+  const int32_t target = pick_replica(s, C.pool, home, by_host, ids, nb);
   // elsewhere the conversation is prefilled again (a central queue does not know which replica
   // will serve it: its sessions reuse the history wherever it was, as a pool-wide cache would)
   if (session && cached > 0 && P.router != Router::central_queue && target != home) {
@@ -176,6 +209,8 @@ FLEETSIM_HD inline void handle_arrival(Sim& s, int32_t cls, double t, int32_t us
   q.kv_in = 0;
   q.user = user;
   q.prefilled_on = kNone;
+  q.trace_row = C.arrivals.kind == ArrivalKind::trace ? int32_t(idx) : -1;
+  q.cache_hits = 0;
   advance_clock(s, t);
   s.in_system[cls]++;
   if (P.host.cores > 0)

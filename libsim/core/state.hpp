@@ -31,6 +31,8 @@ struct Request {
   int16_t kv_in;         // disaggregated: its prompt's KV came from a prefill replica; not yet admitted
   int32_t user;          // a session class's user that sent it (clients.hpp); else unused
   int32_t prefilled_on;  // disaggregated: the prefill replica that computed its prompt
+  int32_t trace_row;     // its row of a trace (-1: none)
+  int32_t cache_hits;    // leading blocks it holds in its replica's bounded prefix cache
 };
 
 // A running sequence (a batch slot of a replica).
@@ -98,7 +100,12 @@ struct Replica {
   int32_t heap_n;
   int64_t A;  // sum over decoding sequences of (L0 + ctx_extra - s0): context tokens at step s are A + n s
   int64_t free_blocks;
-  int64_t pinned_blocks;              // held by cached shared prefixes
+  int64_t pinned_blocks;  // held by cached shared prefixes
+  // its bounded prefix cache (prefix_cache.hpp): entries and table slots from these in the
+  // cache arrays, the eviction list (oldest first), the free entries, entries in use, KV blocks held
+  int64_t cache_base, tab_base;
+  int32_t lru_head, lru_tail, ent_free, cache_n;
+  int64_t cache_blocks;
   int32_t prefix_ready;               // bit c: class c's prefix is cached here
   int32_t prefix_users[kMaxClasses];  // running sequences attending to class c's cached prefix
   // run in flight (its start, steps and kind are above)
@@ -230,6 +237,8 @@ struct Sim {
   RKey* xheap;
   int32_t xheap_n;
   int32_t handoff_on;  // some pool hands off
+  // bounded prefix caches (prefix_cache.hpp), per replica slices
+  int32_t *cache_key, *cache_prev, *cache_next, *cache_ref, *cache_tab;
   double W0, W1;
   double t_clock;
   int64_t events;  // processed so far

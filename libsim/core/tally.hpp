@@ -89,6 +89,7 @@ struct PoolTally {
   // disaggregated prefill: prompts whose KV this pool sent to its decode pool, their bytes and
   // the transfers' time (link latency included)
   double kv_sent, kv_sent_bytes, kv_sent_s;
+  double cache_evicted;  // bounded prefix caches: trace blocks evicted to make room
 };
 
 struct Tally {
@@ -129,6 +130,7 @@ FLEETSIM_HD inline void pool_tally_clear(PoolTally& p) {
   p.host_busy_s = p.host_lost_s = 0.0;
   p.neighbour_failures = 0.0;
   p.kv_sent = p.kv_sent_bytes = p.kv_sent_s = 0.0;
+  p.cache_evicted = 0.0;
   for (int32_t k = 0; k < kColdStages; ++k) p.cold_stage_s[k] = 0.0;
 }
 
@@ -218,6 +220,7 @@ FLEETSIM_HD inline void pool_tally_merge(PoolTally& into, const PoolTally& from)
   into.kv_sent += from.kv_sent;
   into.kv_sent_bytes += from.kv_sent_bytes;
   into.kv_sent_s += from.kv_sent_s;
+  into.cache_evicted += from.cache_evicted;
 }
 
 }  // namespace fleetsim

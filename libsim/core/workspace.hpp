@@ -1,6 +1,7 @@
 // The flat workspace of one simulation: its layout from the parameters (every array sized before
 // the run), and binding a Sim to it.
 #pragma once
+#include "prefix_cache.hpp"
 #include "state.hpp"
 
 namespace fleetsim {
@@ -13,7 +14,10 @@ struct WorkspaceLayout {
   uint64_t cqheap, cqheap_pos, cq_pend;
   uint64_t core_free, core_start, core_job, hheap, hheap_pos;
   uint64_t xheap;
-  int64_t handoffs;  // entries of the handoff heap (request slots, where a pool hands off; else 0)
+  int64_t handoffs;
+  uint64_t cache_key, cache_prev, cache_next, cache_ref, cache_tab;
+  int64_t cache_entries, cache_slots;  // bounded prefix caches: entries and table slots of all replicas  // entries of
+                                       // the handoff heap (request slots, where a pool hands off; else 0)
   int64_t n_replicas, nq, req_cap, client_slots, session_slots;
   int64_t slots, residues, qbuf_len;
   int64_t cores, host_qlen, host_heap;  // host CPU stage: cores, FIFO entries (in qbuf), heap entries
@@ -45,8 +49,12 @@ FLEETSIM_HD inline WorkspaceLayout workspace_layout(const SimParams& p) {
   }
   if (l.cores > 0) l.host_heap = l.n_replicas;
   l.handoffs = 0;
-  for (int32_t i = 0; i < p.n_pools; ++i)
+  l.cache_entries = l.cache_slots = 0;
+  for (int32_t i = 0; i < p.n_pools; ++i) {
     if (p.pools[i].disagg) l.handoffs = l.req_cap;
+    l.cache_entries += int64_t(p.pools[i].max_replicas) * p.pools[i].cache_entries;
+    l.cache_slots += int64_t(p.pools[i].max_replicas) * p.pools[i].cache_table;
+  }
   l.client_slots = 0;
   bool sessions = false;
   for (int32_t c = 0; c < p.n_classes; ++c)
@@ -103,6 +111,16 @@ FLEETSIM_HD inline WorkspaceLayout workspace_layout(const SimParams& p) {
   off = align_up(off + sizeof(int32_t) * uint64_t(l.host_heap));
   l.xheap = off;
   off = align_up(off + sizeof(RKey) * uint64_t(l.handoffs));
+  l.cache_key = off;
+  off = align_up(off + sizeof(int32_t) * uint64_t(l.cache_entries));
+  l.cache_prev = off;
+  off = align_up(off + sizeof(int32_t) * uint64_t(l.cache_entries));
+  l.cache_next = off;
+  off = align_up(off + sizeof(int32_t) * uint64_t(l.cache_entries));
+  l.cache_ref = off;
+  off = align_up(off + sizeof(int32_t) * uint64_t(l.cache_entries));
+  l.cache_tab = off;
+  off = align_up(off + sizeof(int32_t) * uint64_t(l.cache_slots));
   l.total = off;
   return l;
 }
@@ -117,7 +135,8 @@ FLEETSIM_HD inline bool layout_fits(const SimParams& p, const WorkspaceLayout& l
       return false;
   }
   return l.n_replicas <= lim && l.nq <= lim && l.req_cap <= lim && l.client_slots <= lim && l.slots <= lim &&
-         l.residues <= lim && l.qbuf_len + l.host_qlen <= lim && l.cores <= lim;
+         l.residues <= lim && l.qbuf_len + l.host_qlen <= lim && l.cores <= lim && l.cache_entries <= lim &&
+         l.cache_slots <= lim;
 }
 
 // Point s at the workspace at `base` (its arrays only; nothing is reset). A copy of a workspace
@@ -143,6 +162,11 @@ FLEETSIM_HD inline void sim_point(Sim& s, const SimParams& p, uint8_t* base) {
   s.hheap = reinterpret_cast<int32_t*>(base + l.hheap);
   s.hheap_pos = reinterpret_cast<int32_t*>(base + l.hheap_pos);
   s.xheap = reinterpret_cast<RKey*>(base + l.xheap);
+  s.cache_key = reinterpret_cast<int32_t*>(base + l.cache_key);
+  s.cache_prev = reinterpret_cast<int32_t*>(base + l.cache_prev);
+  s.cache_next = reinterpret_cast<int32_t*>(base + l.cache_next);
+  s.cache_ref = reinterpret_cast<int32_t*>(base + l.cache_ref);
+  s.cache_tab = reinterpret_cast<int32_t*>(base + l.cache_tab);
   s.pool = reinterpret_cast<PoolState*>(base + l.pools);
   s.client_heap = reinterpret_cast<double*>(base + l.clients);
   s.client_user = reinterpret_cast<int32_t*>(base + l.client_user);
@@ -177,7 +201,7 @@ FLEETSIM_HD inline Sim sim_bind(const SimParams& p, uint32_t replication, uint8_
   s.req_cap = int32_t(l.req_cap);
   int32_t r = 0, qi = 0, qbase = 0;
   int32_t hqbase = int32_t(l.qbuf_len);  // host FIFOs follow the device queues in qbuf
-  int64_t slot_base = 0, res_base = 0, core_base = 0;
+  int64_t slot_base = 0, res_base = 0, core_base = 0, cache_base = 0, tab_base = 0;
   for (int32_t pi = 0; pi < p.n_pools; ++pi) {
     const PoolParams& P = p.pools[pi];
     PoolState& ps = s.pool[pi];
@@ -252,6 +276,12 @@ FLEETSIM_HD inline Sim sim_bind(const SimParams& p, uint32_t replication, uint8_
       R.A = 0;
       R.free_blocks = P.kv_total_blocks;
       R.pinned_blocks = 0;
+      R.cache_base = cache_base;
+      R.tab_base = tab_base;
+      cache_base += P.cache_entries;
+      tab_base += P.cache_table;
+      R.cache_blocks = 0;
+      cache_clear(s, r);
       R.prefix_ready = 0;
       for (int32_t c = 0; c < kMaxClasses; ++c) R.prefix_users[c] = 0;
       R.run_t0 = 0.0;

@@ -108,6 +108,12 @@ struct PoolSpec {
   // failures and pricing
   bool crash_on_kv_exhausted = false;
   bool prefix_caching = true;
+  // engine.prefix_cache: {scope: replica, max_tokens}: a bounded LRU cache of a trace's hashed
+  // blocks in each replica's free KV (else the unbounded pool-wide one); the block size is the
+  // trace's (set once the classes are read)
+  bool cache_per_replica = false;
+  int64_t cache_max_tokens = 0;  // 0: as much as the KV cache holds
+  int cache_block_tokens = 0;
   // engine.speculative: a draft model of `spec_tokens` tokens per step, each accepted with the
   // conditional probabilities `spec_acceptance` (position by position)
   int spec_tokens = 0;

@@ -173,6 +173,17 @@ PoolParams PoolSpec::params() const {
   p.cold = cold;
   p.crash_on_kv_exhausted = crash_on_kv_exhausted ? 1 : 0;
   p.prefix_caching = prefix_caching ? 1 : 0;
+  p.cache_entries = p.cache_table = p.cache_block_kv = 0;
+  if (cache_per_replica && cache_block_tokens > 0) {
+    // each trace block takes its whole KV blocks; at most what the KV cache holds, or max_tokens
+    p.cache_block_kv = int32_t((cache_block_tokens + kv_block_tokens - 1) / kv_block_tokens);
+    int64_t entries = capacity.kv_blocks / p.cache_block_kv;
+    if (cache_max_tokens > 0) entries = std::min<int64_t>(entries, cache_max_tokens / cache_block_tokens);
+    p.cache_entries = int32_t(std::max<int64_t>(entries, 1));
+    int32_t table = 2;
+    while (table < 2 * p.cache_entries) table *= 2;
+    p.cache_table = table;
+  }
   p.spec = SpecParams{};
   if (spec_tokens > 0) {
     // per tensor-parallel rank, summed over the pipeline stages, as the target's work
@@ -254,6 +265,10 @@ ClassParams RequestClassSpec::params() const {
   c.arrivals.trace_prompt = trace ? trace->prompt.data() : nullptr;
   c.arrivals.trace_output = trace ? trace->output.data() : nullptr;
   c.arrivals.trace_cached = trace && !trace->cached_prefix.empty() ? trace->cached_prefix.data() : nullptr;
+  const bool blocks = trace && !trace->block_off.empty();
+  c.arrivals.trace_blocks = blocks && !trace->blocks.empty() ? trace->blocks.data() : nullptr;
+  c.arrivals.trace_block_off = blocks ? trace->block_off.data() : nullptr;
+  c.arrivals.trace_block_tokens = blocks ? trace->block_tokens : 0;
   c.arrivals.trace_n = trace ? int64_t(trace->t_s.size()) : 0;
   c.prompt = dist(prompt);
   c.output = dist(output);
@@ -286,6 +301,12 @@ SimParams Scenario::params() const {
   double expected = 0;
   for (size_t i = 0; i < classes.size(); ++i) {
     p.classes[i] = classes[i].params();
+    // the trace's block ids only where its pool caches them per replica (else they stay on the host)
+    if (!pools[size_t(classes[i].pool)].cache_per_replica) {
+      p.classes[i].arrivals.trace_blocks = nullptr;
+      p.classes[i].arrivals.trace_block_off = nullptr;
+      p.classes[i].arrivals.trace_block_tokens = 0;
+    }
     expected += classes[i].arrival == ArrivalKind::trace ? double(classes[i].trace->t_s.size())
                                                          : classes[i].rate_per_s * duration_s * 2.0;
     // closed loop: each user at most one request per think time (or per millisecond without one)

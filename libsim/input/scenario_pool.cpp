@@ -134,6 +134,7 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
                         "per_context_token_s",
                         "on_kv_exhausted",
                         "prefix_caching",
+                        "prefix_cache",
                         "lora_adapters",
                         "lora_rank",
                         "lora_step_overhead",
@@ -240,6 +241,20 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
   if (eng.has("lora_rank")) P.lora_rank = int(eng.at("lora_rank").integer(1, 4096));
   if (eng.has("lora_step_overhead")) P.lora_step_overhead = eng.at("lora_step_overhead").num_in(0, 10);
   if (eng.has("prefix_caching")) P.prefix_caching = eng.at("prefix_caching").boolean();
+  if (eng.has("prefix_cache")) {
+    const N pc = eng.at("prefix_cache");
+    pc.allow_keys({"scope", "max_tokens"});
+    P.cache_per_replica = pc.req("scope").choice({"pool", "replica"}) == "replica";
+    if (pc.has("max_tokens")) {
+      if (!P.cache_per_replica)
+        pc.at("max_tokens")
+            .fail("max_tokens bounds a cache per replica (scope: replica); the pool-wide cache is unbounded",
+                  ErrorKind::inconsistent);
+      P.cache_max_tokens = pc.at("max_tokens").integer(1, int64_t(1) << 40);
+    }
+    if (P.cache_per_replica && eng.has("prefix_caching") && !P.prefix_caching)
+      pc.fail("a prefix cache per replica needs engine.prefix_caching: true", ErrorKind::inconsistent);
+  }
   P.crash_on_kv_exhausted =
       eng.has("on_kv_exhausted") && eng.at("on_kv_exhausted").choice({"preempt", "crash"}) == "crash";
   P.batching = eng.has("batching") && eng.at("batching").choice({"continuous", "static"}) == "static"
@@ -503,12 +518,18 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
             : P.model.params_b * 1e9 * weight_dtype_bytes(P.weight_dtype);
   }
   if (fl.has("router")) {
-    const std::string r =
-        fl.at("router").choice({"round_robin", "least_outstanding", "central_queue", "session_affinity"});
+    const std::string r = fl.at("router").choice(
+        {"round_robin", "least_outstanding", "central_queue", "session_affinity", "prefix_aware"});
     P.router = r == "round_robin"        ? Router::round_robin
                : r == "central_queue"    ? Router::central_queue
                : r == "session_affinity" ? Router::session_affinity
+               : r == "prefix_aware"     ? Router::prefix_aware
                                          : Router::least_outstanding;
+    if (P.router == Router::prefix_aware && !P.cache_per_replica)
+      fl.at("router").fail(
+          "prefix_aware routes by what each replica's prefix cache holds: it needs engine.prefix_cache: {scope: "
+          "replica}",
+          ErrorKind::inconsistent);
   }
   P.queue_limit = fl.has("queue_limit") ? int(fl.at("queue_limit").integer(1, 1000000)) : 1024;
   P.usd_per_hour = fl.has("usd_per_hour") ? fl.at("usd_per_hour").num_in(0, 1e5) : P.device.usd_per_hour;

@@ -10,6 +10,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "base/error.hpp"
@@ -246,7 +247,9 @@ TraceData load_mooncake(const std::string& path, std::ifstream& f, const TraceOp
     fail(path, 0, "", "block_tokens must be at least 1 (tokens per hash_ids block; 512 in the Mooncake traces)");
   TraceData t;
   t.layout = "timestamp,input_length,output_length,hash_ids (Mooncake JSONL)";
-  std::unordered_set<int64_t> seen;  // every block hash of every earlier kept request
+  std::unordered_map<int64_t, int32_t> seen;  // every block hash of every earlier kept request, renumbered
+  t.block_tokens = opt.block_tokens;
+  t.block_off.push_back(0);
   std::vector<double> ms;
   int64_t empty_prompt = 0, cached_sum = 0, prompt_sum = 0;
   std::string line;
@@ -310,7 +313,11 @@ TraceData load_mooncake(const std::string& path, std::ifstream& f, const TraceOp
     int64_t hit = 0;
     while (hit < int64_t(ids.size()) && seen.count(ids[size_t(hit)].get<int64_t>())) ++hit;
     const int32_t cached = int32_t(std::min<int64_t>(hit * opt.block_tokens, p - 1));
-    for (const auto& id : ids) seen.insert(id.get<int64_t>());
+    for (const auto& id : ids) {
+      const auto it = seen.emplace(id.get<int64_t>(), int32_t(seen.size())).first;
+      t.blocks.push_back(it->second);
+    }
+    t.block_off.push_back(int64_t(t.blocks.size()));
     ms.push_back(ts);
     t.prompt.push_back(p);
     t.output.push_back(o);

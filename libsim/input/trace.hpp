@@ -13,6 +13,11 @@ struct TraceData {
   // leading blocks whose hashes appeared in earlier requests of the trace, capped at prompt − 1.
   // Filled for traces that carry block hashes (Mooncake); empty otherwise.
   std::vector<int32_t> cached_prefix;
+  // The block hashes themselves, renumbered 0, 1, ... in order of first appearance: request i's
+  // are blocks[block_off[i], block_off[i + 1]), each of block_tokens tokens (empty without hashes).
+  std::vector<int32_t> blocks;
+  std::vector<int64_t> block_off;
+  int32_t block_tokens = 0;
   double prefix_hit_share = 0;  // sum of cached_prefix / sum of prompt (tokens); 0 without hashes
   std::string layout;           // which format or column layout was recognised
   int64_t rows = 0;             // data rows read, including filtered-out and skipped ones

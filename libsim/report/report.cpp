@@ -231,6 +231,33 @@ Json utilization_json(const PoolTally& t, double peak_flops_s, double peak_bytes
   return ut;
 }
 
+// What prefix caching saved pool i: the prompt tokens it did not compute, priced at what the ones
+// it computed cost (its prefill dollars over them); null where the pool reused nothing and has no
+// cache of its own.
+Json prefix_cache_json(const Scenario& s, const Tally& t, const Ledger& ledger, size_t i) {
+  const PoolSpec& P = s.pools[i];
+  double reused = 0, input = 0;
+  for (size_t c = 0; c < s.classes.size(); ++c)
+    if (size_t(s.classes[c].pool) == i) {
+      reused += double(t.classes[c].prefix_tokens_reused);
+      input += t.classes[c].input_tokens;
+    }
+  if (!(reused > 0) && !P.cache_per_replica) return Json(nullptr);
+  const double computed = input - reused;
+  Json pc = {
+      {"scope", P.cache_per_replica ? "replica" : "unbounded"},
+      {"reused_tokens", reused},
+      {"reuse_share", ratio(reused, input)},
+      {"saved_prefill_usd", computed > 0 ? Json(ledger.pools[i].cost.input_usd() * reused / computed) : Json(nullptr)}};
+  if (P.cache_per_replica) {
+    const SimParams p = s.params();
+    pc["entries_per_replica"] = p.pools[i].cache_entries;
+    pc["block_tokens"] = P.cache_block_tokens;
+    pc["evicted_blocks"] = t.pools[i].cache_evicted;
+  }
+  return pc;
+}
+
 Json fleet_json(const PoolTally& t, double window) {
   Json f;
   f["mean_replicas"] = ratio(t.replica_s, window);
@@ -496,6 +523,7 @@ Json run_report(const Scenario& s, const Tally& t) {
         one["host"] = host_json(pt, host_core_s(P, pt), *pc, P.host.cores);
       }
       if (shares_device(P)) one["capacity"]["sharing"] = sharing_json(P);
+      if (const Json pc = prefix_cache_json(s, t, ledger, i); !pc.is_null()) one["prefix_cache"] = pc;
       if (P.decode_pool >= 0)
         one["disaggregation"] = {{"decode_pool", s.pools[size_t(P.decode_pool)].name},
                                  {"link", P.kv_link},
@@ -515,6 +543,8 @@ Json run_report(const Scenario& s, const Tally& t) {
     r["teams"] = tj;
   }
 
+  if (!s.multi)
+    if (const Json pc = prefix_cache_json(s, t, ledger, 0); !pc.is_null()) r["prefix_cache"] = pc;
   r["ledger"] = ledger_json(ledger);
 
   Json sim;

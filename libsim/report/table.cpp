@@ -54,6 +54,18 @@ std::string columns(const std::vector<std::vector<std::string>>& rows, const std
 }
 
 // One line per class and per pool: the figures the totals above add up.
+// How much a pool reused from prefix caching, from which cache, and what it saved.
+std::string prefix_cache_line(const std::string& name, const Json& c) {
+  const std::string where =
+      c["scope"] == "replica"
+          ? fmt::format("per replica (LRU, {} blocks of {} tokens, {} evicted)", num(c["entries_per_replica"], 0),
+                        num(c["block_tokens"], 0), num(c["evicted_blocks"], 0))
+          : std::string(
+                "unbounded (an upper bound: a trace's blocks pool-wide, sessions and shared prefixes per replica)");
+  return fmt::format("prefix cache{} {}: {} of input tokens reused, about {} of prefill saved\n", name, where,
+                     pct(c["reuse_share"]), usd(c["saved_prefill_usd"], 2));
+}
+
 std::string by_class_and_pool(const Json& r) {
   std::vector<std::vector<std::string>> rows = {{"by class", "completed", "rejected", "ttft p50", "ttft p99",
                                                  "tpot p50", "e2e p99", "output tok/s", "$", "$/1M out"}};
@@ -91,6 +103,8 @@ std::string by_class_and_pool(const Json& r) {
                     pct(h["ttft_share"])});
   }
   if (rows.size() > 1) o += columns(rows, "");
+  for (auto it = r["pools"].begin(); it != r["pools"].end(); ++it)
+    if (it.value().contains("prefix_cache")) o += prefix_cache_line(" " + it.key(), it.value()["prefix_cache"]);
   // disaggregated prefill: what each prefill pool sent its decode pool, and how long it took
   for (auto it = r["pools"].begin(); it != r["pools"].end(); ++it) {
     if (!it.value().contains("disaggregation")) continue;
@@ -328,7 +342,9 @@ std::string run_table(const Json& r) {
   if (rq.contains("prefix_tokens_reused") && rq["prefix_tokens_reused"].get<double>() > 0)
     o += fmt::format("  prefix hits {} ({} of input tokens reused)", num(rq["prefix_hits"]),
                      pct(rq["prefix_reuse_share"]));
-  o += "\n\n";
+  o += "\n";
+  if (r.contains("prefix_cache")) o += prefix_cache_line("", r["prefix_cache"]);
+  o += "\n";
   o += fmt::format("latency (ms)     {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}\n", "mean", "p50", "p90", "p95", "p99",
                    "p99.9", "max");
   for (const char* k : {"ttft", "tpot", "e2e", "queue_wait"}) {

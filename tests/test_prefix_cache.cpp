@@ -1,0 +1,133 @@
+// A bounded prefix cache per replica (engine.prefix_cache: {scope: replica}) and the prefix_aware
+// router: least-recently-used eviction by hand (a cache of B blocks on a cyclic access of B + 1
+// blocks never hits; of B blocks, hits from the second cycle on), the router's weighing of cached
+// blocks against load, the unbounded pool-wide cache as the upper bound, and located errors.
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "helpers.hpp"
+
+using namespace fleetsim;
+
+namespace {
+
+// A Mooncake JSONL trace: one request a second, each `prompt` tokens whose full 16-token blocks
+// carry the ids given (a prompt of 17 tokens: one full block).
+std::string trace(const std::string& name, const std::vector<std::vector<int>>& ids, int prompt = 17, int output = 1,
+                  const std::vector<int>& outputs = {}) {
+  std::string t;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    std::string h;
+    for (int x : ids[i]) h += (h.empty() ? "" : ", ") + std::to_string(x);
+    t += "{\"timestamp\": " + std::to_string(1000 * i) + ", \"input_length\": " + std::to_string(prompt) +
+         ", \"output_length\": " + std::to_string(outputs.empty() ? output : outputs[i]) + ", \"hash_ids\": [" + h +
+         "]}\n";
+  }
+  return test::write_temp(name, t);
+}
+
+std::string scenario(const std::string& path, const std::string& cache, int replicas = 1,
+                     const std::string& router = "least_outstanding") {
+  return "duration_s: trace_end\nwarmup_s: 0\nmodel: llama-3.1-8b\ndevice: h100-sxm-80gb\n"
+         "engine: {perf_model: linear, step_base_s: 0.01, prefix_cache: " +
+         cache + "}\nfleet: {replicas: " + std::to_string(replicas) + ", router: " + router +
+         "}\n"
+         "workload: {arrival: {process: trace, path: " +
+         path + ", block_tokens: 16}}\n";
+}
+
+}  // namespace
+
+TEST_CASE("prefix cache: B blocks on a cyclic access of B + 1 blocks never hit; of B, every later pass does") {
+  const int B = 4, cycles = 5;
+  std::vector<std::vector<int>> over, fit;
+  for (int i = 0; i < cycles * (B + 1); ++i) over.push_back({i % (B + 1)});
+  for (int i = 0; i < cycles * B; ++i) fit.push_back({i % B});
+  const std::string lru = "{scope: replica, max_tokens: " + std::to_string(16 * B) + "}";
+  const auto a = test::run(test::scenario(scenario(trace("cyclic_over.jsonl", over), lru)));
+  REQUIRE(a.tally->status == 0);
+  CHECK(a.drained);
+  CHECK(a.all->completed == cycles * (B + 1));
+  CHECK(a.all->prefix_hits == 0);
+  // each request after the first B evicted the oldest block (the last one after the window, which
+  // ends with the last arrival)
+  CHECK(a.tally->pools[0].cache_evicted == double(cycles * (B + 1) - B - 1));
+  const auto b = test::run(test::scenario(scenario(trace("cyclic_fit.jsonl", fit), lru)));
+  CHECK(b.drained);
+  CHECK(b.all->prefix_hits == (cycles - 1) * B);
+  CHECK(b.all->prefix_tokens_reused == (cycles - 1) * B * 16);
+  CHECK(b.tally->pools[0].cache_evicted == 0);
+  // the unbounded pool-wide cache hits both from the second pass on: the upper bound
+  const auto u = test::run(test::scenario(scenario(trace("cyclic_over_u.jsonl", over), "{scope: pool}")));
+  CHECK(u.all->prefix_hits == (cycles - 1) * (B + 1));
+}
+
+TEST_CASE("prefix cache: a hit saves the prompt's cached blocks, and a request holds them while it runs") {
+  // 3 blocks of 16 tokens: the second request finds the first two (its third differs), so it
+  // computes 49 - 32 = 17 tokens; a linear model's step does not depend on tokens, so check tallies
+  const auto r =
+      test::run(test::scenario(scenario(trace("partial.jsonl", {{7, 8, 9}, {7, 8, 10}}, 49, 1), "{scope: replica}")));
+  CHECK(r.drained);
+  CHECK(r.all->prefix_hits == 1);
+  CHECK(r.all->prefix_tokens_reused == 32);
+}
+
+TEST_CASE("prefix_aware: cached blocks weigh twice a replica's load") {
+  // t=0 A (short) on replica 0, which keeps its block; t=1 C (long) on replica 0 too (both idle,
+  // lowest index); t=2 A again. Replica 0 holds A (prefix score 2 x 1) but is the busier (queue
+  // score 0), replica 1 neither (0 + 1): prefix_aware sends A to replica 0 and hits, least
+  // outstanding sends it to replica 1 and misses.
+  const std::string path = trace("aware.jsonl", {{1}, {2}, {1}}, 17, 1, {1, 2000, 1});
+  const auto aware = test::run(test::scenario(scenario(path, "{scope: replica}", 2, "prefix_aware")));
+  CHECK(aware.drained);
+  CHECK(aware.all->prefix_hits == 1);
+  const auto lo = test::run(test::scenario(scenario(path, "{scope: replica}", 2, "least_outstanding")));
+  CHECK(lo.all->prefix_hits == 0);
+}
+
+TEST_CASE("prefix cache: bounded per replica never reuses more than the unbounded pool-wide cache") {
+  const std::string base = std::string(FLEETSIM_SOURCE_DIR) + "/scenarios/mooncake-replay.yaml";
+  const std::vector<std::string> cut = {"duration_s=120"};
+  auto reused = [&](std::vector<std::string> sets) {
+    sets.insert(sets.end(), cut.begin(), cut.end());
+    const auto r = test::run(load_scenario_file(base, sets));
+    REQUIRE(r.tally->status == 0);
+    CHECK(r.drained);
+    return r.all->prefix_tokens_reused;
+  };
+  const double pool = reused({});
+  const double replica = reused({"engine.prefix_cache={scope: replica}"});
+  const double aware = reused({"engine.prefix_cache={scope: replica}", "fleet.router=prefix_aware"});
+  const double small = reused({"engine.prefix_cache={scope: replica, max_tokens: 65536}"});
+  MESSAGE("tokens reused: pool-wide " << pool << ", per replica " << replica << " (prefix_aware " << aware
+                                      << "), per replica at 64k tokens " << small);
+  CHECK(pool > 0);
+  CHECK(replica <= pool);
+  CHECK(aware <= pool);
+  CHECK(small <= replica);
+}
+
+TEST_CASE("prefix cache: bad settings are located errors") {
+  using test::error_of;
+  const std::string path = trace("errs.jsonl", {{1}, {2}});
+  CHECK(error_of(scenario(path, "{scope: replica}")) == "(no error)");
+  CHECK(error_of(scenario(path, "{scope: node}")).find("node") != std::string::npos);
+  CHECK(error_of(scenario(path, "{scope: pool, max_tokens: 100}")).find("bounds a cache per replica") !=
+        std::string::npos);
+  CHECK(error_of(scenario(path, "{scope: replica, max_tokens: 8}")).find("holds no block") != std::string::npos);
+  CHECK(error_of(scenario(path, "{scope: replica, size: 3}")).find("unknown key 'size'") != std::string::npos);
+  CHECK(error_of(scenario(path, "{scope: pool}", 2, "prefix_aware")).find("needs engine.prefix_cache") !=
+        std::string::npos);
+  // a class without hashed blocks has nothing for the cache
+  CHECK(
+      error_of("duration_s: 60\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\nengine: {prefix_cache: {scope: replica}}\n"
+               "fleet: {replicas: 1}\nworkload: {arrival: {process: poisson, "
+               "rate_per_s: 1}, prompt_tokens: 100, output_tokens: 10}\n")
+          .find("keeps a trace's hashed prompt blocks") != std::string::npos);
+  CHECK(error_of(scenario(path, "{scope: replica}") + "").find("(no error)") != std::string::npos);
+  std::string off = scenario(path, "{scope: replica}");
+  off.replace(off.find("prefix_cache:"), 13, "prefix_caching: false, prefix_cache:");
+  CHECK(error_of(off).find("needs engine.prefix_caching: true") != std::string::npos);
+}
