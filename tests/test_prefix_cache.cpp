@@ -74,10 +74,10 @@ TEST_CASE("prefix cache: a hit saves the prompt's cached blocks, and a request h
   CHECK(r.all->prefix_tokens_reused == 32);
 }
 
-TEST_CASE("prefix_aware: cached blocks weigh twice a replica's load") {
+TEST_CASE("prefix_aware: cached blocks weigh 3 against a replica's queue at 2") {
   // t=0 A (short) on replica 0, which keeps its block; t=1 C (long) on replica 0 too (both idle,
-  // lowest index); t=2 A again. Replica 0 holds A (prefix score 2 x 1) but is the busier (queue
-  // score 0), replica 1 neither (0 + 1): prefix_aware sends A to replica 0 and hits, least
+  // lowest index); t=2 A again. Replica 0 holds A (prefix score 3 x 1) but is the busier (queue
+  // score 0), replica 1 neither (0 + 2 x 1): prefix_aware sends A to replica 0 and hits, least
   // outstanding sends it to replica 1 and misses.
   const std::string path = trace("aware.jsonl", {{1}, {2}, {1}}, 17, 1, {1, 2000, 1});
   const auto aware = test::run(test::scenario(scenario(path, "{scope: replica}", 2, "prefix_aware")));

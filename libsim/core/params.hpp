@@ -63,7 +63,7 @@ struct ArrivalParams {
 enum class Batching : int32_t { continuous = 0, fixed_batch = 1 };
 // session_affinity: a session's turns go to the replica that served its last turn (its history is
 // cached there), else as least_outstanding. prefix_aware: the replica whose bounded prefix cache
-// holds most of the request's leading blocks, weighed against its load (routing.hpp).
+// holds most of the request's leading blocks, weighed against its queue (routing.hpp).
 enum class Router : int32_t {
   round_robin = 0,
   least_outstanding = 1,

@@ -29,9 +29,9 @@ FLEETSIM_HD inline int32_t pick_replica(Sim& s, int32_t pi, int32_t home, bool b
   if (P.router == Router::session_affinity && home != kNone && active(home)) {
     target = home;
   } else if (P.router == Router::prefix_aware && n > 0) {
-    // llm-d's scheduler weighs a prefix score (the share of the request's blocks a replica holds)
-    // at 2 against a queue score at 1 (the fewest outstanding requests 1, the most 0): the best
-    // sum wins, the lowest index on a tie
+    // llm-d's prefix-cache routing weighs a prefix score (the share of the request's blocks a
+    // replica holds) at 3 against a queue score at 2 (the fewest outstanding requests 1, the most
+    // 0): the best sum wins, the lowest index on a tie
     int32_t qmin = 0, qmax = 0;
     bool first = true;
     for (int32_t r = ps.first_replica; r < ps.first_replica + ps.n_replicas; ++r) {
@@ -45,7 +45,7 @@ FLEETSIM_HD inline int32_t pick_replica(Sim& s, int32_t pi, int32_t home, bool b
     for (int32_t r = ps.first_replica; r < ps.first_replica + ps.n_replicas; ++r) {
       if (!active(r)) continue;
       const double load = qmax > qmin ? double(qmax - outstanding(s, r)) / double(qmax - qmin) : 1.0;
-      const double score = 2.0 * double(cache_leading_hits(s, r, ids, n)) / double(n) + load;
+      const double score = 3.0 * double(cache_leading_hits(s, r, ids, n)) / double(n) + 2.0 * load;
       if (score > best) {
         best = score;
         target = r;
