@@ -64,6 +64,28 @@ TEST_CASE("prefix cache: B blocks on a cyclic access of B + 1 blocks never hit; 
   CHECK(u.all->prefix_hits == (cycles - 1) * (B + 1));
 }
 
+TEST_CASE("prefix cache: a host tier keeps what the device evicts; a hit there is loaded over PCIe, by hand") {
+  // the device keeps B = 4 blocks, the host 10 (a 16-token block of Llama 3.1 8B is 2 MiB: 0.02 GiB
+  // holds 10); on a cyclic access of 5 blocks the device never hits, the host from the second pass
+  const int B = 4, cycles = 5;
+  std::vector<std::vector<int>> over;
+  for (int i = 0; i < cycles * (B + 1); ++i) over.push_back({i % (B + 1)});
+  const auto r = test::run(
+      test::scenario(scenario(trace("host_tier.jsonl", over), "{scope: replica, max_tokens: 64, cpu_gib: 0.02}")));
+  REQUIRE(r.tally->status == 0);
+  CHECK(r.drained);
+  CHECK(r.all->prefix_hits == (cycles - 1) * (B + 1));
+  CHECK(r.all->prefix_tokens_loaded == (cycles - 1) * (B + 1) * 16);
+  CHECK(r.all->prefix_tokens_reused == r.all->prefix_tokens_loaded);
+  // a loaded request's step waits for its 16 tokens x 131,072 bytes over the H100's PCIe link
+  const double load = 16 * 131072.0 / (test::device("h100-sxm-80gb").pcie_gb_s * 1e9);
+  CHECK(r.all->ttft.max == doctest::Approx(0.01 + load).epsilon(1e-9));
+  CHECK(r.tally->pools[0].cache_load_s == doctest::Approx((cycles - 1) * (B + 1) * load).epsilon(1e-9));
+  const Json& pc = r.report["prefix_cache"];
+  CHECK(pc["cpu_entries_per_replica"] == 10);
+  CHECK(pc["entries_per_replica"] == B);
+}
+
 TEST_CASE("prefix cache: a hit saves the prompt's cached blocks, and a request holds them while it runs") {
   // 3 blocks of 16 tokens: the second request finds the first two (its third differs), so it
   // computes 49 - 32 = 17 tokens; a linear model's step does not depend on tokens, so check tallies
@@ -118,6 +140,9 @@ TEST_CASE("prefix cache: bad settings are located errors") {
         std::string::npos);
   CHECK(error_of(scenario(path, "{scope: replica, max_tokens: 8}")).find("holds no block") != std::string::npos);
   CHECK(error_of(scenario(path, "{scope: replica, size: 3}")).find("unknown key 'size'") != std::string::npos);
+  CHECK(error_of(scenario(path, "{scope: pool, cpu_gib: 4}")).find("host tier behind a cache per replica") !=
+        std::string::npos);
+  CHECK(error_of(scenario(path, "{scope: replica, cpu_gib: 0}")).find("cpu_gib") != std::string::npos);
   CHECK(error_of(scenario(path, "{scope: pool}", 2, "prefix_aware")).find("needs engine.prefix_cache") !=
         std::string::npos);
   // a class without hashed blocks has nothing for the cache

@@ -147,6 +147,7 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
   // 2. prefill chunks: running prefills first, then admissions, within the token budget
   int64_t budget = int64_t(P.max_batched_tokens) - R.n_decode;
   double ptoks = 0.0, ppairs = 0.0, pread = 0.0, pseqs = 0.0;
+  double load_s = 0.0;  // KV loaded from a host-memory prefix tier before this step computes
   double pclass[kMaxClasses];
   for (int32_t c = 0; c < kMaxClasses; ++c) pclass[c] = 0.0;
   for (int32_t sl = R.pf_head; sl != kNone; sl = slot(s, r, sl).pf_next) {
@@ -168,7 +169,7 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
     Request& q = s.req[ri];
     // a prompt whose KV came from a prefill pool (handoff.hpp) holds all of it and computes its
     // last token again; it takes nothing from this replica's caches
-    const int32_t loaded = q.kv_in ? q.prompt - 1 : 0;
+    int32_t loaded = q.kv_in ? q.prompt - 1 : 0;
     int32_t shared = q.has_prefix && !q.kv_in && ((R.prefix_ready >> q.cls) & 1)
                          ? min_of(s.p->classes[q.cls].prefix_tokens, q.prompt - 1)
                          : 0;
@@ -177,16 +178,21 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
     // cache per replica holds what it holds: the leading blocks found here, kept from eviction
     // from now on (prefix_cache.hpp)
     const int32_t* ids = nullptr;
-    int32_t hits = 0;
+    int32_t hits = 0, from_cpu = 0;
     if (P.cache_entries > 0 && !q.kv_in) {
-      hits = cache_leading_hits(s, r, ids, request_blocks(s, q, ids));
+      const int32_t nb = request_blocks(s, q, ids);
+      hits = cache_leading_hits(s, r, ids, nb);
+      from_cpu = cpu_leading_hits(s, r, ids, hits, nb);
       cache_ref(s, r, ids, hits);
     }
-    const int32_t reused =
-        P.cache_entries > 0
-            ? (hits > 0 ? min_of(hits * s.p->classes[q.cls].arrivals.trace_block_tokens, q.prompt - 1) : 0)
-        : P.prefix_caching && !q.kv_in ? q.cached
-                                       : 0;
+    const int32_t bt = s.p->classes[q.cls].arrivals.trace_block_tokens;
+    const int32_t reused = P.cache_entries > 0            ? (hits > 0 ? min_of(hits * bt, q.prompt - 1) : 0)
+                           : P.prefix_caching && !q.kv_in ? q.cached
+                                                          : 0;
+    // blocks found in the host tier after the device's are loaded into blocks it holds, not
+    // computed (the prompt's last token always is)
+    const int32_t from_host = from_cpu > 0 ? min_of(from_cpu * bt, q.prompt - 1 - reused) : 0;
+    if (from_host > 0) loaded = from_host;
     int32_t total = q.prompt + (P.generative ? q.generated : 0) - shared - reused;
     int64_t blocks = ceil_div(total, R.bs) + P.window_blocks;
     if (P.crash_on_kv_exhausted && blocks > P.kv_total_blocks - P.kv_watermark_blocks) {
@@ -250,10 +256,12 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
     x.decoding = 0;
     x.ctx_extra = shared + reused;
     if (shared > 0) R.prefix_users[q.cls]++;
-    if (x.ctx_extra > 0 && q.in_window && q.t_admit == t) {
+    if ((x.ctx_extra > 0 || from_host > 0) && q.in_window && q.t_admit == t) {
       s.tally->classes[q.cls].prefix_hits++;
-      s.tally->classes[q.cls].prefix_tokens_reused += x.ctx_extra;
+      s.tally->classes[q.cls].prefix_tokens_reused += x.ctx_extra + from_host;
+      s.tally->classes[q.cls].prefix_tokens_loaded += from_host;
     }
+    load_s += double(from_host) * P.cpu_load_s_per_token;
     x.prefill_total = total;
     x.prefill_done = loaded;
     // a prefill pool's request ends with its prompt (its first token stays unsent)
@@ -319,6 +327,10 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
   slowdown *= factor;
   if (slowdown > 1.0) scale_line(R.run_line, slowdown);
   if (!R.run_prefill && R.run_k > 1) cut_at_change(s, r, t);
+  if (load_s > 0.0) {  // the step waits for its PCIe loads (a slowdown of the device does not stretch them)
+    R.run_line.o += load_s;
+    s.tally->pools[R.pool].cache_load_s += load_s * in_window(s, t);
+  }
   set_class_shares(s, R, pclass, ptoks);
   set_next(s, r, t + line_sum(R.run_line, R.run_k));
 }

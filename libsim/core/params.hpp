@@ -239,6 +239,9 @@ struct PoolParams {
   int32_t cache_entries;   // trace blocks a replica can keep
   int32_t cache_table;     // its lookup table's slots (a power of two, at least twice the entries)
   int32_t cache_block_kv;  // KV blocks one trace block takes
+  int32_t cpu_entries;     // its host-memory tier: trace blocks it can keep (0: none)
+  int32_t cpu_table;
+  double cpu_load_s_per_token;  // loading a token's KV back over PCIe (every device its share at once)
   SpecParams spec;
   // disaggregated prefill (engine.hpp, "handoffs"): a prefill pool computes each prompt and sends
   // its KV over a link to a replica of decode_pool, which emits every output token

@@ -4,9 +4,13 @@
 // finds its leading blocks here attends to them without computing them and holds them (they cannot
 // be evicted) until it leaves; when it leaves, its prompt's full blocks join the cache.
 //
-// Per replica: `cache_entries` entries (each holds `cache_block_kv` KV blocks), found through an
-// open-addressing table of `cache_table` slots (a power of two, linear probing, deletion by
-// backward shift). Unreferenced entries sit on a list, oldest first; free entries on another.
+// An optional second tier in host memory (cpu_gib) keeps every block the replica computed, least
+// recently used out first, whatever the device evicts; a request's leading blocks found there
+// after the device's are loaded over PCIe into blocks it holds, not computed.
+//
+// Per replica and tier: entries found through an open-addressing table (a power of two, linear
+// probing, deletion by backward shift), the unheld ones on a list, oldest first, free entries on
+// another.
 #pragma once
 #include "accounting.hpp"
 #include "containers.hpp"
@@ -14,6 +18,44 @@
 #include "tally.hpp"
 
 namespace fleetsim {
+
+// One tier of replica r's cache: its arrays and lists (`ref` only on the device tier).
+struct CacheTier {
+  int32_t *key, *prev, *next, *ref, *tab;
+  int32_t entries, table;
+  int32_t *head, *tail, *free, *n;
+};
+
+FLEETSIM_HD FLEETSIM_FORCEINLINE CacheTier gpu_tier(Sim& s, int32_t r) {
+  Replica& R = s.rep[r];
+  const PoolParams& P = s.p->pools[R.pool];
+  return CacheTier{s.cache_key + R.cache_base,
+                   s.cache_prev + R.cache_base,
+                   s.cache_next + R.cache_base,
+                   s.cache_ref + R.cache_base,
+                   s.cache_tab + R.tab_base,
+                   P.cache_entries,
+                   P.cache_table,
+                   &R.lru_head,
+                   &R.lru_tail,
+                   &R.ent_free,
+                   &R.cache_n};
+}
+FLEETSIM_HD FLEETSIM_FORCEINLINE CacheTier cpu_tier(Sim& s, int32_t r) {
+  Replica& R = s.rep[r];
+  const PoolParams& P = s.p->pools[R.pool];
+  return CacheTier{s.cpu_key + R.cpu_base,
+                   s.cpu_prev + R.cpu_base,
+                   s.cpu_next + R.cpu_base,
+                   nullptr,
+                   s.cpu_tab + R.cpu_tab_base,
+                   P.cpu_entries,
+                   P.cpu_table,
+                   &R.cpu_head,
+                   &R.cpu_tail,
+                   &R.cpu_free,
+                   &R.cpu_n};
+}
 
 FLEETSIM_HD FLEETSIM_FORCEINLINE uint32_t cache_home(int32_t key, int32_t table) {
   uint32_t x = uint32_t(key);
@@ -36,95 +78,129 @@ FLEETSIM_HD inline int32_t request_blocks(const Sim& s, const Request& q, const 
   return int32_t(min_of<int64_t>(b1 - b0, full));
 }
 
-// The replica's entry holding block `key`, or kNone.
-FLEETSIM_HD inline int32_t cache_find(const Sim& s, int32_t r, int32_t key) {
-  const Replica& R = s.rep[r];
-  const int32_t T = s.p->pools[R.pool].cache_table;
-  const int32_t* tab = s.cache_tab + R.tab_base;
-  const int32_t* keys = s.cache_key + R.cache_base;
-  for (uint32_t i = cache_home(key, T);; i = (i + 1) & uint32_t(T - 1)) {
+// The entry of a tier (its keys and table) holding block `key`, or kNone.
+FLEETSIM_HD inline int32_t tier_find(const int32_t* keys, const int32_t* tab, int32_t table, int32_t key) {
+  for (uint32_t i = cache_home(key, table);; i = (i + 1) & uint32_t(table - 1)) {
     const int32_t e = tab[i];
     if (e == kNone) return kNone;
     if (keys[e] == key) return e;
   }
 }
 
-// How many of the leading blocks `ids[0, n)` replica r holds.
+FLEETSIM_HD inline int32_t cache_find(const Sim& s, int32_t r, int32_t key) {
+  const Replica& R = s.rep[r];
+  return tier_find(s.cache_key + R.cache_base, s.cache_tab + R.tab_base, s.p->pools[R.pool].cache_table, key);
+}
+
+// How many of the leading blocks `ids[0, n)` replica r's device tier holds.
 FLEETSIM_HD inline int32_t cache_leading_hits(const Sim& s, int32_t r, const int32_t* ids, int32_t n) {
   int32_t h = 0;
   while (h < n && cache_find(s, r, ids[h]) != kNone) ++h;
   return h;
 }
 
-FLEETSIM_HD FLEETSIM_FORCEINLINE void lru_unlink(Sim& s, Replica& R, int32_t e) {
-  int32_t* prev = s.cache_prev + R.cache_base;
-  int32_t* next = s.cache_next + R.cache_base;
-  if (prev[e] != kNone)
-    next[prev[e]] = next[e];
-  else
-    R.lru_head = next[e];
-  if (next[e] != kNone)
-    prev[next[e]] = prev[e];
-  else
-    R.lru_tail = prev[e];
+// Of the blocks ids[h, n) that follow, how many lead in the host tier.
+FLEETSIM_HD inline int32_t cpu_leading_hits(const Sim& s, int32_t r, const int32_t* ids, int32_t h, int32_t n) {
+  const Replica& R = s.rep[r];
+  const PoolParams& P = s.p->pools[R.pool];
+  if (P.cpu_entries == 0) return 0;
+  int32_t k = h;
+  while (k < n && tier_find(s.cpu_key + R.cpu_base, s.cpu_tab + R.cpu_tab_base, P.cpu_table, ids[k]) != kNone) ++k;
+  return k - h;
 }
 
-FLEETSIM_HD FLEETSIM_FORCEINLINE void lru_append(Sim& s, Replica& R, int32_t e) {
-  int32_t* prev = s.cache_prev + R.cache_base;
-  int32_t* next = s.cache_next + R.cache_base;
-  prev[e] = R.lru_tail;
-  next[e] = kNone;
-  if (R.lru_tail != kNone)
-    next[R.lru_tail] = e;
+FLEETSIM_HD FLEETSIM_FORCEINLINE void tier_unlink(const CacheTier& T, int32_t e) {
+  if (T.prev[e] != kNone)
+    T.next[T.prev[e]] = T.next[e];
   else
-    R.lru_head = e;
-  R.lru_tail = e;
+    *T.head = T.next[e];
+  if (T.next[e] != kNone)
+    T.prev[T.next[e]] = T.prev[e];
+  else
+    *T.tail = T.prev[e];
 }
 
-// A running request holds its leading `h` blocks (they leave the eviction list) ...
+FLEETSIM_HD FLEETSIM_FORCEINLINE void tier_append(const CacheTier& T, int32_t e) {
+  T.prev[e] = *T.tail;
+  T.next[e] = kNone;
+  if (*T.tail != kNone)
+    T.next[*T.tail] = e;
+  else
+    *T.head = e;
+  *T.tail = e;
+}
+
+// Take entry e (off the lists) out of the table, by backward shift: later entries of its probe
+// run move up so that none is cut off; e joins the free entries.
+FLEETSIM_HD inline void tier_remove(const CacheTier& T, int32_t e) {
+  const uint32_t m = uint32_t(T.table - 1);
+  uint32_t i = cache_home(T.key[e], T.table);
+  while (T.tab[i] != e) i = (i + 1) & m;
+  for (uint32_t j = (i + 1) & m; T.tab[j] != kNone; j = (j + 1) & m) {
+    const uint32_t k = cache_home(T.key[T.tab[j]], T.table);
+    const bool stays = i <= j ? (i < k && k <= j) : (i < k || k <= j);
+    if (stays) continue;
+    T.tab[i] = T.tab[j];
+    i = j;
+  }
+  T.tab[i] = kNone;
+  T.next[e] = *T.free;
+  *T.free = e;
+  (*T.n)--;
+}
+
+// Put block `key` into free entry e's place (taken from the free list) as the most recent.
+FLEETSIM_HD inline void tier_add(const CacheTier& T, int32_t key) {
+  const int32_t e = *T.free;
+  *T.free = T.next[e];
+  T.key[e] = key;
+  if (T.ref) T.ref[e] = 0;
+  uint32_t i = cache_home(key, T.table);
+  while (T.tab[i] != kNone) i = (i + 1) & uint32_t(T.table - 1);
+  T.tab[i] = e;
+  tier_append(T, e);
+  (*T.n)++;
+}
+
+FLEETSIM_HD inline void tier_clear(const CacheTier& T) {
+  for (int32_t i = 0; i < T.table; ++i) T.tab[i] = kNone;
+  for (int32_t e = 0; e < T.entries; ++e) {
+    T.next[e] = e + 1 < T.entries ? e + 1 : kNone;
+    if (T.ref) T.ref[e] = 0;
+  }
+  *T.free = T.entries > 0 ? 0 : kNone;
+  *T.head = *T.tail = kNone;
+  *T.n = 0;
+}
+
+// A running request holds its leading `h` device blocks (they leave the eviction list) ...
 FLEETSIM_HD inline void cache_ref(Sim& s, int32_t r, const int32_t* ids, int32_t h) {
-  Replica& R = s.rep[r];
-  int32_t* ref = s.cache_ref + R.cache_base;
+  const CacheTier T = gpu_tier(s, r);
   for (int32_t i = 0; i < h; ++i) {
-    const int32_t e = cache_find(s, r, ids[i]);
-    if (ref[e]++ == 0) lru_unlink(s, R, e);
+    const int32_t e = tier_find(T.key, T.tab, T.table, ids[i]);
+    if (T.ref[e]++ == 0) tier_unlink(T, e);
   }
 }
 
 // ... and lets them go: the last holder puts each back as the most recently used.
 FLEETSIM_HD inline void cache_unref(Sim& s, int32_t r, const int32_t* ids, int32_t h) {
-  Replica& R = s.rep[r];
-  int32_t* ref = s.cache_ref + R.cache_base;
+  const CacheTier T = gpu_tier(s, r);
   for (int32_t i = 0; i < h; ++i) {
-    const int32_t e = cache_find(s, r, ids[i]);
-    if (--ref[e] == 0) lru_append(s, R, e);
+    const int32_t e = tier_find(T.key, T.tab, T.table, ids[i]);
+    if (--T.ref[e] == 0) tier_append(T, e);
   }
 }
 
-// Evict the least recently used entry nobody holds; false when there is none.
+// Evict the least recently used device entry nobody holds, freeing its KV blocks; false when
+// there is none.
 FLEETSIM_HD inline bool cache_evict_one(Sim& s, int32_t r, double t) {
   Replica& R = s.rep[r];
   const int32_t e = R.lru_head;
   if (e == kNone) return false;
   const PoolParams& P = s.p->pools[R.pool];
-  lru_unlink(s, R, e);
-  int32_t* tab = s.cache_tab + R.tab_base;
-  const int32_t* keys = s.cache_key + R.cache_base;
-  const uint32_t m = uint32_t(P.cache_table - 1);
-  uint32_t i = cache_home(keys[e], P.cache_table);
-  while (tab[i] != e) i = (i + 1) & m;
-  // backward-shift deletion: later entries of the probe run move up so that none is cut off
-  for (uint32_t j = (i + 1) & m; tab[j] != kNone; j = (j + 1) & m) {
-    const uint32_t k = cache_home(keys[tab[j]], P.cache_table);
-    const bool stays = i <= j ? (i < k && k <= j) : (i < k || k <= j);
-    if (stays) continue;
-    tab[i] = tab[j];
-    i = j;
-  }
-  tab[i] = kNone;
-  s.cache_next[R.cache_base + e] = R.ent_free;
-  R.ent_free = e;
-  R.cache_n--;
+  const CacheTier T = gpu_tier(s, r);
+  tier_unlink(T, e);
+  tier_remove(T, e);
   R.free_blocks += P.cache_block_kv;
   R.cache_blocks -= P.cache_block_kv;
   s.tally->pools[R.pool].cache_evicted += in_window(s, t);
@@ -138,20 +214,36 @@ FLEETSIM_HD inline bool cache_make_room(Sim& s, int32_t r, int64_t blocks, doubl
   return any;
 }
 
-// Request blocks ids[0, n) were computed on replica r and are now free: each joins the cache (or,
-// already there, becomes the most recently used), taking the oldest entries' room where needed.
+// Request blocks ids[0, n) were computed on replica r and are now free: each joins the device tier
+// (or, already there, becomes the most recently used), taking the oldest entries' room where
+// needed, and the host tier the same way (it keeps what the device later evicts).
 FLEETSIM_HD inline void cache_insert(Sim& s, int32_t r, const int32_t* ids, int32_t n, double t) {
   Replica& R = s.rep[r];
   const PoolParams& P = s.p->pools[R.pool];
-  int32_t* ref = s.cache_ref + R.cache_base;
-  int32_t* keys = s.cache_key + R.cache_base;
-  int32_t* tab = s.cache_tab + R.tab_base;
+  if (P.cpu_entries > 0) {
+    const CacheTier C = cpu_tier(s, r);
+    for (int32_t b = 0; b < n; ++b) {
+      const int32_t found = tier_find(C.key, C.tab, C.table, ids[b]);
+      if (found != kNone) {
+        tier_unlink(C, found);
+        tier_append(C, found);
+        continue;
+      }
+      if (*C.free == kNone) {
+        const int32_t old = *C.head;
+        tier_unlink(C, old);
+        tier_remove(C, old);
+      }
+      tier_add(C, ids[b]);
+    }
+  }
+  const CacheTier T = gpu_tier(s, r);
   for (int32_t b = 0; b < n; ++b) {
-    const int32_t found = cache_find(s, r, ids[b]);
+    const int32_t found = tier_find(T.key, T.tab, T.table, ids[b]);
     if (found != kNone) {
-      if (ref[found] == 0) {
-        lru_unlink(s, R, found);
-        lru_append(s, R, found);
+      if (T.ref[found] == 0) {
+        tier_unlink(T, found);
+        tier_append(T, found);
       }
       continue;
     }
@@ -160,15 +252,7 @@ FLEETSIM_HD inline void cache_insert(Sim& s, int32_t r, const int32_t* ids, int3
       cache_make_room(s, r, P.kv_watermark_blocks + P.cache_block_kv, t);
       if (R.free_blocks - P.kv_watermark_blocks < P.cache_block_kv) return;
     }
-    const int32_t e = R.ent_free;
-    R.ent_free = s.cache_next[R.cache_base + e];
-    keys[e] = ids[b];
-    ref[e] = 0;
-    uint32_t i = cache_home(ids[b], P.cache_table);
-    while (tab[i] != kNone) i = (i + 1) & uint32_t(P.cache_table - 1);
-    tab[i] = e;
-    lru_append(s, R, e);
-    R.cache_n++;
+    tier_add(T, ids[b]);
     R.free_blocks -= P.cache_block_kv;
     R.cache_blocks += P.cache_block_kv;
   }
@@ -179,14 +263,8 @@ FLEETSIM_HD inline void cache_clear(Sim& s, int32_t r) {
   Replica& R = s.rep[r];
   const PoolParams& P = s.p->pools[R.pool];
   if (P.cache_entries == 0) return;
-  for (int32_t i = 0; i < P.cache_table; ++i) s.cache_tab[R.tab_base + i] = kNone;
-  for (int32_t e = 0; e < P.cache_entries; ++e) {
-    s.cache_next[R.cache_base + e] = e + 1 < P.cache_entries ? e + 1 : kNone;
-    s.cache_ref[R.cache_base + e] = 0;
-  }
-  R.ent_free = 0;
-  R.lru_head = R.lru_tail = kNone;
-  R.cache_n = 0;
+  tier_clear(gpu_tier(s, r));
+  if (P.cpu_entries > 0) tier_clear(cpu_tier(s, r));
   R.free_blocks += R.cache_blocks;
   R.cache_blocks = 0;
 }

@@ -106,6 +106,8 @@ struct Replica {
   int64_t cache_base, tab_base;
   int32_t lru_head, lru_tail, ent_free, cache_n;
   int64_t cache_blocks;
+  int64_t cpu_base, cpu_tab_base;  // its host-memory tier, likewise
+  int32_t cpu_head, cpu_tail, cpu_free, cpu_n;
   int32_t prefix_ready;               // bit c: class c's prefix is cached here
   int32_t prefix_users[kMaxClasses];  // running sequences attending to class c's cached prefix
   // run in flight (its start, steps and kind are above)
@@ -239,6 +241,7 @@ struct Sim {
   int32_t handoff_on;  // some pool hands off
   // bounded prefix caches (prefix_cache.hpp), per replica slices
   int32_t *cache_key, *cache_prev, *cache_next, *cache_ref, *cache_tab;
+  int32_t *cpu_key, *cpu_prev, *cpu_next, *cpu_tab;
   double W0, W1;
   double t_clock;
   int64_t events;  // processed so far

@@ -26,6 +26,7 @@ struct ClassTally {
   int64_t cache_hits;            // answered from the response cache
   int64_t prefix_hits;           // admitted with a cached prefix (the class's shared one, or from its trace)
   int64_t prefix_tokens_reused;  // prompt tokens those hits did not prefill (at first admission)
+  int64_t prefix_tokens_loaded;  // of which loaded from a host-memory tier
   double input_tokens;           // of completed requests
   double output_tokens;          // of completed requests
   double busy_s;                 // device time spent on this class's requests (in the window)
@@ -90,6 +91,7 @@ struct PoolTally {
   // the transfers' time (link latency included)
   double kv_sent, kv_sent_bytes, kv_sent_s;
   double cache_evicted;  // bounded prefix caches: trace blocks evicted to make room
+  double cache_load_s;   // time steps spent loading blocks from the host tier
 };
 
 struct Tally {
@@ -110,6 +112,7 @@ FLEETSIM_HD inline void class_tally_clear(ClassTally& c) {
   c.sessions = 0;
   c.session_turns = c.session_s = c.session_turn_s = 0.0;
   c.prefix_tokens_reused = 0;
+  c.prefix_tokens_loaded = 0;
   c.decode_busy_s = c.decode_input_busy_s = 0.0;
   c.input_tokens = c.output_tokens = c.busy_s = c.input_busy_s = c.lost_tokens = c.in_system_s = c.queue_len_s =
       c.thinking_s = 0.0;
@@ -130,7 +133,7 @@ FLEETSIM_HD inline void pool_tally_clear(PoolTally& p) {
   p.host_busy_s = p.host_lost_s = 0.0;
   p.neighbour_failures = 0.0;
   p.kv_sent = p.kv_sent_bytes = p.kv_sent_s = 0.0;
-  p.cache_evicted = 0.0;
+  p.cache_evicted = p.cache_load_s = 0.0;
   for (int32_t k = 0; k < kColdStages; ++k) p.cold_stage_s[k] = 0.0;
 }
 
@@ -163,6 +166,7 @@ FLEETSIM_HD inline void class_tally_merge(ClassTally& into, const ClassTally& fr
   into.cache_hits += from.cache_hits;
   into.prefix_hits += from.prefix_hits;
   into.prefix_tokens_reused += from.prefix_tokens_reused;
+  into.prefix_tokens_loaded += from.prefix_tokens_loaded;
   into.input_tokens += from.input_tokens;
   into.output_tokens += from.output_tokens;
   into.busy_s += from.busy_s;
@@ -221,6 +225,7 @@ FLEETSIM_HD inline void pool_tally_merge(PoolTally& into, const PoolTally& from)
   into.kv_sent_bytes += from.kv_sent_bytes;
   into.kv_sent_s += from.kv_sent_s;
   into.cache_evicted += from.cache_evicted;
+  into.cache_load_s += from.cache_load_s;
 }
 
 }  // namespace fleetsim

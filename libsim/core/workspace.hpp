@@ -15,9 +15,10 @@ struct WorkspaceLayout {
   uint64_t core_free, core_start, core_job, hheap, hheap_pos;
   uint64_t xheap;
   int64_t handoffs;
-  uint64_t cache_key, cache_prev, cache_next, cache_ref, cache_tab;
-  int64_t cache_entries, cache_slots;  // bounded prefix caches: entries and table slots of all replicas  // entries of
-                                       // the handoff heap (request slots, where a pool hands off; else 0)
+  uint64_t cache_key, cache_prev, cache_next, cache_ref, cache_tab, cpu_key, cpu_prev, cpu_next, cpu_tab;
+  int64_t cache_entries, cache_slots, cpu_entries,
+      cpu_slots;  // bounded prefix caches: entries and table slots of all replicas  // entries of
+                  // the handoff heap (request slots, where a pool hands off; else 0)
   int64_t n_replicas, nq, req_cap, client_slots, session_slots;
   int64_t slots, residues, qbuf_len;
   int64_t cores, host_qlen, host_heap;  // host CPU stage: cores, FIFO entries (in qbuf), heap entries
@@ -49,11 +50,13 @@ FLEETSIM_HD inline WorkspaceLayout workspace_layout(const SimParams& p) {
   }
   if (l.cores > 0) l.host_heap = l.n_replicas;
   l.handoffs = 0;
-  l.cache_entries = l.cache_slots = 0;
+  l.cache_entries = l.cache_slots = l.cpu_entries = l.cpu_slots = 0;
   for (int32_t i = 0; i < p.n_pools; ++i) {
     if (p.pools[i].disagg) l.handoffs = l.req_cap;
     l.cache_entries += int64_t(p.pools[i].max_replicas) * p.pools[i].cache_entries;
     l.cache_slots += int64_t(p.pools[i].max_replicas) * p.pools[i].cache_table;
+    l.cpu_entries += int64_t(p.pools[i].max_replicas) * p.pools[i].cpu_entries;
+    l.cpu_slots += int64_t(p.pools[i].max_replicas) * p.pools[i].cpu_table;
   }
   l.client_slots = 0;
   bool sessions = false;
@@ -121,6 +124,14 @@ FLEETSIM_HD inline WorkspaceLayout workspace_layout(const SimParams& p) {
   off = align_up(off + sizeof(int32_t) * uint64_t(l.cache_entries));
   l.cache_tab = off;
   off = align_up(off + sizeof(int32_t) * uint64_t(l.cache_slots));
+  l.cpu_key = off;
+  off = align_up(off + sizeof(int32_t) * uint64_t(l.cpu_entries));
+  l.cpu_prev = off;
+  off = align_up(off + sizeof(int32_t) * uint64_t(l.cpu_entries));
+  l.cpu_next = off;
+  off = align_up(off + sizeof(int32_t) * uint64_t(l.cpu_entries));
+  l.cpu_tab = off;
+  off = align_up(off + sizeof(int32_t) * uint64_t(l.cpu_slots));
   l.total = off;
   return l;
 }
@@ -136,7 +147,7 @@ FLEETSIM_HD inline bool layout_fits(const SimParams& p, const WorkspaceLayout& l
   }
   return l.n_replicas <= lim && l.nq <= lim && l.req_cap <= lim && l.client_slots <= lim && l.slots <= lim &&
          l.residues <= lim && l.qbuf_len + l.host_qlen <= lim && l.cores <= lim && l.cache_entries <= lim &&
-         l.cache_slots <= lim;
+         l.cache_slots <= lim && l.cpu_entries <= lim && l.cpu_slots <= lim;
 }
 
 // Point s at the workspace at `base` (its arrays only; nothing is reset). A copy of a workspace
@@ -167,6 +178,10 @@ FLEETSIM_HD inline void sim_point(Sim& s, const SimParams& p, uint8_t* base) {
   s.cache_next = reinterpret_cast<int32_t*>(base + l.cache_next);
   s.cache_ref = reinterpret_cast<int32_t*>(base + l.cache_ref);
   s.cache_tab = reinterpret_cast<int32_t*>(base + l.cache_tab);
+  s.cpu_key = reinterpret_cast<int32_t*>(base + l.cpu_key);
+  s.cpu_prev = reinterpret_cast<int32_t*>(base + l.cpu_prev);
+  s.cpu_next = reinterpret_cast<int32_t*>(base + l.cpu_next);
+  s.cpu_tab = reinterpret_cast<int32_t*>(base + l.cpu_tab);
   s.pool = reinterpret_cast<PoolState*>(base + l.pools);
   s.client_heap = reinterpret_cast<double*>(base + l.clients);
   s.client_user = reinterpret_cast<int32_t*>(base + l.client_user);
@@ -201,7 +216,7 @@ FLEETSIM_HD inline Sim sim_bind(const SimParams& p, uint32_t replication, uint8_
   s.req_cap = int32_t(l.req_cap);
   int32_t r = 0, qi = 0, qbase = 0;
   int32_t hqbase = int32_t(l.qbuf_len);  // host FIFOs follow the device queues in qbuf
-  int64_t slot_base = 0, res_base = 0, core_base = 0, cache_base = 0, tab_base = 0;
+  int64_t slot_base = 0, res_base = 0, core_base = 0, cache_base = 0, tab_base = 0, cpu_base = 0, cpu_tab_base = 0;
   for (int32_t pi = 0; pi < p.n_pools; ++pi) {
     const PoolParams& P = p.pools[pi];
     PoolState& ps = s.pool[pi];
@@ -280,6 +295,10 @@ FLEETSIM_HD inline Sim sim_bind(const SimParams& p, uint32_t replication, uint8_
       R.tab_base = tab_base;
       cache_base += P.cache_entries;
       tab_base += P.cache_table;
+      R.cpu_base = cpu_base;
+      R.cpu_tab_base = cpu_tab_base;
+      cpu_base += P.cpu_entries;
+      cpu_tab_base += P.cpu_table;
       R.cache_blocks = 0;
       cache_clear(s, r);
       R.prefix_ready = 0;

@@ -223,40 +223,7 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Overr
     parse_goodput(wl, C);
     s.classes.push_back(std::move(C));
   }
-  // a prefix cache per replica keeps one trace's hashed blocks: its pool replays exactly one
-  for (size_t i = 0; i < s.pools.size(); ++i) {
-    PoolSpec& P = s.pools[i];
-    if (!P.cache_per_replica) continue;
-    const N eng = root.has("pools") && root.at("pools").has(P.name.c_str()) &&
-                          root.at("pools").at(P.name.c_str()).has("engine") &&
-                          root.at("pools").at(P.name.c_str()).at("engine").has("prefix_cache")
-                      ? root.at("pools").at(P.name.c_str()).at("engine")
-                      : root.at("engine");
-    const N pc = eng.at("prefix_cache");
-    int found = 0;
-    for (const auto& C : s.classes) {
-      if (C.pool != int(i)) continue;
-      if (C.trace && !C.trace->block_off.empty()) {
-        P.cache_block_tokens = C.trace->block_tokens;
-        ++found;
-      } else {
-        pc.fail("a prefix cache per replica keeps a trace's hashed prompt blocks; class " + C.name +
-                    " on this pool has none (a Mooncake JSONL trace has them; a class's shared prefix and a "
-                    "session's history are cached per replica already)",
-                ErrorKind::inconsistent);
-      }
-    }
-    if (found != 1)
-      pc.fail("a prefix cache per replica keeps the blocks of one trace; this pool serves " + std::to_string(found),
-              ErrorKind::inconsistent);
-    if (P.batching != Batching::continuous)
-      pc.fail("a prefix cache per replica needs continuous batching", ErrorKind::inconsistent);
-    if (P.cache_max_tokens > 0 && P.cache_max_tokens < P.cache_block_tokens)
-      pc.at("max_tokens")
-          .fail("max_tokens " + std::to_string(P.cache_max_tokens) + " holds no block of " +
-                    std::to_string(P.cache_block_tokens) + " tokens",
-                ErrorKind::inconsistent);
-  }
+  check_prefix_caches(root, s);
   if (to_trace_end) {
     double last = -1.0;
     for (const auto& C : s.classes)

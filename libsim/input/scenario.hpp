@@ -113,6 +113,7 @@ struct PoolSpec {
   // trace's (set once the classes are read)
   bool cache_per_replica = false;
   int64_t cache_max_tokens = 0;  // 0: as much as the KV cache holds
+  double cache_cpu_gib = 0;      // a host-memory tier per replica behind it (0: none)
   int cache_block_tokens = 0;
   // engine.speculative: a draft model of `spec_tokens` tokens per step, each accepted with the
   // conditional probabilities `spec_acceptance` (position by position)

@@ -41,6 +41,9 @@ void parse_autoscale(const N& fl, PoolSpec& P);
 void parse_speculative(const N& eng, const std::vector<ModelSpec>& models, PoolSpec& P);
 double spec_tokens_per_step(const std::vector<double>& acceptance);
 void finish_ownership(const N& pool_node, PoolSpec& P);
+// scenario_cache.cpp: engine.prefix_cache, and the check once the classes are read
+void parse_prefix_cache(const N& eng, PoolSpec& P);
+void check_prefix_caches(const N& root, Scenario& s);
 // scenario_disagg.cpp: pools.<name>.disaggregation (pool i of pools, every pool built), and the
 // check once all are read
 void parse_disaggregation(const N& dn, std::vector<PoolSpec>& pools, size_t i);

@@ -173,7 +173,8 @@ PoolParams PoolSpec::params() const {
   p.cold = cold;
   p.crash_on_kv_exhausted = crash_on_kv_exhausted ? 1 : 0;
   p.prefix_caching = prefix_caching ? 1 : 0;
-  p.cache_entries = p.cache_table = p.cache_block_kv = 0;
+  p.cache_entries = p.cache_table = p.cache_block_kv = p.cpu_entries = p.cpu_table = 0;
+  p.cpu_load_s_per_token = 0.0;
   if (cache_per_replica && cache_block_tokens > 0) {
     // each trace block takes its whole KV blocks; at most what the KV cache holds, or max_tokens
     p.cache_block_kv = int32_t((cache_block_tokens + kv_block_tokens - 1) / kv_block_tokens);
@@ -183,6 +184,15 @@ PoolParams PoolSpec::params() const {
     int32_t table = 2;
     while (table < 2 * p.cache_entries) table *= 2;
     p.cache_table = table;
+    if (cache_cpu_gib > 0) {
+      // the whole replica's KV of a token, each device loading its share over its own PCIe link
+      const double token_bytes = kv_bytes_per_token_per_device(model, kv_dtype_bytes(kv_dtype), tp, pp) * devices();
+      p.cpu_entries = int32_t(std::max(1.0, std::floor(cache_cpu_gib * kGiB / (token_bytes * cache_block_tokens))));
+      int32_t ct = 2;
+      while (ct < 2 * p.cpu_entries) ct *= 2;
+      p.cpu_table = ct;
+      p.cpu_load_s_per_token = token_bytes / (device.pcie_gb_s * 1e9 * devices());
+    }
   }
   p.spec = SpecParams{};
   if (spec_tokens > 0) {

@@ -241,20 +241,7 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
   if (eng.has("lora_rank")) P.lora_rank = int(eng.at("lora_rank").integer(1, 4096));
   if (eng.has("lora_step_overhead")) P.lora_step_overhead = eng.at("lora_step_overhead").num_in(0, 10);
   if (eng.has("prefix_caching")) P.prefix_caching = eng.at("prefix_caching").boolean();
-  if (eng.has("prefix_cache")) {
-    const N pc = eng.at("prefix_cache");
-    pc.allow_keys({"scope", "max_tokens"});
-    P.cache_per_replica = pc.req("scope").choice({"pool", "replica"}) == "replica";
-    if (pc.has("max_tokens")) {
-      if (!P.cache_per_replica)
-        pc.at("max_tokens")
-            .fail("max_tokens bounds a cache per replica (scope: replica); the pool-wide cache is unbounded",
-                  ErrorKind::inconsistent);
-      P.cache_max_tokens = pc.at("max_tokens").integer(1, int64_t(1) << 40);
-    }
-    if (P.cache_per_replica && eng.has("prefix_caching") && !P.prefix_caching)
-      pc.fail("a prefix cache per replica needs engine.prefix_caching: true", ErrorKind::inconsistent);
-  }
+  parse_prefix_cache(eng, P);
   P.crash_on_kv_exhausted =
       eng.has("on_kv_exhausted") && eng.at("on_kv_exhausted").choice({"preempt", "crash"}) == "crash";
   P.batching = eng.has("batching") && eng.at("batching").choice({"continuous", "static"}) == "static"

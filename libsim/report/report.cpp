@@ -109,6 +109,7 @@ Json requests_json(const ClassTally& c, double window) {
   rq["cache_hits"] = c.cache_hits;
   rq["prefix_hits"] = c.prefix_hits;
   rq["prefix_tokens_reused"] = c.prefix_tokens_reused;
+  if (c.prefix_tokens_loaded > 0) rq["prefix_tokens_loaded"] = c.prefix_tokens_loaded;  // from a host tier
   rq["prefix_reuse_share"] = ratio(double(c.prefix_tokens_reused), c.input_tokens);
   rq["rejection_fraction"] = ratio(double(rejected), double(c.arrived));
   rq["mean_in_system"] = ratio(c.in_system_s, window);
@@ -254,6 +255,14 @@ Json prefix_cache_json(const Scenario& s, const Tally& t, const Ledger& ledger, 
     pc["entries_per_replica"] = p.pools[i].cache_entries;
     pc["block_tokens"] = P.cache_block_tokens;
     pc["evicted_blocks"] = t.pools[i].cache_evicted;
+    if (P.cache_cpu_gib > 0) {
+      double loaded = 0;
+      for (size_t c = 0; c < s.classes.size(); ++c)
+        if (size_t(s.classes[c].pool) == i) loaded += double(t.classes[c].prefix_tokens_loaded);
+      pc["cpu_entries_per_replica"] = p.pools[i].cpu_entries;
+      pc["loaded_tokens"] = loaded;
+      pc["load_s"] = t.pools[i].cache_load_s;
+    }
   }
   return pc;
 }

@@ -62,7 +62,12 @@ std::string prefix_cache_line(const std::string& name, const Json& c) {
                         num(c["block_tokens"], 0), num(c["evicted_blocks"], 0))
           : std::string(
                 "unbounded (an upper bound: a trace's blocks pool-wide, sessions and shared prefixes per replica)");
-  return fmt::format("prefix cache{} {}: {} of input tokens reused, about {} of prefill saved\n", name, where,
+  const std::string host =
+      c.contains("loaded_tokens")
+          ? fmt::format("; host tier {} blocks, {} tokens loaded over PCIe in {} s",
+                        num(c["cpu_entries_per_replica"], 0), num(c["loaded_tokens"], 0), num(c["load_s"], 2))
+          : std::string();
+  return fmt::format("prefix cache{} {}{}: {} of input tokens reused, about {} of prefill saved\n", name, where, host,
                      pct(c["reuse_share"]), usd(c["saved_prefill_usd"], 2));
 }
 
