@@ -34,28 +34,23 @@ else
   diff <(tr ',' '\n' <"$out/cpu.json") <(tr ',' '\n' <"$out/cuda.json") | head -40
   exit 1
 fi
+# the same sweep on both backends, byte for byte: same_on_both NAME SCENARIO WHAT
+same_on_both() {
+  "$bin" sweep "$2" --backend cpu --format json >"$out/$1-cpu.json" 2>/dev/null
+  "$bin" sweep "$2" --backend cuda --format json >"$out/$1-cuda.json" 2>/dev/null
+  if cmp -s "$out/$1-cpu.json" "$out/$1-cuda.json"; then
+    echo "gpu-check: CPU and CUDA agree byte for byte on $3 ($(grep -c '"index"' "$out/$1-cpu.json") rows)"
+  else
+    echo "gpu-check: CPU and CUDA results DIFFER on $2"
+    diff <(tr ',' '\n' <"$out/$1-cpu.json") <(tr ',' '\n' <"$out/$1-cuda.json") | head -40
+    exit 1
+  fi
+}
 # the fleet dynamics and ledger tallies: two pools, committed and spot, reclaims, preemption
-fleet=tests/data/gpu-check-fleet.yaml
-"$bin" sweep "$fleet" --backend cpu --format json >"$out/fleet-cpu.json" 2>/dev/null
-"$bin" sweep "$fleet" --backend cuda --format json >"$out/fleet-cuda.json" 2>/dev/null
-if cmp -s "$out/fleet-cpu.json" "$out/fleet-cuda.json"; then
-  echo "gpu-check: CPU and CUDA agree byte for byte on the two-pool fleet sweep ($(grep -c '"index"' "$out/fleet-cpu.json") rows)"
-else
-  echo "gpu-check: CPU and CUDA results DIFFER on $fleet"
-  diff <(tr ',' '\n' <"$out/fleet-cpu.json") <(tr ',' '\n' <"$out/fleet-cuda.json") | head -40
-  exit 1
-fi
-# 2026's mechanisms together: sessions, disaggregated prefill and decode, speculative decoding
-mech=tests/data/gpu-check-2026.yaml
-"$bin" sweep "$mech" --backend cpu --format json >"$out/mech-cpu.json" 2>/dev/null
-"$bin" sweep "$mech" --backend cuda --format json >"$out/mech-cuda.json" 2>/dev/null
-if cmp -s "$out/mech-cpu.json" "$out/mech-cuda.json"; then
-  echo "gpu-check: CPU and CUDA agree byte for byte on the sessions + P/D + speculative sweep ($(grep -c '"index"' "$out/mech-cpu.json") rows)"
-else
-  echo "gpu-check: CPU and CUDA results DIFFER on $mech"
-  diff <(tr ',' '\n' <"$out/mech-cpu.json") <(tr ',' '\n' <"$out/mech-cuda.json") | head -40
-  exit 1
-fi
+same_on_both fleet tests/data/gpu-check-fleet.yaml "the two-pool fleet sweep"
+# 2026's mechanisms together: sessions, disaggregated prefill and decode, speculative decoding,
+# bounded prefix caches with a host tier and prefix-aware routing
+same_on_both mech tests/data/gpu-check-2026.yaml "the sessions + P/D + speculative + prefix-cache sweep"
 # configurations per second on the GPU and on all CPU cores (a sample of the 10,000-configuration
 # Azure conversation sweep, projected to the whole), the launch's occupancy and memory per job
 echo "== benchmark"

@@ -178,21 +178,14 @@ Ledger make_ledger(const Scenario& s, const Tally& t) {
 
   // classes: their busy time on each pool they use, and its idle time shared in proportion to it
   // (a class of a prefill pool uses the pool that decodes for it too)
-  auto busy_on = [&](size_t k, int pool) {
-    const ClassTally& ct = t.classes[k];
+  // of a class's time (all, and on the decode pool), the part on `pool`
+  auto on = [&](size_t k, int pool, double all, double decode) {
     const int entry = s.classes[k].pool, dp = s.pools[size_t(entry)].decode_pool;
-    double b = 0;
-    if (entry == pool) b += ct.busy_s - ct.decode_busy_s;
-    if (dp == pool) b += ct.decode_busy_s;
-    return b;
+    return (entry == pool ? all - decode : 0.0) + (dp == pool ? decode : 0.0);
   };
+  auto busy_on = [&](size_t k, int pool) { return on(k, pool, t.classes[k].busy_s, t.classes[k].decode_busy_s); };
   auto input_on = [&](size_t k, int pool) {
-    const ClassTally& ct = t.classes[k];
-    const int entry = s.classes[k].pool, dp = s.pools[size_t(entry)].decode_pool;
-    double b = 0;
-    if (entry == pool) b += ct.input_busy_s - ct.decode_input_busy_s;
-    if (dp == pool) b += ct.decode_input_busy_s;
-    return b;
+    return on(k, pool, t.classes[k].input_busy_s, t.classes[k].decode_input_busy_s);
   };
   auto uses = [&](size_t k, int pool) {
     return s.classes[k].pool == pool || s.pools[size_t(s.classes[k].pool)].decode_pool == pool;
