@@ -4,10 +4,13 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <map>
+#include <sstream>
 #include <string>
 
 #include "helpers.hpp"
 #include "libsim/cost/ledger.hpp"
+#include "libsim/input/csv.hpp"
 
 using namespace fleetsim;
 
@@ -131,6 +134,21 @@ TEST_CASE("disaggregation: the ledger bills each pool and splits both among the 
   CHECK(L.total.completed == double(chat.completed + r.tally->classes[1].completed));
   // its dollars are nearly all input dollars (a prompt's work); the decode pool's mostly output
   CHECK(L.classes[0].input_usd() > L.pools[0].cost.effective_usd() * L.classes[0].parts[0].share * 0.99);
+  // the FOCUS export charges each pool's hours to the classes that used it: per pool and class,
+  // the rows add up to that class's part of the pool
+  std::istringstream in(focus_csv(L, s, 0.0));
+  CsvReader rd(in, "<focus>");
+  std::map<std::string, double> charged;  // "pool/class"
+  while (rd.next()) {
+    const std::string tags = rd.get("tags");
+    const std::string cls = tags.find("\"fleetsim-class\":\"chat\"") != std::string::npos ? "chat" : "direct";
+    charged[rd.get("resourcename") + "/" + cls] += rd.number("effectivecost");
+  }
+  CHECK(charged.size() == 3);  // chat on both pools, direct on the decode pool
+  for (const auto& c : L.classes)
+    for (const auto& x : c.parts)
+      CHECK(charged[L.pools[size_t(x.pool)].name + "/" + c.name] ==
+            doctest::Approx(x.busy_usd + x.idle_share_usd).epsilon(1e-6));
   const Json& cj = r.report["ledger"]["classes"]["chat"];
   CHECK(cj["decode_pool"] == "decode");
   CHECK(cj["by_pool"]["prefill"]["usd"].get<double>() + cj["by_pool"]["decode"]["usd"].get<double>() ==
