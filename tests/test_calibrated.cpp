@@ -367,6 +367,27 @@ TEST_CASE("perf_profile: shipped names, files, none, and located errors") {
             .find(bad_path + ":" + std::to_string(line) + ":") == 0);
 }
 
+TEST_CASE("the shipped profiles' index says what their parse says") {
+  // pools find their profile by the index, without parsing every shipped file
+  const auto& keys = builtin_profile_keys();
+  REQUIRE(keys.size() == builtin_profiles().size());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const PerfProfile& p = builtin_profile(i);
+    CAPTURE(p.name);
+    CHECK(&p == &builtin_profile(i));  // parsed once
+    CHECK(keys[i].name == p.name);
+    CHECK(keys[i].device == p.device);
+    CHECK(keys[i].model == p.model);
+    CHECK(keys[i].tp == p.tp);
+    CHECK(keys[i].weight_dtype == p.weight_dtype);
+    CHECK(keys[i].engine == p.engine);
+    if (!p.device.empty() && !p.model.empty() && p.tp > 0 && !p.weight_dtype.empty())
+      CHECK(find_builtin_profile(p.device, p.model, p.tp, p.weight_dtype, profile_engine(p)) == &p);
+  }
+  CHECK(physics_profile().name == kPhysicsProfile);
+  CHECK(find_builtin_profile("h100-sxm-80gb", "llama-3.1-8b", 1, "bf16", "sglang") == nullptr);
+}
+
 TEST_CASE("every shipped profile parses, names a catalog device, and quotes its held-out error") {
   REQUIRE(!builtin_profiles().empty());
   for (const auto& p : builtin_profiles()) {

@@ -1,7 +1,10 @@
 #include "input/profile.hpp"
 
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
+#include <memory>
+#include <mutex>
 #include <sstream>
 
 #include "input/input_file.hpp"
@@ -184,36 +187,92 @@ std::string profile_yaml(const PerfProfile& p) {
   return o.str();
 }
 
-const std::vector<PerfProfile>& builtin_profiles() {
-  static const std::vector<PerfProfile> v = [] {
-    std::vector<PerfProfile> out;
+namespace {
+
+// The value of a top-level `key: value` line that profile_yaml writes, unquoted; "any" reads as "".
+std::string header_value(const std::string& text, const char* key) {
+  const std::string k = std::string("\n") + key + ": ";
+  const size_t at = text.find(k);
+  if (at == std::string::npos) return "";
+  const size_t from = at + k.size(), to = text.find('\n', from);
+  std::string v = text.substr(from, to == std::string::npos ? std::string::npos : to - from);
+  if (v.size() >= 2 && v.front() == '"' && v.back() == '"') v = v.substr(1, v.size() - 2);
+  return v == "any" ? "" : v;
+}
+
+}  // namespace
+
+const std::vector<ProfileKey>& builtin_profile_keys() {
+  static const std::vector<ProfileKey> v = [] {
+    std::vector<ProfileKey> out;
     for (int i = 0; i < kBuiltinProfileCount; ++i) {
-      PerfProfile p = parse_profile(kBuiltinProfileText[i], std::string("profiles/") + kBuiltinProfileName[i]);
-      p.origin = "builtin";
-      out.push_back(std::move(p));
+      const std::string text = std::string("\n") + kBuiltinProfileText[i];
+      ProfileKey k;
+      k.name = header_value(text, "profile");
+      k.device = header_value(text, "device");
+      k.model = header_value(text, "model");
+      const std::string tp = header_value(text, "tp");
+      k.tp = tp.empty() ? 0 : std::atoi(tp.c_str());
+      k.weight_dtype = header_value(text, "weight_dtype");
+      k.engine = header_value(text, "engine");
+      out.push_back(std::move(k));
     }
     return out;
   }();
   return v;
 }
 
+const PerfProfile& builtin_profile(size_t i) {
+  static std::mutex m;
+  static std::vector<std::unique_ptr<PerfProfile>> parsed(static_cast<size_t>(kBuiltinProfileCount));
+  const std::lock_guard<std::mutex> lock(m);
+  if (!parsed.at(i)) {
+    auto p = std::make_unique<PerfProfile>(
+        parse_profile(kBuiltinProfileText[i], std::string("profiles/") + kBuiltinProfileName[i]));
+    p->origin = "builtin";
+    parsed[i] = std::move(p);
+  }
+  return *parsed[i];
+}
+
+const std::vector<PerfProfile>& builtin_profiles() {
+  static const std::vector<PerfProfile> v = [] {
+    std::vector<PerfProfile> out;
+    for (size_t i = 0; i < size_t(kBuiltinProfileCount); ++i) out.push_back(builtin_profile(i));
+    return out;
+  }();
+  return v;
+}
+
+namespace {
+const PerfProfile* builtin_named(const std::string& name) {
+  const auto& keys = builtin_profile_keys();
+  for (size_t i = 0; i < keys.size(); ++i)
+    if (keys[i].name == name) return &builtin_profile(i);
+  return nullptr;
+}
+std::string engine_of(const std::string& engine) {
+  const std::string e = engine.substr(0, engine.find(' '));
+  return e.empty() ? "vllm" : e;
+}
+}  // namespace
+
 const PerfProfile& physics_profile() {
-  for (const auto& p : builtin_profiles())
-    if (p.name == kPhysicsProfile) return p;
+  if (const PerfProfile* p = builtin_named(kPhysicsProfile)) return *p;
   throw std::logic_error("profiles/physics.yaml is not compiled in");
 }
 
-std::string profile_engine(const PerfProfile& p) {
-  const std::string e = p.engine.substr(0, p.engine.find(' '));
-  return e.empty() ? "vllm" : e;
-}
+std::string profile_engine(const PerfProfile& p) { return engine_of(p.engine); }
 
 const PerfProfile* find_builtin_profile(const std::string& device, const std::string& model, int tp,
                                         const std::string& weight_dtype, const std::string& engine) {
-  for (const auto& p : builtin_profiles())
-    if (p.device == device && profile_engine(p) == engine && p.model == model && p.tp == tp &&
-        p.weight_dtype == weight_dtype)
-      return &p;
+  const auto& keys = builtin_profile_keys();
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const ProfileKey& k = keys[i];
+    if (k.device == device && engine_of(k.engine) == engine && k.model == model && k.tp == tp &&
+        k.weight_dtype == weight_dtype)
+      return &builtin_profile(i);
+  }
   return nullptr;
 }
 
@@ -234,13 +293,12 @@ bool profile_applies(const PerfProfile& p, const std::string& model, int tp, int
 }
 
 PerfProfile load_profile(const std::string& name_or_path, const std::string& base_dir) {
-  for (const auto& p : builtin_profiles())
-    if (p.name == name_or_path) return p;
+  if (const PerfProfile* p = builtin_named(name_or_path)) return *p;
   const bool looks_like_file =
       name_or_path.find(".yaml") != std::string::npos || name_or_path.find(".yml") != std::string::npos;
   if (!looks_like_file) {
     std::vector<std::string> names;
-    for (const auto& p : builtin_profiles()) names.push_back(p.name);
+    for (const auto& k : builtin_profile_keys()) names.push_back(k.name);
     std::string all;
     for (const auto& x : names) all += (all.empty() ? "" : ", ") + x;
     const std::string hint = did_you_mean(name_or_path, names);

@@ -85,6 +85,15 @@ std::string profile_yaml(const PerfProfile& p);
 // models they were not fitted on they predict worse than the roofline (docs/validation.md), so a
 // scenario must name one; nor is a profile of FP8 runs applied to BF16 weights, or the reverse.
 const std::vector<PerfProfile>& builtin_profiles();
+// What each shipped profile was fitted on, read from the header lines profile_yaml writes, so that
+// a pool finds its profile without parsing every shipped file (a test checks them against the
+// parse); builtin_profile(i) parses the i-th on first use.
+struct ProfileKey {
+  std::string name, device, model, weight_dtype, engine;  // "" where the file says any
+  int tp = 0;
+};
+const std::vector<ProfileKey>& builtin_profile_keys();
+const PerfProfile& builtin_profile(size_t i);
 // The shipped physics coefficients (profiles/physics.yaml): fitted once on every device's runs.
 constexpr const char* kPhysicsProfile = "physics";
 const PerfProfile& physics_profile();
