@@ -14,7 +14,30 @@ namespace fleetsim {
 // quote. Spaces and tabs around a field (outside its quotes) are dropped. A quote inside an
 // unquoted field is kept as a character. Returns 0, or the 1-based column of an opening quote
 // that is never closed.
+namespace {
+// A line without quotes: fields between commas, blanks around them dropped. The strings of `out`
+// are reused, so a file of like rows allocates once.
+void split_plain(const std::string& line, std::vector<std::string>& out) {
+  size_t n = 0, from = 0;
+  for (;;) {
+    const size_t comma = line.find(',', from), to = comma == std::string::npos ? line.size() : comma;
+    size_t b = from, e = to;
+    while (b < e && (line[b] == ' ' || line[b] == '\t')) ++b;
+    while (e > b && (line[e - 1] == ' ' || line[e - 1] == '\t')) --e;
+    if (n == out.size()) out.emplace_back();
+    out[n++].assign(line, b, e - b);
+    if (comma == std::string::npos) break;
+    from = comma + 1;
+  }
+  out.resize(n);
+}
+}  // namespace
+
 int split_csv_line(const std::string& line, std::vector<std::string>& out) {
+  if (line.find('"') == std::string::npos) {
+    split_plain(line, out);
+    return 0;
+  }
   out.clear();
   std::string cur;
   size_t keep = 0;         // characters of cur that came from quotes: never trimmed
@@ -106,15 +129,14 @@ CsvReader::CsvReader(std::istream& in, std::string path, const std::string& if_e
 }
 
 bool CsvReader::read_record(std::string& text, std::vector<std::string>& fields) {
-  std::string line;
-  if (!std::getline(in_, line)) return false;
+  if (!std::getline(in_, text)) return false;
   line_ = ++read_;
-  if (!line.empty() && line.back() == '\r') line.pop_back();
-  if (read_ == 1 && line.compare(0, 3, "\xEF\xBB\xBF") == 0) line.erase(0, 3);
-  text = line;
+  if (!text.empty() && text.back() == '\r') text.pop_back();
+  if (read_ == 1 && text.compare(0, 3, "\xEF\xBB\xBF") == 0) text.erase(0, 3);
   // a quoted field may hold line breaks (csv_quote writes them): the record goes on to its close
   QuoteState q;
-  q.feed(line);
+  if (text.find('"') != std::string::npos) q.feed(text);
+  std::string line;
   while (q.in_quotes && std::getline(in_, line)) {
     ++read_;
     if (!line.empty() && line.back() == '\r') line.pop_back();

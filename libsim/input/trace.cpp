@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -39,6 +40,11 @@ bool parse_double(const std::string& s, double& v) {
   if (s.empty()) return false;
   for (char c : s)
     if (!((c >= '0' && c <= '9') || c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-')) return false;
+  // from_chars rounds as strtod does, several times faster; strtod keeps the cases it reads
+  // differently (a leading '+', out of range)
+  const char* b = s.data() + (s[0] == '+' && s.size() > 1 && s[1] != '+' && s[1] != '-');
+  const auto [ptr, ec] = std::from_chars(b, s.data() + s.size(), v);
+  if (ec == std::errc() && ptr == s.data() + s.size()) return std::isfinite(v);
   char* end = nullptr;
   v = std::strtod(s.c_str(), &end);
   return end && *end == '\0' && std::isfinite(v);
@@ -166,7 +172,7 @@ TraceData load_csv(const std::string& path, std::ifstream& f, const TraceOptions
   while (r.next_row()) {
     lineno = r.line();
     const std::vector<std::string>& cols = r.fields();
-    const std::string line = r.text();
+    const std::string& line = r.text();
     if (cols.size() < need) fail(path, lineno, line, "too few columns (expected " + std::to_string(need) + ")");
     // a field more than the header has is a comma the writer did not quote: the columns may have moved
     if (cols.size() > header.size())
