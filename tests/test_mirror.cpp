@@ -146,6 +146,9 @@ TEST_CASE("a planned launch run on the CPU gives the host tallies, bit for bit")
   const SimParams pa = a.params(), pb = b.params(), pc = c.params(), pe = e.params(), pf = f.params();
   REQUIRE(pc.n_classes > 1);
   REQUIRE(pe.pools[0].disagg == 1);
+  bool store = false;  // a pool whose replicas share a prefix store
+  for (int32_t i = 0; i < pe.n_pools; ++i) store = store || pe.pools[i].remote_entries > 0;
+  REQUIRE(store);
   REQUIRE(pf.pools[0].cache_entries > 0);
   std::vector<SimJob> jobs;
   for (uint32_t r = 0; r < 3; ++r)

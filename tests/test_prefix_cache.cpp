@@ -86,6 +86,40 @@ TEST_CASE("prefix cache: a host tier keeps what the device evicts; a hit there i
   CHECK(pc["entries_per_replica"] == B);
 }
 
+TEST_CASE("prefix cache: a store the replicas share serves a block another replica computed, by hand") {
+  // round robin sends the second request to replica 1, whose own cache is empty: the shared store
+  // has replica 0's block, loaded as 100 us + 16 tokens x 131,072 bytes at 10 GB/s
+  const std::string path = trace("remote.jsonl", {{7}, {7}});
+  const std::string store = "{scope: replica, remote: {gib: 0.01, gb_s: 10, latency_us: 100}}";
+  const auto r = test::run(test::scenario(scenario(path, store, 2, "round_robin")));
+  REQUIRE(r.tally->status == 0);
+  CHECK(r.drained);
+  CHECK(r.all->prefix_hits == 1);
+  CHECK(r.all->prefix_tokens_loaded == 16);
+  CHECK(r.tally->pools[0].remote_loaded == 16);
+  const double load = 100e-6 + 16 * 131072.0 / 10e9;
+  CHECK(r.all->ttft.max == doctest::Approx(0.01 + load).epsilon(1e-9));
+  CHECK(r.tally->pools[0].cache_load_s == doctest::Approx(load).epsilon(1e-9));
+  const Json& pc = r.report["prefix_cache"];
+  CHECK(pc["remote"]["entries"] == 5);  // 0.01 GiB of 2 MiB blocks
+  CHECK(pc["remote"]["loaded_tokens"] == 16);
+  // without the store the second replica computes it
+  const auto n = test::run(test::scenario(scenario(path, "{scope: replica}", 2, "round_robin")));
+  CHECK(n.all->prefix_hits == 0);
+  CHECK(n.all->ttft.max == doctest::Approx(0.01).epsilon(1e-9));
+  // a store of one block keeps the latest: 1, 2, then 1 on a third replica misses; of two, it hits
+  const std::string abc = trace("remote_lru.jsonl", {{1}, {2}, {1}});
+  const auto one =
+      test::run(test::scenario(scenario(abc, "{scope: replica, remote: {gib: 0.002, gb_s: 10}}", 3, "round_robin")));
+  CHECK(one.report["prefix_cache"]["remote"]["entries"] == 1);
+  CHECK(one.all->prefix_hits == 0);
+  const auto two =
+      test::run(test::scenario(scenario(abc, "{scope: replica, remote: {gib: 0.004, gb_s: 10}}", 3, "round_robin")));
+  CHECK(two.report["prefix_cache"]["remote"]["entries"] == 2);
+  CHECK(two.all->prefix_hits == 1);
+  CHECK(two.all->ttft.max == doctest::Approx(0.01 + 16 * 131072.0 / 10e9).epsilon(1e-9));
+}
+
 TEST_CASE("prefix cache: a hit saves the prompt's cached blocks, and a request holds them while it runs") {
   // 3 blocks of 16 tokens: the second request finds the first two (its third differs), so it
   // computes 49 - 32 = 17 tokens; a linear model's step does not depend on tokens, so check tallies
@@ -143,6 +177,11 @@ TEST_CASE("prefix cache: bad settings are located errors") {
   CHECK(error_of(scenario(path, "{scope: pool, cpu_gib: 4}")).find("host tier behind a cache per replica") !=
         std::string::npos);
   CHECK(error_of(scenario(path, "{scope: replica, cpu_gib: 0}")).find("cpu_gib") != std::string::npos);
+  CHECK(error_of(scenario(path, "{scope: pool, remote: {gib: 4, gb_s: 10}}")).find("share behind their caches") !=
+        std::string::npos);
+  CHECK(error_of(scenario(path, "{scope: replica, remote: {gib: 4}}")).find("gb_s") != std::string::npos);
+  CHECK(error_of(scenario(path, "{scope: replica, remote: {gib: 4, gb_s: 10, rtt: 1}}")).find("unknown key 'rtt'") !=
+        std::string::npos);
   CHECK(error_of(scenario(path, "{scope: pool}", 2, "prefix_aware")).find("needs engine.prefix_cache") !=
         std::string::npos);
   // a class without hashed blocks has nothing for the cache

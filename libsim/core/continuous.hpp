@@ -178,21 +178,23 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
     // cache per replica holds what it holds: the leading blocks found here, kept from eviction
     // from now on (prefix_cache.hpp)
     const int32_t* ids = nullptr;
-    int32_t hits = 0, from_cpu = 0;
+    int32_t hits = 0, from_cpu = 0, from_rem = 0;
     if (P.cache_entries > 0 && !q.kv_in) {
       const int32_t nb = request_blocks(s, q, ids);
       hits = cache_leading_hits(s, r, ids, nb);
       from_cpu = cpu_leading_hits(s, r, ids, hits, nb);
+      from_rem = remote_leading_hits(s, R.pool, ids, hits + from_cpu, nb);
       cache_ref(s, r, ids, hits);
     }
     const int32_t bt = s.p->classes[q.cls].arrivals.trace_block_tokens;
     const int32_t reused = P.cache_entries > 0            ? (hits > 0 ? min_of(hits * bt, q.prompt - 1) : 0)
                            : P.prefix_caching && !q.kv_in ? q.cached
                                                           : 0;
-    // blocks found in the host tier after the device's are loaded into blocks it holds, not
-    // computed (the prompt's last token always is)
+    // blocks found in the host tier after the device's, then in the shared store, are loaded into
+    // blocks it holds, not computed (the prompt's last token always is)
     const int32_t from_host = from_cpu > 0 ? min_of(from_cpu * bt, q.prompt - 1 - reused) : 0;
-    if (from_host > 0) loaded = from_host;
+    const int32_t from_store = from_rem > 0 ? min_of(from_rem * bt, q.prompt - 1 - reused - from_host) : 0;
+    if (from_host + from_store > 0) loaded = from_host + from_store;
     int32_t total = q.prompt + (P.generative ? q.generated : 0) - shared - reused;
     int64_t blocks = ceil_div(total, R.bs) + P.window_blocks;
     if (P.crash_on_kv_exhausted && blocks > P.kv_total_blocks - P.kv_watermark_blocks) {
@@ -256,12 +258,14 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
     x.decoding = 0;
     x.ctx_extra = shared + reused;
     if (shared > 0) R.prefix_users[q.cls]++;
-    if ((x.ctx_extra > 0 || from_host > 0) && q.in_window && q.t_admit == t) {
+    if ((x.ctx_extra > 0 || from_host + from_store > 0) && q.in_window && q.t_admit == t) {
       s.tally->classes[q.cls].prefix_hits++;
-      s.tally->classes[q.cls].prefix_tokens_reused += x.ctx_extra + from_host;
-      s.tally->classes[q.cls].prefix_tokens_loaded += from_host;
+      s.tally->classes[q.cls].prefix_tokens_reused += x.ctx_extra + from_host + from_store;
+      s.tally->classes[q.cls].prefix_tokens_loaded += from_host + from_store;
+      s.tally->pools[R.pool].remote_loaded += double(from_store);
     }
     load_s += double(from_host) * P.cpu_load_s_per_token;
+    if (from_store > 0) load_s += P.remote_latency_s + double(from_store) * P.remote_load_s_per_token;
     x.prefill_total = total;
     x.prefill_done = loaded;
     // a prefill pool's request ends with its prompt (its first token stays unsent)

@@ -242,6 +242,12 @@ struct PoolParams {
   int32_t cpu_entries;     // its host-memory tier: trace blocks it can keep (0: none)
   int32_t cpu_table;
   double cpu_load_s_per_token;  // loading a token's KV back over PCIe (every device its share at once)
+  // a store the pool's replicas share (LMCache remote, Mooncake store): trace blocks it keeps (0:
+  // none), and loading from it: per token over the network, and once per request that does
+  int32_t remote_entries;
+  int32_t remote_table;
+  double remote_load_s_per_token;
+  double remote_latency_s;
   SpecParams spec;
   // disaggregated prefill (engine.hpp, "handoffs"): a prefill pool computes each prompt and sends
   // its KV over a link to a replica of decode_pool, which emits every output token

@@ -8,6 +8,11 @@
 // recently used out first, whatever the device evicts; a request's leading blocks found there
 // after the device's are loaded over PCIe into blocks it holds, not computed.
 //
+// A store the pool's replicas share (remote: LMCache's remote backend, Mooncake's store) keeps
+// every block any replica computed, least recently used out first, and outlives the replicas; a
+// request's leading blocks found there after the host tier's are loaded over the network: a
+// latency once, then each token's KV at the link's bandwidth.
+//
 // Per replica and tier: entries found through an open-addressing table (a power of two, linear
 // probing, deletion by backward shift), the unheld ones on a list, oldest first, free entries on
 // another.
@@ -55,6 +60,22 @@ FLEETSIM_HD FLEETSIM_FORCEINLINE CacheTier cpu_tier(Sim& s, int32_t r) {
                    &R.cpu_tail,
                    &R.cpu_free,
                    &R.cpu_n};
+}
+
+FLEETSIM_HD FLEETSIM_FORCEINLINE CacheTier remote_tier(Sim& s, int32_t pi) {
+  PoolState& ps = s.pool[pi];
+  const PoolParams& P = s.p->pools[pi];
+  return CacheTier{s.rem_key + ps.rem_base,
+                   s.rem_prev + ps.rem_base,
+                   s.rem_next + ps.rem_base,
+                   nullptr,
+                   s.rem_tab + ps.rem_tab_base,
+                   P.remote_entries,
+                   P.remote_table,
+                   &ps.rem_head,
+                   &ps.rem_tail,
+                   &ps.rem_free,
+                   &ps.rem_n};
 }
 
 FLEETSIM_HD FLEETSIM_FORCEINLINE uint32_t cache_home(int32_t key, int32_t table) {
@@ -106,6 +127,16 @@ FLEETSIM_HD inline int32_t cpu_leading_hits(const Sim& s, int32_t r, const int32
   if (P.cpu_entries == 0) return 0;
   int32_t k = h;
   while (k < n && tier_find(s.cpu_key + R.cpu_base, s.cpu_tab + R.cpu_tab_base, P.cpu_table, ids[k]) != kNone) ++k;
+  return k - h;
+}
+
+// Of the blocks ids[h, n) that follow, how many lead in pool pi's shared store.
+FLEETSIM_HD inline int32_t remote_leading_hits(const Sim& s, int32_t pi, const int32_t* ids, int32_t h, int32_t n) {
+  const PoolParams& P = s.p->pools[pi];
+  if (P.remote_entries == 0) return 0;
+  const PoolState& ps = s.pool[pi];
+  int32_t k = h;
+  while (k < n && tier_find(s.rem_key + ps.rem_base, s.rem_tab + ps.rem_tab_base, P.remote_table, ids[k]) != kNone) ++k;
   return k - h;
 }
 
@@ -214,29 +245,34 @@ FLEETSIM_HD inline bool cache_make_room(Sim& s, int32_t r, int64_t blocks, doubl
   return any;
 }
 
+// Blocks ids[0, n) join a tier that keeps everything (host, shared store) as its most recent,
+// the oldest going where it is full.
+FLEETSIM_HD inline void tier_keep(const CacheTier& C, const int32_t* ids, int32_t n) {
+  for (int32_t b = 0; b < n; ++b) {
+    const int32_t found = tier_find(C.key, C.tab, C.table, ids[b]);
+    if (found != kNone) {
+      tier_unlink(C, found);
+      tier_append(C, found);
+      continue;
+    }
+    if (*C.free == kNone) {
+      const int32_t old = *C.head;
+      tier_unlink(C, old);
+      tier_remove(C, old);
+    }
+    tier_add(C, ids[b]);
+  }
+}
+
 // Request blocks ids[0, n) were computed on replica r and are now free: each joins the device tier
 // (or, already there, becomes the most recently used), taking the oldest entries' room where
-// needed, and the host tier the same way (it keeps what the device later evicts).
+// needed, and the host tier and the shared store the same way (they keep what the device later
+// evicts).
 FLEETSIM_HD inline void cache_insert(Sim& s, int32_t r, const int32_t* ids, int32_t n, double t) {
   Replica& R = s.rep[r];
   const PoolParams& P = s.p->pools[R.pool];
-  if (P.cpu_entries > 0) {
-    const CacheTier C = cpu_tier(s, r);
-    for (int32_t b = 0; b < n; ++b) {
-      const int32_t found = tier_find(C.key, C.tab, C.table, ids[b]);
-      if (found != kNone) {
-        tier_unlink(C, found);
-        tier_append(C, found);
-        continue;
-      }
-      if (*C.free == kNone) {
-        const int32_t old = *C.head;
-        tier_unlink(C, old);
-        tier_remove(C, old);
-      }
-      tier_add(C, ids[b]);
-    }
-  }
+  if (P.cpu_entries > 0) tier_keep(cpu_tier(s, r), ids, n);
+  if (P.remote_entries > 0) tier_keep(remote_tier(s, R.pool), ids, n);
   const CacheTier T = gpu_tier(s, r);
   for (int32_t b = 0; b < n; ++b) {
     const int32_t found = tier_find(T.key, T.tab, T.table, ids[b]);

@@ -193,6 +193,9 @@ struct PoolState {
   int32_t host_jobs, host_busy;
   double host_t;         // busy cores are integrated up to here
   double host_busy_acc;  // busy core-seconds since the last autoscaler evaluation
+  // the store its replicas share (prefix_cache.hpp): where its arrays start, and its lists
+  int32_t rem_base, rem_tab_base;
+  int32_t rem_head, rem_tail, rem_free, rem_n;
 };
 
 // An entry of the replica event heap: the key is kept in the heap itself, so a sift reads one
@@ -242,6 +245,7 @@ struct Sim {
   // bounded prefix caches (prefix_cache.hpp), per replica slices
   int32_t *cache_key, *cache_prev, *cache_next, *cache_ref, *cache_tab;
   int32_t *cpu_key, *cpu_prev, *cpu_next, *cpu_tab;
+  int32_t *rem_key, *rem_prev, *rem_next, *rem_tab;  // each pool's shared store, from its rem_base
   double W0, W1;
   double t_clock;
   int64_t events;  // processed so far

@@ -91,7 +91,8 @@ struct PoolTally {
   // the transfers' time (link latency included)
   double kv_sent, kv_sent_bytes, kv_sent_s;
   double cache_evicted;  // bounded prefix caches: trace blocks evicted to make room
-  double cache_load_s;   // time steps spent loading blocks from the host tier
+  double cache_load_s;   // time steps spent loading blocks from the host tier and the shared store
+  double remote_loaded;  // prompt tokens loaded from the shared store
 };
 
 struct Tally {
@@ -133,7 +134,7 @@ FLEETSIM_HD inline void pool_tally_clear(PoolTally& p) {
   p.host_busy_s = p.host_lost_s = 0.0;
   p.neighbour_failures = 0.0;
   p.kv_sent = p.kv_sent_bytes = p.kv_sent_s = 0.0;
-  p.cache_evicted = p.cache_load_s = 0.0;
+  p.cache_evicted = p.cache_load_s = p.remote_loaded = 0.0;
   for (int32_t k = 0; k < kColdStages; ++k) p.cold_stage_s[k] = 0.0;
 }
 
@@ -226,6 +227,7 @@ FLEETSIM_HD inline void pool_tally_merge(PoolTally& into, const PoolTally& from)
   into.kv_sent_s += from.kv_sent_s;
   into.cache_evicted += from.cache_evicted;
   into.cache_load_s += from.cache_load_s;
+  into.remote_loaded += from.remote_loaded;
 }
 
 }  // namespace fleetsim

@@ -16,6 +16,8 @@ struct WorkspaceLayout {
   uint64_t xheap;
   int64_t handoffs;
   uint64_t cache_key, cache_prev, cache_next, cache_ref, cache_tab, cpu_key, cpu_prev, cpu_next, cpu_tab;
+  uint64_t rem_key, rem_prev, rem_next, rem_tab;
+  int64_t rem_entries, rem_slots;  // the pools' shared stores
   int64_t cache_entries, cache_slots, cpu_entries,
       cpu_slots;  // bounded prefix caches: entries and table slots of all replicas  // entries of
                   // the handoff heap (request slots, where a pool hands off; else 0)
@@ -50,13 +52,15 @@ FLEETSIM_HD inline WorkspaceLayout workspace_layout(const SimParams& p) {
   }
   if (l.cores > 0) l.host_heap = l.n_replicas;
   l.handoffs = 0;
-  l.cache_entries = l.cache_slots = l.cpu_entries = l.cpu_slots = 0;
+  l.cache_entries = l.cache_slots = l.cpu_entries = l.cpu_slots = l.rem_entries = l.rem_slots = 0;
   for (int32_t i = 0; i < p.n_pools; ++i) {
     if (p.pools[i].disagg) l.handoffs = l.req_cap;
     l.cache_entries += int64_t(p.pools[i].max_replicas) * p.pools[i].cache_entries;
     l.cache_slots += int64_t(p.pools[i].max_replicas) * p.pools[i].cache_table;
     l.cpu_entries += int64_t(p.pools[i].max_replicas) * p.pools[i].cpu_entries;
     l.cpu_slots += int64_t(p.pools[i].max_replicas) * p.pools[i].cpu_table;
+    l.rem_entries += p.pools[i].remote_entries;
+    l.rem_slots += p.pools[i].remote_table;
   }
   l.client_slots = 0;
   bool sessions = false;
@@ -132,6 +136,14 @@ FLEETSIM_HD inline WorkspaceLayout workspace_layout(const SimParams& p) {
   off = align_up(off + sizeof(int32_t) * uint64_t(l.cpu_entries));
   l.cpu_tab = off;
   off = align_up(off + sizeof(int32_t) * uint64_t(l.cpu_slots));
+  l.rem_key = off;
+  off = align_up(off + sizeof(int32_t) * uint64_t(l.rem_entries));
+  l.rem_prev = off;
+  off = align_up(off + sizeof(int32_t) * uint64_t(l.rem_entries));
+  l.rem_next = off;
+  off = align_up(off + sizeof(int32_t) * uint64_t(l.rem_entries));
+  l.rem_tab = off;
+  off = align_up(off + sizeof(int32_t) * uint64_t(l.rem_slots));
   l.total = off;
   return l;
 }
@@ -147,7 +159,8 @@ FLEETSIM_HD inline bool layout_fits(const SimParams& p, const WorkspaceLayout& l
   }
   return l.n_replicas <= lim && l.nq <= lim && l.req_cap <= lim && l.client_slots <= lim && l.slots <= lim &&
          l.residues <= lim && l.qbuf_len + l.host_qlen <= lim && l.cores <= lim && l.cache_entries <= lim &&
-         l.cache_slots <= lim && l.cpu_entries <= lim && l.cpu_slots <= lim;
+         l.cache_slots <= lim && l.cpu_entries <= lim && l.cpu_slots <= lim && l.rem_entries <= lim &&
+         l.rem_slots <= lim;
 }
 
 // Point s at the workspace at `base` (its arrays only; nothing is reset). A copy of a workspace
@@ -182,6 +195,10 @@ FLEETSIM_HD inline void sim_point(Sim& s, const SimParams& p, uint8_t* base) {
   s.cpu_prev = reinterpret_cast<int32_t*>(base + l.cpu_prev);
   s.cpu_next = reinterpret_cast<int32_t*>(base + l.cpu_next);
   s.cpu_tab = reinterpret_cast<int32_t*>(base + l.cpu_tab);
+  s.rem_key = reinterpret_cast<int32_t*>(base + l.rem_key);
+  s.rem_prev = reinterpret_cast<int32_t*>(base + l.rem_prev);
+  s.rem_next = reinterpret_cast<int32_t*>(base + l.rem_next);
+  s.rem_tab = reinterpret_cast<int32_t*>(base + l.rem_tab);
   s.pool = reinterpret_cast<PoolState*>(base + l.pools);
   s.client_heap = reinterpret_cast<double*>(base + l.clients);
   s.client_user = reinterpret_cast<int32_t*>(base + l.client_user);
@@ -217,6 +234,7 @@ FLEETSIM_HD inline Sim sim_bind(const SimParams& p, uint32_t replication, uint8_
   int32_t r = 0, qi = 0, qbase = 0;
   int32_t hqbase = int32_t(l.qbuf_len);  // host FIFOs follow the device queues in qbuf
   int64_t slot_base = 0, res_base = 0, core_base = 0, cache_base = 0, tab_base = 0, cpu_base = 0, cpu_tab_base = 0;
+  int32_t rem_base = 0, rem_tab_base = 0;
   for (int32_t pi = 0; pi < p.n_pools; ++pi) {
     const PoolParams& P = p.pools[pi];
     PoolState& ps = s.pool[pi];
@@ -246,6 +264,16 @@ FLEETSIM_HD inline Sim sim_bind(const SimParams& p, uint32_t replication, uint8_
     ps.host_jobs = ps.host_busy = 0;
     ps.host_t = 0.0;
     ps.host_busy_acc = 0.0;
+    // the shared store starts empty, and outlives every replica
+    ps.rem_base = rem_base;
+    ps.rem_tab_base = rem_tab_base;
+    for (int32_t i = 0; i < P.remote_table; ++i) s.rem_tab[rem_tab_base + i] = kNone;
+    for (int32_t e = 0; e < P.remote_entries; ++e) s.rem_next[rem_base + e] = e + 1 < P.remote_entries ? e + 1 : kNone;
+    ps.rem_free = P.remote_entries > 0 ? 0 : kNone;
+    ps.rem_head = ps.rem_tail = kNone;
+    ps.rem_n = 0;
+    rem_base += P.remote_entries;
+    rem_tab_base += P.remote_table;
     const int32_t qcap = pool_queue_cap(P);
     for (int32_t i = 0; i < ps.n_queues; ++i, ++qi) {
       s.q[qi].base = qbase;

@@ -114,6 +114,8 @@ struct PoolSpec {
   bool cache_per_replica = false;
   int64_t cache_max_tokens = 0;  // 0: as much as the KV cache holds
   double cache_cpu_gib = 0;      // a host-memory tier per replica behind it (0: none)
+  // a store the pool's replicas share behind both (0 GiB: none), over the network
+  double cache_remote_gib = 0, cache_remote_gb_s = 0, cache_remote_latency_us = 0;
   int cache_block_tokens = 0;
   // engine.speculative: a draft model of `spec_tokens` tokens per step, each accepted with the
   // conditional probabilities `spec_acceptance` (position by position)

@@ -9,7 +9,7 @@ namespace fleetsim::detail {
 void parse_prefix_cache(const N& eng, PoolSpec& P) {
   if (!eng.has("prefix_cache")) return;
   const N pc = eng.at("prefix_cache");
-  pc.allow_keys({"scope", "max_tokens", "cpu_gib"});
+  pc.allow_keys({"scope", "max_tokens", "cpu_gib", "remote"});
   P.cache_per_replica = pc.req("scope").choice({"pool", "replica"}) == "replica";
   if (pc.has("max_tokens")) {
     if (!P.cache_per_replica)
@@ -26,6 +26,18 @@ void parse_prefix_cache(const N& eng, PoolSpec& P) {
     if (!(P.device.pcie_gb_s > 0))
       pc.at("cpu_gib").fail(P.device.name + " has no pcie_gb_s in the catalog: the host tier's loads cannot be priced",
                             ErrorKind::inconsistent);
+  }
+  if (pc.has("remote")) {
+    const N rm = pc.at("remote");
+    if (!P.cache_per_replica)
+      rm.fail(
+          "remote is a store the replicas share behind their caches (scope: replica); the pool-wide cache "
+          "already is one",
+          ErrorKind::inconsistent);
+    rm.allow_keys({"gib", "gb_s", "latency_us"});
+    P.cache_remote_gib = rm.req("gib").pos(1 << 24);
+    P.cache_remote_gb_s = rm.req("gb_s").pos(1e5);
+    P.cache_remote_latency_us = rm.has("latency_us") ? rm.at("latency_us").num_in(0, 1e7) : 0.0;
   }
   if (P.cache_per_replica && eng.has("prefix_caching") && !P.prefix_caching)
     pc.fail("a prefix cache per replica needs engine.prefix_caching: true", ErrorKind::inconsistent);

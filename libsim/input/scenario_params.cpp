@@ -175,6 +175,8 @@ PoolParams PoolSpec::params() const {
   p.prefix_caching = prefix_caching ? 1 : 0;
   p.cache_entries = p.cache_table = p.cache_block_kv = p.cpu_entries = p.cpu_table = 0;
   p.cpu_load_s_per_token = 0.0;
+  p.remote_entries = p.remote_table = 0;
+  p.remote_load_s_per_token = p.remote_latency_s = 0.0;
   if (cache_per_replica && cache_block_tokens > 0) {
     // each trace block takes its whole KV blocks; at most what the KV cache holds, or max_tokens
     p.cache_block_kv = int32_t((cache_block_tokens + kv_block_tokens - 1) / kv_block_tokens);
@@ -192,6 +194,17 @@ PoolParams PoolSpec::params() const {
       while (ct < 2 * p.cpu_entries) ct *= 2;
       p.cpu_table = ct;
       p.cpu_load_s_per_token = token_bytes / (device.pcie_gb_s * 1e9 * devices());
+    }
+    if (cache_remote_gib > 0) {
+      // the whole replica's KV of a token over the replica's link to the store
+      const double token_bytes = kv_bytes_per_token_per_device(model, kv_dtype_bytes(kv_dtype), tp, pp) * devices();
+      p.remote_entries =
+          int32_t(std::max(1.0, std::floor(cache_remote_gib * kGiB / (token_bytes * cache_block_tokens))));
+      int32_t rt = 2;
+      while (rt < 2 * p.remote_entries) rt *= 2;
+      p.remote_table = rt;
+      p.remote_load_s_per_token = token_bytes / (cache_remote_gb_s * 1e9);
+      p.remote_latency_s = cache_remote_latency_us * 1e-6;
     }
   }
   p.spec = SpecParams{};

@@ -22,6 +22,10 @@ Json run_report(const Scenario& s, const Tally& t);
 
 // A pool's scenario.step_time and scenario.engine sections (step_time.cpp).
 Json step_time_json(const PoolSpec& P);
+struct Ledger;
+// What prefix caching saved pool i, and its caches' tiers (null where nothing was cached;
+// prefix_cache.cpp).
+Json prefix_cache_json(const Scenario& s, const Tally& t, const Ledger& ledger, size_t i);
 Json engine_json(const PoolSpec& P);
 
 // Static capacity document (`fleetsim capacity`, and the capacity block of a run).

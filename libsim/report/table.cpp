@@ -62,11 +62,17 @@ std::string prefix_cache_line(const std::string& name, const Json& c) {
                         num(c["block_tokens"], 0), num(c["evicted_blocks"], 0))
           : std::string(
                 "unbounded (an upper bound: a trace's blocks pool-wide, sessions and shared prefixes per replica)");
-  const std::string host =
-      c.contains("loaded_tokens")
-          ? fmt::format("; host tier {} blocks, {} tokens loaded over PCIe in {} s",
-                        num(c["cpu_entries_per_replica"], 0), num(c["loaded_tokens"], 0), num(c["load_s"], 2))
-          : std::string();
+  std::string host;
+  if (c.contains("remote"))
+    host = (c.contains("cpu_entries_per_replica")
+                ? fmt::format("; host tier {} blocks", num(c["cpu_entries_per_replica"], 0))
+                : std::string()) +
+           fmt::format("; shared store {} blocks; {} tokens loaded ({} from the store) in {} s",
+                       num(c["remote"]["entries"], 0), num(c["loaded_tokens"], 0), num(c["remote"]["loaded_tokens"], 0),
+                       num(c["load_s"], 2));
+  else if (c.contains("loaded_tokens"))
+    host = fmt::format("; host tier {} blocks, {} tokens loaded over PCIe in {} s",
+                       num(c["cpu_entries_per_replica"], 0), num(c["loaded_tokens"], 0), num(c["load_s"], 2));
   return fmt::format("prefix cache{} {}{}: {} of input tokens reused, about {} of prefill saved\n", name, where, host,
                      pct(c["reuse_share"]), usd(c["saved_prefill_usd"], 2));
 }
