@@ -45,10 +45,13 @@ FLEETSIM_HD FLEETSIM_FORCEINLINE int32_t q_pop_front(Sim& s, Queue& q) {
 }
 
 // Requests queued for replica r plus those it runs (and those at its host CPU stage).
-FLEETSIM_HD inline int32_t outstanding(const Sim& s, int32_t r) {
+// (`continuous`: its pool batches continuously; a router scanning a pool passes it once)
+FLEETSIM_HD FLEETSIM_FORCEINLINE int32_t outstanding(const Sim& s, int32_t r, bool continuous) {
   const Replica& R = s.rep[r];
-  const int32_t running = s.p->pools[R.pool].batching == Batching::continuous ? R.n_running : R.batch_n;
-  return s.q[R.queue].size + running + R.host_n;
+  return s.q[R.queue].size + (continuous ? R.n_running : R.batch_n) + R.host_n;
+}
+FLEETSIM_HD inline int32_t outstanding(const Sim& s, int32_t r) {
+  return outstanding(s, r, s.p->pools[s.rep[r].pool].batching == Batching::continuous);
 }
 
 // An indexed binary heap of replicas (heap[] holds them, pos[] where each is), restored after

@@ -25,6 +25,7 @@ FLEETSIM_HD inline int32_t pick_replica(Sim& s, int32_t pi, int32_t home, bool b
   PoolState& ps = s.pool[pi];
   const int32_t want = ps.n_ready > 0 ? int32_t(kReady) : int32_t(kStarting);
   auto active = [&](int32_t r) { return s.rep[r].state == want; };
+  const bool cont = P.batching == Batching::continuous;
   int32_t target = kNone;
   if (P.router == Router::session_affinity && home != kNone && active(home)) {
     target = home;
@@ -36,7 +37,7 @@ FLEETSIM_HD inline int32_t pick_replica(Sim& s, int32_t pi, int32_t home, bool b
     bool first = true;
     for (int32_t r = ps.first_replica; r < ps.first_replica + ps.n_replicas; ++r) {
       if (!active(r)) continue;
-      const int32_t o = outstanding(s, r);
+      const int32_t o = outstanding(s, r, cont);
       qmin = first || o < qmin ? o : qmin;
       qmax = first || o > qmax ? o : qmax;
       first = false;
@@ -44,7 +45,7 @@ FLEETSIM_HD inline int32_t pick_replica(Sim& s, int32_t pi, int32_t home, bool b
     double best = -1.0;
     for (int32_t r = ps.first_replica; r < ps.first_replica + ps.n_replicas; ++r) {
       if (!active(r)) continue;
-      const double load = qmax > qmin ? double(qmax - outstanding(s, r)) / double(qmax - qmin) : 1.0;
+      const double load = qmax > qmin ? double(qmax - outstanding(s, r, cont)) / double(qmax - qmin) : 1.0;
       const double score = 3.0 * double(cache_leading_hits(s, r, ids, n)) / double(n) + 2.0 * load;
       if (score > best) {
         best = score;
@@ -61,7 +62,7 @@ FLEETSIM_HD inline int32_t pick_replica(Sim& s, int32_t pi, int32_t home, bool b
     int32_t best = 0;
     for (int32_t r = ps.first_replica; r < ps.first_replica + ps.n_replicas; ++r) {
       if (!active(r)) continue;
-      const int32_t o = by_host ? s.rep[r].host_n : outstanding(s, r);
+      const int32_t o = by_host ? s.rep[r].host_n : outstanding(s, r, cont);
       if (target == kNone || o < best) {
         best = o;
         target = r;
