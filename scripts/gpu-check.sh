@@ -49,7 +49,7 @@ same_on_both() {
 # the fleet dynamics and ledger tallies: two pools, committed and spot, reclaims, preemption
 same_on_both fleet tests/data/gpu-check-fleet.yaml "the two-pool fleet sweep"
 # 2026's mechanisms together: sessions, disaggregated prefill and decode, speculative decoding,
-# bounded prefix caches with a host tier and prefix-aware routing
+# bounded prefix caches with a host tier and a shared store, and prefix-aware routing
 same_on_both mech tests/data/gpu-check-2026.yaml "the sessions + P/D + speculative + prefix-cache sweep"
 # configurations per second on the GPU and on all CPU cores (a sample of the 10,000-configuration
 # Azure conversation sweep, projected to the whole), the launch's occupancy and memory per job

@@ -1,4 +1,4 @@
-// Trace import: BurstGPT CSV, Mooncake JSONL, format detection, CSV quoting, located errors, and
+// Trace import: BurstGPT CSV, Mooncake JSONL, format detection, located errors, and
 // the shipped excerpts; trace keys in scenarios, prefix reuse in the core and duration_s: trace_end.
 #include <doctest/doctest.h>
 
@@ -228,50 +228,6 @@ TEST_CASE("a UTF-8 byte-order mark and CRLF line ends are accepted") {
   CHECK(j.cached_prefix.size() == 6);
   CHECK(load_csv_column(test::write_temp("bom_col.csv", "\xEF\xBB\xBFx,y\n1,2\n3,4\n"), "x") ==
         std::vector<double>{1, 3});
-}
-
-TEST_CASE("quoted CSV fields may hold commas and quotes") {
-  const std::string path =
-      test::write_temp("quoted.csv",
-                       "\"Timestamp\",\"Model\",\"Request tokens\",\"Response tokens\",\"Total tokens\",\"Log Type\"\n"
-                       "1,\"GPT-4, 32k\",100,10,110,\"API log\"\n"
-                       "2, \"say \"\"hi\"\"\" ,200,20,220,API log\n"
-                       "3,ChatGPT,300,30,330,API log\n");
-  const TraceData t = load_trace(path);
-  CHECK(t.prompt == std::vector<int32_t>{100, 200, 300});
-  CHECK(t.output == std::vector<int32_t>{10, 20, 30});
-  TraceOptions o;
-  o.model_filter = "GPT-4, 32k";
-  CHECK(load_trace(path, o).prompt == std::vector<int32_t>{100});
-  o.model_filter = "say \"hi\"";
-  CHECK(load_trace(path, o).prompt == std::vector<int32_t>{200});
-  o.model_filter = "GPT-4";
-  CHECK(contains(error_of(path, o), "models present: 'ChatGPT' (1 row), 'GPT-4, 32k' (1 row), 'say \"hi\"' (1 row)"));
-
-  CHECK(load_csv_column(test::write_temp("quoted_col.csv", "name,value\n\"a,b\",3\n\"c \"\"d\"\"\",4\n"), "value") ==
-        std::vector<double>{3, 4});
-
-  const std::string open = test::write_temp("unterminated.csv", kBurstHeader + "1,\"GPT-4,100,10,110,API log\n");
-  CHECK(error_of(open) == open + ":2:3: error: unterminated quoted field (no closing \")");
-}
-
-TEST_CASE("a quoted field may hold a line break: one record over two lines, errors on the line they are on") {
-  // BurstGPT's Log Type, or any free-text column, written by a CSV writer that quotes a newline
-  const std::string path = test::write_temp("multiline.csv", kBurstHeader +
-                                                                 "1,\"GPT-4\",100,10,110,\"API\nlog\"\n"
-                                                                 "2,ChatGPT,200,20,220,Conversation log\n");
-  const TraceData t = load_trace(path);
-  CHECK(t.prompt == std::vector<int32_t>{100, 200});
-  CHECK(t.output == std::vector<int32_t>{10, 20});
-  CHECK(t.t_s == std::vector<double>{0, 1});
-  CHECK(t.rows == 2);
-  // the record after the two-line one starts on line 4 of the file
-  const std::string bad = test::write_temp("multiline_bad.csv", kBurstHeader +
-                                                                    "1,GPT-4,100,10,110,\"API\nlog\"\n"
-                                                                    "2,ChatGPT,x,20,220,Conversation log\n");
-  CHECK(error_of(bad) == bad + ":4:1: error: bad prompt token count 'x' (expected an integer >= 0)");
-  CHECK(load_csv_column(test::write_temp("multiline_col.csv", "note,value\n\"two\nlines\",3\nplain,4\n"), "value") ==
-        std::vector<double>{3, 4});
 }
 
 TEST_CASE("an unrecognised file says which formats are read") {

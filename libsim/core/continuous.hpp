@@ -147,7 +147,7 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
   // 2. prefill chunks: running prefills first, then admissions, within the token budget
   int64_t budget = int64_t(P.max_batched_tokens) - R.n_decode;
   double ptoks = 0.0, ppairs = 0.0, pread = 0.0, pseqs = 0.0;
-  double load_s = 0.0;  // KV loaded from a host-memory prefix tier before this step computes
+  double load_s = 0.0;  // KV loaded from a host tier or a shared store before this step computes
   double pclass[kMaxClasses];
   for (int32_t c = 0; c < kMaxClasses; ++c) pclass[c] = 0.0;
   for (int32_t sl = R.pf_head; sl != kNone; sl = slot(s, r, sl).pf_next) {
@@ -331,7 +331,7 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
   slowdown *= factor;
   if (slowdown > 1.0) scale_line(R.run_line, slowdown);
   if (!R.run_prefill && R.run_k > 1) cut_at_change(s, r, t);
-  if (load_s > 0.0) {  // the step waits for its PCIe loads (a slowdown of the device does not stretch them)
+  if (load_s > 0.0) {  // the step waits for its loads (a slowdown of the device does not stretch them)
     R.run_line.o += load_s;
     s.tally->pools[R.pool].cache_load_s += load_s * in_window(s, t);
   }

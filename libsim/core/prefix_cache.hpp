@@ -13,7 +13,7 @@
 // request's leading blocks found there after the host tier's are loaded over the network: a
 // latency once, then each token's KV at the link's bandwidth.
 //
-// Per replica and tier: entries found through an open-addressing table (a power of two, linear
+// Per tier (of a replica, or the pool's store): entries found through an open-addressing table (a power of two, linear
 // probing, deletion by backward shift), the unheld ones on a list, oldest first, free entries on
 // another.
 #pragma once
@@ -108,6 +108,14 @@ FLEETSIM_HD inline int32_t tier_find(const int32_t* keys, const int32_t* tab, in
   }
 }
 
+// Of the blocks ids[h, n), how many lead in a tier (its keys and table).
+FLEETSIM_HD inline int32_t tier_leading(const int32_t* keys, const int32_t* tab, int32_t table, const int32_t* ids,
+                                        int32_t h, int32_t n) {
+  int32_t k = h;
+  while (k < n && tier_find(keys, tab, table, ids[k]) != kNone) ++k;
+  return k - h;
+}
+
 FLEETSIM_HD inline int32_t cache_find(const Sim& s, int32_t r, int32_t key) {
   const Replica& R = s.rep[r];
   return tier_find(s.cache_key + R.cache_base, s.cache_tab + R.tab_base, s.p->pools[R.pool].cache_table, key);
@@ -115,29 +123,25 @@ FLEETSIM_HD inline int32_t cache_find(const Sim& s, int32_t r, int32_t key) {
 
 // How many of the leading blocks `ids[0, n)` replica r's device tier holds.
 FLEETSIM_HD inline int32_t cache_leading_hits(const Sim& s, int32_t r, const int32_t* ids, int32_t n) {
-  int32_t h = 0;
-  while (h < n && cache_find(s, r, ids[h]) != kNone) ++h;
-  return h;
+  const Replica& R = s.rep[r];
+  return tier_leading(s.cache_key + R.cache_base, s.cache_tab + R.tab_base, s.p->pools[R.pool].cache_table, ids, 0, n);
 }
 
 // Of the blocks ids[h, n) that follow, how many lead in the host tier.
 FLEETSIM_HD inline int32_t cpu_leading_hits(const Sim& s, int32_t r, const int32_t* ids, int32_t h, int32_t n) {
   const Replica& R = s.rep[r];
   const PoolParams& P = s.p->pools[R.pool];
-  if (P.cpu_entries == 0) return 0;
-  int32_t k = h;
-  while (k < n && tier_find(s.cpu_key + R.cpu_base, s.cpu_tab + R.cpu_tab_base, P.cpu_table, ids[k]) != kNone) ++k;
-  return k - h;
+  return P.cpu_entries == 0 ? 0
+                            : tier_leading(s.cpu_key + R.cpu_base, s.cpu_tab + R.cpu_tab_base, P.cpu_table, ids, h, n);
 }
 
 // Of the blocks ids[h, n) that follow, how many lead in pool pi's shared store.
 FLEETSIM_HD inline int32_t remote_leading_hits(const Sim& s, int32_t pi, const int32_t* ids, int32_t h, int32_t n) {
   const PoolParams& P = s.p->pools[pi];
-  if (P.remote_entries == 0) return 0;
   const PoolState& ps = s.pool[pi];
-  int32_t k = h;
-  while (k < n && tier_find(s.rem_key + ps.rem_base, s.rem_tab + ps.rem_tab_base, P.remote_table, ids[k]) != kNone) ++k;
-  return k - h;
+  return P.remote_entries == 0
+             ? 0
+             : tier_leading(s.rem_key + ps.rem_base, s.rem_tab + ps.rem_tab_base, P.remote_table, ids, h, n);
 }
 
 FLEETSIM_HD FLEETSIM_FORCEINLINE void tier_unlink(const CacheTier& T, int32_t e) {

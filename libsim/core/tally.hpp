@@ -26,7 +26,7 @@ struct ClassTally {
   int64_t cache_hits;            // answered from the response cache
   int64_t prefix_hits;           // admitted with a cached prefix (the class's shared one, or from its trace)
   int64_t prefix_tokens_reused;  // prompt tokens those hits did not prefill (at first admission)
-  int64_t prefix_tokens_loaded;  // of which loaded from a host-memory tier
+  int64_t prefix_tokens_loaded;  // of which loaded from a host tier or a shared store
   double input_tokens;           // of completed requests
   double output_tokens;          // of completed requests
   double busy_s;                 // device time spent on this class's requests (in the window)

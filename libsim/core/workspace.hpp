@@ -14,13 +14,12 @@ struct WorkspaceLayout {
   uint64_t cqheap, cqheap_pos, cq_pend;
   uint64_t core_free, core_start, core_job, hheap, hheap_pos;
   uint64_t xheap;
-  int64_t handoffs;
+  int64_t handoffs;  // entries of the handoff heap (request slots, where a pool hands off; else 0)
   uint64_t cache_key, cache_prev, cache_next, cache_ref, cache_tab, cpu_key, cpu_prev, cpu_next, cpu_tab;
   uint64_t rem_key, rem_prev, rem_next, rem_tab;
-  int64_t rem_entries, rem_slots;  // the pools' shared stores
-  int64_t cache_entries, cache_slots, cpu_entries,
-      cpu_slots;  // bounded prefix caches: entries and table slots of all replicas  // entries of
-                  // the handoff heap (request slots, where a pool hands off; else 0)
+  // bounded prefix caches: entries and table slots of all replicas' device and host tiers, and of
+  // the pools' shared stores
+  int64_t cache_entries, cache_slots, cpu_entries, cpu_slots, rem_entries, rem_slots;
   int64_t n_replicas, nq, req_cap, client_slots, session_slots;
   int64_t slots, residues, qbuf_len;
   int64_t cores, host_qlen, host_heap;  // host CPU stage: cores, FIFO entries (in qbuf), heap entries

@@ -183,26 +183,28 @@ PoolParams PoolSpec::params() const {
     int64_t entries = capacity.kv_blocks / p.cache_block_kv;
     if (cache_max_tokens > 0) entries = std::min<int64_t>(entries, cache_max_tokens / cache_block_tokens);
     p.cache_entries = int32_t(std::max<int64_t>(entries, 1));
-    int32_t table = 2;
-    while (table < 2 * p.cache_entries) table *= 2;
-    p.cache_table = table;
+    // a tier's lookup table: a power of two, at least twice its entries
+    auto table_for = [](int32_t entries) {
+      int32_t t = 2;
+      while (t < 2 * entries) t *= 2;
+      return t;
+    };
+    p.cache_table = table_for(p.cache_entries);
+    // the tiers behind the device keep the whole replica's KV of a block (every device's share)
+    const double token_bytes = kv_bytes_per_token_per_device(model, kv_dtype_bytes(kv_dtype), tp, pp) * devices();
+    auto entries_in = [&](double gib) {
+      return int32_t(std::max(1.0, std::floor(gib * kGiB / (token_bytes * cache_block_tokens))));
+    };
     if (cache_cpu_gib > 0) {
-      // the whole replica's KV of a token, each device loading its share over its own PCIe link
-      const double token_bytes = kv_bytes_per_token_per_device(model, kv_dtype_bytes(kv_dtype), tp, pp) * devices();
-      p.cpu_entries = int32_t(std::max(1.0, std::floor(cache_cpu_gib * kGiB / (token_bytes * cache_block_tokens))));
-      int32_t ct = 2;
-      while (ct < 2 * p.cpu_entries) ct *= 2;
-      p.cpu_table = ct;
+      // each device loads its share over its own PCIe link
+      p.cpu_entries = entries_in(cache_cpu_gib);
+      p.cpu_table = table_for(p.cpu_entries);
       p.cpu_load_s_per_token = token_bytes / (device.pcie_gb_s * 1e9 * devices());
     }
     if (cache_remote_gib > 0) {
-      // the whole replica's KV of a token over the replica's link to the store
-      const double token_bytes = kv_bytes_per_token_per_device(model, kv_dtype_bytes(kv_dtype), tp, pp) * devices();
-      p.remote_entries =
-          int32_t(std::max(1.0, std::floor(cache_remote_gib * kGiB / (token_bytes * cache_block_tokens))));
-      int32_t rt = 2;
-      while (rt < 2 * p.remote_entries) rt *= 2;
-      p.remote_table = rt;
+      // over the replica's link to the store
+      p.remote_entries = entries_in(cache_remote_gib);
+      p.remote_table = table_for(p.remote_entries);
       p.remote_load_s_per_token = token_bytes / (cache_remote_gb_s * 1e9);
       p.remote_latency_s = cache_remote_latency_us * 1e-6;
     }

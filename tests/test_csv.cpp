@@ -1,0 +1,98 @@
+// CSV as traces and tables read it: quoted fields with commas, quotes and line breaks, unquoted
+// rows split the same way, and trace numbers read as strtod reads them.
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "helpers.hpp"
+#include "libsim/base/error.hpp"
+#include "libsim/input/csv.hpp"
+#include "libsim/input/trace.hpp"
+
+using namespace fleetsim;
+
+namespace {
+
+std::string error_of(const std::string& path, const TraceOptions& opt = {}) {
+  try {
+    load_trace(path, opt);
+  } catch (const InputError& e) {
+    return e.one_line();
+  }
+  return "(no error)";
+}
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+const std::string kBurstHeader = "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n";
+
+}  // namespace
+
+TEST_CASE("quoted CSV fields may hold commas and quotes") {
+  const std::string path =
+      test::write_temp("quoted.csv",
+                       "\"Timestamp\",\"Model\",\"Request tokens\",\"Response tokens\",\"Total tokens\",\"Log Type\"\n"
+                       "1,\"GPT-4, 32k\",100,10,110,\"API log\"\n"
+                       "2, \"say \"\"hi\"\"\" ,200,20,220,API log\n"
+                       "3,ChatGPT,300,30,330,API log\n");
+  const TraceData t = load_trace(path);
+  CHECK(t.prompt == std::vector<int32_t>{100, 200, 300});
+  CHECK(t.output == std::vector<int32_t>{10, 20, 30});
+  TraceOptions o;
+  o.model_filter = "GPT-4, 32k";
+  CHECK(load_trace(path, o).prompt == std::vector<int32_t>{100});
+  o.model_filter = "say \"hi\"";
+  CHECK(load_trace(path, o).prompt == std::vector<int32_t>{200});
+  o.model_filter = "GPT-4";
+  CHECK(contains(error_of(path, o), "models present: 'ChatGPT' (1 row), 'GPT-4, 32k' (1 row), 'say \"hi\"' (1 row)"));
+
+  CHECK(load_csv_column(test::write_temp("quoted_col.csv", "name,value\n\"a,b\",3\n\"c \"\"d\"\"\",4\n"), "value") ==
+        std::vector<double>{3, 4});
+
+  const std::string open = test::write_temp("unterminated.csv", kBurstHeader + "1,\"GPT-4,100,10,110,API log\n");
+  CHECK(error_of(open) == open + ":2:3: error: unterminated quoted field (no closing \")");
+}
+
+TEST_CASE("unquoted CSV rows split as quoted ones do, and trace numbers read as strtod reads them") {
+  // the unquoted path reuses the field strings: a longer row, then a shorter one
+  std::vector<std::string> f;
+  CHECK(split_csv_line(" a ,b\t,, c,", f) == 0);
+  CHECK(f == std::vector<std::string>{"a", "b", "", "c", ""});
+  CHECK(split_csv_line("x", f) == 0);
+  CHECK(f == std::vector<std::string>{"x"});
+  std::vector<std::string> q;
+  CHECK(split_csv_line(" a ,\"b\"\t,, c,", q) == 0);
+  CHECK(q == std::vector<std::string>{"a", "b", "", "c", ""});
+  // a leading '+' and exponents are numbers; hex, inf and nan are not
+  const TraceData t = load_trace(
+      test::write_temp("numbers.csv", "timestamp_s,prompt_tokens,output_tokens\n+0.5,1e2,+7\n1.25E0,20.,5\n"));
+  CHECK(t.t_s == std::vector<double>{0.5, 1.25});
+  CHECK(t.prompt == std::vector<int32_t>{100, 20});
+  CHECK(t.output == std::vector<int32_t>{7, 5});
+  for (const char* bad : {"0x10", "inf", "nan", "+-1", "1e999", "1.5.2"}) {
+    CAPTURE(bad);
+    const std::string path =
+        test::write_temp("bad_number.csv", std::string("timestamp_s,prompt_tokens,output_tokens\n") + bad + ",1,1\n");
+    CHECK(contains(error_of(path), ":2:1: error: bad timestamp '" + std::string(bad) + "' (expected seconds)"));
+  }
+}
+
+TEST_CASE("a quoted field may hold a line break: one record over two lines, errors on the line they are on") {
+  // BurstGPT's Log Type, or any free-text column, written by a CSV writer that quotes a newline
+  const std::string path = test::write_temp("multiline.csv", kBurstHeader +
+                                                                 "1,\"GPT-4\",100,10,110,\"API\nlog\"\n"
+                                                                 "2,ChatGPT,200,20,220,Conversation log\n");
+  const TraceData t = load_trace(path);
+  CHECK(t.prompt == std::vector<int32_t>{100, 200});
+  CHECK(t.output == std::vector<int32_t>{10, 20});
+  CHECK(t.t_s == std::vector<double>{0, 1});
+  CHECK(t.rows == 2);
+  // the record after the two-line one starts on line 4 of the file
+  const std::string bad = test::write_temp("multiline_bad.csv", kBurstHeader +
+                                                                    "1,GPT-4,100,10,110,\"API\nlog\"\n"
+                                                                    "2,ChatGPT,x,20,220,Conversation log\n");
+  CHECK(error_of(bad) == bad + ":4:1: error: bad prompt token count 'x' (expected an integer >= 0)");
+  CHECK(load_csv_column(test::write_temp("multiline_col.csv", "note,value\n\"two\nlines\",3\nplain,4\n"), "value") ==
+        std::vector<double>{3, 4});
+}
