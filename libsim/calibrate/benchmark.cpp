@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <sstream>
 
@@ -31,11 +32,37 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 std::map<std::string, double> note_values(const std::string& notes) {
   std::map<std::string, double> out;
   for (const char* key : {"max_num_seqs", "max_num_batched_tokens", "gpu_memory_utilization", "gpu_mem_util",
-                          "warm_prompts", "network_gb_s"}) {
+                          "warm_prompts", "network_gb_s", "distinct_prompts", "prompt_groups",
+                          "system_prompt_tokens"}) {
     const size_t at = notes.find(std::string(key) + "=");
     if (at == std::string::npos) continue;
     out[key] = std::strtod(notes.c_str() + at + std::string(key).size() + 1, nullptr);
   }
+  return out;
+}
+
+// "R1xD1+R2xD2...": load stages of R requests per second for D seconds, each R x D a whole
+// number of requests.
+std::vector<std::pair<double, double>> parse_stages(const std::string& text,
+                                                    const std::function<void(const std::string&)>& fail) {
+  std::vector<std::pair<double, double>> out;
+  const char* c = text.c_str();
+  for (;;) {
+    char* end = nullptr;
+    const double r = std::strtod(c, &end);
+    if (end == c || (*end != 'x' && *end != 'X')) fail("expected RATExSECONDS[+RATExSECONDS...], as 5x600+10x600");
+    c = end + 1;
+    const double d = std::strtod(c, &end);
+    if (end == c) fail("expected RATExSECONDS[+RATExSECONDS...], as 5x600+10x600");
+    if (!(r > 0 && r <= 1e6) || !(d > 0 && d <= 1e7)) fail("a rate in (0, 1e6] and seconds in (0, 1e7] per stage");
+    if (std::fabs(r * d - std::round(r * d)) > 1e-6 || r * d < 1)
+      fail("rate x seconds must be a whole number of requests (at least 1) in every stage");
+    out.emplace_back(r, d);
+    c = end;
+    if (*c != '+') break;
+    ++c;
+  }
+  if (out.size() > 64) fail("at most 64 stages");
   return out;
 }
 
@@ -180,6 +207,22 @@ std::vector<BenchPoint> read_csv(const std::string& path, const std::string& tex
         p.gpu_memory_utilization = nv.at(k);
       }
     if (nv.count("warm_prompts")) p.warm_prompts = note_int("warm_prompts", 1000000000);
+    if (nv.count("distinct_prompts")) p.distinct_prompts = note_int("distinct_prompts", 1000000);
+    if (nv.count("prompt_groups")) p.prompt_groups = note_int("prompt_groups", 1000000);
+    if (nv.count("system_prompt_tokens")) p.system_prompt_tokens = note_int("system_prompt_tokens", 10000000);
+    if (p.prompt_groups > 0 && (p.distinct_prompts <= 0 || p.distinct_prompts % p.prompt_groups != 0))
+      csv.fail("notes: prompt_groups must divide distinct_prompts");
+    if (const size_t at = notes.find("stages="); at != std::string::npos) {
+      p.stages = parse_stages(notes.substr(at + 7), [&](const std::string& why) { csv.fail("notes: stages: " + why); });
+      if (!csv.get("concurrency").empty()) csv.fail("notes: stages are open-loop load: leave concurrency empty");
+      p.rate_per_s = p.stages.front().first;
+      double total = 0;
+      for (const auto& [r, d] : p.stages) total += std::round(r * d);
+      if (p.num_prompts > 0 && double(p.num_prompts) != total)
+        csv.fail("num_prompts " + std::to_string(p.num_prompts) + " is not the stages' " +
+                 std::to_string((long long)total) + " requests (rate x duration each)");
+      p.num_prompts = int(total);
+    }
     if (nv.count("network_gb_s")) {
       if (!(nv.at("network_gb_s") > 0 && nv.at("network_gb_s") <= 1e5))
         csv.fail("notes: network_gb_s out of range (0, 100000]");
@@ -340,7 +383,7 @@ std::string catalog_model_for(const std::string& model_id) {
   static const std::map<std::string, std::string> alias = {
       {"qwen2-7b", "qwen2.5-7b"},         {"qwen2-72b", "qwen2.5-72b"},           {"meta-llama-3-8b", "llama-3.1-8b"},
       {"llama-3.1-70b", "llama-3.1-70b"}, {"qwen3-235b-a22b", "qwen3-235b-a22b"}, {"codellama-34b", "codellama-34b"},
-      {"mixtral-8x7b", "mixtral-8x7b"},   {"llama-3.3-70b", "llama-3.3-70b"}};
+      {"mixtral-8x7b", "mixtral-8x7b"},   {"llama-3.3-70b", "llama-3.3-70b"},     {"mistral-nemo", "mistral-nemo-12b"}};
   if (auto it = alias.find(m); it != alias.end()) m = it->second;
   for (const auto& x : builtin_models())
     if (x.name == m) return m;
@@ -451,31 +494,76 @@ double unit_open(uint64_t i) {
   return (double(z >> 11) + 0.5) / 9007199254740992.0;
 }
 
-// An open-loop benchmark with per-request lengths, as the trace it sent: its requests in order,
-// the first at 0 and the rest at the client's gaps (exponential for Poisson, as vllm bench serve
-// draws them at burstiness 1; even for a constant rate; none for every prompt at once). A warm
-// prompt's full KV blocks (16 tokens, vLLM's default) are cached, the last token always computed.
+// Seconds between one load stage's last arrival and the next stage's first: the client starts a
+// stage once every request of the last has finished, and no request of the replayed runs takes
+// this long (tests/validation/README.md).
+constexpr double kStageGapS = 60.0;
+
+// An open-loop benchmark, as the trace it sent: its requests in order (each request's own
+// lengths where the data give them, else isl / osl), the first at 0 and the rest at the
+// client's gaps (exponential for Poisson, as vllm bench serve draws them at burstiness 1; even
+// for a constant rate; none for every prompt at once), stage after stage. Prompts a server's
+// prefix cache holds have their full KV blocks (16 tokens, vLLM's default) cached, the last
+// token always computed: warm prompts, and prompts that repeat (distinct_prompts).
 std::shared_ptr<TraceData> replay_trace(const BenchPoint& p) {
   auto t = std::make_shared<TraceData>();
-  const size_t n = p.req_prompt.size();
-  t->prompt = p.req_prompt;
-  t->output = p.req_output;
+  std::vector<std::pair<double, int64_t>> stages;  // rate, requests
+  if (p.stages.empty())
+    stages.emplace_back(p.rate_per_s, p.req_prompt.empty() ? int64_t(std::max(1, p.num_prompts))
+                                                            : int64_t(p.req_prompt.size()));
+  else
+    for (const auto& [r, d] : p.stages) stages.emplace_back(r, int64_t(std::llround(r * d)));
+  size_t n = 0;
+  for (const auto& s : stages) n += size_t(s.second);
+  if (p.req_prompt.empty()) {
+    t->prompt.assign(n, std::max(1, int(std::lround(p.isl))));
+    t->output.assign(n, std::max(1, int(std::lround(p.osl))));
+  } else {
+    t->prompt = p.req_prompt;
+    t->output = p.req_output;
+  }
   t->t_s.resize(n);
   double at = 0;
-  for (size_t i = 0; i < n; ++i) {
-    t->t_s[i] = at;
-    if (std::isinf(p.rate_per_s)) continue;
-    at += p.poisson ? -std::log(unit_open(i)) / p.rate_per_s : 1.0 / p.rate_per_s;
+  size_t i = 0;
+  for (size_t k = 0; k < stages.size(); ++k) {
+    if (k > 0) at = t->t_s[i - 1] + kStageGapS;
+    const double rate = stages[k].first;
+    for (int64_t j = 0; j < stages[k].second; ++j, ++i) {
+      t->t_s[i] = at;
+      if (std::isinf(rate)) continue;
+      at += p.poisson ? -std::log(unit_open(i)) / rate : 1.0 / rate;
+    }
   }
-  if (p.warm_prompts > 0) {
+  if (p.warm_prompts > 0 || p.distinct_prompts > 0) {
     constexpr int32_t kBlock = 16;
     t->cached_prefix.assign(n, 0);
+    // the client's one shuffle of its distinct prompts (Fisher-Yates, from a fixed counter)
+    const int distinct = std::max(0, p.distinct_prompts);
+    std::vector<int> order(static_cast<size_t>(distinct));
+    for (int q = 0; q < distinct; ++q) order[size_t(q)] = q;
+    for (int q = distinct - 1; q > 0; --q)
+      std::swap(order[size_t(q)], order[size_t(unit_open((uint64_t(1) << 62) + uint64_t(q)) * (q + 1))]);
+    std::vector<char> seen(size_t(distinct), 0), group_seen(size_t(std::max(1, p.prompt_groups)), 0);
+    const int32_t system_blocks = p.system_prompt_tokens / kBlock * kBlock;
     double cached = 0, prompt = 0;
-    for (size_t i = 0; i < n; ++i) {
-      if (int(i) < p.warm_prompts) t->cached_prefix[i] = (t->prompt[i] - 1) / kBlock * kBlock;
-      cached += t->cached_prefix[i];
-      prompt += t->prompt[i];
-    }
+    i = 0;
+    for (const auto& st : stages)
+      for (int64_t j = 0; j < st.second; ++j, ++i) {
+        const int32_t full = (t->prompt[i] - 1) / kBlock * kBlock;
+        int32_t c = int(i) < p.warm_prompts ? full : 0;
+        if (distinct > 0) {
+          const int q = order[size_t(j % distinct)];
+          const size_t g = p.prompt_groups > 0 ? size_t(q / (distinct / p.prompt_groups)) : 0;
+          if (seen[size_t(q)])
+            c = full;
+          else if (p.prompt_groups > 0 && group_seen[g])
+            c = std::max(c, std::min(full, system_blocks));
+          seen[size_t(q)] = group_seen[g] = 1;
+        }
+        t->cached_prefix[i] = c;
+        cached += c;
+        prompt += t->prompt[i];
+      }
     t->prefix_hit_share = prompt > 0 ? cached / prompt : 0;
   }
   t->layout = "benchmark replay";
@@ -491,13 +579,13 @@ PreparedPoint prepare_point(const BenchPoint& p, const BenchProtocol& proto) {
   pp.scenario = load_scenario_text(benchmark_scenario_yaml(p, proto), p.where, "");
   // Closed-loop clients draw from the mean lengths: which prompt a client sends next depends on
   // when its last one finished, which the data do not record.
-  if (!p.req_prompt.empty() && p.concurrency <= 0) {
+  if ((!p.req_prompt.empty() || !p.stages.empty() || p.distinct_prompts > 0) && p.concurrency <= 0) {
     RequestClassSpec& c = pp.scenario.classes[0];
     c.trace = replay_trace(p);
     c.arrival = ArrivalKind::trace;
-    c.trace_path = p.where + " (request lengths)";
-    c.mean_prompt_tokens = mean_of(p.req_prompt);
-    c.mean_output_tokens = mean_of(p.req_output);
+    c.trace_path = p.where + (p.req_prompt.empty() ? " (replayed arrivals)" : " (request lengths)");
+    c.mean_prompt_tokens = mean_of(c.trace->prompt);
+    c.mean_output_tokens = mean_of(c.trace->output);
     c.prompt.describe = c.output.describe = "from trace";
     const double last = c.trace->t_s.back();
     c.rate_per_s = double(c.trace->t_s.size()) / (last > 0 ? last : 1.0);

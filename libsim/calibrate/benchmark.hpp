@@ -38,6 +38,15 @@ struct BenchPoint {
   // The leading requests whose prompts the server had already seen (an earlier run on the same
   // server with prefix caching on; the client's warm-up prompt): their full KV blocks are cached.
   int warm_prompts = 0;
+  // Open-loop load stages run one after another, the next once the last has drained
+  // (inference-perf's load stages): {requests per second, seconds}. Empty: one stage at rate_per_s.
+  std::vector<std::pair<double, double>> stages;
+  // Prompts that repeat (inference-perf's shared_prefix data): request n of each stage sends the
+  // (n mod distinct_prompts)-th prompt of one shuffled list of distinct_prompts prompts, which
+  // fall in prompt_groups groups sharing a system prompt of system_prompt_tokens. With prefix
+  // caching a prompt sent before has its full KV blocks cached, and a new prompt of a group sent
+  // before has its system prompt's. 0: every prompt is new.
+  int distinct_prompts = 0, prompt_groups = 0, system_prompt_tokens = 0;
   double measured[kBenchMetrics];  // seconds; NaN: not reported
   std::string group;               // engine/model/device/tp[pp]: the rows a per-configuration profile covers
   std::string skip;                // why fleetsim cannot run it ("" if it can)

@@ -144,6 +144,9 @@ const std::vector<ModelSpec>& builtin_models() {
          "DeepSeek-R1-Distill-Qwen-14B (Qwen2.5 14B architecture)"},
         {"deepseek-coder-6.7b", ModelKind::generate, 6.74, 32, 4096, 32, 32, 128, 11008, 32256, 16384,
          "DeepSeek Coder 6.7B (Llama architecture, full multi-head attention)"},
+        {"mistral-nemo-12b", ModelKind::generate, 12.25, 40, 5120, 32, 8, 128, 14336, 131072, 1024000,
+         "Mistral NeMo 12B Instruct 2407"},
+        {"yi-34b", ModelKind::generate, 34.39, 60, 7168, 56, 8, 128, 20480, 64000, 4096, "01.AI Yi 34B"},
     };
     ModelSpec qwen3_small{"qwen3-0.6b",
                           ModelKind::generate,
@@ -170,6 +173,12 @@ const std::vector<ModelSpec>& builtin_models() {
     v.push_back(moe({"mixtral-8x7b", ModelKind::generate, 46.70, 32, 4096, 32, 8, 128, 14336, 32000, 32768,
                      "Mistral Mixtral 8x7B v0.1 (MoE, 8 experts, top-2)"},
                     8, 2, 0, 14336, 0));
+    v.push_back(moe({"mixtral-8x22b", ModelKind::generate, 140.63, 56, 6144, 48, 8, 128, 16384, 32768, 65536,
+                     "Mistral Mixtral 8x22B v0.1 (MoE, 8 experts, top-2)"},
+                    8, 2, 0, 16384, 0));
+    v.push_back(moe({"llama-4-scout-17b-16e", ModelKind::generate, 107.77, 48, 5120, 40, 8, 128, 16384, 202048, 10485760,
+                     "Meta Llama 4 Scout 17B-16E, text model (MoE, 16 experts, top-1, 1 shared)"},
+                    16, 1, 1, 8192, 0));
     v.push_back(moe({"qwen3-30b-a3b", ModelKind::generate, 30.53, 48, 2048, 32, 4, 128, 6144, 151936, 40960,
                      "Qwen3-30B-A3B (MoE, 128 experts, top-8)"},
                     128, 8, 0, 768, 0));

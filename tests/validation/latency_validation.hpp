@@ -37,12 +37,6 @@ inline LatencyData load_latency_data(const std::string& dir, const BenchProtocol
     if (!std::isfinite(p.measured[kMeanE2e]) && std::isfinite(p.measured[kMeanTtft]) &&
         std::isfinite(p.measured[kMeanTpot]))
       p.measured[kMeanE2e] = p.measured[kMeanTtft] + (p.osl - 1) * p.measured[kMeanTpot];
-  // The independent runs' TPOT column is below the bandwidth floor (Llama-2-7B on an H100 at
-  // 3.6 ms, while streaming its 13.5 GB of weights takes 4.0 ms at full bandwidth) and disagrees
-  // with their own e2e, TTFT and output length; their TPOT is taken from those three instead.
-  for (auto& p : d.holdout)
-    if (std::isfinite(p.measured[kMeanE2e]) && std::isfinite(p.measured[kMeanTtft]) && p.osl > 1)
-      p.measured[kMeanTpot] = (p.measured[kMeanE2e] - p.measured[kMeanTtft]) / (p.osl - 1);
   mark_unsimulatable(d.serving, proto);
   mark_unsimulatable(d.holdout, proto);
   std::map<std::string, int> seen;

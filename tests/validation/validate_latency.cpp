@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -221,6 +222,36 @@ std::string physics_tables(const Physics& ph) {
   return md.str();
 }
 
+// The independent runs one by one under a predictor, with the runs they could not replay and why.
+std::string independent_table(const std::vector<PointResult>& rs, const LatencyData& d) {
+  std::ostringstream md;
+  md << "| source | model, tp | ISL / OSL | rate (req/s) | mean TTFT ms (measured / fleetsim) | TPOT ms | e2e ms | "
+        "p99 TTFT ms |\n|---|---|---|---|---|---|---|---|\n";
+  for (const auto& r : rs) {
+    const BenchPoint& p = *r.point;
+    std::string src = p.source;
+    for (const char* cut : {"default_args/", "vllm_data/"})
+      if (const size_t at = src.find(cut); at != std::string::npos) src = src.substr(at + std::strlen(cut));
+    if (const size_t sl = src.find_first_of("/,"); sl != std::string::npos && src.rfind("ground_truth", 0) != 0 &&
+                                                   src.rfind("trainval", 0) != 0)
+      src = src.substr(0, sl);
+    else if (sl != std::string::npos)
+      src = src.substr(0, src.find(','));
+    char b[640];
+    std::snprintf(b, sizeof b, "| %s | %s tp%d | %.0f / %.0f | %s | %s / %s | %s / %s | %s / %s | %s / %s |\n",
+                  src.c_str(), p.model.c_str(), p.tp, p.isl, p.osl,
+                  p.stages.size() > 1 ? "stages" : std::to_string(p.rate_per_s).substr(0, 4).c_str(),
+                  ms(p.measured[0]).c_str(), ms(r.predicted.v[0]).c_str(), ms(p.measured[1]).c_str(),
+                  ms(r.predicted.v[1]).c_str(), ms(p.measured[2]).c_str(), ms(r.predicted.v[2]).c_str(),
+                  ms(p.measured[3]).c_str(), ms(r.predicted.v[3]).c_str());
+    md << b;
+  }
+  md << "\n" << row("median |error|", summarize(rs));
+  for (const auto& p : d.holdout)
+    if (!p.skip.empty()) md << "\nnot replayed: " << p.where << ": " << p.skip << "\n";
+  return md.str();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -228,6 +259,7 @@ int main(int argc, char** argv) {
   bool write = false;
   std::string only;           // fit only the configurations whose group contains this (no device profiles)
   bool physics_only = false;  // only the physics coefficients
+  bool independent = false;   // only the shipped physics coefficients on the independent runs
   FitOptions opt;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -241,6 +273,8 @@ int main(int argc, char** argv) {
       opt.protocol.client_jitter_s = std::atof(argv[++i]) / 1e3;
     else if (a == "--physics-only")
       physics_only = true;
+    else if (a == "--independent")
+      independent = true;
     else if (a == "--only" && i + 1 < argc)
       only = argv[++i];
     else if (a == "-h" || a == "--help") {
@@ -256,6 +290,10 @@ int main(int argc, char** argv) {
   for (const auto& p : d.serving) simulatable += p.skip.empty() ? 1 : 0;
 
   std::vector<const BenchPoint*> indep = independent_points(d);
+  if (independent) {
+    std::printf("%s", independent_table(evaluate(indep, &physics_profile().c, opt), d).c_str());
+    return 0;
+  }
   if (!only.empty()) indep.clear();
   Physics ph;
   if (only.empty()) ph = fit_physics(d, indep, opt);
