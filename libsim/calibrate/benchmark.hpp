@@ -24,12 +24,16 @@ struct BenchPoint {
   std::string model, device;        // catalog names ("" if the catalog has none)
   int tp = 1, pp = 1;
   std::string weight_dtype = "bf16";
+  std::string expert_weight_dtype;  // an MoE checkpoint's own expert dtype (gpt-oss: mxfp4); "": the weights
   double isl = 0, osl = 0;
   int concurrency = 0;                           // closed loop; else rate_per_s
   double rate_per_s = 0;                         // open loop (infinity: every prompt at once)
   bool poisson = false;                          // open loop: Poisson arrivals (else evenly spaced)
   int num_prompts = 0;                           // 0: not stated
   int max_num_seqs = 0, max_batched_tokens = 0;  // 0: the engine's default
+  // The engine scheduled each step while the last ran: vLLM from 0.14.0 (its default since then),
+  // where the version is stated; SGLang's and TensorRT-LLM's rows run on their own profiles.
+  bool async_scheduling = false;
   double gpu_memory_utilization = 0;
   double network_gb_s = 0;  // the link between nodes a replica spans (0: the engine's default)
   // Per-request lengths in the order the benchmark sent them (ShareGPT and other datasets whose
@@ -70,6 +74,9 @@ double latency_limit_s(int metric);
 // A latency given (mean_ttft_ms, ...) must be a number in (0, latency_limit_s]; absent is allowed.
 // Throws InputError with file:line for malformed input.
 std::vector<BenchPoint> read_benchmarks(const std::string& path, const BenchPoint& defaults);
+
+// The mean of per-request lengths (0 for none).
+double mean_length(const std::vector<int32_t>& v);
 
 // Catalog names for the data's model and device names ("" if none).
 std::string catalog_model_for(const std::string& model_id);
