@@ -128,3 +128,78 @@ TEST_CASE("bench replay: Poisson gaps have the rate's mean; warm prompts cache t
   CHECK(t.cached_prefix[2] == 32);  // 40 tokens: two blocks
   CHECK(t.cached_prefix[3] == 0);   // not a warm prompt
 }
+
+TEST_CASE("bench replay: load stages run one after another, the next a fixed gap after the last arrival") {
+  const BenchPoint p = one(write_temp(
+      "replay-stages.csv", std::string(kHeader) + "meta-llama/Llama-3.1-8B,H100-SXM,1,200,30,,,50,,stages=2x10+4x5\n"));
+  REQUIRE(p.skip.empty());
+  REQUIRE(p.stages.size() == 2);
+  CHECK(p.num_prompts == 40);  // 2 x 10 + 4 x 5
+  CHECK(p.rate_per_s == 2);
+  const PreparedPoint pp = prepare_point(p);
+  const TraceData& t = *pp.scenario.classes[0].trace;
+  REQUIRE(t.t_s.size() == 40u);
+  CHECK(t.t_s[19] == doctest::Approx(9.5));          // 20 requests, 0.5 s apart
+  CHECK(t.t_s[20] == doctest::Approx(9.5 + 60.0));   // the next stage 60 s after the last arrival
+  CHECK(t.t_s[39] == doctest::Approx(69.5 + 4.75));  // 20 requests, 0.25 s apart
+  CHECK(t.prompt[39] == 200);
+  CHECK(t.output[39] == 30);
+}
+
+TEST_CASE(
+    "bench replay: prompts that repeat are cached after their first send, a group's system prompt after its first") {
+  // 4 distinct prompts of 100 tokens in 2 groups sharing a 40-token system prompt, sent in a cycle:
+  // the first of each group computes everything, the second finds its system prompt's two whole
+  // blocks (32 tokens), and every repeat its own six (96 tokens; the last token is always computed)
+  BenchPoint p = h100_point(2);
+  p.isl = 100;
+  p.osl = 8;
+  p.num_prompts = 12;
+  p.distinct_prompts = 4;
+  p.prompt_groups = 2;
+  p.system_prompt_tokens = 40;
+  const PreparedPoint pp = prepare_point(p);
+  const TraceData& t = *pp.scenario.classes[0].trace;
+  REQUIRE(t.cached_prefix.size() == 12u);
+  int cold = 0, system = 0;
+  for (int i = 0; i < 4; ++i) {
+    cold += t.cached_prefix[size_t(i)] == 0;
+    system += t.cached_prefix[size_t(i)] == 32;
+  }
+  CHECK(cold == 2);
+  CHECK(system == 2);
+  for (int i = 4; i < 12; ++i) CHECK(t.cached_prefix[size_t(i)] == 96);
+  CHECK(t.prefix_hit_share == doctest::Approx((2 * 32 + 8 * 96) / 1200.0));
+}
+
+TEST_CASE("bench replay: bad stages and prompt groups are errors at the row") {
+  const std::string row = "meta-llama/Llama-3.1-8B,H100-SXM,1,200,30,,,50,,";
+  auto err = [&](const std::string& name, const std::string& notes) {
+    return test::input_error([&] { read_benchmarks(write_temp(name, std::string(kHeader) + row + notes + "\n"), {}); });
+  };
+  const std::string half = err("replay-s1.csv", "stages=5x0.5");
+  CHECK(half.find("replay-s1.csv:2") != std::string::npos);
+  CHECK(half.find("whole number of requests") != std::string::npos);
+  CHECK(err("replay-s2.csv", "stages=5").find("RATExSECONDS") != std::string::npos);
+  CHECK(err("replay-s3.csv", "distinct_prompts=10; prompt_groups=3").find("prompt_groups must divide") !=
+        std::string::npos);
+}
+
+TEST_CASE("bench replay: vLLM 0.14 and later schedule ahead; gpt-oss's 4-bit label is its MXFP4 experts") {
+  const std::string h = "model,device,tp,isl,osl,concurrency,engine,engine_version,weight_dtype,mean_tpot_ms\n";
+  const auto v =
+      read_benchmarks(write_temp("replay-async.csv", h + "openai/gpt-oss-120b,H100-SXM,2,1024,1024,8,vllm,"
+                                                         "0.18.0,fp4,5\n"
+                                                         "Qwen/Qwen3-32B,H100-SXM,2,1024,1024,8,vllm,0.12.0,,"
+                                                         "15\nQwen/Qwen3-32B,H100-SXM,2,1024,1024,8,vllm,,,15\n"),
+                      BenchPoint{});
+  REQUIRE(v.size() == 3);
+  CHECK(v[0].async_scheduling);
+  CHECK(v[0].weight_dtype == "bf16");
+  CHECK(v[0].expert_weight_dtype == "mxfp4");
+  CHECK(v[0].skip.empty());
+  CHECK(!v[1].async_scheduling);
+  CHECK(!v[2].async_scheduling);  // no version stated: the harness replays it without
+  CHECK(benchmark_scenario_yaml(v[0]).find("async_scheduling: true") != std::string::npos);
+  CHECK(benchmark_scenario_yaml(v[1]).find("async_scheduling: false") != std::string::npos);
+}

@@ -99,7 +99,11 @@ TEST_CASE("the same seed gives byte-identical JSON, another seed does not") {
 // the report keeps every fraction in [0, 1], summing to 1 (the 70B scenario's H100 and MI300X
 // pools once printed "idle -0.0%").
 TEST_CASE("utilization fractions of a saturated pool stay in [0, 1] and sum to 1") {
-  const Scenario s = load_scenario_file(std::string(FLEETSIM_SOURCE_DIR) + "/scenarios/llama70b-h100-h200-mi300x.yaml");
+  // twice the scenario's load, so that pools saturate: busy the whole window, never idle
+  const Scenario s =
+      load_scenario_file(std::string(FLEETSIM_SOURCE_DIR) + "/scenarios/llama70b-h100-h200-mi300x.yaml",
+                         {"classes.chat-h100.arrival.rate_per_s=6", "classes.chat-h200.arrival.rate_per_s=6",
+                          "classes.chat-mi300x.arrival.rate_per_s=6"});
   const Json j = test::run(s).report;
   int saturated = 0;
   for (const auto& [name, pool] : j["pools"].items()) {

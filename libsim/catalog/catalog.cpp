@@ -176,8 +176,8 @@ const std::vector<ModelSpec>& builtin_models() {
     v.push_back(moe({"mixtral-8x22b", ModelKind::generate, 140.63, 56, 6144, 48, 8, 128, 16384, 32768, 65536,
                      "Mistral Mixtral 8x22B v0.1 (MoE, 8 experts, top-2)"},
                     8, 2, 0, 16384, 0));
-    v.push_back(moe({"llama-4-scout-17b-16e", ModelKind::generate, 107.77, 48, 5120, 40, 8, 128, 16384, 202048, 10485760,
-                     "Meta Llama 4 Scout 17B-16E, text model (MoE, 16 experts, top-1, 1 shared)"},
+    v.push_back(moe({"llama-4-scout-17b-16e", ModelKind::generate, 107.77, 48, 5120, 40, 8, 128, 16384, 202048,
+                     10485760, "Meta Llama 4 Scout 17B-16E, text model (MoE, 16 experts, top-1, 1 shared)"},
                     16, 1, 1, 8192, 0));
     v.push_back(moe({"qwen3-30b-a3b", ModelKind::generate, 30.53, 48, 2048, 32, 4, 128, 6144, 151936, 40960,
                      "Qwen3-30B-A3B (MoE, 128 experts, top-8)"},

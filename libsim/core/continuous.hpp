@@ -89,6 +89,7 @@ FLEETSIM_HD inline void cont_finish_run(Sim& s, int32_t r, double t) {
     R.free_blocks -= blocks_needed(s, r, st + 1, k - 1);
     finish_decoding_at(s, r, st + k - 1, t);
   }
+  R.last_start = t - line_step(R.run_line, k - 1);
   R.step = st + k;
   R.run_k = 0;
 }
@@ -164,9 +165,17 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
     pread += c0;
   }
   const bool admit = R.state == kReady || (R.state == kDraining && P.router != Router::central_queue);
+  // an engine that schedules ahead formed this step while the last one ran: a request queued since
+  // waits for the next (unless nothing else runs, when the engine would have waited for it)
+  const bool gate = P.async_admit && R.n_running > 0;
+  int32_t deferred = 0;
   while (admit && budget > 0 && R.n_running < R.S && Q.size > 0) {
     const int32_t ri = q_at(s, Q, 0);
     Request& q = s.req[ri];
+    if (gate && q.t_queued > R.last_start) {
+      deferred = 1;
+      break;
+    }
     // a prompt whose KV came from a prefill pool (handoff.hpp) holds all of it and computes its
     // last token again; it takes nothing from this replica's caches
     int32_t loaded = q.kv_in ? q.prompt - 1 : 0;
@@ -321,7 +330,9 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
     const int64_t k_blk = 1 + steps_covered(s, r, st + 1, R.free_blocks, k_fin - 1);
     R.run_k = min_of(k_fin, k_blk);
     if (p.max_run_steps > 0 && R.run_k > p.max_run_steps) R.run_k = p.max_run_steps;
-    if (shared > 1) R.run_k = 1;  // neighbours' memory and turns change step by step
+    if (shared > 1 || deferred)
+      R.run_k = 1;  // neighbours' memory and turns change step by step; a
+                    // deferred request joins at the next boundary
     R.run_blocks_rate = n / double(R.bs);
   }
   // a CPU fallback or a throttled clock (exactly 1 without); MPS clients share the device at once,
@@ -347,11 +358,17 @@ FLEETSIM_HD inline void cont_kick(Sim& s, int32_t r, double t) {
     set_busy(s, r, 1, t);
     R.run_k = 0;
     R.run_t0 = t;
+    R.last_start = kInf;
     set_next(s, r, t);
     return;
   }
   if (R.run_prefill || R.run_k <= 1 || R.n_running >= R.S) return;
-  const int64_t j = line_steps_until(R.run_line, R.run_k, t - R.run_t0);
+  // the first boundary at or after t; scheduling ahead, the step there was formed when the one
+  // before it started: work queued since then (the queue's oldest says) waits a boundary more
+  int64_t j = line_steps_until(R.run_line, R.run_k, t - R.run_t0);
+  if (pool_of(s, r).async_admit && s.q[R.queue].size > 0 &&
+      s.req[q_at(s, s.q[R.queue], 0)].t_queued > R.run_t0 + line_sum(R.run_line, j - 1))
+    j += 1;
   if (j < R.run_k) {
     R.run_k = j;
     set_next(s, r, max_of(t, R.run_t0 + line_sum(R.run_line, j)));

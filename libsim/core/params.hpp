@@ -222,6 +222,7 @@ struct PoolParams {
   ParallelParams par;
   MoeParams moe;
   int64_t window_blocks;   // KV blocks every running sequence holds for its sliding-window layers
+  int32_t async_admit;     // 1: the engine schedules a step ahead: new requests join the step after next
   int32_t extended_steps;  // 1: step time takes the parallel / MoE / sliding-window path (stepwork.hpp)
   // fleet
   int32_t replicas;           // replicas ready at the start

@@ -86,6 +86,9 @@ struct Replica {
   int32_t run_prefill;
   int64_t run_k;
   double run_t0;
+  // when the step before the one being formed started (kInf: the engine was idle). An engine that
+  // schedules ahead formed the next step then, so only requests queued by then join it.
+  double last_start;
   // a shared queue's offer this run has not yet been woken for: its step boundary (kInf: none)
   double wake_at;
   int64_t wake_k;      // the run's steps, cut at that boundary

@@ -18,13 +18,11 @@ extern const int kBuiltinProfileCount;
 
 namespace {
 
-constexpr const char* kTermNames[kProfileTerms] = {"step_s",        "per_seq_s",
-                                                   "weight_factor", "matmul_factor",
-                                                   "kv_factor",     "attention_factor",
-                                                   "client_ttft_s", "comm_factor",
-                                                   "layer_s",       "gemm_ramp_tokens",
-                                                   "moe_factor",    "client_s_per_input_token",
-                                                   "tp_step_s",     "client_s_per_output_token"};
+constexpr const char* kTermNames[kProfileTerms] = {
+    "step_s",    "per_seq_s",        "weight_factor",   "matmul_factor",
+    "kv_factor", "attention_factor", "client_ttft_s",   "comm_factor",
+    "layer_s",   "gemm_ramp_tokens", "moe_factor",      "client_s_per_input_token",
+    "tp_step_s", "async_step_s",     "async_per_seq_s", "client_s_per_output_token"};
 
 void read_error(ProfileError& e, const detail::N& n) {
   n.allow_keys({"points", "median", "worst"});
@@ -65,6 +63,7 @@ void write_error(std::ostringstream& o, const char* key, const ProfileError& e) 
 const char* const* profile_term_names() { return kTermNames; }
 // seconds up to a minute (a second per token), factors and token counts up to 10^4
 double profile_term_max(int i) { return i < 2 || i == 6 || i == 8 || i == 12 ? 60 : i >= 11 ? 1 : 1e4; }
+// (async_step_s and async_per_seq_s are 13 and 14: a second at most, as the client terms)
 double neutral_term(int i) { return i == 7 || i == 10 ? 1.0 : 0.0; }
 
 double& profile_term(PerfCoefficients& c, int i) {
@@ -82,6 +81,8 @@ double& profile_term(PerfCoefficients& c, int i) {
     case 10: return c.moe_factor;
     case 11: return c.client_s_per_input_token;
     case 12: return c.tp_step_s;
+    case 13: return c.async_step_s;
+    case 14: return c.async_per_seq_s;
     default: return c.client_s_per_output_token;
   }
 }
@@ -312,11 +313,12 @@ PerfProfile load_profile(const std::string& name_or_path, const std::string& bas
 
 void apply_profile(const PerfCoefficients& c, const StepFacts& f, PerfParams& out) {
   out.kind = PerfKind::calibrated;
-  out.overhead_s = c.step_s + (f.enforce_eager ? c.eager_step_s : 0.0) + c.layer_s * double(f.layers) +
-                   (f.ranks > 1 ? c.tp_step_s : 0.0);
+  const bool async = f.async_scheduling && (c.async_step_s > 0 || c.async_per_seq_s > 0);
+  out.overhead_s = (async ? c.async_step_s : c.step_s) + (f.enforce_eager ? c.eager_step_s : 0.0) +
+                   c.layer_s * double(f.layers) + (f.ranks > 1 ? c.tp_step_s : 0.0);
   out.flops_per_s = f.peak_flops_per_s;
   out.bytes_per_s = f.peak_bytes_per_s;
-  out.per_seq_s = c.per_seq_s;
+  out.per_seq_s = async ? c.async_per_seq_s : c.per_seq_s;
   out.weight_s_per_byte = c.weight_factor / f.peak_bytes_per_s;
   const double mm = c.matmul_factor / f.peak_flops_per_s;
   // the routed experts' GEMMs at moe_factor times the dense ones' time per FLOP, blended per token

@@ -25,11 +25,16 @@ struct PerfCoefficients {
   double client_ttft_s = 0;     // what the benchmark client adds to TTFT (and e2e)
   double comm_factor = 1;       // x the modelled collectives (tensor parallelism's all-reduces, ...)
   // The physics terms (docs/model.md, "Physics step time"), neutral in a profile that lacks them:
-  double layer_s = 0;                    // fixed per layer per step (kernel launches, norms, rotary)
-  double gemm_ramp_tokens = 0;           // GEMM efficiency e(m) = e_max m / (m + this): tokens at half peak
-  double moe_factor = 1;                 // x the routed experts' GEMM time (grouped GEMM vs dense)
-  double client_s_per_input_token = 0;   // API server: tokenization, per prompt token, in TTFT and e2e
-  double tp_step_s = 0;                  // fixed per step of a replica of several ranks (the executor's broadcast)
+  double layer_s = 0;                   // fixed per layer per step (kernel launches, norms, rotary)
+  double gemm_ramp_tokens = 0;          // GEMM efficiency e(m) = e_max m / (m + this): tokens at half peak
+  double moe_factor = 1;                // x the routed experts' GEMM time (grouped GEMM vs dense)
+  double client_s_per_input_token = 0;  // API server: tokenization, per prompt token, in TTFT and e2e
+  double tp_step_s = 0;                 // fixed per step of a replica of several ranks (the executor's broadcast)
+  // With asynchronous scheduling (vLLM 0.14 and later by default) the scheduler prepares the next
+  // step while the device runs this one: these replace step_s and per_seq_s (both 0: not fitted,
+  // step_s and per_seq_s apply).
+  double async_step_s = 0;
+  double async_per_seq_s = 0;
   double client_s_per_output_token = 0;  // API server: detokenization and streaming, per output token, in e2e
   double eager_step_s = 0;               // added per step when the engine runs without CUDA graphs
 };
@@ -38,9 +43,9 @@ struct PerfCoefficients {
 // kProfileBaseTerms are those of a per-device or per-configuration fit; `fit --global` adds the
 // physics terms after them.
 constexpr int kProfileBaseTerms = 8;
-constexpr int kProfileTerms = 14;
+constexpr int kProfileTerms = 16;
 // The version of the profile file format this build reads and writes (`format:` in the file).
-constexpr int kProfileFormat = 3;
+constexpr int kProfileFormat = 4;
 const char* const* profile_term_names();
 // The largest value a profile may give term i (its least is 0): seconds up to a minute, factors
 // up to 10^4.
@@ -112,6 +117,7 @@ std::string profile_engine(const PerfProfile& p);
 struct StepFacts {
   double peak_flops_per_s = 0, bf16_flops_per_s = 0, peak_bytes_per_s = 0;
   bool enforce_eager = false;
+  bool async_scheduling = false;      // the engine schedules the next step while this one runs
   int layers = 0;                     // of the whole model (a step traverses every stage)
   int ranks = 1;                      // devices of a replica (tp x pp): several are driven by one executor
   double dense_flops_per_token = 0;   // per device: 2 x the parameters every token runs through / tp

@@ -86,6 +86,7 @@ struct PoolSpec {
       0;  // one CUDA context's device storage, outside the engine's budget (counted on shared devices)
   double device_context_gib() const;  // the contexts a shared device holds: one per time-sliced replica, one MPS server
   bool enforce_eager = false;         // no CUDA graphs: their memory is not reserved
+  bool async_scheduling = true;       // the next step is scheduled while this one runs (vLLM 0.14+ default)
   int max_batch = 0;
   double batch_window_s = 0;
   PerfKind perf_model = PerfKind::roofline;

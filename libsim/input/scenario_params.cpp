@@ -94,6 +94,8 @@ PoolParams PoolSpec::params() const {
   p.max_context = model.max_context;
   p.generative = model.kind == ModelKind::generate ? 1 : 0;
   p.batching = batching;
+  // a shared queue hands work to the first replica at a step boundary: its offers are not gated
+  p.async_admit = async_scheduling && batching == Batching::continuous && router != Router::central_queue ? 1 : 0;
   p.max_num_seqs = max_num_seqs;
   p.max_batched_tokens = max_batched_tokens;
   p.kv_block_tokens = kv_block_tokens;
@@ -122,6 +124,7 @@ PoolParams PoolSpec::params() const {
     f.bf16_flops_per_s = device.bf16_tflops * 1e12;
     f.peak_bytes_per_s = peak_bytes;
     f.enforce_eager = enforce_eager;
+    f.async_scheduling = async_scheduling;
     f.layers = model.layers;
     f.ranks = devices();
     const double routed = model.routed_expert_params();

@@ -15,6 +15,8 @@ Json step_time_json(const PoolSpec& P) {
   j["model"] = perf_name(P);
   // what the latencies include: the client's view (API server, tokenization) or the engine's
   j["latency_at"] = P.engine_side ? "engine" : "client";
+  // whether the engine forms each step while the last runs (a new request then waits a step more)
+  j["async_scheduling"] = P.async_scheduling;
   if (P.perf_model == PerfKind::calibrated && P.profile && P.profile->device.empty()) {
     // the physics model: its error is that on devices and models its fit never saw
     const PerfProfile& f = *P.profile;

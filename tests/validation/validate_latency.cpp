@@ -151,6 +151,7 @@ Physics fit_physics(const LatencyData& d, const std::vector<const BenchPoint*>& 
   }
   for (int i = 0; i < kProfileTerms; ++i)
     std::fprintf(stderr, "physics %-26s %.6g\n", profile_term_names()[i], profile_term(p.c, i));
+  if (const char* out = std::getenv("FLEETSIM_PHYSICS_OUT")) std::ofstream(out) << profile_yaml(p);
   if (std::getenv("FLEETSIM_PHYSICS_FIT_ONLY")) return ph;
   ph.by_device = leave_one_group_out(
       fit, [](const BenchPoint& x) { return x.device; }, opt);
@@ -232,8 +233,8 @@ std::string independent_table(const std::vector<PointResult>& rs, const LatencyD
     std::string src = p.source;
     for (const char* cut : {"default_args/", "vllm_data/"})
       if (const size_t at = src.find(cut); at != std::string::npos) src = src.substr(at + std::strlen(cut));
-    if (const size_t sl = src.find_first_of("/,"); sl != std::string::npos && src.rfind("ground_truth", 0) != 0 &&
-                                                   src.rfind("trainval", 0) != 0)
+    if (const size_t sl = src.find_first_of("/,");
+        sl != std::string::npos && src.rfind("ground_truth", 0) != 0 && src.rfind("trainval", 0) != 0)
       src = src.substr(0, sl);
     else if (sl != std::string::npos)
       src = src.substr(0, src.find(','));
@@ -248,7 +249,7 @@ std::string independent_table(const std::vector<PointResult>& rs, const LatencyD
   }
   md << "\n" << row("median |error|", summarize(rs));
   for (const auto& p : d.holdout)
-    if (!p.skip.empty()) md << "\nnot replayed: " << p.where << ": " << p.skip << "\n";
+    if (!p.skip.empty()) md << "\nNot replayed: " << p.where.substr(p.where.find("tests/")) << ": " << p.skip << "\n";
   return md.str();
 }
 
@@ -260,6 +261,7 @@ int main(int argc, char** argv) {
   std::string only;           // fit only the configurations whose group contains this (no device profiles)
   bool physics_only = false;  // only the physics coefficients
   bool independent = false;   // only the shipped physics coefficients on the independent runs
+  std::string profile_file;   // with --independent: these coefficients instead
   FitOptions opt;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -275,12 +277,14 @@ int main(int argc, char** argv) {
       physics_only = true;
     else if (a == "--independent")
       independent = true;
+    else if (a == "--profile" && i + 1 < argc)
+      profile_file = argv[++i];
     else if (a == "--only" && i + 1 < argc)
       only = argv[++i];
     else if (a == "-h" || a == "--help") {
       std::printf(
           "usage: validate_latency [--write] [--threads N] [--requests-per-client K] [--jitter-ms J] [--only GROUP] "
-          "[--physics-only] [ROOT]\n");
+          "[--physics-only] [--independent [--profile FILE]] [ROOT]\n");
       return 0;
     } else
       root = a;
@@ -291,7 +295,8 @@ int main(int argc, char** argv) {
 
   std::vector<const BenchPoint*> indep = independent_points(d);
   if (independent) {
-    std::printf("%s", independent_table(evaluate(indep, &physics_profile().c, opt), d).c_str());
+    const PerfProfile prof = profile_file.empty() ? physics_profile() : load_profile(profile_file, "");
+    std::printf("%s", independent_table(evaluate(indep, &prof.c, opt), d).c_str());
     return 0;
   }
   if (!only.empty()) indep.clear();
@@ -339,8 +344,7 @@ int main(int argc, char** argv) {
 
   std::ostringstream md;
   md << "Data: " << d.serving.size() << " published serving runs (" << simulatable << " of them expressible), and "
-     << indep.size() << " of the " << d.holdout.size()
-     << " independent runs (the others lack a request rate or lengths, or lost requests).\n\n";
+     << indep.size() << " of the " << d.holdout.size() << " independent runs (the others lost requests).\n\n";
   md << "### Summary: median |error| on points no fit saw\n\n";
   md << "| predictor, points | points | mean TTFT | mean TPOT | mean e2e | p99 TTFT |\n|---|---|---|---|---|---|\n";
   md << row("uncalibrated roofline, held-out vLLM rows", summarize(roof_vllm));
@@ -363,23 +367,8 @@ int main(int argc, char** argv) {
        << pct(p.held_out.median[kMeanE2e]) << " | " << pct(p.held_out.median[kP99Ttft]) << " | "
        << pct(p.fit.median[kMeanTtft]) << " | " << pct(p.fit.median[kMeanTpot]) << " |\n";
   }
-  md << "\n### Independent runs, one by one (h100-sxm-80gb/vllm, no fit saw them)\n\n";
-  md << "| source | model, tp | ISL / OSL | rate (req/s) | mean TTFT ms (measured / fleetsim) | TPOT ms | e2e ms | p99 "
-        "TTFT ms |\n"
-        "|---|---|---|---|---|---|---|---|\n";
-  for (const auto& r : cal_indep) {
-    const BenchPoint& p = *r.point;
-    std::string src = p.source;
-    if (const size_t at = src.find("default_args/"); at != std::string::npos) src = src.substr(at + 13);
-    if (const size_t sl = src.find('/'); sl != std::string::npos) src = src.substr(0, sl);
-    char b[512];
-    std::snprintf(b, sizeof b, "| %s | %s tp%d | %.0f / %.0f | %.0f | %s / %s | %s / %s | %s / %s | %s / %s |\n",
-                  src.c_str(), p.model.c_str(), p.tp, p.isl, p.osl, p.rate_per_s, ms(p.measured[0]).c_str(),
-                  ms(r.predicted.v[0]).c_str(), ms(p.measured[1]).c_str(), ms(r.predicted.v[1]).c_str(),
-                  ms(p.measured[2]).c_str(), ms(r.predicted.v[2]).c_str(), ms(p.measured[3]).c_str(),
-                  ms(r.predicted.v[3]).c_str());
-    md << b;
-  }
+  md << "\n### Independent runs, one by one (physics model, no fit saw them)\n\n";
+  md << independent_table(ph.indep, d);
   std::printf("%s", md.str().c_str());
 
   if (write) {
