@@ -48,3 +48,18 @@ TEST_CASE("the physics coefficients still predict the held-out vLLM rows of ever
   CHECK(p.cross_validated.points > 0);
   CHECK(std::isfinite(p.cross_validated.median[kMeanE2e]));
 }
+
+TEST_CASE(
+    "the physics coefficients predict the independent vLLM 0.15.1 runs within the goals docs/validation.md quotes") {
+  // tests/validation/holdout_points.csv: no fit saw them. Goals: mean TTFT <= 15%, TPOT and e2e
+  // <= 10%, p99 TTFT <= 20%; p99 TTFT misses it (20.1%) and may not grow past what is quoted
+  const LatencyData d = load_latency_data(std::string(FLEETSIM_SOURCE_DIR) + "/tests/validation");
+  const std::vector<const BenchPoint*> indep = independent_points(d);
+  CHECK(indep.size() == 57);
+  FitOptions opt;
+  const ProfileError e = summarize(evaluate(indep, &physics_profile().c, opt));
+  CHECK(e.median[kMeanTtft] <= 0.15);
+  CHECK(e.median[kMeanTpot] <= 0.10);
+  CHECK(e.median[kMeanE2e] <= 0.10);
+  CHECK(e.median[kP99Ttft] <= 0.2015);
+}
