@@ -561,10 +561,13 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
     if (P.devices() > 1) o << " at tensor_parallel " << P.tp << " x pipeline_parallel " << P.pp;
     o << ": it needs " << P.capacity.needed_gib << " GiB" << (P.devices() > 1 ? " per device" : "") << " (weights "
       << P.capacity.weights_gib << " + runtime " << P.capacity.runtime_overhead_gib << " + activations "
-      << P.capacity.activation_gib << " + one KV block), the device offers " << P.capacity.usable_gib << " GiB ("
-      << P.capacity.device_gib << " GiB x " << engine_fraction_key(P.engine_kind) << " "
-      << fmt::format("{:g}", P.gpu_memory_utilization)
-      << (P.engine_kind == EngineKind::trtllm ? " of what is free" : "") << "); ";
+      << P.capacity.activation_gib << " + one KV block), ";
+    if (P.engine_kind == EngineKind::trtllm)  // the fraction is of what the weights leave, not of the device
+      o << "the device has " << P.capacity.device_gib << " GiB (the KV cache takes free_gpu_memory_fraction "
+        << fmt::format("{:g}", P.gpu_memory_utilization) << " of what is free after the weights); ";
+    else
+      o << "the device offers " << P.capacity.usable_gib << " GiB (" << P.capacity.device_gib << " GiB x "
+        << engine_fraction_key(P.engine_kind) << " " << fmt::format("{:g}", P.gpu_memory_utilization) << "); ";
     if (tp_fits > P.tp)
       o << "it fits at engine.tensor_parallel: " << tp_fits << " (" << tp_fits * P.pp << " devices per replica), or ";
     o << "try a larger device, a smaller weight_dtype, or fewer max_batched_tokens";
