@@ -1,6 +1,7 @@
 // Trace import: BurstGPT CSV, Mooncake JSONL, format detection, located errors, and
 // the shipped excerpts; trace keys in scenarios, prefix reuse in the core and duration_s: trace_end.
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <cmath>
 #include <cstring>
@@ -529,4 +530,35 @@ TEST_CASE("the Mooncake replay: prefix caching lowers TTFT and prefill work; the
         doctest::Approx(double(cached) / double(prompt)).epsilon(1e-12));
   // over the whole excerpt that share is 20.7% (prefix_hit_share); the window's is a little higher
   CHECK(double(cached) / double(prompt) > t.prefix_hit_share);
+}
+
+TEST_CASE("a large CSV trace reads every number exactly as strtod does, across read blocks") {
+  // 40,000 rows (several 64 KiB read blocks), timestamps with 1 to 17 significant digits (the
+  // short ones take the integer-division path, the long ones the general parse), counts with
+  // leading zeros and exponents, and a last line without its newline
+  std::string text = "timestamp_s,prompt_tokens,output_tokens\n";
+  std::vector<std::string> ts, counts;
+  uint64_t x = 88172645463325252ull;
+  double t = 0;
+  for (int i = 0; i < 40000; ++i) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    t += double(x % 1000) / 997.0;
+    const int digits = 1 + int(x % 17);
+    std::string s = fmt::format("{:.{}g}", t, digits);
+    if (s.find('e') != std::string::npos) s = fmt::format("{:.0f}", t);
+    if (!ts.empty() && std::strtod(s.c_str(), nullptr) < std::strtod(ts.back().c_str(), nullptr)) s = ts.back();
+    ts.push_back(s);
+    const std::string c = i % 7 == 0 ? "0012" : i % 11 == 0 ? "1.2e2" : std::to_string(1 + x % 5000);
+    counts.push_back(c);
+    text += s + "," + c + "," + std::to_string(1 + x % 300) + (i + 1 < 40000 ? "\n" : "");
+  }
+  const TraceData d = load_trace(test::write_temp("big_numbers.csv", text));
+  REQUIRE(d.t_s.size() == ts.size());
+  size_t bad_t = 0, bad_p = 0;
+  for (size_t i = 0; i < ts.size(); ++i) {
+    bad_t += d.t_s[i] != std::strtod(ts[i].c_str(), nullptr);
+    bad_p += d.prompt[i] != int32_t(std::strtod(counts[i].c_str(), nullptr));
+  }
+  CHECK(bad_t == 0);
+  CHECK(bad_p == 0);
 }

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 
 #include "base/error.hpp"
 #include "base/text.hpp"
@@ -15,27 +16,30 @@ namespace fleetsim {
 // unquoted field is kept as a character. Returns 0, or the 1-based column of an opening quote
 // that is never closed.
 namespace {
-// A line without quotes: fields between commas, blanks around them dropped. The strings of `out`
-// are reused, so a file of like rows allocates once.
-void split_plain(const std::string& line, std::vector<std::string>& out) {
-  size_t n = 0, from = 0;
+// A line without quotes: fields between commas, blanks around them dropped, as views.
+void split_plain(const std::string& line, std::vector<std::string_view>& out) {
+  out.clear();
+  const char* p = line.data();
+  const char* const end = p + line.size();
   for (;;) {
-    const size_t comma = line.find(',', from), to = comma == std::string::npos ? line.size() : comma;
-    size_t b = from, e = to;
-    while (b < e && (line[b] == ' ' || line[b] == '\t')) ++b;
-    while (e > b && (line[e - 1] == ' ' || line[e - 1] == '\t')) --e;
-    if (n == out.size()) out.emplace_back();
-    out[n++].assign(line, b, e - b);
-    if (comma == std::string::npos) break;
-    from = comma + 1;
+    const char* e = p;
+    while (e != end && *e != ',') ++e;
+    const char* b = p;
+    const char* t = e;
+    while (b < t && (*b == ' ' || *b == '\t')) ++b;
+    while (t > b && (t[-1] == ' ' || t[-1] == '\t')) --t;
+    out.emplace_back(b, size_t(t - b));
+    if (e == end) break;
+    p = e + 1;
   }
-  out.resize(n);
 }
 }  // namespace
 
 int split_csv_line(const std::string& line, std::vector<std::string>& out) {
   if (line.find('"') == std::string::npos) {
-    split_plain(line, out);
+    std::vector<std::string_view> views;
+    split_plain(line, views);
+    out.assign(views.begin(), views.end());
     return 0;
   }
   out.clear();
@@ -123,28 +127,62 @@ struct QuoteState {
 
 CsvReader::CsvReader(std::istream& in, std::string path, const std::string& if_empty)
     : in_(in), path_(std::move(path)) {
-  if (!read_record(header_, names_)) throw InputError(Location{path_, 1, 0, ""}, if_empty);
+  if (!read_record(header_)) throw InputError(Location{path_, 1, 0, ""}, if_empty);
+  for (const std::string_view v : views_) names_.emplace_back(v);
   for (size_t i = 0; i < names_.size(); ++i) col_[lower(names_[i])] = i;
   n_columns_ = names_.size();
 }
 
-bool CsvReader::read_record(std::string& text, std::vector<std::string>& fields) {
-  if (!std::getline(in_, text)) return false;
+bool CsvReader::read_line(std::string& line) {
+  constexpr size_t kBlock = size_t(1) << 16;
+  for (;;) {
+    const char* from = buf_.data() + pos_;
+    if (const void* nl = std::memchr(from, '\n', buf_.size() - pos_)) {
+      const size_t n = size_t(static_cast<const char*>(nl) - from);
+      line.assign(from, n);
+      pos_ += n + 1;
+      return true;
+    }
+    if (eof_) {
+      if (pos_ == buf_.size()) return false;
+      line.assign(from, buf_.size() - pos_);  // a last line without '\n'
+      pos_ = buf_.size();
+      return true;
+    }
+    buf_.erase(0, pos_);
+    pos_ = 0;
+    const size_t had = buf_.size();
+    buf_.resize(had + kBlock);
+    in_.read(&buf_[had], std::streamsize(kBlock));
+    const size_t got = size_t(in_.gcount());
+    buf_.resize(had + got);
+    if (got < kBlock) eof_ = true;
+  }
+}
+
+
+bool CsvReader::read_record(std::string& text) {
+  if (!read_line(text)) return false;
+  fields_made_ = false;
   line_ = ++read_;
   if (!text.empty() && text.back() == '\r') text.pop_back();
   if (read_ == 1 && text.compare(0, 3, "\xEF\xBB\xBF") == 0) text.erase(0, 3);
+  if (text.find('"') == std::string::npos) {
+    split_plain(text, views_);
+    return true;
+  }
   // a quoted field may hold line breaks (csv_quote writes them): the record goes on to its close
   QuoteState q;
-  if (text.find('"') != std::string::npos) q.feed(text);
+  q.feed(text);
   std::string line;
-  while (q.in_quotes && std::getline(in_, line)) {
+  while (q.in_quotes && read_line(line)) {
     ++read_;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     text += '\n';
     text += line;
     q.feed(line);
   }
-  if (const int open = split_csv_line(text, fields)) {
+  if (const int open = split_csv_line(text, quoted_)) {
     // located at the opening quote: its line of the record, and its column there
     const size_t at = size_t(open) - 1, bol = at == 0 ? std::string::npos : text.rfind('\n', at - 1);
     const size_t from = bol == std::string::npos ? 0 : bol + 1;
@@ -152,11 +190,20 @@ bool CsvReader::read_record(std::string& text, std::vector<std::string>& fields)
     const std::string src = text.substr(from, text.find('\n', from) - from);
     throw InputError(Location{path_, line_no, int(at - from) + 1, src}, "unterminated quoted field (no closing \")");
   }
+  views_.assign(quoted_.begin(), quoted_.end());
   return true;
 }
 
+const std::vector<std::string>& CsvReader::fields() const {
+  if (!fields_made_) {
+    fields_.assign(views_.begin(), views_.end());
+    fields_made_ = true;
+  }
+  return fields_;
+}
+
 bool CsvReader::next_row() {
-  while (read_record(text_, fields_))
+  while (read_record(text_))
     if (text_.find_first_not_of(" \t") != std::string::npos) return true;
   return false;
 }
@@ -164,15 +211,15 @@ bool CsvReader::next_row() {
 bool CsvReader::next() {
   if (!next_row()) return false;
   // a missing field reads as "", which would pass for a value left out on purpose
-  if (fields_.size() < n_columns_)
-    fail("the header has " + std::to_string(n_columns_) + " fields, this row " + std::to_string(fields_.size()) +
+  if (views_.size() < n_columns_)
+    fail("the header has " + std::to_string(n_columns_) + " fields, this row " + std::to_string(views_.size()) +
          ": leave a value out as an empty field (,,), not by ending the row early");
   return true;
 }
 
 std::string CsvReader::get(const std::string& column) const {
   auto it = col_.find(lower(column));
-  return it == col_.end() || it->second >= fields_.size() ? std::string() : fields_[it->second];
+  return it == col_.end() || it->second >= views_.size() ? std::string() : std::string(views_[it->second]);
 }
 
 void CsvReader::fail(const std::string& message) const {

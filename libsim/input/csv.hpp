@@ -6,6 +6,7 @@
 #include <istream>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace fleetsim {
@@ -35,7 +36,10 @@ class CsvReader {
   bool next();
   // The same, with no check of the field count: the caller checks the columns it uses.
   bool next_row();
-  const std::vector<std::string>& fields() const { return fields_; }
+  // The current record's fields: views valid until the next record (no copy per field, for large
+  // traces), or as strings.
+  const std::vector<std::string_view>& views() const { return views_; }
+  const std::vector<std::string>& fields() const;
   int line() const { return line_; }  // the current record's first line (1: the header)
   std::string text() const { return text_.substr(0, text_.find('\n')); }  // and its text
   // A field of the current row, "" when absent.
@@ -52,15 +56,23 @@ class CsvReader {
  private:
   // The next record (one line, or more when a quoted field holds line breaks) split into fields;
   // false at the end. Sets line_ to its first line.
-  bool read_record(std::string& text, std::vector<std::string>& fields);
+  bool read_record(std::string& text);
+  // The next line of the input without its '\n', as std::getline reads it, from a block buffer.
+  bool read_line(std::string& line);
 
   std::istream& in_;
   std::string path_, header_, text_;
+  std::string buf_;  // input read ahead of the current line
+  size_t pos_ = 0;   // where in buf_ the next line starts
+  bool eof_ = false;
   int line_ = 1, read_ = 0;            // the current record's first line; the lines read
   std::map<std::string, size_t> col_;  // lower-cased names
   std::vector<std::string> names_;
   size_t n_columns_ = 0;
-  std::vector<std::string> fields_;
+  std::vector<std::string_view> views_;  // into text_, or into quoted_ when the record has quotes
+  std::vector<std::string> quoted_;
+  mutable std::vector<std::string> fields_;  // views_ as strings, made when asked for
+  mutable bool fields_made_ = false;
 };
 
 }  // namespace fleetsim

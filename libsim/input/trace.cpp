@@ -36,8 +36,33 @@ bool blank(const std::string& line) { return line.find_first_not_of(" \t\r") == 
 }
 
 // A plain decimal number: digits, one point, an exponent; no hex, inf or nan (strtod takes them).
-bool parse_double(const std::string& s, double& v) {
+bool parse_double(std::string_view s, double& v) {
   if (s.empty()) return false;
+  // digits[.digits] with at most 15 significant digits: the integer and the power of ten are exact
+  // doubles and one division rounds correctly, so this equals from_chars (Clinger's fast path)
+  {
+    static const double kPow10[16] = {1e0, 1e1, 1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                      1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15};
+    int64_t m = 0;
+    int digits = 0, frac = -1;
+    size_t i = 0;
+    for (; i < s.size(); ++i) {
+      const char c = s[i];
+      if (c >= '0' && c <= '9') {
+        m = m * 10 + (c - '0');
+        if (++digits > 15) break;
+        if (frac >= 0) ++frac;
+      } else if (c == '.' && frac < 0) {
+        frac = 0;
+      } else {
+        break;
+      }
+    }
+    if (i == s.size() && digits > 0) {
+      v = frac > 0 ? double(m) / kPow10[frac] : double(m);
+      return true;
+    }
+  }
   for (char c : s)
     if (!((c >= '0' && c <= '9') || c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-')) return false;
   // from_chars rounds as strtod does, several times faster; strtod keeps the cases it reads
@@ -45,12 +70,23 @@ bool parse_double(const std::string& s, double& v) {
   const char* b = s.data() + (s[0] == '+' && s.size() > 1 && s[1] != '+' && s[1] != '-');
   const auto [ptr, ec] = std::from_chars(b, s.data() + s.size(), v);
   if (ec == std::errc() && ptr == s.data() + s.size()) return std::isfinite(v);
+  const std::string z(s);
   char* end = nullptr;
-  v = std::strtod(s.c_str(), &end);
+  v = std::strtod(z.c_str(), &end);
   return end && *end == '\0' && std::isfinite(v);
 }
 
-bool parse_count(const std::string& s, double& v) {
+bool parse_count(std::string_view s, double& v) {
+  // plain digits (nearly every row) need no floating-point parse; "12.0" or "1e3" take the long way
+  if (!s.empty() && s.size() <= 9) {
+    int64_t n = 0;
+    size_t i = 0;
+    for (; i < s.size() && s[i] >= '0' && s[i] <= '9'; ++i) n = n * 10 + (s[i] - '0');
+    if (i == s.size()) {
+      v = double(n);
+      return n <= 100000000;
+    }
+  }
   return parse_double(s, v) && v >= 0 && v == std::floor(v) && v <= 1e8;
 }
 
@@ -171,8 +207,12 @@ TraceData load_csv(const std::string& path, std::ifstream& f, const TraceOptions
   double prev = 0;
   while (r.next_row()) {
     lineno = r.line();
-    const std::vector<std::string>& cols = r.fields();
-    const std::string& line = r.text();
+    const std::vector<std::string_view>& cols = r.views();
+    // the row's text only for an error: a copy per row is most of a large trace's parse
+    struct RowText {
+      const CsvReader& r;
+      operator std::string() const { return r.text(); }
+    } const line{r};
     if (cols.size() < need) fail(path, lineno, line, "too few columns (expected " + std::to_string(need) + ")");
     // a field more than the header has is a comma the writer did not quote: the columns may have moved
     if (cols.size() > header.size())
@@ -181,21 +221,21 @@ TraceData load_csv(const std::string& path, std::ifstream& f, const TraceOptions
                        header.size()));
     double ts, p, o;
     if (layout == CsvLayout::azure_wallclock) {
-      if (!parse_wallclock(cols[size_t(ct)], ts))
-        fail(path, lineno, line, "bad TIMESTAMP '" + cols[size_t(ct)] + "' (expected YYYY-MM-DD HH:MM:SS.fff)");
+      if (!parse_wallclock(std::string(cols[size_t(ct)]), ts))
+        fail(path, lineno, line, "bad TIMESTAMP '" + std::string(cols[size_t(ct)]) + "' (expected YYYY-MM-DD HH:MM:SS.fff)");
     } else if (!parse_double(cols[size_t(ct)], ts)) {
-      fail(path, lineno, line, "bad timestamp '" + cols[size_t(ct)] + "' (expected seconds)");
+      fail(path, lineno, line, "bad timestamp '" + std::string(cols[size_t(ct)]) + "' (expected seconds)");
     }
     if (!parse_count(cols[size_t(cp)], p))
-      fail(path, lineno, line, "bad prompt token count '" + cols[size_t(cp)] + "' (expected an integer >= 0)");
+      fail(path, lineno, line, "bad prompt token count '" + std::string(cols[size_t(cp)]) + "' (expected an integer >= 0)");
     if (!parse_count(cols[size_t(co)], o))
-      fail(path, lineno, line, "bad output token count '" + cols[size_t(co)] + "' (expected an integer >= 0)");
+      fail(path, lineno, line, "bad output token count '" + std::string(cols[size_t(co)]) + "' (expected an integer >= 0)");
     if (t.rows > 0 && ts < prev)
       fail(path, lineno, line, "timestamps go backwards (a trace must be sorted by arrival time)");
     if (!rebase && ts < 0) fail(path, lineno, line, "negative timestamp");
     prev = ts;
     ++t.rows;
-    if (cm >= 0) ++models[cols[size_t(cm)]];
+    if (cm >= 0) ++models[std::string(cols[size_t(cm)])];
     if (filtering && cols[size_t(cm)] != opt.model_filter) continue;
     ++matched;
     if (layout == CsvLayout::burstgpt) {
@@ -378,7 +418,7 @@ std::vector<double> load_csv_column(const std::string& path, const std::string& 
   int lineno = 1;
   while (r.next_row()) {
     lineno = r.line();
-    const std::vector<std::string>& cols = r.fields();
+    const std::vector<std::string_view>& cols = r.views();
     double x;
     if (size_t(c) >= cols.size() || !parse_double(cols[size_t(c)], x))
       fail(path, lineno, r.text(), "bad value in column '" + column + "' (expected a number)");
