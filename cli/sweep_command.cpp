@@ -136,8 +136,6 @@ int run_sweep_command(const ScenarioSource& src, const SweepArgs& o, const Emit&
     opt.shard_index = k;
     opt.shard_count = n;
   }
-  std::string note;
-  resolve_backend(opt.backend, &note);
   std::optional<SweepJournal> journal;
   if (!o.resume.empty()) {
     if (!o.journal.empty() && o.journal != o.resume)
@@ -149,6 +147,8 @@ int run_sweep_command(const ScenarioSource& src, const SweepArgs& o, const Emit&
     journal = SweepJournal::create(o.journal, src, spec, opt.shard_index, opt.shard_count);
   }
   if (journal) opt.on_row = [&j = *journal](const Json& row) { j.append(row); };
+  std::string note;
+  resolve_backend(opt.backend, &note, sweep_simulations(spec, opt), opt.threads);
   std::fprintf(
       stderr, "fleetsim sweep: %llu configurations x %u replications on the %s%s\n", (unsigned long long)spec.count(),
       spec.replications, note.c_str(),

@@ -185,3 +185,27 @@ TEST_CASE("a planned launch run on the CPU gives the host tallies, bit for bit")
     CHECK(std::memcmp(expanded.get(), direct.get(), sizeof(Tally)) == 0);
   }
 }
+
+TEST_CASE("auto picks the GPU only where the measured figures say it is worth more than the CPU threads") {
+  // the two measured points (H200 against 16 host cores): 0.22x and 0.44x of 16 threads
+  CHECK(gpu_worth_in_threads(2000) == doctest::Approx(3.52));
+  CHECK(gpu_worth_in_threads(10000) == doctest::Approx(7.04));
+  // proportional below the first, held above the last, rising in between
+  CHECK(gpu_worth_in_threads(1000) == doctest::Approx(1.76));
+  CHECK(gpu_worth_in_threads(0) == 0.0);
+  CHECK(gpu_worth_in_threads(1000000) == doctest::Approx(7.04));
+  const double mid = gpu_worth_in_threads(4472);  // the geometric middle: halfway in log
+  CHECK(mid == doctest::Approx((3.52 + 7.04) / 2).epsilon(1e-3));
+  // the measured machine's own sweeps: 16 threads beat the GPU at both sizes
+  std::string why;
+  CHECK_FALSE(auto_picks_cuda(10000, 16, &why));
+  CHECK(why == "10000 simulations, where one GPU ran as 7.0 CPU threads (measured on an H200, docs/model.md), "
+               "against 16 CPU threads");
+  CHECK_FALSE(auto_picks_cuda(2000, 16, nullptr));
+  CHECK_FALSE(auto_picks_cuda(100000, 8, nullptr));
+  // a 2-core host: the GPU from about 1,140 simulations (3.52 x 1,137 / 2,000 = 2.0)
+  CHECK(auto_picks_cuda(10000, 2, nullptr));
+  CHECK(auto_picks_cuda(1200, 2, nullptr));
+  CHECK_FALSE(auto_picks_cuda(1100, 2, nullptr));
+  CHECK_FALSE(auto_picks_cuda(1, 1, nullptr));
+}

@@ -415,3 +415,29 @@ TEST_CASE("a journal of another sweep is refused, located at its first line; a b
   journal.write("");
   CHECK(resume_error(src, p).find(p + ": error: the journal has no complete first line") == 0);
 }
+
+TEST_CASE("the simulations auto weighs: this shard's unfinished configurations x replications") {
+  const ScenarioSource src = source(
+      "sweep:\n  parameters:\n    fleet.replicas: [1, 2, 3, 4, 5, 6, 7]\n    engine.max_num_seqs: [64, 128, 256]\n"
+      "  replications: 4\n");
+  const SweepSpec spec = parse_sweep(src);
+  REQUIRE(spec.count() == 21);
+  SweepOptions o;
+  CHECK(sweep_simulations(spec, o) == 84);
+  o.shard_count = 4;
+  o.shard_index = 0;  // 0, 4, 8, 12, 16, 20
+  CHECK(sweep_simulations(spec, o) == 24);
+  o.shard_index = 3;  // 3, 7, 11, 15, 19
+  CHECK(sweep_simulations(spec, o) == 20);
+  o.finished.resize(2);  // two of them journaled
+  CHECK(sweep_simulations(spec, o) == 12);
+  // asked for, the CPU is the CPU whatever the count; without a device auto says why it chose it
+  std::string note;
+  CHECK(resolve_backend(Backend::cpu, &note, 1000000, 1) == Backend::cpu);
+  CHECK(note == "cpu backend");
+  std::string why;
+  if (!cuda_available(&why)) {
+    CHECK(resolve_backend(Backend::auto_select, &note, 1000000, 1) == Backend::cpu);
+    CHECK(note == "cpu backend, picked automatically: " + why);
+  }
+}

@@ -22,6 +22,17 @@ struct SimJob {
 bool cuda_available(std::string* why);
 std::string cuda_device_name();
 
+// How many CPU threads one GPU is worth on a sweep of `simulations` (configurations x
+// replications), from the only figures measured so far: on one H200 the 10,000-configuration Azure
+// sweep ran at 0.44x 16 host cores (7.0 threads) and a 2,000-configuration sample at 0.22x (3.5),
+// scripts/gpu-check.sh, 2026-11-30. Between them the worth is interpolated in log(simulations);
+// below 2,000 it falls in proportion (too few simulations to fill the device); above 10,000 it is
+// held at 7.0, since no larger sweep was measured.
+double gpu_worth_in_threads(uint64_t simulations);
+// `auto`'s choice given a usable device: CUDA only where the GPU is worth more than the threads the
+// CPU backend would use; `why` says so with the figures.
+bool auto_picks_cuda(uint64_t simulations, unsigned threads, std::string* why);
+
 // Results of a call as the device left them: each job's tally with only its pools and classes
 // (libsim/backend/backend_launch.hpp), `stride` bytes apart.
 struct CompactTallies {

@@ -248,7 +248,14 @@ std::string reason_of(const InputError& e) {
 
 }  // namespace
 
-Backend resolve_backend(Backend requested, std::string* note) {
+uint64_t sweep_simulations(const SweepSpec& spec, const SweepOptions& opt) {
+  const uint64_t n = spec.count(), k = opt.shard_index, m = std::max<uint32_t>(1, opt.shard_count);
+  const uint64_t mine = k < n ? (n - k + m - 1) / m : 0;
+  const uint64_t left = mine > opt.finished.size() ? mine - opt.finished.size() : 0;
+  return left * spec.replications;
+}
+
+Backend resolve_backend(Backend requested, std::string* note, uint64_t simulations, int threads) {
   std::string why;
   if (requested == Backend::cpu) {
     if (note) *note = "cpu backend";
@@ -261,8 +268,13 @@ Backend resolve_backend(Backend requested, std::string* note) {
     return Backend::cuda;
   }
   if (have) {
-    if (note) *note = "cuda backend (" + cuda_device_name() + "), picked automatically";
-    return Backend::cuda;
+    const unsigned t = threads > 0 ? unsigned(threads) : std::max(1u, std::thread::hardware_concurrency());
+    if (auto_picks_cuda(simulations, t, &why)) {
+      if (note) *note = "cuda backend (" + cuda_device_name() + "), picked automatically: " + why;
+      return Backend::cuda;
+    }
+    if (note) *note = "cpu backend, picked automatically over " + cuda_device_name() + ": " + why;
+    return Backend::cpu;
   }
   if (note) *note = "cpu backend, picked automatically: " + why;
   return Backend::cpu;
@@ -277,7 +289,6 @@ Json run_sweep(const ScenarioSource& src, const SweepSpec& spec, const SweepOpti
   if (opt.shard_count == 0 || opt.shard_index >= opt.shard_count)
     throw InputError(Location{"--shard", 0, 0, ""}, "expected K/N with 0 <= K < N");
   const Scenario base = src.instantiate();
-  const Backend backend = resolve_backend(opt.backend, nullptr);
   // configurations finished earlier (a journal) are not run again
   std::set<uint64_t> finished;
   for (const Json& r : opt.finished) {
@@ -288,6 +299,7 @@ Json run_sweep(const ScenarioSource& src, const SweepSpec& spec, const SweepOpti
   std::vector<uint64_t> configs;
   for (uint64_t c = opt.shard_index; c < spec.count(); c += opt.shard_count)
     if (!finished.count(c)) configs.push_back(c);
+  const Backend backend = resolve_backend(opt.backend, nullptr, sweep_simulations(spec, opt), opt.threads);
   const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
   const unsigned threads = opt.threads > 0 ? unsigned(opt.threads) : hw;
   std::atomic<uint64_t> next{0}, done{0}, reps_done{0};

@@ -125,8 +125,12 @@ class OutputError : public std::runtime_error {
   int err;  // errno
 };
 
-// Which backend `auto` picks, and a sentence saying why.
-Backend resolve_backend(Backend requested, std::string* note);
+// The simulations this shard of the sweep would run at most (configurations not yet finished x
+// replications): what `auto` weighs.
+uint64_t sweep_simulations(const SweepSpec& spec, const SweepOptions& opt);
+// Which backend `auto` picks for `simulations` on `threads` CPU threads (0: all), and a sentence
+// saying why (backend.hpp: auto_picks_cuda).
+Backend resolve_backend(Backend requested, std::string* note, uint64_t simulations, int threads);
 
 // The sweep document's header: every key before "summary" (what a streamed output starts with).
 Json sweep_document_header(const ScenarioSource& src, const SweepSpec& spec, uint32_t shard_index,
