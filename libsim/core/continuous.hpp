@@ -403,10 +403,23 @@ FLEETSIM_HD FLEETSIM_FORCEINLINE bool cq_eligible(const Replica& O) {
 FLEETSIM_HD FLEETSIM_FORCEINLINE bool cq_eligible_note(const Replica& O) {
   return O.busy && (O.state == kReady || O.state == kDraining) && !O.run_prefill && O.wake_k < O.run_k;
 }
-// Note replica o's first step boundary at or after t; false if its run has none left.
-FLEETSIM_HD inline bool cq_note(Sim& s, int32_t o, double t) {
+// Note replica o's first step boundary at or after t; false if its run has none left. `passed`:
+// its note is one of this run's boundaries and lies before t, so every step before that one ended
+// before t too, and the answer is found by stepping on from it (a step or two, where the search
+// would take a dozen line sums; the same j, as line_sum rises with j).
+FLEETSIM_HD inline bool cq_note(Sim& s, int32_t o, double t, bool passed = false) {
   Replica& O = s.rep[o];
-  const int64_t j = line_steps_until(O.run_line, O.run_k, t - O.run_t0);
+  const double dt = t - O.run_t0;
+  int64_t j = kNone;
+  if (passed && O.wake_k >= 1 && O.wake_k < O.run_k) {
+    j = O.wake_k;
+    for (int32_t tries = 0; j < O.run_k && line_sum(O.run_line, j) < dt; ++j)
+      if (++tries == 4) {
+        j = kNone;
+        break;
+      }
+  }
+  if (j == kNone) j = line_steps_until(O.run_line, O.run_k, dt);
   if (j >= O.run_k) return false;
   O.wake_k = j;
   cq_set_note(s, o, max_of(t, O.run_t0 + line_sum(O.run_line, j)));
@@ -457,7 +470,7 @@ FLEETSIM_HD inline void cq_offer(Sim& s, int32_t pi, int32_t except, double t) {
   while (h[0].t < t) {
     const int32_t o = h[0].r;
     Replica& O = s.rep[o];
-    if (o == except || !cq_eligible(O) || !cq_note(s, o, t)) cq_set_note(s, o, kInf);
+    if (o == except || !cq_eligible(O) || !cq_note(s, o, t, true)) cq_set_note(s, o, kInf);
   }
   cq_wake_next(s, pi, t);
 }
