@@ -136,30 +136,38 @@ CsvReader::CsvReader(std::istream& in, std::string path, const std::string& if_e
 bool CsvReader::read_line(std::string& line) {
   constexpr size_t kBlock = size_t(1) << 16;
   for (;;) {
-    const char* from = buf_.data() + pos_;
-    if (const void* nl = std::memchr(from, '\n', buf_.size() - pos_)) {
+    const char* from = buf_.get() + pos_;
+    if (const void* nl = pos_ < end_ ? std::memchr(from, '\n', end_ - pos_) : nullptr) {
       const size_t n = size_t(static_cast<const char*>(nl) - from);
       line.assign(from, n);
       pos_ += n + 1;
       return true;
     }
     if (eof_) {
-      if (pos_ == buf_.size()) return false;
-      line.assign(from, buf_.size() - pos_);  // a last line without '\n'
-      pos_ = buf_.size();
+      if (pos_ == end_) return false;
+      line.assign(from, end_ - pos_);  // a last line without '\n'
+      pos_ = end_;
       return true;
     }
-    buf_.erase(0, pos_);
+    // keep the partial line, and make room for a block after it (a longer line grows the buffer)
+    const size_t keep = end_ - pos_;
+    if (keep + kBlock > cap_) {
+      const size_t cap = std::max(2 * cap_, keep + kBlock);
+      std::unique_ptr<char[]> grown(new char[cap]);
+      if (keep > 0) std::memcpy(grown.get(), from, keep);
+      buf_ = std::move(grown);
+      cap_ = cap;
+    } else if (keep > 0) {
+      std::memmove(buf_.get(), from, keep);
+    }
     pos_ = 0;
-    const size_t had = buf_.size();
-    buf_.resize(had + kBlock);
-    in_.read(&buf_[had], std::streamsize(kBlock));
+    end_ = keep;
+    in_.read(buf_.get() + end_, std::streamsize(kBlock));
     const size_t got = size_t(in_.gcount());
-    buf_.resize(had + got);
+    end_ += got;
     if (got < kBlock) eof_ = true;
   }
 }
-
 
 bool CsvReader::read_record(std::string& text) {
   if (!read_line(text)) return false;

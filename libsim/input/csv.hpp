@@ -5,6 +5,7 @@
 #pragma once
 #include <istream>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -62,8 +63,8 @@ class CsvReader {
 
   std::istream& in_;
   std::string path_, header_, text_;
-  std::string buf_;  // input read ahead of the current line
-  size_t pos_ = 0;   // where in buf_ the next line starts
+  std::unique_ptr<char[]> buf_;  // input read ahead of the current line: buf_[pos_, end_)
+  size_t pos_ = 0, end_ = 0, cap_ = 0;
   bool eof_ = false;
   int line_ = 1, read_ = 0;            // the current record's first line; the lines read
   std::map<std::string, size_t> col_;  // lower-cased names

@@ -38,28 +38,25 @@ bool blank(const std::string& line) { return line.find_first_not_of(" \t\r") == 
 // A plain decimal number: digits, one point, an exponent; no hex, inf or nan (strtod takes them).
 bool parse_double(std::string_view s, double& v) {
   if (s.empty()) return false;
-  // digits[.digits] with at most 15 significant digits: the integer and the power of ten are exact
-  // doubles and one division rounds correctly, so this equals from_chars (Clinger's fast path)
+  // digits[.digits] with at most 15 digits: the integer and the power of ten are exact doubles
+  // and one division rounds correctly, so this equals from_chars (Clinger's fast path)
   {
     static const double kPow10[16] = {1e0, 1e1, 1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
                                       1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15};
-    int64_t m = 0;
-    int digits = 0, frac = -1;
-    size_t i = 0;
-    for (; i < s.size(); ++i) {
-      const char c = s[i];
-      if (c >= '0' && c <= '9') {
-        m = m * 10 + (c - '0');
-        if (++digits > 15) break;
-        if (frac >= 0) ++frac;
-      } else if (c == '.' && frac < 0) {
-        frac = 0;
-      } else {
-        break;
-      }
+    const char* c = s.data();
+    const char* const end = c + s.size();
+    uint64_t m = 0;  // wraps past 19 digits, but is then not used
+    const char* const int_from = c;
+    while (c != end && unsigned(*c - '0') < 10u) m = m * 10 + unsigned(*c++ - '0');
+    const ptrdiff_t int_digits = c - int_from;
+    ptrdiff_t frac = 0;
+    if (c != end && *c == '.') {
+      const char* const frac_from = ++c;
+      while (c != end && unsigned(*c - '0') < 10u) m = m * 10 + unsigned(*c++ - '0');
+      frac = c - frac_from;
     }
-    if (i == s.size() && digits > 0) {
-      v = frac > 0 ? double(m) / kPow10[frac] : double(m);
+    if (c == end && int_digits + frac > 0 && int_digits + frac <= 15) {
+      v = double(m) / kPow10[frac];
       return true;
     }
   }
