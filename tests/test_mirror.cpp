@@ -199,8 +199,9 @@ TEST_CASE("auto picks the GPU only where the measured figures say it is worth mo
   // the measured machine's own sweeps: 16 threads beat the GPU at both sizes
   std::string why;
   CHECK_FALSE(auto_picks_cuda(10000, 16, &why));
-  CHECK(why == "10000 simulations, where one GPU ran as 7.0 CPU threads (measured on an H200, docs/model.md), "
-               "against 16 CPU threads");
+  CHECK(why ==
+        "10000 simulations, where one GPU ran as 7.0 CPU threads (measured on an H200, docs/model.md), "
+        "against 16 CPU threads");
   CHECK_FALSE(auto_picks_cuda(2000, 16, nullptr));
   CHECK_FALSE(auto_picks_cuda(100000, 8, nullptr));
   // a 2-core host: the GPU from about 1,140 simulations (3.52 x 1,137 / 2,000 = 2.0)

@@ -219,14 +219,17 @@ TraceData load_csv(const std::string& path, std::ifstream& f, const TraceOptions
     double ts, p, o;
     if (layout == CsvLayout::azure_wallclock) {
       if (!parse_wallclock(std::string(cols[size_t(ct)]), ts))
-        fail(path, lineno, line, "bad TIMESTAMP '" + std::string(cols[size_t(ct)]) + "' (expected YYYY-MM-DD HH:MM:SS.fff)");
+        fail(path, lineno, line,
+             "bad TIMESTAMP '" + std::string(cols[size_t(ct)]) + "' (expected YYYY-MM-DD HH:MM:SS.fff)");
     } else if (!parse_double(cols[size_t(ct)], ts)) {
       fail(path, lineno, line, "bad timestamp '" + std::string(cols[size_t(ct)]) + "' (expected seconds)");
     }
     if (!parse_count(cols[size_t(cp)], p))
-      fail(path, lineno, line, "bad prompt token count '" + std::string(cols[size_t(cp)]) + "' (expected an integer >= 0)");
+      fail(path, lineno, line,
+           "bad prompt token count '" + std::string(cols[size_t(cp)]) + "' (expected an integer >= 0)");
     if (!parse_count(cols[size_t(co)], o))
-      fail(path, lineno, line, "bad output token count '" + std::string(cols[size_t(co)]) + "' (expected an integer >= 0)");
+      fail(path, lineno, line,
+           "bad output token count '" + std::string(cols[size_t(co)]) + "' (expected an integer >= 0)");
     if (t.rows > 0 && ts < prev)
       fail(path, lineno, line, "timestamps go backwards (a trace must be sorted by arrival time)");
     if (!rebase && ts < 0) fail(path, lineno, line, "negative timestamp");
