@@ -1,6 +1,7 @@
 // Fleet dynamics, each against a claim of the seeds: pools and request classes, ...
 #include <doctest/doctest.h>
 
+#include <cstring>
 #include <sstream>
 
 #include "helpers.hpp"
@@ -369,4 +370,51 @@ TEST_CASE("cached prefixes give their blocks back when a request needs them, and
       "workload: {arrival: {process: poisson, rate_per_s: 0.002}, prompt_tokens: 500, output_tokens: 100}\n"));
   CHECK(busy.drained);
   CHECK(busy.all->completed == busy.all->arrived);
+}
+
+namespace {
+// The tallies with each least-outstanding pool's index (a tree over many replicas) and with the
+// scan it replaces: they must be the same bits.
+void same_with_and_without_index(const Scenario& sc) {
+  const SimParams indexed = sc.params();
+  SimParams scanned = indexed;
+  int32_t pools = 0;
+  for (int32_t i = 0; i < scanned.n_pools; ++i) {
+    pools += scanned.pools[i].lo_index;
+    scanned.pools[i].lo_index = 0;
+  }
+  REQUIRE(pools > 0);
+  HostWorkspace ws;
+  for (uint32_t rep = 0; rep < 2; ++rep) {
+    const auto a = simulate_once(indexed, rep, ws);
+    const auto b = simulate_once(scanned, rep, ws);
+    REQUIRE(a->status == 0);
+    CHECK(a->classes[0].completed > 1000);
+    CHECK(std::memcmp(a.get(), b.get(), sizeof(Tally)) == 0);
+  }
+}
+const std::string kWide =
+    "name: wide\nseed: 9\nduration_s: 240\nwarmup_s: 20\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\n"
+    "engine: {max_num_seqs: 64, max_batched_tokens: 4096}\n"
+    "fleet: {replicas: 20, router: least_outstanding, queue_limit: 64}\n"
+    "workload:\n  arrival: {process: poisson, rate_per_s: 120}\n"
+    "  prompt_tokens: {dist: lognormal, median: 1000, p99: 6000}\n"
+    "  output_tokens: {dist: lognormal, median: 150, p99: 900}\n";
+}  // namespace
+
+TEST_CASE("least outstanding over many replicas: the index picks what the scan picks, bit for bit") {
+  // continuous batching near saturation (queues, rejections), and a priority class on top
+  same_with_and_without_index(test::scenario(kWide));
+  same_with_and_without_index(test::scenario(kWide, {"workload.arrival.rate_per_s=260"}));
+  // static batching
+  same_with_and_without_index(test::scenario(kWide, {"engine.batching=static", "engine.max_batch=16"}));
+  // a host CPU stage per replica (its jobs count as outstanding)
+  same_with_and_without_index(test::scenario(kWide, {"engine.host.cores=1", "engine.host.tokenize_s_per_token=2e-6"}));
+  // autoscaling from 2 of 32 slots: replicas start (cold, so none ready at first), drain and stop
+  same_with_and_without_index(test::scenario(
+      kWide, {"fleet.replicas=2", "fleet.autoscale.min_replicas=2", "fleet.autoscale.max_replicas=32",
+              "fleet.autoscale.signal=inflight", "fleet.autoscale.target=8", "fleet.autoscale.interval_s=5"}));
+  // replicas lost under their requests, which go back to the queues
+  same_with_and_without_index(
+      test::scenario(kWide, {"fleet.pricing.spot.discount=0.6", "fleet.pricing.spot.interruptions_per_hour=40"}));
 }

@@ -3,6 +3,7 @@
 // starting, busy, idle) with the state changes that move them.
 #pragma once
 #include "clients.hpp"
+#include "containers.hpp"
 #include "detmath.hpp"
 #include "philox.hpp"
 #include "state.hpp"
@@ -266,6 +267,7 @@ FLEETSIM_HD inline void set_state(Sim& s, int32_t r, int32_t state, double t) {
   if (R.busy)
     ps.n_busy_serving += int32_t(state == kReady || state == kDraining) - int32_t(was == kReady || was == kDraining);
   R.state = state;
+  lo_touch(s, R);
   if (s.p->pools[R.pool].replicas_per_node > 0 && (was == kOff) != (state == kOff)) node_changed(s, r, t);
   PoolTally& T = s.tally->pools[R.pool];
   if (double(ps.n_prov) > T.max_replicas) T.max_replicas = double(ps.n_prov);

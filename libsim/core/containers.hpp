@@ -5,6 +5,39 @@
 
 namespace fleetsim {
 
+// Requests queued for replica r plus those it runs (and those at its host CPU stage).
+// (`continuous`: its pool batches continuously; a router scanning a pool passes it once)
+FLEETSIM_HD FLEETSIM_FORCEINLINE int32_t outstanding(const Sim& s, int32_t r, bool continuous) {
+  const Replica& R = s.rep[r];
+  return s.q[R.queue].size + (continuous ? R.n_running : R.batch_n) + R.host_n;
+}
+FLEETSIM_HD inline int32_t outstanding(const Sim& s, int32_t r) {
+  return outstanding(s, r, s.p->pools[s.rep[r].pool].batching == Batching::continuous);
+}
+
+// A least-outstanding pool of many replicas keeps a tournament tree over them: each leaf keyed by
+// the replica's outstanding requests while it is ready (kLoOut otherwise), each node the better
+// of its two (fewer, then the lower index: the left one), so the root is the replica a scan would
+// pick. Called wherever a replica's queue, batch, host jobs or state change.
+FLEETSIM_HD inline void lo_touch(Sim& s, int32_t r) {
+  const Replica& R = s.rep[r];
+  const PoolState& ps = s.pool[R.pool];
+  if (ps.lo_leaves == 0) return;
+  const int32_t key = R.state == kReady ? outstanding(s, r) : kLoOut;
+  if (s.lo_key[r] == key) return;
+  s.lo_key[r] = key;
+  int32_t* tree = s.lo_tree + ps.lo_base;
+  for (int32_t i = (ps.lo_leaves + r - ps.first_replica) >> 1; i >= 1; i >>= 1) {
+    const int32_t a = tree[2 * i], b = tree[2 * i + 1];
+    const int32_t w = b == kNone || s.lo_key[a] <= s.lo_key[b] ? a : b;
+    // a node whose winner is still another replica leaves everything above it as it was
+    if (w == tree[i] && w != r) break;
+    tree[i] = w;
+  }
+}
+
+FLEETSIM_HD FLEETSIM_FORCEINLINE void lo_touch(Sim& s, const Replica& R) { lo_touch(s, int32_t(&R - s.rep)); }
+
 FLEETSIM_HD FLEETSIM_FORCEINLINE int32_t q_at(const Sim& s, const Queue& q, int32_t i) {
   int32_t k = q.head + i;
   if (k >= q.cap) k -= q.cap;
@@ -15,11 +48,13 @@ FLEETSIM_HD FLEETSIM_FORCEINLINE void q_push_back(Sim& s, Queue& q, int32_t v) {
   if (k >= q.cap) k -= q.cap;
   s.qbuf[q.base + k] = v;
   q.size++;
+  if (q.owner != kNone) lo_touch(s, q.owner);
 }
 FLEETSIM_HD FLEETSIM_FORCEINLINE void q_push_front(Sim& s, Queue& q, int32_t v) {
   q.head = q.head == 0 ? q.cap - 1 : q.head - 1;
   s.qbuf[q.base + q.head] = v;
   q.size++;
+  if (q.owner != kNone) lo_touch(s, q.owner);
 }
 // Insert behind every waiting request of the same or a higher priority (FCFS within a priority).
 FLEETSIM_HD inline void q_insert_by_priority(Sim& s, Queue& q, int32_t v, int32_t prio, const int32_t* class_prio) {
@@ -41,17 +76,8 @@ FLEETSIM_HD FLEETSIM_FORCEINLINE int32_t q_pop_front(Sim& s, Queue& q) {
   const int32_t v = s.qbuf[q.base + q.head];
   q.head = q.head + 1 == q.cap ? 0 : q.head + 1;
   q.size--;
+  if (q.owner != kNone) lo_touch(s, q.owner);
   return v;
-}
-
-// Requests queued for replica r plus those it runs (and those at its host CPU stage).
-// (`continuous`: its pool batches continuously; a router scanning a pool passes it once)
-FLEETSIM_HD FLEETSIM_FORCEINLINE int32_t outstanding(const Sim& s, int32_t r, bool continuous) {
-  const Replica& R = s.rep[r];
-  return s.q[R.queue].size + (continuous ? R.n_running : R.batch_n) + R.host_n;
-}
-FLEETSIM_HD inline int32_t outstanding(const Sim& s, int32_t r) {
-  return outstanding(s, r, s.p->pools[s.rep[r].pool].batching == Batching::continuous);
 }
 
 // An indexed binary heap of replicas (heap[] holds them, pos[] where each is), restored after

@@ -282,6 +282,7 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
     x.blocks = blocks;
     R.free_blocks -= blocks;
     R.n_running++;
+    lo_touch(s, R);
     const int64_t c = min_of<int64_t>(budget, total - loaded);
     x.chunk = int32_t(c);
     budget -= c;

@@ -96,6 +96,7 @@ FLEETSIM_HD inline void host_submit(Sim& s, int32_t r, int32_t ri, int16_t stage
   Replica& R = s.rep[r];
   s.req[ri].host_stage = stage;
   R.host_n++;
+  lo_touch(s, R);
   s.pool[R.pool].host_jobs++;
   if (front)
     q_push_front(s, R.hq, ri);
@@ -180,6 +181,7 @@ FLEETSIM_HD inline void host_finish(Sim& s, int32_t r, double t) {
   R.host_busy--;
   ps.host_busy--;
   R.host_n--;
+  lo_touch(s, R);
   ps.host_jobs--;
   Request& q = s.req[ri];
   const int16_t stage = q.host_stage;
@@ -221,6 +223,7 @@ FLEETSIM_HD inline void host_lose(Sim& s, int32_t r, double t) {
     }
     s.req[ri].host_stage = kHostNone;
     R.host_n--;
+    lo_touch(s, R);
     ps.host_jobs--;
     requeue_lost(s, Q, ri, t);
   }
@@ -241,6 +244,7 @@ FLEETSIM_HD inline void host_lose(Sim& s, int32_t r, double t) {
     if (q.host_stage == kHostPost) {
       q.host_stage = kHostNone;
       R.host_n--;
+      lo_touch(s, R);
       ps.host_jobs--;
       requeue_lost(s, Q, ri, t);
       continue;
@@ -250,6 +254,7 @@ FLEETSIM_HD inline void host_lose(Sim& s, int32_t r, double t) {
     if (q.retries > C.max_retries) {
       q.host_stage = kHostNone;
       R.host_n--;
+      lo_touch(s, R);
       ps.host_jobs--;
       advance_clock(s, t);
       s.in_system[q.cls]--;
@@ -286,6 +291,7 @@ FLEETSIM_HD inline void host_reroute(Sim& s, int32_t r, double t) {
     if (best == kNone) break;
     const int32_t ri = q_pop_front(s, R.hq);
     R.host_n--;
+    lo_touch(s, R);
     s.pool[R.pool].host_jobs--;
     host_submit(s, best, ri, kHostPre, t);
   }

@@ -175,6 +175,7 @@ FLEETSIM_HD inline double replica_fail_one(Sim& s, int32_t r, double t, bool new
       requeue_lost(s, Q, slot(s, r, i).req, t);
     }
     R.batch_n = 0;
+    lo_touch(s, R);
   }
   host_lose(s, r, t);  // its host jobs: interrupted tokenizations, responses not yet sent
   set_busy(s, r, 0, t);

@@ -9,6 +9,9 @@ namespace fleetsim {
 
 constexpr int32_t kMaxPools = 8;
 constexpr int32_t kMaxClasses = 8;
+// Least-outstanding pools of this many replica slots or more keep an index instead of scanning
+// every replica per arrival (below it the scan is as cheap as keeping the index).
+constexpr int32_t kLoIndexReplicas = 16;
 
 enum class DistKind : int32_t { fixed = 0, uniform = 1, lognormal = 2, geometric = 3, empirical = 4, exponential = 5 };
 
@@ -232,6 +235,7 @@ struct PoolParams {
   AutoscaleParams autoscale;
   ColdStartParams cold;
   Router router;
+  int32_t lo_index;     // least outstanding over many replicas: a tournament tree instead of a scan (containers.hpp)
   int32_t queue_limit;  // waiting requests per queue (per replica, or the pool's central one)
   // failures
   int32_t crash_on_kv_exhausted;  // a naive server: out of KV memory kills the process (no preemption)

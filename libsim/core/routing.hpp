@@ -58,6 +58,8 @@ FLEETSIM_HD inline int32_t pick_replica(Sim& s, int32_t pi, int32_t home, bool b
       ps.rr_next = ps.rr_next + 1 == ps.n_replicas ? 0 : ps.rr_next + 1;
       if (active(r)) target = r;
     }
+  } else if (ps.lo_leaves > 0 && want == kReady) {  // least outstanding, kept in a tree (containers.hpp)
+    target = s.lo_tree[ps.lo_base + 1];
   } else {
     int32_t best = 0;
     for (int32_t r = ps.first_replica; r < ps.first_replica + ps.n_replicas; ++r) {

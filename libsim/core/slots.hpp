@@ -38,6 +38,7 @@ FLEETSIM_HD inline void release_slot(Sim& s, int32_t r, int32_t sl) {
   slot(s, r, sl).next = R.free_head;
   R.free_head = sl;
   R.n_running--;
+  lo_touch(s, R);
 }
 
 FLEETSIM_HD inline void stop_decoding(Sim& s, int32_t r, int32_t sl) {

@@ -56,6 +56,7 @@ struct Seq {
 
 struct Queue {
   int32_t base, cap, head, size;
+  int32_t owner;  // the replica whose load it counts in a least-outstanding index (kNone: none)
 };
 
 // A closed-loop user's current session (clients.hpp).
@@ -163,10 +164,11 @@ struct PoolState {
   int32_t rr_next;
   int32_t n_prov, n_ready, n_starting, n_draining, n_busy;  // provisioned = starting + ready + draining
   int32_t n_busy_serving;                                   // busy and ready or draining
-  int32_t cq_pend_n;      // a shared queue's replicas that may need a note: cq_pend[first_replica ...]
-  double t_clock;         // integrals are up to here
-  double busy_acc;        // busy replica-seconds since the last evaluation
-  double arrivals_since;  // arrivals since the last evaluation
+  int32_t cq_pend_n;           // a shared queue's replicas that may need a note: cq_pend[first_replica ...]
+  int32_t lo_base, lo_leaves;  // its least-outstanding tree: lo_tree[lo_base, + 2 lo_leaves); 0 leaves: none
+  double t_clock;              // integrals are up to here
+  double busy_acc;             // busy replica-seconds since the last evaluation
+  double arrivals_since;       // arrivals since the last evaluation
   double next_eval, last_eval, last_scale;
   // the stabilization windows' recommendations as monotone queues (autoscale.hpp): the lowest of
   // the scale-up window, the highest of the scale-down window, each in a bounded array
@@ -232,6 +234,9 @@ struct Sim {
   RKey* cqheap;
   int32_t* cqheap_pos;
   int32_t* cq_pend;
+  // least-outstanding trees (containers.hpp): nodes of every indexed pool; each replica's key
+  int32_t* lo_tree;
+  int32_t* lo_key;
   int32_t n_replicas;
   // host CPU stage (host.hpp); unused unless host_on
   int32_t host_on;     // some pool has a host stage
@@ -287,6 +292,14 @@ FLEETSIM_HD FLEETSIM_FORCEINLINE int64_t ceil_div(int64_t a, int64_t b) { return
 FLEETSIM_HD FLEETSIM_FORCEINLINE int32_t pool_slots(const PoolParams& P) {
   return P.batching == Batching::continuous ? P.max_num_seqs : P.max_batch;
 }
+// A least-outstanding tree's leaves: the replica slots, rounded up to a power of two.
+FLEETSIM_HD FLEETSIM_FORCEINLINE int32_t lo_leaves(int32_t replicas) {
+  int32_t n = 1;
+  while (n < replicas) n *= 2;
+  return n;
+}
+// The key of a replica that is not ready: no least-outstanding pick lands on it.
+constexpr int32_t kLoOut = 2147483647;
 FLEETSIM_HD FLEETSIM_FORCEINLINE int32_t pool_queues(const PoolParams& P) {
   return P.router == Router::central_queue ? 1 : P.max_replicas;
 }

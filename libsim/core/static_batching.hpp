@@ -78,6 +78,7 @@ FLEETSIM_HD inline void static_try_start(Sim& s, int32_t r, double t) {
     account_run(s, R, k, t_first, t_end);
   }
   R.batch_n = int32_t(n);
+  lo_touch(s, R);
   R.batch_t_first = t_first;
   set_next(s, r, t_end);
 }
@@ -92,6 +93,7 @@ FLEETSIM_HD inline void static_finish(Sim& s, int32_t r, double t) {
     device_done(s, r, ri, t);
   }
   R.batch_n = 0;
+  lo_touch(s, R);
   set_busy(s, r, 0, t);
   set_next(s, r, kInf);
 }

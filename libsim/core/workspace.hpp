@@ -14,7 +14,9 @@ struct WorkspaceLayout {
   uint64_t cqheap, cqheap_pos, cq_pend;
   uint64_t core_free, core_start, core_job, hheap, hheap_pos;
   uint64_t xheap;
-  int64_t handoffs;  // entries of the handoff heap (request slots, where a pool hands off; else 0)
+  uint64_t lo_tree, lo_key;
+  int64_t lo_nodes, lo_keys;  // tree nodes of all indexed pools; keys (one per replica where any)
+  int64_t handoffs;           // entries of the handoff heap (request slots, where a pool hands off; else 0)
   uint64_t cache_key, cache_prev, cache_next, cache_ref, cache_tab, cpu_key, cpu_prev, cpu_next, cpu_tab;
   uint64_t rem_key, rem_prev, rem_next, rem_tab;
   // bounded prefix caches: entries and table slots of all replicas' device and host tiers, and of
@@ -50,6 +52,10 @@ FLEETSIM_HD inline WorkspaceLayout workspace_layout(const SimParams& p) {
     }
   }
   if (l.cores > 0) l.host_heap = l.n_replicas;
+  l.lo_nodes = l.lo_keys = 0;
+  for (int32_t i = 0; i < p.n_pools; ++i)
+    if (p.pools[i].lo_index) l.lo_nodes += 2 * int64_t(lo_leaves(p.pools[i].max_replicas));
+  if (l.lo_nodes > 0) l.lo_keys = l.n_replicas;
   l.handoffs = 0;
   l.cache_entries = l.cache_slots = l.cpu_entries = l.cpu_slots = l.rem_entries = l.rem_slots = 0;
   for (int32_t i = 0; i < p.n_pools; ++i) {
@@ -117,6 +123,10 @@ FLEETSIM_HD inline WorkspaceLayout workspace_layout(const SimParams& p) {
   off = align_up(off + sizeof(int32_t) * uint64_t(l.host_heap));
   l.xheap = off;
   off = align_up(off + sizeof(RKey) * uint64_t(l.handoffs));
+  l.lo_tree = off;
+  off = align_up(off + sizeof(int32_t) * uint64_t(l.lo_nodes));
+  l.lo_key = off;
+  off = align_up(off + sizeof(int32_t) * uint64_t(l.lo_keys));
   l.cache_key = off;
   off = align_up(off + sizeof(int32_t) * uint64_t(l.cache_entries));
   l.cache_prev = off;
@@ -159,7 +169,7 @@ FLEETSIM_HD inline bool layout_fits(const SimParams& p, const WorkspaceLayout& l
   return l.n_replicas <= lim && l.nq <= lim && l.req_cap <= lim && l.client_slots <= lim && l.slots <= lim &&
          l.residues <= lim && l.qbuf_len + l.host_qlen <= lim && l.cores <= lim && l.cache_entries <= lim &&
          l.cache_slots <= lim && l.cpu_entries <= lim && l.cpu_slots <= lim && l.rem_entries <= lim &&
-         l.rem_slots <= lim;
+         l.rem_slots <= lim && l.lo_nodes <= lim;
 }
 
 // Point s at the workspace at `base` (its arrays only; nothing is reset). A copy of a workspace
@@ -185,6 +195,8 @@ FLEETSIM_HD inline void sim_point(Sim& s, const SimParams& p, uint8_t* base) {
   s.hheap = reinterpret_cast<int32_t*>(base + l.hheap);
   s.hheap_pos = reinterpret_cast<int32_t*>(base + l.hheap_pos);
   s.xheap = reinterpret_cast<RKey*>(base + l.xheap);
+  s.lo_tree = reinterpret_cast<int32_t*>(base + l.lo_tree);
+  s.lo_key = reinterpret_cast<int32_t*>(base + l.lo_key);
   s.cache_key = reinterpret_cast<int32_t*>(base + l.cache_key);
   s.cache_prev = reinterpret_cast<int32_t*>(base + l.cache_prev);
   s.cache_next = reinterpret_cast<int32_t*>(base + l.cache_next);
@@ -279,6 +291,7 @@ FLEETSIM_HD inline Sim sim_bind(const SimParams& p, uint32_t replication, uint8_
       s.q[qi].cap = qcap;
       s.q[qi].head = 0;
       s.q[qi].size = 0;
+      s.q[qi].owner = P.lo_index ? r + i : kNone;  // a replica's own queue (r: the pool's first)
       qbase += qcap;
     }
     const int32_t S = pool_slots(P);
@@ -351,6 +364,7 @@ FLEETSIM_HD inline Sim sim_bind(const SimParams& p, uint32_t replication, uint8_
       R.hq.base = hqbase;
       R.hq.cap = P.host.cores > 0 ? qcap : 0;
       R.hq.head = R.hq.size = 0;
+      R.hq.owner = kNone;  // its jobs count through host_n
       hqbase += R.hq.cap;
       R.host_n = R.host_busy = 0;
       R.host_base = core_base;
@@ -365,6 +379,21 @@ FLEETSIM_HD inline Sim sim_bind(const SimParams& p, uint32_t replication, uint8_
       s.rheap[r].r = r;
       s.rheap_pos[r] = r;
     }
+  }
+  // least-outstanding trees: every replica is off, so keyed out; the leaves are the replicas
+  int32_t lo_base = 0;
+  for (int32_t pi = 0; pi < p.n_pools; ++pi) {
+    PoolState& ps = s.pool[pi];
+    ps.lo_base = lo_base;
+    ps.lo_leaves = p.pools[pi].lo_index ? lo_leaves(p.pools[pi].max_replicas) : 0;
+    if (ps.lo_leaves == 0) continue;
+    int32_t* tree = s.lo_tree + lo_base;
+    for (int32_t k = 0; k < ps.n_replicas; ++k) s.lo_key[ps.first_replica + k] = kLoOut;
+    for (int32_t k = 0; k < ps.lo_leaves; ++k)
+      tree[ps.lo_leaves + k] = k < ps.n_replicas ? ps.first_replica + k : kNone;
+    for (int32_t i = ps.lo_leaves - 1; i >= 1; --i) tree[i] = tree[2 * i];
+    tree[0] = kNone;
+    lo_base += 2 * ps.lo_leaves;
   }
   s.prioritized = 0;
   s.goodput_classes = 0;

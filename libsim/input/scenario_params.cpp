@@ -171,6 +171,7 @@ PoolParams PoolSpec::params() const {
   p.replicas = replicas;
   p.min_replicas = min_replicas;
   p.max_replicas = max_replicas;
+  p.lo_index = router == Router::least_outstanding && max_replicas >= kLoIndexReplicas ? 1 : 0;
   p.headroom_replicas = headroom_replicas;
   p.autoscale = autoscale;
   p.cold = cold;
