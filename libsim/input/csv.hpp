@@ -27,7 +27,8 @@ class CsvReader {
   // Reads the header from `in` (a byte-order mark and CRLF endings are accepted). Column names
   // are matched without regard to case. A quoted field may hold commas, "" for a quote and line
   // breaks (RFC 4180), as csv_quote writes them.
-  // `if_empty` is the error for a file without a header row.
+  // `if_empty` is the error for a file without a header row. It reads `in` ahead in 64 KiB
+  // blocks: the stream belongs to the reader until its end (no caller reads past the CSV).
   CsvReader(std::istream& in, std::string path, const std::string& if_empty = "empty file: expected a CSV header");
   bool has(const std::string& column) const { return col_.count(lower(column)) > 0; }
   // The header's names as written (case kept), for layouts told apart by case.
