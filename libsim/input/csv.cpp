@@ -17,7 +17,7 @@ namespace fleetsim {
 // that is never closed.
 namespace {
 // A line without quotes: fields between commas, blanks around them dropped, as views.
-void split_plain(const std::string& line, std::vector<std::string_view>& out) {
+void split_plain(std::string_view line, std::vector<std::string_view>& out) {
   out.clear();
   const char* p = line.data();
   const char* const end = p + line.size();
@@ -26,8 +26,10 @@ void split_plain(const std::string& line, std::vector<std::string_view>& out) {
     while (e != end && *e != ',') ++e;
     const char* b = p;
     const char* t = e;
-    while (b < t && (*b == ' ' || *b == '\t')) ++b;
-    while (t > b && (t[-1] == ' ' || t[-1] == '\t')) --t;
+    if (b != t && (*b == ' ' || *b == '\t' || t[-1] == ' ' || t[-1] == '\t')) {  // rare: trim
+      while (b < t && (*b == ' ' || *b == '\t')) ++b;
+      while (t > b && (t[-1] == ' ' || t[-1] == '\t')) --t;
+    }
     out.emplace_back(b, size_t(t - b));
     if (e == end) break;
     p = e + 1;
@@ -105,7 +107,7 @@ namespace {
 // (split_csv_line's rules: a quote opens a field only as its first non-blank character).
 struct QuoteState {
   bool in_quotes = false, started = false;
-  void feed(const std::string& line) {
+  void feed(std::string_view line) {
     for (size_t i = 0; i < line.size(); ++i) {
       const char c = line[i];
       if (in_quotes) {
@@ -127,25 +129,26 @@ struct QuoteState {
 
 CsvReader::CsvReader(std::istream& in, std::string path, const std::string& if_empty)
     : in_(in), path_(std::move(path)) {
-  if (!read_record(header_)) throw InputError(Location{path_, 1, 0, ""}, if_empty);
-  for (const std::string_view v : views_) names_.emplace_back(v);
+  if (!read_record()) throw InputError(Location{path_, 1, 0, ""}, if_empty);
+  header_ = std::string(cur_);
+  for (const std::string_view v : views()) names_.emplace_back(v);
   for (size_t i = 0; i < names_.size(); ++i) col_[lower(names_[i])] = i;
   n_columns_ = names_.size();
 }
 
-bool CsvReader::read_line(std::string& line) {
+bool CsvReader::read_line(std::string_view& line) {
   constexpr size_t kBlock = size_t(1) << 16;
   for (;;) {
     const char* from = buf_.get() + pos_;
     if (const void* nl = pos_ < end_ ? std::memchr(from, '\n', end_ - pos_) : nullptr) {
       const size_t n = size_t(static_cast<const char*>(nl) - from);
-      line.assign(from, n);
+      line = std::string_view(from, n);
       pos_ += n + 1;
       return true;
     }
     if (eof_) {
       if (pos_ == end_) return false;
-      line.assign(from, end_ - pos_);  // a last line without '\n'
+      line = std::string_view(from, end_ - pos_);  // a last line without '\n'
       pos_ = end_;
       return true;
     }
@@ -162,6 +165,7 @@ bool CsvReader::read_line(std::string& line) {
     }
     pos_ = 0;
     end_ = keep;
+    quote_known_ = false;
     in_.read(buf_.get() + end_, std::streamsize(kBlock));
     const size_t got = size_t(in_.gcount());
     end_ += got;
@@ -169,27 +173,43 @@ bool CsvReader::read_line(std::string& line) {
   }
 }
 
-bool CsvReader::read_record(std::string& text) {
-  if (!read_line(text)) return false;
-  fields_made_ = false;
+bool CsvReader::has_quote(std::string_view line) {
+  const size_t from = size_t(line.data() - buf_.get());
+  if (!quote_known_ || quote_at_ < from) {
+    const void* q = std::memchr(line.data(), '"', end_ - from);
+    quote_at_ = q ? size_t(static_cast<const char*>(q) - buf_.get()) : end_;
+    quote_known_ = true;
+  }
+  return quote_at_ < from + line.size();
+}
+
+bool CsvReader::read_record() {
+  std::string_view first;
+  if (!read_line(first)) return false;
+  fields_made_ = views_made_ = false;
   line_ = ++read_;
-  if (!text.empty() && text.back() == '\r') text.pop_back();
-  if (read_ == 1 && text.compare(0, 3, "\xEF\xBB\xBF") == 0) text.erase(0, 3);
-  if (text.find('"') == std::string::npos) {
-    split_plain(text, views_);
+  const bool quoted = has_quote(first);
+  if (!first.empty() && first.back() == '\r') first.remove_suffix(1);
+  if (read_ == 1 && first.substr(0, 3) == "\xEF\xBB\xBF") first.remove_prefix(3);
+  if (!quoted) {
+    cur_ = first;
     return true;
   }
   // a quoted field may hold line breaks (csv_quote writes them): the record goes on to its close
+  text_.assign(first);
   QuoteState q;
-  q.feed(text);
-  std::string line;
+  q.feed(text_);
+  std::string_view line;
   while (q.in_quotes && read_line(line)) {
     ++read_;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    text += '\n';
-    text += line;
-    q.feed(line);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    const size_t at = text_.size() + 1;
+    text_ += '\n';
+    text_ += line;
+    q.feed(std::string_view(text_).substr(at));
   }
+  cur_ = text_;
+  const std::string& text = text_;
   if (const int open = split_csv_line(text, quoted_)) {
     // located at the opening quote: its line of the record, and its column there
     const size_t at = size_t(open) - 1, bol = at == 0 ? std::string::npos : text.rfind('\n', at - 1);
@@ -199,11 +219,21 @@ bool CsvReader::read_record(std::string& text) {
     throw InputError(Location{path_, line_no, int(at - from) + 1, src}, "unterminated quoted field (no closing \")");
   }
   views_.assign(quoted_.begin(), quoted_.end());
+  views_made_ = true;
   return true;
+}
+
+const std::vector<std::string_view>& CsvReader::views() const {
+  if (!views_made_) {
+    split_plain(cur_, views_);
+    views_made_ = true;
+  }
+  return views_;
 }
 
 const std::vector<std::string>& CsvReader::fields() const {
   if (!fields_made_) {
+    views();
     fields_.assign(views_.begin(), views_.end());
     fields_made_ = true;
   }
@@ -211,15 +241,17 @@ const std::vector<std::string>& CsvReader::fields() const {
 }
 
 bool CsvReader::next_row() {
-  while (read_record(text_))
-    if (text_.find_first_not_of(" \t") != std::string::npos) return true;
+  while (read_record()) {
+    if (!cur_.empty() && cur_[0] != ' ' && cur_[0] != '\t') return true;  // no scan for most rows
+    if (cur_.find_first_not_of(" \t") != std::string_view::npos) return true;
+  }
   return false;
 }
 
 bool CsvReader::next() {
   if (!next_row()) return false;
   // a missing field reads as "", which would pass for a value left out on purpose
-  if (views_.size() < n_columns_)
+  if (views().size() < n_columns_)
     fail("the header has " + std::to_string(n_columns_) + " fields, this row " + std::to_string(views_.size()) +
          ": leave a value out as an empty field (,,), not by ending the row early");
   return true;
@@ -227,12 +259,10 @@ bool CsvReader::next() {
 
 std::string CsvReader::get(const std::string& column) const {
   auto it = col_.find(lower(column));
-  return it == col_.end() || it->second >= views_.size() ? std::string() : std::string(views_[it->second]);
+  return it == col_.end() || it->second >= views().size() ? std::string() : std::string(views_[it->second]);
 }
 
-void CsvReader::fail(const std::string& message) const {
-  throw InputError(Location{path_, line_, 0, text_.substr(0, text_.find('\n'))}, message);
-}
+void CsvReader::fail(const std::string& message) const { throw InputError(Location{path_, line_, 0, text()}, message); }
 
 double CsvReader::number(const std::string& column) const {
   const std::string s = get(column);

@@ -39,11 +39,14 @@ class CsvReader {
   // The same, with no check of the field count: the caller checks the columns it uses.
   bool next_row();
   // The current record's fields: views valid until the next record (no copy per field, for large
-  // traces), or as strings.
-  const std::vector<std::string_view>& views() const { return views_; }
+  // traces), or as strings. A plain line is split when first asked for.
+  const std::vector<std::string_view>& views() const;
+  // The current record's text as read (its lines joined by '\n'), valid until the next record: for
+  // a reader that parses the common row itself and asks for views() only when that fails.
+  std::string_view record() const { return cur_; }
   const std::vector<std::string>& fields() const;
   int line() const { return line_; }  // the current record's first line (1: the header)
-  std::string text() const { return text_.substr(0, text_.find('\n')); }  // and its text
+  std::string text() const { return std::string(cur_.substr(0, cur_.find('\n'))); }  // and its text
   // A field of the current row, "" when absent.
   std::string get(const std::string& column) const;
   // A number >= 0 ("inf" allowed), NaN when the field is empty; an error otherwise.
@@ -57,21 +60,30 @@ class CsvReader {
 
  private:
   // The next record (one line, or more when a quoted field holds line breaks) split into fields;
-  // false at the end. Sets line_ to its first line.
-  bool read_record(std::string& text);
-  // The next line of the input without its '\n', as std::getline reads it, from a block buffer.
-  bool read_line(std::string& line);
+  // false at the end. Sets line_ to its first line and cur_ to its text.
+  bool read_record();
+  // The next line of the input without its '\n', as std::getline reads it: a view into the block
+  // buffer, valid until the next call.
+  bool read_line(std::string_view& line);
+  // Whether `line` (a view read_line gave) holds a quote: one search per stretch of the buffer
+  // without quotes, not one per line.
+  bool has_quote(std::string_view line);
 
   std::istream& in_;
-  std::string path_, header_, text_;
+  std::string path_, header_;
+  std::string text_;             // a record with quotes, as read (its lines joined by '\n')
+  std::string_view cur_;         // the current record's text: into buf_ for a plain line, else text_
   std::unique_ptr<char[]> buf_;  // input read ahead of the current line: buf_[pos_, end_)
   size_t pos_ = 0, end_ = 0, cap_ = 0;
+  size_t quote_at_ = 0;       // the first '"' in buf_ at or after where it was last searched from
+  bool quote_known_ = false;  // quote_at_ holds for these bytes (a refill moves them)
   bool eof_ = false;
   int line_ = 1, read_ = 0;            // the current record's first line; the lines read
   std::map<std::string, size_t> col_;  // lower-cased names
   std::vector<std::string> names_;
   size_t n_columns_ = 0;
-  std::vector<std::string_view> views_;  // into text_, or into quoted_ when the record has quotes
+  mutable std::vector<std::string_view> views_;  // into buf_, or into quoted_ when the record has quotes
+  mutable bool views_made_ = false;
   std::vector<std::string> quoted_;
   mutable std::vector<std::string> fields_;  // views_ as strings, made when asked for
   mutable bool fields_made_ = false;
