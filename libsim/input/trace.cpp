@@ -35,30 +35,48 @@ bool blank(const std::string& line) { return line.find_first_not_of(" \t\r") == 
   throw InputError(where, msg);
 }
 
+// digits[.digits], at most 15 digits, from c up to the first other character: the integer and
+// the power of ten are exact doubles and one division rounds correctly, so this equals from_chars
+// (Clinger's fast path). False, with c anywhere, for anything else.
+bool plain_decimal(const char*& at, const char* end, double& v) {
+  static const double kPow10[16] = {1e0, 1e1, 1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                    1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15};
+  const char* c = at;  // a local: a store through `at` per digit would be kept (char may alias)
+  uint64_t m = 0;      // wraps past 19 digits, but is then not used
+  const char* const int_from = c;
+  while (c != end && unsigned(*c - '0') < 10u) m = m * 10 + unsigned(*c++ - '0');
+  const ptrdiff_t int_digits = c - int_from;
+  ptrdiff_t frac = 0;
+  if (c != end && *c == '.') {
+    const char* const frac_from = ++c;
+    while (c != end && unsigned(*c - '0') < 10u) m = m * 10 + unsigned(*c++ - '0');
+    frac = c - frac_from;
+  }
+  at = c;
+  if (int_digits + frac == 0 || int_digits + frac > 15) return false;
+  v = double(m) / kPow10[frac];
+  return true;
+}
+
+// A count of at most 9 plain digits, from c up to the first other character.
+bool plain_count(const char*& at, const char* end, double& v) {
+  const char* c = at;
+  const char* const from = c;
+  int64_t n = 0;
+  while (c != end && unsigned(*c - '0') < 10u && c - from < 10) n = n * 10 + (*c++ - '0');
+  at = c;
+  if (c == from || c - from > 9) return false;
+  v = double(n);
+  return n <= 100000000;
+}
+
 // A plain decimal number: digits, one point, an exponent; no hex, inf or nan (strtod takes them).
 bool parse_double(std::string_view s, double& v) {
   if (s.empty()) return false;
-  // digits[.digits] with at most 15 digits: the integer and the power of ten are exact doubles
-  // and one division rounds correctly, so this equals from_chars (Clinger's fast path)
   {
-    static const double kPow10[16] = {1e0, 1e1, 1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
-                                      1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15};
     const char* c = s.data();
     const char* const end = c + s.size();
-    uint64_t m = 0;  // wraps past 19 digits, but is then not used
-    const char* const int_from = c;
-    while (c != end && unsigned(*c - '0') < 10u) m = m * 10 + unsigned(*c++ - '0');
-    const ptrdiff_t int_digits = c - int_from;
-    ptrdiff_t frac = 0;
-    if (c != end && *c == '.') {
-      const char* const frac_from = ++c;
-      while (c != end && unsigned(*c - '0') < 10u) m = m * 10 + unsigned(*c++ - '0');
-      frac = c - frac_from;
-    }
-    if (c == end && int_digits + frac > 0 && int_digits + frac <= 15) {
-      v = double(m) / kPow10[frac];
-      return true;
-    }
+    if (plain_decimal(c, end, v) && c == end) return true;
   }
   for (char c : s)
     if (!((c >= '0' && c <= '9') || c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-')) return false;
@@ -75,16 +93,24 @@ bool parse_double(std::string_view s, double& v) {
 
 bool parse_count(std::string_view s, double& v) {
   // plain digits (nearly every row) need no floating-point parse; "12.0" or "1e3" take the long way
-  if (!s.empty() && s.size() <= 9) {
-    int64_t n = 0;
-    size_t i = 0;
-    for (; i < s.size() && s[i] >= '0' && s[i] <= '9'; ++i) n = n * 10 + (s[i] - '0');
-    if (i == s.size()) {
-      v = double(n);
-      return n <= 100000000;
-    }
+  {
+    const char* c = s.data();
+    const char* const end = c + s.size();
+    const char* const from = c;
+    if (plain_count(c, end, v) && c == end) return true;
+    if (c == end && c - from <= 9) return false;  // plain digits above 10^8
   }
   return parse_double(s, v) && v >= 0 && v == std::floor(v) && v <= 1e8;
+}
+
+// The common trace row, "timestamp,prompt,output" in plain digits with nothing around them: parsed
+// in one pass as parse_double and parse_count would. False for any other row, which then takes
+// the general path with its errors.
+bool plain_row(std::string_view row, double& ts, double& p, double& o) {
+  const char* c = row.data();
+  const char* const end = c + row.size();
+  return plain_decimal(c, end, ts) && c != end && *c++ == ',' && plain_count(c, end, p) && c != end && *c++ == ',' &&
+         plain_count(c, end, o) && c == end;
 }
 
 int64_t days_from_civil(int64_t y, unsigned m, unsigned d) {
@@ -202,41 +228,46 @@ TraceData load_csv(const std::string& path, std::ifstream& f, const TraceOptions
   int64_t failed = 0, empty_prompt = 0, matched = 0;
   int lineno = 1;
   double prev = 0;
+  // the header's columns are timestamp, prompt, output in that order: most rows parse in one pass
+  const bool plain_layout = (layout == CsvLayout::native || layout == CsvLayout::splitwise) && ct == 0 && cp == 1 &&
+                            co == 2 && header.size() == 3;
   while (r.next_row()) {
     lineno = r.line();
-    const std::vector<std::string_view>& cols = r.views();
     // the row's text only for an error: a copy per row is most of a large trace's parse
     struct RowText {
       const CsvReader& r;
       operator std::string() const { return r.text(); }
     } const line{r};
-    if (cols.size() < need) fail(path, lineno, line, "too few columns (expected " + std::to_string(need) + ")");
-    // a field more than the header has is a comma the writer did not quote: the columns may have moved
-    if (cols.size() > header.size())
-      fail(path, lineno, line,
-           fmt::format("{} fields, but the header has {} (quote a field that holds a comma)", cols.size(),
-                       header.size()));
     double ts, p, o;
-    if (layout == CsvLayout::azure_wallclock) {
-      if (!parse_wallclock(std::string(cols[size_t(ct)]), ts))
+    if (!plain_layout || !plain_row(r.record(), ts, p, o)) {
+      const std::vector<std::string_view>& cols = r.views();
+      if (cols.size() < need) fail(path, lineno, line, "too few columns (expected " + std::to_string(need) + ")");
+      // a field more than the header has is a comma the writer did not quote: the columns may have moved
+      if (cols.size() > header.size())
         fail(path, lineno, line,
-             "bad TIMESTAMP '" + std::string(cols[size_t(ct)]) + "' (expected YYYY-MM-DD HH:MM:SS.fff)");
-    } else if (!parse_double(cols[size_t(ct)], ts)) {
-      fail(path, lineno, line, "bad timestamp '" + std::string(cols[size_t(ct)]) + "' (expected seconds)");
+             fmt::format("{} fields, but the header has {} (quote a field that holds a comma)", cols.size(),
+                         header.size()));
+      if (layout == CsvLayout::azure_wallclock) {
+        if (!parse_wallclock(std::string(cols[size_t(ct)]), ts))
+          fail(path, lineno, line,
+               "bad TIMESTAMP '" + std::string(cols[size_t(ct)]) + "' (expected YYYY-MM-DD HH:MM:SS.fff)");
+      } else if (!parse_double(cols[size_t(ct)], ts)) {
+        fail(path, lineno, line, "bad timestamp '" + std::string(cols[size_t(ct)]) + "' (expected seconds)");
+      }
+      if (!parse_count(cols[size_t(cp)], p))
+        fail(path, lineno, line,
+             "bad prompt token count '" + std::string(cols[size_t(cp)]) + "' (expected an integer >= 0)");
+      if (!parse_count(cols[size_t(co)], o))
+        fail(path, lineno, line,
+             "bad output token count '" + std::string(cols[size_t(co)]) + "' (expected an integer >= 0)");
     }
-    if (!parse_count(cols[size_t(cp)], p))
-      fail(path, lineno, line,
-           "bad prompt token count '" + std::string(cols[size_t(cp)]) + "' (expected an integer >= 0)");
-    if (!parse_count(cols[size_t(co)], o))
-      fail(path, lineno, line,
-           "bad output token count '" + std::string(cols[size_t(co)]) + "' (expected an integer >= 0)");
     if (t.rows > 0 && ts < prev)
       fail(path, lineno, line, "timestamps go backwards (a trace must be sorted by arrival time)");
     if (!rebase && ts < 0) fail(path, lineno, line, "negative timestamp");
     prev = ts;
     ++t.rows;
-    if (cm >= 0) ++models[std::string(cols[size_t(cm)])];
-    if (filtering && cols[size_t(cm)] != opt.model_filter) continue;
+    if (cm >= 0) ++models[std::string(r.views()[size_t(cm)])];
+    if (filtering && r.views()[size_t(cm)] != opt.model_filter) continue;
     ++matched;
     if (layout == CsvLayout::burstgpt) {
       // BurstGPT marks a failed request by Response tokens = 0; a request without prompt tokens
