@@ -135,7 +135,7 @@ int cmd_run(const Options& o) {
   const double billing_start_s = o.billing_start.empty() ? 0.0 : parse_utc_time(o.billing_start, "--billing-start");
   const ScenarioSource src = source(o);
   const Scenario s = src.instantiate();
-  auto t = std::make_unique<Tally>();
+  std::unique_ptr<Tally> t;
   Json timeline;
   const double span = s.duration_s - s.warmup_s;
   if (o.window_s > 0 && o.window_s > span)
@@ -144,8 +144,10 @@ int cmd_run(const Options& o) {
         fmt::format("--window {:g} s is longer than the measured {:g} s (duration_s - warmup_s)", o.window_s, span));
   const int threads = o.threads > 0 ? o.threads : int(std::max(1u, std::thread::hardware_concurrency()));
   if (o.window_s > 0) {  // windows of (about) that length, and the run, from one simulation
+    t = std::make_unique<Tally>();
     timeline = run_timeline(s, int(std::ceil(span / o.window_s - 1e-9)), threads, 0, t.get());
   } else if (o.format == "json" && wants_timeline(s)) {  // the run and its timeline from one simulation
+    t = std::make_unique<Tally>();
     timeline = run_timeline(s, 60, threads, 0, t.get());
   } else {
     HostWorkspace ws;
