@@ -239,7 +239,7 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
       return;
     }
     device_free -= double(blocks) * block_bytes;
-    q_pop_front(s, Q);
+    q_pop_front_to_batch(s, Q);  // the index is touched below, with n_running
     s.waiting[q.cls]--;
     changed = 1;
     if (q.t_admit < 0.0) q.t_admit = t;
