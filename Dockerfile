@@ -12,10 +12,11 @@ RUN cmake -S . -B /build -G Ninja -DCMAKE_BUILD_TYPE=Release \
  && cmake --build /build \
  && cmake --install /build --prefix /opt/fleetsim
 
-# The CLI with its two shared libraries, and git for the pipelines that read a baseline from it.
+# The CLI (it carries yaml-cpp, fmt and libstdc++: it needs only the C library), and git for the
+# pipelines that read a baseline from it.
 FROM debian:12-slim
 RUN apt-get update -qq \
- && apt-get install -y -qq --no-install-recommends libyaml-cpp0.7 libfmt9 git ca-certificates \
+ && apt-get install -y -qq --no-install-recommends git ca-certificates \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /opt/fleetsim /usr/local
 RUN fleetsim --version
