@@ -15,6 +15,41 @@ FLEETSIM_HD inline int32_t outstanding(const Sim& s, int32_t r) {
   return outstanding(s, r, s.p->pools[s.rep[r].pool].batching == Batching::continuous);
 }
 
+// A binary min-heap of (time, index) keys, ties by the lower index: KV transfers in flight
+// (handoff.hpp) and turns held for their parent's answer (trace_sessions.hpp).
+FLEETSIM_HD FLEETSIM_FORCEINLINE bool key_less(const RKey& a, const RKey& b) {
+  return a.t < b.t || (a.t == b.t && a.r < b.r);
+}
+
+FLEETSIM_HD inline void key_push(RKey* h, int32_t& n, double t, int32_t r) {
+  int32_t i = n++;
+  const RKey k{t, r, 0};
+  while (i > 0) {
+    const int32_t parent = (i - 1) / 2;
+    if (!key_less(k, h[parent])) break;
+    h[i] = h[parent];
+    i = parent;
+  }
+  h[i] = k;
+}
+
+// Remove the earliest key and return its index.
+FLEETSIM_HD inline int32_t key_pop(RKey* h, int32_t& n) {
+  const int32_t top = h[0].r;
+  const RKey last = h[--n];
+  int32_t i = 0;
+  for (;;) {
+    int32_t c = 2 * i + 1;
+    if (c >= n) break;
+    if (c + 1 < n && key_less(h[c + 1], h[c])) ++c;
+    if (!key_less(h[c], last)) break;
+    h[i] = h[c];
+    i = c;
+  }
+  if (n > 0) h[i] = last;
+  return top;
+}
+
 // A least-outstanding pool of many replicas keeps a tournament tree over them: each leaf keyed by
 // the replica's outstanding requests while it is ready (kLoOut otherwise), each node the better
 // of its two (fewer, then the lower index: the left one), so the root is the replica a scan would

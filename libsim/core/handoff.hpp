@@ -5,44 +5,16 @@
 // arrival time, one entry per request slot at most.
 #pragma once
 #include "accounting.hpp"
+#include "containers.hpp"
 #include "state.hpp"
 #include "tally.hpp"
 
 namespace fleetsim {
 
-FLEETSIM_HD FLEETSIM_FORCEINLINE bool xh_less(const RKey& a, const RKey& b) {
-  return a.t < b.t || (a.t == b.t && a.r < b.r);
-}
-
-FLEETSIM_HD inline void xheap_push(Sim& s, double t, int32_t ri) {
-  int32_t i = s.xheap_n++;
-  const RKey k{t, ri, 0};
-  while (i > 0) {
-    const int32_t parent = (i - 1) / 2;
-    if (!xh_less(k, s.xheap[parent])) break;
-    s.xheap[i] = s.xheap[parent];
-    i = parent;
-  }
-  s.xheap[i] = k;
-}
+FLEETSIM_HD FLEETSIM_FORCEINLINE void xheap_push(Sim& s, double t, int32_t ri) { key_push(s.xheap, s.xheap_n, t, ri); }
 
 // Remove the earliest entry and return its request.
-FLEETSIM_HD inline int32_t xheap_pop(Sim& s) {
-  const int32_t ri = s.xheap[0].r;
-  const RKey last = s.xheap[--s.xheap_n];
-  const int32_t n = s.xheap_n;
-  int32_t i = 0;
-  for (;;) {
-    int32_t c = 2 * i + 1;
-    if (c >= n) break;
-    if (c + 1 < n && xh_less(s.xheap[c + 1], s.xheap[c])) ++c;
-    if (!xh_less(s.xheap[c], last)) break;
-    s.xheap[i] = s.xheap[c];
-    i = c;
-  }
-  if (n > 0) s.xheap[i] = last;
-  return ri;
-}
+FLEETSIM_HD FLEETSIM_FORCEINLINE int32_t xheap_pop(Sim& s) { return key_pop(s.xheap, s.xheap_n); }
 
 // Prefill replica r finished request ri's prompt at t: its KV leaves for the decode pool. The
 // decode replica computes the prompt's last token again for the first output token's logits (as
