@@ -325,6 +325,9 @@ TraceData load_mooncake(const std::string& path, std::ifstream& f, const TraceOp
   TraceData t;
   t.layout = "timestamp,input_length,output_length,hash_ids (Mooncake JSONL)";
   std::unordered_map<int64_t, int32_t> seen;  // every block hash of every earlier kept request, renumbered
+  // requests of at least 3 blocks by their next-to-last block: a block hash names the whole prefix
+  // up to it, so a later request holding that block holds all of the request's blocks but its last
+  std::unordered_map<int32_t, std::vector<int32_t>> ends;
   t.block_tokens = opt.block_tokens;
   t.block_off.push_back(0);
   std::vector<double> ms;
@@ -395,6 +398,24 @@ TraceData load_mooncake(const std::string& path, std::ifstream& f, const TraceOp
       t.blocks.push_back(it->second);
     }
     t.block_off.push_back(int64_t(t.blocks.size()));
+    const int32_t i = int32_t(t.prompt.size());
+    const int64_t b0 = t.block_off[size_t(i)], nb = int64_t(t.blocks.size()) - b0;
+    int32_t parent = -1;
+    for (int64_t k = nb - 1; k >= 1 && parent < 0; --k) {  // the most shared blocks first
+      const auto it = ends.find(t.blocks[size_t(b0 + k)]);
+      if (it == ends.end()) continue;
+      for (auto c = it->second.rbegin(); c != it->second.rend() && parent < 0; ++c)
+        if (t.child[size_t(*c)] < 0 && int64_t(p) >= int64_t(t.prompt[size_t(*c)]) + t.output[size_t(*c)] &&
+            ts > ms[size_t(*c)])
+          parent = *c;
+    }
+    t.parent.push_back(parent);
+    t.child.push_back(-1);
+    if (parent >= 0) {
+      t.child[size_t(parent)] = i;
+      ++t.follow_ups;
+    }
+    if (nb >= 3) ends[t.blocks[size_t(b0 + nb - 2)]].push_back(i);
     ms.push_back(ts);
     t.prompt.push_back(p);
     t.output.push_back(o);

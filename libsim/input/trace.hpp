@@ -18,6 +18,15 @@ struct TraceData {
   std::vector<int32_t> blocks;
   std::vector<int64_t> block_off;
   int32_t block_tokens = 0;
+  // Conversations, read from the block hashes: parent[i] is the earlier request whose answer
+  // request i follows up (-1: none), child[i] the one request that follows up i (-1: none). i
+  // follows up p when i's blocks begin with all of p's but its last (the partial block the answer
+  // was appended to), those are at least 2 blocks (every Mooncake request begins with the same
+  // first block), i's prompt holds at least p's prompt and answer, and i arrived later; of several
+  // such p, the one sharing most blocks, then the latest, not already followed up. Empty without
+  // hashes.
+  std::vector<int32_t> parent, child;
+  int64_t follow_ups = 0;       // requests with a parent
   double prefix_hit_share = 0;  // sum of cached_prefix / sum of prompt (tokens); 0 without hashes
   std::string layout;           // which format or column layout was recognised
   int64_t rows = 0;             // data rows read, including filtered-out and skipped ones
