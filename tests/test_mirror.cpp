@@ -137,7 +137,8 @@ TEST_CASE("a planned launch run on the CPU gives the host tallies, bit for bit")
   const Scenario a = conv(1), b = conv(3, "central_queue");
   const Scenario c = load_scenario_file(std::string(FLEETSIM_SOURCE_DIR) + "/scenarios/interactive-and-batch.yaml",
                                         {"duration_s=300", "warmup_s=30"});
-  // and 2026's mechanisms together: sessions, disaggregated prefill, speculative decoding
+  // and 2026's mechanisms together: sessions (closed-loop and from a trace), disaggregated prefill,
+  // speculative decoding
   const Scenario e = load_scenario_file(std::string(FLEETSIM_SOURCE_DIR) + "/tests/data/gpu-check-2026.yaml",
                                         {"duration_s=200", "warmup_s=20"});
   // and bounded prefix caches with prefix-aware routing: the trace's block arrays relocated
@@ -149,6 +150,9 @@ TEST_CASE("a planned launch run on the CPU gives the host tallies, bit for bit")
   bool store = false;  // a pool whose replicas share a prefix store
   for (int32_t i = 0; i < pe.n_pools; ++i) store = store || pe.pools[i].remote_entries > 0;
   REQUIRE(store);
+  bool linked = false;  // a trace replayed as sessions: its links relocated, its row states reset per slot
+  for (int32_t c = 0; c < pe.n_classes; ++c) linked = linked || pe.classes[c].arrivals.trace_parent != nullptr;
+  REQUIRE(linked);
   REQUIRE(pf.pools[0].cache_entries > 0);
   std::vector<SimJob> jobs;
   for (uint32_t r = 0; r < 3; ++r)

@@ -36,6 +36,8 @@ struct Mirror {
         note(k.arrivals.trace_prompt, sizeof(int32_t) * size_t(k.arrivals.trace_n));
         note(k.arrivals.trace_output, sizeof(int32_t) * size_t(k.arrivals.trace_n));
         note(k.arrivals.trace_cached, sizeof(int32_t) * size_t(k.arrivals.trace_n));
+        note(k.arrivals.trace_parent, sizeof(int32_t) * size_t(k.arrivals.trace_n));
+        note(k.arrivals.trace_child, sizeof(int32_t) * size_t(k.arrivals.trace_n));
         if (k.arrivals.trace_block_off) {
           note(k.arrivals.trace_block_off, sizeof(int64_t) * size_t(k.arrivals.trace_n + 1));
           note(k.arrivals.trace_blocks, sizeof(int32_t) * size_t(k.arrivals.trace_block_off[k.arrivals.trace_n]));
@@ -67,6 +69,8 @@ struct Mirror {
         move(k.arrivals.trace_prompt, base);
         move(k.arrivals.trace_output, base);
         move(k.arrivals.trace_cached, base);
+        move(k.arrivals.trace_parent, base);
+        move(k.arrivals.trace_child, base);
         move(k.arrivals.trace_block_off, base);
         move(k.arrivals.trace_blocks, base);
         move(k.prompt.values, base);

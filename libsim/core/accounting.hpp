@@ -109,7 +109,7 @@ FLEETSIM_HD inline void record_done(Sim& s, int32_t r, int32_t ri, double t) {
   // when it was handed off
   const bool here = s.rep[r].pool == s.p->classes[q.cls].pool;
   client_done(s, q.cls, t + cl_end, false, q.user, int64_t(q.prompt) + q.output, here ? r : q.prefilled_on,
-              here ? -1 : q.prompt);
+              here ? -1 : q.prompt, q.trace_row);
 }
 
 // Nodes (PoolParams::replicas_per_node > 0): slot k of a pool sits on placement group

@@ -8,6 +8,7 @@
 // client_push and client_pop, rather than in advance_clock, so open-loop classes pay nothing.
 #pragma once
 #include "state.hpp"
+#include "trace_sessions.hpp"
 #include "workload.hpp"
 
 namespace fleetsim {
@@ -148,14 +149,17 @@ FLEETSIM_HD inline void session_done(Sim& s, int32_t c, int32_t user, double t_e
 }
 
 // A request of class c ended at t_end (completed, answered by the response cache, failed or, with
-// `rejected`, turned away). Nothing to do for an open-loop class. The clock must already be at the
-// present (advance_clock): the thinking population changes now.
+// `rejected`, turned away). Nothing to do for an open-loop class but one whose trace is replayed as
+// sessions. The clock must already be at the present (advance_clock): the thinking population
+// changes now.
 // `user`, `context` and `replica` matter to session classes only: who sent it, and for a completed
 // request its prompt plus output (-1: not completed), the replica whose cache holds the
 // conversation and how much of it (-1: all of it; a prefill replica holds only the prompt).
+// `row`: its trace row (-1: none), for sessions read from a trace.
 FLEETSIM_HD FLEETSIM_FORCEINLINE void client_done(Sim& s, int32_t c, double t_end, bool rejected = false,
                                                   int32_t user = 0, int64_t context = -1, int32_t replica = kNone,
-                                                  int64_t held = -1) {
+                                                  int64_t held = -1, int64_t row = -1) {
+  if ((s.trace_session_classes >> c) & 1) trace_turn_done(s, c, row, t_end, context >= 0, replica);
   if (!((s.closed_classes >> c) & 1)) return;
   if ((s.session_classes >> c) & 1) session_done(s, c, user, t_end, context, replica, held < 0 ? context : held);
   client_think(s, c, t_end, rejected, user);

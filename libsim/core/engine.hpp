@@ -11,7 +11,8 @@
 // This file is the event loop. The rest of the core is split by concern: state.hpp (the data),
 // workspace.hpp (its layout), containers.hpp, accounting.hpp, stepwork.hpp, slots.hpp and kv.hpp,
 // continuous.hpp and static_batching.hpp, lifecycle.hpp, autoscale.hpp, routing.hpp, host.hpp (the
-// host CPU stage), handoff.hpp (disaggregated prefill) and clients.hpp (closed-loop users);
+// host CPU stage), handoff.hpp (disaggregated prefill), clients.hpp (closed-loop users) and
+// trace_sessions.hpp (a trace's conversations);
 // decls.hpp declares the few calls that go against that order.
 #pragma once
 #include "accounting.hpp"
@@ -47,6 +48,9 @@ FLEETSIM_HD inline Sim sim_begin(const SimParams& p, uint32_t replication, uint8
     s.next_arrival[c] = (s.closed_classes >> c) & 1
                             ? client_next(s, c)
                             : first_arrival(p.classes[c].arrivals, s.rng, uint32_t(c), s.arr[c], p.duration_s);
+  // a trace replayed as sessions keeps its next row apart from the turns released to it
+  for (int32_t c = 0; c < p.n_classes; ++c)
+    if ((s.trace_session_classes >> c) & 1) s.arr[c].next_t = s.next_arrival[c];
   return s;
 }
 
@@ -150,6 +154,8 @@ FLEETSIM_HD inline double sim_advance(Sim& s, double until = kInf, bool stop_whe
       advance_clock(s, ta);  // the present, for the request's end if it is turned away
       const int32_t user = client_pop(s, cls, ta);
       handle_arrival(s, cls, ta, user);
+    } else if ((s.trace_session_classes >> cls) & 1) {
+      trace_session_arrival(s, cls, ta);
     } else {
       handle_arrival(s, cls, ta);
       s.next_arrival[cls] = next_arrival(p.classes[cls].arrivals, s.rng, uint32_t(cls), s.arr[cls], ta, p.duration_s);

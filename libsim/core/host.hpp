@@ -260,7 +260,7 @@ FLEETSIM_HD inline void host_lose(Sim& s, int32_t r, double t) {
       s.in_system[q.cls]--;
       if (q.in_window) s.tally->classes[q.cls].failed++;
       s.req_free[s.req_free_n++] = ri;
-      client_done(s, q.cls, t, false, q.user);
+      client_done(s, q.cls, t, false, q.user, -1, kNone, -1, q.trace_row);
       continue;
     }
     if (q.in_window) s.tally->classes[q.cls].retried++;

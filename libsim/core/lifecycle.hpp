@@ -97,7 +97,7 @@ FLEETSIM_HD inline void requeue_lost(Sim& s, Queue& Q, int32_t ri, double t) {
     s.in_system[q.cls]--;
     if (q.in_window) T.failed++;
     s.req_free[s.req_free_n++] = ri;
-    client_done(s, q.cls, t, false, q.user);
+    client_done(s, q.cls, t, false, q.user, -1, kNone, -1, q.trace_row);
     return;
   }
   if (q.in_window) T.retried++;

@@ -57,6 +57,12 @@ struct ArrivalParams {
   const int32_t* trace_blocks;
   const int64_t* trace_block_off;
   int32_t trace_block_tokens;
+  // sessions read from the trace (trace_sessions.hpp; null: every row is sent at its time): row i
+  // follows up trace_parent[i] and is followed up by trace_child[i] (-1: none); trace_follow_ups
+  // rows have a parent
+  const int32_t* trace_parent;
+  const int32_t* trace_child;
+  int64_t trace_follow_ups;
   int32_t clients;  // burst: requests; concurrency: users
   double ramp_s;    // concurrency: user i first sends at start_s + ramp_s x i / clients
   int64_t

@@ -75,13 +75,15 @@ FLEETSIM_HD inline int32_t pick_replica(Sim& s, int32_t pi, int32_t home, bool b
   return target;
 }
 
-// `user`: the closed-loop user of a session class that sends it (clients.hpp).
-FLEETSIM_HD inline void handle_arrival(Sim& s, int32_t cls, double t, int32_t user = 0) {
+// `user`: the closed-loop user of a session class that sends it (clients.hpp); `row`: the trace row
+// it is, where the class's trace is replayed as sessions (else the next).
+FLEETSIM_HD inline void handle_arrival(Sim& s, int32_t cls, double t, int32_t user = 0, int64_t row = -1) {
   const ClassParams& C = s.p->classes[cls];
   const PoolParams& P = s.p->pools[C.pool];
   PoolState& ps = s.pool[C.pool];
   ClassTally& T = s.tally->classes[cls];
-  const uint64_t idx = s.arr[cls].index++;
+  const uint64_t idx = row >= 0 ? uint64_t(row) : s.arr[cls].index++;
+  if (C.arrivals.kind == ArrivalKind::trace) row = int64_t(idx);
   int64_t prompt, output, cached = 0;
   if (C.arrivals.kind == ArrivalKind::trace) {
     prompt = C.arrivals.trace_prompt[idx];
@@ -129,7 +131,7 @@ FLEETSIM_HD inline void handle_arrival(Sim& s, int32_t cls, double t, int32_t us
     }
     const bool session = (s.session_classes >> cls) & 1;
     client_done(s, cls, t + C.response_cache_latency_s, false, user, prompt + output,
-                session ? session_replica(s, cls, user) : kNone);
+                session ? session_replica(s, cls, user) : kNone, -1, row);
     return;
   }
 
@@ -149,7 +151,7 @@ FLEETSIM_HD inline void handle_arrival(Sim& s, int32_t cls, double t, int32_t us
   };
   if (too_long_with(cached)) {
     if (in_window) T.rejected_too_long++;
-    client_done(s, cls, t, true, user);
+    client_done(s, cls, t, true, user, -1, kNone, -1, row);
     return;
   }
 
@@ -157,12 +159,15 @@ FLEETSIM_HD inline void handle_arrival(Sim& s, int32_t cls, double t, int32_t us
   ps.arrivals_since += 1.0;
   if (ps.n_ready + ps.n_starting == 0 && !replica_start(s, C.pool, t)) {
     if (in_window) T.rejected_queue_full++;  // no replica and none obtainable
-    client_done(s, cls, t, true, user);
+    client_done(s, cls, t, true, user, -1, kNone, -1, row);
     return;
   }
   // a session's conversation is in the prefix cache of the replica that served its last turn
   const bool session = (s.session_classes >> cls) & 1;
-  const int32_t home = session && cached > 0 ? session_replica(s, cls, user) : kNone;
+  // (a turn of a trace's session: the replica that served the turn it follows up)
+  const int32_t home = session && cached > 0                  ? session_replica(s, cls, user)
+                       : (s.trace_session_classes >> cls) & 1 ? trace_session_home(s, cls, row)
+                                                              : kNone;
   // a central queue's requests are tokenized on the host with the fewest jobs
   const bool by_host = P.router == Router::central_queue && P.host.cores > 0;
   // a bounded cache per replica: the prompt's blocks (the router may look for them)
@@ -180,7 +185,7 @@ FLEETSIM_HD inline void handle_arrival(Sim& s, int32_t cls, double t, int32_t us
     cached = 0;
     if (too_long_with(0)) {
       if (in_window) T.rejected_too_long++;
-      client_done(s, cls, t, true, user);
+      client_done(s, cls, t, true, user, -1, kNone, -1, row);
       return;
     }
   }
@@ -189,7 +194,7 @@ FLEETSIM_HD inline void handle_arrival(Sim& s, int32_t cls, double t, int32_t us
   const int32_t at_host = P.router == Router::central_queue ? ps.host_jobs : s.rep[target].host_n;
   if (Q.size + at_host >= P.queue_limit || (s.req_free_n == 0 && s.req_hwm == s.req_cap)) {
     if (in_window) T.rejected_queue_full++;
-    client_done(s, cls, t, true, user);
+    client_done(s, cls, t, true, user, -1, kNone, -1, row);
     return;
   }
   const int32_t ri = s.req_free_n > 0 ? s.req_free[--s.req_free_n] : s.req_hwm++;
@@ -240,10 +245,39 @@ FLEETSIM_HD inline void handoff_arrive(Sim& s, double t) {
     if (q.in_window) s.tally->classes[cls].rejected_queue_full++;
     s.in_system[cls]--;
     s.req_free[s.req_free_n++] = ri;
-    client_done(s, cls, t, true, q.user);
+    client_done(s, cls, t, true, q.user, -1, kNone, -1, q.trace_row);
     return;
   }
   enqueue_device(s, target, ri, t);
+}
+
+// The next send of a class whose trace is replayed as sessions (trace_sessions.hpp), at t: a turn
+// whose parent's answer has ended (before the trace's next row at the same time), or the trace's
+// next row, which is held instead if it follows up a request that has not ended.
+FLEETSIM_HD inline void trace_session_arrival(Sim& s, int32_t cls, double t) {
+  const ArrivalParams& A = s.p->classes[cls].arrivals;
+  ClassTally& T = s.tally->classes[cls];
+  const bool in_window = t >= s.W0 && t < s.W1;
+  if (s.held_n[cls] > 0 && s.held[s.held_base[cls]].t <= s.arr[cls].next_t) {
+    const int32_t row = key_pop(s.held + s.held_base[cls], s.held_n[cls]);
+    if (in_window) {
+      T.follow_ups++;
+      T.turns_held++;
+      T.turn_hold_s += t - (A.trace_t_s[row] + A.start_s);
+    }
+    handle_arrival(s, cls, t, 0, row);
+  } else {
+    const int64_t row = int64_t(s.arr[cls].index++);
+    const int32_t parent = A.trace_parent[row];
+    s.arr[cls].next_t = next_arrival(A, s.rng, uint32_t(cls), s.arr[cls], t, s.p->duration_s);
+    if (parent >= 0 && !(s.turn_state[s.turn_base[cls] + parent] & kTurnEnded)) {
+      s.turn_state[s.turn_base[cls] + row] |= kTurnHeld;
+    } else {
+      if (parent >= 0 && in_window) T.follow_ups++;
+      handle_arrival(s, cls, t, 0, row);
+    }
+  }
+  s.next_arrival[cls] = trace_session_next(s, cls);
 }
 
 }  // namespace fleetsim

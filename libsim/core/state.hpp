@@ -275,6 +275,14 @@ struct Sim {
   double client_stop[kMaxClasses];
   double client_t[kMaxClasses];         // the thinking population is integrated up to here
   uint64_t client_thinks[kMaxClasses];  // think times drawn so far (keys the next draw)
+  // sessions read from a trace (trace_sessions.hpp): each row's state, from turn_base[c] (bit 0:
+  // it ended; bit 1: it is held for its parent's answer; bits 2 and up: the replica that served it
+  // + 1, 0 for none), and the held turns whose answer came, by send time, from held_base[c]
+  int32_t trace_session_classes;  // bit c: class c's trace is replayed as sessions
+  int32_t* turn_state;
+  RKey* held;
+  int64_t turn_base[kMaxClasses];
+  int32_t held_base[kMaxClasses], held_n[kMaxClasses];
 };
 
 // Quotient and remainder of token and step counts: a 32-bit divide when both fit (a 64-bit one

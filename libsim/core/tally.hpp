@@ -44,6 +44,11 @@ struct ClassTally {
   double session_turns;
   double session_s;
   double session_turn_s;
+  // sessions from a trace (trace_sessions.hpp), by send time in the window: follow-up turns sent,
+  // those held past their trace time for the answer they follow, and that hold in seconds, summed
+  int64_t follow_ups;
+  int64_t turns_held;
+  double turn_hold_s;
   Histogram ttft;
   Histogram tpot;
   Histogram e2e;
@@ -112,6 +117,8 @@ FLEETSIM_HD inline void class_tally_clear(ClassTally& c) {
   c.good = 0;
   c.sessions = 0;
   c.session_turns = c.session_s = c.session_turn_s = 0.0;
+  c.follow_ups = c.turns_held = 0;
+  c.turn_hold_s = 0.0;
   c.prefix_tokens_reused = 0;
   c.prefix_tokens_loaded = 0;
   c.decode_busy_s = c.decode_input_busy_s = 0.0;
@@ -183,6 +190,9 @@ FLEETSIM_HD inline void class_tally_merge(ClassTally& into, const ClassTally& fr
   into.session_turns += from.session_turns;
   into.session_s += from.session_s;
   into.session_turn_s += from.session_turn_s;
+  into.follow_ups += from.follow_ups;
+  into.turns_held += from.turns_held;
+  into.turn_hold_s += from.turn_hold_s;
   hist_merge(into.ttft, from.ttft);
   hist_merge(into.tpot, from.tpot);
   hist_merge(into.e2e, from.e2e);

@@ -19,6 +19,8 @@ struct WorkspaceLayout {
   int64_t handoffs;           // entries of the handoff heap (request slots, where a pool hands off; else 0)
   uint64_t cache_key, cache_prev, cache_next, cache_ref, cache_tab, cpu_key, cpu_prev, cpu_next, cpu_tab;
   uint64_t rem_key, rem_prev, rem_next, rem_tab;
+  uint64_t turn_state, held;
+  int64_t turn_rows, held_slots;  // sessions from traces: rows of those traces; rows with a parent
   // bounded prefix caches: entries and table slots of all replicas' device and host tiers, and of
   // the pools' shared stores
   int64_t cache_entries, cache_slots, cpu_entries, cpu_slots, rem_entries, rem_slots;
@@ -76,6 +78,12 @@ FLEETSIM_HD inline WorkspaceLayout workspace_layout(const SimParams& p) {
     }
   // indexed as the client heap, so sized as it when any class runs sessions
   l.session_slots = sessions ? l.client_slots : 0;
+  l.turn_rows = l.held_slots = 0;
+  for (int32_t c = 0; c < p.n_classes; ++c)
+    if (p.classes[c].arrivals.trace_parent) {
+      l.turn_rows += p.classes[c].arrivals.trace_n;
+      l.held_slots += p.classes[c].arrivals.trace_follow_ups;  // each is held at most once
+    }
   uint64_t off = 0;
   l.pools = off;
   off = align_up(off + sizeof(PoolState) * uint64_t(p.n_pools));
@@ -153,6 +161,10 @@ FLEETSIM_HD inline WorkspaceLayout workspace_layout(const SimParams& p) {
   off = align_up(off + sizeof(int32_t) * uint64_t(l.rem_entries));
   l.rem_tab = off;
   off = align_up(off + sizeof(int32_t) * uint64_t(l.rem_slots));
+  l.turn_state = off;
+  off = align_up(off + sizeof(int32_t) * uint64_t(l.turn_rows));
+  l.held = off;
+  off = align_up(off + sizeof(RKey) * uint64_t(l.held_slots));
   l.total = off;
   return l;
 }
@@ -169,7 +181,7 @@ FLEETSIM_HD inline bool layout_fits(const SimParams& p, const WorkspaceLayout& l
   return l.n_replicas <= lim && l.nq <= lim && l.req_cap <= lim && l.client_slots <= lim && l.slots <= lim &&
          l.residues <= lim && l.qbuf_len + l.host_qlen <= lim && l.cores <= lim && l.cache_entries <= lim &&
          l.cache_slots <= lim && l.cpu_entries <= lim && l.cpu_slots <= lim && l.rem_entries <= lim &&
-         l.rem_slots <= lim && l.lo_nodes <= lim;
+         l.rem_slots <= lim && l.lo_nodes <= lim && l.held_slots <= lim;
 }
 
 // Point s at the workspace at `base` (its arrays only; nothing is reset). A copy of a workspace
@@ -214,6 +226,8 @@ FLEETSIM_HD inline void sim_point(Sim& s, const SimParams& p, uint8_t* base) {
   s.client_heap = reinterpret_cast<double*>(base + l.clients);
   s.client_user = reinterpret_cast<int32_t*>(base + l.client_user);
   s.session_user = reinterpret_cast<SessionUser*>(base + l.session_user);
+  s.turn_state = reinterpret_cast<int32_t*>(base + l.turn_state);
+  s.held = reinterpret_cast<RKey*>(base + l.held);
 }
 
 // Bind the workspace at `base` (workspace_layout(p).total bytes) and reset it.
@@ -439,6 +453,20 @@ FLEETSIM_HD inline Sim sim_bind(const SimParams& p, uint32_t replication, uint8_
       }
     }
     cb += a.clients;
+  }
+  // sessions from traces: no row has ended or is held
+  s.trace_session_classes = 0;
+  int64_t tb = 0;
+  int32_t hb = 0;
+  for (int32_t c = 0; c < kMaxClasses; ++c) {
+    s.turn_base[c] = tb;
+    s.held_base[c] = hb;
+    s.held_n[c] = 0;
+    if (c >= p.n_classes || !p.classes[c].arrivals.trace_parent) continue;
+    s.trace_session_classes |= 1 << c;
+    for (int64_t i = 0; i < p.classes[c].arrivals.trace_n; ++i) s.turn_state[tb + i] = 0;
+    tb += p.classes[c].arrivals.trace_n;
+    hb += int32_t(p.classes[c].arrivals.trace_follow_ups);
   }
   return s;
 }

@@ -197,6 +197,9 @@ struct RequestClassSpec {
   bool sessions = false;
   DistSpec turns;
   double mean_turns = 0;
+  // trace: replayed as sessions (workload.arrival.sessions): a follow-up waits for the answer it
+  // replies to (core/trace_sessions.hpp)
+  bool trace_sessions = false;
   // goodput bounds (infinity: none)
   double good_ttft_s = kInf, good_tpot_s = kInf, good_e2e_s = kInf;
   ClassParams params() const;  // pointers into this object

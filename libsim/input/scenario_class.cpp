@@ -18,7 +18,7 @@ RequestClassSpec build_class(const N& wl, const PoolSpec& pool, double duration_
   const N ar = wl.req("arrival");
   ar.allow_keys({"process", "rate_per_s", "cv", "peak_to_mean", "period_s", "peak_at_s", "path", "time_scale",
                  "start_s", "stop_s", "requests", "clients", "think_time_s", "retry_after_s", "ramp_s", "model",
-                 "block_tokens", "turns"});
+                 "block_tokens", "turns", "sessions"});
   C.start_s = ar.has("start_s") ? ar.at("start_s").num_in(0, duration_s, "start_s") : 0.0;
   C.stop_s = ar.has("stop_s") ? ar.at("stop_s").num_in(0, 1e12, "stop_s") : duration_s;
   if (C.stop_s < C.start_s) ar.at("stop_s").fail("stop_s must be >= start_s", ErrorKind::inconsistent);
@@ -34,7 +34,7 @@ RequestClassSpec build_class(const N& wl, const PoolSpec& pool, double duration_
     }
   };
   if (proc != "trace")
-    for (const char* k : {"model", "block_tokens"})
+    for (const char* k : {"model", "block_tokens", "sessions"})
       if (ar.has(k)) ar.at(k).fail(std::string("'") + k + "' applies to process: trace only", ErrorKind::inconsistent);
   if (proc == "poisson") {
     only({"rate_per_s"});
@@ -121,6 +121,17 @@ RequestClassSpec build_class(const N& wl, const PoolSpec& pool, double duration_
           .fail("block_tokens applies to traces with block hashes (Mooncake JSONL); " + C.trace_path + " is a " +
                     C.trace->layout + " trace",
                 ErrorKind::inconsistent);
+    // a follow-up turn waits for the answer it replies to; the links come from the block hashes
+    if (ar.has("sessions")) {
+      C.trace_sessions = ar.at("sessions").boolean();
+      if (C.trace_sessions && C.trace->parent.empty())
+        ar.at("sessions")
+            .fail(
+                "sessions are read from a trace's block hashes (Mooncake JSONL: a follow-up's blocks begin with "
+                "those of the request it replies to); " +
+                    C.trace_path + " is a " + C.trace->layout + " trace, with none",
+                ErrorKind::inconsistent);
+    }
     if (wl.has("prompt_tokens") || wl.has("output_tokens"))
       (wl.has("prompt_tokens") ? wl.at("prompt_tokens") : wl.at("output_tokens"))
           .fail("a trace supplies its own lengths; remove prompt_tokens/output_tokens", ErrorKind::inconsistent);

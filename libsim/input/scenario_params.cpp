@@ -299,6 +299,10 @@ ClassParams RequestClassSpec::params() const {
   c.arrivals.trace_block_off = blocks ? trace->block_off.data() : nullptr;
   c.arrivals.trace_block_tokens = blocks ? trace->block_tokens : 0;
   c.arrivals.trace_n = trace ? int64_t(trace->t_s.size()) : 0;
+  const bool linked = trace && trace_sessions;
+  c.arrivals.trace_parent = linked ? trace->parent.data() : nullptr;
+  c.arrivals.trace_child = linked ? trace->child.data() : nullptr;
+  c.arrivals.trace_follow_ups = linked ? trace->follow_ups : 0;
   c.prompt = dist(prompt);
   c.output = dist(output);
   c.pool = pool;

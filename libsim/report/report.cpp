@@ -185,6 +185,21 @@ Json sessions_json(int64_t sessions, double turns, double session_s, double turn
           {"mean_turn_s", ratio(turn_s, n)}};
 }
 
+// Sessions read from a trace (classes with `sessions: true`): the conversations whose last
+// answer ended in the window, as sessions_json, and the follow-up turns sent in it, how many of
+// them waited past their trace time for the answer they reply to, and how long.
+Json trace_sessions_json(const ClassTally& c) {
+  const double n = double(c.sessions);
+  return {{"completed", c.sessions},
+          {"turns_per_session", ratio(c.session_turns, n)},
+          {"mean_session_s", ratio(c.session_s, n)},
+          {"mean_turn_s", ratio(c.session_turn_s, n)},
+          {"follow_ups", c.follow_ups},
+          {"follow_ups_held", c.turns_held},
+          {"held_fraction", ratio(double(c.turns_held), double(c.follow_ups))},
+          {"mean_hold_s", ratio(c.turn_hold_s, double(c.turns_held))}};
+}
+
 Json closed_loop_json(const RequestClassSpec& C, const ClassTally& c, double window) {
   Json j;
   j["clients"] = C.clients;
@@ -430,6 +445,24 @@ Json run_report(const Scenario& s, const Tally& t) {
       r["closed_loop"]["sessions"] = sessions_json(sessions, turns, session_s, turn_s, configured / session_clients);
   }
 
+  // every class whose trace is replayed as sessions together
+  {
+    ClassTally all{};
+    bool any = false;
+    for (size_t c = 0; c < s.classes.size(); ++c)
+      if (s.classes[c].trace_sessions) {
+        any = true;
+        all.sessions += t.classes[c].sessions;
+        all.session_turns += t.classes[c].session_turns;
+        all.session_s += t.classes[c].session_s;
+        all.session_turn_s += t.classes[c].session_turn_s;
+        all.follow_ups += t.classes[c].follow_ups;
+        all.turns_held += t.classes[c].turns_held;
+        all.turn_hold_s += t.classes[c].turn_hold_s;
+      }
+    if (any) r["sessions"] = trace_sessions_json(all);
+  }
+
   if (s.multi) {
     Json classes = Json::object();
     std::map<std::string, double> team_usd;
@@ -455,6 +488,7 @@ Json run_report(const Scenario& s, const Tally& t) {
       cj["latency_s"] = latency_json(ct, s.pools[size_t(C.pool)].host.cores > 0);
       cj["throughput"] = throughput_json(ct, window);
       if (C.arrival == ArrivalKind::concurrency) cj["closed_loop"] = closed_loop_json(C, ct, window);
+      if (C.trace_sessions) cj["sessions"] = trace_sessions_json(ct);
       if (!goodput_bounds(C).empty()) cj["goodput"] = goodput_bounds(C);
       cj["cost"] = class_cost_json(ledger.classes[c]);
       classes[C.name] = cj;

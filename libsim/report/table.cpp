@@ -390,6 +390,13 @@ std::string run_table(const Json& r) {
                        num(se["mean_turn_s"], 2));
     }
   }
+  if (r.contains("sessions")) {  // a trace replayed as sessions
+    const Json& se = r["sessions"];
+    o += fmt::format("sessions    {} completed  {} turns each  {} s per session  {} s per turn\n", num(se["completed"]),
+                     num(se["turns_per_session"], 2), num(se["mean_session_s"], 2), num(se["mean_turn_s"], 2));
+    o += fmt::format("            {} follow-ups, {} of them held for the answer they reply to, {} s each\n",
+                     num(se["follow_ups"]), pct(se["held_fraction"]), num(se["mean_hold_s"], 2));
+  }
   const Json& ut = r["utilization"];
   o += fmt::format("device      busy {}  idle {}  compute {}  bandwidth {}  mean batch {}\n", pct(ut["busy_fraction"]),
                    pct(ut["idle_fraction"]), pct(ut["compute_fraction"]), pct(ut["bandwidth_fraction"]),
