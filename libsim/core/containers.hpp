@@ -197,53 +197,55 @@ FLEETSIM_HD FLEETSIM_FORCEINLINE const PoolParams& pool_of(const Sim& s, int32_t
 
 // Per-replica finish heap of decoding slots, ordered by (finish step, slot).
 FLEETSIM_HD FLEETSIM_FORCEINLINE Seq& slot(Sim& s, int32_t r, int32_t i) { return s.seq[s.rep[r].slot_base + i]; }
-FLEETSIM_HD FLEETSIM_FORCEINLINE int32_t* fheap_of(Sim& s, int32_t r) { return s.fheap + s.rep[r].slot_base; }
+FLEETSIM_HD FLEETSIM_FORCEINLINE FKey* fheap_of(Sim& s, int32_t r) { return s.fheap + s.rep[r].slot_base; }
 FLEETSIM_HD FLEETSIM_FORCEINLINE int32_t* rescnt_of(Sim& s, int32_t r) { return s.rescnt + s.rep[r].res_base; }
-FLEETSIM_HD FLEETSIM_FORCEINLINE bool fh_less(Sim& s, int32_t r, int32_t a, int32_t b) {
-  const int64_t fa = slot(s, r, a).finish, fb = slot(s, r, b).finish;
-  return fa < fb || (fa == fb && a < b);
+FLEETSIM_HD FLEETSIM_FORCEINLINE bool fh_less(const FKey& a, const FKey& b) {
+  return a.finish < b.finish || (a.finish == b.finish && a.slot < b.slot);
 }
-FLEETSIM_HD FLEETSIM_FORCEINLINE void fh_swap(Sim& s, int32_t r, int32_t* h, int32_t i, int32_t j) {
-  const int32_t a = h[i], b = h[j];
-  h[i] = b;
-  slot(s, r, b).heap_pos = i;
-  h[j] = a;
-  slot(s, r, a).heap_pos = j;
-}
+// Restore the heap order around position i (its key changed or arrived there), moving the key up
+// or down through a hole: the keys are distinct (ties by slot), so the layout is the one a swap
+// at each level would leave.
 FLEETSIM_HD inline void fh_fix(Sim& s, int32_t r, int32_t i) {
-  int32_t* h = fheap_of(s, r);
+  FKey* h = fheap_of(s, r);
+  int32_t* pos = s.fpos + s.rep[r].slot_base;
   const int32_t n = s.rep[r].heap_n;
-  while (i > 0 && fh_less(s, r, h[i], h[(i - 1) / 2])) {
-    fh_swap(s, r, h, i, (i - 1) / 2);
-    i = (i - 1) / 2;
+  const FKey k = h[i];
+  bool up = false;
+  while (i > 0) {
+    const int32_t parent = (i - 1) / 2;
+    if (!fh_less(k, h[parent])) break;
+    h[i] = h[parent];
+    pos[h[i].slot] = i;
+    i = parent;
+    up = true;
   }
-  for (;;) {
-    const int32_t l = 2 * i + 1, rr = l + 1;
-    int32_t m = i;
-    if (l < n && fh_less(s, r, h[l], h[m])) m = l;
-    if (rr < n && fh_less(s, r, h[rr], h[m])) m = rr;
-    if (m == i) break;
-    fh_swap(s, r, h, i, m);
-    i = m;
+  if (!up) {
+    for (;;) {
+      int32_t c = 2 * i + 1;
+      if (c >= n) break;
+      if (c + 1 < n && fh_less(h[c + 1], h[c])) ++c;
+      if (!fh_less(h[c], k)) break;
+      h[i] = h[c];
+      pos[h[i].slot] = i;
+      i = c;
+    }
   }
+  h[i] = k;
+  pos[k.slot] = i;
 }
 FLEETSIM_HD inline void fh_push(Sim& s, int32_t r, int32_t sl) {
-  int32_t* h = fheap_of(s, r);
   const int32_t i = s.rep[r].heap_n++;
-  h[i] = sl;
-  slot(s, r, sl).heap_pos = i;
+  fheap_of(s, r)[i] = FKey{slot(s, r, sl).finish, sl, 0};
   fh_fix(s, r, i);
 }
 FLEETSIM_HD inline void fh_remove(Sim& s, int32_t r, int32_t sl) {
-  int32_t* h = fheap_of(s, r);
-  const int32_t i = slot(s, r, sl).heap_pos;
+  FKey* h = fheap_of(s, r);
+  const int32_t i = s.fpos[s.rep[r].slot_base + sl];
   const int32_t last = --s.rep[r].heap_n;
   if (i != last) {
     h[i] = h[last];
-    slot(s, r, h[i]).heap_pos = i;
     fh_fix(s, r, i);
   }
-  slot(s, r, sl).heap_pos = kNone;
 }
 
 }  // namespace fleetsim

@@ -18,9 +18,9 @@ namespace fleetsim {
 
 FLEETSIM_HD inline void finish_decoding_at(Sim& s, int32_t r, int64_t last_step, double t) {
   Replica& R = s.rep[r];
-  int32_t* h = fheap_of(s, r);
-  while (R.heap_n > 0 && slot(s, r, h[0]).finish <= last_step) {
-    const int32_t sl = h[0];
+  const FKey* h = fheap_of(s, r);
+  while (R.heap_n > 0 && h[0].finish <= last_step) {
+    const int32_t sl = h[0].slot;
     Seq& x = slot(s, r, sl);
     R.free_blocks += ceil_div(x.L0 + (x.finish - x.s0) + 1, R.bs) + pool_of(s, r).window_blocks;
     const int32_t ri = x.req;
@@ -263,7 +263,6 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
     else
       R.pf_head = sl;
     R.pf_tail = sl;
-    x.heap_pos = kNone;
     x.decoding = 0;
     x.ctx_extra = shared + reused;
     if (shared > 0) R.prefix_users[q.cls]++;
@@ -327,7 +326,7 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
   } else {
     set_decode_run(P, R, n, T0);
     R.run_prefill = 0;
-    const int64_t k_fin = slot(s, r, fheap_of(s, r)[0]).finish - st + 1;
+    const int64_t k_fin = fheap_of(s, r)[0].finish - st + 1;
     const int64_t k_blk = 1 + steps_covered(s, r, st + 1, R.free_blocks, k_fin - 1);
     R.run_k = min_of(k_fin, k_blk);
     if (p.max_run_steps > 0 && R.run_k > p.max_run_steps) R.run_k = p.max_run_steps;

@@ -40,17 +40,16 @@ struct Seq {
   int32_t req;
   int32_t prev, next;        // admission order; `next` also links the free slots
   int32_t pf_prev, pf_next;  // sequences still in prefill, admission order
-  int32_t heap_pos;          // position in the finish heap while decoding
   int32_t decoding;
   int32_t residue;        // decode steps s with s % block == residue need a new KV block
   int32_t prefill_total;  // tokens this prefill computes (prompt, plus output so far after preemption)
   int32_t prefill_done;
   int32_t chunk;      // prefill tokens scheduled in the step in flight
   int32_t out_left;   // output tokens still to emit, counting the one the prefill emits
+  int32_t ctx_extra;  // cached prefix tokens (shared or from its trace) it attends to but does not hold
   int64_t blocks;     // KV blocks held while prefilling (the whole prefill)
   int64_t s0;         // first decode step
   int64_t L0;         // KV tokens of its own before step s0
-  int32_t ctx_extra;  // cached prefix tokens (shared or from its trace) it attends to but does not hold
   int64_t finish;     // last decode step
 };
 
@@ -99,12 +98,27 @@ struct Replica {
   int64_t slot_base;   // first slot in the seq and finish-heap arrays
   int64_t res_base;    // first counter in the residue array
   int64_t step;        // index of the next step to start
-  int32_t n_decode_class[kMaxClasses];
+  // then what a run's start and end read and write, together, so that an event touches few lines
+  int32_t run_cpu;  // the run in flight computes on the host CPU (the device idles)
+  int32_t run_hot;  // the run in flight is at the throttled clock
+  int32_t fb_slot;  // its slot falls back to the CPU after the image update (slowdown.hpp)
   int32_t run_head, run_tail, pf_head, pf_tail, free_head;
   int32_t heap_n;
   int64_t A;  // sum over decoding sequences of (L0 + ctx_extra - s0): context tokens at step s are A + n s
   int64_t free_blocks;
   int64_t pinned_blocks;  // held by cached shared prefixes
+  // run in flight (its start, steps and kind are above)
+  Line run_line;
+  double run_fa, run_fb, run_ba, run_bb;  // FLOPs and bytes of step j: a + b j
+  double run_in_share;                    // fraction of the run's time attributed to input tokens
+  double run_seqs;                        // sequences in each step of the run
+  double run_blocks0, run_blocks_rate;    // allocated KV blocks at j = 0, and growth per step
+  int32_t n_decode_class[kMaxClasses];
+  double run_class_share[kMaxClasses];     // share of the run's time spent on each class
+  double run_class_in_share[kMaxClasses];  // of which on its input tokens (prefill)
+  // the rest only where a pool has the mechanism
+  int32_t prefix_ready;               // bit c: class c's prefix is cached here
+  int32_t prefix_users[kMaxClasses];  // running sequences attending to class c's cached prefix
   // its bounded prefix cache (prefix_cache.hpp): entries and table slots from these in the
   // cache arrays, the eviction list (oldest first), the free entries, entries in use, KV blocks held
   int64_t cache_base, tab_base;
@@ -112,28 +126,15 @@ struct Replica {
   int64_t cache_blocks;
   int64_t cpu_base, cpu_tab_base;  // its host-memory tier, likewise
   int32_t cpu_head, cpu_tail, cpu_free, cpu_n;
-  int32_t prefix_ready;               // bit c: class c's prefix is cached here
-  int32_t prefix_users[kMaxClasses];  // running sequences attending to class c's cached prefix
-  // run in flight (its start, steps and kind are above)
-  Line run_line;
-  double run_fa, run_fb, run_ba, run_bb;  // FLOPs and bytes of step j: a + b j
-  double run_in_share;                    // fraction of the run's time attributed to input tokens
-  double run_seqs;                        // sequences in each step of the run
-  double run_blocks0, run_blocks_rate;    // allocated KV blocks at j = 0, and growth per step
   double mps_h, mps_g, mps_x,
-      mps_y;  // MPS: its step in flight alone: host and device time, compute and traffic (mps.hpp)
-  double run_class_share[kMaxClasses];     // share of the run's time spent on each class
-  double run_class_in_share[kMaxClasses];  // of which on its input tokens (prefill)
-  double batch_t_first;                    // static batching: when the batch's first request came
+      mps_y;             // MPS: its step in flight alone: host and device time, compute and traffic (mps.hpp)
+  double batch_t_first;  // static batching: when the batch's first request came
   // on a node's first slot, when nodes are tracked: < 0 the node is down; kInf it is up with a
   // replica or kept by a pinned pod; else the time the cluster removes it, empty
   double node_until;
-  // slowdowns (slowdown.hpp)
-  int32_t fb_slot;  // its slot falls back to the CPU after the image update
-  int32_t run_cpu;  // the run in flight computes on the host CPU (the device idles)
-  int32_t run_hot;  // the run in flight is at the throttled clock
-  double heat;      // temperature proxy: exponentially weighted device-busy fraction
-  double heat_t;    // ... as of this time
+  // thermal throttling (slowdown.hpp)
+  double heat;    // temperature proxy: exponentially weighted device-busy fraction
+  double heat_t;  // ... as of this time
   // host CPU stage (host.hpp): the jobs waiting for a core, the cores, the next core to finish
   Queue hq;
   int32_t host_busy;  // cores with a job
@@ -211,6 +212,13 @@ struct RKey {
   int32_t pad;
 };
 
+// An entry of a replica's finish heap, likewise: a decoding slot and its last decode step.
+struct FKey {
+  int64_t finish;  // = seq[slot].finish
+  int32_t slot;
+  int32_t pad;
+};
+
 struct Sim {
   const SimParams* p;
   Tally* tally;
@@ -225,7 +233,8 @@ struct Sim {
   int32_t nq;
   Replica* rep;
   Seq* seq;
-  int32_t* fheap;
+  FKey* fheap;    // per replica (from slot_base): its decoding slots by finish step
+  int32_t* fpos;  // per slot: its position in the finish heap while decoding
   int32_t* rescnt;
   RKey* rheap;  // replicas by (t_next, index), the keys beside the indices
   int32_t* rheap_pos;

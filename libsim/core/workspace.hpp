@@ -9,8 +9,8 @@ namespace fleetsim {
 // Counts are 64-bit so that no product overflows; the core indexes with int32, so the host checks
 // layout_fits() before a run (scenario validation refuses a fleet that does not).
 struct WorkspaceLayout {
-  uint64_t pools, req, req_free, qbuf, q, rep, seq, fheap, rescnt, rheap, rheap_pos, clients, client_user, session_user,
-      total;
+  uint64_t pools, req, req_free, qbuf, q, rep, seq, fheap, fpos, rescnt, rheap, rheap_pos, clients, client_user,
+      session_user, total;
   uint64_t cqheap, cqheap_pos, cq_pend;
   uint64_t core_free, core_start, core_job, hheap, hheap_pos;
   uint64_t xheap;
@@ -100,6 +100,8 @@ FLEETSIM_HD inline WorkspaceLayout workspace_layout(const SimParams& p) {
   l.seq = off;
   off = align_up(off + sizeof(Seq) * uint64_t(l.slots));
   l.fheap = off;
+  off = align_up(off + sizeof(FKey) * uint64_t(l.slots));
+  l.fpos = off;
   off = align_up(off + sizeof(int32_t) * uint64_t(l.slots));
   l.rescnt = off;
   off = align_up(off + sizeof(int32_t) * uint64_t(l.residues));
@@ -194,7 +196,8 @@ FLEETSIM_HD inline void sim_point(Sim& s, const SimParams& p, uint8_t* base) {
   s.q = reinterpret_cast<Queue*>(base + l.q);
   s.rep = reinterpret_cast<Replica*>(base + l.rep);
   s.seq = reinterpret_cast<Seq*>(base + l.seq);
-  s.fheap = reinterpret_cast<int32_t*>(base + l.fheap);
+  s.fheap = reinterpret_cast<FKey*>(base + l.fheap);
+  s.fpos = reinterpret_cast<int32_t*>(base + l.fpos);
   s.rescnt = reinterpret_cast<int32_t*>(base + l.rescnt);
   s.rheap = reinterpret_cast<RKey*>(base + l.rheap);
   s.rheap_pos = reinterpret_cast<int32_t*>(base + l.rheap_pos);
@@ -336,7 +339,6 @@ FLEETSIM_HD inline Sim sim_bind(const SimParams& p, uint32_t replication, uint8_
       for (int32_t i = 0; i < S; ++i) {
         Seq& x = s.seq[R.slot_base + i];
         x.next = i + 1 < S ? i + 1 : kNone;
-        x.heap_pos = kNone;
         x.decoding = 0;
         x.chunk = 0;
         x.ctx_extra = 0;
