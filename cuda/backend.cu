@@ -172,6 +172,8 @@ CompactTallies cuda_simulate_compact(const std::vector<SimJob>& jobs, CudaLaunch
   d.max_threads_per_sm = prop.maxThreadsPerMultiProcessor;
   d.block = 64;
   check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&d.blocks_per_sm, simulate_jobs, d.block, 0), "occupancy");
+  cudaFuncAttributes kernel;
+  check(cudaFuncGetAttributes(&kernel, simulate_jobs), "cudaFuncGetAttributes");
   size_t free_bytes = 0, total_bytes = 0;
   check(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
   d.memory_budget = uint64_t(double(free_bytes) * 0.6);
@@ -226,16 +228,17 @@ CompactTallies cuda_simulate_compact(const std::vector<SimJob>& jobs, CudaLaunch
   out.bytes.resize(size_t(n) * rstride);
   for (uint32_t k = 0; k < n; ++k)
     std::memcpy(out.bytes.data() + size_t(plan.order[k]) * rstride, host.data() + size_t(k) * rstride, rstride);
-  g_last =
-      CudaLaunchStats{n,
-                      launches,
-                      plan.grid,
-                      plan.block,
-                      plan.slots,
-                      plan.occupancy,
-                      plan.slot_stride,
-                      rstride,
-                      plan.device_bytes() + mirror.array_bytes + sizeof(SimParams) * params.size() + 8 * size_t(n)};
+  g_last = CudaLaunchStats{n,
+                           launches,
+                           plan.grid,
+                           plan.block,
+                           plan.slots,
+                           plan.occupancy,
+                           plan.slot_stride,
+                           rstride,
+                           plan.device_bytes() + mirror.array_bytes + sizeof(SimParams) * params.size() + 8 * size_t(n),
+                           uint32_t(kernel.numRegs),
+                           uint64_t(kernel.localSizeBytes)};
   if (stats) *stats = g_last;
   return out;
 }

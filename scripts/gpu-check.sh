@@ -52,6 +52,7 @@ same_on_both fleet tests/data/gpu-check-fleet.yaml "the two-pool fleet sweep"
 # bounded prefix caches with a host tier and a shared store, and prefix-aware routing
 same_on_both mech tests/data/gpu-check-2026.yaml "the sessions + P/D + speculative + prefix-cache sweep"
 # configurations per second on the GPU and on all CPU cores (a sample of the 10,000-configuration
-# Azure conversation sweep, projected to the whole), the launch's occupancy and memory per job
+# Azure conversation sweep, projected to the whole), the launch's occupancy and memory per job,
+# the kernel's registers and local memory per thread
 echo "== benchmark"
 build-gpu/tests/bench_sweep tests/bench/azure-conv-10k.yaml --sample "${GPU_CHECK_SAMPLE:-2000}"

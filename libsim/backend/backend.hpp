@@ -48,6 +48,10 @@ struct CudaLaunchStats {
   double occupancy = 0;                       // resident warps / the SM's maximum
   uint64_t slot_bytes = 0, result_bytes = 0;  // per simulation in flight; per job's result
   uint64_t device_bytes = 0;                  // all the launch's buffers
+  // the kernel as compiled: registers per thread, and local memory per thread (its stack and
+  // whatever did not fit the registers: spills, arrays indexed at run time)
+  uint32_t registers = 0;
+  uint64_t local_bytes = 0;
 };
 
 // Run every job on the GPU. Throws std::runtime_error on a CUDA failure. Device memory is bounded

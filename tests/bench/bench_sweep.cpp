@@ -148,6 +148,8 @@ int main(int argc, char** argv) {
       fmt::print("cuda memory: {:.2f} MiB per simulation in flight, {:.1f} KiB result per job, {:.2f} GiB in all\n",
                  double(g.launch.slot_bytes) / (1 << 20), double(g.launch.result_bytes) / 1024,
                  double(g.launch.device_bytes) / (1 << 30));
+      fmt::print("cuda kernel: {} registers per thread, {} bytes of local memory per thread (stack and spills)\n",
+                 g.launch.registers, g.launch.local_bytes);
     } else {
       fmt::print("cuda: not measured ({})\n", why);
     }
