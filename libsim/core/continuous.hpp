@@ -54,6 +54,7 @@ FLEETSIM_HD inline void cont_finish_run(Sim& s, int32_t r, double t) {
           // the first request with a shared prefix leaves it cached here (if the blocks are free)
           if (q.has_prefix && P.prefix_caching && !((R.prefix_ready >> q.cls) & 1)) {
             const int64_t pin = ceil_div(s.p->classes[q.cls].prefix_tokens, R.bs);
+            note_room(s.tally->limits[R.pool].kv_room_mark, R.free_blocks - P.kv_watermark_blocks - pin);
             if (R.free_blocks - P.kv_watermark_blocks >= pin) {
               R.free_blocks -= pin;
               R.pinned_blocks += pin;
@@ -107,6 +108,8 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
   // 1. a KV slot for every decoding sequence, preempting the newest while blocks are short
   const int32_t res_now = int32_t(mod_count(st, R.bs));
   int64_t need = R.n_decode > 0 ? rescnt_of(s, r)[res_now] : 0;
+  LimitUse& use = s.tally->limits[R.pool];
+  note_room(use.kv_room, R.free_blocks - need);
   int32_t changed = 0;  // queue head changed: preemptions pushed to it, or admissions took from it
   // time slicing and MPS: the device's memory is shared without isolation; time-sliced replicas
   // take its compute in turns (MPS clients share it at once: mps.hpp)
@@ -153,7 +156,9 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
   for (int32_t c = 0; c < kMaxClasses; ++c) pclass[c] = 0.0;
   for (int32_t sl = R.pf_head; sl != kNone; sl = slot(s, r, sl).pf_next) {
     Seq& x = slot(s, r, sl);
-    const int64_t c = min_of<int64_t>(budget, x.prefill_total - x.prefill_done);
+    const int64_t want = x.prefill_total - x.prefill_done;
+    const int64_t c = min_of<int64_t>(budget, want);
+    if (want > 0) note_room(use.budget_room, budget - want);
     x.chunk = int32_t(c);
     if (c <= 0) continue;
     budget -= c;
@@ -170,6 +175,7 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
   const bool gate = P.async_admit && R.n_running > 0;
   int32_t deferred = 0;
   while (admit && budget > 0 && R.n_running < R.S && Q.size > 0) {
+    note_room(use.budget_room, budget - 1);  // a smaller budget could have stopped admitting here
     const int32_t ri = q_at(s, Q, 0);
     Request& q = s.req[ri];
     if (gate && q.t_queued > R.last_start) {
@@ -214,6 +220,7 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
       replica_fail(s, r, t, false, ri);
       return;
     }
+    note_room(use.kv_room_mark, R.free_blocks - P.kv_watermark_blocks - blocks);
     if (blocks > R.free_blocks - P.kv_watermark_blocks && P.cache_entries > 0)
       cache_make_room(s, r, blocks + P.kv_watermark_blocks, t);
     if (blocks > R.free_blocks - P.kv_watermark_blocks) {
@@ -283,6 +290,7 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
     R.n_running++;
     lo_touch(s, R);
     const int64_t c = min_of<int64_t>(budget, total - loaded);
+    note_room(use.budget_room, budget - (total - loaded));
     x.chunk = int32_t(c);
     budget -= c;
     pseqs += 1.0;
@@ -292,6 +300,9 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
     ppairs += cd * c0 + cd * (cd + 1.0) * 0.5;
     pread += c0;
   }
+  // the budget, not the queue or the batch, ended admission: a larger one would have gone on
+  if (admit && budget <= 0 && R.n_running < R.S && Q.size > 0) note_room(use.budget_room, -1);
+  if (R.n_running > use.peak_running) use.peak_running = R.n_running;
 
   // With a shared queue, work this replica left behind (or sent back) is offered to the others;
   // work it could not take goes on to the next replica noted for an earlier offer.
@@ -328,6 +339,10 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
     R.run_prefill = 0;
     const int64_t k_fin = fheap_of(s, r)[0].finish - st + 1;
     const int64_t k_blk = 1 + steps_covered(s, r, st + 1, R.free_blocks, k_fin - 1);
+    // the run ends at the first finish unless the blocks run out first (then the KV decided); the
+    // room is bounded below by a block per sequence per bs steps begun, not counted residue by residue
+    note_room(use.kv_room,
+              k_blk < k_fin ? -1 : R.free_blocks - div_count(k_fin - 2 + R.bs, R.bs) * int64_t(R.n_decode));
     R.run_k = min_of(k_fin, k_blk);
     if (p.max_run_steps > 0 && R.run_k > p.max_run_steps) R.run_k = p.max_run_steps;
     if (shared > 1 || deferred)

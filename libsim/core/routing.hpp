@@ -142,12 +142,16 @@ FLEETSIM_HD inline void handle_arrival(Sim& s, int32_t cls, double t, int32_t us
     // pool holds the prompt, its decode pool all of it
     const int64_t kv_tokens =
         (P.generative && !P.disagg ? prompt + output - 1 : prompt) - (P.prefix_caching ? reused : 0);
-    auto over = [](const PoolParams& Q, int64_t tokens) {
-      return ceil_div(tokens, Q.kv_block_tokens) + Q.window_blocks > Q.kv_total_blocks - Q.kv_watermark_blocks;
+    auto over = [&](int32_t pool, int64_t tokens) {
+      const PoolParams& Q = s.p->pools[pool];
+      const int64_t room =
+          Q.kv_total_blocks - Q.kv_watermark_blocks - (ceil_div(tokens, Q.kv_block_tokens) + Q.window_blocks);
+      note_room(s.tally->limits[pool].kv_room_mark, room);
+      return room < 0;
     };
-    if (P.disagg && over(s.p->pools[P.decode_pool], prompt + output - 1)) return true;
+    if (P.disagg && over(P.decode_pool, prompt + output - 1)) return true;
     // a naive server has no such check: it takes the request and runs out of memory on it
-    return !P.crash_on_kv_exhausted && over(P, kv_tokens);
+    return !P.crash_on_kv_exhausted && over(C.pool, kv_tokens);
   };
   if (too_long_with(cached)) {
     if (in_window) T.rejected_too_long++;
