@@ -37,8 +37,10 @@ class Progress {
     const uint64_t reps_left = p.replications_total - p.replications_done;
     const std::string eta =
         reps_now > 0 && !finished ? fmt::format(", ~{:.0f} s left", el * double(reps_left) / double(reps_now)) : "";
-    const std::string counts = fmt::format("{}/{} configurations, {}/{} replications", p.configurations_done,
-                                           p.configurations_total, p.replications_done, p.replications_total);
+    std::string counts = fmt::format("{}/{} configurations, {}/{} replications", p.configurations_done,
+                                     p.configurations_total, p.replications_done, p.replications_total);
+    if (p.replications_shared > 0)
+      counts += fmt::format(" ({} served by a run of other engine limits)", p.replications_shared);
     if (tty_) {
       const int width = 30;
       const int fill = p.configurations_total

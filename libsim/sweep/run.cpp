@@ -1,4 +1,4 @@
-// Sweeps: running (a shard of) a sweep on CPU threads or the GPU; each row's statistics; the document and summary.
+// Sweeps: running (a shard of) a sweep on CPU threads or the GPU; the document and summary.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -6,208 +6,29 @@
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
+#include <cstddef>
+#include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <set>
 #include <thread>
 #include <utility>
 
+#include "backend/backend_launch.hpp"
 #include "backend/runner.hpp"
 #include "sweep/internal.hpp"
 #include "sweep/order.hpp"
+#include "sweep/share.hpp"
 #include "sweep/streams.hpp"
 
 namespace fleetsim {
 
-namespace sweep_detail {
-
-void numeric_leaves(const Json& j, const std::string& prefix, std::vector<std::pair<std::string, const Json*>>& out) {
-  if (j.is_object()) {
-    for (auto it = j.begin(); it != j.end(); ++it)
-      numeric_leaves(it.value(), prefix.empty() ? it.key() : prefix + "." + it.key(), out);
-  } else if (j.is_number() || j.is_null()) {
-    out.emplace_back(prefix, &j);
-  }
-}
-
-const Json* at_path(const Json& j, const std::string& path) {
-  const Json* cur = &j;
-  size_t start = 0;
-  while (start <= path.size()) {
-    const size_t dot = path.find('.', start);
-    const std::string key = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
-    if (!cur->is_object() || !cur->contains(key)) return nullptr;
-    cur = &(*cur)[key];
-    if (dot == std::string::npos) break;
-    start = dot + 1;
-  }
-  return cur;
-}
-
-}  // namespace sweep_detail
-
-using sweep_detail::at_path;
-using sweep_detail::kHeadline;
-using sweep_detail::kMetricSections;
-using sweep_detail::num_or_nan;
-using sweep_detail::numeric_leaves;
 using sweep_detail::RowOrder;
 using sweep_detail::SummaryAccumulator;
 using sweep_detail::sweep_header;
 
-namespace {
-
-void set_path(Json& j, const std::string& path, Json v) {
-  Json* cur = &j;
-  size_t start = 0;
-  for (;;) {
-    const size_t dot = path.find('.', start);
-    if (dot == std::string::npos) {
-      (*cur)[path.substr(start)] = std::move(v);
-      return;
-    }
-    cur = &(*cur)[path.substr(start, dot - start)];
-    start = dot + 1;
-  }
-}
-
-}  // namespace
-
-double t_critical_95(uint32_t dof) {
-  static const double t[] = {0,     12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
-                             2.201, 2.179,  2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080,
-                             2.074, 2.069,  2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042};
-  if (dof == 0) return 0;
-  if (dof <= 30) return t[dof];
-  return 1.95996 + 2.4 / double(dof);  // within 0.2% of the t quantile beyond 30
-}
-
-MeanCI mean_ci(const std::vector<double>& xs) {
-  MeanCI r;
-  r.n = uint32_t(xs.size());
-  if (xs.empty()) return r;
-  double s = 0;
-  for (double x : xs) s += x;
-  r.mean = s / double(xs.size());
-  if (xs.size() < 2) return r;
-  double ss = 0;
-  for (double x : xs) ss += (x - r.mean) * (x - r.mean);
-  const double sd = std::sqrt(ss / double(xs.size() - 1));
-  r.half_width = t_critical_95(uint32_t(xs.size() - 1)) * sd / std::sqrt(double(xs.size()));
-  return r;
-}
-
-namespace {
-
-// An SLO term's value in every replication's report, into xs; false if one lacks it.
-bool term_values(const std::vector<Json>& reports, const std::string& metric, std::vector<double>& xs) {
-  for (const auto& rep : reports) {
-    const Json* v = at_path(rep, metric);
-    if (!v || !v->is_number()) return false;
-    xs.push_back(v->get<double>());
-  }
-  return !xs.empty();
-}
-
-}  // namespace
-
-Json sweep_row(const SweepSpec& spec, uint64_t config, const Scenario* s, const std::vector<const Tally*>& reps,
-               const std::string& infeasible_reason, std::vector<Json>* given) {
-  Json row;
-  row["index"] = config;
-  row["parameters"] = spec.parameters_json(config);
-  if (!infeasible_reason.empty() || !s) {
-    row["feasible"] = false;
-    row["reason"] = infeasible_reason;
-    row["violations"] = Json::array();
-    row["metrics"] = nullptr;
-    row["ci95"] = nullptr;
-    row["replications"] = reps.size();
-    return row;
-  }
-  // per-replication reports -> means over replications (nulls skipped)
-  std::vector<Json> own;
-  std::vector<Json>& reports = given ? *given : own;
-  for (size_t i = reports.size(); i < reps.size(); ++i) reports.push_back(run_report(*s, *reps[i]));
-  reports.resize(reps.size());
-  std::vector<std::pair<std::string, const Json*>> leaves;
-  for (const char* sec : kMetricSections)
-    if (reports[0].contains(sec)) numeric_leaves(reports[0][sec], sec, leaves);
-  Json metrics = Json::object();
-  for (const auto& [path, _] : leaves) {
-    std::vector<double> xs;
-    for (const auto& rep : reports) {
-      const Json* v = at_path(rep, path);
-      if (v && v->is_number()) xs.push_back(v->get<double>());
-    }
-    set_path(metrics, path, xs.empty() ? Json(nullptr) : Json(mean_ci(xs).mean));
-  }
-  Json ci = Json::object();
-  for (const char* h : kHeadline) {
-    std::vector<double> xs;
-    for (const auto& rep : reports) {
-      const Json* v = at_path(rep, h);
-      if (v && v->is_number()) xs.push_back(v->get<double>());
-    }
-    ci[h] = xs.size() >= 2 && xs.size() == reports.size() ? Json(mean_ci(xs).half_width) : Json(nullptr);
-  }
-  // each SLO term judged on its 95% confidence bound over the replications (the side of the
-  // interval towards the limit), as `fleetsim check` judges a budget; or on the mean alone
-  Json violations = Json::array();
-  for (const auto& t : spec.slo) {
-    std::vector<double> xs;
-    if (!term_values(reports, t.metric, xs)) {
-      violations.push_back(fmt::format("{} has no value", t.metric));
-      continue;
-    }
-    const MeanCI m = mean_ci(xs);
-    const double hw = spec.feasible_on_bound ? m.half_width : 0.0;
-    const double x = t.is_max ? m.mean + hw : m.mean - hw;
-    if (t.is_max ? !(x <= t.limit) : !(x >= t.limit)) {
-      if (hw > 0)
-        violations.push_back(fmt::format("{} 95% bound {:.6g} {} {:.6g} (mean {:.6g} ± {:.3g})", t.metric, x,
-                                         t.is_max ? ">" : "<", t.limit, m.mean, hw));
-      else
-        violations.push_back(fmt::format("{} = {:.6g} {} {:.6g}", t.metric, x, t.is_max ? ">" : "<", t.limit));
-    }
-  }
-  row["feasible"] = violations.empty();
-  row["reason"] = violations.empty() ? Json(nullptr) : Json("misses the SLO");
-  row["violations"] = violations;
-  row["metrics"] = metrics;
-  row["ci95"] = ci;
-  row["replications"] = reps.size();
-  return row;
-}
-
-bool settled_after(const SweepSpec& spec, const Scenario& s, const std::vector<const Tally*>& reps,
-                   std::vector<Json>& reports) {
-  if (!spec.sequential || spec.slo.empty() || reps.size() >= spec.replications) return false;
-  for (const Tally* t : reps)
-    if (t->status != 0 || t->unfinished != 0) return true;  // the row is "did not finish" whatever follows
-  if (reps.size() < kSequentialMin) return false;
-  for (size_t i = reports.size(); i < reps.size(); ++i) reports.push_back(run_report(s, *reps[i]));
-  bool all_met = true;
-  for (const auto& t : spec.slo) {
-    std::vector<double> xs;
-    if (!term_values(reports, t.metric, xs)) return true;  // "has no value" whatever follows
-    const MeanCI m = mean_ci(xs);
-    const double lo = m.mean - m.half_width, hi = m.mean + m.half_width;
-    const bool met = t.is_max ? hi <= t.limit : lo >= t.limit;
-    const bool missed = t.is_max ? lo > t.limit : hi < t.limit;
-    if (missed) return true;
-    if (!met) all_met = false;
-  }
-  return all_met;
-}
-
 namespace sweep_detail {
-
-double num_or_nan(const Json& row, const std::string& path) {
-  if (!row["metrics"].is_object()) return std::nan("");
-  const Json* v = at_path(row["metrics"], path);
-  return v && v->is_number() ? v->get<double>() : std::nan("");
-}
 
 Json sweep_header(const ScenarioSource& src, const SweepSpec& spec, const Scenario& base, uint32_t shard_index,
                   uint32_t shard_count) {
@@ -302,9 +123,33 @@ Json run_sweep(const ScenarioSource& src, const SweepSpec& spec, const SweepOpti
   const Backend backend = resolve_backend(opt.backend, nullptr, sweep_simulations(spec, opt), opt.threads);
   const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
   const unsigned threads = opt.threads > 0 ? unsigned(opt.threads) : hw;
-  std::atomic<uint64_t> next{0}, done{0}, reps_done{0};
+  std::atomic<uint64_t> next{0}, done{0}, reps_done{0}, reps_shared{0};
   const uint64_t total = configs.size() + finished.size();
   auto stopping = [&] { return opt.stop && opt.stop->load(std::memory_order_relaxed); };
+
+  // On the CPU, stretches of configurations that differ only in engine limits go to one thread
+  // each, most generous limits first, so that a run can serve the rest (sweep/share.hpp).
+  std::vector<size_t> limit_params;
+  for (size_t i = 0; i < spec.params.size(); ++i)
+    if (is_limit_path(spec.params[i].path)) limit_params.push_back(i);
+  const bool sharing = backend == Backend::cpu && opt.share_runs && !limit_params.empty();
+  std::vector<std::pair<size_t, size_t>> stretches;
+  if (sharing) {
+    stretches = limit_stretches(
+        configs.size(),
+        [&](size_t pos) {
+          std::string key;
+          const auto ov = spec.overrides(configs[pos]);
+          for (size_t i = 0; i < ov.size(); ++i)
+            if (!is_limit_path(ov[i].path)) key += ov[i].label + '\n';
+          return key;
+        },
+        kMaxLimitStretch);
+  } else {
+    for (size_t pos = 0; pos < configs.size(); ++pos) stretches.emplace_back(pos, pos + 1);
+  }
+  size_t longest = 1;
+  for (const auto& st : stretches) longest = std::max(longest, st.second - st.first);
 
   // Rows leave in index order: run rows through the reorder buffer, journal rows merged in their
   // place; the summary is accumulated as they pass, and the rows are kept only without a streaming sink.
@@ -327,7 +172,7 @@ Json run_sweep(const ScenarioSource& src, const SweepSpec& spec, const SweepOpti
       if (!opt.ordered_row) rows.push_back(*resumed[resumed_out]);
     }
   };
-  RowOrder order(4 * size_t(threads) + 4, [&](Json&& row) {
+  RowOrder order(4 * size_t(threads) + 4 + size_t(threads) * longest, [&](Json&& row) {
     flush_resumed(row["index"].get<uint64_t>());
     pass(row);
     if (!opt.ordered_row) rows.push_back(std::move(row));
@@ -367,6 +212,7 @@ Json run_sweep(const ScenarioSource& src, const SweepSpec& spec, const SweepOpti
     p.configurations_done = finished.size() + done.load();
     p.replications_total = total * spec.replications;
     p.replications_done = (finished.size() * spec.replications) + reps_done.load();
+    p.replications_shared = reps_shared.load();
     return p;
   };
   std::mutex stop_mutex;
@@ -399,38 +245,101 @@ Json run_sweep(const ScenarioSource& src, const SweepSpec& spec, const SweepOpti
 
   if (backend == Backend::cpu) {
     RequestStreams streams;
+    // a configuration's value of each limit parameter, as a number where it is one
+    auto limit_values = [&](size_t pos) {
+      std::vector<double> v;
+      const auto ov = spec.overrides(configs[pos]);
+      for (size_t i : limit_params) {
+        char* end = nullptr;
+        const double x = i < ov.size() ? std::strtod(ov[i].value.c_str(), &end) : 0.0;
+        v.push_back(end && *end == '\0' ? x : 0.0);
+      }
+      return v;
+    };
+    // A simulated replication kept for the rest of its stretch: the configuration's parameters
+    // and its tally, compact (backend_launch.hpp).
+    struct Ran {
+      SimParams p;
+      std::unique_ptr<SimParams> bare;            // without_limits(p)
+      std::vector<std::vector<uint8_t>> tallies;  // by replication; empty where it was shared
+    };
     auto worker = [&]() {
       guarded([&] {
         HostWorkspace ws;
         std::vector<std::unique_ptr<Tally>> tallies(spec.replications);
         for (;;) {
           if (stopping()) return;
-          const uint64_t pos = next.fetch_add(1);
-          if (pos >= configs.size() || !order.admit(pos, [&] { return stopping() || failed.load(); })) return;
-          std::string reason;
-          auto s = prepare(pos, reason);
-          std::vector<const Tally*> reps;
-          std::vector<Json> reports;
-          if (s) {
-            const SimParams p = s->params();
-            for (uint32_t r = 0; r < spec.replications; ++r) {
-              if (stopping()) return;  // this configuration is dropped; a resumed sweep runs it again
-              if (!tallies[r]) tallies[r] = std::make_unique<Tally>();
-              if (opt.common_streams) {
-                const SimParams pr = streams.with_streams(p, r);
-                simulate(pr, r, ws.for_params(pr), *tallies[r]);
-              } else {
-                simulate(p, r, ws.for_params(p), *tallies[r]);
-              }
-              reps.push_back(tallies[r].get());
-              reps_done.fetch_add(1);
-              if (settled_after(spec, *s, reps, reports)) {
-                reps_done.fetch_add(spec.replications - reps.size());  // not needed: counted as done
-                break;
-              }
-            }
+          const uint64_t u = next.fetch_add(1);
+          if (u >= stretches.size()) return;
+          const size_t b = stretches[u].first, e = stretches[u].second;
+          if (!order.admit(e - 1, [&] { return stopping() || failed.load(); })) return;
+          std::vector<size_t> todo;
+          for (size_t pos = b; pos < e; ++pos) todo.push_back(pos);
+          if (e - b > 1) {
+            std::vector<std::vector<double>> lv(e - b);
+            for (size_t pos = b; pos < e; ++pos) lv[pos - b] = limit_values(pos);
+            std::stable_sort(todo.begin(), todo.end(), [&](size_t x, size_t y) { return lv[x - b] > lv[y - b]; });
           }
-          finish(pos, s.get(), reps, reason, &reports);
+          std::vector<std::unique_ptr<Ran>> ran;
+          for (const size_t pos : todo) {
+            std::string reason;
+            auto s = prepare(pos, reason);
+            std::vector<const Tally*> reps;
+            std::vector<Json> reports;
+            if (s) {
+              const SimParams p = s->params();
+              const auto bare = sharing && e - b > 1 ? without_limits(p) : nullptr;
+              std::unique_ptr<Ran> mine;
+              for (uint32_t r = 0; r < spec.replications; ++r) {
+                if (stopping()) return;  // this configuration is dropped; a resumed sweep runs it again
+                if (!tallies[r]) tallies[r] = std::make_unique<Tally>();
+                const Ran* from = nullptr;
+                for (const auto& d : ran) {
+                  if (d->tallies.size() <= r || d->tallies[r].empty()) continue;
+                  LimitUse use[kMaxPools];
+                  std::memcpy(use, d->tallies[r].data() + offsetof(Tally, limits), sizeof(use));
+                  if (std::memcmp(d->bare.get(), bare.get(), sizeof(SimParams)) == 0 && limits_serve(d->p, use, p)) {
+                    from = d.get();
+                    break;
+                  }
+                }
+                if (from) {
+                  std::memset(static_cast<void*>(tallies[r].get()), 0, sizeof(Tally));
+                  compact_expand(from->tallies[r].data(), *tallies[r]);
+                  reps_shared.fetch_add(1);
+                } else {
+                  if (opt.common_streams) {
+                    const SimParams pr = streams.with_streams(p, r);
+                    simulate(pr, r, ws.for_params(pr), *tallies[r]);
+                  } else {
+                    simulate(p, r, ws.for_params(p), *tallies[r]);
+                  }
+                  if (sharing && e - b > 1) {
+                    if (!mine) {
+                      mine = std::make_unique<Ran>();
+                      mine->p = p;
+                      mine->bare = without_limits(p);
+                    }
+                    const CompactLayout lay{tallies[r]->n_pools, tallies[r]->n_classes};
+                    mine->tallies.resize(r + 1);
+                    mine->tallies[r].resize(lay.bytes());
+                    compact_store(*tallies[r], mine->tallies[r].data());
+                    // the row reads the tally as the shared one would be read: expanded from its compact form
+                    std::memset(static_cast<void*>(tallies[r].get()), 0, sizeof(Tally));
+                    compact_expand(mine->tallies[r].data(), *tallies[r]);
+                  }
+                }
+                reps.push_back(tallies[r].get());
+                reps_done.fetch_add(1);
+                if (settled_after(spec, *s, reps, reports)) {
+                  reps_done.fetch_add(spec.replications - reps.size());  // not needed: counted as done
+                  break;
+                }
+              }
+              if (mine) ran.push_back(std::move(mine));
+            }
+            finish(pos, s.get(), reps, reason, &reports);
+          }
         }
       });
     };

@@ -82,6 +82,8 @@ struct SweepProgress {
   uint64_t configurations_done = 0, configurations_total = 0;
   uint64_t replications_done = 0, replications_total = 0;
   uint64_t resumed = 0;  // configurations taken from a journal, not run now
+  // of replications_done, those a run of other engine limits served (sweep/share.hpp)
+  uint64_t replications_shared = 0;
 };
 
 // The most shards a sweep splits into: one configuration each, at the most configurations a sweep may have.
@@ -109,6 +111,10 @@ struct SweepOptions {
   // CPU backend: draw each workload's requests once per replication and share them between the
   // configurations (sweep/streams.hpp); the rows are the same either way.
   bool common_streams = true;
+  // CPU backend: a run whose engine limits never decided anything serves the configurations that
+  // differ from it only in limits that would not have either (sweep/share.hpp); the rows are the
+  // same either way.
+  bool share_runs = true;
 };
 
 // run_sweep stopped by SweepOptions::stop before every configuration had finished.

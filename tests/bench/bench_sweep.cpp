@@ -31,7 +31,8 @@ struct Measure {
   std::string name;
   double wall = 0, cpu = 0;
   uint64_t configs = 0;
-  std::string text;  // the rows, as streamed
+  uint64_t shared = 0;  // replications a run of other engine limits served (sweep/share.hpp)
+  std::string text;     // the rows, as streamed
   CudaLaunchStats launch;
 };
 
@@ -45,6 +46,7 @@ Measure measure(const std::string& name, const ScenarioSource& src, const SweepS
     m.text += r.dump() + "\n";
     ++m.configs;
   };
+  o.progress = [&m](const SweepProgress& p) { m.shared = p.replications_shared; };
   const double c0 = cpu_seconds();
   const auto t0 = std::chrono::steady_clock::now();
   m.text += run_sweep(src, spec, o)["summary"].dump();
@@ -113,8 +115,15 @@ int main(int argc, char** argv) {
     const ScenarioSource src = ScenarioSource::from_file(path).with_overrides(parse_sets(with_sample));
     const SweepSpec spec = parse_sweep(src);
     const int all = int(std::max(1u, std::thread::hardware_concurrency()));
-    fmt::print("sweep {}: {} of its {} configurations (a uniform sample) x {} replications, {}\n", path, spec.count(),
-               full, spec.replications, spec.sequential ? "sequential stopping on" : "every replication run");
+    fmt::print("sweep {}: {} of its {} configurations{} x {} replications, {}\n", path, spec.count(), full,
+               spec.count() < full ? " (a uniform sample)" : "", spec.replications,
+               spec.sequential ? "sequential stopping on" : "every replication run");
+    if (spec.count() < full)
+      fmt::print(
+          "  a sample splits the stretches of configurations that differ only in engine limits, so it shows\n"
+          "  little of the runs they share (docs/model.md, \"Sweeps, replications and backends\"): --sample {} runs "
+          "the whole sweep\n",
+          full);
     fmt::print("load average before: {} ({} cores)\n\n", load_average(), std::thread::hardware_concurrency());
     std::vector<Measure> ms;
     measure("warm-up", src, spec, Backend::cpu, all);  // caches, page faults, CPU clocks
@@ -138,6 +147,8 @@ int main(int argc, char** argv) {
           "  this process got {:.2f} of {} cores: the others are busy, so threads cannot shorten the wall time\n",
           ms[1].cpu / ms[1].wall, all);
     fmt::print("results identical across thread counts: {}\n", ms[0].text == ms[1].text ? "yes" : "NO");
+    fmt::print("replications served by a run of other engine limits: {} (1 thread), {} ({} threads)\n", ms[0].shared,
+               ms[1].shared, all);
     if (cuda) {
       const Measure& g = ms[2];
       fmt::print("cuda / cpu ({} threads): {:.2f}x configurations per second\n", all, ms[1].wall / g.wall);

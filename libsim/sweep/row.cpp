@@ -1,0 +1,198 @@
+// Sweeps: one configuration's row from its replications' tallies (means, 95% intervals, the SLO
+// verdict), and sequential stopping's rule.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "sweep/internal.hpp"
+
+namespace fleetsim {
+
+namespace sweep_detail {
+
+void numeric_leaves(const Json& j, const std::string& prefix, std::vector<std::pair<std::string, const Json*>>& out) {
+  if (j.is_object()) {
+    for (auto it = j.begin(); it != j.end(); ++it)
+      numeric_leaves(it.value(), prefix.empty() ? it.key() : prefix + "." + it.key(), out);
+  } else if (j.is_number() || j.is_null()) {
+    out.emplace_back(prefix, &j);
+  }
+}
+
+const Json* at_path(const Json& j, const std::string& path) {
+  const Json* cur = &j;
+  size_t start = 0;
+  while (start <= path.size()) {
+    const size_t dot = path.find('.', start);
+    const std::string key = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    if (!cur->is_object() || !cur->contains(key)) return nullptr;
+    cur = &(*cur)[key];
+    if (dot == std::string::npos) break;
+    start = dot + 1;
+  }
+  return cur;
+}
+
+double num_or_nan(const Json& row, const std::string& path) {
+  if (!row["metrics"].is_object()) return std::nan("");
+  const Json* v = at_path(row["metrics"], path);
+  return v && v->is_number() ? v->get<double>() : std::nan("");
+}
+
+}  // namespace sweep_detail
+
+using sweep_detail::at_path;
+using sweep_detail::kHeadline;
+using sweep_detail::kMetricSections;
+using sweep_detail::numeric_leaves;
+
+namespace {
+
+void set_path(Json& j, const std::string& path, Json v) {
+  Json* cur = &j;
+  size_t start = 0;
+  for (;;) {
+    const size_t dot = path.find('.', start);
+    if (dot == std::string::npos) {
+      (*cur)[path.substr(start)] = std::move(v);
+      return;
+    }
+    cur = &(*cur)[path.substr(start, dot - start)];
+    start = dot + 1;
+  }
+}
+
+}  // namespace
+
+double t_critical_95(uint32_t dof) {
+  static const double t[] = {0,     12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+                             2.201, 2.179,  2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080,
+                             2.074, 2.069,  2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042};
+  if (dof == 0) return 0;
+  if (dof <= 30) return t[dof];
+  return 1.95996 + 2.4 / double(dof);  // within 0.2% of the t quantile beyond 30
+}
+
+MeanCI mean_ci(const std::vector<double>& xs) {
+  MeanCI r;
+  r.n = uint32_t(xs.size());
+  if (xs.empty()) return r;
+  double s = 0;
+  for (double x : xs) s += x;
+  r.mean = s / double(xs.size());
+  if (xs.size() < 2) return r;
+  double ss = 0;
+  for (double x : xs) ss += (x - r.mean) * (x - r.mean);
+  const double sd = std::sqrt(ss / double(xs.size() - 1));
+  r.half_width = t_critical_95(uint32_t(xs.size() - 1)) * sd / std::sqrt(double(xs.size()));
+  return r;
+}
+
+namespace {
+
+// An SLO term's value in every replication's report, into xs; false if one lacks it.
+bool term_values(const std::vector<Json>& reports, const std::string& metric, std::vector<double>& xs) {
+  for (const auto& rep : reports) {
+    const Json* v = at_path(rep, metric);
+    if (!v || !v->is_number()) return false;
+    xs.push_back(v->get<double>());
+  }
+  return !xs.empty();
+}
+
+}  // namespace
+
+Json sweep_row(const SweepSpec& spec, uint64_t config, const Scenario* s, const std::vector<const Tally*>& reps,
+               const std::string& infeasible_reason, std::vector<Json>* given) {
+  Json row;
+  row["index"] = config;
+  row["parameters"] = spec.parameters_json(config);
+  if (!infeasible_reason.empty() || !s) {
+    row["feasible"] = false;
+    row["reason"] = infeasible_reason;
+    row["violations"] = Json::array();
+    row["metrics"] = nullptr;
+    row["ci95"] = nullptr;
+    row["replications"] = reps.size();
+    return row;
+  }
+  // per-replication reports -> means over replications (nulls skipped)
+  std::vector<Json> own;
+  std::vector<Json>& reports = given ? *given : own;
+  for (size_t i = reports.size(); i < reps.size(); ++i) reports.push_back(run_report(*s, *reps[i]));
+  reports.resize(reps.size());
+  std::vector<std::pair<std::string, const Json*>> leaves;
+  for (const char* sec : kMetricSections)
+    if (reports[0].contains(sec)) numeric_leaves(reports[0][sec], sec, leaves);
+  Json metrics = Json::object();
+  for (const auto& [path, _] : leaves) {
+    std::vector<double> xs;
+    for (const auto& rep : reports) {
+      const Json* v = at_path(rep, path);
+      if (v && v->is_number()) xs.push_back(v->get<double>());
+    }
+    set_path(metrics, path, xs.empty() ? Json(nullptr) : Json(mean_ci(xs).mean));
+  }
+  Json ci = Json::object();
+  for (const char* h : kHeadline) {
+    std::vector<double> xs;
+    for (const auto& rep : reports) {
+      const Json* v = at_path(rep, h);
+      if (v && v->is_number()) xs.push_back(v->get<double>());
+    }
+    ci[h] = xs.size() >= 2 && xs.size() == reports.size() ? Json(mean_ci(xs).half_width) : Json(nullptr);
+  }
+  // each SLO term judged on its 95% confidence bound over the replications (the side of the
+  // interval towards the limit), as `fleetsim check` judges a budget; or on the mean alone
+  Json violations = Json::array();
+  for (const auto& t : spec.slo) {
+    std::vector<double> xs;
+    if (!term_values(reports, t.metric, xs)) {
+      violations.push_back(fmt::format("{} has no value", t.metric));
+      continue;
+    }
+    const MeanCI m = mean_ci(xs);
+    const double hw = spec.feasible_on_bound ? m.half_width : 0.0;
+    const double x = t.is_max ? m.mean + hw : m.mean - hw;
+    if (t.is_max ? !(x <= t.limit) : !(x >= t.limit)) {
+      if (hw > 0)
+        violations.push_back(fmt::format("{} 95% bound {:.6g} {} {:.6g} (mean {:.6g} ± {:.3g})", t.metric, x,
+                                         t.is_max ? ">" : "<", t.limit, m.mean, hw));
+      else
+        violations.push_back(fmt::format("{} = {:.6g} {} {:.6g}", t.metric, x, t.is_max ? ">" : "<", t.limit));
+    }
+  }
+  row["feasible"] = violations.empty();
+  row["reason"] = violations.empty() ? Json(nullptr) : Json("misses the SLO");
+  row["violations"] = violations;
+  row["metrics"] = metrics;
+  row["ci95"] = ci;
+  row["replications"] = reps.size();
+  return row;
+}
+
+bool settled_after(const SweepSpec& spec, const Scenario& s, const std::vector<const Tally*>& reps,
+                   std::vector<Json>& reports) {
+  if (!spec.sequential || spec.slo.empty() || reps.size() >= spec.replications) return false;
+  for (const Tally* t : reps)
+    if (t->status != 0 || t->unfinished != 0) return true;  // the row is "did not finish" whatever follows
+  if (reps.size() < kSequentialMin) return false;
+  for (size_t i = reports.size(); i < reps.size(); ++i) reports.push_back(run_report(s, *reps[i]));
+  bool all_met = true;
+  for (const auto& t : spec.slo) {
+    std::vector<double> xs;
+    if (!term_values(reports, t.metric, xs)) return true;  // "has no value" whatever follows
+    const MeanCI m = mean_ci(xs);
+    const double lo = m.mean - m.half_width, hi = m.mean + m.half_width;
+    const bool met = t.is_max ? hi <= t.limit : lo >= t.limit;
+    const bool missed = t.is_max ? lo > t.limit : hi < t.limit;
+    if (missed) return true;
+    if (!met) all_met = false;
+  }
+  return all_met;
+}
+
+}  // namespace fleetsim
