@@ -79,6 +79,16 @@ TEST_CASE("a single request's record of limits, by hand") {
   q.pools[0].kv_total_blocks += 1;
   q.pools[0].replicas = 2;  // anything but a limit: never
   CHECK_FALSE(run_serves(p, *r.tally, q));
+
+  // a run is kept for others while some limit left room; one where every limit decided serves nobody
+  CHECK(limits_left_room(p, r.tally->limits));
+  LimitUse all_decided[kMaxPools] = {};
+  all_decided[0] = LimitUse{P.max_num_seqs, -1, -1, 5};
+  CHECK_FALSE(limits_left_room(p, all_decided));
+  all_decided[0].kv_room = 0;  // the KV never short: a larger or slightly smaller one would do
+  CHECK(limits_left_room(p, all_decided));
+  all_decided[0] = LimitUse{P.max_num_seqs - 1, -1, -1, -1};  // the batch never full
+  CHECK(limits_left_room(p, all_decided));
 }
 
 // Every ordered pair of configurations: where the first's run serves the second, their runs

@@ -314,7 +314,8 @@ Json run_sweep(const ScenarioSource& src, const SweepSpec& spec, const SweepOpti
                   } else {
                     simulate(p, r, ws.for_params(p), *tallies[r]);
                   }
-                  if (sharing && e - b > 1) {
+                  // kept for the rest of the stretch unless every limit decided (it can serve nobody)
+                  if (sharing && e - b > 1 && limits_left_room(p, tallies[r]->limits)) {
                     if (!mine) {
                       mine = std::make_unique<Ran>();
                       mine->p = p;

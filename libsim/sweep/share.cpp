@@ -49,6 +49,16 @@ bool limits_serve(const SimParams& ran, const LimitUse* use, const SimParams& ot
   return true;
 }
 
+bool limits_left_room(const SimParams& ran, const LimitUse* use) {
+  for (int32_t i = 0; i < ran.n_pools; ++i) {
+    if (!covered(ran.pools[i])) continue;
+    const LimitUse& u = use[i];
+    if (u.peak_running < ran.pools[i].max_num_seqs || u.budget_room >= 0 || (u.kv_room >= 0 && u.kv_room_mark >= 0))
+      return true;
+  }
+  return false;
+}
+
 bool run_serves(const SimParams& ran, const Tally& t, const SimParams& other) {
   const auto a = without_limits(ran), b = without_limits(other);
   return std::memcmp(a.get(), b.get(), sizeof(SimParams)) == 0 && limits_serve(ran, t.limits, other);
