@@ -54,7 +54,7 @@ FLEETSIM_HD inline void cont_finish_run(Sim& s, int32_t r, double t) {
           // the first request with a shared prefix leaves it cached here (if the blocks are free)
           if (q.has_prefix && P.prefix_caching && !((R.prefix_ready >> q.cls) & 1)) {
             const int64_t pin = ceil_div(s.p->classes[q.cls].prefix_tokens, R.bs);
-            note_room(s.tally->limits[R.pool].kv_room_mark, R.free_blocks - P.kv_watermark_blocks - pin);
+            note_room(s.tally->limits.pools[R.pool].kv_room_mark, R.free_blocks - P.kv_watermark_blocks - pin);
             if (R.free_blocks - P.kv_watermark_blocks >= pin) {
               R.free_blocks -= pin;
               R.pinned_blocks += pin;
@@ -108,7 +108,7 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
   // 1. a KV slot for every decoding sequence, preempting the newest while blocks are short
   const int32_t res_now = int32_t(mod_count(st, R.bs));
   int64_t need = R.n_decode > 0 ? rescnt_of(s, r)[res_now] : 0;
-  LimitUse& use = s.tally->limits[R.pool];
+  LimitUse& use = s.tally->limits.pools[R.pool];
   note_room(use.kv_room, R.free_blocks - need);
   int32_t changed = 0;  // queue head changed: preemptions pushed to it, or admissions took from it
   // time slicing and MPS: the device's memory is shared without isolation; time-sliced replicas

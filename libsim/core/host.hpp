@@ -281,8 +281,10 @@ FLEETSIM_HD inline void host_reroute(Sim& s, int32_t r, double t) {
   while (R.hq.size > 0) {
     int32_t best = kNone, best_out = 0;
     for (int32_t o = ps.first_replica; o < ps.first_replica + ps.n_replicas; ++o) {
+      if (o == r || s.rep[o].state != kReady) continue;
       const int32_t out = outstanding(s, o);
-      if (o == r || s.rep[o].state != kReady || out >= cap) continue;
+      note_room(s.tally->limits.pools[R.pool].queue_room, int64_t(cap) - 1 - out);
+      if (out >= cap) continue;
       if (best == kNone || out < best_out) {
         best = o;
         best_out = out;

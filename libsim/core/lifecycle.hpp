@@ -189,8 +189,10 @@ FLEETSIM_HD inline double replica_fail_one(Sim& s, int32_t r, double t, bool new
       int32_t best = kNone, best_out = 0;
       for (int32_t o = ps.first_replica; o < ps.first_replica + ps.n_replicas; ++o) {
         // keep room in its queue for everything it runs: a preemption or failure pushes those back
+        if (o == r || s.rep[o].state != kReady) continue;
         const int32_t out = outstanding(s, o);
-        if (o == r || s.rep[o].state != kReady || out >= s.q[s.rep[o].queue].cap) continue;
+        note_room(s.tally->limits.pools[R.pool].queue_room, int64_t(s.q[s.rep[o].queue].cap) - 1 - out);
+        if (out >= s.q[s.rep[o].queue].cap) continue;
         if (best == kNone || out < best_out) {
           best = o;
           best_out = out;

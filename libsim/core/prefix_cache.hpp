@@ -288,7 +288,7 @@ FLEETSIM_HD inline void cache_insert(Sim& s, int32_t r, const int32_t* ids, int3
       continue;
     }
     if (R.ent_free == kNone && !cache_evict_one(s, r, t)) return;
-    note_room(s.tally->limits[R.pool].kv_room_mark, R.free_blocks - P.kv_watermark_blocks - P.cache_block_kv);
+    note_room(s.tally->limits.pools[R.pool].kv_room_mark, R.free_blocks - P.kv_watermark_blocks - P.cache_block_kv);
     if (R.free_blocks - P.kv_watermark_blocks < P.cache_block_kv) {
       cache_make_room(s, r, P.kv_watermark_blocks + P.cache_block_kv, t);
       if (R.free_blocks - P.kv_watermark_blocks < P.cache_block_kv) return;

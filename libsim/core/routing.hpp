@@ -146,7 +146,7 @@ FLEETSIM_HD inline void handle_arrival(Sim& s, int32_t cls, double t, int32_t us
       const PoolParams& Q = s.p->pools[pool];
       const int64_t room =
           Q.kv_total_blocks - Q.kv_watermark_blocks - (ceil_div(tokens, Q.kv_block_tokens) + Q.window_blocks);
-      note_room(s.tally->limits[pool].kv_room_mark, room);
+      note_room(s.tally->limits.pools[pool].kv_room_mark, room);
       return room < 0;
     };
     if (P.disagg && over(P.decode_pool, prompt + output - 1)) return true;
@@ -196,7 +196,9 @@ FLEETSIM_HD inline void handle_arrival(Sim& s, int32_t cls, double t, int32_t us
   Queue& Q = s.q[s.rep[target].queue];
   // requests at the host stage count against the queue they are headed for
   const int32_t at_host = P.router == Router::central_queue ? ps.host_jobs : s.rep[target].host_n;
-  if (Q.size + at_host >= P.queue_limit || (s.req_free_n == 0 && s.req_hwm == s.req_cap)) {
+  const bool queue_full = Q.size + at_host >= P.queue_limit;
+  if (!queue_full) note_room(s.tally->limits.request_room, int64_t(s.req_cap) - 1 - (s.req_hwm - s.req_free_n));
+  if (queue_full || (s.req_free_n == 0 && s.req_hwm == s.req_cap)) {
     if (in_window) T.rejected_queue_full++;
     client_done(s, cls, t, true, user, -1, kNone, -1, row);
     return;

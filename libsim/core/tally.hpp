@@ -102,7 +102,8 @@ struct PoolTally {
 
 // How near a continuous pool's engine limits came to deciding anything, over the whole run (not
 // the measurement window): the most sequences it ran at once, and the least room left by any check
-// of the token budget and of the KV blocks (negative: some check failed, and the limit shaped the
+// of the token budget, of the KV blocks and of what its slots size (a queue's capacity for
+// rerouted requests, the request pool) (negative: some check failed, and the limit shaped the
 // run). A run whose limits never decided is the run of any limits that would not have either
 // (sweep/share.hpp): a sweep over them runs it once.
 constexpr int64_t kRoomUnbounded = int64_t(1) << 62;
@@ -111,6 +112,11 @@ struct LimitUse {
   int64_t budget_room;   // token budget: least of budget - tokens asked for (a chunk, a next admission)
   int64_t kv_room;       // KV blocks, checks without the watermark: free - needed (decode growth, runs)
   int64_t kv_room_mark;  // KV blocks, checks that keep the watermark: free - watermark - needed
+  int64_t queue_room;    // a lost replica's requests rerouted: queue capacity - 1 - outstanding
+};
+struct RunLimits {
+  int64_t request_room;  // arrivals: request slots (queue limits + batch slots) - 1 - requests held
+  LimitUse pools[kMaxPools];
 };
 
 FLEETSIM_HD FLEETSIM_FORCEINLINE void note_room(int64_t& room, int64_t left) {
@@ -124,7 +130,7 @@ struct Tally {
   int64_t events;      // all events processed
   int64_t unfinished;  // requests still in the system when the simulation stopped (0 unless it failed)
   double window_s;
-  LimitUse limits[kMaxPools];
+  RunLimits limits;
   PoolTally pools[kMaxPools];
   ClassTally classes[kMaxClasses];
 };
@@ -169,10 +175,12 @@ FLEETSIM_HD inline void tally_clear(Tally& t, int32_t n_pools = kMaxPools, int32
   t.n_classes = n_classes;
   t.events = t.unfinished = 0;
   t.window_s = 0.0;
+  t.limits.request_room = kRoomUnbounded;
   for (int32_t i = 0; i < kMaxPools; ++i) {
     pool_tally_clear(t.pools[i]);
-    t.limits[i].peak_running = 0;
-    t.limits[i].budget_room = t.limits[i].kv_room = t.limits[i].kv_room_mark = kRoomUnbounded;
+    LimitUse& u = t.limits.pools[i];
+    u.peak_running = 0;
+    u.budget_room = u.kv_room = u.kv_room_mark = u.queue_room = kRoomUnbounded;
   }
   for (int32_t i = 0; i < kMaxClasses; ++i) {
     if (i < n_classes) {

@@ -296,8 +296,8 @@ Json run_sweep(const ScenarioSource& src, const SweepSpec& spec, const SweepOpti
                 const Ran* from = nullptr;
                 for (const auto& d : ran) {
                   if (d->tallies.size() <= r || d->tallies[r].empty()) continue;
-                  LimitUse use[kMaxPools];
-                  std::memcpy(use, d->tallies[r].data() + offsetof(Tally, limits), sizeof(use));
+                  RunLimits use;
+                  std::memcpy(static_cast<void*>(&use), d->tallies[r].data() + offsetof(Tally, limits), sizeof(use));
                   if (std::memcmp(d->bare.get(), bare.get(), sizeof(SimParams)) == 0 && limits_serve(d->p, use, p)) {
                     from = d.get();
                     break;

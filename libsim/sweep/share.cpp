@@ -29,14 +29,24 @@ std::unique_ptr<SimParams> without_limits(const SimParams& p) {
   return m;
 }
 
-bool limits_serve(const SimParams& ran, const LimitUse* use, const SimParams& other) {
+bool limits_serve(const SimParams& ran, const RunLimits& use, const SimParams& other) {
+  int64_t fewer_slots = 0;  // request slots `other` has fewer of (negative: more)
+  bool slots_differ = false;
   for (int32_t i = 0; i < ran.n_pools; ++i) {
     const PoolParams &D = ran.pools[i], &R = other.pools[i];
     if (!covered(D)) continue;
-    const LimitUse& u = use[i];
-    // every `running < max_num_seqs` saw at most peak_running sequences, and held
-    if (R.max_num_seqs != D.max_num_seqs && !(u.peak_running < D.max_num_seqs && u.peak_running < R.max_num_seqs))
-      return false;
+    const LimitUse& u = use.pools[i];
+    if (R.max_num_seqs != D.max_num_seqs) {
+      // every `running < max_num_seqs` saw at most peak_running sequences, and held; the queues'
+      // capacity for rerouted requests (queue_limit + slots per replica fed) and the request pool
+      // (queue limits + every replica's slots) move with the slots
+      const int64_t d = int64_t(D.max_num_seqs) - R.max_num_seqs;
+      const int64_t fed = D.router == Router::central_queue ? D.max_replicas : 1;
+      if (!(u.peak_running < D.max_num_seqs && u.peak_running < R.max_num_seqs)) return false;
+      if (!(u.queue_room >= 0 && fed * d <= u.queue_room)) return false;
+      fewer_slots += int64_t(D.max_replicas) * d;
+      slots_differ = true;
+    }
     // a budget smaller by d leaves every check d less room
     if (R.max_batched_tokens != D.max_batched_tokens &&
         !(u.budget_room >= 0 && int64_t(D.max_batched_tokens) - R.max_batched_tokens <= u.budget_room))
@@ -46,13 +56,13 @@ bool limits_serve(const SimParams& ran, const LimitUse* use, const SimParams& ot
     if ((d != 0 || w != 0) && !(u.kv_room >= 0 && u.kv_room_mark >= 0 && d <= u.kv_room && d + w <= u.kv_room_mark))
       return false;
   }
-  return true;
+  return !slots_differ || (use.request_room >= 0 && fewer_slots <= use.request_room);
 }
 
-bool limits_left_room(const SimParams& ran, const LimitUse* use) {
+bool limits_left_room(const SimParams& ran, const RunLimits& use) {
   for (int32_t i = 0; i < ran.n_pools; ++i) {
     if (!covered(ran.pools[i])) continue;
-    const LimitUse& u = use[i];
+    const LimitUse& u = use.pools[i];
     if (u.peak_running < ran.pools[i].max_num_seqs || u.budget_room >= 0 || (u.kv_room >= 0 && u.kv_room_mark >= 0))
       return true;
   }

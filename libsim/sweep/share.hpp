@@ -21,13 +21,13 @@ namespace fleetsim {
 // byte for byte equal differ at most in those limits.
 std::unique_ptr<SimParams> without_limits(const SimParams& p);
 
-// Whether the run of `ran` that left `use` (Tally::limits, one per pool) is also the run of
-// `other`, whose parameters without limits equal those of `ran` (docs/model.md, "Sweeps, replications and backends").
-bool limits_serve(const SimParams& ran, const LimitUse* use, const SimParams& other);
+// Whether the run of `ran` that left `use` (Tally::limits) is also the run of `other`, whose
+// parameters without limits equal those of `ran` (docs/model.md, "Sweeps, replications and backends").
+bool limits_serve(const SimParams& ran, const RunLimits& use, const SimParams& other);
 
 // Whether some limit of the run of `ran` that left `use` never decided: else it serves no
 // configuration with other limits, and need not be kept.
-bool limits_left_room(const SimParams& ran, const LimitUse* use);
+bool limits_left_room(const SimParams& ran, const RunLimits& use);
 
 // Both checks: whether `t`, a replication's tally of `ran`, is also that replication's of `other`.
 bool run_serves(const SimParams& ran, const Tally& t, const SimParams& other);
