@@ -83,6 +83,13 @@ TEST_CASE("a single request's record of limits, by hand") {
   q.pools[0].replicas = 2;  // anything but a limit: never
   CHECK_FALSE(run_serves(p, *r.tally, q));
 
+  // a pool with a host stage is left out: its FIFOs are sized by the slots too
+  SimParams hosted = p;
+  hosted.pools[0].host.cores = 1;
+  SimParams hosted_fewer = hosted;
+  hosted_fewer.pools[0].max_num_seqs = 2;
+  CHECK_FALSE(run_serves(hosted, *r.tally, hosted_fewer));
+
   // a run is kept for others while some limit left room; one where every limit decided serves nobody
   CHECK(limits_left_room(p, r.tally->limits));
   RunLimits all_decided{};

@@ -9,9 +9,11 @@ namespace fleetsim {
 namespace {
 
 // Pools the rule covers: continuous batching, a device each (time-sliced and MPS neighbours see
-// each other's memory), and an engine that preempts rather than crashes when KV runs out.
+// each other's memory), an engine that preempts rather than crashes when KV runs out, and no host
+// stage (its FIFOs are sized by the slots too, and nothing records how full they came).
 bool covered(const PoolParams& P) {
-  return P.batching == Batching::continuous && !P.crash_on_kv_exhausted && P.time_slicing <= 1 && P.mps_clients <= 1;
+  return P.batching == Batching::continuous && !P.crash_on_kv_exhausted && P.time_slicing <= 1 && P.mps_clients <= 1 &&
+         P.host.cores == 0;
 }
 
 }  // namespace
