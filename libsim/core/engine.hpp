@@ -124,6 +124,12 @@ FLEETSIM_HD inline double sim_advance(Sim& s, double until = kInf, bool stop_whe
       tally.status = int32_t(SimStatus::event_limit);
       return kInf;
     }
+    if (s.settled != kNone) {  // the SLO is missed whatever the rest does (a sweep's settle rule)
+      tally.status = int32_t(SimStatus::settled);
+      tally.settled_term = s.settled;
+      tally.settled_s = s.t_clock;
+      return kInf;
+    }
     if (tr <= th && tr <= ta && tr <= te && tr <= tf) {
       const PoolParams& P = p.pools[s.rep[r].pool];
       if (s.rep[r].state == kStarting) {

@@ -326,6 +326,23 @@ struct ClassParams {
   double good_e2e_s;
 };
 
+// A sweep's rule for stopping a run whose SLO miss is already certain (sweep/settle.hpp): term i
+// counts the requests in the window whose `kind` figure reached `at_least` (for rejections: every
+// one), and once more than `allowed` have, no run of the remaining requests can meet the limit.
+enum class SettleKind : int32_t { rejections = 0, ttft = 1, tpot = 2, e2e = 3, queue_wait = 4 };
+constexpr int32_t kMaxSettleTerms = 8;
+struct SettleTerm {
+  double at_least;
+  int64_t allowed;
+  SettleKind kind;
+  int32_t unused;  // keeps the struct free of padding (sweeps compare parameters byte for byte)
+};
+struct SettleRule {
+  int32_t n;  // 0: every run goes to its end
+  int32_t unused;
+  SettleTerm terms[kMaxSettleTerms];
+};
+
 struct SimParams {
   int32_t n_pools;
   int32_t n_classes;
@@ -340,6 +357,7 @@ struct SimParams {
   int64_t max_events;     // guard against runaway configurations
   int64_t max_run_steps;  // 0: decode runs as long as the batch is unchanged; 1: every step an event (tests)
   int32_t wake_all;       // 1: a shared queue wakes every replica it offers work to at once (tests)
+  SettleRule settle;
 };
 
 }  // namespace fleetsim

@@ -266,6 +266,9 @@ struct Sim {
   double W0, W1;
   double t_clock;
   int64_t events;  // processed so far
+  // SettleRule counts, and the first term that passed its allowance (kNone: none yet)
+  int64_t settle_seen[kMaxSettleTerms];
+  int32_t settled;
   int64_t in_system[kMaxClasses], waiting[kMaxClasses];
   ArrivalCursor arr[kMaxClasses];
   double next_arrival[kMaxClasses];

@@ -7,7 +7,8 @@
 
 namespace fleetsim {
 
-enum class SimStatus : int32_t { ok = 0, event_limit = 1 };
+// settled: stopped once a SettleRule term made its SLO miss certain (the figures are partial)
+enum class SimStatus : int32_t { ok = 0, event_limit = 1, settled = 2 };
 
 // provisioning, image pull, weights fetch, weights load, warm-up, and (owned devices) waiting
 // for a device back from repair
@@ -127,9 +128,11 @@ struct Tally {
   int32_t status;
   int32_t n_pools;
   int32_t n_classes;
-  int64_t events;      // all events processed
-  int64_t unfinished;  // requests still in the system when the simulation stopped (0 unless it failed)
+  int32_t settled_term;  // status settled: the SettleRule term that decided
+  int64_t events;        // all events processed
+  int64_t unfinished;    // requests still in the system when the simulation stopped (0 unless it failed)
   double window_s;
+  double settled_s;  // status settled: when
   RunLimits limits;
   PoolTally pools[kMaxPools];
   ClassTally classes[kMaxClasses];
@@ -171,6 +174,8 @@ FLEETSIM_HD inline void pool_tally_clear(PoolTally& p) {
 
 FLEETSIM_HD inline void tally_clear(Tally& t, int32_t n_pools = kMaxPools, int32_t n_classes = kMaxClasses) {
   t.status = 0;
+  t.settled_term = 0;
+  t.settled_s = 0.0;
   t.n_pools = n_pools;
   t.n_classes = n_classes;
   t.events = t.unfinished = 0;

@@ -249,6 +249,8 @@ FLEETSIM_HD inline Sim sim_bind(const SimParams& p, uint32_t replication, uint8_
   s.W1 = p.measure_to_s > 0.0 ? p.measure_to_s : p.duration_s;
   s.t_clock = 0.0;
   s.events = 0;
+  for (int32_t i = 0; i < kMaxSettleTerms; ++i) s.settle_seen[i] = 0;
+  s.settled = kNone;
   s.xheap_n = 0;
   s.handoff_on = l.handoffs > 0 ? 1 : 0;
   for (int32_t c = 0; c < kMaxClasses; ++c) {
