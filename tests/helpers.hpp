@@ -16,6 +16,7 @@
 #include "libsim/calibrate/benchmark.hpp"
 #include "libsim/input/scenario.hpp"
 #include "libsim/report/report.hpp"
+#include "libsim/sweep/sweep.hpp"
 
 namespace fleetsim::test {
 
@@ -75,6 +76,18 @@ inline std::vector<BenchPoint> synthetic_points(const std::vector<const char*>& 
 
 inline Scenario scenario(const std::string& yaml, const std::vector<std::string>& sets = {}) {
   return load_scenario_text(yaml, "<test>", FLEETSIM_SOURCE_DIR, sets);
+}
+
+// Shard k of n of the sweep in `yaml`, on the CPU backend's `threads` threads.
+inline Json sweep_shard(const std::string& yaml, uint32_t k = 0, uint32_t n = 1, int threads = 1, bool share = true) {
+  const ScenarioSource src = ScenarioSource::from_text(yaml, "<sweep>", FLEETSIM_SOURCE_DIR);
+  SweepOptions o;
+  o.backend = Backend::cpu;
+  o.threads = threads;
+  o.shard_index = k;
+  o.shard_count = n;
+  o.share_runs = share;
+  return run_sweep(src, parse_sweep(src), o);
 }
 
 // The one-line InputError that f() throws, or "(no error)".

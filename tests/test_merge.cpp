@@ -26,13 +26,7 @@ const std::string kScenario =
 using Shards = std::vector<std::pair<std::string, Json>>;
 
 Json run_shard(const std::string& text, uint32_t k, uint32_t n) {
-  const ScenarioSource src = ScenarioSource::from_text(text, "<merge>", FLEETSIM_SOURCE_DIR);
-  SweepOptions o;
-  o.backend = Backend::cpu;
-  o.threads = 1;
-  o.shard_index = k;
-  o.shard_count = n;
-  return Json::parse(run_sweep(src, parse_sweep(src), o).dump());  // through text, as files
+  return Json::parse(test::sweep_shard(text, k, n).dump());  // through text, as files
 }
 
 // Two shards of a four-configuration sweep (one of them cannot run: 128 batched tokens < 256

@@ -67,6 +67,11 @@ std::string sweep_table(const Json& doc, size_t max_rows) {
         "         {} of {} replications run: a configuration stops once its verdict is settled "
         "(sweep.sequential)\n",
         sum["replications_run"].get<uint64_t>(), sum["replications_full"].get<uint64_t>());
+  if (sum.contains("stopped_early") && sum["stopped_early"].get<uint64_t>() > 0)
+    o += fmt::format(
+        "         {} of the misses stopped once they were certain, without figures "
+        "(sweep.stop_certain_misses)\n",
+        sum["stopped_early"].get<uint64_t>());
   o += "\n";
 
   std::map<uint64_t, const Json*> by_index;

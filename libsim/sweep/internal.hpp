@@ -63,7 +63,7 @@ class SummaryAccumulator {
   };
   static bool before(const Point& a, const Point& b);
   std::string objective_;
-  uint64_t total_ = 0, rows_ = 0, feasible_ = 0, no_fit_ = 0, slo_miss_ = 0;
+  uint64_t total_ = 0, rows_ = 0, feasible_ = 0, no_fit_ = 0, slo_miss_ = 0, stopped_ = 0;
   bool whole_ = true, have_cheapest_ = false;
   uint64_t replications_ = 1, replications_run_ = 0;
   double best_ = 0, best_ttft_ = 0;

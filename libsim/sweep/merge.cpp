@@ -112,6 +112,12 @@ uint64_t check_row(const At& row, const SweepShape& sh) {
   const At violations = row["violations"];
   for (size_t k = 0; k < violations.array().size(); ++k) violations.item(k).str();
   const At metrics = row["metrics"], ci = row["ci95"];
+  if (row.has("stopped_at_s")) {  // a run stopped once its miss was certain
+    const At at = row["stopped_at_s"];
+    if (!at.v.is_number() || !(at.v.get<double>() >= 0.0)) at.fail("expected a time in seconds, got " + describe(at.v));
+    if (!metrics.v.is_null()) metrics.fail("expected null (the run stopped early), got " + describe(metrics.v));
+    if (violations.v.empty()) violations.fail("empty, but the run stopped on a certain miss");
+  }
   if (metrics.v.is_null()) {
     // a configuration that cannot run
     if (feasible) row["feasible"].fail("true, but a configuration without metrics cannot be feasible");

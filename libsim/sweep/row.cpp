@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "sweep/internal.hpp"
+#include "sweep/settle.hpp"
 
 namespace fleetsim {
 
@@ -119,6 +120,18 @@ Json sweep_row(const SweepSpec& spec, uint64_t config, const Scenario* s, const 
     row["replications"] = reps.size();
     return row;
   }
+  // a replication stopped once its miss was certain (sweep/settle.hpp): the row gives the miss
+  for (const Tally* t : reps)
+    if (t->status == int32_t(SimStatus::settled)) {
+      row["feasible"] = false;
+      row["reason"] = "misses the SLO";
+      row["violations"] = Json::array({settled_violation(spec, s->params(), *t)});
+      row["metrics"] = nullptr;
+      row["ci95"] = nullptr;
+      row["replications"] = reps.size();
+      row["stopped_at_s"] = t->settled_s;
+      return row;
+    }
   // per-replication reports -> means over replications (nulls skipped)
   std::vector<Json> own;
   std::vector<Json>& reports = given ? *given : own;

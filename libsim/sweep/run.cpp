@@ -19,6 +19,7 @@
 #include "backend/runner.hpp"
 #include "sweep/internal.hpp"
 #include "sweep/order.hpp"
+#include "sweep/settle.hpp"
 #include "sweep/share.hpp"
 #include "sweep/streams.hpp"
 
@@ -49,6 +50,7 @@ Json sweep_header(const ScenarioSource& src, const SweepSpec& spec, const Scenar
                 {"objective", spec.objective},
                 {"feasible_on", spec.feasible_on_bound ? "bound" : "mean"},
                 {"sequential", spec.sequential},
+                {"stop_certain_misses", spec.stop_certain_misses},
                 {"slo", slo},
                 {"fingerprint", spec.fingerprint}};
   h["shard"] = {{"index", shard_index}, {"count", shard_count}};
@@ -192,7 +194,7 @@ Json run_sweep(const ScenarioSource& src, const SweepSpec& spec, const SweepOpti
   auto finish = [&](size_t pos, const Scenario* s, const std::vector<const Tally*>& reps, std::string reason,
                     std::vector<Json>* reports) {
     for (const Tally* t : reps)
-      if (reason.empty() && (t->status != 0 || t->unfinished != 0))
+      if (reason.empty() && t->status != int32_t(SimStatus::settled) && (t->status != 0 || t->unfinished != 0))
         reason = "simulation did not finish: the configuration is so overloaded that its queues never drain";
     if (!s) reps_done.fetch_add(spec.replications);  // nothing to run counts as done
     Json row = sweep_row(spec, configs[pos], reason.empty() ? s : nullptr,
@@ -287,7 +289,8 @@ Json run_sweep(const ScenarioSource& src, const SweepSpec& spec, const SweepOpti
             std::vector<const Tally*> reps;
             std::vector<Json> reports;
             if (s) {
-              const SimParams p = s->params();
+              SimParams p = s->params();
+              p.settle = settle_rule(spec, p);
               const auto bare = sharing && e - b > 1 ? without_limits(p) : nullptr;
               std::unique_ptr<Ran> mine;
               for (uint32_t r = 0; r < spec.replications; ++r) {
@@ -384,7 +387,10 @@ Json run_sweep(const ScenarioSource& src, const SweepSpec& spec, const SweepOpti
       w->first_job.resize(m);
       each(m, [&](size_t i) {
         w->sc[i] = prepare(w0 + i, w->reasons[i]);
-        if (w->sc[i]) w->params[i] = w->sc[i]->params();
+        if (w->sc[i]) {
+          w->params[i] = w->sc[i]->params();
+          w->params[i].settle = settle_rule(spec, w->params[i]);
+        }
       });
       for (size_t i = 0; i < m; ++i) {
         w->first_job[i] = w->jobs.size();

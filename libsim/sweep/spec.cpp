@@ -126,7 +126,7 @@ SweepSpec parse_sweep(const ScenarioSource& scenario) {
     r.fail("no sweep section: add `sweep: {parameters: {fleet.replicas: [1, 2, 4]}, replications: 4}`");
   const N sw = r.at("sweep");
   sw.allow_keys({"parameters", "sample", "replications", "max_configurations", "slo", "objective", "seed",
-                 "feasible_on", "sequential"});
+                 "feasible_on", "sequential", "stop_certain_misses"});
 
   // the base scenario must be valid by itself
   const Scenario base = scenario.instantiate();
@@ -284,6 +284,7 @@ SweepSpec parse_sweep(const ScenarioSource& scenario) {
   // cost.per_million_output_tokens_usd, ranks a fleet with costly prefill as cheap)
   spec.objective = generative ? "cost.per_million_tokens_usd" : "cost.per_request_usd";
   if (sw.has("sequential")) spec.sequential = sw.at("sequential").boolean();
+  if (sw.has("stop_certain_misses")) spec.stop_certain_misses = sw.at("stop_certain_misses").boolean();
   if (sw.has("feasible_on")) spec.feasible_on_bound = sw.at("feasible_on").choice({"bound", "mean"}) == "bound";
   if (sw.has("objective")) {
     spec.objective = sw.at("objective").str();
@@ -301,6 +302,7 @@ SweepSpec parse_sweep(const ScenarioSource& scenario) {
                        spec.max_configurations);
   if (!spec.feasible_on_bound) canon += "\nfeasible_on mean";
   if (!spec.sequential) canon += "\nsequential off";
+  if (!spec.stop_certain_misses) canon += "\nstop_certain_misses off";
   for (const auto& t : spec.slo) canon += fmt::format("\n{} {} {}", t.metric, t.is_max, t.limit);
   spec.fingerprint = fmt::format("{:016x}", fnv1a(canon));
   return spec;

@@ -24,7 +24,11 @@ void SummaryAccumulator::add(const Json& r) {
   ++rows_;
   // rows from before sequential stopping carry no count: they ran them all
   const Json* reps = r.contains("replications") ? &r["replications"] : nullptr;
-  if (!r["metrics"].is_null()) replications_run_ += reps && reps->is_number() ? reps->get<uint64_t>() : replications_;
+  // a run stopped once its miss was certain: it ran, but its row has the miss, not figures
+  const bool stopped = r.contains("stopped_at_s");
+  stopped_ += stopped ? 1 : 0;
+  if (!r["metrics"].is_null() || stopped)
+    replications_run_ += reps && reps->is_number() ? reps->get<uint64_t>() : replications_;
   const uint64_t index = r["index"].get<uint64_t>();
   const double cost = num_or_nan(r, objective_);
   if (r["feasible"].get<bool>()) {
@@ -38,7 +42,7 @@ void SummaryAccumulator::add(const Json& r) {
       best_ttft_ = ttft;
       cheapest_ = {{"index", r["index"]}, {"parameters", r["parameters"]}, {"objective", objective_}, {"value", cost}};
     }
-  } else if (r["metrics"].is_null()) {
+  } else if (r["metrics"].is_null() && !stopped) {
     ++no_fit_;
   } else {
     ++slo_miss_;
@@ -81,6 +85,8 @@ Json SummaryAccumulator::summary() const {
   s["feasible"] = feasible_;
   s["infeasible_slo"] = slo_miss_;
   s["infeasible_config"] = no_fit_;
+  // of infeasible_slo, runs stopped once their miss was certain (sweep.stop_certain_misses)
+  s["stopped_early"] = stopped_;
   if (have_cheapest_) {
     s["cheapest"] = cheapest_;
     s["message"] = fmt::format("cheapest feasible configuration: #{}", cheapest_["index"].get<uint64_t>());

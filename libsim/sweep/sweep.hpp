@@ -54,6 +54,9 @@ struct SweepSpec {
   // sequential stopping (`sequential`, default on): a configuration stops replicating once every
   // SLO term's 95% interval lies on one side of its limit (settled_after)
   bool sequential = true;
+  // stopping a run whose SLO miss is already certain (`stop_certain_misses`, default on; where a
+  // run's requests are bounded ahead: sweep/settle.hpp). Its row gives the miss, not figures.
+  bool stop_certain_misses = true;
   std::string fingerprint;
 
   uint64_t count() const { return sample ? sampled.size() : grid_size; }

@@ -1,0 +1,187 @@
+// Stopping a run once its SLO miss is certain (sweep/settle.hpp): the rule's allowances by hand,
+// a burst turned away stopped at its first moment, and on a trace every stopped run misses, in
+// the run to its end, the term it names, with the other rows and the cheapest as without stopping.
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "helpers.hpp"
+#include "libsim/sweep/settle.hpp"
+#include "libsim/sweep/sweep.hpp"
+
+using namespace fleetsim;
+
+namespace {
+
+Json sweep(const std::string& yaml, bool share = true, uint32_t shard = 0, uint32_t shards = 1) {
+  return test::sweep_shard(yaml, shard, shards, 2, share);
+}
+
+// 100 requests at once on one replica of 4 sequences whose queue holds `queue_limit`.
+std::string burst(const std::string& sweep_section) {
+  return "name: settle-burst\nduration_s: 600\nwarmup_s: 0\nseed: 2\ndevice: h100-sxm-80gb\n"
+         "model: llama-3.1-8b\nengine: {perf_profile: none, max_num_seqs: 4}\n"
+         "fleet: {replicas: 1, queue_limit: 10}\n"
+         "workload:\n  arrival: {process: burst, requests: 100}\n"
+         "  prompt_tokens: {dist: fixed, value: 500}\n  output_tokens: {dist: fixed, value: 100}\n" +
+         sweep_section;
+}
+
+SloTerm max_term(const std::string& metric, double limit) { return SloTerm{metric, limit, true}; }
+
+// Fifteen minutes of the Azure conversation trace on fleets from hopeless to ample.
+std::string azure(int replications, const std::string& extra = "") {
+  return "name: settle-azure\nseed: 1\nduration_s: 900\nwarmup_s: 60\ndevice: h100-sxm-80gb\n"
+         "model: llama-3.1-8b\nfleet: {replicas: 1, queue_limit: 4096}\n"
+         "workload:\n  arrival: {process: trace, path: scenarios/traces/azure-llm-2023-conv.csv}\n"
+         "sweep:\n  parameters:\n    device: [h100-sxm-80gb, l4-24gb]\n    fleet.replicas: [1, 2, 4]\n"
+         "    engine.max_num_seqs: [16, 256]\n  replications: " +
+         std::to_string(replications) +
+         "\n  slo:\n    latency_s.ttft.p99: 1.0\n    latency_s.e2e.p90: 30\n"
+         "    requests.rejection_fraction: 0.001\n    latency_s.tpot.max: 0.5\n" +
+         extra;
+}
+
+}  // namespace
+
+TEST_CASE("the rule's allowances, by hand") {
+  const Scenario s = test::scenario(burst(""));
+  const SimParams p = s.params();
+  SweepSpec spec;
+  spec.replications = 1;
+  spec.slo = {max_term("requests.rejection_fraction", 0.3), max_term("latency_s.ttft.p99", 1.0),
+              max_term("latency_s.e2e.p50", 2.0),           max_term("latency_s.queue_wait.max", 4.0),
+              max_term("cost.per_request_usd", 0.01),       SloTerm{"throughput.requests_per_s", 1.0, false}};
+  std::vector<size_t> slo_of;
+  SettleRule rule = settle_rule(spec, p, &slo_of);
+  REQUIRE(rule.n == 4);  // neither the cost nor a lower bound has a rule
+  CHECK(slo_of == std::vector<size_t>{0, 1, 2, 3});
+  // 30% of at most 100 requests: the 31st rejection settles it
+  CHECK(rule.terms[0].kind == SettleKind::rejections);
+  CHECK(rule.terms[0].allowed == 30);
+  // p99 of n <= 100 values is the ceil(0.99 n)-th smallest: two at 1 + 1/64 s (the first bucket
+  // whose every value is above 1 s) or more put it above the limit
+  CHECK(rule.terms[1].kind == SettleKind::ttft);
+  CHECK(rule.terms[1].allowed == 1);
+  CHECK(rule.terms[1].at_least == 1.015625);
+  // the median: 51 at 2 + 2/64 s or more
+  CHECK(rule.terms[2].kind == SettleKind::e2e);
+  CHECK(rule.terms[2].allowed == 50);
+  CHECK(rule.terms[2].at_least == 2.03125);
+  // the maximum: one value above the limit
+  CHECK(rule.terms[3].kind == SettleKind::queue_wait);
+  CHECK(rule.terms[3].allowed == 0);
+  CHECK(rule.terms[3].at_least > 4.0);
+  CHECK(rule.terms[3].at_least < 4.0 + 1e-6);
+
+  // two replications: one replication's figure must be above twice the limit
+  spec.replications = 2;
+  rule = settle_rule(spec, p);
+  CHECK(rule.terms[0].allowed == 60);
+  CHECK(rule.terms[1].at_least == 2.03125);
+  // a limit no run can pass has no rule: 60% of two replications is more than every request
+  spec.slo = {max_term("requests.rejection_fraction", 0.6)};
+  CHECK(settle_rule(spec, p).n == 0);
+
+  spec.replications = 1;
+  spec.slo = {max_term("latency_s.ttft.p99", 1.0)};
+  spec.stop_certain_misses = false;
+  CHECK(settle_rule(spec, p).n == 0);
+  spec.stop_certain_misses = true;
+  // open-ended arrivals bound nothing before the run
+  const Scenario poisson = test::scenario(burst(""), {"workload.arrival={process: poisson, rate_per_s: 5}"});
+  CHECK(settle_rule(spec, poisson.params()).n == 0);
+}
+
+TEST_CASE("a burst the queue turns away stops at its first moment") {
+  // of 100 sent at t = 0 the first starts a step at once and 10 wait for its end: 89 are turned
+  // away at once, and the 51st of them settles a 50% limit
+  const std::string section =
+      "sweep:\n  parameters:\n    fleet.queue_limit: [10, 200]\n  slo:\n    requests.rejection_fraction: 0.5\n";
+  const Json on = sweep(burst(section));
+  const Json off = sweep(burst(section + "  stop_certain_misses: false\n"));
+  const Json& stopped = on["rows"][0];
+  CHECK(stopped["feasible"] == false);
+  CHECK(stopped["reason"] == "misses the SLO");
+  CHECK(stopped["metrics"].is_null());
+  CHECK(stopped["stopped_at_s"] == 0.0);
+  REQUIRE(stopped["violations"].size() == 1);
+  CHECK(stopped["violations"][0] ==
+        "requests.rejection_fraction > 0.5 certainly: 51 of at most 100 requests in the window rejected (the run "
+        "stopped at 0 s)");
+  // to its end, the run turns away what the queue cannot hold
+  const Json& full = off["rows"][0];
+  CHECK(full["metrics"]["requests"]["rejected"] == 89.0);
+  CHECK(full["feasible"] == false);
+  CHECK(!full.contains("stopped_at_s"));
+  // the queue that holds them all runs to its end, as without the rule
+  CHECK(on["rows"][1] == off["rows"][1]);
+  CHECK(on["rows"][1]["feasible"] == true);
+  CHECK(on["summary"]["stopped_early"] == 1);
+  CHECK(off["summary"]["stopped_early"] == 0);
+  CHECK(on["summary"]["infeasible_slo"] == 1);
+  CHECK(on["summary"]["infeasible_config"] == 0);
+  CHECK(on["summary"]["replications_run"] == 2);
+  CHECK(on["summary"]["cheapest"] == off["summary"]["cheapest"]);
+  CHECK(on["sweep"]["stop_certain_misses"] == true);
+  CHECK(on["sweep"]["fingerprint"] != off["sweep"]["fingerprint"]);
+  CHECK(format_sweep_table(on).find("1 of the misses stopped once they were certain") != std::string::npos);
+}
+
+TEST_CASE("on a trace, every stopped run misses the term it names in the run to its end") {
+  for (int reps : {1, 2}) {
+    CAPTURE(reps);
+    const Json on = sweep(azure(reps));
+    const Json off = sweep(azure(reps, "  stop_certain_misses: false\n"));
+    REQUIRE(on["rows"].size() == off["rows"].size());
+    int stopped = 0;
+    for (size_t i = 0; i < on["rows"].size(); ++i) {
+      const Json& a = on["rows"][i];
+      const Json& b = off["rows"][i];
+      CAPTURE(i);
+      if (!a.contains("stopped_at_s")) {
+        CHECK(a == b);
+        continue;
+      }
+      ++stopped;
+      CHECK(b["feasible"] == false);
+      CHECK(a["stopped_at_s"].get<double>() < 900.0);
+      // the term it names is above its limit in the mean over every replication run to its end
+      const std::string v = a["violations"][0].get<std::string>();
+      const std::string metric = v.substr(0, v.find(' '));
+      const double limit = metric == "latency_s.ttft.p99"            ? 1.0
+                           : metric == "latency_s.e2e.p90"           ? 30.0
+                           : metric == "requests.rejection_fraction" ? 0.001
+                                                                     : 0.5;
+      const Json* x = &b["metrics"];
+      for (size_t from = 0, dot; from != std::string::npos; from = dot == std::string::npos ? dot : dot + 1) {
+        dot = metric.find('.', from);
+        x = &(*x)[metric.substr(from, dot == std::string::npos ? std::string::npos : dot - from)];
+      }
+      CHECK(x->get<double>() > limit);
+    }
+    CHECK(stopped >= 4);  // every L4 fleet but the largest, at least
+    CHECK(on["summary"]["stopped_early"] == stopped);
+    CHECK(on["summary"]["cheapest"] == off["summary"]["cheapest"]);
+    CHECK(on["summary"]["feasible"] == off["summary"]["feasible"]);
+    CHECK(on["summary"]["infeasible_slo"] == off["summary"]["infeasible_slo"]);
+    // a stopped run serves the limits it would not have changed as a whole run does: the same rows
+    CHECK(sweep(azure(reps), false).dump() == on.dump());
+  }
+}
+
+TEST_CASE("shards with stopped runs merge into the whole sweep") {
+  const Json whole = sweep(azure(1));
+  const Json a = sweep(azure(1), true, 0, 2);
+  const Json b = sweep(azure(1), true, 1, 2);
+  CHECK(merge_sweeps({{"a.json", a}, {"b.json", b}}).dump() == whole.dump());
+  // a stopped row without its stop's time, or with figures, is not a row of this schema
+  Json bad = a;
+  for (Json& r : bad["rows"])
+    if (r.contains("stopped_at_s")) {
+      r["stopped_at_s"] = "soon";
+      break;
+    }
+  CHECK_THROWS_AS(merge_sweeps({{"a.json", bad}, {"b.json", b}}), InputError);
+}
