@@ -250,11 +250,10 @@ Json run_sweep(const ScenarioSource& src, const SweepSpec& spec, const SweepOpti
     // a configuration's value of each limit parameter, as a number where it is one
     auto limit_values = [&](size_t pos) {
       std::vector<double> v;
-      const auto ov = spec.overrides(configs[pos]);
+      const Json values = spec.parameters_json(configs[pos]);
       for (size_t i : limit_params) {
-        char* end = nullptr;
-        const double x = i < ov.size() ? std::strtod(ov[i].value.c_str(), &end) : 0.0;
-        v.push_back(end && *end == '\0' ? x : 0.0);
+        const Json& x = values[spec.params[i].path];
+        v.push_back(x.is_number() ? x.get<double>() : 0.0);
       }
       return v;
     };
