@@ -31,8 +31,9 @@ struct Measure {
   std::string name;
   double wall = 0, cpu = 0;
   uint64_t configs = 0;
-  uint64_t shared = 0;  // replications a run of other engine limits served (sweep/share.hpp)
-  std::string text;     // the rows, as streamed
+  uint64_t shared = 0;   // replications a run of other engine limits served (sweep/share.hpp)
+  std::string text;      // the rows, as streamed
+  uint64_t stopped = 0;  // runs stopped once their SLO miss was certain
   CudaLaunchStats launch;
 };
 
@@ -49,7 +50,9 @@ Measure measure(const std::string& name, const ScenarioSource& src, const SweepS
   o.progress = [&m](const SweepProgress& p) { m.shared = p.replications_shared; };
   const double c0 = cpu_seconds();
   const auto t0 = std::chrono::steady_clock::now();
-  m.text += run_sweep(src, spec, o)["summary"].dump();
+  const Json summary = run_sweep(src, spec, o)["summary"];
+  m.stopped = summary.value("stopped_early", uint64_t(0));
+  m.text += summary.dump();
   m.wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   m.cpu = cpu_seconds() - c0;
   if (b == Backend::cuda) m.launch = cuda_last_launch();
@@ -115,9 +118,10 @@ int main(int argc, char** argv) {
     const ScenarioSource src = ScenarioSource::from_file(path).with_overrides(parse_sets(with_sample));
     const SweepSpec spec = parse_sweep(src);
     const int all = int(std::max(1u, std::thread::hardware_concurrency()));
-    fmt::print("sweep {}: {} of its {} configurations{} x {} replications, {}\n", path, spec.count(), full,
+    fmt::print("sweep {}: {} of its {} configurations{} x {} replications, {}{}\n", path, spec.count(), full,
                spec.count() < full ? " (a uniform sample)" : "", spec.replications,
-               spec.sequential ? "sequential stopping on" : "every replication run");
+               spec.sequential ? "sequential stopping on" : "every replication run",
+               spec.stop_certain_misses ? ", certain misses stopped" : "");
     if (spec.count() < full)
       fmt::print(
           "  a sample splits the stretches of configurations that differ only in engine limits, so it shows\n"
@@ -149,6 +153,7 @@ int main(int argc, char** argv) {
     fmt::print("results identical across thread counts: {}\n", ms[0].text == ms[1].text ? "yes" : "NO");
     fmt::print("replications served by a run of other engine limits: {} (1 thread), {} ({} threads)\n", ms[0].shared,
                ms[1].shared, all);
+    fmt::print("configurations whose run stopped once its SLO miss was certain: {}\n", ms[1].stopped);
     if (cuda) {
       const Measure& g = ms[2];
       fmt::print("cuda / cpu ({} threads): {:.2f}x configurations per second\n", all, ms[1].wall / g.wall);
