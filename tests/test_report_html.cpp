@@ -224,6 +224,30 @@ TEST_CASE("report: a sweep report has the frontier, the cheapest marked, and a c
   CHECK(panel_of(html, "cdf-e2e").find("SLO p99 \xe2\x89\xa4 15 s") != std::string::npos);
 }
 
+TEST_CASE(
+    "report: a run stopped once its SLO miss was certain counts as a miss, not drawn, not as one that cannot run") {
+  Json d = sweep_doc();
+  Json& r = d["rows"][17];  // one of the four that miss the SLO
+  REQUIRE(r["reason"] == "misses the SLO");
+  r["metrics"] = nullptr;
+  r["ci95"] = nullptr;
+  r["violations"] =
+      Json::array({"latency_s.ttft.p99 > 1 certainly: 3 of at most 200 requests in the window at "
+                   "1.01562 s or more (the run stopped at 40 s)"});
+  r["stopped_at_s"] = 40.0;
+  const std::string html = html_report(d);
+  CHECK(html.find("8 meet the SLO") != std::string::npos);
+  CHECK(html.find("4 miss it and 12 cannot run") != std::string::npos);
+  const std::string pareto = figure_of(html, "pareto");
+  CHECK(pareto.find("12 configurations that cannot run are not drawn") != std::string::npos);
+  CHECK(
+      pareto.find("1 configuration whose run stopped once its SLO miss was certain has no figures and is not drawn") !=
+      std::string::npos);
+  const size_t crosses = pareto.find("<g class=\"infeasible\">"), dots = pareto.find("<g class=\"feasible\">");
+  CHECK(count(pareto.substr(crosses, dots - crosses), "<g stroke=") == 3);
+  CHECK(html.find("misses the SLO (certain before its run ended: stopped there)") != std::string::npos);
+}
+
 TEST_CASE("report: a sweep over tensor parallelism names a replica's devices, not one device per replica") {
   // the same document with engine.tensor_parallel swept: 4 for #3 (two H100 replicas), 1 elsewhere
   Json d = sweep_doc();

@@ -21,7 +21,8 @@ struct Config {
   std::string index;  // as written
   View row;
   bool feasible = false;
-  bool ran = false;  // has metrics
+  bool ran = false;      // has metrics
+  bool stopped = false;  // ran until its SLO miss was certain: no metrics
   double objective = kNaN;
   double ttft_p99 = kNaN;
 };
@@ -104,6 +105,7 @@ Sweep read_sweep(const View& d) {
     c.index = r["index"].text();
     c.row = r;
     c.ran = r["metrics"].is_object();
+    c.stopped = !c.ran && r["stopped_at_s"].num().has_value();
     c.feasible = c.ran && r["feasible"].flag().value_or(false);
     c.objective = r["metrics"].path(S.objective).num_or(kNaN);
     c.ttft_p99 = r["metrics"]["latency_s"]["ttft"]["p99"].num_or(kNaN);
@@ -202,12 +204,12 @@ std::string pareto_figure(const Sweep& S, const View& d) {
   svg::Series front{"Pareto frontier", "#efb118", {}, {}, {}, svg::Mark::line, false, 2.5, "frontier"};
   svg::Series bad{"misses the SLO", "#9498a0", {}, {}, {}, svg::Mark::cross, false, 2, "infeasible"};
   svg::Series good{"meets the SLO", svg::color(0), {}, {}, {}, svg::Mark::dots, false, 2, "feasible"};
-  size_t cannot = 0;
+  size_t cannot = 0, stopped = 0;
   std::map<std::string, const Config*> by_index;
   for (const auto& c : S.rows) {
     by_index[c.index] = &c;
     if (!c.ran) {
-      ++cannot;
+      ++(c.stopped ? stopped : cannot);
       continue;
     }
     svg::Series& s = c.feasible ? good : bad;
@@ -247,6 +249,11 @@ std::string pareto_figure(const Sweep& S, const View& d) {
                     "frontier: no configuration is both cheaper and faster than a point on it.";
   if (S.chosen) cap += " The ring marks the cheapest configuration that meets the SLO.";
   if (cannot) cap += " " + std::to_string(cannot) + " configurations that cannot run are not drawn.";
+  if (stopped)
+    cap += " " + std::to_string(stopped) +
+           (stopped == 1 ? " configuration whose run stopped once its SLO miss was certain has no figures and is"
+                         : " configurations whose run stopped once its SLO miss was certain have no figures and are") +
+           " not drawn.";
   return figure("pareto", svg::xy_chart({p}, 1, 420, "Cost against p99 TTFT"), esc(cap));
 }
 
@@ -331,6 +338,7 @@ std::string tables(const Sweep& S) {
     if (c.feasible) continue;
     std::string reason = c.row["reason"].str();
     if (reason.empty()) reason = c.ran ? "misses the SLO" : "did not run";
+    if (c.stopped) reason += " (certain before its run ended: stopped there)";
     auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == reason; });
     if (it == groups.end())
       groups.push_back({reason, {&c}});
@@ -387,7 +395,7 @@ Page sweep_page(const Json& doc) {
   for (size_t i = 0; i < meta.size(); ++i) p.meta += (i ? " \xc2\xb7 " : "") + meta[i];
 
   size_t feasible = 0, miss = 0, cannot = 0;
-  for (const auto& c : S.rows) c.feasible ? ++feasible : c.ran ? ++miss : ++cannot;
+  for (const auto& c : S.rows) c.feasible ? ++feasible : c.ran || c.stopped ? ++miss : ++cannot;
   std::string s = "Of " + std::to_string(S.rows.size()) + " configurations, " + std::to_string(feasible) +
                   (slo.empty() ? " ran" : " meet the SLO (" + esc(slo) + ")") + ", " + std::to_string(miss) +
                   " miss it and " + std::to_string(cannot) + " cannot run. ";
