@@ -40,7 +40,7 @@ void flatten(const Json& j, const std::string& prefix, Json& out, const std::set
 }
 
 // One flat record per configuration: index, parameters, feasible, pareto, reason, violations,
-// replications, every metric path (means over replications) and ci95.<metric>.
+// replications, stopped_at_s, every metric path (means over replications) and ci95.<metric>.
 Json flat_rows(const Json& doc) {
   std::set<std::string> params;
   for (const auto& p : doc["sweep"]["parameters"]) params.insert(p["path"].get<std::string>());
@@ -58,6 +58,8 @@ Json flat_rows(const Json& doc) {
     for (const auto& v : row["violations"]) violations += (violations.empty() ? "" : "; ") + v.get<std::string>();
     r["violations"] = violations;
     r["replications"] = row.contains("replications") ? row["replications"] : Json(nullptr);
+    // where the run stopped once its SLO miss was certain (its metrics are then absent)
+    r["stopped_at_s"] = row.contains("stopped_at_s") ? row["stopped_at_s"] : Json(nullptr);
     if (!row["metrics"].is_null()) flatten(row["metrics"], "", r, params);
     if (row.contains("ci95") && row["ci95"].is_object())
       for (const auto& [k, v] : row["ci95"].items()) r["ci95." + k] = v;

@@ -222,6 +222,20 @@ def test_sweep_tiny():
     assert cheapest["value"] == objective.min()
 
 
+def test_sweep_rows_say_where_a_certain_miss_stopped():
+    trace = SOURCE / "scenarios" / "traces" / "azure-llm-2023-conv.csv"
+    text = ("name: settle\nseed: 1\nduration_s: 600\nwarmup_s: 60\ndevice: l4-24gb\nmodel: llama-3.1-8b\n"
+            "fleet: {replicas: 1, queue_limit: 4096}\n"
+            f"workload:\n  arrival: {{process: trace, path: {trace}}}\n")
+    res = fleetsim.sweep(text, parameters={"device": ["l4-24gb", "h100-sxm-80gb"]}, slo={"latency_s.ttft.p99": 1.0},
+                         dataframe=False)
+    l4, h100 = res.rows
+    assert l4["stopped_at_s"] is not None and 0 < l4["stopped_at_s"] < 600
+    assert not l4["feasible"] and "certainly" in l4["violations"] and "latency_s.ttft.p99" not in l4
+    assert h100["stopped_at_s"] is None and h100["feasible"] and "latency_s.ttft.p99" in h100
+    assert res.summary["stopped_early"] == 1
+
+
 def test_sweep_equals_cli_document():
     res = fleetsim.sweep(TINY_SWEEP, threads=1, dataframe=False)
     assert res.document == cli_json("sweep", str(TINY_SWEEP), "--threads", "2")
