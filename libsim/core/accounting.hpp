@@ -64,17 +64,19 @@ FLEETSIM_HD inline void account_run(Sim& s, const Replica& R, int64_t k, double 
 
 // A sweep's settle rule (params.hpp): a figure of a request in the window counts towards every
 // term of its kind it reaches; the first term past its allowance stops the run (sim_advance).
-FLEETSIM_HD inline void settle_note(Sim& s, SettleKind kind, double v) {
+FLEETSIM_HD inline void settle_note(Sim& s, SettleKind kind, double v, double t) {
   const SettleRule& rule = s.p->settle;
   for (int32_t i = 0; i < rule.n; ++i) {
     const SettleTerm& term = rule.terms[i];
-    if (term.kind == kind && v >= term.at_least && ++s.settle_seen[i] > term.allowed && s.settled == kNone)
+    if (term.kind == kind && v >= term.at_least && ++s.settle_seen[i] > term.allowed && s.settled == kNone) {
       s.settled = i;
+      s.settled_t = t;
+    }
   }
 }
-FLEETSIM_HD FLEETSIM_FORCEINLINE void count_rejection(Sim& s, int64_t& counter) {
+FLEETSIM_HD FLEETSIM_FORCEINLINE void count_rejection(Sim& s, int64_t& counter, double t) {
   counter++;
-  if (s.p->settle.n > 0) settle_note(s, SettleKind::rejections, 1.0);
+  if (s.p->settle.n > 0) settle_note(s, SettleKind::rejections, 1.0, t);
 }
 
 FLEETSIM_HD inline void record_done(Sim& s, int32_t r, int32_t ri, double t) {
@@ -111,10 +113,10 @@ FLEETSIM_HD inline void record_done(Sim& s, int32_t r, int32_t ri, double t) {
       hist_add(T.tpot, tpot);
     }
     if (s.p->settle.n > 0) {
-      settle_note(s, SettleKind::ttft, q.t_first - q.t_arrive + cl);
-      settle_note(s, SettleKind::e2e, t - q.t_arrive + cl_end);
-      settle_note(s, SettleKind::queue_wait, q.t_admit - q.t_queued);
-      if (q.output >= 2) settle_note(s, SettleKind::tpot, tpot);
+      settle_note(s, SettleKind::ttft, q.t_first - q.t_arrive + cl, t);
+      settle_note(s, SettleKind::e2e, t - q.t_arrive + cl_end, t);
+      settle_note(s, SettleKind::queue_wait, q.t_admit - q.t_queued, t);
+      if (q.output >= 2) settle_note(s, SettleKind::tpot, tpot, t);
     }
     if ((s.goodput_classes >> q.cls) & 1) {
       const ClassParams& C = s.p->classes[q.cls];

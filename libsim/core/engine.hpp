@@ -120,14 +120,14 @@ FLEETSIM_HD inline double sim_advance(Sim& s, double until = kInf, bool stop_whe
       const double t = min_of(min_of(min_of(tr, th), min_of(ta, te)), tf);
       if (t >= until || (stop_when_closed && sim_window_closed(s, t))) return t;
     }
-    if (++s.events > p.max_events) {
-      tally.status = int32_t(SimStatus::event_limit);
-      return kInf;
-    }
     if (s.settled != kNone) {  // the SLO is missed whatever the rest does (a sweep's settle rule)
       tally.status = int32_t(SimStatus::settled);
       tally.settled_term = s.settled;
-      tally.settled_s = s.t_clock;
+      tally.settled_s = s.settled_t;
+      return kInf;
+    }
+    if (++s.events > p.max_events) {
+      tally.status = int32_t(SimStatus::event_limit);
       return kInf;
     }
     if (tr <= th && tr <= ta && tr <= te && tr <= tf) {

@@ -127,9 +127,9 @@ FLEETSIM_HD inline void handle_arrival(Sim& s, int32_t cls, double t, int32_t us
       hist_add(T.ttft, C.response_cache_latency_s);
       hist_add(T.queue_wait, 0.0);
       if (s.p->settle.n > 0) {
-        settle_note(s, SettleKind::ttft, C.response_cache_latency_s);
-        settle_note(s, SettleKind::e2e, C.response_cache_latency_s);
-        settle_note(s, SettleKind::queue_wait, 0.0);
+        settle_note(s, SettleKind::ttft, C.response_cache_latency_s, t);
+        settle_note(s, SettleKind::e2e, C.response_cache_latency_s, t);
+        settle_note(s, SettleKind::queue_wait, 0.0, t);
       }
       const double z = C.response_cache_latency_s;  // TTFT = e2e, TPOT 0
       if (z <= C.good_ttft_s && z <= C.good_e2e_s) T.good++;
@@ -159,7 +159,7 @@ FLEETSIM_HD inline void handle_arrival(Sim& s, int32_t cls, double t, int32_t us
     return !P.crash_on_kv_exhausted && over(C.pool, kv_tokens);
   };
   if (too_long_with(cached)) {
-    if (in_window) count_rejection(s, T.rejected_too_long);
+    if (in_window) count_rejection(s, T.rejected_too_long, t);
     client_done(s, cls, t, true, user, -1, kNone, -1, row);
     return;
   }
@@ -167,7 +167,7 @@ FLEETSIM_HD inline void handle_arrival(Sim& s, int32_t cls, double t, int32_t us
   // only replicas that are ready or starting take new requests; scale-to-zero wakes one
   ps.arrivals_since += 1.0;
   if (ps.n_ready + ps.n_starting == 0 && !replica_start(s, C.pool, t)) {
-    if (in_window) count_rejection(s, T.rejected_queue_full);  // no replica and none obtainable
+    if (in_window) count_rejection(s, T.rejected_queue_full, t);  // no replica and none obtainable
     client_done(s, cls, t, true, user, -1, kNone, -1, row);
     return;
   }
@@ -193,7 +193,7 @@ FLEETSIM_HD inline void handle_arrival(Sim& s, int32_t cls, double t, int32_t us
   if (session && cached > 0 && P.router != Router::central_queue && target != home) {
     cached = 0;
     if (too_long_with(0)) {
-      if (in_window) count_rejection(s, T.rejected_too_long);
+      if (in_window) count_rejection(s, T.rejected_too_long, t);
       client_done(s, cls, t, true, user, -1, kNone, -1, row);
       return;
     }
@@ -204,7 +204,7 @@ FLEETSIM_HD inline void handle_arrival(Sim& s, int32_t cls, double t, int32_t us
   const bool queue_full = Q.size + at_host >= P.queue_limit;
   if (!queue_full) note_room(s.tally->limits.request_room, int64_t(s.req_cap) - 1 - (s.req_hwm - s.req_free_n));
   if (queue_full || (s.req_free_n == 0 && s.req_hwm == s.req_cap)) {
-    if (in_window) count_rejection(s, T.rejected_queue_full);
+    if (in_window) count_rejection(s, T.rejected_queue_full, t);
     client_done(s, cls, t, true, user, -1, kNone, -1, row);
     return;
   }
@@ -253,7 +253,7 @@ FLEETSIM_HD inline void handoff_arrive(Sim& s, double t) {
   int32_t target = kNone;
   if (ds.n_ready + ds.n_starting > 0 || replica_start(s, pi, t)) target = pick_replica(s, pi, kNone, false);
   if (target == kNone || s.q[s.rep[target].queue].size + s.rep[target].host_n >= D.queue_limit) {
-    if (q.in_window) count_rejection(s, s.tally->classes[cls].rejected_queue_full);
+    if (q.in_window) count_rejection(s, s.tally->classes[cls].rejected_queue_full, t);
     s.in_system[cls]--;
     s.req_free[s.req_free_n++] = ri;
     client_done(s, cls, t, true, q.user, -1, kNone, -1, q.trace_row);

@@ -269,6 +269,7 @@ struct Sim {
   // SettleRule counts, and the first term that passed its allowance (kNone: none yet)
   int64_t settle_seen[kMaxSettleTerms];
   int32_t settled;
+  double settled_t;  // the event that passed it
   int64_t in_system[kMaxClasses], waiting[kMaxClasses];
   ArrivalCursor arr[kMaxClasses];
   double next_arrival[kMaxClasses];

@@ -251,6 +251,7 @@ FLEETSIM_HD inline Sim sim_bind(const SimParams& p, uint32_t replication, uint8_
   s.events = 0;
   for (int32_t i = 0; i < kMaxSettleTerms; ++i) s.settle_seen[i] = 0;
   s.settled = kNone;
+  s.settled_t = 0.0;
   s.xheap_n = 0;
   s.handoff_on = l.handoffs > 0 ? 1 : 0;
   for (int32_t c = 0; c < kMaxClasses; ++c) {
