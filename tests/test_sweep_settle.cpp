@@ -1,5 +1,5 @@
 // Stopping a run once its SLO miss is certain (sweep/settle.hpp): the rule's allowances by hand,
-// a burst turned away stopped at its first moment, and on a trace every stopped run misses, in
+// a burst turned away stopped at its moment, and on a trace every stopped run misses, in
 // the run to its end, the term it names, with the other rows and the cheapest as without stopping.
 #include <doctest/doctest.h>
 
@@ -18,12 +18,12 @@ Json sweep(const std::string& yaml, bool share = true, uint32_t shard = 0, uint3
   return test::sweep_shard(yaml, shard, shards, 2, share);
 }
 
-// 100 requests at once on one replica of 4 sequences whose queue holds `queue_limit`.
+// 100 requests at once, 30 s in, on one replica of 4 sequences whose queue holds `queue_limit`.
 std::string burst(const std::string& sweep_section) {
   return "name: settle-burst\nduration_s: 600\nwarmup_s: 0\nseed: 2\ndevice: h100-sxm-80gb\n"
          "model: llama-3.1-8b\nengine: {perf_profile: none, max_num_seqs: 4}\n"
          "fleet: {replicas: 1, queue_limit: 10}\n"
-         "workload:\n  arrival: {process: burst, requests: 100}\n"
+         "workload:\n  arrival: {process: burst, requests: 100, start_s: 30}\n"
          "  prompt_tokens: {dist: fixed, value: 500}\n  output_tokens: {dist: fixed, value: 100}\n" +
          sweep_section;
 }
@@ -94,9 +94,9 @@ TEST_CASE("the rule's allowances, by hand") {
   CHECK(settle_rule(spec, poisson.params()).n == 0);
 }
 
-TEST_CASE("a burst the queue turns away stops at its first moment") {
-  // of 100 sent at t = 0 the first starts a step at once and 10 wait for its end: 89 are turned
-  // away at once, and the 51st of them settles a 50% limit
+TEST_CASE("a burst the queue turns away stops at its moment") {
+  // of 100 sent at t = 30 s the first starts a step at once and 10 wait for its end: 89 are
+  // turned away at once, and the 51st of them settles a 50% limit there
   const std::string section =
       "sweep:\n  parameters:\n    fleet.queue_limit: [10, 200]\n  slo:\n    requests.rejection_fraction: 0.5\n";
   const Json on = sweep(burst(section));
@@ -105,11 +105,11 @@ TEST_CASE("a burst the queue turns away stops at its first moment") {
   CHECK(stopped["feasible"] == false);
   CHECK(stopped["reason"] == "misses the SLO");
   CHECK(stopped["metrics"].is_null());
-  CHECK(stopped["stopped_at_s"] == 0.0);
+  CHECK(stopped["stopped_at_s"] == 30.0);
   REQUIRE(stopped["violations"].size() == 1);
   CHECK(stopped["violations"][0] ==
         "requests.rejection_fraction > 0.5 certainly: 51 of at most 100 requests in the window rejected (the run "
-        "stopped at 0 s)");
+        "stopped at 30 s)");
   // to its end, the run turns away what the queue cannot hold
   const Json& full = off["rows"][0];
   CHECK(full["metrics"]["requests"]["rejected"] == 89.0);

@@ -11,10 +11,7 @@
 
 namespace fleetsim {
 
-namespace {
-
-// Requests a run can have in its window at most, or 0 where that is not known before it runs.
-int64_t request_bound(const SimParams& p) {
+int64_t settle_request_bound(const SimParams& p) {
   // the window as the core sets it (workspace.hpp); a request is in it by its arrival time
   const double w0 = p.measure_to_s > 0.0 ? p.measure_from_s : p.warmup_s;
   const double w1 = p.measure_to_s > 0.0 ? p.measure_to_s : p.duration_s;
@@ -38,6 +35,8 @@ int64_t request_bound(const SimParams& p) {
   }
   return n;
 }
+
+namespace {
 
 struct Quantile {
   SettleKind kind;
@@ -73,7 +72,7 @@ uint64_t quantile_rank(double q, uint64_t n) {
 SettleRule settle_rule(const SweepSpec& spec, const SimParams& p, std::vector<size_t>* slo_of) {
   SettleRule rule{};
   if (slo_of) slo_of->clear();
-  const int64_t n = spec.stop_certain_misses ? request_bound(p) : 0;
+  const int64_t n = spec.stop_certain_misses ? settle_request_bound(p) : 0;
   if (n <= 0) return rule;
   const double reps = double(spec.replications);
   for (size_t i = 0; i < spec.slo.size() && rule.n < kMaxSettleTerms; ++i) {
@@ -121,7 +120,7 @@ std::string settled_violation(const SweepSpec& spec, const SimParams& p, const T
   if (t.settled_term < 0 || t.settled_term >= rule.n) return "the run stopped on a rule this sweep does not have";
   const SettleTerm& term = rule.terms[t.settled_term];
   const SloTerm& slo = spec.slo[slo_of[size_t(t.settled_term)]];
-  const int64_t n = request_bound(p);
+  const int64_t n = settle_request_bound(p);
   const std::string when = fmt::format("the run stopped at {:.6g} s", t.settled_s);
   if (term.kind == SettleKind::rejections)
     return fmt::format("{} > {:.6g} certainly: {} of at most {} requests in the window rejected ({})", slo.metric,

@@ -11,6 +11,10 @@
 
 namespace fleetsim {
 
+// Requests a run of `p` can have in its window at most (every class replays a trace or sends a
+// burst), or 0 where that is not known before it runs.
+int64_t settle_request_bound(const SimParams& p);
+
 // The rule for `p`'s runs in the sweep `spec` (none where it does not apply: spec.stop_certain_misses
 // off, no request bound, no term it covers). For each SLO term `metric <= L`, with R replications
 // and at most N requests in the window (a replication's figure above R L puts the mean of R above
