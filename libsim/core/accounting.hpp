@@ -100,9 +100,10 @@ FLEETSIM_HD inline void record_done(Sim& s, int32_t r, int32_t ri, double t) {
     T.input_tokens += q.prompt;
     T.output_tokens += q.output;
     if (q.t_first < 0.0) q.t_first = t;
-    hist_add(T.e2e, t - q.t_arrive + cl_end);
-    hist_add(T.ttft, q.t_first - q.t_arrive + cl);
-    hist_add(T.queue_wait, q.t_admit - q.t_queued);
+    const double e2e = t - q.t_arrive + cl_end, ttft = q.t_first - q.t_arrive + cl, wait = q.t_admit - q.t_queued;
+    hist_add(T.e2e, e2e);
+    hist_add(T.ttft, ttft);
+    hist_add(T.queue_wait, wait);
     if (s.p->pools[s.p->classes[q.cls].pool].host.cores > 0) {
       hist_add(T.host_wait, q.t_host - q.t_arrive);
       hist_add(T.host_time, q.t_queued - q.t_arrive);
@@ -113,16 +114,14 @@ FLEETSIM_HD inline void record_done(Sim& s, int32_t r, int32_t ri, double t) {
       hist_add(T.tpot, tpot);
     }
     if (s.p->settle.n > 0) {
-      settle_note(s, SettleKind::ttft, q.t_first - q.t_arrive + cl, t);
-      settle_note(s, SettleKind::e2e, t - q.t_arrive + cl_end, t);
-      settle_note(s, SettleKind::queue_wait, q.t_admit - q.t_queued, t);
+      settle_note(s, SettleKind::ttft, ttft, t);
+      settle_note(s, SettleKind::e2e, e2e, t);
+      settle_note(s, SettleKind::queue_wait, wait, t);
       if (q.output >= 2) settle_note(s, SettleKind::tpot, tpot, t);
     }
     if ((s.goodput_classes >> q.cls) & 1) {
       const ClassParams& C = s.p->classes[q.cls];
-      if (q.t_first - q.t_arrive + cl <= C.good_ttft_s && tpot <= C.good_tpot_s &&
-          t - q.t_arrive + cl_end <= C.good_e2e_s)
-        T.good++;
+      if (ttft <= C.good_ttft_s && tpot <= C.good_tpot_s && e2e <= C.good_e2e_s) T.good++;
     } else {
       T.good++;  // no bound
     }

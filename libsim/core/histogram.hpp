@@ -67,13 +67,19 @@ FLEETSIM_HD inline void hist_merge(Histogram& into, const Histogram& from) {
   for (int i = 0; i < kHistBuckets; ++i) into.counts[i] += from.counts[i];
 }
 
+// The nearest rank of quantile q among n >= 1 values: ceil(q n), within [1, n].
+FLEETSIM_HD inline uint64_t hist_rank(double q, uint64_t n) {
+  uint64_t rank = uint64_t(dm::ceil(q * double(n)));
+  if (rank < 1) rank = 1;
+  if (rank > n) rank = n;
+  return rank;
+}
+
 // Nearest-rank quantile q in [0,1]: the midpoint of the bucket holding the ceil(q n)-th smallest
 // value, clamped to the observed [min, max]. Returns 0 for an empty histogram.
 FLEETSIM_HD inline double hist_quantile(const Histogram& h, double q) {
   if (h.n == 0) return 0.0;
-  uint64_t rank = uint64_t(dm::ceil(q * double(h.n)));
-  if (rank < 1) rank = 1;
-  if (rank > h.n) rank = h.n;
+  const uint64_t rank = hist_rank(q, h.n);
   if (rank == h.n) return h.max;
   if (rank == 1 && q <= 0.0) return h.min;
   uint64_t seen = 0;

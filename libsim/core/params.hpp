@@ -360,4 +360,12 @@ struct SimParams {
   SettleRule settle;
 };
 
+// The measurement window [from, to): a request is in it by its arrival time.
+FLEETSIM_HD inline double window_from_s(const SimParams& p) {
+  return p.measure_to_s > 0.0 ? p.measure_from_s : p.warmup_s;
+}
+FLEETSIM_HD inline double window_to_s(const SimParams& p) {
+  return p.measure_to_s > 0.0 ? p.measure_to_s : p.duration_s;
+}
+
 }  // namespace fleetsim

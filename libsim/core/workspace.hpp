@@ -245,8 +245,8 @@ FLEETSIM_HD inline Sim sim_bind(const SimParams& p, uint32_t replication, uint8_
   for (int64_t i = 0; i < l.cores; ++i) s.core_job[i] = kNone;
   s.n_replicas = int32_t(l.n_replicas);
   s.nq = int32_t(l.nq);
-  s.W0 = p.measure_to_s > 0.0 ? p.measure_from_s : p.warmup_s;
-  s.W1 = p.measure_to_s > 0.0 ? p.measure_to_s : p.duration_s;
+  s.W0 = window_from_s(p);
+  s.W1 = window_to_s(p);
   s.t_clock = 0.0;
   s.events = 0;
   for (int32_t i = 0; i < kMaxSettleTerms; ++i) s.settle_seen[i] = 0;

@@ -12,9 +12,7 @@
 namespace fleetsim {
 
 int64_t settle_request_bound(const SimParams& p) {
-  // the window as the core sets it (workspace.hpp); a request is in it by its arrival time
-  const double w0 = p.measure_to_s > 0.0 ? p.measure_from_s : p.warmup_s;
-  const double w1 = p.measure_to_s > 0.0 ? p.measure_to_s : p.duration_s;
+  const double w0 = window_from_s(p), w1 = window_to_s(p);
   int64_t n = 0;
   for (int32_t c = 0; c < p.n_classes; ++c) {
     const ArrivalParams& a = p.classes[c].arrivals;
@@ -59,14 +57,6 @@ bool parse_latency(const std::string& metric, Quantile& out) {
   return false;
 }
 
-// The nearest rank hist_quantile takes among n values.
-uint64_t quantile_rank(double q, uint64_t n) {
-  uint64_t rank = uint64_t(dm::ceil(q * double(n)));
-  if (rank < 1) rank = 1;
-  if (rank > n) rank = n;
-  return rank;
-}
-
 }  // namespace
 
 SettleRule settle_rule(const SweepSpec& spec, const SimParams& p, std::vector<size_t>* slo_of) {
@@ -103,7 +93,7 @@ SettleRule settle_rule(const SweepSpec& spec, const SimParams& p, std::vector<si
         hist_bucket_bounds(b, lo, hi);
         term.at_least = lo;
         // with m <= n values, the rank-th smallest is among the top m - rank + 1; m - rank grows with m
-        term.allowed = int64_t(uint64_t(n) - quantile_rank(lq.q, uint64_t(n)));
+        term.allowed = int64_t(uint64_t(n) - hist_rank(lq.q, uint64_t(n)));
       }
     } else {
       continue;
