@@ -3,6 +3,7 @@
 // has new work.
 #pragma once
 #include "accounting.hpp"
+#include "calendar.hpp"
 #include "containers.hpp"
 #include "decls.hpp"
 #include "kv.hpp"
@@ -391,17 +392,14 @@ FLEETSIM_HD inline void cont_kick(Sim& s, int32_t r, double t) {
 }
 
 // A shared queue's note of replica r: its step boundary `at` (kInf: none), kept in its pool's
-// note heap; a replica left without one goes on the pool's pending list (cq_offer).
+// note calendar; a replica left without one goes on the pool's pending list (cq_offer).
 FLEETSIM_HD inline void cq_set_note(Sim& s, int32_t r, double at) {
   Replica& R = s.rep[r];
-  const PoolState& ps = s.pool[R.pool];
-  if (R.wake_at != at) {  // the heap's key is always wake_at: an unchanged one needs no sift
-    R.wake_at = at;
-    kheap_set(s.cqheap + ps.first_replica, s.cqheap_pos, ps.n_replicas, r, at);
-  }
+  PoolState& ps = s.pool[R.pool];
+  if (R.wake_at != at) cal_set(s, ps, r, at);  // an unchanged note stays where it is filed
   if (!(at < kInf) && !R.cq_pending) {
     R.cq_pending = 1;
-    s.cq_pend[ps.first_replica + s.pool[R.pool].cq_pend_n++] = r;
+    s.cq_pend[ps.first_replica + ps.cq_pend_n++] = r;
   }
 }
 FLEETSIM_HD inline void cq_clear_note(Sim& s, int32_t r) {
@@ -420,24 +418,31 @@ FLEETSIM_HD FLEETSIM_FORCEINLINE bool cq_eligible_note(const Replica& O) {
 }
 // Note replica o's first step boundary at or after t; false if its run has none left. `passed`:
 // its note is one of this run's boundaries and lies before t, so every step before that one ended
-// before t too, and the answer is found by stepping on from it (a step or two, where the search
-// would take a dozen line sums; the same j, as line_sum rises with j).
+// before t too. The answer is found by stepping on from there, or from the run's first step (a
+// step or two, where the search would take a dozen line sums; the same j, as line_sum rises with
+// j), and searched for only when a few steps do not reach it.
 FLEETSIM_HD inline bool cq_note(Sim& s, int32_t o, double t, bool passed = false) {
   Replica& O = s.rep[o];
   const double dt = t - O.run_t0;
-  int64_t j = kNone;
-  if (passed && O.wake_k >= 1 && O.wake_k < O.run_k) {
-    j = O.wake_k;
-    for (int32_t tries = 0; j < O.run_k && line_sum(O.run_line, j) < dt; ++j)
-      if (++tries == 4) {
-        j = kNone;
-        break;
-      }
+  int64_t j = 1;
+  double sum_j = -1.0;  // line_sum(run_line, j), where the steps found it
+  if (passed && O.wake_k >= 1 && O.wake_k < O.run_k) j = O.wake_k;
+  for (int32_t tries = 0; j < O.run_k; ++j) {
+    const double sj = line_sum(O.run_line, j);
+    if (!(sj < dt)) {
+      sum_j = sj;
+      break;
+    }
+    if (++tries == 4) {
+      j = kNone;
+      break;
+    }
   }
   if (j == kNone) j = line_steps_until(O.run_line, O.run_k, dt);
   if (j >= O.run_k) return false;
   O.wake_k = j;
-  cq_set_note(s, o, max_of(t, O.run_t0 + line_sum(O.run_line, j)));
+  if (sum_j < 0.0) sum_j = line_sum(O.run_line, j);
+  cq_set_note(s, o, max_of(t, O.run_t0 + sum_j));
   return true;
 }
 
@@ -465,7 +470,6 @@ FLEETSIM_HD inline void cq_offer(Sim& s, int32_t pi, int32_t except, double t) {
   // ones whose note went (a run start, a note dropped or taken up: the pending list) and the ones
   // whose note is in the past (the front of the note heap). Every other note is still its first
   // boundary at or after t.
-  RKey* h = s.cqheap + r0;
   int32_t* pend = s.cq_pend + r0;
   int32_t keep = 0;
   for (int32_t i = 0; i < ps.cq_pend_n; ++i) {
@@ -482,8 +486,7 @@ FLEETSIM_HD inline void cq_offer(Sim& s, int32_t pi, int32_t except, double t) {
     O.cq_pending = 0;  // noted, or not eligible until its next run
   }
   ps.cq_pend_n = keep;
-  while (h[0].t < t) {
-    const int32_t o = h[0].r;
+  for (int32_t o = cal_min(s, ps); o != kNone && s.rep[o].wake_at < t; o = cal_min(s, ps)) {
     Replica& O = s.rep[o];
     if (o == except || !cq_eligible(O) || !cq_note(s, o, t, true)) cq_set_note(s, o, kInf);
   }
@@ -493,16 +496,15 @@ FLEETSIM_HD inline void cq_offer(Sim& s, int32_t pi, int32_t except, double t) {
 // Wake the noted replica of pool pi with the earliest step boundary (ties: the lower index, as
 // the event heap orders them); a note whose boundary or run has gone is dropped.
 FLEETSIM_HD inline void cq_wake_next(Sim& s, int32_t pi, double t) {
-  const PoolState& ps = s.pool[pi];
-  const RKey* h = s.cqheap + ps.first_replica;
+  PoolState& ps = s.pool[pi];
   int32_t best = kNone;
-  while (h[0].t < kInf) {
-    const Replica& O = s.rep[h[0].r];
+  for (int32_t o = cal_min(s, ps); o != kNone; o = cal_min(s, ps)) {
+    const Replica& O = s.rep[o];
     if (O.wake_at < t || !cq_eligible_note(O)) {
-      cq_set_note(s, h[0].r, kInf);
+      cq_set_note(s, o, kInf);
       continue;
     }
-    best = h[0].r;
+    best = o;
     break;
   }
   if (best == kNone) return;

@@ -165,7 +165,13 @@ struct PoolState {
   int32_t rr_next;
   int32_t n_prov, n_ready, n_starting, n_draining, n_busy;  // provisioned = starting + ready + draining
   int32_t n_busy_serving;                                   // busy and ready or draining
-  int32_t cq_pend_n;           // a shared queue's replicas that may need a note: cq_pend[first_replica ...]
+  int32_t cq_pend_n;  // a shared queue's replicas that may need a note: cq_pend[first_replica ...]
+  // its note calendar (calendar.hpp): notes filed, buckets - 1, the day width and its inverse, the
+  // day no note lies before, and the searches and days and notes they looked at since the last refit
+  int32_t cq_n, cq_mask;
+  double cq_w, cq_inv_w;
+  int64_t cq_day;
+  int32_t cq_finds, cq_work;
   int32_t lo_base, lo_leaves;  // its least-outstanding tree: lo_tree[lo_base, + 2 lo_leaves); 0 leaves: none
   double t_clock;              // integrals are up to here
   double busy_acc;             // busy replica-seconds since the last evaluation
@@ -206,6 +212,12 @@ struct PoolState {
 
 // An entry of the replica event heap: the key is kept in the heap itself, so a sift reads one
 // contiguous array instead of a Replica per comparison.
+// A replica's place in its pool's note calendar (calendar.hpp): its day and its bucket's list.
+struct CalNote {
+  int64_t day;
+  int32_t next, prev;
+};
+
 struct RKey {
   double t;  // = rep[r].t_next
   int32_t r;
@@ -238,10 +250,10 @@ struct Sim {
   int32_t* rescnt;
   RKey* rheap;  // replicas by (t_next, index), the keys beside the indices
   int32_t* rheap_pos;
-  // a shared queue's notes (continuous.hpp): per pool, its replicas by (wake_at, index) in
-  // cqheap[first_replica, + n_replicas), positions relative to that; and the replicas to look at
-  RKey* cqheap;
-  int32_t* cqheap_pos;
+  // a shared queue's notes (continuous.hpp): per replica, its place in its pool's calendar, whose
+  // buckets are cq_bucket[4 first_replica, ...) (calendar.hpp); and the replicas to look at
+  CalNote* cq_note;
+  int32_t* cq_bucket;
   int32_t* cq_pend;
   // least-outstanding trees (containers.hpp): nodes of every indexed pool; each replica's key
   int32_t* lo_tree;

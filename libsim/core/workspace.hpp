@@ -1,6 +1,7 @@
 // The flat workspace of one simulation: its layout from the parameters (every array sized before
 // the run), and binding a Sim to it.
 #pragma once
+#include "calendar.hpp"
 #include "prefix_cache.hpp"
 #include "state.hpp"
 
@@ -11,7 +12,7 @@ namespace fleetsim {
 struct WorkspaceLayout {
   uint64_t pools, req, req_free, qbuf, q, rep, seq, fheap, fpos, rescnt, rheap, rheap_pos, clients, client_user,
       session_user, total;
-  uint64_t cqheap, cqheap_pos, cq_pend;
+  uint64_t cq_note, cq_bucket, cq_pend;
   uint64_t core_free, core_start, core_job, hheap, hheap_pos;
   uint64_t xheap;
   uint64_t lo_tree, lo_key;
@@ -109,10 +110,10 @@ FLEETSIM_HD inline WorkspaceLayout workspace_layout(const SimParams& p) {
   off = align_up(off + sizeof(RKey) * uint64_t(l.n_replicas));
   l.rheap_pos = off;
   off = align_up(off + sizeof(int32_t) * uint64_t(l.n_replicas));
-  l.cqheap = off;
-  off = align_up(off + sizeof(RKey) * uint64_t(l.n_replicas));
-  l.cqheap_pos = off;
-  off = align_up(off + sizeof(int32_t) * uint64_t(l.n_replicas));
+  l.cq_note = off;
+  off = align_up(off + sizeof(CalNote) * uint64_t(l.n_replicas));
+  l.cq_bucket = off;
+  off = align_up(off + sizeof(int32_t) * 4 * uint64_t(l.n_replicas));
   l.cq_pend = off;
   off = align_up(off + sizeof(int32_t) * uint64_t(l.n_replicas));
   l.clients = off;
@@ -201,8 +202,8 @@ FLEETSIM_HD inline void sim_point(Sim& s, const SimParams& p, uint8_t* base) {
   s.rescnt = reinterpret_cast<int32_t*>(base + l.rescnt);
   s.rheap = reinterpret_cast<RKey*>(base + l.rheap);
   s.rheap_pos = reinterpret_cast<int32_t*>(base + l.rheap_pos);
-  s.cqheap = reinterpret_cast<RKey*>(base + l.cqheap);
-  s.cqheap_pos = reinterpret_cast<int32_t*>(base + l.cqheap_pos);
+  s.cq_note = reinterpret_cast<CalNote*>(base + l.cq_note);
+  s.cq_bucket = reinterpret_cast<int32_t*>(base + l.cq_bucket);
   s.cq_pend = reinterpret_cast<int32_t*>(base + l.cq_pend);
   s.core_free = reinterpret_cast<double*>(base + l.core_free);
   s.core_start = reinterpret_cast<double*>(base + l.core_start);
@@ -276,6 +277,13 @@ FLEETSIM_HD inline Sim sim_bind(const SimParams& p, uint32_t replication, uint8_
     ps.rr_next = 0;
     ps.n_prov = ps.n_ready = ps.n_starting = ps.n_draining = ps.n_busy = 0;
     ps.n_busy_serving = ps.cq_pend_n = 0;
+    // an empty note calendar; its first width, a millisecond, is refitted once notes spread
+    ps.cq_n = ps.cq_finds = ps.cq_work = 0;
+    ps.cq_mask = P.router == Router::central_queue ? cal_bucket_count(P.max_replicas) - 1 : 0;
+    ps.cq_w = 1e-3;
+    ps.cq_inv_w = 1e3;
+    ps.cq_day = 0;
+    for (int32_t b = 0; b <= ps.cq_mask; ++b) cal_buckets(s, ps)[b] = kNone;
     ps.t_clock = 0.0;
     ps.busy_acc = ps.arrivals_since = 0.0;
     ps.next_eval = P.autoscale.enabled ? P.autoscale.interval_s : kInf;
@@ -367,9 +375,8 @@ FLEETSIM_HD inline Sim sim_bind(const SimParams& p, uint32_t replication, uint8_
       R.run_prefill = 0;
       R.wake_at = kInf;
       R.cq_pending = 0;
-      s.cqheap[r].t = kInf;
-      s.cqheap[r].r = r;
-      s.cqheap_pos[r] = k;
+      s.cq_note[r].next = s.cq_note[r].prev = kNone;
+      s.cq_note[r].day = 0;
       R.wake_k = 0;
       R.mps_h = R.mps_g = R.mps_x = R.mps_y = 0.0;
       R.batch_n = 0;
