@@ -153,25 +153,30 @@ FLEETSIM_HD FLEETSIM_FORCEINLINE void heap_fix(int32_t* heap, int32_t* pos, int3
 }
 
 // An indexed heap of RKey entries ordered by (t, r): entry r's key becomes t and the heap is
-// restored by moving a hole (pos[r]: where entry r is, relative to h).
+// restored by moving a hole (pos[r]: where entry r is, relative to h). Only the front is ever read,
+// and it is the same whatever the layout below it.
 FLEETSIM_HD FLEETSIM_FORCEINLINE bool rk_less(const RKey& a, const RKey& b) {
-  return a.t < b.t || (a.t == b.t && a.r < b.r);
+  return (a.t < b.t) | ((a.t == b.t) & (a.r < b.r));  // no branch: these compares are coin tosses
 }
 FLEETSIM_HD inline void kheap_set(RKey* h, int32_t* pos, int32_t n, int32_t r, double t) {
   const RKey k{t, r, 0};
   int32_t i = pos[r];
-  while (i > 0) {  // sift up
-    const int32_t parent = (i - 1) / 2;
-    if (!rk_less(k, h[parent])) break;
-    h[i] = h[parent];
-    pos[h[i].r] = i;
-    i = parent;
+  if (i > 0 && rk_less(k, h[(i - 1) / 2])) {  // it came earlier: sift up
+    do {
+      const int32_t parent = (i - 1) / 2;
+      h[i] = h[parent];
+      pos[h[i].r] = i;
+      i = parent;
+    } while (i > 0 && rk_less(k, h[(i - 1) / 2]));
+    h[i] = k;
+    pos[r] = i;
+    return;
   }
-  for (;;) {  // sift down
+  // it went later: sift down along the earlier child
+  for (;;) {
     const int32_t l = 2 * i + 1;
     if (l >= n) break;
-    int32_t m = l;
-    if (l + 1 < n && rk_less(h[l + 1], h[l])) m = l + 1;
+    const int32_t m = l + int32_t(l + 1 < n && rk_less(h[l + 1], h[l]));
     if (!rk_less(h[m], k)) break;
     h[i] = h[m];
     pos[h[i].r] = i;

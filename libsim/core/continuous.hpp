@@ -468,8 +468,8 @@ FLEETSIM_HD inline void cq_offer(Sim& s, int32_t pi, int32_t except, double t) {
       if (o != except && !s.rep[o].busy) cont_kick(s, o, t);
   // A busy replica is noted with its first step boundary at or after t. Those to look at: the
   // ones whose note went (a run start, a note dropped or taken up: the pending list) and the ones
-  // whose note is in the past (the front of the note heap). Every other note is still its first
-  // boundary at or after t.
+  // whose note is in the past (the earliest in the calendar). Every other note is still its
+  // first boundary at or after t.
   int32_t* pend = s.cq_pend + r0;
   int32_t keep = 0;
   for (int32_t i = 0; i < ps.cq_pend_n; ++i) {
