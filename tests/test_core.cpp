@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <random>
 #include <vector>
 
 #include "libsim/core/engine.hpp"
@@ -83,6 +84,64 @@ TEST_CASE("closed-form run time equals the step-by-step sum, through the rooflin
   CHECK(line_steps_until(flat, 100, 0.0349) == 4);
   CHECK(line_steps_until(flat, 100, 0.04) == 4);
   CHECK(line_steps_until(flat, 100, 50.0) == 100);
+}
+
+TEST_CASE("a central queue's note calendar finds the earliest (time, index) note, as a scan does") {
+  // Notes set at random: ties, notes laps ahead, spreads from 0.1 ms to 100 s (so the width is
+  // refitted), removals; after each, the calendar's earliest against a scan over every replica.
+  for (const int32_t n : {3, 9, 40, 128}) {
+    std::vector<Replica> rep(static_cast<size_t>(n));
+    std::vector<CalNote> notes(static_cast<size_t>(n));
+    std::vector<int32_t> buckets(static_cast<size_t>(4 * n), kNone);
+    for (Replica& R : rep) R.wake_at = kInf;
+    PoolState ps{};
+    ps.n_replicas = n;
+    ps.cq_mask = cal_bucket_count(n) - 1;
+    ps.cq_w = 1e-3;
+    ps.cq_inv_w = 1e3;
+    Sim s{};
+    s.rep = rep.data();
+    s.cq_note = notes.data();
+    s.cq_bucket = buckets.data();
+    CHECK((n <= kCalScan) == (ps.cq_mask == 0));
+    if (n > kCalScan) {
+      CHECK(ps.cq_mask + 1 >= 2 * n);
+      CHECK(ps.cq_mask + 1 < 4 * n);
+    }
+    std::mt19937_64 g{uint64_t(n)};
+    std::uniform_real_distribution<double> u(0.0, 1.0);
+    double now = 0.0;
+    int wrong = 0, filed = 0, refits = 0;
+    const double spreads[] = {1e-4, 0.02, 3.0, 100.0};
+    for (int i = 0; i < 40000; ++i) {
+      const double spread = spreads[(i / 5000) % 4];
+      const int32_t r = int32_t(g() % uint64_t(n));
+      const double x = u(g);
+      double at = now + spread * u(g);
+      if (x < 0.15)
+        at = kInf;
+      else if (x < 0.3)
+        at = rep[size_t(g() % uint64_t(n))].wake_at;  // a tie (or none)
+      else if (x < 0.35)
+        at = now + 50.0 * spread * double(ps.cq_mask + 1);  // laps ahead
+      const double w0 = ps.cq_w;
+      cal_set(s, ps, r, at);
+      int32_t want = kNone;
+      for (int32_t k = 0; k < n; ++k)
+        if (rep[size_t(k)].wake_at < kInf && (want == kNone || rep[size_t(k)].wake_at < rep[size_t(want)].wake_at))
+          want = k;
+      const int32_t got = cal_min(s, ps);
+      wrong += got != want;
+      refits += ps.cq_w != w0;
+      int32_t count = 0;
+      for (const Replica& R : rep) count += R.wake_at < kInf;
+      filed += count == ps.cq_n;
+      if (got != kNone && u(g) < 0.5) now = rep[size_t(got)].wake_at;  // time moves on to it
+    }
+    CHECK(wrong == 0);
+    CHECK(filed == 40000);
+    if (n > kCalScan) CHECK(refits > 3);
+  }
 }
 
 namespace {
