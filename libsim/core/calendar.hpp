@@ -9,6 +9,7 @@
 // (a product by a positive constant, rounded, then truncated), so the earliest day holds the
 // earliest note, and within it every note is compared. The width only decides how many days and
 // notes a search looks at; it is refitted to the notes' spread when searches look at too many.
+// A pool of kCalScan replicas or fewer files nothing: one pass over them is cheaper.
 #pragma once
 #include "state.hpp"
 
@@ -26,7 +27,11 @@ FLEETSIM_HD FLEETSIM_FORCEINLINE int32_t cal_bucket_count(int32_t replicas) {
   while (nb < 2 * replicas) nb *= 2;
   return nb;
 }
-FLEETSIM_HD FLEETSIM_FORCEINLINE int64_t cal_day(const PoolState& ps, double t) { return int64_t(t * ps.cq_inv_w); }
+// (held below int64's range, which keeps it monotone: a held day only holds more notes)
+FLEETSIM_HD FLEETSIM_FORCEINLINE int64_t cal_day(const PoolState& ps, double t) {
+  const double d = t * ps.cq_inv_w;
+  return d < 4e18 ? int64_t(d) : int64_t(4e18);
+}
 FLEETSIM_HD FLEETSIM_FORCEINLINE bool cal_less(const Sim& s, int32_t a, int32_t b) {
   const double ta = s.rep[a].wake_at, tb = s.rep[b].wake_at;
   return ta < tb || (ta == tb && a < b);
