@@ -127,6 +127,16 @@ TEST_CASE("a burst the queue turns away stops at its moment") {
   CHECK(on["sweep"]["stop_certain_misses"] == true);
   CHECK(on["sweep"]["fingerprint"] != off["sweep"]["fingerprint"]);
   CHECK(format_sweep_table(on).find("1 of the misses stopped once they were certain") != std::string::npos);
+  // CSV: the moment in its own column, empty for the run that went to its end; a sweep that
+  // stops no run has no such column
+  const std::string csv = sweep_to_csv(on);
+  const std::string head = csv.substr(0, csv.find('\n'));
+  CHECK(head.find(",replications,stopped_at_s,") != std::string::npos);
+  const std::string row0 = csv.substr(head.size() + 1, csv.find('\n', head.size() + 1) - head.size() - 1);
+  CHECK(row0.find(",1,30.0,") != std::string::npos);
+  const std::string row1 = csv.substr(csv.find('\n', head.size() + 1) + 1);
+  CHECK(row1.find(",true,,,1,,") != std::string::npos);
+  CHECK(sweep_to_csv(off).find("stopped_at_s") == std::string::npos);
 }
 
 TEST_CASE("on a trace, every stopped run misses the term it names in the run to its end") {

@@ -160,6 +160,9 @@ std::string format_sweep_table(const Json& doc, size_t max_rows) { return sweep_
 
 SweepCsvWriter::SweepCsvWriter(const Json& header, std::function<void(const std::string&)> out) : out_(std::move(out)) {
   for (const auto& p : header["sweep"]["parameters"]) pnames_.push_back(p["path"].get<std::string>());
+  const Json& sw = header["sweep"];
+  stop_column_ = sw.contains("stop_certain_misses") && sw["stop_certain_misses"].is_boolean() &&
+                 sw["stop_certain_misses"].get<bool>();
 }
 
 // The header line, with the metric columns of the first measured row (none if no row ran).
@@ -173,6 +176,7 @@ void SweepCsvWriter::start(const Json* measured) {
   std::string out = "index";
   for (const auto& p : pnames_) out += "," + csv_quote(p);
   out += ",feasible,reason,violations,replications";
+  if (stop_column_) out += ",stopped_at_s";
   for (const auto& m : mpaths_) out += "," + csv_quote(m);
   for (const auto& c : cpaths_) out += "," + csv_quote("ci95." + c);
   out_(out + "\n");
@@ -206,6 +210,7 @@ void SweepCsvWriter::write(const Json& r) {
   for (const auto& v : r["violations"]) viol += (viol.empty() ? "" : "; ") + v.get<std::string>();
   out += "," + csv_quote(viol);
   out += "," + (r.contains("replications") ? r["replications"].dump() : std::string());
+  if (stop_column_) out += "," + (r.contains("stopped_at_s") ? r["stopped_at_s"].dump() : std::string());
   for (const auto& m : mpaths_) {
     const Json* v = r["metrics"].is_null() ? nullptr : at_path(r["metrics"], m);
     out += "," + (v && v->is_number() ? v->dump() : std::string());

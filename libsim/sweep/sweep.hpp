@@ -208,6 +208,7 @@ class SweepCsvWriter {
   std::vector<std::string> pnames_, mpaths_, cpaths_;
   std::vector<Json> waiting_;
   bool started_ = false;
+  bool stop_column_ = false;  // the sweep stops certain misses: a stopped_at_s column
   std::function<void(const std::string&)> out_;
 };
 
