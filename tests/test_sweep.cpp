@@ -140,13 +140,20 @@ TEST_CASE("configurations that cannot run are reported as infeasible with the re
 }
 
 TEST_CASE("an SLO that nothing meets says so, and names the closest configuration") {
-  const Json d =
-      run(source("sweep:\n  parameters:\n    fleet.replicas: [1, 2]\n  slo: {latency_s.ttft.p99: 0.000001}\n"));
+  const std::string sweep =
+      "sweep:\n  parameters:\n    fleet.replicas: [1, 2]\n  slo: {latency_s.ttft.p99: 0.000001}\n";
+  const Json d = run(source(sweep + "  stop_certain_misses: false\n"));
   CHECK(d["summary"]["feasible"] == 0);
   CHECK(d["summary"]["cheapest"].is_null());
   const std::string m = d["summary"]["message"].get<std::string>();
   CHECK(m.find("no configuration meets the SLO; closest is #1") == 0);
   CHECK(format_sweep_table(d).find("no configuration meets the SLO") != std::string::npos);
+  // runs stopped once their miss was certain have no figures to rank: the message says how to get them
+  const Json stopped = run(source(sweep));
+  CHECK(stopped["summary"]["stopped_early"] == 2);
+  CHECK(stopped["summary"]["message"] ==
+        "no configuration meets the SLO; every run that ran stopped once its miss was certain "
+        "(sweep.stop_certain_misses: false runs them to their end, with figures)");
 }
 
 TEST_CASE("the cheapest feasible configuration and the Pareto frontier") {

@@ -6,12 +6,59 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
+#include <mutex>
 
 #include "core/histogram.hpp"
+#include "core/philox.hpp"
+#include "core/workload.hpp"
+#include "sweep/streams.hpp"
 
 namespace fleetsim {
 
-int64_t settle_request_bound(const SimParams& p) {
+namespace {
+
+// Draws past this many arrivals in one replication's window give no bound (and cost no more).
+constexpr int64_t kMaxDrawnBound = 4000000;
+
+// The most arrivals of class c in [w0, w1) over replications 0 .. replications - 1, as the core
+// draws them (core/workload.hpp, keyed by the seed and the replication: the same in every run of
+// them); -1 past kMaxDrawnBound. Kept per workload: a sweep asks once per configuration.
+int64_t drawn_bound(const SimParams& p, int32_t c, uint32_t replications, double w0, double w1) {
+  static std::mutex mutex;
+  static std::map<std::string, int64_t> kept;
+  std::string key = arrivals_key(p, c);
+  for (double x : {w0, w1}) key.append(reinterpret_cast<const char*>(&x), sizeof x);
+  key.append(reinterpret_cast<const char*>(&replications), sizeof replications);
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = kept.find(key);
+    if (it != kept.end()) return it->second;
+  }
+  const ArrivalParams& a = p.classes[c].arrivals;
+  int64_t most = 0;
+  for (uint32_t r = 0; r < replications && most >= 0; ++r) {
+    const Rng rng = make_rng(p.seed, r);
+    ArrivalCursor cur{0.0, 0, 0};
+    int64_t n = 0, drawn = 0;
+    for (double t = first_arrival(a, rng, uint32_t(c), cur, p.duration_s); t < w1;
+         t = next_arrival(a, rng, uint32_t(c), cur, t, p.duration_s)) {
+      if (++drawn > kMaxDrawnBound) {
+        n = -1;
+        break;
+      }
+      if (t >= w0) ++n;
+    }
+    most = n < 0 ? -1 : std::max(most, n);
+  }
+  std::lock_guard<std::mutex> lock(mutex);
+  kept.emplace(key, most);
+  return most;
+}
+
+}  // namespace
+
+int64_t settle_request_bound(const SimParams& p, uint32_t replications) {
   const double w0 = window_from_s(p), w1 = window_to_s(p);
   int64_t n = 0;
   for (int32_t c = 0; c < p.n_classes; ++c) {
@@ -27,8 +74,13 @@ int64_t settle_request_bound(const SimParams& p) {
       n += to - from;
     } else if (a.kind == ArrivalKind::burst) {
       n += a.clients;
+    } else if (drawn_in_core(a.kind)) {
+      // drawn arrivals are a pure function of the seed and the replication: counted before the run
+      const int64_t m = drawn_bound(p, c, replications, w0, w1);
+      if (m < 0) return 0;
+      n += m;
     } else {
-      return 0;  // open-ended arrivals, or closed-loop users whose retries are new requests
+      return 0;  // closed-loop users, whose retries are new requests
     }
   }
   return n;
@@ -59,16 +111,27 @@ bool parse_latency(const std::string& metric, Quantile& out) {
 
 }  // namespace
 
+double settle_factor(const SweepSpec& spec) {
+  if (!spec.feasible_on_bound) return double(spec.replications);
+  // A row of n replications, one of them x and the others anything >= 0, has mean + t s / sqrt(n)
+  // at least x min(1, (1 + t) / n): the others equal at their least sum give the least spread
+  // (variance (x - y)^2 / n), and the bound is linear in that y, least at y = 0 or y = x. The row
+  // holds 1 to R replications (sequential stopping), so the largest n / (1 + t) of those counts.
+  double f = 1.0;
+  for (uint32_t n = 2; n <= spec.replications; ++n) f = std::max(f, double(n) / (1.0 + t_critical_95(n - 1)));
+  return f * (1.0 + 1e-9);  // and the bound's rounding
+}
+
 SettleRule settle_rule(const SweepSpec& spec, const SimParams& p, std::vector<size_t>* slo_of) {
   SettleRule rule{};
   if (slo_of) slo_of->clear();
-  const int64_t n = spec.stop_certain_misses ? settle_request_bound(p) : 0;
+  const int64_t n = spec.stop_certain_misses ? settle_request_bound(p, spec.replications) : 0;
   if (n <= 0) return rule;
-  const double reps = double(spec.replications);
+  const double factor = settle_factor(spec);
   for (size_t i = 0; i < spec.slo.size() && rule.n < kMaxSettleTerms; ++i) {
     const SloTerm& t = spec.slo[i];
     if (!t.is_max || !(t.limit >= 0.0)) continue;
-    const double bound = reps * t.limit;  // one replication's figure above it: the mean is above the limit
+    const double bound = factor * t.limit;  // one replication's figure above it: the row misses the limit
     SettleTerm term{};
     Quantile lq{};
     if (t.metric == "requests.rejection_fraction") {
@@ -110,7 +173,7 @@ std::string settled_violation(const SweepSpec& spec, const SimParams& p, const T
   if (t.settled_term < 0 || t.settled_term >= rule.n) return "the run stopped on a rule this sweep does not have";
   const SettleTerm& term = rule.terms[t.settled_term];
   const SloTerm& slo = spec.slo[slo_of[size_t(t.settled_term)]];
-  const int64_t n = settle_request_bound(p);
+  const int64_t n = settle_request_bound(p, spec.replications);
   const std::string when = fmt::format("the run stopped at {:.6g} s", t.settled_s);
   if (term.kind == SettleKind::rejections)
     return fmt::format("{} > {:.6g} certainly: {} of at most {} requests in the window rejected ({})", slo.metric,

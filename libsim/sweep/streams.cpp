@@ -7,12 +7,12 @@
 
 namespace fleetsim {
 
-namespace {
-
 bool drawn_in_core(ArrivalKind k) {
   return k == ArrivalKind::poisson || k == ArrivalKind::gamma || k == ArrivalKind::diurnal ||
          k == ArrivalKind::constant;
 }
+
+namespace {
 
 void put(std::string& key, const void* p, size_t n) { key.append(static_cast<const char*>(p), n); }
 
@@ -27,21 +27,29 @@ void put_dist(std::string& key, const DistParams& d) {
   }
 }
 
-// Everything a class's draws depend on (core/workload.hpp): its index keys its streams.
-std::string stream_key(const SimParams& p, int32_t c, uint32_t r) {
-  const ClassParams& C = p.classes[c];
-  const ArrivalParams& a = C.arrivals;
+}  // namespace
+
+std::string arrivals_key(const SimParams& p, int32_t c) {
+  const ArrivalParams& a = p.classes[c].arrivals;
   std::string key;
   put(key, &p.seed, sizeof p.seed);
-  put(key, &r, sizeof r);
   put(key, &c, sizeof c);
   put(key, &p.duration_s, sizeof p.duration_s);
   for (double x : {a.rate_per_s, a.gamma_shape, a.gamma_scale_s, a.diurnal_amplitude, a.diurnal_period_s,
                    a.diurnal_peak_at_s, a.start_s, a.stop_s})
     put(key, &x, sizeof x);
   put(key, &a.kind, sizeof a.kind);
-  put_dist(key, C.prompt);
-  put_dist(key, C.output);
+  return key;
+}
+
+namespace {
+
+// Everything a class's draws depend on (core/workload.hpp): its index keys its streams.
+std::string stream_key(const SimParams& p, int32_t c, uint32_t r) {
+  std::string key = arrivals_key(p, c);
+  put(key, &r, sizeof r);
+  put_dist(key, p.classes[c].prompt);
+  put_dist(key, p.classes[c].output);
   return key;
 }
 

@@ -15,6 +15,12 @@
 
 namespace fleetsim {
 
+// Whether the core draws a class of this kind's arrivals itself (a stream can replace them).
+bool drawn_in_core(ArrivalKind k);
+
+// Everything class c's arrival times depend on, as a key (its lengths excluded).
+std::string arrivals_key(const SimParams& p, int32_t c);
+
 class RequestStreams {
  public:
   // p with each open-loop class that draws its own arrivals (poisson, gamma, diurnal, constant)

@@ -93,7 +93,12 @@ Json SummaryAccumulator::summary() const {
   } else {
     s["cheapest"] = nullptr;
     std::string msg = rows_ == 0 ? "no configurations ran" : "no configuration meets the SLO";
-    if (closest_excess_ < INFINITY) msg += fmt::format("; closest is #{} ({})", closest_index_, closest_violation_);
+    if (closest_excess_ < INFINITY)
+      msg += fmt::format("; closest is #{} ({})", closest_index_, closest_violation_);
+    else if (stopped_ > 0)  // every miss stopped without figures: say how to get them
+      msg +=
+          "; every run that ran stopped once its miss was certain (sweep.stop_certain_misses: false runs them "
+          "to their end, with figures)";
     s["message"] = msg;
   }
   Json pareto = Json::array();
