@@ -125,7 +125,12 @@ double settle_factor(const SweepSpec& spec) {
 SettleRule settle_rule(const SweepSpec& spec, const SimParams& p, std::vector<size_t>* slo_of) {
   SettleRule rule{};
   if (slo_of) slo_of->clear();
-  const int64_t n = spec.stop_certain_misses ? settle_request_bound(p, spec.replications) : 0;
+  // (no upper bound, no rule: the requests are not counted)
+  Quantile unused{};
+  const bool some = std::any_of(spec.slo.begin(), spec.slo.end(), [&](const SloTerm& t) {
+    return t.is_max && (t.metric == "requests.rejection_fraction" || parse_latency(t.metric, unused));
+  });
+  const int64_t n = spec.stop_certain_misses && some ? settle_request_bound(p, spec.replications) : 0;
   if (n <= 0) return rule;
   const double factor = settle_factor(spec);
   for (size_t i = 0; i < spec.slo.size() && rule.n < kMaxSettleTerms; ++i) {

@@ -306,9 +306,10 @@ SweepSpec parse_sweep(const ScenarioSource& scenario) {
   if (!spec.stop_certain_misses) canon += "\nstop_certain_misses off";
   // where runs may stop early its rows differ from a sweep's that ran them all to their end (a
   // journal from before the rule): the base scenario's requests bounded, or arrivals swept
-  bool may_stop = settle_request_bound(base.params(), spec.replications) > 0;
+  bool may_stop = false;
   for (const auto& p : spec.params) may_stop = may_stop || p.path.find("arrival") != std::string::npos;
-  if (spec.stop_certain_misses && may_stop) canon += "\nstop_certain_misses on";
+  may_stop = spec.stop_certain_misses && (may_stop || settle_request_bound(base.params(), spec.replications) > 0);
+  if (may_stop) canon += "\nstop_certain_misses on";
   for (const auto& t : spec.slo) canon += fmt::format("\n{} {} {}", t.metric, t.is_max, t.limit);
   spec.fingerprint = fmt::format("{:016x}", fnv1a(canon));
   return spec;
