@@ -9,6 +9,7 @@
 // out of sight (they are never a criterion), FLEETSIM_PHYSICS_FIT_ONLY=1 skips the
 // cross-validation too, and FLEETSIM_PHYSICS_SHOW=<group part> lists that configuration's runs.
 #include <sys/stat.h>
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -220,6 +221,32 @@ std::string physics_tables(const Physics& ph) {
          << e.points << " | " << pct(e.median[kMeanTtft]) << " | " << pct(e.median[kMeanTpot]) << " | "
          << pct(e.median[kMeanE2e]) << " | " << pct(e.median[kP99Ttft]) << " |\n";
     }
+  // where a left-out device's error comes from, and which way: the signed median says whether
+  // the refit predicts that device's runs too slow (+) or too fast (-)
+  md << "\nEach device left out, by the source and layout of its rows (signed: the median of predicted / measured "
+        "- 1).\n\n| left out | source | layout | points | mean TTFT | mean TPOT | mean e2e | mean e2e, signed "
+        "|\n|---|---|---|---|---|---|---|---|\n";
+  for (const auto& g : ph.by_device) {
+    std::map<std::pair<std::string, std::string>, std::vector<PointResult>> cells;
+    for (const auto& r : g.held_out) cells[{source_of(*r.point), layout_of(*r.point)}].push_back(r);
+    for (const auto& [key, rs] : cells) {
+      const ProfileError e = summarize(rs);
+      std::vector<double> signed_e2e;
+      for (const auto& r : rs)
+        if (r.predicted.ok && std::isfinite(r.error[kMeanE2e]))
+          signed_e2e.push_back(r.predicted.v[kMeanE2e] / r.point->measured[kMeanE2e] - 1.0);
+      std::string sgn = "–";
+      if (!signed_e2e.empty()) {
+        std::sort(signed_e2e.begin(), signed_e2e.end());
+        const size_t n = signed_e2e.size();
+        const double med = n % 2 ? signed_e2e[n / 2] : 0.5 * (signed_e2e[n / 2 - 1] + signed_e2e[n / 2]);
+        sgn = (med >= 0 ? "+" : "") + pct(med);
+      }
+      md << "| " << g.group << " | " << key.first << " | " << key.second << " | " << e.points << " | "
+         << pct(e.median[kMeanTtft]) << " | " << pct(e.median[kMeanTpot]) << " | " << pct(e.median[kMeanE2e]) << " | "
+         << sgn << " |\n";
+    }
+  }
   return md.str();
 }
 
