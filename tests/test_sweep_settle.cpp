@@ -66,6 +66,17 @@ TEST_CASE("the rule's allowances, by hand") {
   std::vector<size_t> slo_of;
   SettleRule rule = settle_rule(spec, p, &slo_of);
   REQUIRE(rule.n == 4);  // neither the cost nor a lower bound has a rule
+  CHECK(settle_may_apply(spec));
+  {  // nor does the rule apply where only they are left, or where it is off
+    SweepSpec none = spec;
+    none.slo = {spec.slo[4], spec.slo[5], max_term("latency_s.ttft.p42", 1.0)};
+    CHECK_FALSE(settle_may_apply(none));
+    CHECK(settle_rule(none, p).n == 0);
+    none.slo = spec.slo;
+    none.stop_certain_misses = false;
+    CHECK_FALSE(settle_may_apply(none));
+    CHECK(settle_rule(none, p).n == 0);
+  }
   CHECK(slo_of == std::vector<size_t>{0, 1, 2, 3});
   // 30% of at most 100 requests: the 31st rejection settles it
   CHECK(rule.terms[0].kind == SettleKind::rejections);

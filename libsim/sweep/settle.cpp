@@ -20,6 +20,9 @@ namespace {
 
 // Draws past this many arrivals in one replication's window give no bound (and cost no more).
 constexpr int64_t kMaxDrawnBound = 4000000;
+// Workloads whose counts are kept at once: a notebook that sweeps workload after workload keeps
+// at most this many (about 100 bytes each), the oldest dropped with the rest when it fills.
+constexpr size_t kMaxKeptBounds = 4096;
 
 // The most arrivals of class c in [w0, w1) over replications 0 .. replications - 1, as the core
 // draws them (core/workload.hpp, keyed by the seed and the replication: the same in every run of
@@ -52,6 +55,7 @@ int64_t drawn_bound(const SimParams& p, int32_t c, uint32_t replications, double
     most = n < 0 ? -1 : std::max(most, n);
   }
   std::lock_guard<std::mutex> lock(mutex);
+  if (kept.size() >= kMaxKeptBounds) kept.clear();
   kept.emplace(key, most);
   return most;
 }
@@ -111,6 +115,13 @@ bool parse_latency(const std::string& metric, Quantile& out) {
 
 }  // namespace
 
+bool settle_may_apply(const SweepSpec& spec) {
+  Quantile unused{};
+  return spec.stop_certain_misses && std::any_of(spec.slo.begin(), spec.slo.end(), [&](const SloTerm& t) {
+           return t.is_max && (t.metric == "requests.rejection_fraction" || parse_latency(t.metric, unused));
+         });
+}
+
 double settle_factor(const SweepSpec& spec) {
   if (!spec.feasible_on_bound) return double(spec.replications);
   // A row of n replications, one of them x and the others anything >= 0, has mean + t s / sqrt(n)
@@ -126,11 +137,7 @@ SettleRule settle_rule(const SweepSpec& spec, const SimParams& p, std::vector<si
   SettleRule rule{};
   if (slo_of) slo_of->clear();
   // (no upper bound, no rule: the requests are not counted)
-  Quantile unused{};
-  const bool some = std::any_of(spec.slo.begin(), spec.slo.end(), [&](const SloTerm& t) {
-    return t.is_max && (t.metric == "requests.rejection_fraction" || parse_latency(t.metric, unused));
-  });
-  const int64_t n = spec.stop_certain_misses && some ? settle_request_bound(p, spec.replications) : 0;
+  const int64_t n = settle_may_apply(spec) ? settle_request_bound(p, spec.replications) : 0;
   if (n <= 0) return rule;
   const double factor = settle_factor(spec);
   for (size_t i = 0; i < spec.slo.size() && rule.n < kMaxSettleTerms; ++i) {

@@ -16,6 +16,10 @@ namespace fleetsim {
 // are counted ahead), or 0 where that is not known before it runs (closed-loop users).
 int64_t settle_request_bound(const SimParams& p, uint32_t replications);
 
+// Whether the rule can apply to any run of `spec`: stop_certain_misses on, and an SLO term it
+// covers (an upper bound on the rejection fraction or on a latency quantile), below.
+bool settle_may_apply(const SweepSpec& spec);
+
 // The factor F: one replication's figure above F L misses a term `metric <= L` in the row, whatever
 // the others do. Judged on the mean of R replications, F = R; on the 95% bound (the default), the
 // bound of n values, one of them x, is at least x min(1, (1 + t_{n-1}) / n), so F = the largest

@@ -308,7 +308,7 @@ SweepSpec parse_sweep(const ScenarioSource& scenario) {
   // journal from before the rule): the base scenario's requests bounded, or arrivals swept
   bool may_stop = false;
   for (const auto& p : spec.params) may_stop = may_stop || p.path.find("arrival") != std::string::npos;
-  may_stop = spec.stop_certain_misses && (may_stop || settle_request_bound(base.params(), spec.replications) > 0);
+  may_stop = settle_may_apply(spec) && (may_stop || settle_request_bound(base.params(), spec.replications) > 0);
   if (may_stop) canon += "\nstop_certain_misses on";
   for (const auto& t : spec.slo) canon += fmt::format("\n{} {} {}", t.metric, t.is_max, t.limit);
   spec.fingerprint = fmt::format("{:016x}", fnv1a(canon));
