@@ -46,6 +46,9 @@ def _build_module():
         "cmake", "-S", ROOT, "-B", build, "-DCMAKE_BUILD_TYPE=Release",
         "-DFLEETSIM_PYTHON=ON", "-DFLEETSIM_TESTS=OFF", "-DFLEETSIM_CUDA=" + os.environ.get("FLEETSIM_CUDA", "OFF"),
         "-DPython3_EXECUTABLE=" + sys.executable,
+        # a few sources per compile, so the headers they share (fmt, json, yaml-cpp, the core) are
+        # parsed once per batch: half the CPU time of a build from scratch, the same module
+        "-DCMAKE_UNITY_BUILD=ON",
     ]
     if os.path.exists("/usr/bin/ninja"):
         configure += ["-G", "Ninja"]
