@@ -26,9 +26,10 @@ fi
 gen=()
 command -v ninja >/dev/null && gen=(-G Ninja)
 [ -f build-fuzz/CMakeCache.txt ] && gen=()
-# (-g1: line tables, enough for a finding's symbolized stack; see scripts/sanitize.sh)
+# (-g1: line tables, enough for a finding's symbolized stack; the library in batches: see
+# scripts/sanitize.sh)
 cmake -S . -B build-fuzz "${gen[@]}" -DCMAKE_CXX_COMPILER="$cxx" -DFLEETSIM_FUZZ=ON -DFLEETSIM_TESTS=OFF \
-  -DFLEETSIM_CUDA=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" >/dev/null
+  -DFLEETSIM_CUDA=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" -DCMAKE_UNITY_BUILD=ON >/dev/null
 cmake --build build-fuzz --parallel "$(nproc)" --target "${harnesses[@]/#/fuzz_}"
 
 # Symbolized stacks: llvm-symbolizer where installed, else addr2line (binutils).
