@@ -10,8 +10,6 @@
 #include <mutex>
 
 #include "core/histogram.hpp"
-#include "core/philox.hpp"
-#include "core/workload.hpp"
 #include "sweep/streams.hpp"
 
 namespace fleetsim {
@@ -38,20 +36,18 @@ int64_t drawn_bound(const SimParams& p, int32_t c, uint32_t replications, double
     auto it = kept.find(key);
     if (it != kept.end()) return it->second;
   }
-  const ArrivalParams& a = p.classes[c].arrivals;
   int64_t most = 0;
   for (uint32_t r = 0; r < replications && most >= 0; ++r) {
-    const Rng rng = make_rng(p.seed, r);
-    ArrivalCursor cur{0.0, 0, 0};
-    int64_t n = 0, drawn = 0;
-    for (double t = first_arrival(a, rng, uint32_t(c), cur, p.duration_s); t < w1;
-         t = next_arrival(a, rng, uint32_t(c), cur, t, p.duration_s)) {
-      if (++drawn > kMaxDrawnBound) {
+    int64_t n = 0;
+    each_drawn_arrival(p, c, r, [&](double t, const Rng&, uint64_t i) {
+      if (t >= w1) return false;
+      if (int64_t(i) >= kMaxDrawnBound) {
         n = -1;
-        break;
+        return false;
       }
-      if (t >= w0) ++n;
-    }
+      n += t >= w0;
+      return true;
+    });
     most = n < 0 ? -1 : std::max(most, n);
   }
   std::lock_guard<std::mutex> lock(mutex);

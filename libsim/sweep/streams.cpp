@@ -42,6 +42,17 @@ std::string arrivals_key(const SimParams& p, int32_t c) {
   return key;
 }
 
+void each_drawn_arrival(const SimParams& p, int32_t c, uint32_t r,
+                        const std::function<bool(double t, const Rng& rng, uint64_t i)>& each) {
+  const ArrivalParams& a = p.classes[c].arrivals;
+  const Rng rng = make_rng(p.seed, r);
+  ArrivalCursor cur{0.0, 0, 0};
+  uint64_t i = 0;
+  for (double t = first_arrival(a, rng, uint32_t(c), cur, p.duration_s); t < kInf;
+       t = next_arrival(a, rng, uint32_t(c), cur, t, p.duration_s))
+    if (!each(t, rng, i++)) return;
+}
+
 namespace {
 
 // Everything a class's draws depend on (core/workload.hpp): its index keys its streams.
@@ -65,17 +76,19 @@ std::shared_ptr<const RequestStreams::Drawn> RequestStreams::get(const SimParams
   }
   // the draws of handle_arrival and the engine's arrival loop, in the same order and keys
   const ClassParams& C = p.classes[c];
-  const Rng rng = make_rng(p.seed, r);
   auto s = std::make_shared<Drawn>();
-  ArrivalCursor cur{0.0, 0, 0};
-  for (double t = first_arrival(C.arrivals, rng, uint32_t(c), cur, p.duration_s); t < kInf;
-       t = next_arrival(C.arrivals, rng, uint32_t(c), cur, t, p.duration_s)) {
-    if (int64_t(s->t_s.size()) >= max_requests) return nullptr;
-    const uint64_t idx = s->t_s.size();
+  bool too_long = false;
+  each_drawn_arrival(p, c, r, [&](double t, const Rng& rng, uint64_t idx) {
+    if (int64_t(idx) >= max_requests) {
+      too_long = true;
+      return false;
+    }
     s->t_s.push_back(t - C.arrivals.start_s);
     s->prompt.push_back(int32_t(sample_length(C.prompt, rng, fleetsim::Stream::prompt, uint32_t(c), idx)));
     s->output.push_back(int32_t(sample_length(C.output, rng, fleetsim::Stream::output, uint32_t(c), idx)));
-  }
+    return true;
+  });
+  if (too_long) return nullptr;
   std::lock_guard<std::mutex> lock(mutex_);
   if (kept_ + int64_t(s->t_s.size()) > max_kept_requests) {
     full_ = true;

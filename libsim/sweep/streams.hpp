@@ -5,6 +5,7 @@
 // random draws in the simulation for them.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "core/params.hpp"
+#include "core/philox.hpp"
 
 namespace fleetsim {
 
@@ -20,6 +22,12 @@ bool drawn_in_core(ArrivalKind k);
 
 // Everything class c's arrival times depend on, as a key (its lengths excluded).
 std::string arrivals_key(const SimParams& p, int32_t c);
+
+// Class c's arrivals in replication r as the core draws them (core/workload.hpp: the same keys,
+// the same order): each(t, rng, i) for the i-th at time t, until it returns false or they end.
+// The rng is the replication's, for the draws keyed by i (the request's lengths).
+void each_drawn_arrival(const SimParams& p, int32_t c, uint32_t r,
+                        const std::function<bool(double t, const Rng& rng, uint64_t i)>& each);
 
 class RequestStreams {
  public:
