@@ -208,6 +208,13 @@ bool fitted_metric(const BenchPoint& p, int m) { return std::isfinite(p.measured
 
 }  // namespace
 
+double median_of(std::vector<double>& v) {
+  if (v.empty()) return std::nan("");
+  std::sort(v.begin(), v.end());
+  const size_t k = v.size();
+  return k % 2 ? v[k / 2] : 0.5 * (v[k / 2 - 1] + v[k / 2]);
+}
+
 ProfileError summarize(const std::vector<PointResult>& r) {
   ProfileError e;
   e.points = int(r.size());
@@ -219,9 +226,7 @@ ProfileError summarize(const std::vector<PointResult>& r) {
       e.median[m] = e.worst[m] = std::nan("");
       continue;
     }
-    std::sort(v.begin(), v.end());
-    const size_t k = v.size();
-    e.median[m] = k % 2 ? v[k / 2] : 0.5 * (v[k / 2 - 1] + v[k / 2]);
+    e.median[m] = median_of(v);  // (sorts v)
     e.worst[m] = v.back();
   }
   return e;

@@ -53,6 +53,8 @@ struct PointResult {
 };
 
 ProfileError summarize(const std::vector<PointResult>& r);
+// The median of v (NaN if empty); v is reordered.
+double median_of(std::vector<double>& v);
 
 // The starting point and prior of a fit: roofline-like efficiencies and small overheads (with
 // `global`, physical guesses for the physics terms too; without, those stay neutral).

@@ -9,7 +9,6 @@
 // out of sight (they are never a criterion), FLEETSIM_PHYSICS_FIT_ONLY=1 skips the
 // cross-validation too, and FLEETSIM_PHYSICS_SHOW=<group part> lists that configuration's runs.
 #include <sys/stat.h>
-#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -235,13 +234,8 @@ std::string physics_tables(const Physics& ph) {
       for (const auto& r : rs)
         if (r.predicted.ok && std::isfinite(r.error[kMeanE2e]))
           signed_e2e.push_back(r.predicted.v[kMeanE2e] / r.point->measured[kMeanE2e] - 1.0);
-      std::string sgn = "–";
-      if (!signed_e2e.empty()) {
-        std::sort(signed_e2e.begin(), signed_e2e.end());
-        const size_t n = signed_e2e.size();
-        const double med = n % 2 ? signed_e2e[n / 2] : 0.5 * (signed_e2e[n / 2 - 1] + signed_e2e[n / 2]);
-        sgn = (med >= 0 ? "+" : "") + pct(med);
-      }
+      const double med = median_of(signed_e2e);
+      const std::string sgn = std::isfinite(med) ? (med >= 0 ? "+" : "") + pct(med) : "–";
       md << "| " << g.group << " | " << key.first << " | " << key.second << " | " << e.points << " | "
          << pct(e.median[kMeanTtft]) << " | " << pct(e.median[kMeanTpot]) << " | " << pct(e.median[kMeanE2e]) << " | "
          << sgn << " |\n";
