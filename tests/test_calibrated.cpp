@@ -64,29 +64,57 @@ TEST_CASE("a profile survives writing and reading, and bad profiles are located 
                   InputError);
 }
 
-TEST_CASE("calibrated step time is the sum of its terms, and a decode run follows the same sum step by step") {
-  Scenario s = test::scenario(kFleet + "engine: {perf_profile: none}\n");
+TEST_CASE("calibrated step time: each kernel the longer of its bytes and FLOPs (a sum in format 4), runs alike") {
+  for (const bool overlap : {true, false}) {
+    CAPTURE(overlap);
+    Scenario s = test::scenario(kFleet + "engine: {perf_profile: none}\n");
+    PerfProfile prof = sample_profile();
+    prof.c.kernel_overlap = overlap;
+    s.pools[0].profile = std::make_shared<PerfProfile>(prof);
+    s.pools[0].perf_model = PerfKind::calibrated;
+    const PoolParams P = s.pools[0].params();
+    const WorkParams& w = P.work;
+    const double B = 3350e9, F = 989.4e12;
+    auto kernel = [&](double bytes_s, double flops_s) {
+      return overlap ? std::max(bytes_s, flops_s) : bytes_s + flops_s;
+    };
+    // a prefill of 1000 tokens from scratch beside 10 decoding sequences at context 2000 in all:
+    // the GEMMs compute-bound, the attention bound by its quadratic FLOPs
+    Replica R{};
+    const double pairs = 1000.0 * 1001.0 / 2.0;
+    set_single_step(P, R, 1000, pairs, 0, 10, 1990, 11);
+    const double gemm_w = 1.3 * w.weight_bytes / B, gemm_f = 1.8 * w.matmul_flops_per_token * 1010 / F;
+    const double attn_kv = 1.5 * w.kv_bytes_per_token * (1000 + 2000) / B,
+                 attn_f = 3.0 * w.attn_flops_per_pair * pairs / F;
+    CHECK(gemm_f > gemm_w);
+    const double expect = 0.003 + 4e-5 * 11 + kernel(gemm_w, gemm_f) + kernel(attn_kv, attn_f);
+    CHECK(R.run_line.o == doctest::Approx(expect).epsilon(1e-12));
+    // the hand-computed figures: 8B bf16 weights are 16.06 GB, streamed at 1/1.3 of 3.35 TB/s;
+    // 1010 tokens x 16.06 GFLOP at 1/1.8 of 989.4 TFLOP/s
+    CHECK(gemm_w == doctest::Approx(6.232e-3).epsilon(1e-3));
+    CHECK(gemm_f == doctest::Approx(29.51e-3).epsilon(2e-3));
+    // a decode run of 16 sequences, memory-bound: step j reads context 3000 + 16 (j + 1)
+    set_decode_run(P, R, 16, 3000);
+    for (int64_t j : {0, 1, 7, 500}) {
+      const double ctx = 3000 + 16.0 * double(j + 1);
+      const double step = 0.003 + 4e-5 * 16 +
+                          kernel(1.3 * w.weight_bytes / B, 1.8 * w.matmul_flops_per_token * 16 / F) +
+                          1.5 * w.kv_bytes_per_token * ctx / B;
+      CHECK(line_step(R.run_line, j) == doctest::Approx(step).epsilon(1e-12));
+    }
+  }
+  // across devices (tp 2, the extended path): a decode run's step is the single step of the same work
+  Scenario s = test::scenario(kFleet + "engine: {perf_profile: none, tensor_parallel: 2}\n");
   s.pools[0].profile = std::make_shared<PerfProfile>(sample_profile());
   s.pools[0].perf_model = PerfKind::calibrated;
   const PoolParams P = s.pools[0].params();
-  const WorkParams& w = P.work;
-  const double B = 3350e9, F = 989.4e12;
-  // a prefill of 1000 tokens from scratch beside 10 decoding sequences at context 2000 in all
+  REQUIRE_FALSE(plain_step_model(P));
   Replica R{};
-  const double pairs = 1000.0 * 1001.0 / 2.0;
-  set_single_step(P, R, 1000, pairs, 0, 10, 1990, 11);
-  const double expect = 0.003 + 4e-5 * 11 + 1.3 * w.weight_bytes / B + 1.8 * w.matmul_flops_per_token * 1010 / F +
-                        1.5 * w.kv_bytes_per_token * (1000 + 2000) / B + 3.0 * w.attn_flops_per_pair * pairs / F;
-  CHECK(R.run_line.o == doctest::Approx(expect).epsilon(1e-12));
-  // the hand-computed figure: 8B bf16 weights are 16.06 GB, streamed at 1/1.3 of 3.35 TB/s
-  CHECK(1.3 * w.weight_bytes / B == doctest::Approx(6.232e-3).epsilon(1e-3));
-  // a decode run of 16 sequences: step j reads context 3000 + 16 (j + 1)
-  set_decode_run(P, R, 16, 3000);
-  for (int64_t j : {0, 1, 7, 500}) {
-    const double ctx = 3000 + 16.0 * double(j + 1);
-    const double step = 0.003 + 4e-5 * 16 + 1.3 * w.weight_bytes / B + 1.8 * w.matmul_flops_per_token * 16 / F +
-                        1.5 * w.kv_bytes_per_token * ctx / B;
-    CHECK(line_step(R.run_line, j) == doctest::Approx(step).epsilon(1e-12));
+  for (const double n : {4.0, 256.0}) {  // memory-bound and compute-bound GEMMs
+    set_decode_run(P, R, n, 5000);
+    const double run_step = line_step(R.run_line, 3);
+    set_single_step(P, R, 0, 0, 0, n, 5000 + 3 * n, n);
+    CHECK(run_step == doctest::Approx(R.run_line.o).epsilon(1e-12));
   }
 }
 

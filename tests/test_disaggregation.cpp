@@ -216,7 +216,7 @@ TEST_CASE("disaggregation: the published llm-d P/D run predicts what docs/valida
   };
   const std::vector<std::string> agg = {"pools={agg: {fleet: {replicas: 16, router: round_robin}}}",
                                         "classes.bench.pool=agg"};
-  std::vector<Arm> arms = {{{}, 0.1241, 0.007855, 2.080}, {agg, 0.1232, 0.01265, 3.274}};
+  std::vector<Arm> arms = {{{}, 0.1101, 0.007912, 2.080}, {agg, 0.1088, 0.01215, 3.134}};
   arms.push_back({{"engine.perf_model=roofline"}, 0.1390, 0.00589, 1.607});
   for (const auto& a : arms) {
     CAPTURE(a.e2e_s);

@@ -159,7 +159,8 @@ TEST_CASE("profile format: a newer format is a located error naming what to do; 
   p.cross_validated.points = 10;
   p.cross_validated.median[kMeanE2e] = 0.08;
   const std::string y = profile_yaml(p);
-  CHECK(y.find("format: 4\n") != std::string::npos);
+  CHECK(y.find("format: 5\n") != std::string::npos);
+  CHECK(y.find("composition: overlap\n") != std::string::npos);
   CHECK(y.find("device: any\n") != std::string::npos);
   const PerfProfile q = parse_profile(y, "p.yaml");
   CHECK(q.device.empty());
@@ -171,8 +172,24 @@ TEST_CASE("profile format: a newer format is a located error naming what to do; 
   CHECK(q.c.async_step_s == doctest::Approx(8e-4));
   CHECK(q.c.async_per_seq_s == doctest::Approx(1.2e-5));
   CHECK(q.cross_validated.median[kMeanE2e] == doctest::Approx(0.08));
+  CHECK(q.c.kernel_overlap);
+  // a fit of the sum (per-step timings) says so, and reads back as a sum
+  p.c.kernel_overlap = false;
+  CHECK_FALSE(parse_profile(profile_yaml(p), "p.yaml").c.kernel_overlap);
+  // format 4 and earlier were fitted as sums: they stay sums, and cannot claim otherwise
+  std::string v4 = y;
+  v4.replace(v4.find("format: 5"), 9, "format: 4");
+  std::string v4_sum = v4;
+  v4_sum.erase(v4_sum.find("composition: overlap\n"), 21);
+  CHECK_FALSE(parse_profile(v4_sum, "p.yaml").c.kernel_overlap);
+  try {
+    parse_profile(v4, "p.yaml");
+    FAIL("a format-4 file claimed a composition");
+  } catch (const InputError& e) {
+    CHECK(std::string(e.what()).find("format 5") != std::string::npos);
+  }
   std::string newer = y;
-  newer.replace(newer.find("format: 4"), 9, "format: 5");
+  newer.replace(newer.find("format: 5"), 9, "format: 6");
   try {
     parse_profile(newer, "p.yaml");
     FAIL("a newer format parsed");
@@ -186,6 +203,7 @@ TEST_CASE("profile format: a newer format is a located error naming what to do; 
       "profile: old\ndevice: h100-sxm-80gb\ncoefficients: {step_s: 0.002, weight_factor: 1.3}\n", "old.yaml");
   CHECK(old.c.moe_factor == 1.0);
   CHECK(old.c.layer_s == 0.0);
+  CHECK_FALSE(old.c.kernel_overlap);
 }
 
 TEST_CASE("leave one group out: each group predicted by a fit on the others only") {

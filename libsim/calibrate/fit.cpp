@@ -143,7 +143,8 @@ PerfCoefficients fit_steps(const std::vector<StepSample>& samples) {
   const Eigen::VectorXd x = nnls(A, b);
   PerfCoefficients c;
   for (int i = 0; i < 6; ++i) profile_term(c, i) = x[i] / scale[i];
-  c.comm_factor = 0.0;  // measured step times already hold the collectives: the terms absorb them
+  c.comm_factor = 0.0;       // measured step times already hold the collectives: the terms absorb them
+  c.kernel_overlap = false;  // a least-squares fit is of the sum
   return c;
 }
 

@@ -96,12 +96,16 @@ struct PerfParams {
   double per_prefill_token_s;
   double per_decode_seq_s;
   double per_context_token_s;
-  double per_seq_s;                  // calibrated: scheduling, sampling and bookkeeping per sequence in the step
-  double weight_s_per_byte;          // calibrated: per weight byte read
-  double matmul_s_per_flop;          // calibrated: per GEMM FLOP
-  double kv_s_per_byte;              // calibrated: per KV byte read or written
-  double attn_s_per_flop;            // calibrated: per prefill-attention FLOP
-  double comm_factor;                // calibrated: x the modelled collectives of a replica of several devices
+  double per_seq_s;          // calibrated: scheduling, sampling and bookkeeping per sequence in the step
+  double weight_s_per_byte;  // calibrated: per weight byte read
+  double matmul_s_per_flop;  // calibrated: per GEMM FLOP
+  double kv_s_per_byte;      // calibrated: per KV byte read or written
+  double attn_s_per_flop;    // calibrated: per prefill-attention FLOP
+  double comm_factor;        // calibrated: x the modelled collectives of a replica of several devices
+  // calibrated: how the terms compose. 1: a GEMM streams its weights while it computes and
+  // attention reads the KV while it computes, so each kernel takes the longer of its two times;
+  // 0: every term adds (profiles of format 4 and earlier)
+  int32_t kernel_overlap;
   double client_ttft_s;              // HTTP, tokenization and detokenization a client sees in its TTFT (any kind)
   double client_s_per_input_token;   // the API server's tokenization, per prompt token: in TTFT and e2e
   double client_s_per_output_token;  // its detokenization and streaming, per output token: in e2e

@@ -34,20 +34,34 @@ FLEETSIM_HD FLEETSIM_FORCEINLINE double parallel_step_s(const PoolParams& P, dou
          max_of(flops / (m * P.perf.flops_per_s), (weight_bytes + kv_bytes / m) / P.perf.bytes_per_s);
 }
 
+// Two times of one kind of kernel, a stream of bytes and its arithmetic, composed as the pool's
+// calibrated model says (PerfParams::kernel_overlap): the longer of the two, or their sum.
+FLEETSIM_HD FLEETSIM_FORCEINLINE double kernel_s(const PerfParams& f, double bytes_s, double compute_s) {
+  return f.kernel_overlap ? max_of(bytes_s, compute_s) : bytes_s + compute_s;
+}
+
 // The calibrated step time (params.hpp) of a step's work on one device of a rank: m micro-batches
 // share the compute and KV part, each traversal reads the weights once, plus the collectives.
 FLEETSIM_HD FLEETSIM_FORCEINLINE double calibrated_step_s(const PerfParams& f, double seqs, double weight_bytes,
                                                           double matmul_flops, double kv_bytes, double attn_flops,
                                                           double m, double comm) {
-  return f.overhead_s + comm + f.per_seq_s * seqs + f.weight_s_per_byte * weight_bytes +
-         (f.matmul_s_per_flop * matmul_flops + f.kv_s_per_byte * kv_bytes + f.attn_s_per_flop * attn_flops) / m;
+  return f.overhead_s + comm + f.per_seq_s * seqs +
+         kernel_s(f, f.weight_s_per_byte * weight_bytes, f.matmul_s_per_flop * matmul_flops / m) +
+         kernel_s(f, f.kv_s_per_byte * kv_bytes, f.attn_s_per_flop * attn_flops) / m;
+}
+
+// The GEMMs of a calibrated decode step over n sequences on m micro-batches: weights W read per
+// traversal, plus the extra query tokens of a verify step (speculative decoding).
+FLEETSIM_HD FLEETSIM_FORCEINLINE double calibrated_gemm_s(const PerfParams& f, double W, double flops, double m) {
+  return kernel_s(f, f.weight_s_per_byte * W, f.matmul_s_per_flop * flops / m);
 }
 
 // Speculative decoding (params.hpp, SpecParams) of a decode run of n sequences, context T0 + n j
 // before step j, on m micro-batches: the verify step adds k query tokens per sequence to the
 // target's GEMMs (and, on the roofline, to its attention over each context) and k steps of the
 // draft; a core step is then 1 / tokens_per_step of it, since each sequence gains that many tokens.
-FLEETSIM_HD inline void speculate_run(const PoolParams& P, Replica& R, Line& l, double n, double T0, double m) {
+FLEETSIM_HD inline void speculate_run(const PoolParams& P, Replica& R, Line& l, double n, double T0, double m,
+                                      double W) {
   const SpecParams& sp = P.spec;
   const WorkParams& w = P.work;
   const PerfParams& f = P.perf;
@@ -63,8 +77,11 @@ FLEETSIM_HD inline void speculate_run(const PoolParams& P, Replica& R, Line& l, 
     l.a2 += d_bytes_a / f.bytes_per_s;
     l.b2 += d_bytes_b / f.bytes_per_s;
   } else if (f.kind == PerfKind::calibrated) {
-    // decode attention is priced as its KV read, which the k extra queries share
-    l.a1 += f.matmul_s_per_flop * (gemm / m + d_flops) + f.weight_s_per_byte * k * sp.draft_weight_bytes +
+    // decode attention is priced as its KV read, which the k extra queries share; the target's
+    // GEMMs gain the k query tokens, and the draft runs k steps of its own
+    const double base = w.matmul_flops_per_token * n;
+    l.a1 += calibrated_gemm_s(f, W, base + gemm, m) - calibrated_gemm_s(f, W, base, m) +
+            k * calibrated_gemm_s(f, sp.draft_weight_bytes, sp.draft_flops_per_token * n, 1.0) +
             f.kv_s_per_byte * k * sp.draft_kv_bytes_per_token * (T0 + n);
     l.b1 += f.kv_s_per_byte * d_bytes_b;
   }
@@ -103,8 +120,8 @@ FLEETSIM_HD inline void set_decode_run(const PoolParams& P, Replica& R, double n
       l.a2 = R.run_ba / f.bytes_per_s;
       l.b2 = R.run_bb / f.bytes_per_s;
     } else if (f.kind == PerfKind::calibrated) {
-      l.a1 = f.per_seq_s * n + f.weight_s_per_byte * w.weight_bytes +
-             f.matmul_s_per_flop * w.matmul_flops_per_token * n + f.kv_s_per_byte * w.kv_bytes_per_token * (T0 + n);
+      l.a1 = f.per_seq_s * n + calibrated_gemm_s(f, w.weight_bytes, w.matmul_flops_per_token * n, 1.0) +
+             f.kv_s_per_byte * w.kv_bytes_per_token * (T0 + n);
       l.b1 = f.kv_s_per_byte * R.run_bb;
     }
   } else {
@@ -123,8 +140,7 @@ FLEETSIM_HD inline void set_decode_run(const PoolParams& P, Replica& R, double n
       l.b2 = R.run_bb / (m * f.bytes_per_s);
     } else if (f.kind == PerfKind::calibrated) {
       l.o += f.comm_factor * comm_s(P.par, n / m);
-      l.a1 = f.per_seq_s * n + f.weight_s_per_byte * W +
-             (f.matmul_s_per_flop * w.matmul_flops_per_token * n + f.kv_s_per_byte * kv_a) / m;
+      l.a1 = f.per_seq_s * n + calibrated_gemm_s(f, W, w.matmul_flops_per_token * n, m) + f.kv_s_per_byte * kv_a / m;
       l.b1 = f.kv_s_per_byte * R.run_bb / m;
     }
   }
@@ -134,7 +150,11 @@ FLEETSIM_HD inline void set_decode_run(const PoolParams& P, Replica& R, double n
     l.a2 = 0.0;
     l.b2 = 0.0;
   }
-  if (P.spec.k > 0) speculate_run(P, R, l, n, T0, plain_step_model(P) ? 1.0 : micro_batches(P.par, n));
+  if (P.spec.k > 0) {
+    const bool plain = plain_step_model(P);
+    const double m = plain ? 1.0 : micro_batches(P.par, n);
+    speculate_run(P, R, l, n, T0, m, plain ? w.weight_bytes : step_weight_bytes(w, P.moe, n / m));
+  }
   R.run_line = l;
   R.run_in_share = 0.0;
   R.run_seqs = n;

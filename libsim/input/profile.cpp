@@ -95,8 +95,8 @@ PerfProfile parse_profile(const std::string& text, const std::string& where) {
   const YAML::Node root = detail::load_located(text, src);
   const detail::N n{root, "", &src};
   if (!root.IsMap()) n.fail("a performance profile is a mapping (profile, device, coefficients, ...)");
-  n.allow_keys({"format", "profile", "device", "model", "tp", "weight_dtype", "engine", "coefficients", "data",
-                "method", "fit", "held_out", "cross_validated"});
+  n.allow_keys({"format", "profile", "device", "model", "tp", "weight_dtype", "engine", "composition", "coefficients",
+                "data", "method", "fit", "held_out", "cross_validated"});
   // a file without `format` predates it (format 1): its coefficients are a subset of these
   if (n.has("format")) {
     const detail::N f = n.at("format");
@@ -108,6 +108,14 @@ PerfProfile parse_profile(const std::string& text, const std::string& where) {
   }
   PerfProfile p;
   p.origin = where;
+  // format 5 made each kernel the longer of its byte and FLOP times (unless the file says
+  // `composition: sum`, as a fit to per-step timings does); earlier files were fitted as sums
+  const bool v5 = n.has("format") && n.at("format").integer(1, 1000000) >= 5;
+  p.c.kernel_overlap = v5;
+  if (n.has("composition")) {
+    if (!v5) n.at("composition").fail("`composition` needs format 5 or later (formats 1 to 4 are sums)");
+    p.c.kernel_overlap = n.at("composition").choice({"overlap", "sum"}) == "overlap";
+  }
   p.name = n.req("profile").str();
   p.device = n.req("device").str();
   std::string why;
@@ -160,6 +168,7 @@ std::string profile_yaml(const PerfProfile& p) {
     << "\ntp: " << (p.tp == 0 ? std::string("any") : std::to_string(p.tp)) << "\n";
   if (!p.weight_dtype.empty()) o << "weight_dtype: " << p.weight_dtype << "\n";
   if (!p.engine.empty()) o << "engine: \"" << p.engine << "\"\n";
+  o << "composition: " << (p.c.kernel_overlap ? "overlap" : "sum") << "\n";
   o << "coefficients:\n";
   for (int i = 0; i < kProfileTerms; ++i) {
     if (i >= kProfileBaseTerms && profile_term(p.c, i) == neutral_term(i)) continue;
@@ -333,6 +342,7 @@ void apply_profile(const PerfCoefficients& c, const StepFacts& f, PerfParams& ou
   out.client_s_per_input_token = c.client_s_per_input_token;
   out.client_s_per_output_token = c.client_s_per_output_token;
   out.comm_factor = c.comm_factor;
+  out.kernel_overlap = c.kernel_overlap ? 1 : 0;
 }
 
 }  // namespace fleetsim

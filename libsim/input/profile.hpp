@@ -37,6 +37,9 @@ struct PerfCoefficients {
   double async_per_seq_s = 0;
   double client_s_per_output_token = 0;  // API server: detokenization and streaming, per output token, in e2e
   double eager_step_s = 0;               // added per step when the engine runs without CUDA graphs
+  // Not fitted: how the terms compose (PerfParams::kernel_overlap). Formats 4 and earlier were
+  // fitted as a plain sum, and keep meaning what they meant.
+  bool kernel_overlap = true;
 };
 
 // Names of the fitted coefficients, in the order `fleetsim fit` solves for them: the first
@@ -45,7 +48,7 @@ struct PerfCoefficients {
 constexpr int kProfileBaseTerms = 8;
 constexpr int kProfileTerms = 16;
 // The version of the profile file format this build reads and writes (`format:` in the file).
-constexpr int kProfileFormat = 4;
+constexpr int kProfileFormat = 5;
 const char* const* profile_term_names();
 // The largest value a profile may give term i (its least is 0): seconds up to a minute, factors
 // up to 10^4.
