@@ -5,8 +5,8 @@
 #   scripts/validate-latency.sh           print the tables
 #   scripts/validate-latency.sh --write   also rewrite profiles/, tests/validation/latency_fleetsim.csv
 #                                         and the generated part of docs/validation.md
-# Builds only the validate_latency tool; configure build/ first (scripts/build.sh). Takes tens of
-# minutes on two cores (every fit simulates every benchmark run many times).
+# Builds only the validate_latency tool; configure build/ first (scripts/build.sh). The fits take
+# about half a minute on two cores once the tool is built.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ ! -f build/CMakeCache.txt ]; then

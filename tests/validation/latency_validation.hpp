@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "libsim/calibrate/benchmark.hpp"
+#include "libsim/calibrate/fit.hpp"
 #include "libsim/input/profile.hpp"
 
 namespace fleetsim::validation {
@@ -70,6 +71,12 @@ inline std::vector<const BenchPoint*> independent_points(const LatencyData& d) {
   for (const auto& p : d.holdout)
     if (p.skip.empty()) out.push_back(&p);
   return out;
+}
+
+// A run saturates when the simulation leaves requests unfinished or predicts a mean TTFT over 10x
+// the measured one: the real servers of every row served their load.
+inline bool saturated(const PointResult& r) {
+  return !r.predicted.ok || (std::isfinite(r.error[kMeanTtft]) && r.error[kMeanTtft] > 9.0);
 }
 
 }  // namespace fleetsim::validation

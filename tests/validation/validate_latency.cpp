@@ -163,12 +163,6 @@ Physics fit_physics(const LatencyData& d, const std::vector<const BenchPoint*>& 
   return ph;
 }
 
-// A run saturates when the simulation leaves requests unfinished or predicts a mean TTFT over 10x
-// the measured one: the real servers of every row served their load.
-bool saturated(const PointResult& r) {
-  return !r.predicted.ok || (std::isfinite(r.error[kMeanTtft]) && r.error[kMeanTtft] > 9.0);
-}
-
 std::string layout_of(const BenchPoint& p) {
   for (const auto& m : builtin_models())
     if (m.name == p.model && m.moe()) return "MoE";
