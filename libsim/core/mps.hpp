@@ -95,7 +95,8 @@ FLEETSIM_HD inline void keep_step_part(PerfParams& f, int32_t part) {
 
 // An MPS client has planned its next step (one step: run_k = 1) alone: record its parts, and
 // stretch it by the slowdown its device's busy clients share. The parts come from the pool's
-// own step-time model with the other parts taken out, so they add up to the step alone.
+// own step-time model with the other parts taken out: each at most the step alone, and together
+// the step alone, or more where a kernel's bytes and FLOPs overlap (PerfParams::kernel_overlap).
 FLEETSIM_HD inline void mps_share_device(Sim& s, int32_t r, double ptoks, double ppairs, double pread, double n,
                                          double T0, double seqs) {
   Replica& R = s.rep[r];
