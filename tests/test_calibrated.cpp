@@ -141,8 +141,9 @@ TEST_CASE("non-negative least squares: the exact solution when it is feasible, K
   }
 }
 
-TEST_CASE("fit --steps recovers the coefficients that generated the step timings") {
-  const PerfProfile truth = sample_profile();
+TEST_CASE("fit --steps recovers the coefficients that generated the step timings, as a sum") {
+  PerfProfile truth = sample_profile();
+  truth.c.kernel_overlap = false;  // least squares fits the sum of the terms
   std::string csv = "model,device,tp,prefill_tokens,prefill_seqs,decode_seqs,decode_context_tokens,step_ms\n";
   std::mt19937 g(11);
   std::vector<std::array<double, 4>> rows;
@@ -170,6 +171,14 @@ TEST_CASE("fit --steps recovers the coefficients that generated the step timings
   for (auto& s : samples) s.step_s = step_prediction(truth.c, s);
   const PerfCoefficients c = fit_steps(samples);
   for (int i = 0; i < 6; ++i) CHECK(profile_term(c, i) == doctest::Approx(profile_term(truth.c, i)).epsilon(1e-6));
+  CHECK_FALSE(c.kernel_overlap);
+  // its predictions are the sum's; the same coefficients composed per kernel predict less, never more
+  for (const auto& smp : samples) {
+    CHECK(step_prediction(c, smp) == doctest::Approx(smp.step_s).epsilon(1e-6));
+    PerfCoefficients o = c;
+    o.kernel_overlap = true;
+    CHECK(step_prediction(o, smp) <= step_prediction(c, smp));
+  }
 }
 
 TEST_CASE("fit on benchmark points recovers predictions of the coefficients that generated them") {

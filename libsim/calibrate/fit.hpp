@@ -77,8 +77,10 @@ constexpr int kMinFitPoints = 3;
 // accepts, so that a fit never writes a profile that a run rejects.
 void check_fitted(const PerfCoefficients& c, const std::string& inputs);
 
-// Fit to per-step samples (NNLS); client_ttft_s stays 0 (steps do not see the client).
+// Fit to per-step samples (NNLS) of the sum of the terms (kernel_overlap false); client_ttft_s
+// stays 0 (steps do not see the client).
 PerfCoefficients fit_steps(const std::vector<StepSample>& samples);
+// A sample's step time under c, composed as c says.
 double step_prediction(const PerfCoefficients& c, const StepSample& s);
 
 // k-fold cross-validation: each point predicted by a fit that did not see it.
