@@ -1,7 +1,8 @@
 // Fitting a performance profile to measurements (`fleetsim fit`, docs/validation.md).
 //
-// Per-step timings (a step's composition -> its measured seconds): the calibrated step time is
-// linear in its coefficients, so they are the non-negative least-squares solution.
+// Per-step timings (a step's composition -> its measured seconds): the sum of the calibrated
+// terms is linear in its coefficients, so they are the non-negative least-squares solution (such a
+// profile is composed as a sum).
 // Benchmark results (load -> mean TTFT, TPOT, e2e, p99 TTFT): simulation in the loop. Each
 // point is simulated with the candidate coefficients and Levenberg-Marquardt minimises the sum
 // of squared log ratios predicted / measured, with a weak pull towards the roofline-derived

@@ -84,10 +84,10 @@ enum class PerfKind : int32_t { roofline = 0, linear = 1, calibrated = 2 };
 
 // What one step costs. Roofline: overhead + max(FLOPs / flops_per_s, bytes / bytes_per_s).
 // Linear: overhead + per_prefill_token * p + per_decode_seq * n + per_context_token * ctx.
-// Calibrated (a fitted profile, docs/model.md "Calibrated step time"): a sum of terms, each a
-// fitted coefficient times the step's work: overhead + per_seq S + weight bytes + GEMM FLOPs + KV
-// bytes + prefill-attention FLOPs. A sum rather than a max: GEMMs between the memory-bound and
-// the compute-bound regime pay for both, which is the token-dependent efficiency real kernels show.
+// Calibrated (a fitted profile, docs/model.md "Calibrated step time"): terms, each a fitted
+// coefficient times the step's work: overhead + per_seq S + max(weight bytes, GEMM FLOPs) +
+// max(KV bytes, prefill-attention FLOPs), each kernel bound by the longer of its two times
+// (kernel_overlap; profiles of format 4 and earlier add all six).
 struct PerfParams {
   PerfKind kind;
   double overhead_s;
