@@ -188,6 +188,17 @@ TEST_CASE("profile format: a newer format is a located error naming what to do; 
   } catch (const InputError& e) {
     CHECK(std::string(e.what()).find("format 5") != std::string::npos);
   }
+  // a composition the format does not have: located, naming the choices
+  std::string odd = y;
+  odd.replace(odd.find("composition: overlap"), 20, "composition: maximum");
+  try {
+    parse_profile(odd, "p.yaml");
+    FAIL("an unknown composition parsed");
+  } catch (const InputError& e) {
+    CHECK(e.one_line().find("p.yaml:") == 0);
+    CHECK(e.one_line().find("overlap") != std::string::npos);
+    CHECK(e.one_line().find("sum") != std::string::npos);
+  }
   std::string newer = y;
   newer.replace(newer.find("format: 5"), 9, "format: 6");
   try {

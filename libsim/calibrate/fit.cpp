@@ -8,6 +8,7 @@
 #include <sstream>
 #include <thread>
 
+#include "core/stepwork.hpp"
 #include "input/csv.hpp"
 #include "input/input_file.hpp"
 
@@ -122,11 +123,10 @@ std::vector<StepSample> read_step_samples(const std::string& path, std::string& 
 double step_prediction(const PerfCoefficients& c, const StepSample& s) {
   double term[6];
   for (int i = 0; i < 6; ++i) term[i] = profile_term(c, i) * s.x[i];
-  // the weight read and the GEMMs, the KV read and attention: one kernel each (PerfParams::kernel_overlap)
-  auto kernel = [&](double bytes_s, double flops_s) {
-    return c.kernel_overlap ? std::max(bytes_s, flops_s) : bytes_s + flops_s;
-  };
-  return term[0] + term[1] + kernel(term[2], term[3]) + kernel(term[4], term[5]);
+  // the weight read and the GEMMs, the KV read and attention: one kernel each, composed as the core does
+  PerfParams f{};
+  f.kernel_overlap = c.kernel_overlap ? 1 : 0;
+  return term[0] + term[1] + kernel_s(f, term[2], term[3]) + kernel_s(f, term[4], term[5]);
 }
 
 PerfCoefficients fit_steps(const std::vector<StepSample>& samples) {

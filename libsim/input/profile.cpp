@@ -113,7 +113,9 @@ PerfProfile parse_profile(const std::string& text, const std::string& where) {
   const bool v5 = n.has("format") && n.at("format").integer(1, 1000000) >= 5;
   p.c.kernel_overlap = v5;
   if (n.has("composition")) {
-    if (!v5) n.at("composition").fail("`composition` needs format 5 or later (formats 1 to 4 are sums)");
+    if (!v5)
+      n.at("composition")
+          .fail("needs format 5 or later (formats 1 to 4 are sums: drop it, or refit with `fleetsim fit`)");
     p.c.kernel_overlap = n.at("composition").choice({"overlap", "sum"}) == "overlap";
   }
   p.name = n.req("profile").str();
