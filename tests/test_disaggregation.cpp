@@ -168,6 +168,45 @@ TEST_CASE("disaggregation: a request too long for the decode pool's KV is turned
   CHECK(r.tally->pools[0].steps == 0);
 }
 
+TEST_CASE("disaggregation: KV that reaches a central queue counts the whole pool's host jobs against its limit") {
+  // Decode replicas with one host core each, 1 s of detokenizing per output token, one central
+  // queue of limit 2; 10 ms steps. At t = 0 a 2-token request lands on replica 0 (its host job ends
+  // at 2.03 s), a 100-token one on replica 1 (until 101 s), and the first of `later` (every 4 s,
+  // 10 tokens) on replica 0 behind the first (until 12.03 s). At 4, 8 and 12 s the pool's two host
+  // jobs fill the queue's limit, though replica 0, the one a central queue names, holds one from
+  // 2.03 s on: turned away, as an arrival at the pool's own front door would be. At 16 s one is
+  // left: admitted.
+  const std::string y =
+      "duration_s: 20\nwarmup_s: 0\nmodel: llama-3.1-8b\ndevice: h100-sxm-80gb\n"
+      "engine: {perf_model: linear, step_base_s: 0.01}\n"
+      "pools:\n"
+      "  prefill:\n    fleet: {replicas: 1, usd_per_hour: 2}\n"
+      "    disaggregation: {decode_pool: decode, gb_s: 100, latency_us: 0}\n"
+      "  decode:\n"
+      "    engine: {perf_model: linear, step_base_s: 0.01, host: {cores: 1, tokenize_s_per_token: 1.0e-6,"
+      " detokenize_s_per_token: 1.0}}\n"
+      "    fleet: {replicas: 2, usd_per_hour: 3, router: central_queue, queue_limit: 2}\n"
+      "classes:\n"
+      "  short:\n    pool: prefill\n    arrival: {process: burst, requests: 1}\n"
+      "    prompt_tokens: 100\n    output_tokens: 2\n"
+      "  long:\n    pool: prefill\n    arrival: {process: burst, requests: 1}\n"
+      "    prompt_tokens: 100\n    output_tokens: 100\n"
+      "  later:\n    pool: prefill\n    arrival: {process: constant, rate_per_s: 0.25}\n"
+      "    prompt_tokens: 100\n    output_tokens: 10\n";
+  const auto r = test::run(test::scenario(y));
+  REQUIRE(r.tally->status == 0);
+  CHECK(r.drained);
+  const ClassTally& later = r.tally->classes[2];
+  CHECK(later.arrived == 5);
+  CHECK(later.rejected_queue_full == 3);
+  CHECK(later.completed == 2);
+  // the first of them waited on replica 0's core for the short request's job (from 0.030131 s,
+  // its second step's end: 10 ms prefill, 0.131 ms of KV, two 10 ms steps), then ran its own 10 s
+  CHECK(later.e2e.max == doctest::Approx(0.030131072 + 2.0 + 10.0).epsilon(1e-9));
+  CHECK(r.tally->classes[0].completed == 1);
+  CHECK(r.tally->classes[1].completed == 1);
+}
+
 TEST_CASE("disaggregation: bad settings are located errors") {
   using test::error_of;
   CHECK(error_of(pd(kOne, "gb_s: 1")).find("(no error)") != std::string::npos);

@@ -75,6 +75,15 @@ FLEETSIM_HD inline int32_t pick_replica(Sim& s, int32_t pi, int32_t home, bool b
   return target;
 }
 
+// Whether the queue replica `target` takes from is full: its waiting requests and those at the
+// host stage headed for it (for a central queue, the whole pool's host jobs) reach queue_limit.
+FLEETSIM_HD inline bool queue_full_at(const Sim& s, int32_t target) {
+  const Replica& R = s.rep[target];
+  const PoolParams& P = s.p->pools[R.pool];
+  const int32_t at_host = P.router == Router::central_queue ? s.pool[R.pool].host_jobs : R.host_n;
+  return s.q[R.queue].size + at_host >= P.queue_limit;
+}
+
 // `user`: the closed-loop user of a session class that sends it (clients.hpp); `row`: the trace row
 // it is, where the class's trace is replayed as sessions (else the next).
 FLEETSIM_HD inline void handle_arrival(Sim& s, int32_t cls, double t, int32_t user = 0, int64_t row = -1) {
@@ -198,10 +207,7 @@ FLEETSIM_HD inline void handle_arrival(Sim& s, int32_t cls, double t, int32_t us
       return;
     }
   }
-  Queue& Q = s.q[s.rep[target].queue];
-  // requests at the host stage count against the queue they are headed for
-  const int32_t at_host = P.router == Router::central_queue ? ps.host_jobs : s.rep[target].host_n;
-  const bool queue_full = Q.size + at_host >= P.queue_limit;
+  const bool queue_full = queue_full_at(s, target);
   if (!queue_full) note_room(s.tally->limits.request_room, int64_t(s.req_cap) - 1 - (s.req_hwm - s.req_free_n));
   if (queue_full || (s.req_free_n == 0 && s.req_hwm == s.req_cap)) {
     if (in_window) count_rejection(s, T.rejected_queue_full, t);
@@ -246,13 +252,12 @@ FLEETSIM_HD inline void handoff_arrive(Sim& s, double t) {
   Request& q = s.req[ri];
   const int32_t cls = q.cls;
   const int32_t pi = s.p->pools[s.rep[q.prefilled_on].pool].decode_pool;
-  const PoolParams& D = s.p->pools[pi];
   PoolState& ds = s.pool[pi];
   advance_clock(s, t);
   ds.arrivals_since += 1.0;
   int32_t target = kNone;
   if (ds.n_ready + ds.n_starting > 0 || replica_start(s, pi, t)) target = pick_replica(s, pi, kNone, false);
-  if (target == kNone || s.q[s.rep[target].queue].size + s.rep[target].host_n >= D.queue_limit) {
+  if (target == kNone || queue_full_at(s, target)) {
     if (q.in_window) count_rejection(s, s.tally->classes[cls].rejected_queue_full, t);
     s.in_system[cls]--;
     s.req_free[s.req_free_n++] = ri;
