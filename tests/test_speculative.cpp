@@ -94,6 +94,50 @@ TEST_CASE("speculative: the draft's weights and KV come out of the KV cache") {
   CHECK(spec.pools[0].spec_tokens_per_step == doctest::Approx(1 + 0.8 + 0.48 + 0.192));
 }
 
+TEST_CASE("speculative: heads on the target's hidden states hold their layers and read its LM head") {
+  // Llama 3.1 8B's decoder layer from its config: attention 4096 x (4096 + 2 x 1024 + 4096), the
+  // gated MLP 3 x 4096 x 14336, two norms; heads add a 2 x 4096 -> 4096 input projection
+  const double layer = 4096.0 * (4096 + 2 * 1024 + 4096) + 3.0 * 4096 * 14336 + 2 * 4096;
+  const double projection = 2.0 * 4096 * 4096, lm_head = 128256.0 * 4096;
+  const Scenario plain = test::scenario(one_request(""));
+  const Scenario one =
+      test::scenario(one_request(", speculative: {draft_layers: 1, tokens: 3, acceptance: [0.8, 0.6, 0.4]}"));
+  const Capacity &a = plain.pools[0].capacity, &b = one.pools[0].capacity;
+  // held: the layer and the projection, not the LM head (the target's); the catalog's 8.03 B
+  // parameters give the layer within 0.01% of the config's count
+  CHECK(b.draft_gib == doctest::Approx((layer + projection) * 2 / kGiB).epsilon(1e-4));
+  CHECK(b.weights_gib == doctest::Approx(a.weights_gib + b.draft_gib));
+  CHECK(b.draft_kv_bytes_per_token == doctest::Approx(1.0 * 8 * 128 * 2 * 2));  // one layer's KV
+  CHECK(one.pools[0].spec_tokens_per_step == doctest::Approx(1 + 0.8 + 0.48 + 0.192));
+  // read every draft step: what they hold and the LM head, whose FLOPs they compute too
+  const PoolParams p = one.pools[0].params();
+  CHECK(p.spec.draft_weight_bytes == doctest::Approx(b.draft_gib * kGiB + lm_head * 2).epsilon(1e-12));
+  CHECK(p.spec.draft_flops_per_token == doctest::Approx(2.0 * (b.draft_gib * kGiB / 2 + lm_head)).epsilon(1e-12));
+  CHECK(p.spec.draft_kv_bytes_per_token == doctest::Approx(4096.0));
+  // an LM head of their own (EAGLE-3's 32,000 tokens) is held, and read in place of the target's
+  const Scenario own = test::scenario(
+      one_request(", speculative: {draft_layers: 1, draft_vocab: 32000, tokens: 3, acceptance: [0.8, 0.6, 0.4]}"));
+  CHECK(own.pools[0].capacity.draft_gib - b.draft_gib == doctest::Approx(32000.0 * 4096 * 2 / kGiB).epsilon(1e-9));
+  CHECK(own.pools[0].params().spec.draft_weight_bytes ==
+        doctest::Approx(own.pools[0].capacity.draft_gib * kGiB).epsilon(1e-12));
+  // two layers hold two layers' weights and KV
+  const Scenario two = test::scenario(one_request(", speculative: {draft_layers: 2, tokens: 3, acceptance: 0.7}"));
+  CHECK(two.pools[0].capacity.draft_gib - b.draft_gib == doctest::Approx(layer * 2 / kGiB).epsilon(1e-4));
+  CHECK(two.pools[0].capacity.draft_kv_bytes_per_token == doctest::Approx(8192.0));
+  // fp8 weights: the layers at a byte a parameter, the shared LM head read as the target holds it (bf16)
+  const Scenario fp8 = test::scenario(one_request(", speculative: {draft_layers: 1, tokens: 3, acceptance: 0.7}") +
+                                      "weight_dtype: fp8\n");
+  CHECK(fp8.pools[0].params().spec.draft_weight_bytes ==
+        doctest::Approx(fp8.pools[0].capacity.draft_gib * kGiB + lm_head * 2).epsilon(1e-12));
+  CHECK(fp8.pools[0].capacity.draft_gib == doctest::Approx((layer + projection) / kGiB).epsilon(1e-4));
+  // the report says which
+  const auto r = test::run(one);
+  const Json& j = r.report["scenario"]["engine"]["speculative"];
+  CHECK(j["draft_layers"] == 1);
+  CHECK(j["draft_vocab"] == 128256);
+  CHECK(j["shares_lm_head"] == true);
+}
+
 TEST_CASE("speculative: bad settings are located errors") {
   const std::string ok = "draft_model: llama-3.2-1b, tokens: 2, acceptance: 0.6";
   auto with = [](const std::string& s) { return one_request(", speculative: {" + s + "}"); };
@@ -108,6 +152,18 @@ TEST_CASE("speculative: bad settings are located errors") {
   CHECK(error_of(with(ok + ", depth: 3")).find("unknown key 'depth'") != std::string::npos);
   CHECK(error_of(one_request(", speculative: {" + ok + "}") + "time_slicing: 2\n").find("shared device") !=
         std::string::npos);
+  // heads: one of draft_model and draft_layers; layers the target has; a vocabulary no larger than its
+  CHECK(error_of(with("draft_model: llama-3.2-1b, draft_layers: 1, tokens: 2, acceptance: 0.6"))
+            .find("both draft_model and draft_layers given") != std::string::npos);
+  CHECK(error_of(with("tokens: 2, acceptance: 0.6")).find("no draft given") != std::string::npos);
+  CHECK(error_of(with(ok + ", draft_vocab: 32000")).find("draft_vocab applies to heads") != std::string::npos);
+  CHECK(error_of(with("draft_layers: 0, tokens: 2, acceptance: 0.6")).find("draft_layers") != std::string::npos);
+  CHECK(error_of(with("draft_layers: 33, tokens: 2, acceptance: 0.6")).find("has 32 layers") != std::string::npos);
+  CHECK(error_of(with("draft_layers: 1, draft_vocab: 200000, tokens: 2, acceptance: 0.6")).find("draft_vocab") !=
+        std::string::npos);
+  std::string moe = with("draft_layers: 1, tokens: 2, acceptance: 0.6");
+  moe.replace(moe.find("llama-3.1-8b"), std::string("llama-3.1-8b").size(), "qwen3-30b-a3b");
+  CHECK(error_of(moe).find("heads of a mixture-of-experts") != std::string::npos);
 }
 
 TEST_CASE("speculative: the shipped scenario shows where speculation pays and where it stops") {
@@ -131,4 +187,14 @@ TEST_CASE("speculative: the shipped scenario shows where speculation pays and wh
   CHECK(tpot_ms(1, "0.5", true) < alone);
   CHECK(tpot_ms(256, "0.5", true) > crowd);
   CHECK(tpot_ms(1, "0.3", true) > alone);
+  // heads of one layer and a 32,000-token LM head: 2.9 ms alone, 23.5 ms at 256 users, below both
+  const std::string heads = "{draft_layers: 1, draft_vocab: 32000, tokens: 4, acceptance: 0.7}";
+  auto heads_ms = [&](int clients) {
+    const auto r = test::run(load_scenario_file(
+        path, {"workload.arrival.clients=" + std::to_string(clients), "engine.speculative=" + heads}));
+    return 1e3 * r.all->tpot.sum / double(r.all->tpot.n);
+  };
+  CHECK(heads_ms(1) == doctest::Approx(2.94).epsilon(0.01));
+  CHECK(heads_ms(256) == doctest::Approx(23.54).epsilon(0.01));
+  CHECK(heads_ms(256) < crowd);
 }

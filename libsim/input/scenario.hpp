@@ -129,7 +129,10 @@ struct PoolSpec {
   double kv_link_gb_s = 0, kv_link_latency_us = 0;  // per lane: one device of each side
   int kv_link_lanes = 1;                            // devices sending in parallel: min of the two sides
   double kv_bytes_per_token = 0;                    // the whole replica's KV of one prompt token
-  ModelSpec spec_draft;
+  ModelSpec spec_draft;                             // a draft model, or heads (engine.speculative.draft_layers) as one
+  int spec_heads = 0;                               // the heads' layers (0: a draft model)
+  // heads that end in the target's LM head: its parameters, read every draft step but held once
+  double spec_shared_head_params = 0;
   double spec_tokens_per_step = 1;
   int lora_adapters = 0, lora_rank = 16;  // fine-tuned variants served by one replica (consolidation)
   double lora_step_overhead = 0.15;

@@ -218,8 +218,11 @@ PoolParams PoolSpec::params() const {
     // per tensor-parallel rank, summed over the pipeline stages, as the target's work
     p.spec.k = spec_tokens;
     p.spec.tokens_per_step = spec_tokens_per_step;
-    p.spec.draft_weight_bytes = spec_draft.params_b * 1e9 * weight_dtype_bytes(weight_dtype) / tp;
-    p.spec.draft_flops_per_token = 2.0 * spec_draft.params_b * 1e9 / tp;
+    // heads sharing the target's LM head read it every draft step (unquantized, as the target holds it)
+    const double bpp = weight_dtype_bytes(weight_dtype);
+    p.spec.draft_weight_bytes =
+        (spec_draft.params_b * 1e9 * bpp + spec_shared_head_params * (bpp < 2.0 ? 2.0 : bpp)) / tp;
+    p.spec.draft_flops_per_token = 2.0 * (spec_draft.params_b * 1e9 + spec_shared_head_params) / tp;
     p.spec.draft_kv_bytes_per_token = kv_bytes_per_token_per_device(spec_draft, kv_dtype_bytes(kv_dtype), tp, 1);
   }
   if (decode_pool >= 0) {

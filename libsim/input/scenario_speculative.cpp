@@ -1,5 +1,6 @@
-// engine.speculative: a draft model proposing tokens for the target to verify (docs/model.md,
-// "Speculative decoding"). Parsed once the pool's model, tensor parallelism and sharing are known.
+// engine.speculative: a draft model, or heads on the target's hidden states (EAGLE, MTP), proposing
+// tokens for the target to verify (docs/model.md, "Speculative decoding"). Parsed once the pool's
+// model, tensor parallelism and sharing are known.
 #include <string>
 #include <vector>
 
@@ -19,30 +20,79 @@ double spec_tokens_per_step(const std::vector<double>& a) {
   return mu;
 }
 
+namespace {
+
+// Speculative heads (EAGLE, MTP): `layers` decoder layers of the target's own shape on its hidden
+// states, behind an input projection of two hidden states to one, ending in an LM head: the
+// target's, shared (read every draft step, held once), or one of their own of `vocab` tokens. As a
+// model of their own, what they hold; the shared LM head's parameters apart (P.spec_shared_head_params).
+ModelSpec speculative_heads(const ModelSpec& target, int layers, int vocab) {
+  ModelSpec d = target;
+  d.name = target.name + " heads";
+  const double tables = double(target.vocab) * target.hidden * (target.tied_embeddings ? 1.0 : 2.0);
+  const double per_layer = (target.params_b * 1e9 - tables) / target.layers;
+  const double projection = 2.0 * double(target.hidden) * target.hidden;
+  d.layers = layers;
+  d.sliding_layers = d.sliding_window = 0;
+  d.vocab = vocab;  // 0: the target's LM head, not held again
+  d.tied_embeddings = true;
+  d.params_b = (layers * per_layer + projection + double(vocab) * target.hidden) / 1e9;
+  d.notes = "speculative heads of " + target.name;
+  return d;
+}
+
+}  // namespace
+
 void parse_speculative(const N& eng, const std::vector<ModelSpec>& models, PoolSpec& P) {
   if (!eng.has("speculative")) return;
   const N sp = eng.at("speculative");
-  sp.allow_keys({"draft_model", "tokens", "acceptance"});
+  sp.allow_keys({"draft_model", "draft_layers", "draft_vocab", "tokens", "acceptance"});
   std::string why;
-  const N dn = sp.req("draft_model");
-  const ModelSpec* d =
-      find_named(models, dn.str(), "model", " (see `fleetsim catalog`, or define it under catalog.models)", why);
-  if (!d) dn.fail(why);
   if (P.model.kind != ModelKind::generate)
     sp.fail("speculative decoding needs a generative model; " + P.model.name + " is a " +
                 model_kind_name(P.model.kind) + " model",
             ErrorKind::inconsistent);
-  if (d->kind != ModelKind::generate || d->vocab != P.model.vocab)
-    dn.fail("a draft model must generate with the target's vocabulary (" + std::to_string(P.model.vocab) +
-                " tokens); " + d->name + " has " + std::to_string(d->vocab),
-            ErrorKind::inconsistent);
+  if (sp.has("draft_model") == sp.has("draft_layers"))
+    sp.fail(std::string(sp.has("draft_model") ? "both draft_model and draft_layers given" : "no draft given") +
+            ": expected draft_model (a model of its own) or draft_layers (heads on the target's hidden states, as "
+            "EAGLE and MTP), not both");
+  if (sp.has("draft_vocab") && !sp.has("draft_layers"))
+    sp.at("draft_vocab")
+        .fail("draft_vocab applies to heads (draft_layers); a draft model has its own vocabulary",
+              ErrorKind::inconsistent);
   if (P.shared_by() > 1)
     sp.fail("speculative decoding on a shared device (time_slicing or mps) is not modelled", ErrorKind::inconsistent);
-  const std::string tp_why = tp_problem(*d, P.tp);
-  if (!tp_why.empty())
-    dn.fail("the draft runs at the target's tensor_parallel " + std::to_string(P.tp) + ": " + tp_why,
-            ErrorKind::inconsistent);
-  P.spec_draft = *d;
+  P.spec_shared_head_params = 0;
+  P.spec_heads = 0;
+  if (sp.has("draft_layers")) {
+    const N ln = sp.at("draft_layers");
+    const int layers = int(ln.integer(1, 64));
+    if (P.model.moe() || P.model.mla())
+      ln.fail("heads of a mixture-of-experts or latent-attention target (" + P.model.name +
+                  ") are not modelled: name a draft_model",
+              ErrorKind::inconsistent);
+    if (layers > P.model.layers)
+      ln.fail(P.model.name + " has " + std::to_string(P.model.layers) + " layers; heads can have at most that",
+              ErrorKind::inconsistent);
+    const int vocab = sp.has("draft_vocab") ? int(sp.at("draft_vocab").integer(1, P.model.vocab)) : 0;
+    P.spec_draft = speculative_heads(P.model, layers, vocab);
+    P.spec_heads = layers;
+    if (vocab == 0) P.spec_shared_head_params = double(P.model.vocab) * P.model.hidden;
+  } else {
+    const N dn = sp.req("draft_model");
+    const ModelSpec* d =
+        find_named(models, dn.str(), "model", " (see `fleetsim catalog`, or define it under catalog.models)", why);
+    if (!d) dn.fail(why);
+    if (d->kind != ModelKind::generate || d->vocab != P.model.vocab)
+      dn.fail("a draft model must generate with the target's vocabulary (" + std::to_string(P.model.vocab) +
+                  " tokens); " + d->name + " has " + std::to_string(d->vocab),
+              ErrorKind::inconsistent);
+    const std::string tp_why = tp_problem(*d, P.tp);
+    if (!tp_why.empty())
+      dn.fail("the draft runs at the target's tensor_parallel " + std::to_string(P.tp) + ": " + tp_why,
+              ErrorKind::inconsistent);
+    P.spec_draft = *d;
+  }
   P.spec_tokens = int(sp.req("tokens").integer(1, 16));
   const N an = sp.req("acceptance");
   P.spec_acceptance.clear();

@@ -107,12 +107,18 @@ Json engine_json(const PoolSpec& P) {
   j["max_batched_tokens"] = P.max_batched_tokens;
   j["kv_block_tokens"] = P.kv_block_tokens;
   j["assumed"] = P.engine_assumed;
-  if (P.spec_tokens > 0)
+  if (P.spec_tokens > 0) {
     j["speculative"] = {{"draft_model", P.spec_draft.name},
                         {"tokens", P.spec_tokens},
                         {"acceptance", P.spec_acceptance},
                         {"tokens_per_step", P.spec_tokens_per_step},
                         {"draft_gib", P.capacity.draft_gib}};
+    if (P.spec_heads > 0) {  // heads on the target's hidden states; their LM head the target's, or their own
+      j["speculative"]["draft_layers"] = P.spec_heads;
+      j["speculative"]["draft_vocab"] = P.spec_draft.vocab > 0 ? P.spec_draft.vocab : P.model.vocab;
+      j["speculative"]["shares_lm_head"] = P.spec_draft.vocab == 0;
+    }
+  }
   return j;
 }
 
