@@ -105,6 +105,18 @@ FLEETSIM_HD inline void requeue_lost(Sim& s, Queue& Q, int32_t ri, double t) {
   s.waiting[q.cls]++;
 }
 
+// Replica r, lost, sent its work back to its pool's central queue: the others can take it now.
+FLEETSIM_HD inline void hand_back_central(Sim& s, int32_t r, double t) {
+  const PoolParams& P = pool_of(s, r);
+  if (P.batching == Batching::continuous) {
+    cq_offer(s, s.rep[r].pool, r, t);
+  } else {
+    const PoolState& ps = s.pool[s.rep[r].pool];
+    for (int32_t o = ps.first_replica; o < ps.first_replica + ps.n_replicas; ++o)
+      if (o != r) static_try_start(s, o, t);
+  }
+}
+
 // Lose replica r at time t (a crash, a spot reclaim, a hardware failure): its requests are
 // retried, its KV state is gone, and it comes back after a restart on the same node or a full
 // cold start on a new one. `culprit` is a request the replica was taking when it died (or kNone).
@@ -201,7 +213,11 @@ FLEETSIM_HD inline double replica_fail_one(Sim& s, int32_t r, double t, bool new
       if (best == kNone) break;
       Queue& O = s.q[s.rep[best].queue];
       const bool was_empty = O.size == 0;
-      q_push_back(s, O, q_pop_front(s, Q));
+      const int32_t ri = q_pop_front(s, Q);
+      if (s.prioritized)  // in its class's place, as any request joining a queue
+        q_insert_by_priority(s, O, ri, s.p->classes[s.req[ri].cls].priority, s.class_priority);
+      else
+        q_push_back(s, O, ri);
       if (was_empty) {
         if (P.batching == Batching::continuous)
           cont_kick(s, best, t);
@@ -211,8 +227,12 @@ FLEETSIM_HD inline double replica_fail_one(Sim& s, int32_t r, double t, bool new
     }
   }
   host_reroute(s, r, t);
-  if (was_draining && Q.size == 0 && R.host_n == 0) {  // it was leaving anyway
+  // it was leaving anyway: it stays off once nothing waits for it (a central queue's work waits for
+  // the pool, not for it: the others take it up, below)
+  const bool central = P.router == Router::central_queue;
+  if (was_draining && (central || Q.size == 0) && R.host_n == 0) {
     replica_off(s, r, t);
+    if (central && Q.size > 0) hand_back_central(s, r, t);
     return device_wait;
   }
   double wait = 0.0;
@@ -232,15 +252,7 @@ FLEETSIM_HD inline double replica_fail_one(Sim& s, int32_t r, double t, bool new
   }
   set_state(s, r, kStarting, t);
   set_next(s, r, t + back);
-  if (P.router == Router::central_queue && Q.size > 0) {  // the others can take the retried work now
-    if (P.batching == Batching::continuous) {
-      cq_offer(s, R.pool, r, t);
-    } else {
-      const PoolState& ps = s.pool[R.pool];
-      for (int32_t o = ps.first_replica; o < ps.first_replica + ps.n_replicas; ++o)
-        if (o != r) static_try_start(s, o, t);
-    }
-  }
+  if (central && Q.size > 0) hand_back_central(s, r, t);
   return wait;
 }
 
