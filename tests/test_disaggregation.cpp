@@ -207,6 +207,39 @@ TEST_CASE("disaggregation: KV that reaches a central queue counts the whole pool
   CHECK(r.tally->classes[1].completed == 1);
 }
 
+TEST_CASE("disaggregation: KV in flight counts against the decode pool's queues, and no other pool's room") {
+  // 1,000-token prompts over a 200 kB/s link: 655.36 s a transfer, longer than the run, so every
+  // prompt computed stays in flight. The decode pool's queue of 10 takes 10 of them; the rest are
+  // turned away as their prefill ends. A third pool's queue limit changes nothing (in flight, they
+  // once held request slots no queue counted, and a small limit there turned its own requests away).
+  const std::string y =
+      "duration_s: 600\nwarmup_s: 0\nseed: 1\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\n"
+      "pools:\n"
+      "  prefill:\n    fleet: {replicas: 1, queue_limit: 4}\n    engine: {max_num_seqs: 4}\n"
+      "    disaggregation: {decode_pool: decode, gb_s: 0.0002, latency_us: 0}\n"
+      "  decode:\n    fleet: {replicas: 1, queue_limit: 10}\n    engine: {max_num_seqs: 64}\n"
+      "  spare:\n    fleet: {replicas: 1, queue_limit: 10}\n"
+      "classes:\n"
+      "  chat:\n    pool: prefill\n    arrival: {process: poisson, rate_per_s: 1}\n"
+      "    prompt_tokens: 1000\n    output_tokens: 10\n"
+      "  other:\n    pool: spare\n    arrival: {process: poisson, rate_per_s: 0.01}\n"
+      "    prompt_tokens: 10\n    output_tokens: 10\n";
+  for (const char* spare : {"10", "1000"}) {
+    CAPTURE(spare);
+    const auto r = test::run(test::scenario(y, {std::string("pools.spare.fleet.queue_limit=") + spare}));
+    REQUIRE(r.tally->status == 0);
+    const ClassTally &chat = r.tally->classes[0], &other = r.tally->classes[1];
+    CHECK(r.tally->pools[0].kv_sent == 10);
+    CHECK(r.tally->pools[0].kv_sent_s == doctest::Approx(10 * 1000 * 131072.0 / 2e5).epsilon(1e-12));
+    CHECK(chat.completed == 10);
+    CHECK(chat.arrived == chat.completed + chat.rejected_queue_full + chat.rejected_too_long);
+    CHECK(chat.rejected_queue_full > 500);
+    CHECK(other.arrived > 0);
+    CHECK(other.rejected_queue_full == 0);
+    CHECK(other.completed == other.arrived);
+  }
+}
+
 TEST_CASE("disaggregation: bad settings are located errors") {
   using test::error_of;
   CHECK(error_of(pd(kOne, "gb_s: 1")).find("(no error)") != std::string::npos);

@@ -16,12 +16,30 @@ FLEETSIM_HD FLEETSIM_FORCEINLINE void xheap_push(Sim& s, double t, int32_t ri) {
 // Remove the earliest entry and return its request.
 FLEETSIM_HD FLEETSIM_FORCEINLINE int32_t xheap_pop(Sim& s) { return key_pop(s.xheap, s.xheap_n); }
 
+// Request ri, its prompt computed, finds no room in its decode pool at t: turned away as a full
+// queue, its slot freed.
+FLEETSIM_HD inline void handoff_turn_away(Sim& s, int32_t ri, double t) {
+  const Request& q = s.req[ri];
+  if (q.in_window) count_rejection(s, s.tally->classes[q.cls].rejected_queue_full, t);
+  s.in_system[q.cls]--;
+  s.req_free[s.req_free_n++] = ri;
+  client_done(s, q.cls, t, true, q.user, -1, kNone, -1, q.trace_row);
+}
+
 // Prefill replica r finished request ri's prompt at t: its KV leaves for the decode pool. The
 // decode replica computes the prompt's last token again for the first output token's logits (as
 // vLLM does when a prompt's KV is all loaded), so the request starts there with nothing generated.
+// Transfers in flight count against the decode pool's queues: past transit_cap, the prompt is
+// turned away now, as it would be on arrival at a full queue.
 FLEETSIM_HD inline void handoff_send(Sim& s, int32_t r, int32_t ri, double t) {
   const PoolParams& P = s.p->pools[s.rep[r].pool];
   Request& q = s.req[ri];
+  PoolState& ds = s.pool[P.decode_pool];
+  if (int64_t(ds.in_transit) >= transit_cap(s.p->pools[P.decode_pool])) {
+    handoff_turn_away(s, ri, t);
+    return;
+  }
+  ds.in_transit++;
   const double dt = P.handoff_latency_s + P.handoff_s_per_token * double(q.prompt);
   if (q.in_window) {
     PoolTally& T = s.tally->pools[s.rep[r].pool];

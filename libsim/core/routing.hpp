@@ -249,19 +249,16 @@ FLEETSIM_HD inline void handle_arrival(Sim& s, int32_t cls, double t, int32_t us
 // turned away as a full queue where none can take it.
 FLEETSIM_HD inline void handoff_arrive(Sim& s, double t) {
   const int32_t ri = xheap_pop(s);
-  Request& q = s.req[ri];
-  const int32_t cls = q.cls;
+  const Request& q = s.req[ri];
   const int32_t pi = s.p->pools[s.rep[q.prefilled_on].pool].decode_pool;
   PoolState& ds = s.pool[pi];
+  ds.in_transit--;
   advance_clock(s, t);
   ds.arrivals_since += 1.0;
   int32_t target = kNone;
   if (ds.n_ready + ds.n_starting > 0 || replica_start(s, pi, t)) target = pick_replica(s, pi, kNone, false);
   if (target == kNone || queue_full_at(s, target)) {
-    if (q.in_window) count_rejection(s, s.tally->classes[cls].rejected_queue_full, t);
-    s.in_system[cls]--;
-    s.req_free[s.req_free_n++] = ri;
-    client_done(s, cls, t, true, q.user, -1, kNone, -1, q.trace_row);
+    handoff_turn_away(s, ri, t);
     return;
   }
   enqueue_device(s, target, ri, t);

@@ -203,6 +203,8 @@ struct PoolState {
   int32_t n_fb, n_cpu_busy, n_hot_busy;
   // host CPU stage: jobs at the pool's hosts, busy cores, and their integral (host.hpp)
   int32_t host_jobs, host_busy;
+  // a decode pool: requests whose KV is on its way here (handoff.hpp), at most its queues' limit
+  int32_t in_transit;
   double host_t;         // busy cores are integrated up to here
   double host_busy_acc;  // busy core-seconds since the last autoscaler evaluation
   // the store its replicas share (prefix_cache.hpp): where its arrays start, and its lists
@@ -340,6 +342,11 @@ FLEETSIM_HD FLEETSIM_FORCEINLINE int32_t pool_queues(const PoolParams& P) {
 // ones as that replica has slots (running + preempted-waiting <= slots, see docs/model.md).
 FLEETSIM_HD FLEETSIM_FORCEINLINE int32_t pool_queue_cap(const PoolParams& P) {
   return P.queue_limit + (P.router == Router::central_queue ? P.max_replicas : 1) * pool_slots(P);
+}
+// Requests whose KV is on its way to decode pool D at once (handoff.hpp): as many as its queues
+// hold fresh; each holds a request slot (workspace.hpp).
+FLEETSIM_HD FLEETSIM_FORCEINLINE int64_t transit_cap(const PoolParams& D) {
+  return int64_t(D.queue_limit) * pool_queues(D);
 }
 
 }  // namespace fleetsim

@@ -45,6 +45,7 @@ FLEETSIM_HD inline WorkspaceLayout workspace_layout(const SimParams& p) {
     l.n_replicas += P.max_replicas;
     l.nq += nq;
     l.req_cap += nq * int64_t(P.queue_limit) + int64_t(P.max_replicas) * S;
+    if (P.disagg) l.req_cap += transit_cap(p.pools[P.decode_pool]);  // its prompts' KV in flight (handoff.hpp)
     l.slots += int64_t(P.max_replicas) * S;
     l.residues += int64_t(P.max_replicas) * P.kv_block_tokens;
     l.qbuf_len += nq * (int64_t(P.queue_limit) + (P.router == Router::central_queue ? P.max_replicas : 1) * S);
@@ -301,6 +302,7 @@ FLEETSIM_HD inline Sim sim_bind(const SimParams& p, uint32_t replication, uint8_
     ps.next_node_release = kInf;
     ps.n_fb = ps.n_cpu_busy = ps.n_hot_busy = 0;
     ps.host_jobs = ps.host_busy = 0;
+    ps.in_transit = 0;
     ps.host_t = 0.0;
     ps.host_busy_acc = 0.0;
     // the shared store starts empty, and outlives every replica
