@@ -174,6 +174,44 @@ TEST_CASE("two pools, committed and spot: every line of the report reconciles") 
   }
 }
 
+TEST_CASE("cold start by stage adds up to the cold-start bucket, a start asked for before the window included") {
+  // scale-from-zero: the first start is asked for before the 60 s warm-up ends and runs into the
+  // window; its stages' time inside the window is what the bucket holds
+  const std::string y =
+      "duration_s: 600\nwarmup_s: 60\ndevice: h100-sxm-80gb\nmodel: llama-3.2-1b\n"
+      "fleet: {replicas: 0, autoscale: {min_replicas: 0, max_replicas: 1, signal: inflight, target: 8,"
+      " interval_s: 5}}\n"
+      "workload: {arrival: {process: poisson, rate_per_s: 1}, prompt_tokens: 500, output_tokens: 100}\n";
+  for (const char* warmup : {"60", "0", "100"}) {
+    CAPTURE(warmup);
+    const auto r = test::run(test::scenario(y, {std::string("warmup_s=") + warmup}));
+    const Json& l = r.report["ledger"];
+    const double cold = num(l["buckets"]["cold_start"]["device_hours"]);
+    double stages = 0;
+    for (const auto& x : l["cold_start_by_stage_device_hours"].items()) stages += num(x.value());
+    CHECK(cold > 0);
+    CHECK(stages == doctest::Approx(cold).epsilon(1e-9));
+  }
+}
+
+TEST_CASE("a pool that never had a replica up has no busy, idle or cold-start fraction") {
+  const std::string y =
+      "duration_s: 600\nwarmup_s: 0\ndevice: h100-sxm-80gb\nmodel: llama-3.2-1b\n"
+      "pools:\n  main: {fleet: {replicas: 1}}\n"
+      "  spare: {fleet: {replicas: 0, autoscale: {min_replicas: 0, max_replicas: 1, signal: inflight, target: 8}}}\n"
+      "classes:\n  chat: {pool: main, arrival: {process: poisson, rate_per_s: 1}, prompt_tokens: 500,"
+      " output_tokens: 100}\n";
+  const auto r = test::run(test::scenario(y));
+  const Json& spare = r.report["pools"]["spare"]["utilization"];
+  for (const char* k : {"busy_fraction", "idle_fraction", "cold_start_fraction", "idle_waste_fraction"}) {
+    CAPTURE(k);
+    CHECK(spare[k].is_null());
+  }
+  const Json& main = r.report["pools"]["main"]["utilization"];
+  CHECK(num(main["busy_fraction"]) + num(main["idle_fraction"]) + num(main["cold_start_fraction"]) ==
+        doctest::Approx(1.0).epsilon(1e-12));
+}
+
 TEST_CASE("the seeds' arithmetic: $4/h at 1,000 tokens/s is $1.11 per 1M tokens, ten times that at 10%") {
   const Scenario s = test::scenario(
       "name: seeds\nduration_s: 3600\nwarmup_s: 0\nmodel: llama-3.1-8b\ndevice: h100-sxm-80gb\n"

@@ -38,18 +38,28 @@ FLEETSIM_HD inline void start_stages(const Sim& s, int32_t r, bool new_node, dou
   st[kAwaitingDevice] = 0.0;  // replica_fail adds the wait for a repaired device
 }
 
-// Seconds from asking for replica r at time t to its first request; the stages of a start asked
-// for inside the window are tallied, so the ledger can split cold-start time by stage.
-FLEETSIM_HD inline double begin_start(Sim& s, int32_t r, bool new_node, double t) {
+// The part of [a, a + d) inside the window (all of d where the window holds it).
+FLEETSIM_HD FLEETSIM_FORCEINLINE double window_span(const Sim& s, double a, double d) {
+  if (a >= s.W0) return a < s.W1 ? min_of(d, s.W1 - a) : 0.0;
+  return max_of(0.0, min_of(a + d, s.W1) - s.W0);
+}
+
+// Seconds from asking for replica r to its first request, its stages running from `from` (the
+// request's time, or later after a wait for a repaired device). Each stage's time inside the window
+// is tallied, so the ledger can split the window's cold-start time by stage, a start asked for
+// before the window included.
+FLEETSIM_HD inline double begin_start(Sim& s, int32_t r, bool new_node, double from) {
   if (new_node) {  // a new node's device starts cool
     s.rep[r].heat = 0.0;
-    s.rep[r].heat_t = t;
+    s.rep[r].heat_t = from;
   }
   double st[kColdStages];
   start_stages(s, r, new_node, st);
-  if (in_window(s, t) > 0.0) {
-    PoolTally& T = s.tally->pools[s.rep[r].pool];
-    for (int32_t k = 0; k < kColdStages; ++k) T.cold_stage_s[k] += st[k];
+  PoolTally& T = s.tally->pools[s.rep[r].pool];
+  double a = from;
+  for (int32_t k = 0; k < kColdStages; ++k) {
+    T.cold_stage_s[k] += window_span(s, a, st[k]);
+    a += st[k];
   }
   return (((st[0] + st[1]) + st[2]) + st[3]) + st[4];
 }
@@ -240,9 +250,9 @@ FLEETSIM_HD inline double replica_fail_one(Sim& s, int32_t r, double t, bool new
     wait = device_wait >= 0.0 ? device_wait : await_device(s, R.pool, t);
     new_node = false;
     // the part inside the window: the capacity the failure cost there
-    if (in_window(s, t) > 0.0) s.tally->pools[R.pool].cold_stage_s[kAwaitingDevice] += min_of(wait, s.W1 - t);
+    s.tally->pools[R.pool].cold_stage_s[kAwaitingDevice] += window_span(s, t, wait);
   }
-  const double back = wait + begin_start(s, r, new_node, t);
+  const double back = wait + begin_start(s, r, new_node, t + wait);
   R.starts++;
   if (new_node) {  // a replacement node counts against the nodes obtainable
     PoolState& ps = s.pool[R.pool];

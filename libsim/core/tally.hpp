@@ -68,7 +68,7 @@ struct PoolTally {
   double waste_s;             // idle replica time beyond it
   double excess_s;            // provisioned replica time beyond the committed replicas (paid at the hourly price)
   double committed_unused_s;  // committed replicas not provisioned (paid for, never started)
-  double cold_stage_s[kColdStages];  // stage durations of the starts asked for in the window
+  double cold_stage_s[kColdStages];  // each start's time in each stage inside the window
   double scale_ups;                  // replicas started
   double scale_downs;                // replicas stopped
   double max_replicas;               // most replicas provisioned at once

@@ -234,9 +234,10 @@ Json utilization_json(const PoolTally& t, double peak_flops_s, double peak_bytes
     idle = 0.0;
     busy = 1.0 - cold;
   }
-  ut["busy_fraction"] = busy;
-  ut["idle_fraction"] = idle;
-  ut["cold_start_fraction"] = cold;
+  // a pool that never had a replica up has no time to divide: null, as every ratio of nothing
+  ut["busy_fraction"] = t.replica_s > 0 ? Json(busy) : Json(nullptr);
+  ut["idle_fraction"] = t.replica_s > 0 ? Json(idle) : Json(nullptr);
+  ut["cold_start_fraction"] = t.replica_s > 0 ? Json(cold) : Json(nullptr);
   ut["idle_headroom_fraction"] = ratio(t.headroom_s, t.replica_s);
   ut["idle_waste_fraction"] = ratio(t.waste_s, t.replica_s);
   ut["compute_fraction"] = ratio(t.flops, peak_flops_s);
