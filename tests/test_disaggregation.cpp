@@ -240,6 +240,26 @@ TEST_CASE("disaggregation: KV in flight counts against the decode pool's queues,
   }
 }
 
+TEST_CASE("disaggregation: work a lost prefill replica threw away is the prefill pool's lost work") {
+  // spot losses on the prefill pool only; the decode pool, never lost nor short of KV, throws nothing away
+  const std::string y =
+      "duration_s: 900\nseed: 1\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\n"
+      "pools:\n"
+      "  pre:\n    fleet: {replicas: 2, pricing: {spot: {discount: 0.6, interruptions_per_hour: 20}}}\n"
+      "    disaggregation: {decode_pool: dec}\n"
+      "  dec:\n    fleet: {replicas: 2}\n"
+      "classes:\n  x:\n    pool: pre\n    arrival: {process: poisson, rate_per_s: 4}\n"
+      "    prompt_tokens: 8000\n    output_tokens: 100\n";
+  const auto r = test::run(test::scenario(y));
+  REQUIRE(r.tally->pools[0].interruptions > 0);
+  REQUIRE(r.tally->pools[1].interruptions == 0);
+  CHECK(r.tally->pools[1].lost_tokens == 0);
+  CHECK(r.tally->pools[0].lost_tokens == doctest::Approx(r.tally->classes[0].lost_tokens));
+  const Json& l = r.report["ledger"]["pools"];
+  CHECK(l["pre"]["buckets"]["lost_work"]["device_hours"].get<double>() > 0);
+  CHECK(l["dec"]["buckets"]["lost_work"]["device_hours"].get<double>() == 0);
+}
+
 TEST_CASE("disaggregation: bad settings are located errors") {
   using test::error_of;
   CHECK(error_of(pd(kOne, "gb_s: 1")).find("(no error)") != std::string::npos);

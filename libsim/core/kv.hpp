@@ -76,7 +76,10 @@ FLEETSIM_HD inline int32_t preempt_newest(Sim& s, int32_t r, int64_t st) {
   int32_t needed_now = 0;
   // the KV it computed is dropped, to be computed again
   const double lost = x.decoding ? double(x.L0 + (st - x.s0)) : double(x.prefill_done);
-  if (q.in_window) s.tally->classes[q.cls].lost_tokens += lost;
+  if (q.in_window) {
+    s.tally->classes[q.cls].lost_tokens += lost;
+    s.tally->pools[R.pool].lost_tokens += lost;
+  }
   if (x.decoding) {
     R.free_blocks += ceil_div(x.L0 + (st - x.s0), R.bs) + pool_of(s, r).window_blocks;
     needed_now = (x.residue == int32_t(mod_count(st, R.bs))) ? 1 : 0;

@@ -173,7 +173,10 @@ FLEETSIM_HD inline double replica_fail_one(Sim& s, int32_t r, double t, bool new
       {
         const Request& q = s.req[x.req];
         const double lost = x.decoding ? double(x.L0 + (R.step - x.s0)) : double(x.prefill_done);
-        if (q.in_window) s.tally->classes[q.cls].lost_tokens += lost;
+        if (q.in_window) {
+          s.tally->classes[q.cls].lost_tokens += lost;
+          s.tally->pools[R.pool].lost_tokens += lost;
+        }
       }
       if (x.decoding) {
         s.req[x.req].generated += int32_t(R.step - x.s0);
@@ -193,7 +196,10 @@ FLEETSIM_HD inline double replica_fail_one(Sim& s, int32_t r, double t, bool new
   } else {
     for (int32_t i = R.batch_n - 1; i >= 0; --i) {
       const Request& q = s.req[slot(s, r, i).req];  // its prefill at least (the decode progress is not tracked)
-      if (q.in_window && t >= R.batch_t_first) s.tally->classes[q.cls].lost_tokens += double(q.prompt);
+      if (q.in_window && t >= R.batch_t_first) {
+        s.tally->classes[q.cls].lost_tokens += double(q.prompt);
+        s.tally->pools[R.pool].lost_tokens += double(q.prompt);
+      }
       requeue_lost(s, Q, slot(s, r, i).req, t);
     }
     R.batch_n = 0;

@@ -95,9 +95,10 @@ Ledger make_ledger(const Scenario& s, const Tally& t) {
     // replica-seconds to device-hours: a tensor/pipeline-parallel replica holds several devices,
     // time-sliced replicas and MPS clients share one (a MIG slice is billed as its own unit at the slice price)
     const double f = (P.devices() > 1 ? double(P.devices()) : 1.0 / P.shared_by()) / 3600.0;
-    double lost_tokens = 0, useful_tokens = 0;
-    // a prefill pool's classes count their prompts here and their outputs in the pool that decodes
-    // them, where they also lose their work (preemption) most
+    // work thrown away where it was computed: a prefill pool's lost prompts are its own
+    const double lost_tokens = pt.lost_tokens;
+    double useful_tokens = 0;
+    // a prefill pool's classes count their prompts here and their outputs in the pool that decodes them
     for (size_t k = 0; k < s.classes.size(); ++k) {
       const bool entry = s.classes[k].pool == int(i);
       const int dp = s.pools[size_t(s.classes[k].pool)].decode_pool;
@@ -105,7 +106,6 @@ Ledger make_ledger(const Scenario& s, const Tally& t) {
       if (!entry && !decodes) continue;
       const ClassTally& ct = t.classes[k];
       const bool outputs = dp < 0 ? entry : decodes;
-      if (outputs) lost_tokens += ct.lost_tokens;
       if (entry) useful_tokens += ct.input_tokens - double(ct.prefix_tokens_reused);
       if (outputs) useful_tokens += ct.output_tokens;
       c.completed += double(ct.completed);
