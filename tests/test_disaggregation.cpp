@@ -170,30 +170,25 @@ TEST_CASE("disaggregation: a request too long for the decode pool's KV is turned
 
 TEST_CASE("disaggregation: KV that reaches a central queue counts the whole pool's host jobs against its limit") {
   // Decode replicas with one host core each, 1 s of detokenizing per output token, one central
-  // queue of limit 2; 10 ms steps. At t = 0 a 2-token request lands on replica 0 (its host job ends
+  // queue of limit 2; 10 ms steps. At t = 0 a 2-token request (chat) lands on replica 0 (its host job ends
   // at 2.03 s), a 100-token one on replica 1 (until 101 s), and the first of `later` (every 4 s,
   // 10 tokens) on replica 0 behind the first (until 12.03 s). At 4, 8 and 12 s the pool's two host
   // jobs fill the queue's limit, though replica 0, the one a central queue names, holds one from
   // 2.03 s on: turned away, as an arrival at the pool's own front door would be. At 16 s one is
   // left: admitted.
-  const std::string y =
-      "duration_s: 20\nwarmup_s: 0\nmodel: llama-3.1-8b\ndevice: h100-sxm-80gb\n"
-      "engine: {perf_model: linear, step_base_s: 0.01}\n"
-      "pools:\n"
-      "  prefill:\n    fleet: {replicas: 1, usd_per_hour: 2}\n"
-      "    disaggregation: {decode_pool: decode, gb_s: 100, latency_us: 0}\n"
-      "  decode:\n"
-      "    engine: {perf_model: linear, step_base_s: 0.01, host: {cores: 1, tokenize_s_per_token: 1.0e-6,"
-      " detokenize_s_per_token: 1.0}}\n"
-      "    fleet: {replicas: 2, usd_per_hour: 3, router: central_queue, queue_limit: 2}\n"
-      "classes:\n"
-      "  short:\n    pool: prefill\n    arrival: {process: burst, requests: 1}\n"
-      "    prompt_tokens: 100\n    output_tokens: 2\n"
+  const std::string classes =
+      "    arrival: {process: burst, requests: 1}\n    prompt_tokens: 100\n    output_tokens: 2\n"
       "  long:\n    pool: prefill\n    arrival: {process: burst, requests: 1}\n"
       "    prompt_tokens: 100\n    output_tokens: 100\n"
       "  later:\n    pool: prefill\n    arrival: {process: constant, rate_per_s: 0.25}\n"
       "    prompt_tokens: 100\n    output_tokens: 10\n";
-  const auto r = test::run(test::scenario(y));
+  const std::string host =
+      "    engine: {perf_model: linear, step_base_s: 0.01, host: {cores: 1, tokenize_s_per_token: 1.0e-6,"
+      " detokenize_s_per_token: 1.0}}\n";
+  const Scenario sc =
+      test::scenario(pd(classes, "gb_s: 100, latency_us: 0", host),
+                     {"duration_s=20", "pools.decode.fleet.router=central_queue", "pools.decode.fleet.queue_limit=2"});
+  const auto r = test::run(sc);
   REQUIRE(r.tally->status == 0);
   CHECK(r.drained);
   const ClassTally& later = r.tally->classes[2];
