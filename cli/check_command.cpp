@@ -49,9 +49,7 @@ int run_check(const CheckArgs& a, const std::function<void(const std::string&)>&
     // a pipeline that reads the JUnit, the Markdown or the annotations sees the error too; an output
     // that would overwrite an input is the error itself, and stays unwritten
     const std::vector<std::string> inputs = {a.scenario, a.budgets, a.baseline};
-    auto writable = [&](const std::string& out) {
-      return !out.empty() && std::find(inputs.begin(), inputs.end(), out) == inputs.end();
-    };
+    auto writable = [&](const std::string& out) { return !out.empty() && input_named_by(out, inputs).empty(); };
     try {
       if (writable(a.junit)) write_file(a.junit, check_error_junit(e));
       if (writable(a.markdown)) write_file(a.markdown, check_error_markdown(e));

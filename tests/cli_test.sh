@@ -408,6 +408,15 @@ check "validate says 5 budgets" grep -q '; 5 budgets)$' "$tmp/out"
 { cat "$src/scenarios/chat-default.yaml"; printf 'budgets:\n  a: {metric: nope, max: 1}\n'; } >"$tmp/nope-budget.yaml"
 expect "validate checks a budget's metric as check does" 2 "nope-budget.yaml:36:6: error: budgets.a: 'nope' is not a number" -- \
   "$bin" validate "$tmp/nope-budget.yaml"
+# an output that names the scenario by another path is refused, and not written even as the error's report
+cp "$ex" "$tmp/cf.yaml"
+expect "check's Markdown onto its own scenario" 2 "names an input of this command" -- \
+  "$bin" check "$tmp/cf.yaml" --threads 2 --markdown "$tmp/./cf.yaml"
+check "check left its scenario as it was" cmp -s "$ex" "$tmp/cf.yaml"
+printf 'seed: [\n' >"$tmp/broken.yaml"
+expect "check of a broken scenario, its JUnit onto it" 2 "broken.yaml:" -- \
+  "$bin" check "$tmp/broken.yaml" --junit "$tmp/./broken.yaml"
+check "check left the broken scenario as it was" bash -c "[ \"\$(cat '$tmp/broken.yaml')\" = 'seed: [' ]"
 expect "check with an unwritable JUnit file" 3 "" -- "$bin" check "$ex" --threads 2 --junit "$tmp/no/such/dir/j.xml"
 # fleetsim report: HTML from a scenario, a run document, a sweep document
 expect "report of a scenario" 0 "" -- "$bin" report "$src/scenarios/committed-and-spot.yaml" -o "$tmp/r.html"

@@ -55,16 +55,21 @@ std::string read_text_file(const std::string& path, const char* what, uint64_t m
   return text;
 }
 
-void refuse_overwriting_input(const std::string& output, const char* flag, const std::vector<std::string>& inputs) {
-  if (output.empty() || output == "-") return;
+std::string input_named_by(const std::string& output, const std::vector<std::string>& inputs) {
+  if (output.empty() || output == "-") return "";
   for (const std::string& in : inputs) {
     if (in.empty()) continue;
     std::error_code ec;
-    if (std::filesystem::equivalent(output, in, ec) && !ec)
-      throw InputError(
-          Location{output, 0, 0, ""},
-          fmt::format("{} names an input of this command ({}): writing there would overwrite it", flag, in));
+    if (std::filesystem::equivalent(output, in, ec) && !ec) return in;
   }
+  return "";
+}
+
+void refuse_overwriting_input(const std::string& output, const char* flag, const std::vector<std::string>& inputs) {
+  const std::string in = input_named_by(output, inputs);
+  if (!in.empty())
+    throw InputError(Location{output, 0, 0, ""},
+                     fmt::format("{} names an input of this command ({}): writing there would overwrite it", flag, in));
 }
 
 }  // namespace fleetsim
