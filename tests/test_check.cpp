@@ -58,7 +58,7 @@ TEST_CASE("a launch spike: p99 TTFT holds over the whole run, the worst window c
                                  << " +- " << peak.half_width << " from t = " << peak.window_start_s);
   CHECK(whole.pass);
   CHECK_FALSE(peak.pass);
-  CHECK(peak.windows == 11);
+  CHECK(peak.windows == 12);  // 6,900 s: eleven of 600 s, and the 300 s left in one that ends with the span
   CHECK(peak.window_start_s == doctest::Approx(3900));  // the window the spike falls in
   CHECK(peak.bound > whole.bound);
   CHECK_FALSE(r.pass);
@@ -77,6 +77,18 @@ TEST_CASE("a launch spike: p99 TTFT holds over the whole run, the worst window c
   CHECK(ann.rfind("::error file=", 0) == 0);
   CHECK(ann.find(fmt::format("line={}", peak.budget.where.line)) != std::string::npos);
   CHECK(peak.budget.where.line == 31);  // the budget's line in the example
+}
+
+TEST_CASE("a spike in the span's remainder, shorter than a window, is judged in a window that ends with the span") {
+  // 6,900 s in windows of 1,300 s: five of them end at 6,800 s; the launch comes at 6,850 s
+  const Scenario s =
+      load_scenario_file(kExample, {"classes.launch.arrival.start_s=6850", "classes.launch.arrival.stop_s=7200"});
+  const BudgetSpec spec = parse_budgets(kExample, {"budgets.peak-p99-ttft.window_s=1300", "budgets.replications=2"});
+  const CheckResult r = check_budgets(s, spec, nullptr, 2, false);
+  const BudgetOutcome& peak = outcome(r, "peak-p99-ttft");
+  CHECK(peak.windows == 6);
+  CHECK(peak.window_start_s == doctest::Approx(5900));
+  CHECK_FALSE(peak.pass);
 }
 
 TEST_CASE("a budget's windows are measured as whole runs measured over each window would be") {

@@ -147,6 +147,7 @@ Budget normalized(Budget b, const Scenario& s) {
 // Every budget's values by measurement window and replication.
 struct Values {
   std::vector<std::vector<std::vector<double>>> v;  // [budget][window][replication] (NaN: no value)
+  std::vector<std::vector<double>> from_s;          // [budget][window]: where it starts (-1: the whole run)
 };
 
 Values evaluate(const Scenario& s, const std::vector<Budget>& budgets, int reps, int threads, int& sims,
@@ -166,6 +167,8 @@ Values evaluate(const Scenario& s, const std::vector<Budget>& budgets, int reps,
     }
     const int n = std::max(1, int(std::floor((s.duration_s - s.warmup_s) / len + 1e-9)));
     for (int k = 0; k < n; ++k) windows.push_back({len, s.warmup_s + k * len, s.warmup_s + (k + 1) * len});
+    // a remainder shorter than a window is judged too, in the window that ends with the span
+    if (s.warmup_s + n * len < s.duration_s - 1e-9 * len) windows.push_back({len, s.duration_s - len, s.duration_s});
   }
   // the sub-windows (a budget's window_s) are measured on copies of each replication's run
   std::vector<MeasureWindow> sub;
@@ -211,16 +214,20 @@ Values evaluate(const Scenario& s, const std::vector<Budget>& budgets, int reps,
   });
   sims += int(windows.size()) * reps;
   // keep, for each budget, only its own windows (in order), with their start times
+  out.from_s.assign(budgets.size(), {});
   for (size_t b = 0; b < budgets.size(); ++b) {
     std::vector<std::vector<double>> mine;
     for (size_t w = 0; w < windows.size(); ++w)
-      if (windows[w].length == budgets[b].window_s) mine.push_back(out.v[b][w]);
+      if (windows[w].length == budgets[b].window_s) {
+        mine.push_back(out.v[b][w]);
+        out.from_s[b].push_back(windows[w].length > 0 ? windows[w].from : -1.0);
+      }
     out.v[b] = mine;
   }
   return out;
 }
 
-std::vector<BudgetOutcome> judge(const Scenario& s, const std::vector<Budget>& budgets, const Values& values) {
+std::vector<BudgetOutcome> judge(const std::vector<Budget>& budgets, const Values& values) {
   std::vector<BudgetOutcome> out;
   for (size_t b = 0; b < budgets.size(); ++b) {
     BudgetOutcome o;
@@ -238,7 +245,7 @@ std::vector<BudgetOutcome> judge(const Scenario& s, const std::vector<Budget>& b
       }
       if (missing || xs.empty()) {  // a window (or run) without a value cannot pass
         o.has_value = false;
-        o.window_start_s = budgets[b].window_s > 0 ? s.warmup_s + double(w) * budgets[b].window_s : -1;
+        o.window_start_s = values.from_s[b][w];
         break;
       }
       const MeanCI m = mean_ci(xs);
@@ -247,7 +254,7 @@ std::vector<BudgetOutcome> judge(const Scenario& s, const std::vector<Budget>& b
         o.mean = m.mean;
         o.half_width = m.half_width;
         o.bound = bound;
-        o.window_start_s = budgets[b].window_s > 0 ? s.warmup_s + double(w) * budgets[b].window_s : -1;
+        o.window_start_s = values.from_s[b][w];
       }
       first = false;
     }
@@ -285,7 +292,7 @@ CheckResult check_budgets(const Scenario& s, const BudgetSpec& spec, const Scena
   std::vector<Budget> budgets;
   for (const auto& b : spec.budgets) budgets.push_back(normalized(b, s));
   CheckResult r;
-  r.outcomes = judge(s, budgets, evaluate(s, budgets, spec.replications, threads, r.simulations, progress, "budgets"));
+  r.outcomes = judge(budgets, evaluate(s, budgets, spec.replications, threads, r.simulations, progress, "budgets"));
   r.pass = std::all_of(r.outcomes.begin(), r.outcomes.end(), [](const BudgetOutcome& o) { return o.pass; });
 
   if (baseline) {
@@ -296,7 +303,7 @@ CheckResult check_budgets(const Scenario& s, const BudgetSpec& spec, const Scena
     const Json shape = run_report(*baseline, *empty);
     for (const auto& b : bb) check_against(b, *baseline, shape);
     const auto base =
-        judge(*baseline, bb, evaluate(*baseline, bb, spec.replications, threads, r.simulations, progress, "baseline"));
+        judge(bb, evaluate(*baseline, bb, spec.replications, threads, r.simulations, progress, "baseline"));
     for (size_t i = 0; i < base.size(); ++i) {
       r.outcomes[i].has_baseline = base[i].has_value;
       r.outcomes[i].baseline = base[i].mean;
@@ -317,9 +324,8 @@ CheckResult check_budgets(const Scenario& s, const BudgetSpec& spec, const Scena
   // bisection on the arrival multiplier; the same seeds at every multiplier (common random numbers)
   auto holds = [&](double m) {
     const Scenario x = scaled(s, m);
-    const auto o = judge(x, budgets,
-                         evaluate(x, budgets, spec.replications, threads, r.simulations, progress,
-                                  fmt::format("headroom at {:.2f}x", m)));
+    const auto o = judge(budgets, evaluate(x, budgets, spec.replications, threads, r.simulations, progress,
+                                           fmt::format("headroom at {:.2f}x", m)));
     return std::all_of(o.begin(), o.end(), [](const BudgetOutcome& b) { return b.pass; });
   };
   constexpr double kCap = 16.0;
