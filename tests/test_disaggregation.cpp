@@ -275,7 +275,17 @@ TEST_CASE("disaggregation: bad settings are located errors") {
   scale.replace(scale.find("  decode:\n    fleet:"), std::string("  decode:\n    fleet:").size(),
                 "  decode:\n    device: h200-141gb\n    fleet:");
   CHECK(error_of(scale).find("use link: network") != std::string::npos);
-  CHECK(error_of(pd(kOne, "link: scale_up")) == "(no error)");
+  CHECK(error_of(pd(kOne, "link: scale_up")) == "(no error)");  // 1 + 2 of 8 NVLink devices
+  // every replica of both pools counts, at its most: 1 + 8 of them do not fit
+  std::string many = pd(kOne, "link: scale_up");
+  many.replace(many.find("fleet: {replicas: 2, usd_per_hour: 3}"), 37, "fleet: {replicas: 8, usd_per_hour: 3}");
+  CHECK(error_of(many).find("(here up to 1 + 8 of h100-sxm-80gb and h100-sxm-80gb); use link: network") !=
+        std::string::npos);
+  // a transfer moves the cache as it is: both pools hold it in one dtype
+  std::string fp8 = pd(kOne);
+  fp8.replace(fp8.find("  decode:\n    fleet:"), std::string("  decode:\n    fleet:").size(),
+              "  decode:\n    kv_dtype: fp8\n    fleet:");
+  CHECK(error_of(fp8).find("holds its KV cache in fp8, this pool writes bf16") != std::string::npos);
   std::string chain =
       pd(kOne, "link: network", "  third:\n    fleet: {replicas: 1}\n    disaggregation: {decode_pool: prefill}\n");
   CHECK(error_of(chain).find("is itself a prefill pool") != std::string::npos);

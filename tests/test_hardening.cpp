@@ -105,6 +105,37 @@ TEST_CASE("engine and autoscaler figures that can only stall a simulation are re
   CHECK(err({"engine.perf_profile=none", "engine.mfu=0.001"}) == "no error");
 }
 
+TEST_CASE("a shared prefix longer than the model's context is refused, not cut to fit") {
+  auto err = [](const std::string& tokens) {
+    try {
+      load_default_scenario({"workload.prefix={share: 1, tokens: " + tokens + "}"});
+    } catch (const InputError& e) {
+      return e.one_line();
+    }
+    return std::string("no error");
+  };
+  CHECK(err("1000000").find("a prefix of 1000000 tokens leaves no room for the rest of a prompt in llama-3.1-8b's "
+                            "context of 131072 tokens") != std::string::npos);
+  CHECK(err("131072").find("leaves no room") != std::string::npos);
+  CHECK(err("131071") == "no error");
+}
+
+TEST_CASE("a cap of zero node starts is refused, not read as no cap") {
+  auto err = [](const std::string& cap) {
+    try {
+      load_default_scenario(
+          {"fleet.autoscale={min_replicas: 0, max_replicas: 4, signal: inflight, target: 8, " + cap + "}"});
+    } catch (const InputError& e) {
+      return e.one_line();
+    }
+    return std::string("no error");
+  };
+  CHECK(err("max_starts: 0").find("max_starts: value 0 is out of range") != std::string::npos);
+  CHECK(err("max_starts_per_hour: 0").find("max_starts_per_hour: value 0 is out of range") != std::string::npos);
+  CHECK(err("max_starts: 1") == "no error");
+  CHECK(err("max_starts_per_hour: 0.5") == "no error");
+}
+
 TEST_CASE("a simulation that hits its event budget is an input error naming the scenario, not an internal one") {
   Tally t{};
   t.status = int32_t(SimStatus::event_limit);

@@ -389,6 +389,9 @@ TEST_CASE("data-parallel attention inputs the engines would refuse, or fleetsim 
   CHECK(error_of(dp_yaml("data_parallel: 4, tensor_parallel: 2, expert_parallel: 1")).find("set expert_parallel") !=
         std::string::npos);
   CHECK(error_of(dp_yaml("data_parallel: 3", "replicas: 9")).find("do not divide") != std::string::npos);
+  // ranks spread their experts over every device of the engine: none of them shares one
+  for (const char* sharing : {"time_slicing: 2\n", "mps: 2\n"})
+    CHECK(error_of(sharing + dp_yaml("data_parallel: 8")).find("cannot also share a device") != std::string::npos);
   CHECK(error_of(dp_yaml("data_parallel: 8",
                          "replicas: 8, autoscale: {min_replicas: 8, max_replicas: 16, signal: "
                          "inflight, target: 4}"))

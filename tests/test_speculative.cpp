@@ -159,6 +159,8 @@ TEST_CASE("speculative: bad settings are located errors") {
   CHECK(error_of(with(ok + ", draft_vocab: 32000")).find("draft_vocab applies to heads") != std::string::npos);
   CHECK(error_of(with("draft_layers: 0, tokens: 2, acceptance: 0.6")).find("draft_layers") != std::string::npos);
   CHECK(error_of(with("draft_layers: 33, tokens: 2, acceptance: 0.6")).find("has 32 layers") != std::string::npos);
+  CHECK(error_of(with("draft_layers: 100, tokens: 2, acceptance: 0.6")).find("has 32 layers") != std::string::npos);
+  CHECK(error_of(with("tokens: 2, acceptance: 0.6")).find("not both") == std::string::npos);
   CHECK(error_of(with("draft_layers: 1, draft_vocab: 200000, tokens: 2, acceptance: 0.6")).find("draft_vocab") !=
         std::string::npos);
   std::string moe = with("draft_layers: 1, tokens: 2, acceptance: 0.6");

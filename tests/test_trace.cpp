@@ -349,6 +349,17 @@ TEST_CASE("duration_s: trace_end errors are located") {
                        far + "}}\n") ==
         "<test>:1:13: error: duration_s: trace_end: the last trace arrival is at 5000000 s, past the longest run "
         "(2592000 s, 30 days); cut the trace or give duration_s in seconds");
+  // a trace whose arrivals all come at once leaves no window to measure rates or dollars per hour over
+  const std::string once = test::write_temp("once.csv", "timestamp_s,prompt_tokens,output_tokens\n0,10,5\n0,10,5\n");
+  CHECK(scenario_error("duration_s: trace_end\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\nfleet: {replicas: 1}\n"
+                       "workload: {arrival: {process: trace, path: " +
+                       once + "}}\n") ==
+        "<test>:1:13: error: duration_s: trace_end: the last trace arrival is at 0 s, which leaves less than 1 s "
+        "after the 0 s of warmup_s to measure over; give duration_s in seconds");
+  CHECK(contains(scenario_error(yaml, {"warmup_s=3.5"}), "which leaves less than 1 s after the 3.5 s of warmup_s"));
+  // and so does a duration in seconds
+  CHECK(contains(scenario_error(yaml, {"duration_s=0.5"}),
+                 "error: duration_s: the measured window (duration_s - warmup_s) is 0.5 s; it must be at least 1 s"));
 }
 
 TEST_CASE("a trace row with no prompt tokens is skipped in every layout, with the reason") {
@@ -368,7 +379,8 @@ TEST_CASE("trace keys: model and block_tokens reach the loader and key its cache
   const ScenarioSource src = ScenarioSource::from_text(yaml, "<test>", FLEETSIM_SOURCE_DIR);
   const Scenario chat = src.instantiate();
   CHECK(chat.classes[0].trace->prompt == std::vector<int32_t>{472, 20});
-  const Scenario gpt4 = src.instantiate({parse_set("workload.arrival.model=GPT-4")});
+  // (GPT-4's one row is a trace that ends where it starts: a duration in seconds measures it)
+  const Scenario gpt4 = src.instantiate({parse_set("workload.arrival.model=GPT-4"), parse_set("duration_s=10")});
   CHECK(gpt4.classes[0].trace->prompt == std::vector<int32_t>{1087});
   CHECK(src.instantiate().classes[0].trace == chat.classes[0].trace);  // cached, and shared
 

@@ -63,6 +63,7 @@ namespace {
 using namespace detail;
 
 constexpr double kMaxDurationS = 30.0 * 86400;
+constexpr double kMinWindowS = 1.0;  // the shortest measured window
 
 Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Override>& overrides) {
   const N root{root_node, "", &src};
@@ -91,6 +92,13 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Overr
   s.warmup_s = root.has("warmup_s") ? root.at("warmup_s").num_in(0, kMaxDurationS, "warmup_s") : 0.0;
   if (!to_trace_end && s.warmup_s >= s.duration_s)
     root.at("warmup_s").fail("warmup_s must be less than duration_s", ErrorKind::inconsistent);
+  // rates, percentiles and dollars per hour need time to be measured over
+  auto too_short = [&](double span) {
+    return fmt::format("the measured window (duration_s - warmup_s) is {:g} s; it must be at least {:g} s", span,
+                       kMinWindowS);
+  };
+  if (!to_trace_end && s.duration_s - s.warmup_s < kMinWindowS)
+    dur.fail(too_short(s.duration_s - s.warmup_s), ErrorKind::inconsistent);
 
   // catalogs, with the scenario's overrides and additions
   std::vector<DeviceSpec> devices = builtin_devices();
@@ -206,8 +214,8 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Overr
       if (ck) C.checkpointed = ck->at("checkpointed").boolean();
       const N* mr = en.has("max_retries") ? &en : wl.has("max_retries") ? &wl : nullptr;
       if (mr) C.max_retries = int(mr->at("max_retries").integer(0, 1000));
-      parse_caching(wl, C);
-      parse_caching(en, C);
+      parse_caching(wl, C, s.pools[size_t(pool)]);
+      parse_caching(en, C, s.pools[size_t(pool)]);
       parse_goodput(wl, C);
       parse_goodput(en, C);
       s.classes.push_back(std::move(C));
@@ -219,7 +227,7 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Overr
     C.team = "default";
     if (wl.has("checkpointed")) C.checkpointed = wl.at("checkpointed").boolean();
     if (wl.has("max_retries")) C.max_retries = int(wl.at("max_retries").integer(0, 1000));
-    parse_caching(wl, C);
+    parse_caching(wl, C, s.pools[0]);
     parse_goodput(wl, C);
     s.classes.push_back(std::move(C));
   }
@@ -243,6 +251,11 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Overr
       root.at("warmup_s")
           .fail("warmup_s must be less than duration_s (trace_end: " + std::to_string(last) + " s)",
                 ErrorKind::inconsistent);
+    if (s.duration_s - s.warmup_s < kMinWindowS)
+      dur.fail(fmt::format("trace_end: the last trace arrival is at {:g} s, which leaves less than {:g} s after the "
+                           "{:g} s of warmup_s to measure over; give duration_s in seconds",
+                           last, kMinWindowS, s.warmup_s),
+               ErrorKind::inconsistent);
     for (auto& C : s.classes) C.stop_s = std::min(C.stop_s, s.duration_s);
   }
   // the workspace must stay reasonable (it is per simulation, and sweeps run thousands)

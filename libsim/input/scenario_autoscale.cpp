@@ -38,8 +38,9 @@ void parse_autoscale(const N& fl, PoolSpec& P) {
   A.ttft_quantile = as.has("ttft_quantile") ? as.at("ttft_quantile").num_in(0.5, 1.0) : 0.95;
   A.cpu_base = as.has("cpu_base") ? as.at("cpu_base").num_in(0, 1) : 0.05;
   A.cpu_per_request_s = as.has("cpu_per_request_s") ? as.at("cpu_per_request_s").num_in(0, 10) : 0.004;
-  A.max_starts = as.has("max_starts") ? int(as.at("max_starts").integer(0, 1000000)) : 0;
-  A.max_starts_per_hour = as.has("max_starts_per_hour") ? as.at("max_starts_per_hour").num_in(0, 64) : 0.0;
+  // (0 inside means no cap: a cap written as 0 would read as none, so a written one is at least 1)
+  A.max_starts = as.has("max_starts") ? int(as.at("max_starts").integer(1, 1000000)) : 0;
+  A.max_starts_per_hour = as.has("max_starts_per_hour") ? as.at("max_starts_per_hour").pos(64) : 0.0;
   // rate policies: Kubernetes' defaults (scale up by 4 pods or 100% per 15 s, whichever is more;
   // scale down by up to 100% per 15 s); `none` lifts the limit
   auto policy = [&](const char* key, int32_t pods, double percent, int32_t& pods_out, double& percent_out,

@@ -1,5 +1,7 @@
 // Scenario files: one request class (arrival process, trace, prompt and output lengths) and its
 // caching keys.
+#include <fmt/format.h>
+
 #include <filesystem>
 #include <memory>
 #include <mutex>
@@ -172,7 +174,7 @@ RequestClassSpec build_class(const N& wl, const PoolSpec& pool, double duration_
 }
 
 // The caching keys of a class (or of workload, their default).
-void parse_caching(const N& cn, RequestClassSpec& C) {
+void parse_caching(const N& cn, RequestClassSpec& C, const PoolSpec& P) {
   if (cn.has("prefix")) {
     const N px = cn.at("prefix");
     px.allow_keys({"share", "tokens"});
@@ -183,6 +185,11 @@ void parse_caching(const N& cn, RequestClassSpec& C) {
           ErrorKind::inconsistent);
     C.prefix_share = px.req("share").num_in(0, 1, "share");
     C.prefix_tokens = int(px.req("tokens").integer(1, 1 << 20));
+    if (C.prefix_tokens >= P.model.max_context)  // a prompt holds the prefix and a token of its own
+      px.at("tokens").fail(fmt::format("a prefix of {} tokens leaves no room for the rest of a prompt in {}'s context "
+                                       "of {} tokens",
+                                       C.prefix_tokens, P.model.name, P.model.max_context),
+                           ErrorKind::inconsistent);
   }
   if (cn.has("response_cache")) {
     const N rc = cn.at("response_cache");

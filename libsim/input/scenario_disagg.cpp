@@ -37,6 +37,10 @@ void parse_disaggregation(const N& dn, std::vector<PoolSpec>& pools, size_t i) {
     dn.fail("disaggregated prefill needs continuous batching in both pools", ErrorKind::inconsistent);
   if (P.spec_tokens > 0)
     dn.fail("a prefill pool emits no tokens: engine.speculative belongs to its decode pool", ErrorKind::inconsistent);
+  if (P.kv_dtype != D.kv_dtype)
+    dp.fail("pool '" + name + "' holds its KV cache in " + D.kv_dtype + ", this pool writes " + P.kv_dtype +
+                ": a transfer moves the cache as it is, so both pools need the same kv_dtype",
+            ErrorKind::inconsistent);
 
   // the link one device of each side sends over; both sides' devices send their shares at once
   const std::string link = dn.has("link") ? dn.at("link").choice({"network", "scale_up", "pcie"}) : "network";
@@ -45,11 +49,16 @@ void parse_disaggregation(const N& dn, std::vector<PoolSpec>& pools, size_t i) {
     gb_s = P.network_gb_s;
     lat_us = P.network_latency_us;
   } else if (link == "scale_up") {
-    if (P.device.name != D.device.name || P.devices() + D.devices() > P.device.link_domain)
+    // any prefill replica may send to any decode replica, so all of both pools' devices, at their
+    // most replicas, sit in the one domain
+    auto most = [](const PoolSpec& X) {
+      return (int64_t(std::max(X.replicas, X.max_replicas)) * X.devices() + X.shared_by() - 1) / X.shared_by();
+    };
+    if (P.device.name != D.device.name || most(P) + most(D) > P.device.link_domain)
       dn.at("link").fail("scale_up: both pools' replicas must sit in one " + P.device.interconnect + " domain of " +
-                             std::to_string(P.device.link_domain) + " " + P.device.name + " devices (here " +
-                             std::to_string(P.devices()) + " + " + std::to_string(D.devices()) + " of " +
-                             P.device.name + " and " + D.device.name + "); use link: network",
+                             std::to_string(P.device.link_domain) + " " + P.device.name + " devices (here up to " +
+                             std::to_string(most(P)) + " + " + std::to_string(most(D)) + " of " + P.device.name +
+                             " and " + D.device.name + "); use link: network",
                          ErrorKind::inconsistent);
     gb_s = P.device.link_gb_s;
     lat_us = P.device.link_latency_us;

@@ -208,6 +208,11 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
       if (P.pp > 1)
         dn.fail("data_parallel with pipeline_parallel above 1 is not modelled (set pipeline_parallel: 1)",
                 ErrorKind::inconsistent);
+      if (!P.partition.empty() || P.shared_by() > 1)
+        dn.fail(
+            "data_parallel ranks share experts spread over all of their devices, so they cannot also share a "
+            "device (partition, time_slicing or mps)",
+            ErrorKind::inconsistent);
       if (eng.has("expert_parallel") && P.ep != P.tp)
         eng.at("expert_parallel")
             .fail(

@@ -54,8 +54,8 @@ void parse_speculative(const N& eng, const std::vector<ModelSpec>& models, PoolS
             ErrorKind::inconsistent);
   if (sp.has("draft_model") == sp.has("draft_layers"))
     sp.fail(std::string(sp.has("draft_model") ? "both draft_model and draft_layers given" : "no draft given") +
-            ": expected draft_model (a model of its own) or draft_layers (heads on the target's hidden states, as "
-            "EAGLE and MTP), not both");
+            ": expected one of draft_model (a model of its own) or draft_layers (heads on the target's hidden "
+            "states, as EAGLE and MTP)");
   if (sp.has("draft_vocab") && !sp.has("draft_layers"))
     sp.at("draft_vocab")
         .fail("draft_vocab applies to heads (draft_layers); a draft model has its own vocabulary",
@@ -66,11 +66,11 @@ void parse_speculative(const N& eng, const std::vector<ModelSpec>& models, PoolS
   P.spec_heads = 0;
   if (sp.has("draft_layers")) {
     const N ln = sp.at("draft_layers");
-    const int layers = int(ln.integer(1, 64));
     if (P.model.moe() || P.model.mla())
       ln.fail("heads of a mixture-of-experts or latent-attention target (" + P.model.name +
                   ") are not modelled: name a draft_model",
               ErrorKind::inconsistent);
+    const int layers = int(ln.integer(1, 1 << 16));  // (the bound that matters is the target's, below)
     if (layers > P.model.layers)
       ln.fail(P.model.name + " has " + std::to_string(P.model.layers) + " layers; heads can have at most that",
               ErrorKind::inconsistent);
@@ -83,7 +83,10 @@ void parse_speculative(const N& eng, const std::vector<ModelSpec>& models, PoolS
     const ModelSpec* d =
         find_named(models, dn.str(), "model", " (see `fleetsim catalog`, or define it under catalog.models)", why);
     if (!d) dn.fail(why);
-    if (d->kind != ModelKind::generate || d->vocab != P.model.vocab)
+    if (d->kind != ModelKind::generate)
+      dn.fail("a draft model must generate; " + d->name + " is a " + model_kind_name(d->kind) + " model",
+              ErrorKind::inconsistent);
+    if (d->vocab != P.model.vocab)
       dn.fail("a draft model must generate with the target's vocabulary (" + std::to_string(P.model.vocab) +
                   " tokens); " + d->name + " has " + std::to_string(d->vocab),
               ErrorKind::inconsistent);
