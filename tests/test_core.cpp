@@ -69,6 +69,15 @@ TEST_CASE("histogram quantiles are within 1% of the exact sample quantiles, and 
   CHECK(hist_quantile(*a, 0.99) == hist_quantile(*h, 0.99));
 }
 
+TEST_CASE("histogram quantiles resolve waits of days, as long as the longest run (30 days)") {
+  auto h = std::make_unique<Histogram>();
+  hist_clear(*h);
+  // 1 to 29 days, one value a day: the median is the 15th day, p90 the 27th
+  for (int d = 1; d <= 29; ++d) hist_add(*h, 86400.0 * d);
+  CHECK(std::fabs(hist_quantile(*h, 0.5) / (86400.0 * 15) - 1.0) <= 0.01);
+  CHECK(std::fabs(hist_quantile(*h, 0.9) / (86400.0 * 27) - 1.0) <= 0.01);
+}
+
 TEST_CASE("closed-form run time equals the step-by-step sum, through the roofline crossover") {
   // compute line starts lower but grows faster: the bandwidth line dominates first
   Line l{

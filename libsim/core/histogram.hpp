@@ -2,8 +2,9 @@
 //
 // A bucket is one of 64 linear slices of a binary octave, indexed straight from the bits of the
 // double (no log call), so the reported midpoint of a bucket is within 1/128 of any value in it.
-// Octaves 2^-17 s (7.6 us) .. 2^17 s (36 h) cover every latency the simulator produces; values
-// outside clamp to the end buckets, and the exact min and max are kept beside the buckets.
+// Octaves 2^-17 s (7.6 us) .. 2^22 s (48 days) cover every latency a run of up to 30 days
+// produces; values outside clamp to the end buckets, and the exact min and max are kept beside
+// the buckets.
 #pragma once
 #include "detmath.hpp"
 #include "hd.hpp"
@@ -13,7 +14,7 @@ namespace fleetsim {
 constexpr int kHistSubBits = 6;
 constexpr int kHistSub = 1 << kHistSubBits;
 constexpr int kHistMinExp = -17;
-constexpr int kHistMaxExp = 17;
+constexpr int kHistMaxExp = 22;
 constexpr int kHistBuckets = (kHistMaxExp - kHistMinExp) * kHistSub;
 
 struct Histogram {
