@@ -215,3 +215,25 @@ TEST_CASE("in a small owned estate a failure is a capacity event; spares buy the
   }
   CHECK(test::error_of(y, {"fleet.failures=null"}).find("repair needs failures") != std::string::npos);
 }
+
+TEST_CASE("a replica waiting for a repaired device holds none that could fail: waits never overlap") {
+  // one owned replica failing every 12 h on average, a day's repair and no spare, over ten days:
+  // failures land only while it holds a device, so the waits fit in the window, and the ledger's
+  // cold-start stage is the same hours
+  const std::string y =
+      "name: repair-one\nseed: 5\nduration_s: 864000\nwarmup_s: 0\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\n"
+      "fleet:\n  replicas: 1\n  failures: {mtbf_hours: 12}\n  pricing:\n    owned:\n      node_capex_usd: 250000\n"
+      "      refresh_years: 4\n      power: {idle_kw_per_device: 0.1, usd_per_kwh: 0.12}\n"
+      "      repair: {days: 1, spares: 0}\n"
+      "workload: {arrival: {process: poisson, rate_per_s: 0.2}, prompt_tokens: 500, output_tokens: 100}\n";
+  const auto r = test::run(test::scenario(y));
+  const Json& L = r.report["ledger"]["pools"]["default"];
+  const Json& rp = L["ownership"]["repair"];
+  const double failures = num(rp["failures"]), waited = num(rp["awaiting_device_hours"]);
+  MESSAGE(failures << " failures, " << waited << " h waited of 240");
+  REQUIRE(failures >= 3);
+  CHECK(waited <= 240.0);
+  CHECK(waited <= failures * 24.0 + 1e-9);
+  CHECK(waited == doctest::Approx(num(L["cold_start_by_stage_device_hours"]["awaiting_device"])));
+  CHECK(num(rp["availability"]) == doctest::Approx(1.0 - waited / 240.0));
+}

@@ -254,6 +254,7 @@ FLEETSIM_HD inline double replica_fail_one(Sim& s, int32_t r, double t, bool new
   double wait = 0.0;
   if (P.repair_s > 0.0 && new_node) {  // an owned device: no new node, a spare or a repaired one
     wait = device_wait >= 0.0 ? device_wait : await_device(s, R.pool, t);
+    R.device_at = t + wait;
     new_node = false;
     // the part inside the window: the capacity the failure cost there
     s.tally->pools[R.pool].cold_stage_s[kAwaitingDevice] += window_span(s, t, wait);
@@ -296,7 +297,10 @@ FLEETSIM_HD inline void pool_interrupt(Sim& s, int32_t pi, double t) {
   int32_t victim = kNone;
   for (int32_t r = ps.first_replica; r < ps.first_replica + ps.n_replicas && victim == kNone; ++r)
     if (s.rep[r].state != kOff && k-- == 0) victim = r;
-  s.tally->pools[pi].interruptions += in_window(s, t);
+  // an owned replica still waiting for a device has none to lose: a draw that lands on it finds
+  // no device in service there (failures thin to the devices in service, uniformly among them)
+  if (victim != kNone && s.rep[victim].device_at > t) victim = kNone;
+  if (victim != kNone) s.tally->pools[pi].interruptions += in_window(s, t);
   ps.next_fail = kInf;
   if (victim != kNone) replica_fail(s, victim, t, true, kNone);
   // the next one (set_state redraws only when the provisioned count changes)
@@ -360,6 +364,7 @@ FLEETSIM_HD inline void replica_off(Sim& s, int32_t r, double t) {
   set_busy(s, r, 0, t);
   set_state(s, r, kOff, t);
   R.run_k = 0;
+  R.device_at = 0.0;  // a slot started later waits for its own device, if any
   set_next(s, r, kInf);
 }
 

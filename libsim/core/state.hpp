@@ -132,6 +132,9 @@ struct Replica {
   // on a node's first slot, when nodes are tracked: < 0 the node is down; kInf it is up with a
   // replica or kept by a pinned pod; else the time the cluster removes it, empty
   double node_until;
+  // an owned replica whose device failed: when a spare or a repaired device reaches it (until
+  // then it holds no device a failure could hit)
+  double device_at;
   // thermal throttling (slowdown.hpp)
   double heat;    // temperature proxy: exponentially weighted device-busy fraction
   double heat_t;  // ... as of this time

@@ -380,6 +380,7 @@ FLEETSIM_HD inline Sim sim_bind(const SimParams& p, uint32_t replication, uint8_
       s.cq_note[r].next = s.cq_note[r].prev = kNone;
       s.cq_note[r].day = 0;
       R.wake_k = 0;
+      R.device_at = 0.0;
       R.mps_h = R.mps_g = R.mps_x = R.mps_y = 0.0;
       R.batch_n = 0;
       R.batch_t_first = 0.0;
