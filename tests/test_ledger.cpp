@@ -2,6 +2,7 @@
 // pools sum to the total, the exports carry the same dollars; and the seeds' cost arithmetic.
 #include <doctest/doctest.h>
 
+#include <map>
 #include <regex>
 #include <sstream>
 
@@ -24,11 +25,17 @@ double num(const Json& j) { return j.get<double>(); }
 void check_block(const Json& b, const std::string& what, bool one_rate = true) {
   INFO(what);
   double hours = 0, usd = 0, list = 0, eff = 0, line_hours = 0;
+  // a pool's buckets are billed at one rate, but for an unused commitment's (at the committed
+  // rate): the rest of its dollars over the rest of its hours
+  const Json& cu = b["buckets"]["committed_unused"];
+  const double rest_h = num(b["billed_device_hours"]) - num(cu["device_hours"]);
+  const double rest_rate = rest_h > 0 ? (num(b["effective_usd"]) - num(cu["usd"])) / rest_h : 0.0;
+  if (num(cu["device_hours"]) == 0) CHECK(rest_rate == doctest::Approx(num(b["usd_per_device_hour"])));
   for (auto it = b["buckets"].begin(); it != b["buckets"].end(); ++it) {
     hours += num(it.value()["device_hours"]);
     usd += num(it.value()["usd"]);
-    if (one_rate)  // a pool's buckets are all billed at its blended rate
-      CHECK(num(it.value()["usd"]) == doctest::Approx(num(it.value()["device_hours"]) * num(b["usd_per_device_hour"])));
+    if (one_rate && it.key() != "committed_unused")
+      CHECK(num(it.value()["usd"]) == doctest::Approx(num(it.value()["device_hours"]) * rest_rate));
   }
   for (const auto& l : b["pricing"]) {
     CHECK(num(l["list_usd"]) == doctest::Approx(num(l["device_hours"]) * num(l["list_usd_per_hour"])));
@@ -212,6 +219,24 @@ TEST_CASE("a pool that never had a replica up has no busy, idle or cold-start fr
         doctest::Approx(1.0).epsilon(1e-12));
 }
 
+TEST_CASE(
+    "a pool that only ever prefills bills all of its dollars to input and none, not minus a rounding, to output") {
+  for (const char* name : {"cpu-bound-tokenizer", "reranker-cpu-vs-gpu", "disaggregated-prefill"}) {
+    CAPTURE(name);
+    const auto r = test::run(shipped(name, {"duration_s=900", "warmup_s=0"}));
+    auto split = [](const Json& c, const std::string& what) {
+      INFO(what);
+      CHECK(num(c["output_usd"]) >= 0.0);
+      CHECK(num(c["input_usd"]) >= 0.0);
+      CHECK(num(c["input_usd"]) + num(c["output_usd"]) == doctest::Approx(num(c["total_usd"])).epsilon(1e-12));
+    };
+    for (auto it = r.report["pools"].begin(); it != r.report["pools"].end(); ++it)
+      split(it.value()["cost"], "pool " + it.key());
+    for (auto it = r.report["ledger"]["classes"].begin(); it != r.report["ledger"]["classes"].end(); ++it)
+      split(it.value(), "class " + it.key());
+  }
+}
+
 TEST_CASE("the seeds' arithmetic: $4/h at 1,000 tokens/s is $1.11 per 1M tokens, ten times that at 10%") {
   const Scenario s = test::scenario(
       "name: seeds\nduration_s: 3600\nwarmup_s: 0\nmodel: llama-3.1-8b\ndevice: h100-sxm-80gb\n"
@@ -341,4 +366,70 @@ TEST_CASE("FOCUS 1.2: every mandatory column, unused commitment on its own row, 
   CHECK(unused_h > 0);
   CHECK(used_h + unused_h == doctest::Approx(chat.cost.lines[0].device_hours));
   CHECK(eff == doctest::Approx(L.total.effective_usd()));
+}
+
+TEST_CASE("an unused commitment costs the committed rate, in the ledger as on FOCUS's Unused row") {
+  // three committed replicas at 40% off, autoscaled from 1 to 6: hours of the commitment unused
+  // early on, on-demand hours above it at the peak
+  const Scenario s = test::scenario(
+      "name: commit-burst\nseed: 4\nduration_s: 3600\nwarmup_s: 300\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\n"
+      "pools:\n  chat:\n    fleet:\n      replicas: 1\n      usd_per_hour: 3.0\n"
+      "      autoscale: {min_replicas: 1, max_replicas: 6, signal: inflight, target: 8, interval_s: 15,"
+      " scale_down_window_s: 60, cooldown_s: 60}\n"
+      "      pricing: {committed_replicas: 3, committed_discount: 0.4}\n"
+      "classes:\n"
+      "  a: {pool: chat, team: ta, arrival: {process: diurnal, rate_per_s: 12, peak_to_mean: 2, period_s: 3600},"
+      " prompt_tokens: 1000, output_tokens: 150}\n"
+      "  b: {pool: chat, team: tb, arrival: {process: poisson, rate_per_s: 2}, prompt_tokens: 3000,"
+      " output_tokens: 100}\n");
+  const test::Result r = test::run(s);
+  const Ledger L = make_ledger(s, *r.tally);
+  const PoolLedger& chat = L.pools[0];
+  REQUIRE(chat.cost.lines.size() == 2);  // committed and on-demand
+  const double unused_h = chat.cost.hours[size_t(Bucket::committed_unused)];
+  REQUIRE(unused_h > 0);
+  REQUIRE(chat.cost.lines[1].device_hours > 0);
+  CHECK(chat.cost.usd[size_t(Bucket::committed_unused)] == doctest::Approx(unused_h * 3.0 * 0.6));
+  check_block(r.report["ledger"]["pools"]["chat"], "chat");
+  // FOCUS: the Unused row's dollars are the bucket's; each class's rows are its ledger dollars less
+  // its share of that bucket
+  std::istringstream in(focus_csv(L, s, 0.0));
+  CsvReader f(in, "<focus>");
+  double unused_usd = 0;
+  std::map<std::string, double> by_class;
+  while (f.next()) {
+    if (f.get("commitmentdiscountstatus") == "Unused") unused_usd += f.number("effectivecost");
+    const std::string tags = f.get("tags");
+    for (const auto& c : L.classes)
+      if (tags.find("\"fleetsim-class\":\"" + c.name + "\"") != std::string::npos)
+        by_class[c.name] += f.number("effectivecost");
+  }
+  CHECK(unused_usd == doctest::Approx(chat.cost.usd[size_t(Bucket::committed_unused)]));
+  for (const auto& c : L.classes) {
+    CAPTURE(c.name);
+    const double share = c.parts.at(0).share;
+    CHECK(by_class[c.name] == doctest::Approx(c.usd() - share * unused_usd));
+  }
+}
+
+TEST_CASE("a shared device in use is paid whole: one replica of a device time-sliced four ways pays for the device") {
+  // a fixed pool of R replicas, k to a device: ceil(R / k) devices for the window, on the
+  // on-demand line, the places no replica holds in the stranded bucket
+  const std::string y =
+      "name: ts\nseed: 3\nduration_s: 1200\nwarmup_s: 0\ndevice: h100-sxm-80gb\nmodel: llama-3.2-1b\n"
+      "engine: {gpu_memory_utilization: 0.2}\nfleet: {usd_per_hour: 3.0}\n"
+      "workload: {arrival: {process: poisson, rate_per_s: 1}, prompt_tokens: 200, output_tokens: 20}\n";
+  for (const auto& [k, replicas] : std::vector<std::pair<int, int>>{{4, 1}, {4, 4}, {4, 5}, {2, 3}, {1, 3}}) {
+    CAPTURE(k);
+    CAPTURE(replicas);
+    const auto r = test::run(
+        test::scenario(y, {"time_slicing=" + std::to_string(k), "fleet.replicas=" + std::to_string(replicas)}));
+    const Json& L = r.report["ledger"];
+    check_block(L, "ts");
+    const double devices = double((replicas + k - 1) / k);
+    CHECK(num(L["billed_device_hours"]) == doctest::Approx(devices * 1200 / 3600.0));
+    CHECK(num(L["effective_usd"]) == doctest::Approx(devices * 3.0 * 1200 / 3600.0));
+    CHECK(num(L["buckets"]["stranded"]["device_hours"]) ==
+          doctest::Approx((devices - double(replicas) / k) * 1200 / 3600.0));
+  }
 }

@@ -227,6 +227,9 @@ FLEETSIM_HD inline void pool_advance(Sim& s, int32_t pi, double t) {
     T.replica_s += double(ps.n_prov) * dt;
     T.excess_s += double(max_of(0, ps.n_prov - s.p->pools[pi].committed_replicas)) * dt;
     T.committed_unused_s += double(max_of(0, s.p->pools[pi].committed_replicas - ps.n_prov)) * dt;
+    // replicas sharing a device fill it in turn: a device in use is paid whole
+    const int32_t k = s.p->pools[pi].time_slicing * s.p->pools[pi].mps_clients;
+    if (k > 1) T.share_gap_s += double((ps.n_prov + k - 1) / k * k - ps.n_prov) * dt;
     T.cold_s += double(ps.n_starting) * dt;
     // a replica stepping on the host CPU leaves its device idle
     const int32_t idle = ps.n_ready + ps.n_draining - (ps.n_busy - ps.n_cpu_busy);

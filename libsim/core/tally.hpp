@@ -68,6 +68,7 @@ struct PoolTally {
   double waste_s;             // idle replica time beyond it
   double excess_s;            // provisioned replica time beyond the committed replicas (paid at the hourly price)
   double committed_unused_s;  // committed replicas not provisioned (paid for, never started)
+  double share_gap_s;         // shared devices: the places on devices in use that no replica holds
   double cold_stage_s[kColdStages];  // each start's time in each stage inside the window
   double scale_ups;                  // replicas started
   double scale_downs;                // replicas stopped
@@ -163,7 +164,7 @@ FLEETSIM_HD inline void class_tally_clear(ClassTally& c) {
 FLEETSIM_HD inline void pool_tally_clear(PoolTally& p) {
   p.replica_s = p.busy_s = p.input_busy_s = p.flops = p.bytes = p.seq_steps = p.steps = p.kv_block_s = 0.0;
   p.cold_s = p.headroom_s = p.waste_s = p.scale_ups = p.scale_downs = p.max_replicas = 0.0;
-  p.crashes = p.interruptions = p.lost_tokens = p.excess_s = p.committed_unused_s = 0.0;
+  p.crashes = p.interruptions = p.lost_tokens = p.excess_s = p.committed_unused_s = p.share_gap_s = 0.0;
   p.node_s = p.node_pinned_s = p.node_unneeded_s = p.unschedulable = 0.0;
   p.fallback_s = p.cpu_busy_s = p.throttled_s = p.throttled_steps = 0.0;
   p.host_busy_s = p.host_lost_s = 0.0;
@@ -255,6 +256,7 @@ FLEETSIM_HD inline void pool_tally_merge(PoolTally& into, const PoolTally& from)
   into.crashes += from.crashes;
   into.excess_s += from.excess_s;
   into.committed_unused_s += from.committed_unused_s;
+  into.share_gap_s += from.share_gap_s;
   for (int32_t k = 0; k < kColdStages; ++k) into.cold_stage_s[k] += from.cold_stage_s[k];
   into.interruptions += from.interruptions;
   into.lost_tokens += from.lost_tokens;

@@ -42,7 +42,8 @@ double CostBlock::idle_usd() const {
 }
 double CostBlock::input_usd() const {
   if (input_usd_ >= 0) return input_usd_;
-  return busy_s > 0 ? effective_usd() * input_busy_s / busy_s : 0.0;
+  // (at most the whole: prompts' time summed apart can round past the total's)
+  return busy_s > 0 ? std::min(effective_usd(), effective_usd() * input_busy_s / busy_s) : 0.0;
 }
 double ClassLedger::input_usd() const {
   double u = 0;
@@ -123,7 +124,7 @@ Ledger make_ledger(const Scenario& s, const Tally& t) {
     // work later thrown away, in proportion to the tokens it computed
     const double lost_share = lost_tokens > 0 ? lost_tokens / (lost_tokens + std::max(0.0, useful_tokens)) : 0.0;
     h[size_t(Bucket::lost_work)] = busy_h * lost_share;
-    const double in_share = pt.busy_s > 0 ? pt.input_busy_s / pt.busy_s : 0.0;
+    const double in_share = pt.busy_s > 0 ? std::min(1.0, pt.input_busy_s / pt.busy_s) : 0.0;
     h[size_t(Bucket::busy_prefill)] = (busy_h - h[size_t(Bucket::lost_work)]) * in_share;
     h[size_t(Bucket::busy_decode)] = busy_h - h[size_t(Bucket::lost_work)] - h[size_t(Bucket::busy_prefill)];
     c.busy_s = pt.busy_s;
@@ -161,6 +162,9 @@ Ledger make_ledger(const Scenario& s, const Tally& t) {
       const NodeBilling nb = node_billing(P, t.window_s);
       pl.nodes = nb.nodes;
       h[size_t(Bucket::stranded)] = std::max(0.0, nb.billed_unit_hours - pt.replica_s * f);
+    } else {
+      // the devices in use are billed whole, shared by fewer replicas than they hold or not
+      h[size_t(Bucket::stranded)] = pt.share_gap_s * f;
     }
     if (P.committed_replicas > 0 && !P.ownership.owned()) {
       const double committed_h = (pt.replica_s - pt.excess_s + pt.committed_unused_s) * f;
@@ -171,8 +175,16 @@ Ledger make_ledger(const Scenario& s, const Tally& t) {
     if (excess_h > 0 || P.committed_replicas == 0)
       c.lines.push_back({P.spot() ? "spot" : "on_demand", excess_h, list, list * (1.0 - P.spot_discount)});
     const double billed = c.billed_hours();
-    const double rate = billed > 0 ? c.effective_usd() / billed : 0.0;
+    double rate = billed > 0 ? c.effective_usd() / billed : 0.0;
+    // an unused commitment costs the committed rate, as FOCUS's Unused row bills it; the other
+    // buckets share what is left at one rate, so that the buckets still add up to the lines
+    const double unused_h = h[size_t(Bucket::committed_unused)];
+    const bool unused_commitment = unused_h > 0 && P.committed_replicas > 0 && !P.ownership.owned();
+    const double committed_rate = list * (1.0 - P.committed_discount);
+    if (unused_commitment)
+      rate = billed > unused_h ? (c.effective_usd() - unused_h * committed_rate) / (billed - unused_h) : 0.0;
     for (int b = 0; b < kBuckets; ++b) c.usd[size_t(b)] = h[size_t(b)] * rate;
+    if (unused_commitment) c.usd[size_t(Bucket::committed_unused)] = unused_h * committed_rate;
     L.pools.push_back(pl);
   }
 
@@ -223,7 +235,9 @@ Ledger make_ledger(const Scenario& s, const Tally& t) {
       x.busy_usd = busy_usd * x.share;
       x.idle_share_usd = pl.cost.idle_usd() * x.share;
       x.idle_share_hours = (pl.cost.billed_hours() - busy_h) * x.share;
-      x.input_usd = mine > 0 ? (x.busy_usd + x.idle_share_usd) * input_on(k, pool) / mine : 0.0;
+      x.input_usd =
+          mine > 0 ? std::min(x.busy_usd + x.idle_share_usd, (x.busy_usd + x.idle_share_usd) * input_on(k, pool) / mine)
+                   : 0.0;
       cl.busy_hours += x.busy_hours;
       cl.busy_usd += x.busy_usd;
       cl.idle_share_usd += x.idle_share_usd;

@@ -2,6 +2,7 @@
 // rate x hours, per pool, class and team. The `cost` blocks of a report, the ledger CSV and the
 // FOCUS export are all read from it, so they agree by construction (docs/model.md, "The ledger").
 #pragma once
+#include <algorithm>
 #include <array>
 #include <string>
 #include <vector>
@@ -54,7 +55,7 @@ struct CostBlock {
   double idle_usd() const;
   // One definition of the input/output split everywhere: by the step time prompts and outputs used.
   double input_usd() const;
-  double output_usd() const { return effective_usd() - input_usd(); }
+  double output_usd() const { return std::max(0.0, effective_usd() - input_usd()); }
 };
 
 struct PoolLedger {
@@ -92,7 +93,7 @@ struct ClassLedger {
   std::vector<ClassPoolShare> parts;  // per pool; the fields above are their sums
   double usd() const { return busy_usd + idle_share_usd; }
   double input_usd() const;
-  double output_usd() const { return usd() - input_usd(); }
+  double output_usd() const { return std::max(0.0, usd() - input_usd()); }
 };
 
 struct Ledger {
