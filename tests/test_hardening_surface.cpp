@@ -118,6 +118,9 @@ TEST_CASE("sizes are bounded before anything is built: sweep values, budget wind
   CHECK(test::input_error([&] { parse_sweep(big_range); }) ==
         "<test>:13:11: error: sweep.parameters.seed: the range has 200001 values; a range takes at "
         "most 100000 (raise step)");
+  const ScenarioSource tiny_step = ScenarioSource::from_text(
+      std::string(kSmall) + "sweep:\n  parameters:\n    seed: {from: 1, to: 2, step: 1e-300}\n", "<test>", ".");
+  CHECK(test::input_error([&] { parse_sweep(tiny_step); }).find("the range has 1e+300 values;") != std::string::npos);
   std::string list = "[1";
   for (int i = 2; i <= 10001; ++i) list += ", " + std::to_string(i);
   const ScenarioSource long_list = ScenarioSource::from_text(

@@ -197,6 +197,9 @@ TEST_CASE("--set takes a YAML flow value: a mapping or a list replaces the whole
         "'clients' does not apply to process: poisson");
   CHECK(error_of(closed, {"workload.arrival={process: poisson}"}) ==
         "--set workload.arrival={process: poisson}: error: workload.arrival: missing required key 'rate_per_s'");
+  // a required key a --set emptied is located at that --set
+  CHECK(error_of(kGood, {"workload.arrival.rate_per_s=null"}) ==
+        "--set workload.arrival.rate_per_s=null: error: workload.arrival: missing required key 'rate_per_s'");
   CHECK(error_of(kGood, {emp, "workload.prompt_tokens.values=[30, x]"}) ==
         "--set workload.prompt_tokens.values=[30, x]: error: workload.prompt_tokens.values[1]: expected a number, got "
         "'x'");

@@ -111,7 +111,7 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Overr
   if (root.has("pools")) {
     const N pools = root.at("pools");
     pools.require_map();
-    if (pools.node.size() == 0) pools.fail("no pools (expected e.g. pools: {interactive: {replicas: 2}})");
+    if (pools.node.size() == 0) pools.fail("no pools (expected e.g. pools: {interactive: {fleet: {replicas: 2}}})");
     if (pools.node.size() > size_t(kMaxPools)) pools.fail("at most " + std::to_string(kMaxPools) + " pools");
     for (auto it = pools.node.begin(); it != pools.node.end(); ++it) {
       const std::string name = pools.key_name(it->first);

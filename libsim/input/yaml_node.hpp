@@ -77,7 +77,14 @@ struct N {
   }
   // the location of a missing key is its parent map
   N req(const char* key) const {
-    if (!has(key)) fail(std::string("missing required key '") + key + "'");
+    if (!has(key)) {
+      // (one a --set emptied is located at that --set)
+      const auto o = src->overridden.find(path.empty() ? key : path + "." + key);
+      if (o != src->overridden.end())
+        throw InputError(o->second,
+                         (path.empty() ? std::string() : path + ": ") + "missing required key '" + key + "'");
+      fail(std::string("missing required key '") + key + "'");
+    }
     return at(key);
   }
   void require_map() const {

@@ -180,8 +180,8 @@ SweepSpec parse_sweep(const ScenarioSource& scenario) {
       if (to < from) v.at("to").fail("to must be >= from");
       const double n = std::floor((to - from) / step + 1e-9) + 1;
       if (n > double(kMaxSweepRangeValues))
-        v.fail(
-            fmt::format("the range has {:.0f} values; a range takes at most {} (raise step)", n, kMaxSweepRangeValues));
+        v.fail(fmt::format("the range has {} values; a range takes at most {} (raise step)",
+                           n < 1e15 ? fmt::format("{:.0f}", n) : fmt::format("{:.3g}", n), kMaxSweepRangeValues));
       for (int64_t i = 0; i < int64_t(n); ++i) {
         const double x = from + double(i) * step;
         const double xr = std::round(x * 1e12) / 1e12;  // keep 0.1 steps printable
