@@ -60,7 +60,7 @@ std::string steps_csv(const std::string& name, int rows) {
   return write_temp(name, s);
 }
 
-const std::string kTtftExpected = "expected a latency > 0 and at most 3600000 ms (an hour)";
+const std::string kTtftExpected = "expected a latency of at least 0.001 ms and at most 3600000 ms (an hour)";
 
 }  // namespace
 
@@ -79,7 +79,7 @@ TEST_CASE("fit inputs: a latency that is not a number > 0 is a located error, in
   const std::string gl = write_temp("lat_guidellm.json", R"({"benchmarks": [{"args": {"strategy": {"streams": 8}},
       "metrics": {"request_latency": {"successful": {"mean": 0}}}}]})");
   CHECK(read_error(gl, d) ==
-        gl + ": error: benchmarks[0].metrics.request_latency.successful.mean: expected a latency > 0 "
+        gl + ": error: benchmarks[0].metrics.request_latency.successful.mean: expected a latency of at least 1e-06 s "
              "and at most 3600 s (an hour), not 0");
   // absent stays allowed: an empty CSV field, a JSON key left out
   const auto csv = read_benchmarks(write_temp("absent.csv", std::string(kHeader) + kRow + "512,64,1,,7.5\n"), d);
@@ -96,17 +96,20 @@ TEST_CASE("fit inputs: a latency that is not a number > 0 is a located error, in
   CHECK(one[0].measured[kMeanTtft] == doctest::Approx(0.025));
   CHECK(read_error(bench_csv("neg_tpot.csv", "25", "-1")) ==
         test::temp_path("neg_tpot.csv") +
-            ":2: error: column mean_tpot_ms: expected a latency > 0 and at most 60000 ms (a "
+            ":2: error: column mean_tpot_ms: expected a latency of at least 0.001 ms and at most 60000 ms (a "
             "minute per token), not '-1'");
 }
 
 TEST_CASE("fit inputs: a latency beyond an hour, or a minute per token or step, is an error at its row") {
   const std::string huge = bench_csv("huge.csv", "1e300");
   CHECK(read_error(huge) == huge + ":2: error: column mean_ttft_ms: " + kTtftExpected + ", not '1e300'");
+  const std::string tiny = bench_csv("tiny.csv", "1e-300");
+  CHECK(read_error(tiny) == tiny + ":2: error: column mean_ttft_ms: " + kTtftExpected + ", not '1e-300'");
   const std::string slow = bench_csv("slow.csv", "40", "60001");
-  CHECK(read_error(slow) == slow +
-                                ":2: error: column mean_tpot_ms: expected a latency > 0 and at most 60000 ms (a "
-                                "minute per token), not '60001'");
+  CHECK(read_error(slow) ==
+        slow +
+            ":2: error: column mean_tpot_ms: expected a latency of at least 0.001 ms and at most 60000 ms (a "
+            "minute per token), not '60001'");
   // the limits themselves are measurements
   const auto p = read_benchmarks(bench_csv("limit.csv", "3600000", "60000"), {});
   CHECK(p[0].measured[kMeanTtft] == 3600.0);

@@ -66,12 +66,13 @@ std::vector<std::pair<double, double>> parse_stages(const std::string& text,
   return out;
 }
 
-bool latency_in_range(double s, int metric) { return std::isfinite(s) && s > 0 && s <= latency_limit_s(metric); }
+// (a microsecond at least: no server answers or steps faster, and a fit on less prices nothing)
+bool latency_in_range(double s, int metric) { return std::isfinite(s) && s >= 1e-6 && s <= latency_limit_s(metric); }
 
 std::string latency_expected(int metric, bool ms) {
   const long long limit = (long long)(latency_limit_s(metric) * (ms ? 1e3 : 1.0));
-  return "expected a latency > 0 and at most " + std::to_string(limit) + (ms ? " ms" : " s") +
-         (metric == kMeanTpot ? " (a minute per token)" : " (an hour)");
+  return std::string("expected a latency of at least ") + (ms ? "0.001 ms" : "1e-06 s") + " and at most " +
+         std::to_string(limit) + (ms ? " ms" : " s") + (metric == kMeanTpot ? " (a minute per token)" : " (an hour)");
 }
 
 // vllm bench serve reports a TPOT of 0 when every output is one token long (there is no second
