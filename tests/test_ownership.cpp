@@ -184,13 +184,18 @@ TEST_CASE("a failed owned device takes a spare, or waits for the first device ba
   CHECK(none.n_repair == 0);
 }
 
+namespace {
+// four owned replicas failing about daily, a day's repair and no spare, over two days
+const std::string kRepair =
+    "name: repair\nseed: 5\nduration_s: 172800\nwarmup_s: 0\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\n"
+    "fleet:\n  replicas: 4\n  failures: {mtbf_hours: 24}\n  pricing:\n    owned:\n      node_capex_usd: 250000\n"
+    "      refresh_years: 4\n      power: {idle_kw_per_device: 0.1, usd_per_kwh: 0.12}\n"
+    "      repair: {days: 1, spares: 0}\n"
+    "workload: {arrival: {process: poisson, rate_per_s: 4}, prompt_tokens: 500, output_tokens: 100}\n";
+}  // namespace
+
 TEST_CASE("in a small owned estate a failure is a capacity event; spares buy the capacity back") {
-  const std::string y =
-      "name: repair\nseed: 5\nduration_s: 172800\nwarmup_s: 0\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\n"
-      "fleet:\n  replicas: 4\n  failures: {mtbf_hours: 24}\n  pricing:\n    owned:\n      node_capex_usd: 250000\n"
-      "      refresh_years: 4\n      power: {idle_kw_per_device: 0.1, usd_per_kwh: 0.12}\n"
-      "      repair: {days: 1, spares: 0}\n"
-      "workload: {arrival: {process: poisson, rate_per_s: 4}, prompt_tokens: 500, output_tokens: 100}\n";
+  const std::string& y = kRepair;
   double last_availability = -1, last_ttft = 0;
   for (int spares : {0, 1, 2, 64}) {
     CAPTURE(spares);
@@ -220,13 +225,9 @@ TEST_CASE("a replica waiting for a repaired device holds none that could fail: w
   // one owned replica failing every 12 h on average, a day's repair and no spare, over ten days:
   // failures land only while it holds a device, so the waits fit in the window, and the ledger's
   // cold-start stage is the same hours
-  const std::string y =
-      "name: repair-one\nseed: 5\nduration_s: 864000\nwarmup_s: 0\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\n"
-      "fleet:\n  replicas: 1\n  failures: {mtbf_hours: 12}\n  pricing:\n    owned:\n      node_capex_usd: 250000\n"
-      "      refresh_years: 4\n      power: {idle_kw_per_device: 0.1, usd_per_kwh: 0.12}\n"
-      "      repair: {days: 1, spares: 0}\n"
-      "workload: {arrival: {process: poisson, rate_per_s: 0.2}, prompt_tokens: 500, output_tokens: 100}\n";
-  const auto r = test::run(test::scenario(y));
+  const auto r =
+      test::run(test::scenario(kRepair, {"duration_s=864000", "fleet.replicas=1", "fleet.failures.mtbf_hours=12",
+                                         "workload.arrival.rate_per_s=0.2"}));
   const Json& L = r.report["ledger"]["pools"]["default"];
   const Json& rp = L["ownership"]["repair"];
   const double failures = num(rp["failures"]), waited = num(rp["awaiting_device_hours"]);

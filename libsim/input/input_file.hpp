@@ -16,11 +16,12 @@ constexpr uint64_t kMaxDataInputBytes = uint64_t(4) << 30;
 // a directory, a device (/dev/zero would never end), a file over the limit, or a read error.
 std::string read_text_file(const std::string& path, const char* what, uint64_t max_bytes = kMaxDataInputBytes);
 
+// The input (as given) that `output` names, by any path; "" if none, or for "" and "-".
+std::string input_named_by(const std::string& output, const std::vector<std::string>& inputs);
+
 // An output path that names one of the inputs (the same file, by any path) would overwrite it
 // with the command's own result: an InputError naming the output, the flag that gave it and the
 // input. Paths that do not exist yet, or that are empty or "-" (standard output), pass.
-// The input (as given) that `output` names, by any path; "" if none, or for "" and "-".
-std::string input_named_by(const std::string& output, const std::vector<std::string>& inputs);
 void refuse_overwriting_input(const std::string& output, const char* flag, const std::vector<std::string>& inputs);
 
 }  // namespace fleetsim

@@ -78,12 +78,11 @@ struct N {
   // the location of a missing key is its parent map
   N req(const char* key) const {
     if (!has(key)) {
+      const std::string msg = std::string("missing required key '") + key + "'";
       // (one a --set emptied is located at that --set)
       const auto o = src->overridden.find(path.empty() ? key : path + "." + key);
-      if (o != src->overridden.end())
-        throw InputError(o->second,
-                         (path.empty() ? std::string() : path + ": ") + "missing required key '" + key + "'");
-      fail(std::string("missing required key '") + key + "'");
+      if (o != src->overridden.end()) throw InputError(o->second, (path.empty() ? std::string() : path + ": ") + msg);
+      fail(msg);
     }
     return at(key);
   }
