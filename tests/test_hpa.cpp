@@ -119,3 +119,39 @@ TEST_CASE("the host-CPU scenario on queue depth: a scale-down window as long as 
   CHECK(fleet(steady, "scale_downs") == 0);
   CHECK(fleet(steady, "scale_ups") >= 1);
 }
+
+TEST_CASE("the ttft signal reads vLLM's TTFT histogram as Prometheus' histogram_quantile does") {
+  int64_t count[kTtftBuckets] = {};
+  // 10 first tokens in (0.1, 0.25] s and 10 in (0.25, 0.5] s: p95 is the 19th of 20, 9/10 into the second
+  count[8] = 10;
+  count[9] = 10;
+  CHECK(ttft_histogram_quantile(count, 20, 0.95) == doctest::Approx(0.25 + 0.25 * 9.0 / 10.0));
+  // the median is the top of the first of them
+  CHECK(ttft_histogram_quantile(count, 20, 0.5) == doctest::Approx(0.25));
+  // in the first bucket, from 0; in +Inf, the highest finite edge
+  int64_t low[kTtftBuckets] = {};
+  low[0] = 4;
+  CHECK(ttft_histogram_quantile(low, 4, 0.75) == doctest::Approx(0.001 * 0.75));
+  int64_t high[kTtftBuckets] = {};
+  high[kTtftBuckets - 1] = 3;
+  CHECK(ttft_histogram_quantile(high, 3, 0.95) == 2560.0);
+  // the buckets are vLLM's: 22 edges from 1 ms to 2,560 s, increasing
+  CHECK(ttft_edge(0) == 0.001);
+  CHECK(ttft_edge(kTtftBuckets - 2) == 2560.0);
+  for (int32_t b = 1; b < kTtftBuckets - 1; ++b) CHECK(ttft_edge(b) > ttft_edge(b - 1));
+}
+
+TEST_CASE("the ttft signal scales up when first tokens are slower than its target, and not when they are faster") {
+  const std::string ttft = ", ttft_window_s: 60";
+  auto signal = [&](double target) {
+    std::string y = burst(ttft);
+    const std::string from = "signal: inflight, target: 10";
+    y.replace(y.find(from), from.size(), "signal: ttft, target: " + std::to_string(target));
+    return test::run(test::scenario(y));
+  };
+  const auto slow = signal(1.0), fast = signal(1e5);
+  MESSAGE("ttft signal: " << fleet(slow, "scale_ups") << " starts at a 1 s target, " << fleet(fast, "scale_ups")
+                          << " at 1e5 s");
+  CHECK(fleet(slow, "scale_ups") >= 1);
+  CHECK(fleet(fast, "scale_ups") == 0);
+}

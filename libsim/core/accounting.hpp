@@ -87,12 +87,24 @@ FLEETSIM_HD inline void record_done(Sim& s, int32_t r, int32_t ri, double t) {
   const PerfParams& pf = s.p->pools[s.p->classes[q.cls].pool].perf;
   const double cl = pf.client_ttft_s + pf.client_s_per_input_token * double(q.prompt);
   const double cl_end = cl + pf.client_s_per_output_token * double(q.output);
-  {
+  if (s.p->pools[s.p->classes[q.cls].pool].autoscale.signal == ScaleSignal::ttft) {
+    // the `ttft` signal's histogram: this completion's slice of the window, its bucket
     PoolState& ps = s.pool[s.p->classes[q.cls].pool];
-    ps.ttft_t[ps.ttft_head] = t;
-    ps.ttft_v[ps.ttft_head] = (q.t_first < 0.0 ? t : q.t_first) - q.t_arrive + cl;
-    ps.ttft_head = ps.ttft_head + 1 == kTtftSamples ? 0 : ps.ttft_head + 1;
-    if (ps.ttft_n < kTtftSamples) ps.ttft_n++;
+    const double v = (q.t_first < 0.0 ? t : q.t_first) - q.t_arrive + cl;
+    const int64_t id =
+        int64_t(dm::floor(t / (s.p->pools[s.p->classes[q.cls].pool].autoscale.ttft_window_s / double(kTtftSlices))));
+    const int32_t k = int32_t(id % kTtftSlices);
+    if (ps.ttft_slice[k] < id) {  // the slot's slice has left the window: it starts this one
+      ps.ttft_slice[k] = id;
+      for (int32_t b = 0; b < kTtftBuckets; ++b) ps.ttft_count[k][b] = 0;
+    }
+    // (a completion applied late, from a slice older than the slot's, is out of every window read
+    // from now on: replicas' runs are applied in any order between two evaluations)
+    if (ps.ttft_slice[k] == id) {
+      int32_t b = 0;
+      while (b < kTtftBuckets - 1 && v > ttft_edge(b)) ++b;  // Prometheus buckets are le: upper edge included
+      ps.ttft_count[k][b]++;
+    }
   }
   if (q.in_window) {
     ClassTally& T = s.tally->classes[q.cls];
@@ -227,9 +239,9 @@ FLEETSIM_HD inline void pool_advance(Sim& s, int32_t pi, double t) {
     T.replica_s += double(ps.n_prov) * dt;
     T.excess_s += double(max_of(0, ps.n_prov - s.p->pools[pi].committed_replicas)) * dt;
     T.committed_unused_s += double(max_of(0, s.p->pools[pi].committed_replicas - ps.n_prov)) * dt;
-    // replicas sharing a device fill it in turn: a device in use is paid whole
+    // a device in use is paid whole, however few of its places hold a replica
     const int32_t k = s.p->pools[pi].time_slicing * s.p->pools[pi].mps_clients;
-    if (k > 1) T.share_gap_s += double((ps.n_prov + k - 1) / k * k - ps.n_prov) * dt;
+    if (k > 1) T.share_gap_s += double(ps.n_dev_used * k - ps.n_prov) * dt;
     T.cold_s += double(ps.n_starting) * dt;
     // a replica stepping on the host CPU leaves its device idle
     const int32_t idle = ps.n_ready + ps.n_draining - (ps.n_busy - ps.n_cpu_busy);
@@ -293,6 +305,17 @@ FLEETSIM_HD inline void set_state(Sim& s, int32_t r, int32_t state, double t) {
     ps.n_busy_serving += int32_t(state == kReady || state == kDraining) - int32_t(was == kReady || was == kDraining);
   R.state = state;
   lo_touch(s, R);
+  // devices shared by time slicing or MPS: one comes into use with its first replica, and out of
+  // use with its last (a scale-down takes replicas where they are, not device by device)
+  const PoolParams& P = s.p->pools[R.pool];
+  const int32_t k = P.time_slicing > 1 ? P.time_slicing : P.mps_clients;
+  if (k > 1 && (was == kOff) != (state == kOff)) {
+    const int32_t d0 = ps.first_replica + ((r - ps.first_replica) / k) * k;
+    const int32_t d1 = min_of(d0 + k, ps.first_replica + ps.n_replicas);
+    int32_t others = 0;
+    for (int32_t o = d0; o < d1; ++o) others += o != r && s.rep[o].state != kOff;
+    if (others == 0) ps.n_dev_used += state == kOff ? -1 : 1;
+  }
   if (s.p->pools[R.pool].replicas_per_node > 0 && (was == kOff) != (state == kOff)) node_changed(s, r, t);
   PoolTally& T = s.tally->pools[R.pool];
   if (double(ps.n_prov) > T.max_replicas) T.max_replicas = double(ps.n_prov);

@@ -55,6 +55,22 @@ FLEETSIM_HD inline void scale_down_one(Sim& s, int32_t pi, double t) {
 }
 
 // The autoscaler's metric and the replica count it asks for.
+// Prometheus' histogram_quantile over counts of n > 0 values in the TTFT buckets: the bucket the
+// q-th value falls in, interpolated linearly within it (from 0 for the first bucket); in the +Inf
+// bucket, the highest finite edge.
+FLEETSIM_HD inline double ttft_histogram_quantile(const int64_t* count, int64_t n, double q) {
+  const double rank = q * double(n);
+  int64_t below = 0;
+  for (int32_t b = 0; b < kTtftBuckets - 1; ++b) {
+    if (count[b] > 0 && double(below + count[b]) >= rank) {
+      const double lo = b == 0 ? 0.0 : ttft_edge(b - 1), hi = ttft_edge(b);
+      return lo + (hi - lo) * (rank - double(below)) / double(count[b]);
+    }
+    below += count[b];
+  }
+  return ttft_edge(kTtftBuckets - 2);
+}
+
 FLEETSIM_HD inline int32_t autoscale_desired(Sim& s, int32_t pi, double t, int32_t current) {
   const PoolParams& P = s.p->pools[pi];
   const AutoscaleParams& A = P.autoscale;
@@ -78,27 +94,20 @@ FLEETSIM_HD inline int32_t autoscale_desired(Sim& s, int32_t pi, double t, int32
       return int32_t(min_of(1.0e6, dm::ceil(total / A.target)));
     }
     case ScaleSignal::ttft: {
-      // the chosen percentile of first-token times completed within the window
-      int32_t n = 0;
-      double value = 0.0;
-      for (int32_t i = 0; i < ps.ttft_n; ++i)
-        if (t - ps.ttft_t[i] <= A.ttft_window_s) ++n;
+      // the chosen percentile of the first-token times completed in the window's slices, as
+      // Prometheus' histogram_quantile reads vLLM's histogram (state.hpp, ttft_edge)
+      const int64_t now = int64_t(dm::floor(t / (A.ttft_window_s / double(kTtftSlices))));
+      int64_t count[kTtftBuckets];
+      for (int32_t b = 0; b < kTtftBuckets; ++b) count[b] = 0;
+      int64_t n = 0;
+      for (int32_t k = 0; k < kTtftSlices; ++k)
+        if (ps.ttft_slice[k] >= 0 && ps.ttft_slice[k] > now - kTtftSlices && ps.ttft_slice[k] <= now)
+          for (int32_t b = 0; b < kTtftBuckets; ++b) {
+            count[b] += ps.ttft_count[k][b];
+            n += ps.ttft_count[k][b];
+          }
       if (n == 0) return waiting + running + ps.host_jobs > 0 ? max_of(current, 1) : 0;
-      const int32_t rank = max_of(1, int32_t(dm::ceil(A.ttft_quantile * double(n))));
-      for (int32_t i = 0; i < ps.ttft_n; ++i) {
-        if (t - ps.ttft_t[i] > A.ttft_window_s) continue;
-        int32_t below = 0, equal = 0;
-        for (int32_t j = 0; j < ps.ttft_n; ++j) {
-          if (t - ps.ttft_t[j] > A.ttft_window_s) continue;
-          below += ps.ttft_v[j] < ps.ttft_v[i] ? 1 : 0;
-          equal += ps.ttft_v[j] == ps.ttft_v[i] ? 1 : 0;
-        }
-        if (below < rank && below + equal >= rank) {
-          value = ps.ttft_v[i];
-          break;
-        }
-      }
-      ratio = value / A.target;
+      ratio = ttft_histogram_quantile(count, n, A.ttft_quantile) / A.target;
       break;
     }
     case ScaleSignal::busy: {

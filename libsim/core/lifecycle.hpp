@@ -13,28 +13,30 @@
 namespace fleetsim {
 
 // A stage's duration: its median, spread lognormally by sigma (0: exactly the median).
-FLEETSIM_HD inline double stage_s(const Sim& s, int32_t r, double median, double sigma, uint32_t sub) {
+// `start_no` keys the draw: the replica's starts before this one.
+FLEETSIM_HD inline double stage_s(const Sim& s, int32_t r, int32_t start_no, double median, double sigma,
+                                  uint32_t sub) {
   if (sigma <= 0.0 || median <= 0.0) return median;
   const Replica& R = s.rep[r];
   const double u =
-      s.rng.uniform(Stream::lifecycle, uint32_t(R.pool), uint64_t(r) * 1000003ULL + uint64_t(R.starts), sub);
+      s.rng.uniform(Stream::lifecycle, uint32_t(R.pool), uint64_t(r) * 1000003ULL + uint64_t(start_no), sub);
   return median * dm::exp(sigma * normal_quantile(u));
 }
 
 // The stages of a start, in seconds: provisioning, image pull, weights fetch, weights load and
 // warm-up. A cold start (a new node) has them all; a restart on the same node (a crash) fetches
 // weights from the node-local cache if it hits, loads and warms up.
-FLEETSIM_HD inline void start_stages(const Sim& s, int32_t r, bool new_node, double* st) {
+FLEETSIM_HD inline void start_stages(const Sim& s, int32_t r, bool new_node, int32_t start_no, double* st) {
   const Replica& R = s.rep[r];
   const ColdStartParams& c = s.p->pools[R.pool].cold;
-  const double u = s.rng.uniform(Stream::lifecycle, uint32_t(R.pool), uint64_t(r) * 1000003ULL + uint64_t(R.starts),
+  const double u = s.rng.uniform(Stream::lifecycle, uint32_t(R.pool), uint64_t(r) * 1000003ULL + uint64_t(start_no),
                                  new_node ? 0 : 2);
   const bool hit = u < c.cache_hit_probability;
-  st[0] = new_node ? stage_s(s, r, c.provision_s, c.provision_sigma, 10) : 0.0;
-  st[1] = new_node ? stage_s(s, r, c.image_pull_s, c.image_pull_sigma, 11) : 0.0;
+  st[0] = new_node ? stage_s(s, r, start_no, c.provision_s, c.provision_sigma, 10) : 0.0;
+  st[1] = new_node ? stage_s(s, r, start_no, c.image_pull_s, c.image_pull_sigma, 11) : 0.0;
   st[2] = hit ? c.weights_bytes / c.cache_bytes_per_s : c.weights_bytes / c.download_bytes_per_s;
   st[3] = c.weights_bytes / c.load_bytes_per_s;
-  st[4] = stage_s(s, r, c.warmup_s, c.warmup_sigma, 12);
+  st[4] = stage_s(s, r, start_no, c.warmup_s, c.warmup_sigma, 12);
   st[kAwaitingDevice] = 0.0;  // replica_fail adds the wait for a repaired device
 }
 
@@ -48,13 +50,18 @@ FLEETSIM_HD FLEETSIM_FORCEINLINE double window_span(const Sim& s, double a, doub
 // request's time, or later after a wait for a repaired device). Each stage's time inside the window
 // is tallied, so the ledger can split the window's cold-start time by stage, a start asked for
 // before the window included.
-FLEETSIM_HD inline double begin_start(Sim& s, int32_t r, bool new_node, double from) {
+FLEETSIM_HD inline double begin_start(Sim& s, int32_t r, bool new_node, double asked, double from) {
+  Replica& R = s.rep[r];
   if (new_node) {  // a new node's device starts cool
-    s.rep[r].heat = 0.0;
-    s.rep[r].heat_t = from;
+    R.heat = 0.0;
+    R.heat_t = from;
   }
+  R.start_asked = asked;
+  R.start_from = from;
+  R.start_no = R.starts;
+  R.start_new_node = new_node;
   double st[kColdStages];
-  start_stages(s, r, new_node, st);
+  start_stages(s, r, new_node, R.start_no, st);
   PoolTally& T = s.tally->pools[s.rep[r].pool];
   double a = from;
   for (int32_t k = 0; k < kColdStages; ++k) {
@@ -62,6 +69,25 @@ FLEETSIM_HD inline double begin_start(Sim& s, int32_t r, bool new_node, double f
     a += st[k];
   }
   return (((st[0] + st[1]) + st[2]) + st[3]) + st[4];
+}
+
+// Replica r's cold start ends at t before its time (scaled down, reclaimed, lost with a neighbour):
+// the stages it had not run, and the rest of a wait for a device, come off the stage tallies, so
+// that the stages add up to the cold-start time billed.
+FLEETSIM_HD inline void cut_start(Sim& s, int32_t r, double t) {
+  const Replica& R = s.rep[r];
+  if (R.state != kStarting) return;
+  PoolTally& T = s.tally->pools[R.pool];
+  double st[kColdStages];
+  start_stages(s, r, R.start_new_node != 0, R.start_no, st);
+  st[kAwaitingDevice] = R.start_from - R.start_asked;
+  for (int32_t k = 0; k < kColdStages; ++k) {
+    // the wait comes first, from the ask; the stages follow it in order
+    double a = k == kAwaitingDevice ? R.start_asked : R.start_from;
+    for (int32_t j = 0; j < k && k != kAwaitingDevice; ++j) a += st[j];
+    const double ran = min_of(max_of(t - a, 0.0), st[k]);
+    T.cold_stage_s[k] -= window_span(s, a, st[k]) - window_span(s, a, ran);
+  }
 }
 
 // An owned device failed at t: it goes to repair (back after repair_s) and its replica takes a
@@ -137,6 +163,7 @@ FLEETSIM_HD inline double replica_fail_one(Sim& s, int32_t r, double t, bool new
   Replica& R = s.rep[r];
   const PoolParams& P = pool_of(s, r);
   Queue& Q = s.q[R.queue];
+  cut_start(s, r, t);      // a start under way is over: it starts again below
   double wasted_from = t;  // work in flight since then is lost; its time still counts as busy
   if (R.busy && P.batching == Batching::continuous && R.run_k > 0) {
     wasted_from = R.run_t0;
@@ -259,7 +286,7 @@ FLEETSIM_HD inline double replica_fail_one(Sim& s, int32_t r, double t, bool new
     // the part inside the window: the capacity the failure cost there
     s.tally->pools[R.pool].cold_stage_s[kAwaitingDevice] += window_span(s, t, wait);
   }
-  const double back = wait + begin_start(s, r, new_node, t + wait);
+  const double back = wait + begin_start(s, r, new_node, t, t + wait);
   R.starts++;
   if (new_node) {  // a replacement node counts against the nodes obtainable
     PoolState& ps = s.pool[R.pool];
@@ -275,7 +302,8 @@ FLEETSIM_HD inline double replica_fail_one(Sim& s, int32_t r, double t, bool new
 
 // Lose replica r at time t. MPS clients share a fate: a fatal fault in one is a fault of every
 // client of its server, and a lost device takes them all, so the others on its device go down
-// with it and restart the same way, at once.
+// with it and restart the same way, at once. A client still starting is not on the server yet: a
+// crash leaves it to finish its own start (a lost device does not).
 FLEETSIM_HD inline void replica_fail(Sim& s, int32_t r, double t, bool new_node, int32_t culprit) {
   const PoolParams& P = pool_of(s, r);
   const double wait = replica_fail_one(s, r, t, new_node, culprit, -1.0);
@@ -283,7 +311,7 @@ FLEETSIM_HD inline void replica_fail(Sim& s, int32_t r, double t, bool new_node,
   int32_t d0 = 0, d1 = 0;
   device_of(s, r, &d0, &d1);
   for (int32_t o = d0; o < d1; ++o) {
-    if (o == r || s.rep[o].state == kOff) continue;
+    if (o == r || s.rep[o].state == kOff || (!new_node && s.rep[o].state == kStarting)) continue;
     s.tally->pools[s.rep[o].pool].neighbour_failures += in_window(s, t);
     replica_fail_one(s, o, t, new_node, kNone, wait);
   }
@@ -342,7 +370,7 @@ FLEETSIM_HD inline bool replica_start(Sim& s, int32_t pi, double t) {
     const int32_t r = pick;
     Replica& R = s.rep[r];
     set_state(s, r, kStarting, t);
-    set_next(s, r, t + begin_start(s, r, new_node, t));
+    set_next(s, r, t + begin_start(s, r, new_node, t, t));
     R.starts++;
     ps.start_t[ps.start_head] = t;
     ps.start_head = ps.start_head + 1 == kScaleHistory ? 0 : ps.start_head + 1;
@@ -357,6 +385,7 @@ FLEETSIM_HD inline bool replica_start(Sim& s, int32_t pi, double t) {
 // A replica stops billing: it has drained, or it was idle when the autoscaler removed it.
 FLEETSIM_HD inline void replica_off(Sim& s, int32_t r, double t) {
   Replica& R = s.rep[r];
+  cut_start(s, r, t);
   R.free_blocks += R.pinned_blocks;  // the node and its cache are gone
   R.pinned_blocks = 0;
   R.prefix_ready = 0;

@@ -135,6 +135,10 @@ struct Replica {
   // an owned replica whose device failed: when a spare or a repaired device reaches it (until
   // then it holds no device a failure could hit)
   double device_at;
+  // its cold start in progress: asked for then, its stages from then, keyed by its starts then (a
+  // start cut short takes back the stages it never ran: lifecycle.hpp, cut_start)
+  double start_asked, start_from;
+  int32_t start_no, start_new_node;
   // thermal throttling (slowdown.hpp)
   double heat;    // temperature proxy: exponentially weighted device-busy fraction
   double heat_t;  // ... as of this time
@@ -148,7 +152,19 @@ struct Replica {
 // The flat workspace of one simulation.
 constexpr int32_t kScaleHistory = 64;
 constexpr int32_t kMaxSpares = 64;
-constexpr int32_t kTtftSamples = 128;
+// The `ttft` autoscaling signal reads what an HPA reading vLLM's Prometheus histogram would:
+// first-token times counted in vLLM's buckets (vllm:time_to_first_token_seconds), over the window
+// in kTtftSlices slices, the percentile interpolated within its bucket (histogram_quantile).
+constexpr int32_t kTtftSlices = 6;
+constexpr int32_t kTtftBuckets = 23;  // 22 upper edges and +Inf
+
+// Upper edge of bucket i < kTtftBuckets - 1, in seconds (vllm-project/vllm@005a810,
+// vllm/v1/metrics/loggers.py, histogram_time_to_first_token).
+FLEETSIM_HD FLEETSIM_FORCEINLINE double ttft_edge(int32_t i) {
+  constexpr double e[kTtftBuckets - 1] = {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,  0.25,  0.5,   0.75,
+                                          1.0,   2.5,   5.0,  7.5,  10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0};
+  return e[i];
+}
 
 // The extreme (lowest or highest) of the values recorded over a trailing window, as a monotone
 // queue: entries oldest first, each strictly better than the ones before it is dropped, so the
@@ -168,7 +184,8 @@ struct PoolState {
   int32_t rr_next;
   int32_t n_prov, n_ready, n_starting, n_draining, n_busy;  // provisioned = starting + ready + draining
   int32_t n_busy_serving;                                   // busy and ready or draining
-  int32_t cq_pend_n;  // a shared queue's replicas that may need a note: cq_pend[first_replica ...]
+  int32_t n_dev_used;  // devices shared by time slicing or MPS clients with a replica provisioned
+  int32_t cq_pend_n;   // a shared queue's replicas that may need a note: cq_pend[first_replica ...]
   // its note calendar (calendar.hpp): notes filed, buckets - 1, the day width and its inverse, the
   // day no note lies before, and the searches and days and notes they looked at since the last refit
   int32_t cq_n, cq_mask;
@@ -183,8 +200,10 @@ struct PoolState {
   // the stabilization windows' recommendations as monotone queues (autoscale.hpp): the lowest of
   // the scale-up window, the highest of the scale-down window, each in a bounded array
   WindowExtreme up_q, down_q;
-  int32_t ttft_n, ttft_head;
-  double ttft_t[kTtftSamples], ttft_v[kTtftSamples];
+  // the `ttft` signal's histogram: slice k counts the first-token times of the completions in
+  // window slice ttft_slice[k] (time / (ttft_window_s / kTtftSlices), -1: none yet)
+  int64_t ttft_slice[kTtftSlices];
+  int32_t ttft_count[kTtftSlices][kTtftBuckets];
   int32_t starts;  // replicas started so far
   int32_t start_head;
   double next_fail;               // the next spot reclaim or hardware failure among the pool's replicas

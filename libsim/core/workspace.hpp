@@ -277,7 +277,7 @@ FLEETSIM_HD inline Sim sim_bind(const SimParams& p, uint32_t replication, uint8_
     ps.n_queues = pool_queues(P);
     ps.rr_next = 0;
     ps.n_prov = ps.n_ready = ps.n_starting = ps.n_draining = ps.n_busy = 0;
-    ps.n_busy_serving = ps.cq_pend_n = 0;
+    ps.n_busy_serving = ps.cq_pend_n = ps.n_dev_used = 0;
     // an empty note calendar; its first width, a millisecond, is refitted once notes spread
     ps.cq_n = ps.cq_finds = ps.cq_work = 0;
     ps.cq_mask = P.router == Router::central_queue ? cal_bucket_count(P.max_replicas) - 1 : 0;
@@ -291,7 +291,10 @@ FLEETSIM_HD inline Sim sim_bind(const SimParams& p, uint32_t replication, uint8_
     ps.last_eval = 0.0;
     ps.last_scale = -kInf;
     ps.up_q.n = ps.up_q.head = ps.down_q.n = ps.down_q.head = 0;
-    ps.ttft_n = ps.ttft_head = 0;
+    for (int32_t k = 0; k < kTtftSlices; ++k) {
+      ps.ttft_slice[k] = -1;
+      for (int32_t b = 0; b < kTtftBuckets; ++b) ps.ttft_count[k][b] = 0;
+    }
     ps.starts = ps.start_head = 0;
     ps.change_n = ps.change_head = 0;
     ps.next_fail = kInf;
@@ -381,6 +384,8 @@ FLEETSIM_HD inline Sim sim_bind(const SimParams& p, uint32_t replication, uint8_
       s.cq_note[r].day = 0;
       R.wake_k = 0;
       R.device_at = 0.0;
+      R.start_asked = R.start_from = 0.0;
+      R.start_no = R.start_new_node = 0;
       R.mps_h = R.mps_g = R.mps_x = R.mps_y = 0.0;
       R.batch_n = 0;
       R.batch_t_first = 0.0;

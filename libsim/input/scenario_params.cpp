@@ -352,6 +352,9 @@ SimParams Scenario::params() const {
                       ? double(classes[i].max_requests)
                       : classes[i].clients * duration_s / std::max(classes[i].think_mean_s, 1e-3);
   }
+  // an autoscaler's evaluations are events too, however little traffic there is
+  for (const PoolSpec& P : pools)
+    if (P.autoscale.enabled) expected += duration_s / P.autoscale.interval_s;
   p.duration_s = duration_s;
   p.warmup_s = warmup_s;
   p.seed = seed;
