@@ -133,7 +133,10 @@ TEST_CASE("a cap of zero node starts is refused, not read as no cap") {
   CHECK(err("max_starts: 0").find("max_starts: value 0 is out of range") != std::string::npos);
   CHECK(err("max_starts_per_hour: 0").find("max_starts_per_hour: value 0 is out of range") != std::string::npos);
   CHECK(err("max_starts: 1") == "no error");
-  CHECK(err("max_starts_per_hour: 0.5") == "no error");
+  // a fraction would round up (the cap counts whole starts in the last hour): refused
+  CHECK(err("max_starts_per_hour: 0.5").find("max_starts_per_hour: expected an integer, got '0.5'") !=
+        std::string::npos);
+  CHECK(err("max_starts_per_hour: 2") == "no error");
 }
 
 TEST_CASE("a simulation that hits its event budget is an input error naming the scenario, not an internal one") {

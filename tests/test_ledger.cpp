@@ -201,6 +201,32 @@ TEST_CASE("cold start by stage adds up to the cold-start bucket, a start asked f
   }
 }
 
+TEST_CASE("a start cut short counts only the stages it ran: the stages add up to the cold-start bucket") {
+  // a burst scales up, the queue drains within a provisioning, and the starts are cancelled
+  // before their image pull: their time is all provisioning
+  const std::string y =
+      "name: cut\nseed: 1\nduration_s: 600\nwarmup_s: 0\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\n"
+      "engine: {max_num_seqs: 64}\n"
+      "fleet: {replicas: 1, router: central_queue, autoscale: {min_replicas: 1, max_replicas: 4, signal: queue_depth,"
+      " target: 5, interval_s: 15, scale_down_window_s: 0, cooldown_s: 0}}\n"
+      "workload: {arrival: {process: burst, requests: 3000, start_s: 1}, prompt_tokens: 200, output_tokens: 100}\n";
+  for (const char* provision : {"120", "5"}) {  // cut in provisioning; or after starts that ran to the end
+    CAPTURE(provision);
+    const auto r = test::run(test::scenario(y, {std::string("fleet.cold_start={provision_s: ") + provision + "}"}));
+    const Json& l = r.report["ledger"];
+    const double cold = num(l["buckets"]["cold_start"]["device_hours"]);
+    double stages = 0;
+    for (const auto& x : l["cold_start_by_stage_device_hours"].items()) stages += num(x.value());
+    CHECK(r.report["fleet"]["scale_ups"].get<double>() > 0);
+    CHECK(cold > 0);
+    CHECK(stages == doctest::Approx(cold).epsilon(1e-9));
+    if (std::string(provision) == "120") {
+      CHECK(r.report["fleet"]["scale_downs"].get<double>() > 0);  // the starts were cancelled
+      CHECK(num(l["cold_start_by_stage_device_hours"]["provisioning"]) == doctest::Approx(cold).epsilon(1e-9));
+    }
+  }
+}
+
 TEST_CASE("a pool that never had a replica up has no busy, idle or cold-start fraction") {
   const std::string y =
       "duration_s: 600\nwarmup_s: 0\ndevice: h100-sxm-80gb\nmodel: llama-3.2-1b\n"
@@ -352,7 +378,12 @@ TEST_CASE("FOCUS 1.2: every mandatory column, unused commitment on its own row, 
       ++unused_rows;
       unused_h += a.number("pricingquantity");
       CHECK(a.get("tags").find("fleetsim-class") == std::string::npos);  // no class consumed it
+      // FOCUS 1.2: ConsumedQuantity and ConsumedUnit are null on unused commitment rows
+      CHECK(a.get("consumedquantity").empty());
+      CHECK(a.get("consumedunit").empty());
     } else if (status == "Used") {
+      CHECK(a.number("consumedquantity") == doctest::Approx(a.number("pricingquantity")));
+      CHECK(a.get("consumedunit") == "Hours");
       used_h += a.number("pricingquantity");
       CHECK(a.get("tags").find("fleetsim-class") != std::string::npos);
     }

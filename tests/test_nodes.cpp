@@ -126,6 +126,12 @@ TEST_CASE("an autoscaled pool billed by the node pays every device of the nodes 
 TEST_CASE("fleet.nodes inputs that cannot be right are located errors") {
   CHECK(test::error_of(kNodes, {"engine.tensor_parallel=16", "fleet.nodes.max_nodes=1"})
             .find("spans 2 nodes of 8: max_nodes must be at least that") != std::string::npos);
+  // a quota the starting fleet or its floor does not fit in (2 replicas to a node)
+  CHECK(test::error_of(kNodes, {"fleet.replicas=5", "fleet.autoscale.min_replicas=4", "fleet.nodes.max_nodes=2"})
+            .find("5 replicas (5 at the start, 4 at least) need 3 nodes of 2 replicas each: max_nodes must be at "
+                  "least that") != std::string::npos);
+  CHECK(test::error_of(kNodes, {"fleet.nodes.pinned=3", "fleet.nodes.max_nodes=2"})
+            .find("3 pinned nodes exceed max_nodes 2") != std::string::npos);
   CHECK(test::error_of(kNodes, {"fleet.nodes.scale_down_order=fullest"})
             .find("expected one of: replicaset, empty_nodes_first") != std::string::npos);
   CHECK(test::error_of(kNodes, {"fleet.pricing.billing=device"})

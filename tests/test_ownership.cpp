@@ -114,6 +114,23 @@ TEST_CASE("renting by the node: three replicas on 8-GPU nodes pay for eight devi
   CHECK(num(d.report["ledger"]["pools"]["default"]["buckets"]["stranded"]["device_hours"]) == 0);
 }
 
+TEST_CASE("MIG slices rented by the node cost what the node does, whatever the profile") {
+  // the catalog prices a slice by its compute (1/7 a slice); four 1g.20gb slices to a device hold
+  // 4/7 of it, yet a node paid by the node costs its eight devices
+  const std::string y =
+      "name: mig\nseed: 1\nduration_s: 600\nwarmup_s: 60\ndevice: h100-sxm-80gb\nmodel: llama-3.2-1b\n"
+      "fleet: {replicas: 3, pricing: {billing: node}}\n"
+      "workload: {arrival: {process: poisson, rate_per_s: 2}, prompt_tokens: 300, output_tokens: 50}\n";
+  const double wh = 540.0 / 3600.0, device_usd = test::scenario(y).pools[0].device.usd_per_hour;
+  for (const char* profile : {"1g.10gb", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"}) {
+    CAPTURE(profile);
+    const auto r = test::run(test::scenario(y, {std::string("partition=") + profile}));
+    const Json& p = r.report["ledger"]["pools"]["default"];
+    CHECK(p["nodes"].get<int>() == 1);
+    CHECK(num(p["effective_usd"]) == doctest::Approx(8 * wh * device_usd));
+  }
+}
+
 TEST_CASE("packing replicas onto nodes") {
   const std::string base =
       "name: pack\nduration_s: 100\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\nfleet: {replicas: 1}\n"

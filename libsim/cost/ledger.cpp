@@ -261,7 +261,7 @@ Ledger make_ledger(const Scenario& s, const Tally& t) {
 Json cost_json(const CostBlock& c) {
   Json co;
   const double billed = c.billed_hours(), usd = c.effective_usd();
-  co["usd_per_device_hour"] = billed > 0 ? usd / billed : 0.0;  // effective, blended over pricing lines
+  co["usd_per_device_hour"] = ratio(usd, billed);  // effective, blended over pricing lines
   co["device_hours"] = billed;
   co["total_usd"] = usd;
   co["list_usd"] = c.list_usd();
@@ -281,7 +281,7 @@ Json class_cost_json(const ClassLedger& c) {
   co["usd"] = c.usd();
   co["total_usd"] = c.usd();  // the same key as a pool's cost block
   co["device_hours"] = hours;
-  co["usd_per_device_hour"] = hours > 0 ? c.usd() / hours : 0.0;
+  co["usd_per_device_hour"] = ratio(c.usd(), hours);
   co["busy_usd"] = c.busy_usd;
   co["idle_share_usd"] = c.idle_share_usd;
   co["device_busy_s"] = c.busy_s;
@@ -302,7 +302,7 @@ Json block_json(const CostBlock& c, double window_s, double committed_discount) 
   j["billed_device_hours"] = billed;
   j["list_usd"] = c.list_usd();
   j["effective_usd"] = usd;
-  j["usd_per_device_hour"] = billed > 0 ? usd / billed : 0.0;
+  j["usd_per_device_hour"] = ratio(usd, billed);
   Json b = Json::object();
   for (int k = 0; k < kBuckets; ++k)
     b[bucket_name(Bucket(k))] = {{"device_hours", c.hours[size_t(k)]}, {"usd", c.usd[size_t(k)]}};
@@ -522,13 +522,16 @@ std::string focus_csv(const Ledger& l, const Scenario& s, double start_unix_s) {
     const double contracted =
         committed || line.category == "on_demand" ? line.list_usd_per_hour : line.effective_usd_per_hour;
     const std::string cd_id = committed ? csv_quote("fleetsim:" + s.name + "/" + p.name + "/commitment") : "";
+    // FOCUS: ConsumedQuantity and ConsumedUnit are null on a commitment's unused hours (nothing consumed)
+    const bool unused = commitment == "Unused";
+    const std::string consumed = unused ? "," : fmt::format("{:.9g},Hours", qty);
     o += fmt::format(
-        "{:.9g},{},{},USD,{},{},Usage,,{},Usage-Based,{},{},{},{},{},{},{},{:.9g},Hours,{:.9g},{:.9g},{:.9g},"
+        "{:.9g},{},{},USD,{},{},Usage,,{},Usage-Based,{},{},{},{},{},{},{},{},{:.9g},{:.9g},{:.9g},"
         "fleetsim (simulated),{:.9g},{:.9g},{},{:.9g},Hours,fleetsim (simulated),fleetsim (simulated),{},{},GPU,"
         "AI and Machine Learning,LLM inference,{},{}\n",
         qty * line.effective_usd_per_hour, account, account_name, b1, b0, csv_quote(what), t1, t0,
         committed ? "Usage" : "", cd_id, committed ? csv_quote("commitment, pool " + p.name) : "", commitment,
-        committed ? "Reserved capacity" : "", qty, qty * contracted, contracted, qty * line.effective_usd_per_hour,
+        committed ? "Reserved capacity" : "", consumed, qty * contracted, contracted, qty * line.effective_usd_per_hour,
         qty * line.list_usd_per_hour, line.list_usd_per_hour, focus_pricing(line.category), qty,
         csv_quote(s.name + "/" + p.name), csv_quote(p.name), csv_quote(p.device), csv_quote(tags.dump()));
   };

@@ -3,6 +3,7 @@
 #include "cost/refresh.hpp"
 
 #include <cmath>
+#include <limits>
 #include <memory>
 
 #include "backend/runner.hpp"
@@ -11,6 +12,8 @@
 
 namespace fleetsim {
 namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();  // no figure: written as null
 
 // What a pool's classes got in a run: tokens served (prompt + output of completed requests),
 // requests, and the latency a reader checks before trusting a cheaper fleet.
@@ -28,8 +31,8 @@ Served served(const Scenario& s, const Tally& t, size_t pool) {
   v.completed = double(c->completed);
   v.rejected = double(c->rejected_queue_full + c->rejected_too_long);
   v.failed = double(c->failed);
-  v.p99_ttft_s = c->ttft.n > 0 ? hist_quantile(c->ttft, 0.99) : 0.0;
-  v.mean_tpot_s = c->tpot.n > 0 ? c->tpot.sum / double(c->tpot.n) : 0.0;
+  v.p99_ttft_s = c->ttft.n > 0 ? hist_quantile(c->ttft, 0.99) : kNaN;  // none served: null
+  v.mean_tpot_s = c->tpot.n > 0 ? c->tpot.sum / double(c->tpot.n) : kNaN;
   return v;
 }
 
@@ -41,14 +44,24 @@ double capex_usd(const OwnershipLedger& o) {
   return u;
 }
 
+// a figure, or null where there is none (NaN: nothing served)
+Json figure(double x) { return std::isfinite(x) ? Json(x) : Json(nullptr); }
+
 Json fleet_json(const std::string& device, int replicas, const OwnershipLedger& o, const Served& v) {
-  return {{"device", device},           {"replicas", replicas},        {"nodes", o.owned_nodes},
-          {"owned_usd", o.usd()},       {"capex_usd", capex_usd(o)},   {"tokens", v.tokens},
-          {"completed", v.completed},   {"rejected", v.rejected},      {"failed", v.failed},
-          {"p99_ttft_s", v.p99_ttft_s}, {"mean_tpot_s", v.mean_tpot_s}};
+  return {{"device", device},
+          {"replicas", replicas},
+          {"nodes", o.owned_nodes},
+          {"owned_usd", o.usd()},
+          {"capex_usd", capex_usd(o)},
+          {"tokens", v.tokens},
+          {"completed", v.completed},
+          {"rejected", v.rejected},
+          {"failed", v.failed},
+          {"p99_ttft_s", figure(v.p99_ttft_s)},
+          {"mean_tpot_s", figure(v.mean_tpot_s)}};
 }
 
-double per_million(double usd, double tokens) { return tokens > 0 ? usd / tokens * 1e6 : 0.0; }
+double per_million(double usd, double tokens) { return tokens > 0 ? usd / tokens * 1e6 : kNaN; }
 
 }  // namespace
 
@@ -92,9 +105,9 @@ Json newer_device_view(const ScenarioSource& src, const Scenario& s, const Tally
     const double nw = per_million(o2.usd() - capex_usd(o2) + capex_usd(o2) * f, b.tokens);
     ys.push_back({{"year", int(y)},
                   {"newer_node_capex_usd", W.node_capex_usd * f},
-                  {"newer_usd_per_million_tokens", nw},
-                  {"current_usd_per_million_tokens", cur_all},
-                  {"current_running_usd_per_million_tokens", cur_running}});
+                  {"newer_usd_per_million_tokens", figure(nw)},
+                  {"current_usd_per_million_tokens", figure(cur_all)},
+                  {"current_running_usd_per_million_tokens", figure(cur_running)}});
     if (!cheaper && nw < cur_all) cheaper = int(y);
     if (!replace && nw < cur_running) replace = int(y);
   }

@@ -262,6 +262,7 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Overr
   const SimParams p = s.params();
   const WorkspaceLayout layout = workspace_layout(p);
   const double ws = double(layout.total);
+  s.inputs = src.files_read;
   if (ws > 2.0 * kGiB || !layout_fits(p, layout)) {
     root.fail(
         "this fleet needs " + std::to_string(int64_t(ws / (1024 * 1024))) + " MiB of simulation state for " +

@@ -211,6 +211,7 @@ struct RequestClassSpec {
 struct Scenario {
   std::string name, description;
   std::string source;                  // file the scenario came from
+  std::vector<std::string> inputs;     // files it read: traces, length columns, profiles
   std::vector<std::string> overrides;  // "path=value" overrides applied, in order
   uint64_t seed = 0;
   double duration_s = 0, warmup_s = 0;

@@ -40,7 +40,8 @@ void parse_autoscale(const N& fl, PoolSpec& P) {
   A.cpu_per_request_s = as.has("cpu_per_request_s") ? as.at("cpu_per_request_s").num_in(0, 10) : 0.004;
   // (0 inside means no cap: a cap written as 0 would read as none, so a written one is at least 1)
   A.max_starts = as.has("max_starts") ? int(as.at("max_starts").integer(1, 1000000)) : 0;
-  A.max_starts_per_hour = as.has("max_starts_per_hour") ? as.at("max_starts_per_hour").pos(64) : 0.0;
+  // whole starts in any hour (a fraction would round up: the cap counts the starts in the last hour)
+  A.max_starts_per_hour = as.has("max_starts_per_hour") ? double(as.at("max_starts_per_hour").integer(1, 64)) : 0.0;
   // rate policies: Kubernetes' defaults (scale up by 4 pods or 100% per 15 s, whichever is more;
   // scale down by up to 100% per 15 s); `none` lifts the limit
   auto policy = [&](const char* key, int32_t pods, double percent, int32_t& pods_out, double& percent_out,

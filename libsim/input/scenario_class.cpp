@@ -95,6 +95,7 @@ RequestClassSpec build_class(const N& wl, const PoolSpec& pool, double duration_
     C.trace_path = ar.req("path").str();
     std::string path = C.trace_path;
     if (!std::filesystem::path(path).is_absolute()) path = (std::filesystem::path(src.base_dir) / path).string();
+    src.files_read.push_back(path);
     C.time_scale = ar.has("time_scale") ? ar.at("time_scale").pos(1e6) : 1.0;
     TraceOptions topt;
     if (ar.has("model")) topt.model_filter = ar.at("model").str();

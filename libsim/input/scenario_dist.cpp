@@ -74,6 +74,7 @@ DistSpec parse_dist(const N& n, const std::string& base_dir, bool seconds) {
       std::string path = n.at("csv").str();
       if (!std::filesystem::path(path).is_absolute()) path = (std::filesystem::path(base_dir) / path).string();
       const std::string col = n.req("column").str();
+      n.src->files_read.push_back(path);
       try {
         vals = load_csv_column(path, col);
       } catch (const InputError& e) {

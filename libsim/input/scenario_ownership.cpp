@@ -123,6 +123,22 @@ void finish_ownership(const N& pool_node, PoolSpec& P) {
         .fail(fmt::format("a replica of {} devices spans {} nodes of {}: max_nodes must be at least that", P.devices(),
                           P.nodes_per_replica(), P.device.devices_per_node),
               ErrorKind::does_not_fit);
+  if (P.nodes_tracked() && P.max_nodes > 0) {
+    // the replicas it starts with, and those it never goes below, must fit the quota
+    const int floor_replicas = std::max(P.replicas, P.min_replicas);
+    if (P.nodes_for(floor_replicas) > P.max_nodes)
+      pool_node.at("fleet")
+          .at("nodes")
+          .at("max_nodes")
+          .fail(fmt::format(
+                    "{} replicas ({} at the start, {} at least) need {} nodes of {} replicas each: max_nodes must "
+                    "be at least that",
+                    floor_replicas, P.replicas, P.min_replicas, P.nodes_for(floor_replicas), P.replicas_per_node()),
+                ErrorKind::does_not_fit);
+    if (P.pinned_nodes > P.max_nodes)
+      pool_node.at("fleet").at("nodes").at("pinned").fail(
+          fmt::format("{} pinned nodes exceed max_nodes {}", P.pinned_nodes, P.max_nodes), ErrorKind::inconsistent);
+  }
   if (P.node_billing && !P.ownership.owned()) {
     const N pr = pool_node.at("fleet").at("pricing");
     if (P.committed_replicas > 0)

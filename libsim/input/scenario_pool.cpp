@@ -38,6 +38,7 @@ void check_shared_device(const N& node, const PoolSpec& P, const char* key, int 
 PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const std::vector<ModelSpec>& models,
                     Source& src) {
   PoolSpec P;
+  double whole_usd_per_hour = 0;  // a MIG pool's whole device's price
   {
     std::string why;
     const N dn = node.req("device");
@@ -69,6 +70,7 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
       }
       P.partition = prof;
       P.replicas_per_device = part->per_device;
+      whole_usd_per_hour = P.device.usd_per_hour;
       P.device = partition_device(P.device, *part);
     }
     if (node.has("time_slicing")) {
@@ -304,6 +306,7 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
   if (!pp_name.empty() && pp_name != "auto" && pp_name != "none") {
     try {
       P.profile = std::make_shared<PerfProfile>(load_profile(pp_name, src.base_dir));
+      if (P.profile->origin != "builtin") src.files_read.push_back(P.profile->origin);
     } catch (const InputError& e) {
       // an error inside the profile file is located there; one about the name, at the name
       if (e.where().line > 0)
@@ -530,6 +533,10 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
   }
   P.queue_limit = fl.has("queue_limit") ? int(fl.at("queue_limit").integer(1, 1000000)) : 1024;
   P.usd_per_hour = fl.has("usd_per_hour") ? fl.at("usd_per_hour").num_in(0, 1e5) : P.device.usd_per_hour;
+  // MIG slices on nodes paid by the node: each carries its share of its device's places (by compute,
+  // four 1g.20gb slices would pay 4/7 of a device paid whole)
+  if (P.node_billing && !P.ownership.owned() && !P.partition.empty() && !fl.has("usd_per_hour"))
+    P.usd_per_hour = whole_usd_per_hour / P.replicas_per_device;
 
   // memory: the hard boundary
   MemoryInputs mi;

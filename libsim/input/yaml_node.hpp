@@ -36,6 +36,7 @@ struct Source {
   std::vector<std::string> lines;
   std::map<std::string, Location> overridden;  // dotted path -> where its value came from
   LoadCache* cache = nullptr;
+  mutable std::vector<std::string> files_read;  // traces, length files, profiles: Scenario::inputs
 };
 
 // A YAML node with its dotted path, so errors can say where and what.
