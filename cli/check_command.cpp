@@ -39,16 +39,17 @@ Scenario load(const std::string& file, const std::vector<std::string>& sets) {
 }  // namespace
 
 namespace {
-int check(const CheckArgs& a, const std::function<void(const std::string&)>& emit);
+int check(const CheckArgs& a, const std::function<void(const std::string&)>& emit, std::vector<std::string>& inputs);
 }
 
 int run_check(const CheckArgs& a, const std::function<void(const std::string&)>& emit) {
+  // the files given and those the scenarios read (traces, length columns, profiles), as they load
+  std::vector<std::string> inputs = {a.scenario, a.budgets, a.baseline};
   try {
-    return check(a, emit);
+    return check(a, emit, inputs);
   } catch (const InputError& e) {
     // a pipeline that reads the JUnit, the Markdown or the annotations sees the error too; an output
     // that would overwrite an input is the error itself, and stays unwritten
-    const std::vector<std::string> inputs = {a.scenario, a.budgets, a.baseline};
     auto writable = [&](const std::string& out) { return !out.empty() && input_named_by(out, inputs).empty(); };
     try {
       if (writable(a.junit)) write_file(a.junit, check_error_junit(e));
@@ -63,17 +64,21 @@ int run_check(const CheckArgs& a, const std::function<void(const std::string&)>&
 }
 
 namespace {
-int check(const CheckArgs& a, const std::function<void(const std::string&)>& emit) {
+int check(const CheckArgs& a, const std::function<void(const std::string&)>& emit, std::vector<std::string>& inputs) {
   const std::vector<std::string> scenario_only = scenario_sets(a.sets);
   const Scenario s = load(a.scenario, scenario_only);
+  inputs.insert(inputs.end(), s.inputs.begin(), s.inputs.end());
   if (a.budgets.empty() && a.scenario.empty())
     throw InputError(Location{"--budgets", 0, 0, ""},
                      "no budgets: give a budgets file with --budgets, or a scenario with a budgets: section");
-  for (const auto& [out, flag] : {std::pair{a.junit, "--junit"}, std::pair{a.markdown, "--markdown"}})
-    refuse_overwriting_input(out, flag, {a.scenario, a.budgets, a.baseline});
   const BudgetSpec spec = parse_budgets(a.budgets.empty() ? a.scenario : a.budgets, a.sets);
   std::unique_ptr<Scenario> baseline;
-  if (!a.baseline.empty()) baseline = std::make_unique<Scenario>(load(a.baseline, scenario_only));
+  if (!a.baseline.empty()) {
+    baseline = std::make_unique<Scenario>(load(a.baseline, scenario_only));
+    inputs.insert(inputs.end(), baseline->inputs.begin(), baseline->inputs.end());
+  }
+  for (const auto& [out, flag] : {std::pair{a.junit, "--junit"}, std::pair{a.markdown, "--markdown"}})
+    refuse_overwriting_input(out, flag, inputs);
   const int threads = a.threads > 0 ? a.threads : int(std::max(1u, std::thread::hardware_concurrency()));
   // progress on stderr: redrawn in place on a terminal, a plain line every 5 s in a CI log
   const bool tty = isatty(STDERR_FILENO);

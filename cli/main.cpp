@@ -78,15 +78,22 @@ void emit(const std::string& text) {
   if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size()) g_write_errno = errno ? errno : EIO;
 }
 
+// emit, then flush (errno of a failed flush kept as emit keeps a failed write's)
+void emit_flushed(const std::string& text) {
+  emit(text);
+  errno = 0;
+  if (!g_write_errno && std::fflush(stdout) != 0) g_write_errno = errno ? errno : EIO;
+}
+
 // Flush stdout and turn a failed write into the exit code: a closed pipe (EPIPE: the reader has
 // what it wanted) ends quietly with the command's own code; any other failure (a full disk) is a
-// one-line error and exit 3.
-int finish_output(int rc) {
+// one-line error and exit 3 (unless `said`: an OutputError has told it already).
+int finish_output(int rc, bool said = false) {
   errno = 0;
   if (std::fflush(stdout) != 0 && !g_write_errno) g_write_errno = errno ? errno : EIO;
   std::cout.flush();  // CLI11's help and messages (stdio-synchronised: already flushed above)
   if ((std::ferror(stdout) || !std::cout.good()) && !g_write_errno) g_write_errno = EIO;
-  if (!g_write_errno || g_write_errno == EPIPE) return rc;
+  if (!g_write_errno || g_write_errno == EPIPE || said) return rc;
   std::fprintf(stderr, "fleetsim: error: writing the output failed: %s\n", std::strerror(g_write_errno));
   return kExitOutput;
 }
@@ -109,7 +116,10 @@ int cmd_sweep(const Options& o) {
   a.format = o.format;
   a.threads = o.threads;
   a.argv = o.argv;
-  return cli::run_sweep_command(source(o), a, emit);
+  a.output_failed = [] { return g_write_errno != 0; };
+  // streamed rows reach their reader as they are written
+  const bool streamed = o.format == "csv" || o.format == "jsonl";
+  return cli::run_sweep_command(source(o), a, streamed ? emit_flushed : emit);
 }
 
 int cmd_merge(const Options& o) { return cli::run_merge_command(o.inputs, o.format, emit); }
@@ -135,6 +145,10 @@ int cmd_run(const Options& o) {
   const double billing_start_s = o.billing_start.empty() ? 0.0 : parse_utc_time(o.billing_start, "--billing-start");
   const ScenarioSource src = source(o);
   const Scenario s = src.instantiate();
+  if (billing_start_s + s.duration_s >= 253402300800.0)  // 10000-01-01T00:00:00Z
+    throw InputError(Location{"--billing-start", 0, 0, ""},
+                     fmt::format("--billing-start {}: the billing period ({:g} s) would end after 9999-12-31",
+                                 o.billing_start, s.duration_s));
   std::unique_ptr<Tally> t;
   Json timeline;
   const double span = s.duration_s - s.warmup_s;
@@ -510,7 +524,7 @@ int main(int argc, char** argv) {
     return finish_output(kExitUsage);
   } catch (const OutputError& e) {
     std::cerr << e.what() << "\n";
-    return finish_output(kExitOutput);
+    return finish_output(kExitOutput, true);
   } catch (const std::exception& e) {
     std::cerr << "fleetsim: error: " << e.what() << "\n";
     return finish_output(kExitFailure);

@@ -22,6 +22,12 @@ class Progress {
   Progress(bool tty, const std::atomic<bool>& stop)
       : tty_(tty), stop_(stop), start_(std::chrono::steady_clock::now()) {}
 
+  // the sweep stops for a reason of its own (its output failed): no word of signals
+  void stopping_silently() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    announced_ = true;
+  }
+
   void update(const SweepProgress& p) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (ended_) return;

@@ -136,6 +136,9 @@ int run_sweep_command(const ScenarioSource& src, const SweepArgs& o, const Emit&
     opt.shard_index = k;
     opt.shard_count = n;
   }
+  // a backend that is not there, before the journal: a sweep that cannot start leaves no journal
+  // behind to refuse its retry
+  if (opt.backend == Backend::cuda) resolve_backend(opt.backend, nullptr, 0, opt.threads);
   std::optional<SweepJournal> journal;
   if (!o.resume.empty()) {
     if (!o.journal.empty() && o.journal != o.resume)
@@ -160,8 +163,19 @@ int run_sweep_command(const ScenarioSource& src, const SweepArgs& o, const Emit&
   opt.stop = &g_stop;
   catch_stop_signals();
   std::optional<SweepStream> stream;
+  // a reader gone (a closed pipe) or a full disk stops a streamed sweep, whose exit code then says
+  // what the write said
+  bool output_failed = false;
+  const Emit flushed = [&](const std::string& text) {
+    emit(text);
+    if (!output_failed && o.output_failed && o.output_failed()) {
+      output_failed = true;
+      progress.stopping_silently();
+      g_stop.store(true, std::memory_order_relaxed);
+    }
+  };
   if (o.format == "csv" || o.format == "jsonl") {
-    stream.emplace(o.format, sweep_document_header(src, spec, opt.shard_index, opt.shard_count), emit);
+    stream.emplace(o.format, sweep_document_header(src, spec, opt.shard_index, opt.shard_count), flushed);
     opt.ordered_row = [&stream](const Json& r) { stream->row(r); };
   }
   Json doc;
@@ -169,6 +183,7 @@ int run_sweep_command(const ScenarioSource& src, const SweepArgs& o, const Emit&
     doc = run_sweep(src, spec, opt);
   } catch (const SweepInterrupted& e) {
     progress.close();
+    if (output_failed && !g_signal) return 0;  // the exit path reports the failed write (quietly for a pipe)
     const int sig = g_signal ? int(g_signal) : SIGINT;
     const std::string what = fmt::format("fleetsim sweep: stopped by {} with {} of {} configurations finished",
                                          sig == SIGTERM ? "SIGTERM" : "SIGINT", e.done, e.total);

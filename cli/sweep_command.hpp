@@ -10,12 +10,13 @@
 namespace fleetsim::cli {
 
 struct SweepArgs {
-  std::string backend = "auto";   // auto, cpu or cuda
-  std::string shard;              // "K/N", or "" for the whole sweep
-  std::string journal, resume;    // files (or "")
-  std::string format = "table";   // table, json, csv or jsonl
-  int threads = 0;                // 0: all
-  std::vector<std::string> argv;  // the command line, for the hint that resumes it
+  std::string backend = "auto";         // auto, cpu or cuda
+  std::string shard;                    // "K/N", or "" for the whole sweep
+  std::string journal, resume;          // files (or "")
+  std::string format = "table";         // table, json, csv or jsonl
+  int threads = 0;                      // 0: all
+  std::vector<std::string> argv;        // the command line, for the hint that resumes it
+  std::function<bool()> output_failed;  // whether a write through emit has failed (it then stops)
 };
 
 // Runs the sweep of `src` (the scenario with its overrides), writing through `emit`. Returns the

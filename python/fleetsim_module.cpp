@@ -10,6 +10,7 @@
 #include "fleetsim_python.hpp"
 #include "libsim/backend/runner.hpp"
 #include "libsim/base/error.hpp"
+#include "libsim/cost/refresh.hpp"
 #include "libsim/input/json_text.hpp"
 #include "libsim/report/documents.hpp"
 #include "libsim/report/timeline.hpp"
@@ -138,6 +139,7 @@ pb::object run(pb::handle scenario, pb::handle overrides, pb::handle seed, uint3
       check_status(*t, s.source);
     }
     report = run_report(s, *t);
+    add_newer_device_views(report, ps.src, s, *t);
     if (!timeline.is_null()) report["timeline"] = std::move(timeline);
   }
   return to_python(report);

@@ -222,6 +222,15 @@ if [ -w /dev/full ]; then
     sh -c '"$1" merge "$2/shard0.json" "$2/shard1.json" "$2/shard2.json" >/dev/full' sh "$bin" "$tmp"
   expect "journal on a full disk" 3 "/dev/full: error: writing the journal failed: No space left on device" -- \
     "$bin" sweep "$src/tests/data/gpu-check.yaml" "${small[@]}" --journal /dev/full
+  # one line: the report says its failure once
+  expect "report > /dev/full" 3 "fleetsim report: error: writing the report failed: No space left on device" -- \
+    sh -c '"$1" report --set duration_s=600 >/dev/full' sh "$bin"
+fi
+# a sweep that cannot start leaves no journal behind to refuse its retry
+if ! "$bin" sweep "$src/tests/data/gpu-check.yaml" "${small[@]}" --backend cuda >/dev/null 2>&1; then
+  expect "sweep on a missing cuda backend" 2 "" -- \
+    "$bin" sweep "$src/tests/data/gpu-check.yaml" "${small[@]}" --backend cuda --journal "$tmp/nocuda.jsonl"
+  check "no journal left by a sweep that could not start" [ ! -e "$tmp/nocuda.jsonl" ]
 fi
 # a journal that cannot be created is an output that cannot be written: exit 3
 expect "journal in a missing folder" 3 "$tmp/no-such-dir/j.jsonl: error: cannot create the journal: No such file" -- \
@@ -257,6 +266,19 @@ rc=${PIPESTATUS[0]}
 check "sweep | head -1 exits 0 (was $rc)" [ "$rc" -eq 0 ]
 check "sweep | head -1 prints its first line" grep -qx '{' "$tmp/out"
 check "sweep | head -1 says nothing about the pipe" sh -c "! grep -qi 'pipe\|error' '$tmp/err'"
+# a streamed sweep whose reader has gone stops instead of simulating on for nobody
+"$bin" sweep "$src/tests/data/gpu-check.yaml" "${big[@]}" --format csv 2>"$tmp/err" | head -1 >"$tmp/out"
+rc=${PIPESTATUS[0]}
+check "sweep --format csv | head -1 exits 0 (was $rc)" [ "$rc" -eq 0 ]
+check "sweep --format csv | head -1 prints the header" grep -q '^index,' "$tmp/out"
+check "sweep --format csv | head -1 stops early, quietly" sh -c "! grep -qi 'done:\|pipe\|error\|signal' '$tmp/err'"
+if [ -w /dev/full ]; then
+  expect "streamed sweep > /dev/full" 3 "" -- sh -c '"$1" sweep "$2/tests/data/gpu-check.yaml" --set sweep.sample=40 \
+    --set duration_s=300 --set warmup_s=30 --threads 2 --format csv >/dev/full' sh "$bin" "$src"
+  check "a streamed sweep says its full disk once" \
+    [ "$(grep -c 'writing the output failed: No space left on device' "$tmp/err")" -eq 1 ]
+  check "a streamed sweep on a full disk stops early" sh -c "! grep -q 'done:' '$tmp/err'"
+fi
 "$bin" merge "$tmp/shard0.json" "$tmp/shard1.json" "$tmp/shard2.json" --format json 2>"$tmp/err" | head -c 10 >/dev/null
 rc=${PIPESTATUS[0]}
 check "merge | head exits 0 (was $rc)" [ "$rc" -eq 0 ]
@@ -418,6 +440,16 @@ expect "check of a broken scenario, its JUnit onto it" 2 "broken.yaml:" -- \
   "$bin" check "$tmp/broken.yaml" --junit "$tmp/./broken.yaml"
 check "check left the broken scenario as it was" bash -c "[ \"\$(cat '$tmp/broken.yaml')\" = 'seed: [' ]"
 expect "check with an unwritable JUnit file" 3 "" -- "$bin" check "$ex" --threads 2 --junit "$tmp/no/such/dir/j.xml"
+# nor is a file the scenario reads: its trace
+mkdir -p "$tmp/replay/traces"
+cp "$src/scenarios/azure-conv-replay.yaml" "$tmp/replay/"
+cp "$src/scenarios/traces/azure-llm-2023-conv.csv" "$tmp/replay/traces/"
+printf 'budgets:\n  p99-ttft: {metric: latency_s.ttft.p99, max: 100}\n' >>"$tmp/replay/azure-conv-replay.yaml"
+expect "report over the trace its scenario replays" 2 "names an input of this command" -- \
+  "$bin" report "$tmp/replay/azure-conv-replay.yaml" --set duration_s=600 -o "$tmp/replay/./traces/azure-llm-2023-conv.csv"
+expect "check's JUnit over the trace its scenario replays" 2 "names an input of this command" -- \
+  "$bin" check "$tmp/replay/azure-conv-replay.yaml" --set duration_s=600 --junit "$tmp/replay/traces/azure-llm-2023-conv.csv"
+check "the trace is as it was" cmp -s "$src/scenarios/traces/azure-llm-2023-conv.csv" "$tmp/replay/traces/azure-llm-2023-conv.csv"
 # fleetsim report: HTML from a scenario, a run document, a sweep document
 expect "report of a scenario" 0 "" -- "$bin" report "$src/scenarios/committed-and-spot.yaml" -o "$tmp/r.html"
 check "report has every run chart" bash -c "grep -q 'id=\"ledger\"' '$tmp/r.html' && grep -q 'id=\"timeline\"' '$tmp/r.html'"
@@ -441,6 +473,8 @@ check "focus periods start at the billing start" grep -q ',2026-11-01T01:00:00Z,
 expect "focus with a date that does not exist" 2 "--billing-start: expected a UTC date YYYY-MM-DD" -- \
   "$bin" run "$src/scenarios/committed-and-spot.yaml" --format focus --billing-start 2026-02-30
 expect "billing start without focus" 2 "use it with --format focus" -- "$bin" run --billing-start 2026-11-01
+expect "focus whose billing period would end after 9999" 2 "would end after 9999-12-31" -- \
+  "$bin" run "$src/scenarios/committed-and-spot.yaml" --format focus --billing-start 9999-12-31T23:59:59Z
 
 echo "cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -159,6 +159,21 @@ TEST_CASE("the rest of the second round: each a located error, or the value run 
   CHECK(test::input_error([&] { check_run_document(doc, "run.json"); }) ==
         "run.json: error: /latency_s/ttft/p99: expected a number or null, got \"fast\" (a run document from "
         "`fleetsim run --format json`)");
+  // ... and so is a section, an array or an array's element of the wrong kind
+  auto refused = [&](const char* pointer, const Json& value) {
+    Json d = r.report;
+    d["timeline"] = Json::array({{{"t0_s", 0.0}, {"t1_s", 1.0}, {"usd", 0.0}}});
+    CHECK_NOTHROW(check_run_document(d, "run.json"));
+    d[Json::json_pointer(pointer)] = value;
+    return test::input_error([&] { check_run_document(d, "run.json"); });
+  };
+  CHECK(refused("/ledger", 5).find("/ledger: expected an object, got 5") != std::string::npos);
+  CHECK(refused("/cost/total_usd", Json::object()).find("/cost/total_usd: expected a number or null, got {}") !=
+        std::string::npos);
+  CHECK(refused("/latency_s/ttft/cdf", "x").find("/latency_s/ttft/cdf: expected an array") != std::string::npos);
+  CHECK(refused("/timeline/0/t0_s", "x").find("/timeline/0/t0_s: expected a number or null") != std::string::npos);
+  CHECK(refused("/ledger/pricing/0/category", 5).find("/ledger/pricing/0/category: expected a string") !=
+        std::string::npos);
   // a swept string that YAML would read as a mapping runs as the same string `run` takes
   const ScenarioSource colon = ScenarioSource::from_text(
       std::string(kSmall) + "sweep:\n  parameters:\n    name: [\"a: b\", plain]\n", "<test>", ".");

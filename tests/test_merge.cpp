@@ -66,6 +66,15 @@ TEST_CASE("the shards used below merge into the whole sweep") {
 }
 
 TEST_CASE("merge names the file and the JSON path of a bad field in a shard") {
+  CHECK(error_after([](Json& d) { d["sweep"]["feasible_on"] = 5; }) ==
+        "shard-1.json: error: /sweep/feasible_on: expected \"bound\" or \"mean\", got 5");
+  CHECK(error_after([](Json& d) { d["sweep"]["sequential"] = "yes"; }).find("/sweep/sequential: expected") !=
+        std::string::npos);
+  CHECK(error_after([](Json& d) { d["rows"][0]["replications"] = -1; }).find("/rows/0/replications: expected") !=
+        std::string::npos);
+  CHECK(error_after([](Json& d) {
+          d["rows"][0]["replications"] = d["sweep"]["replications"].get<int>() + 1;
+        }).find("/rows/0/replications: expected an integer in [0, ") != std::string::npos);
   CHECK(error_after([](Json& d) { d["rows"][0].erase("index"); }) ==
         "shard-1.json: error: /rows/0: missing key \"index\"");
   CHECK(error_after([](Json& d) { d["rows"][1]["index"] = "x"; }) ==

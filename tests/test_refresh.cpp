@@ -147,6 +147,13 @@ TEST_CASE("newer device: the HTML report draws the years and tabulates them, a r
   const size_t f = html.find("<figure id=\"newer-device-default\">");
   REQUIRE(f != std::string::npos);
   CHECK(html.find("<svg", f) < html.find("</figure>", f));
+  {  // a pool's name is escaped once in the figure's id
+    Json doc = Json::parse(v.report.dump());
+    Json& pools = doc["ledger"]["pools"];
+    pools["a&b"] = pools["default"];
+    pools.erase("default");
+    CHECK(html_report(doc).find("<figure id=\"newer-device-a&amp;b\">") != std::string::npos);
+  }
   // one row per year, each with the figures of the JSON
   const size_t t = html.find("Newer device, pool default");
   REQUIRE(t != std::string::npos);

@@ -74,6 +74,28 @@ TEST_CASE("a configuration in a sweep gives the numbers fleetsim run gives for i
   CHECK(doc["rows"][3]["parameters"]["engine.max_num_seqs"] == 64);
 }
 
+TEST_CASE("a metric one replication leaves out counts 0 in the row's mean, whichever replication it is") {
+  const auto src = source("sweep:\n  parameters:\n    fleet.replicas: [1]\n  replications: 3\n");
+  const SweepSpec spec = parse_sweep(src);
+  const Scenario s = src.instantiate(spec.overrides(0));
+  std::vector<std::unique_ptr<Tally>> tallies;
+  std::vector<const Tally*> reps;
+  std::vector<Json> reports;
+  for (uint32_t r = 0; r < 3; ++r) {
+    tallies.push_back(test::run(s, r).tally);
+    reps.push_back(tallies.back().get());
+    reports.push_back(run_report(s, *reps.back()));
+  }
+  // a pool's prefix_cache block is written where it reused something: here by the last two only
+  for (Json& rep : reports) rep["pools"] = {{"p", Json::object()}};
+  reports[1]["pools"]["p"]["prefix_cache"] = {{"reused_tokens", 30.0}};
+  reports[2]["pools"]["p"]["prefix_cache"] = {{"reused_tokens", 60.0}};
+  reports[1]["requests"]["prefix_tokens_loaded"] = 9.0;
+  const Json row = sweep_row(spec, 0, &s, reps, "", &reports);
+  CHECK(row["metrics"]["pools"]["p"]["prefix_cache"]["reused_tokens"].get<double>() == 30.0);
+  CHECK(row["metrics"]["requests"]["prefix_tokens_loaded"].get<double>() == 3.0);
+}
+
 TEST_CASE("shards merge into exactly the unsharded sweep, whatever the thread count") {
   const auto src = source(
       "sweep:\n  parameters:\n    fleet.replicas: {from: 1, to: 3}\n    device: [h100-sxm-80gb, l4-24gb, a100-40gb]\n"
@@ -247,6 +269,16 @@ TEST_CASE("bad sweep definitions are located errors") {
           .find("<sweep>:15:9: error: sweep.slo.latency_s.ttft.p98: unknown metric 'latency_s.ttft.p98' (did you mean "
                 "'latency_s.ttft.p9") == 0);
   CHECK(error_of("sweep:\n  parameters: {}\n").find("no parameters to sweep") != std::string::npos);
+  // a key and the block that holds it, swept together
+  CHECK(error_of("sweep:\n  parameters:\n    fleet.replicas: [1, 2]\n    fleet: [{replicas: 3}]\n") ==
+        "<sweep>:15:5: error: sweep.parameters.fleet: overlaps the parameter fleet.replicas: sweep a key or the "
+        "block that holds it, not both");
+  // a range's values keep the decimals it is written with, large or small
+  const SweepSpec big =
+      parse_sweep(source("sweep:\n  parameters:\n    workload.arrival.rate_per_s: {from: 10000.1, to: 10000.5, "
+                         "step: 0.1}\n"));
+  REQUIRE(big.params[0].values.size() == 5);
+  CHECK(big.params[0].values[2] == "10000.3");
   CHECK(error_of("sweep:\n  parameters:\n    fleet.replicas: [1]\n  replications: 0\n").find("out of range") !=
         std::string::npos);
   CHECK(error_of("sweep:\n  paramters:\n    fleet.replicas: [1]\n")
@@ -383,7 +415,7 @@ TEST_CASE("a journal of another sweep is refused, located at its first line; a b
     CHECK(resume_error(src, p) == p + ": error: the journal is in use by another running sweep");
   }
   CHECK(resume_error(src.with_overrides(parse_sets({"fleet.router=central_queue"})), p) ==
-        p + ":1: error: /scenario/overrides: the journal was written with other --set, --seed or --duration overrides "
+        p + ":1: error: /scenario/overrides: the journal was written with other --set overrides "
             "(journal: [], this run: [\"fleet.router=central_queue\"]); resume with the same scenario file and flags");
   CHECK(resume_error(source(std::string(kJournalled) + "  seed: 9\n"), p)
             .find(p +
@@ -447,4 +479,22 @@ TEST_CASE("the simulations auto weighs: this shard's unfinished configurations x
     CHECK(resolve_backend(Backend::auto_select, &note, 1000000, 1) == Backend::cpu);
     CHECK(note == "cpu backend, picked automatically: " + why);
   }
+}
+
+TEST_CASE("the table's cheapest configurations break ties in the objective by p99 TTFT, as cheapest feasible does") {
+  const ScenarioSource src =
+      ScenarioSource::from_file(std::string(FLEETSIM_SOURCE_DIR) + "/tests/data/tiny-sweep.yaml");
+  Json d = run(src);
+  // configurations 0 and 1 differ only in a limit that never bound: the same cost; make #1 the faster
+  REQUIRE(d["rows"][0]["metrics"]["cost"]["per_million_tokens_usd"] ==
+          d["rows"][1]["metrics"]["cost"]["per_million_tokens_usd"]);
+  d["rows"][1]["metrics"]["latency_s"]["ttft"]["p99"] =
+      d["rows"][0]["metrics"]["latency_s"]["ttft"]["p99"].get<double>() / 2;
+  const Json m = merge_sweeps({{"tiny.json", d}});
+  REQUIRE(m["summary"]["cheapest"]["index"] == 1);
+  const std::string table = format_sweep_table(m);
+  const size_t list = table.find("cheapest feasible configurations");
+  REQUIRE(list != std::string::npos);
+  const size_t first_row = table.find('\n', table.find('\n', list) + 1) + 1;  // past the column heads
+  CHECK(table.substr(first_row, 6) == "     1");
 }

@@ -45,7 +45,7 @@ std::string newer_part(const std::string& name, const View& n) {
   p.y.label = "USD per 1M tokens";
   p.y.fmt = [](double v) { return svg::usd(v); };
   p.series = {s_new, s_cur, s_run};
-  std::string o = figure("newer-device-" + esc(name), svg::xy_chart({p}, 1, 260, "Cost per 1M tokens by year"),
+  std::string o = figure("newer-device-" + name, svg::xy_chart({p}, 1, 260, "Cost per 1M tokens by year"),
                          "Pool " + esc(name) + ", " + who +
                              ": the newer fleet bought at each year's price, the current one "
                              "bought at its own, and kept on its running costs alone.");

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "report/html_internal.hpp"
+#include "report/report.hpp"
 
 namespace fleetsim::html {
 
@@ -214,11 +215,18 @@ std::string ledger_section(const View& d, const LedgerView& L) {
   return o;
 }
 
-std::string pool_label(const std::string& name, const View& p) {
+// a pool's (or a one-pool document's scenario's) devices, as fleet_label says them
+std::string devices_label(const View& p) {
   const auto n = p["devices"].num();
   const std::string dev = p["device"].str();
-  if (!n || dev.empty()) return name;
-  return name + " (" + svg::num(*n) + " \xc3\x97 " + dev + ")";
+  if (!n || dev.empty()) return "";
+  return fleet_label(int(*n), int(p["replicas"].num_or(*n)), int(p["replicas_per_device"].num_or(1)), dev,
+                     " \xc3\x97 ");
+}
+
+std::string pool_label(const std::string& name, const View& p) {
+  const std::string devices = devices_label(p);
+  return devices.empty() ? name : name + " (" + devices + ")";
 }
 
 std::string cost_section(const View& d, const std::string& total_name) {
@@ -371,7 +379,7 @@ std::string timeline_section(const View& d, const std::vector<LatencyBound>& bou
   return figure("timeline", svg::xy_chart(panels, 1, 200, "Fleet over time"),
                 esc("Per interval of " + svg::seconds(step) +
                     ": the mean number of replicas provisioned, split into busy, idle and cold start, the mean "
-                    "number of requests waiting, and the p99 TTFT of the requests of every class answered in it "
+                    "number of requests waiting, and the p99 TTFT of the requests of every class that arrived in it "
                     "(each class's own percentiles are in the latency section)."));
 }
 
@@ -436,7 +444,7 @@ Page run_page(const Json& doc) {
     fleet = scaled ? "an autoscaled fleet of " + esc(sc["device"].str()) + " (" +
                          svg::num(d["fleet"]["mean_replicas"].num_or(kNaN)) + " replicas on average, at most " +
                          svg::num(d["fleet"]["max_replicas"].num_or(kNaN)) + ")"
-                   : svg::num(sc["replicas"].num_or(kNaN)) + " \xc3\x97 " + esc(sc["device"].str());
+                   : esc(devices_label(sc));
   }
   if (!fleet.empty()) s += ", " + fleet;
   s += " served " + svg::num(d["requests"]["completed"].num_or(kNaN)) + " requests for <strong>" + svg::usd(eff) +

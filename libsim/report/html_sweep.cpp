@@ -303,10 +303,13 @@ std::string tables(const Sweep& S) {
   const bool obj_col =
       S.objective != "cost.per_million_output_tokens_usd" && S.objective != "cost.per_million_input_tokens_usd";
   if (obj_col) head.insert(head.begin() + long(first_num), esc(metric_name(S.objective)));
-  head.push_back("\xc2\xb1 95% CI");
   std::vector<const Config*> ok;
   for (const auto& c : S.rows)
     if (c.feasible) ok.push_back(&c);
+  // the objective's interval, where the rows carry one (docs/output-schema.md: `ci95`)
+  const bool ci_col =
+      std::any_of(ok.begin(), ok.end(), [&](const Config* c) { return c->row["ci95"][S.objective].num().has_value(); });
+  if (ci_col) head.push_back("\xc2\xb1 95% CI");
   std::stable_sort(ok.begin(), ok.end(), [](const Config* a, const Config* b) {
     if (std::isfinite(a->objective) != std::isfinite(b->objective)) return std::isfinite(a->objective);
     return a->objective < b->objective;
@@ -324,7 +327,7 @@ std::string tables(const Sweep& S) {
     r.cells.push_back(svg::seconds(m["latency_s"]["e2e"]["p99"].num_or(kNaN)));
     r.cells.push_back(svg::percent(m["utilization"]["busy_fraction"].num_or(kNaN)));
     const auto ci = c.row["ci95"][S.objective].num();
-    r.cells.push_back(ci ? metric_value(S.objective, *ci) : svg::num(kNaN));
+    if (ci_col) r.cells.push_back(ci ? metric_value(S.objective, *ci) : svg::num(kNaN));
     rows.push_back(r);
   }
   std::string cap = ok.size() > kMaxTableRows ? fmt::format("The {} cheapest of {} configurations that meet the SLO",

@@ -1,10 +1,10 @@
 #include "report/report.hpp"
 
 #include "cost/ledger.hpp"
-#include "input/csv.hpp"
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <memory>
@@ -27,6 +27,12 @@ LatencyStats latency_stats(const Histogram& h) {
 }
 
 namespace {
+
+// Whole devices a pool holds at the start: tp x pp per replica, or replicas sharing devices (MIG
+// slices, time slicing, MPS) packed replicas_per_device to one.
+int pool_devices(const PoolSpec& P) {
+  return P.devices() > 1 ? P.replicas * P.devices() : (P.replicas + P.replicas_per_device - 1) / P.replicas_per_device;
+}
 
 // The distribution as [seconds, fraction at or below] points: one pass over the buckets, a point
 // wherever the cumulative fraction has moved by 1/64 (and at the tail quantiles), bucket upper edges.
@@ -96,7 +102,9 @@ Json capacity_json(const Capacity& c, int64_t context_tokens, int block_tokens) 
 
 namespace {
 
-Json requests_json(const ClassTally& c, double window) {
+// `tiers`: a pool behind it has a host tier or a shared store, whose loads it reports (as 0 too, so
+// that replications and classes all carry the key and a sweep's mean counts every one)
+Json requests_json(const ClassTally& c, double window, bool tiers) {
   Json rq;
   const int64_t rejected = c.rejected_queue_full + c.rejected_too_long;
   rq["arrived"] = c.arrived;
@@ -109,7 +117,7 @@ Json requests_json(const ClassTally& c, double window) {
   rq["cache_hits"] = c.cache_hits;
   rq["prefix_hits"] = c.prefix_hits;
   rq["prefix_tokens_reused"] = c.prefix_tokens_reused;
-  if (c.prefix_tokens_loaded > 0) rq["prefix_tokens_loaded"] = c.prefix_tokens_loaded;  // from a host tier
+  if (tiers) rq["prefix_tokens_loaded"] = c.prefix_tokens_loaded;  // from a host tier or a shared store
   rq["prefix_reuse_share"] = ratio(double(c.prefix_tokens_reused), c.input_tokens);
   rq["rejection_fraction"] = ratio(double(rejected), double(c.arrived));
   rq["mean_in_system"] = ratio(c.in_system_s, window);
@@ -321,10 +329,11 @@ Json run_report(const Scenario& s, const Tally& t) {
   int replicas = 0, devices = 0;
   for (const auto& P : s.pools) {
     replicas += P.replicas;
-    devices += P.replicas * P.devices();
+    devices += pool_devices(P);
   }
   sc["replicas"] = replicas;
-  sc["devices"] = devices;  // at the start: replicas x tensor_parallel x pipeline_parallel
+  sc["devices"] = devices;  // at the start, whole devices (a MIG device or a shared one counts once)
+  sc["replicas_per_device"] = P0.replicas_per_device;
   sc["tensor_parallel"] = P0.tp;
   sc["pipeline_parallel"] = P0.pp;
   sc["expert_parallel"] = P0.ep * P0.dp;       // devices the experts are spread over
@@ -390,7 +399,8 @@ Json run_report(const Scenario& s, const Tally& t) {
     if (any_host) r["host"] = host_json(hp, core_s, *hc, s.pools.size() == 1 ? s.pools[0].host.cores : 0);
   }
 
-  r["requests"] = requests_json(*all, window);
+  auto tiered = [](const PoolSpec& P) { return P.cache_cpu_gib > 0 || P.cache_remote_gib > 0; };
+  r["requests"] = requests_json(*all, window, std::any_of(s.pools.begin(), s.pools.end(), tiered));
   r["latency_s"] = latency_json(*all, any_host);
   r["throughput"] = throughput_json(*all, window);
   r["utilization"] = utilization_json(pools, peak_flops_s, peak_bytes_s, kv_cap_s, fixed_s, kv_bytes_s, mem_s);
@@ -485,7 +495,7 @@ Json run_report(const Scenario& s, const Tally& t) {
         w["output_tokens"] = C.output.describe;
         cj["workload"] = w;
       }
-      cj["requests"] = requests_json(ct, window);
+      cj["requests"] = requests_json(ct, window, tiered(s.pools[size_t(C.pool)]));
       cj["latency_s"] = latency_json(ct, s.pools[size_t(C.pool)].host.cores > 0);
       cj["throughput"] = throughput_json(ct, window);
       if (C.arrival == ArrivalKind::concurrency) cj["closed_loop"] = closed_loop_json(C, ct, window);
@@ -504,8 +514,7 @@ Json run_report(const Scenario& s, const Tally& t) {
       Json one;
       one["device"] = P.device.name;
       one["replicas_per_device"] = P.replicas_per_device;
-      one["devices"] =
-          P.devices() > 1 ? P.replicas * P.devices() : (P.replicas + P.replicas_per_device - 1) / P.replicas_per_device;
+      one["devices"] = pool_devices(P);
       one["model"] = P.model.name;
       one["replicas"] = P.replicas;
       one["tensor_parallel"] = P.tp;
@@ -562,36 +571,6 @@ Json run_report(const Scenario& s, const Tally& t) {
   sim["window_s"] = window;
   r["simulation"] = sim;
   return r;
-}
-
-namespace {
-void flatten(const Json& j, const std::string& prefix, std::vector<std::pair<std::string, std::string>>& out) {
-  if (j.is_object()) {
-    for (auto it = j.begin(); it != j.end(); ++it)
-      flatten(it.value(), prefix.empty() ? it.key() : prefix + "." + it.key(), out);
-  } else if (j.is_array()) {
-    std::string s;
-    for (const auto& x : j) s += (s.empty() ? "" : ";") + (x.is_string() ? x.get<std::string>() : x.dump());
-    out.emplace_back(prefix, s);
-  } else if (j.is_string()) {
-    out.emplace_back(prefix, j.get<std::string>());
-  } else if (j.is_null()) {
-    out.emplace_back(prefix, "");
-  } else {
-    out.emplace_back(prefix, j.dump());
-  }
-}
-}  // namespace
-
-std::string json_to_csv(const Json& doc) {
-  std::vector<std::pair<std::string, std::string>> kv;
-  flatten(doc, "", kv);
-  std::string head, row;
-  for (size_t i = 0; i < kv.size(); ++i) {
-    head += (i ? "," : "") + csv_quote(kv[i].first);
-    row += (i ? "," : "") + csv_quote(kv[i].second);
-  }
-  return head + "\n" + row + "\n";
 }
 
 }  // namespace fleetsim

@@ -32,6 +32,11 @@ Json engine_json(const PoolSpec& P);
 Json capacity_json(const Capacity& c, int64_t context_tokens, int block_tokens);
 
 std::string format_run_table(const Json& report);
+// How a pool's devices read: "4 x h200-141gb" (tensor parallelism counts its devices), MIG slices
+// by the slice ("7 x h100-sxm-80gb:1g.10gb"), replicas sharing whole devices by what they share
+// ("1 x h100-sxm-80gb shared by 4 replicas"). `times` is " x " or " × ".
+std::string fleet_label(int devices, int replicas, int replicas_per_device, const std::string& device,
+                        const std::string& times);
 // A run document read back: every value has the type fleetsim writes at its place (a number or
 // null for a metric); an InputError naming the JSON path otherwise.
 void check_run_document(const Json& doc, const std::string& file);

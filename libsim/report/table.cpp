@@ -12,6 +12,22 @@
 
 namespace fleetsim {
 
+std::string fleet_label(int devices, int replicas, int replicas_per_device, const std::string& device,
+                        const std::string& times) {
+  if (replicas_per_device <= 1) return fmt::format("{}{}{}", devices, times, device);
+  if (device.find(':') != std::string::npos) return fmt::format("{}{}{}", replicas, times, device);  // a MIG slice
+  return fmt::format("{}{}{} shared by {} replicas", devices, times, device, replicas);
+}
+
+namespace {
+// fleet_label of a pool's (or a one-pool scenario's) JSON
+std::string json_fleet_label(const Json& p) {
+  return fleet_label(p["devices"].get<int>(), p["replicas"].get<int>(),
+                     p.contains("replicas_per_device") ? p["replicas_per_device"].get<int>() : 1,
+                     p["device"].get<std::string>(), " x ");
+}
+}  // namespace
+
 namespace {
 
 std::string num(const Json& v, int prec = 3) {
@@ -95,9 +111,8 @@ std::string by_class_and_pool(const Json& r) {
   for (auto it = r["pools"].begin(); it != r["pools"].end(); ++it) {
     const Json& p = it.value();
     const Json& u = p["utilization"];
-    rows.push_back({"  " + it.key(), fmt::format("{} x {}", p["devices"].get<int>(), p["device"].get<std::string>()),
-                    num(p["fleet"]["mean_replicas"], 2), pct(u["busy_fraction"]), pct(u["idle_fraction"]),
-                    pct(u["cold_start_fraction"]), num(u["mean_batch_size"], 1),
+    rows.push_back({"  " + it.key(), json_fleet_label(p), num(p["fleet"]["mean_replicas"], 2), pct(u["busy_fraction"]),
+                    pct(u["idle_fraction"]), pct(u["cold_start_fraction"]), num(u["mean_batch_size"], 1),
                     hours(p["cost"]["device_hours"].get<double>()), usd(p["cost"]["total_usd"], 2),
                     usd(p["cost"]["per_million_output_tokens_usd"], 3)});
   }
@@ -150,7 +165,7 @@ std::string ledger_table(const Json& r) {
                       fmt::format("(list ${:.2f}/h = {})", line["list_usd_per_hour"].get<double>(),
                                   dollars(line["list_usd"].get<double>()))});
   rows.push_back({"total", "", hours(L["billed_device_hours"].get<double>()), "x",
-                  fmt::format("${:.3f}/h", L["usd_per_device_hour"].get<double>()), "=",
+                  L["usd_per_device_hour"].is_null() ? "-" : usd(L["usd_per_device_hour"], 3) + "/h", "=",
                   dollars(L["effective_usd"].get<double>()),
                   fmt::format("(list {})", dollars(L["list_usd"].get<double>()))});
   o += columns(rows, "  ");
@@ -208,14 +223,13 @@ std::string ledger_table(const Json& r) {
         return y.is_null() ? std::string(never) : fmt::format("from year {}", y.get<int>());
       };
       o += fmt::format(
-          "{:<12}newer: {} x {} against {} x {}: ${:.3f} per 1M tokens in year 1 against ${:.3f} (${:.3f} on "
-          "running costs alone); p99 TTFT {:.2f} s against {:.2f} s; cheaper to buy {}; replacing the "
+          "{:<12}newer: {} x {} against {} x {}: {} per 1M tokens in year 1 against {} ({} on "
+          "running costs alone); p99 TTFT {} s against {} s; cheaper to buy {}; replacing the "
           "paid-for fleet pays {}\n",
           "", nw["replicas"].get<int>(), nw["device"].get<std::string>(), cur["replicas"].get<int>(),
-          cur["device"].get<std::string>(), y1["newer_usd_per_million_tokens"].get<double>(),
-          y1["current_usd_per_million_tokens"].get<double>(),
-          y1["current_running_usd_per_million_tokens"].get<double>(), nw["p99_ttft_s"].get<double>(),
-          cur["p99_ttft_s"].get<double>(), year(nd["newer_cheaper_from_year"], "never in the view"),
+          cur["device"].get<std::string>(), usd(y1["newer_usd_per_million_tokens"], 3),
+          usd(y1["current_usd_per_million_tokens"], 3), usd(y1["current_running_usd_per_million_tokens"], 3),
+          num(nw["p99_ttft_s"], 2), num(cur["p99_ttft_s"], 2), year(nd["newer_cheaper_from_year"], "never in the view"),
           year(nd["replacing_pays_from_year"], "never in the view"));
     }
     if (w.contains("repair")) {
@@ -261,20 +275,18 @@ std::string run_table(const Json& r) {
   if (multi) {
     std::string pools;
     for (auto it = r["pools"].begin(); it != r["pools"].end(); ++it)
-      pools += fmt::format("{}{}: {} x {}", pools.empty() ? "" : ", ", it.key(), it.value()["devices"].get<int>(),
-                           it.value()["device"].get<std::string>());
+      pools += fmt::format("{}{}: {}", pools.empty() ? "" : ", ", it.key(), json_fleet_label(it.value()));
     o += fmt::format("scenario  {}  ({} devices in {} replicas; {})\n", sc["name"].get<std::string>(),
                      sc.contains("devices") ? sc["devices"].get<int>() : sc["replicas"].get<int>(),
                      sc["replicas"].get<int>(), pools);
   } else {
-    if (sc.contains("tensor_parallel") && sc["devices"].get<int>() != sc["replicas"].get<int>())
+    if (sc["tensor_parallel"].get<int>() * sc["pipeline_parallel"].get<int>() > 1)
       par = fmt::format(" in {} replica{} of tp {} x pp {}", sc["replicas"].get<int>(),
                         sc["replicas"].get<int>() == 1 ? "" : "s", sc["tensor_parallel"].get<int>(),
                         sc["pipeline_parallel"].get<int>());
-    o += fmt::format("scenario  {}  ({} x {}{} {}, {} batching, router {})\n", sc["name"].get<std::string>(),
-                     sc.contains("devices") ? sc["devices"].get<int>() : sc["replicas"].get<int>(),
-                     sc["device"].get<std::string>(), par, sc["model"].get<std::string>(),
-                     sc["batching"].get<std::string>(), sc["router"].get<std::string>());
+    o += fmt::format("scenario  {}  ({}{} {}, {} batching, router {})\n", sc["name"].get<std::string>(),
+                     json_fleet_label(sc), par, sc["model"].get<std::string>(), sc["batching"].get<std::string>(),
+                     sc["router"].get<std::string>());
   }
   std::string arrivals;
   if (sc.contains("clients"))

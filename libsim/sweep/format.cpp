@@ -144,6 +144,18 @@ std::string sweep_table(const Json& doc, size_t max_rows) {
     if (r["feasible"].get<bool>() && !std::isnan(num_or_nan(r, objective))) feas.push_back(&r);
   std::stable_sort(feas.begin(), feas.end(),
                    [&](const Json* a, const Json* b) { return num_or_nan(*a, objective) < num_or_nan(*b, objective); });
+  // ties in the objective (within 1e-9 of the first of a run of them) go to the lower p99 TTFT, as
+  // "cheapest feasible" does
+  for (size_t i = 0; i < feas.size();) {
+    const double first = num_or_nan(*feas[i], objective);
+    size_t j = i + 1;
+    while (j < feas.size() && std::fabs(num_or_nan(*feas[j], objective) - first) <= 1e-9 * std::fabs(first)) ++j;
+    std::stable_sort(feas.begin() + long(i), feas.begin() + long(j), [](const Json* a, const Json* b) {
+      const double x = num_or_nan(*a, "latency_s.ttft.p99"), y = num_or_nan(*b, "latency_s.ttft.p99");
+      return !std::isnan(x) && (std::isnan(y) || x < y);
+    });
+    i = j;
+  }
   if (feas.size() > 1) {
     o += fmt::format("\nthe {} cheapest feasible configurations of {}\n", std::min(max_rows, feas.size()), feas.size());
     feas.resize(std::min(max_rows, feas.size()));

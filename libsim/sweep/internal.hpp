@@ -18,9 +18,10 @@ namespace fleetsim::sweep_detail {
 inline const char* const kMetricSections[] = {"requests", "latency_s", "throughput", "utilization",
                                               "cost",     "capacity",  "fleet",      "classes",
                                               "pools",    "teams",     "simulation"};
-// Metrics with a 95% confidence interval in every row.
-inline const char* const kHeadline[] = {"cost.per_request_usd", "cost.per_million_output_tokens_usd",
-                                        "latency_s.ttft.p99", "utilization.busy_fraction"};
+// Metrics with a 95% confidence interval in every row (the default objective among them).
+inline const char* const kHeadline[] = {"cost.per_request_usd", "cost.per_million_tokens_usd",
+                                        "cost.per_million_output_tokens_usd", "latency_s.ttft.p99",
+                                        "utilization.busy_fraction"};
 
 // The value index of each parameter at grid point g (the last parameter varies fastest).
 template <class Count>
@@ -139,6 +140,7 @@ struct At {
 struct SweepShape {
   std::vector<std::pair<std::string, std::vector<Json>>> params;  // path, values
   uint64_t grid_size = 1, configurations = 0;
+  uint64_t replications = 1;  // per configuration, at most
   bool sampled = false;
   uint32_t shard_index = 0, shard_count = 1;
   // the parameters of configuration i, when known exactly (else each value is checked to be one

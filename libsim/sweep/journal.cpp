@@ -63,7 +63,7 @@ std::string header_mismatch(const Json& got, const Json& want) {
   };
   static const Field fields[] = {
       {"/scenario/text_fnv1a64", "the scenario's text has changed since the journal was written"},
-      {"/scenario/overrides", "the journal was written with other --set, --seed or --duration overrides"},
+      {"/scenario/overrides", "the journal was written with other --set overrides"},
       {"/scenario/seed", "the journal was written with another seed"},
       {"/sweep/parameters", "the journal was written for other sweep parameters"},
       {"/sweep/replications", "the journal was written for another number of replications"},
@@ -188,6 +188,7 @@ SweepJournal SweepJournal::resume(const std::string& path, const ScenarioSource&
   for (const auto& p : spec.params) sh.params.emplace_back(p.path, p.json_values);
   sh.grid_size = spec.grid_size;
   sh.configurations = spec.count();
+  sh.replications = spec.replications;
   sh.sampled = spec.sample != 0;
   sh.shard_index = shard_index;
   sh.shard_count = shard_count;

@@ -107,6 +107,8 @@ uint64_t check_row(const At& row, const SweepShape& sh) {
       if (std::none_of(sh.params.begin(), sh.params.end(), [&](const auto& p) { return p.first == it.key(); }))
         params[it.key()].fail("not a parameter of the sweep");
   const bool feasible = row["feasible"].boolean();
+  // 0 for a configuration that cannot run; fewer than the sweep's where sequential stopping settled it
+  if (row.has("replications")) row["replications"].uint(0, sh.replications);
   const At reason = row["reason"];
   reason.string_or_null();
   const At violations = row["violations"];
@@ -127,6 +129,8 @@ uint64_t check_row(const At& row, const SweepShape& sh) {
     check_metrics(metrics, 0);
     ci.object();
     for (const char* h : kHeadline) {
+      // (a document from before the default objective had an interval has none for it)
+      if (std::string(h) == "cost.per_million_tokens_usd" && !ci.has(h)) continue;
       const At c = ci[h];
       if (!c.v.is_number() && !c.v.is_null()) c.fail("expected a number or null, got " + describe(c.v));
     }
@@ -221,8 +225,15 @@ SweepShape check_header(const At& doc) {
   sh.configurations = cf.uint(1);
   if (sh.configurations != n)
     cf.fail(fmt::format("{}, but the {} has {}", sh.configurations, sh.sampled ? "sample" : "grid", n));
-  sw["replications"].uint(1, 10000);
+  sh.replications = sw["replications"].uint(1, 10000);
   sw["objective"].str();
+  // (documents written before these settings existed have none of them)
+  if (sw.has("feasible_on")) {
+    const At on = sw["feasible_on"];
+    if (on.v != "bound" && on.v != "mean") on.fail("expected \"bound\" or \"mean\", got " + describe(on.v));
+  }
+  for (const char* flag : {"sequential", "stop_certain_misses"})
+    if (sw.has(flag)) sw[flag].boolean();
   const At slo = sw["slo"];
   for (size_t k = 0; k < slo.array().size(); ++k) {
     const At t = slo.item(k);

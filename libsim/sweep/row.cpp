@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -137,15 +138,26 @@ Json sweep_row(const SweepSpec& spec, uint64_t config, const Scenario* s, const 
   std::vector<Json>& reports = given ? *given : own;
   for (size_t i = reports.size(); i < reps.size(); ++i) reports.push_back(run_report(*s, *reps[i]));
   reports.resize(reps.size());
+  // every metric any replication reports, in the order they first appear; one a replication leaves
+  // out is of something that did not happen in it (a pool's prefix_cache block where nothing was
+  // reused): it counts as 0, so the row is the mean over every replication
   std::vector<std::pair<std::string, const Json*>> leaves;
-  for (const char* sec : kMetricSections)
-    if (reports[0].contains(sec)) numeric_leaves(reports[0][sec], sec, leaves);
+  for (const auto& rep : reports)
+    for (const char* sec : kMetricSections)
+      if (rep.contains(sec)) numeric_leaves(rep[sec], sec, leaves);
+  std::vector<std::string> paths;
+  std::set<std::string> seen;
+  for (const auto& [path, _] : leaves)
+    if (seen.insert(path).second) paths.push_back(path);
   Json metrics = Json::object();
-  for (const auto& [path, _] : leaves) {
+  for (const auto& path : paths) {
     std::vector<double> xs;
     for (const auto& rep : reports) {
       const Json* v = at_path(rep, path);
-      if (v && v->is_number()) xs.push_back(v->get<double>());
+      if (!v)
+        xs.push_back(0.0);
+      else if (v->is_number())
+        xs.push_back(v->get<double>());
     }
     set_path(metrics, path, xs.empty() ? Json(nullptr) : Json(mean_ci(xs).mean));
   }

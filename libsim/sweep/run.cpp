@@ -195,7 +195,10 @@ Json run_sweep(const ScenarioSource& src, const SweepSpec& spec, const SweepOpti
                     std::vector<Json>* reports) {
     for (const Tally* t : reps)
       if (reason.empty() && t->status != int32_t(SimStatus::settled) && (t->status != 0 || t->unfinished != 0))
-        reason = "simulation did not finish: the configuration is so overloaded that its queues never drain";
+        reason = t->status == int32_t(SimStatus::event_limit)
+                     ? "simulation did not finish: it ran out of its event budget (an overloaded fleet whose queue "
+                       "keeps growing, or step times too short to advance time)"
+                     : "simulation did not finish: a step took longer than any simulated time can hold";
     if (!s) reps_done.fetch_add(spec.replications);  // nothing to run counts as done
     Json row = sweep_row(spec, configs[pos], reason.empty() ? s : nullptr,
                          reason.empty() ? reps : std::vector<const Tally*>{}, reason, reports);

@@ -79,6 +79,15 @@ Json yaml_to_json(const YAML::Node& n) {
 
 std::string fmt_value(double v) { return fmt::format("{}", v); }
 
+// The decimal places a number is written with: 10000.1 has 1, 1e-3 has 3, 1e300 none; -1 past 12.
+int decimals(double x) {
+  for (int k = 0; k <= 12; ++k) {
+    const double y = x * std::pow(10.0, k);
+    if (!std::isfinite(y) || std::fabs(y - std::round(y)) <= 1e-9 * std::max(1.0, std::fabs(y))) return k;
+  }
+  return -1;
+}
+
 }  // namespace
 
 std::vector<Override> SweepSpec::overrides(uint64_t config) const {
@@ -182,9 +191,12 @@ SweepSpec parse_sweep(const ScenarioSource& scenario) {
       if (n > double(kMaxSweepRangeValues))
         v.fail(fmt::format("the range has {} values; a range takes at most {} (raise step)",
                            n < 1e15 ? fmt::format("{:.0f}", n) : fmt::format("{:.3g}", n), kMaxSweepRangeValues));
+      // each value to the decimals its ends and step are written with: 0.1 steps stay printable
+      const int places = std::min(decimals(from), decimals(step)) < 0 ? -1 : std::max(decimals(from), decimals(step));
+      const double unit = places < 0 ? 0.0 : std::pow(10.0, places);
       for (int64_t i = 0; i < int64_t(n); ++i) {
         const double x = from + double(i) * step;
-        const double xr = std::round(x * 1e12) / 1e12;  // keep 0.1 steps printable
+        const double xr = unit > 0 && std::isfinite(x * unit) ? std::round(x * unit) / unit : x;
         const bool integral = xr == std::floor(xr) && std::fabs(xr) < 9e15;
         add(v.node, fmt_value(xr), integral ? Json(int64_t(xr)) : Json(xr));
       }
@@ -198,6 +210,12 @@ SweepSpec parse_sweep(const ScenarioSource& scenario) {
         throw InputError(p.origins[i],
                          fmt::format("{}: value {} is listed twice (each configuration once)", v.path, p.values[i]));
     }
+    // one parameter inside another's value would be overridden by it, or override it, in every
+    // configuration: rows would name values that never ran
+    for (const SweepParam& q : spec.params)
+      if (q.path == p.path || p.path.rfind(q.path + ".", 0) == 0 || q.path.rfind(p.path + ".", 0) == 0)
+        N{it->first, v.path, &src}.fail(
+            fmt::format("overlaps the parameter {}: sweep a key or the block that holds it, not both", q.path));
     spec.params.push_back(std::move(p));
   }
   // grid size, guarding overflow

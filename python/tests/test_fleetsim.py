@@ -83,6 +83,11 @@ def test_run_default_schema(default_run):
 def test_run_equals_cli_document(default_run):
     assert default_run == cli_json("run")
     assert fleetsim.run(TINY_SWEEP, seed=9) == cli_json("run", str(TINY_SWEEP), "--seed", "9")
+    # an owned pool's newer-device comparison is part of the document
+    newer = SOURCE / "scenarios" / "newer-device.yaml"
+    doc = fleetsim.run(newer, overrides={"duration_s": 900})
+    assert any("newer_device" in p.get("ownership", {}) for p in doc["ledger"]["pools"].values())
+    assert doc == cli_json("run", str(newer), "--set", "duration_s=900")
 
 
 def test_timeline_is_of_the_same_run():
