@@ -52,6 +52,20 @@ TEST_CASE("a profile survives writing and reading, and bad profiles are located 
   CHECK(q.device == p.device);
   CHECK(q.model.empty());
   CHECK(q.tp == 0);
+  // any name, engine or data path reads back as written: YAML's special characters are quoted
+  PerfProfile odd = sample_profile();
+  for (const std::string& text :
+       {std::string("my: prof"), std::string("#x"), std::string("q\\x \"0.10\""),
+        std::string("- a, [b] {c} & *d ! %e @f `g'"), std::string("tab\there"), std::string("any")}) {
+    CAPTURE(text);
+    odd.name = text;
+    odd.engine = "vllm " + text;
+    odd.data = text + ".csv";
+    const PerfProfile back = parse_profile(profile_yaml(odd), "<round trip>");
+    CHECK(back.name == odd.name);
+    CHECK(back.engine == odd.engine);
+    CHECK(back.data == odd.data);
+  }
   try {
     parse_profile("profile: x\ndevice: h100-sxm-80gb\ncoefficients: {step_s: 0.001, warp_factor: 2}\n", "p.yaml");
     FAIL("expected an error");

@@ -259,7 +259,7 @@ std::vector<BenchPoint> read_csv(const std::string& path, const std::string& tex
 
 // A count in a JSON result: a whole number in [1, hi].
 int count_of(const nlohmann::json& v, const char* key, int hi, const std::string& path) {
-  const double x = v.get<double>();
+  const double x = v.is_number() ? v.get<double>() : std::nan("");
   if (!(x >= 1 && x <= hi) || x != std::floor(x))
     throw InputError(Location{path, 0, 0, ""}, std::string(key) + ": expected a whole number in [1, " +
                                                    std::to_string(hi) + "], not " + v.dump());
@@ -288,10 +288,17 @@ BenchPoint read_vllm_json(const std::string& path, const nlohmann::json& j, cons
     p.num_prompts = count_of(j["num_prompts"], "num_prompts", 1000000000, path);
   else if (j.contains("completed") && j["completed"].is_number())
     p.num_prompts = count_of(j["completed"], "completed", 1000000000, path);
-  if (j.contains("total_input_tokens") && j.contains("completed") && j["completed"].get<double>() > 0 && !(p.isl > 0))
-    p.isl = j["total_input_tokens"].get<double>() / j["completed"].get<double>();
-  if (j.contains("total_output_tokens") && j.contains("completed") && j["completed"].get<double>() > 0 && !(p.osl > 0))
-    p.osl = j["total_output_tokens"].get<double>() / j["completed"].get<double>();
+  // a number where the result has the key (NaN where it has not)
+  auto number = [&](const char* key) {
+    if (!j.contains(key)) return std::nan("");
+    if (!j[key].is_number())
+      throw InputError(Location{path, 0, 0, ""}, std::string(key) + ": expected a number, not " + j[key].dump());
+    return j[key].get<double>();
+  };
+  const double completed = number("completed"), in_tokens = number("total_input_tokens"),
+               out_tokens = number("total_output_tokens");
+  if (completed > 0 && in_tokens >= 0 && !(p.isl > 0)) p.isl = in_tokens / completed;
+  if (completed > 0 && out_tokens >= 0 && !(p.osl > 0)) p.osl = out_tokens / completed;
   // per-request lengths (the dataset's prompts, what the server generated), where the result has them
   if (j.contains("input_lens") && j.contains("output_lens") && j["input_lens"].is_array() &&
       j["output_lens"].is_array()) {
@@ -336,6 +343,13 @@ std::vector<BenchPoint> read_guidellm_json(const std::string& path, const nlohma
   for (const auto& b : j["benchmarks"]) {
     BenchPoint p = defaults;
     const std::string at = "benchmarks[" + std::to_string(i++) + "]";
+    auto object = [&](const nlohmann::json& v, const std::string& what) {
+      if (!v.is_object())
+        throw InputError(Location{path, 0, 0, ""}, what + ": expected an object, not " + v.dump().substr(0, 60));
+    };
+    object(b, at);
+    if (b.contains("metrics")) object(b["metrics"], at + ".metrics");
+    if (b.contains("args")) object(b["args"], at + ".args");
     p.where = path + " " + at;
     p.source = p.where;
     if (p.engine.empty()) p.engine = "vllm";
@@ -363,6 +377,7 @@ std::vector<BenchPoint> read_guidellm_json(const std::string& path, const nlohma
     const nlohmann::json args = b.value("args", nlohmann::json::object());
     const nlohmann::json prof =
         args.contains("strategy") ? args["strategy"] : args.value("profile", nlohmann::json::object());
+    object(prof, at + ".args." + (args.contains("strategy") ? "strategy" : "profile"));
     const std::string kind = prof.value("type_", prof.value("strategy", std::string()));
     if (prof.contains("streams") && prof["streams"].is_number())
       p.concurrency = count_of(prof["streams"], "streams", 1000000, path);
@@ -421,12 +436,13 @@ std::vector<BenchPoint> read_benchmarks(const std::string& path, const BenchPoin
   BenchPoint d = defaults;
   for (double& v : d.measured) v = std::nan("");
   const size_t first = text.find_first_not_of(" \t\r\n\xEF\xBB\xBF");
-  if (first != std::string::npos && text[first] == '{') {
+  if (first != std::string::npos && (text[first] == '{' || text[first] == '[')) {
     parse_json_located(text, path);  // a syntax error or a number beyond a double, at its line and column
     nlohmann::json j = nlohmann::json::parse(text);
     try {
-      if (j.contains("benchmarks") && j["benchmarks"].is_array()) return read_guidellm_json(path, j, d);
-      if (j.contains("mean_ttft_ms")) return {read_vllm_json(path, j, d)};
+      if (j.is_object() && j.contains("benchmarks") && j["benchmarks"].is_array())
+        return read_guidellm_json(path, j, d);
+      if (j.is_object() && j.contains("mean_ttft_ms")) return {read_vllm_json(path, j, d)};
     } catch (const nlohmann::json::exception& e) {
       throw InputError(Location{path, 0, 0, ""}, std::string("unexpected JSON layout: ") + e.what());
     }

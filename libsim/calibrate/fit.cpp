@@ -1,5 +1,7 @@
 #include "calibrate/fit.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -67,10 +69,13 @@ std::vector<StepSample> read_step_samples(const std::string& path, std::string& 
   std::vector<StepSample> out;
   std::map<std::string, Scenario> scenarios;  // one per configuration, for its work per device
   while (csv.next()) {
-    auto num = [&](const char* k, double dflt) {
+    // a count of tokens or sequences in one step, within what a serving step can hold
+    auto num = [&](const char* k, double dflt, double most) {
       const double x = csv.number(k);
-      if (std::isinf(x)) csv.fail(std::string("column ") + k + ": expected a finite number");
-      return std::isnan(x) ? dflt : x;
+      if (std::isnan(x)) return dflt;
+      if (!(x >= 0 && x <= most))
+        csv.fail(fmt::format("column {}: expected a number in [0, {:g}], not '{}'", k, most, csv.get(k)));
+      return x;
     };
     const int tp = int(csv.integer("tp", 1, 64, 1));
     const std::string dtype = csv.get("weight_dtype").empty() ? "bf16" : csv.get("weight_dtype");
@@ -97,8 +102,10 @@ std::vector<StepSample> read_step_samples(const std::string& path, std::string& 
     const PoolParams P = sc.pools[0].params();
     const double bf16 = sc.pools[0].device.bf16_tflops * 1e12;
     const double peak_flops = P.peak_flops_per_s, peak_bytes = P.peak_bytes_per_s;
-    const double pt = num("prefill_tokens", 0), ps = std::max(num("prefill_seqs", pt > 0 ? 1 : 0), pt > 0 ? 1.0 : 0.0);
-    const double ds = num("decode_seqs", 0), dctx = num("decode_context_tokens", 0);
+    const double pt = num("prefill_tokens", 0, 1e7),
+                 ps = std::max(num("prefill_seqs", pt > 0 ? 1 : 0, 1e5), pt > 0 ? 1.0 : 0.0);
+    const double ds = num("decode_seqs", 0, 1e5), dctx = num("decode_context_tokens", 0, 1e10);
+    if (pt + ds <= 0) csv.fail("a step that prefills no token and decodes no sequence has nothing to time");
     const double per_seq = ps > 0 ? pt / ps : 0;
     StepSample s;
     s.where = csv.where();

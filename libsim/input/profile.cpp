@@ -1,6 +1,9 @@
 #include "input/profile.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <memory>
@@ -161,15 +164,47 @@ PerfProfile parse_profile(const std::string& text, const std::string& where) {
   return p;
 }
 
+namespace {
+// A YAML double-quoted scalar of any text: backslash, quote and control characters escaped.
+std::string quoted(const std::string& s) {
+  std::string o = "\"";
+  for (const char ch : s) {
+    const unsigned char c = static_cast<unsigned char>(ch);
+    if (ch == '"' || ch == '\\') {
+      o += '\\';
+      o += ch;
+    } else if (c < 0x20 || c == 0x7f) {
+      char b[8];
+      std::snprintf(b, sizeof b, "\\x%02x", c);
+      o += b;
+    } else {
+      o += ch;
+    }
+  }
+  return o + "\"";
+}
+// As it is where YAML would read it back as the same plain string; quoted() otherwise.
+std::string scalar(const std::string& s) {
+  const bool plain = !s.empty() &&
+                     std::all_of(s.begin(), s.end(),
+                                 [](char c) {
+                                   return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' ||
+                                          c == '/' || c == '-' || c == '+';
+                                 }) &&
+                     s[0] != '-' && s != "any";
+  return plain ? s : quoted(s);
+}
+}  // namespace
+
 std::string profile_yaml(const PerfProfile& p) {
   std::ostringstream o;
   o << "# fleetsim performance profile (docs/model.md, \"Calibrated step time\")\n";
   o << "format: " << kProfileFormat << "\n";
-  o << "profile: " << p.name << "\ndevice: " << (p.device.empty() ? "any" : p.device)
-    << "\nmodel: " << (p.model.empty() ? "any" : p.model)
+  o << "profile: " << scalar(p.name) << "\ndevice: " << (p.device.empty() ? "any" : scalar(p.device))
+    << "\nmodel: " << (p.model.empty() ? "any" : scalar(p.model))
     << "\ntp: " << (p.tp == 0 ? std::string("any") : std::to_string(p.tp)) << "\n";
-  if (!p.weight_dtype.empty()) o << "weight_dtype: " << p.weight_dtype << "\n";
-  if (!p.engine.empty()) o << "engine: \"" << p.engine << "\"\n";
+  if (!p.weight_dtype.empty()) o << "weight_dtype: " << scalar(p.weight_dtype) << "\n";
+  if (!p.engine.empty()) o << "engine: " << quoted(p.engine) << "\n";
   o << "composition: " << (p.c.kernel_overlap ? "overlap" : "sum") << "\n";
   o << "coefficients:\n";
   for (int i = 0; i < kProfileTerms; ++i) {
@@ -179,8 +214,8 @@ std::string profile_yaml(const PerfProfile& p) {
     o << b;
   }
   if (p.c.eager_step_s > 0) o << "  eager_step_s: " << p.c.eager_step_s << "\n";
-  if (!p.data.empty()) o << "data: \"" << p.data << "\"\n";
-  if (!p.method.empty()) o << "method: \"" << p.method << "\"\n";
+  if (!p.data.empty()) o << "data: " << quoted(p.data) << "\n";
+  if (!p.method.empty()) o << "method: " << quoted(p.method) << "\n";
   if (p.fit.points > 0) {
     std::ostringstream f;
     write_error(f, "fit", p.fit);
