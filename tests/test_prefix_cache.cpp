@@ -64,6 +64,19 @@ TEST_CASE("prefix cache: B blocks on a cyclic access of B + 1 blocks never hit; 
   CHECK(u.all->prefix_hits == (cycles - 1) * (B + 1));
 }
 
+TEST_CASE("prefix cache: a request's blocks are let go tail first, so its leading blocks are the last evicted") {
+  // a cache of 4 blocks: A = [1, 2, 3, 4], then B = [5] evicts one of A's, then A again. With A's
+  // tail evicted first (as vLLM frees a request's blocks), A finds its first three; with its head
+  // evicted, none (a prefix is only of use from its start)
+  const std::string path = trace("tail_first.jsonl", {{1, 2, 3, 4}, {5}, {1, 2, 3, 4}}, 65);
+  const auto r = test::run(test::scenario(scenario(path, "{scope: replica, max_tokens: 64}")));
+  CHECK(r.drained);
+  CHECK(r.all->prefix_hits == 1);
+  CHECK(r.all->prefix_tokens_reused == 3 * 16);
+  // 4 by 5 (A's tail); A's second leaving, which evicts 5, is after the window (the last arrival)
+  CHECK(r.tally->pools[0].cache_evicted == 1);
+}
+
 TEST_CASE("prefix cache: a host tier keeps what the device evicts; a hit there is loaded over PCIe, by hand") {
   // the device keeps B = 4 blocks, the host 10 (a 16-token block of Llama 3.1 8B is 2 MiB: 0.02 GiB
   // holds 10); on a cyclic access of 5 blocks the device never hits, the host from the second pass

@@ -64,6 +64,22 @@ TEST_CASE("sessions: a session of n turns is n requests, each sent a think time 
   }
 }
 
+TEST_CASE("sessions: a turn the response cache answers grows the conversation, not what a replica holds") {
+  // one user, 5 turns of 100 in and 50 out; seed 5 sends the third turn to the response cache.
+  // Served turns reuse what the replica last computed: turn 2 the 150 of turn 1, turn 4 the 300 of
+  // turn 2 (not the 450 of turn 3, which no device computed), turn 5 the 600 of turn 4
+  const Scenario s = test::scenario(
+      "name: sess\nseed: 5\nduration_s: 600\nwarmup_s: 0\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\n"
+      "fleet: {replicas: 1}\n"
+      "workload:\n  arrival: {process: concurrency, clients: 1, think_time_s: 1, turns: 5, requests: 5}\n"
+      "  prompt_tokens: 100\n  output_tokens: 50\n  response_cache: {hit_rate: 0.5, latency_s: 0.01}\n");
+  const auto r = test::run(s);
+  CHECK(r.drained);
+  REQUIRE(r.all->cache_hits == 1);
+  CHECK(r.all->prefix_hits == 3);
+  CHECK(r.all->prefix_tokens_reused == 150 + 300 + 600);
+}
+
 TEST_CASE("sessions: every user's conversation is its own, however their requests interleave") {
   // 7 users with random think times share one replica; a turn adds 50 new + 10 output tokens, so a
   // user's history is 60 x the turns it completed, unless another user's answer were credited to it

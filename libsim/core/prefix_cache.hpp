@@ -185,7 +185,7 @@ FLEETSIM_HD inline void tier_remove(const CacheTier& T, int32_t e) {
 }
 
 // Put block `key` into free entry e's place (taken from the free list) as the most recent.
-FLEETSIM_HD inline void tier_add(const CacheTier& T, int32_t key) {
+FLEETSIM_HD inline int32_t tier_add(const CacheTier& T, int32_t key) {
   const int32_t e = *T.free;
   *T.free = T.next[e];
   T.key[e] = key;
@@ -195,6 +195,7 @@ FLEETSIM_HD inline void tier_add(const CacheTier& T, int32_t key) {
   T.tab[i] = e;
   tier_append(T, e);
   (*T.n)++;
+  return e;
 }
 
 FLEETSIM_HD inline void tier_clear(const CacheTier& T) {
@@ -217,10 +218,11 @@ FLEETSIM_HD inline void cache_ref(Sim& s, int32_t r, const int32_t* ids, int32_t
   }
 }
 
-// ... and lets them go: the last holder puts each back as the most recently used.
+// ... and lets them go: the last holder puts each back as the most recently used, the tail first
+// (as vLLM frees a request's blocks), so that a prefix's leading blocks are the last evicted.
 FLEETSIM_HD inline void cache_unref(Sim& s, int32_t r, const int32_t* ids, int32_t h) {
   const CacheTier T = gpu_tier(s, r);
-  for (int32_t i = 0; i < h; ++i) {
+  for (int32_t i = h - 1; i >= 0; --i) {
     const int32_t e = tier_find(T.key, T.tab, T.table, ids[i]);
     if (--T.ref[e] == 0) tier_append(T, e);
   }
@@ -278,25 +280,25 @@ FLEETSIM_HD inline void cache_insert(Sim& s, int32_t r, const int32_t* ids, int3
   if (P.cpu_entries > 0) tier_keep(cpu_tier(s, r), ids, n);
   if (P.remote_entries > 0) tier_keep(remote_tier(s, R.pool), ids, n);
   const CacheTier T = gpu_tier(s, r);
-  for (int32_t b = 0; b < n; ++b) {
-    const int32_t found = tier_find(T.key, T.tab, T.table, ids[b]);
-    if (found != kNone) {
-      if (T.ref[found] == 0) {
-        tier_unlink(T, found);
-        tier_append(T, found);
+  // the leading blocks in order (a prefix is only of use from its start), each held until all are
+  // in, so that room is never made by evicting this request's own blocks
+  int32_t in = 0;
+  for (; in < n; ++in) {
+    int32_t e = tier_find(T.key, T.tab, T.table, ids[in]);
+    if (e == kNone) {
+      if (R.ent_free == kNone && !cache_evict_one(s, r, t)) break;
+      note_room(s.tally->limits.pools[R.pool].kv_room_mark, R.free_blocks - P.kv_watermark_blocks - P.cache_block_kv);
+      if (R.free_blocks - P.kv_watermark_blocks < P.cache_block_kv) {
+        cache_make_room(s, r, P.kv_watermark_blocks + P.cache_block_kv, t);
+        if (R.free_blocks - P.kv_watermark_blocks < P.cache_block_kv) break;
       }
-      continue;
+      e = tier_add(T, ids[in]);
+      R.free_blocks -= P.cache_block_kv;
+      R.cache_blocks += P.cache_block_kv;
     }
-    if (R.ent_free == kNone && !cache_evict_one(s, r, t)) return;
-    note_room(s.tally->limits.pools[R.pool].kv_room_mark, R.free_blocks - P.kv_watermark_blocks - P.cache_block_kv);
-    if (R.free_blocks - P.kv_watermark_blocks < P.cache_block_kv) {
-      cache_make_room(s, r, P.kv_watermark_blocks + P.cache_block_kv, t);
-      if (R.free_blocks - P.kv_watermark_blocks < P.cache_block_kv) return;
-    }
-    tier_add(T, ids[b]);
-    R.free_blocks -= P.cache_block_kv;
-    R.cache_blocks += P.cache_block_kv;
+    if (T.ref[e]++ == 0) tier_unlink(T, e);
   }
+  cache_unref(s, r, ids, in);  // let go tail first: the leading blocks the most recently used
 }
 
 // Empty replica r's cache (it starts, or lost its memory): its blocks are back with the free ones.

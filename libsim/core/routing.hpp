@@ -144,8 +144,10 @@ FLEETSIM_HD inline void handle_arrival(Sim& s, int32_t cls, double t, int32_t us
       if (z <= C.good_ttft_s && z <= C.good_e2e_s) T.good++;
     }
     const bool session = (s.session_classes >> cls) & 1;
+    // the conversation grows, but no device computed this turn: its replica holds what it held
     client_done(s, cls, t + C.response_cache_latency_s, false, user, prompt + output,
-                session ? session_replica(s, cls, user) : kNone, -1, row);
+                session ? session_replica(s, cls, user) : kNone,
+                session ? s.session_user[s.client_base[cls] + user].held : -1, row);
     return;
   }
 
