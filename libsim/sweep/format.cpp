@@ -228,7 +228,8 @@ void SweepCsvWriter::write(const Json& r) {
     out += "," + (v && v->is_number() ? v->dump() : std::string());
   }
   for (const auto& c : cpaths_) {
-    const Json* v = r["ci95"].is_null() ? nullptr : &r["ci95"][c];
+    // (a row from before an interval was added has none for it: an empty cell)
+    const Json* v = r["ci95"].is_object() && r["ci95"].contains(c) ? &r["ci95"][c] : nullptr;
     out += "," + (v && v->is_number() ? v->dump() : std::string());
   }
   out_(out + "\n");
