@@ -19,6 +19,21 @@ std::string four_clients(const std::string& sharing, const std::string& engine_e
          "workload:\n  arrival: {process: poisson, rate_per_s: 4}\n  prompt_tokens: 500\n  output_tokens: 50\n";
 }
 
+// Eight replicas of four_clients(sharing), two devices of four, started and driven by hand.
+struct Started {
+  Scenario sc;
+  SimParams p;
+  HostWorkspace ws;
+  std::unique_ptr<Tally> tally = std::make_unique<Tally>();
+  Sim s;
+  explicit Started(const std::string& sharing)
+      : sc(test::scenario(four_clients(sharing), {"fleet.replicas=8"})), p(sc.params()) {
+    tally_clear(*tally, p.n_pools, p.n_classes);
+    s = sim_bind(p, 0, ws.for_params(p), tally.get());
+    sim_start_fleet(s, p);
+  }
+};
+
 // Two linear-model replicas (5 ms of host time per step, 10 us of compute per prompt token)
 // sharing one device, and two 1,000-token prompts at t = 0, one each.
 std::string two_prompts(const std::string& sharing, const std::string& output = "1") {
@@ -159,13 +174,9 @@ TEST_CASE("MPS shared fate: a fault takes down exactly the clients of its device
   // eight clients, two devices of four; client 5 (on the second) dies
   for (const char* sharing : {"mps: 4", "time_slicing: 4"}) {
     CAPTURE(sharing);
-    const Scenario sc = test::scenario(four_clients(sharing), {"fleet.replicas=8"});
-    const SimParams p = sc.params();
-    HostWorkspace ws;
-    auto tally = std::make_unique<Tally>();
-    tally_clear(*tally, p.n_pools, p.n_classes);
-    Sim s = sim_bind(p, 0, ws.for_params(p), tally.get());
-    sim_start_fleet(s, p);
+    Started f(sharing);
+    Sim& s = f.s;
+    Tally* tally = f.tally.get();
     replica_fail(s, 5, 1.0, false, kNone);
     const bool mps = std::string(sharing) == "mps: 4";
     for (int r = 0; r < 8; ++r) {
@@ -178,13 +189,9 @@ TEST_CASE("MPS shared fate: a fault takes down exactly the clients of its device
   {
     // a client still starting is not on the server yet: a neighbour's crash leaves its start as it
     // was; a lost device restarts it on the new node with the others
-    const Scenario sc = test::scenario(four_clients("mps: 4"), {"fleet.replicas=8"});
-    const SimParams p = sc.params();
-    HostWorkspace ws;
-    auto tally = std::make_unique<Tally>();
-    tally_clear(*tally, p.n_pools, p.n_classes);
-    Sim s = sim_bind(p, 0, ws.for_params(p), tally.get());
-    sim_start_fleet(s, p);
+    Started f("mps: 4");
+    Sim& s = f.s;
+    Tally* tally = f.tally.get();
     replica_fail_one(s, 6, 1.0, true, kNone, -1.0);  // replica 6 alone, on a new node
     const double ready6 = s.rep[6].t_next;
     replica_fail(s, 5, 2.0, false, kNone);  // a crash of 5: 4 and 7 restart with it
@@ -294,13 +301,9 @@ TEST_CASE(
 TEST_CASE("a shared device is paid while any replica is on it: a scale-down leaves two on two devices, both paid") {
   for (const char* sharing : {"time_slicing: 4", "mps: 4"}) {
     CAPTURE(sharing);
-    const Scenario sc = test::scenario(four_clients(sharing), {"fleet.replicas=8"});
-    const SimParams p = sc.params();
-    HostWorkspace ws;
-    auto tally = std::make_unique<Tally>();
-    tally_clear(*tally, p.n_pools, p.n_classes);
-    Sim s = sim_bind(p, 0, ws.for_params(p), tally.get());
-    sim_start_fleet(s, p);
+    Started f(sharing);
+    Sim& s = f.s;
+    Tally* tally = f.tally.get();
     const PoolTally& T = tally->pools[0];
     auto gap_over = [&](double t0, double t1) {  // share-gap replica-seconds accrued over [t0, t1)
       pool_advance(s, 0, t0);
