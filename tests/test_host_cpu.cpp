@@ -224,6 +224,24 @@ TEST_CASE("host stage: lost replicas lose no request, and their cut tokenization
   }
 }
 
+TEST_CASE("host stage: a response lost in post-processing is device work lost, as a request cut on the device") {
+  // post-processing (1 s a response on one core) outlasts the device's work (about 0.1 s), so
+  // nearly every retried request was lost with its prompt and whole output computed
+  const Scenario s = test::scenario(
+      "duration_s: 3600\nwarmup_s: 0\nseed: 4\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\n"
+      "engine: {max_num_seqs: 64, perf_model: linear, step_base_s: 0.001,"
+      " host: {cores: 1, tokenize_s_per_token: 1.0e-6, detokenize_s_per_token: 0.01}}\n"
+      "fleet: {replicas: 2, failures: {mtbf_hours: 0.25}}\n"
+      "workload: {arrival: {process: poisson, rate_per_s: 1.6}, prompt_tokens: 1000, output_tokens: 100}\n");
+  const auto r = test::run(s);
+  const ClassTally& c = *r.all;
+  REQUIRE(c.retried > 20);
+  // each retried request lost at most its 1,100 tokens, and most lost all of them
+  CHECK(r.tally->pools[0].lost_tokens <= 1100.0 * double(c.retried));
+  CHECK(r.tally->pools[0].lost_tokens >= 0.8 * 1100.0 * double(c.retried));
+  CHECK(c.lost_tokens == r.tally->pools[0].lost_tokens);
+}
+
 TEST_CASE("host stage: an HPA on host CPU reads the modelled cores, and scales when they saturate") {
   // scenarios/autoscale-host-cpu.yaml: on its request-count model the signal reads ~13% and never
   // scales; with one core at 50 us per prompt token (~70 ms a request) at 20 req/s the host is

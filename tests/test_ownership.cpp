@@ -255,3 +255,68 @@ TEST_CASE("a replica waiting for a repaired device holds none that could fail: w
   CHECK(waited == doctest::Approx(num(L["cold_start_by_stage_device_hours"]["awaiting_device"])));
   CHECK(num(rp["availability"]) == doctest::Approx(1.0 - waited / 240.0));
 }
+
+TEST_CASE("an owned slot whose device is in repair: a replica started there waits for it, scaled down or not") {
+  // one owned device, no spare, a day's repair; the replica fails at 100 s, the autoscaler takes
+  // the waiting replica down at 200 s and asks for one again at 1,000 s: the device is still in
+  // repair until 86,500 s, so the new start waits for it, and only then runs its stages
+  const Scenario sc =
+      test::scenario(kRepair, {"duration_s=200000", "fleet.replicas=1",
+                               "fleet.autoscale={min_replicas: 0, max_replicas: 1, signal: inflight, target: 8}"});
+  const SimParams p = sc.params();
+  HostWorkspace ws;
+  auto tally = std::make_unique<Tally>();
+  tally_clear(*tally, p.n_pools, p.n_classes);
+  Sim s = sim_bind(p, 0, ws.for_params(p), tally.get());
+  sim_start_fleet(s, p);
+  REQUIRE(s.rep[0].state != kOff);
+  replica_fail(s, 0, 100.0, true, kNone);
+  CHECK(s.rep[0].device_at == 86500.0);
+  replica_off(s, 0, 200.0);
+  REQUIRE(replica_start(s, 0, 1000.0));
+  double st[kColdStages];
+  start_stages(s, 0, true, s.rep[0].start_no, st);
+  const double stages = st[0] + st[1] + st[2] + st[3] + st[4];
+  CHECK(s.rep[0].t_next == doctest::Approx(86500.0 + stages));
+  // the waits inside the window: 100 s of the first (cut at 200 s), then 85,500 s
+  CHECK(tally->pools[0].cold_stage_s[kAwaitingDevice] == doctest::Approx(100.0 + 85500.0));
+}
+
+TEST_CASE("autoscaled owned devices: a device in repair serves no one, whatever the autoscaler does") {
+  // two owned devices, no spare, a day's repair, failing about twice a day each, autoscaled over
+  // two days. No spare means at most two devices in repair at once, so every repair but the last
+  // two ran its whole day inside the window, and the replica-hours served are at most 2 x 48 h
+  // less those days
+  const auto r = test::run(test::scenario(
+      kRepair, {"seed=1", "fleet.replicas=2", "fleet.failures.mtbf_hours=12", "fleet.router=central_queue",
+                "fleet.autoscale={min_replicas: 1, max_replicas: 2, signal: inflight, target: 8, interval_s: 15, "
+                "scale_down_window_s: 600, cooldown_s: 300}",
+                "workload.arrival={process: diurnal, rate_per_s: 3.5, peak_to_mean: 1.8, period_s: 14400}"}));
+  const double failures = num(r.report["ledger"]["pools"]["default"]["ownership"]["repair"]["failures"]);
+  REQUIRE(failures >= 3);
+  const PoolTally& p = r.tally->pools[0];
+  const double served_h = (p.replica_s - p.cold_s) / 3600.0;
+  MESSAGE(failures << " failures, " << served_h << " replica-hours served");
+  CHECK(served_h <= 96.0 - (failures - 2.0) * 24.0 + 1e-6);
+}
+
+TEST_CASE("a failed static batch leaves only what it ran in the tallies") {
+  // one request of 2,000 output tokens on a static-batching server that fails part-way: the steps,
+  // FLOPs, bytes and KV time are the run's up to the failure, in proportion to its busy time
+  const std::string y =
+      "name: sb\nseed: 5\nduration_s: 30\nwarmup_s: 0\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\n"
+      "engine: {batching: static, max_batch: 8, batch_window_s: 0}\n"
+      "fleet: {replicas: 1, failures: {mtbf_hours: 0.01}}\n"
+      "workload: {arrival: {process: burst, requests: 1, start_s: 0}, prompt_tokens: 100, output_tokens: 2000}\n";
+  const auto clean = test::run(test::scenario(y, {"fleet.failures=null"}));
+  const auto cut = test::run(test::scenario(y));
+  const PoolTally &a = clean.tally->pools[0], &b = cut.tally->pools[0];
+  REQUIRE(b.interruptions >= 1);
+  REQUIRE(b.busy_s < a.busy_s);
+  const double share = b.busy_s / a.busy_s;  // the part of the batch it ran before the failure
+  MESSAGE("ran " << share << " of the batch");
+  CHECK(b.steps == doctest::Approx(a.steps * share).epsilon(0.01));
+  CHECK(b.bytes == doctest::Approx(a.bytes * share).epsilon(0.01));
+  CHECK(b.kv_block_s == doctest::Approx(a.kv_block_s * share).epsilon(0.01));
+  CHECK(b.seq_steps == doctest::Approx(a.seq_steps * share).epsilon(0.01));
+}

@@ -29,11 +29,14 @@ FLEETSIM_HD inline void advance_clock(Sim& s, double t) {
 
 // Add the in-flight run of replica r, k steps over [t0, t1], to the tallies (pro rata inside
 // the window for a run that straddles its edges).
-FLEETSIM_HD inline void account_run(Sim& s, const Replica& R, int64_t k, double t0, double t1) {
+// The part of a run of k steps over [t0, t1) from `from` on, inside the window, pro rata in time;
+// `sign` -1 takes back what a run accounted in advance and did not do.
+FLEETSIM_HD inline void account_run_part(Sim& s, const Replica& R, int64_t k, double t0, double t1, double from,
+                                         double sign) {
   if (k <= 0 || !(t1 > t0)) return;
-  const double a = max_of(t0, s.W0), b = min_of(t1, s.W1);
+  const double a = max_of(max_of(t0, from), s.W0), b = min_of(t1, s.W1);
   if (!(b > a)) return;
-  const double overlap = b - a;
+  const double overlap = sign * (b - a);
   const double f = overlap / (t1 - t0);
   PoolTally& T = s.tally->pools[R.pool];
   if (R.run_cpu) {  // a server fallen back to the host CPU: the engine steps, the device does nothing
@@ -60,6 +63,9 @@ FLEETSIM_HD inline void account_run(Sim& s, const Replica& R, int64_t k, double 
         s.tally->classes[c].decode_busy_s += overlap * R.run_class_share[c];
         s.tally->classes[c].decode_input_busy_s += overlap * R.run_class_in_share[c];
       }
+}
+FLEETSIM_HD FLEETSIM_FORCEINLINE void account_run(Sim& s, const Replica& R, int64_t k, double t0, double t1) {
+  account_run_part(s, R, k, t0, t1, t0, 1.0);
 }
 
 // A sweep's settle rule (params.hpp): a figure of a request in the window counts towards every

@@ -214,6 +214,14 @@ FLEETSIM_HD inline void host_lose(Sim& s, int32_t r, double t) {
   PoolState& ps = s.pool[R.pool];
   Queue& Q = s.q[R.queue];
   host_advance(s, R.pool, t);
+  // a response lost with the node: the device work that made it is done again, as a lost slot's is
+  auto lose_response = [&](int32_t ri) {
+    const Request& q = s.req[ri];
+    if (!q.in_window) return;
+    const double lost = double(q.prompt) + double(q.generated);
+    s.tally->classes[q.cls].lost_tokens += lost;
+    s.tally->pools[R.pool].lost_tokens += lost;
+  };
   // waiting responses first (they keep their order behind the interrupted ones below)
   for (int32_t n = R.hq.size; n > 0; --n) {
     const int32_t ri = q_pop_front(s, R.hq);
@@ -225,6 +233,7 @@ FLEETSIM_HD inline void host_lose(Sim& s, int32_t r, double t) {
     R.host_n--;
     lo_touch(s, R);
     ps.host_jobs--;
+    lose_response(ri);
     requeue_lost(s, Q, ri, t);
   }
   // the jobs on cores, latest started first, so the earliest ends up at the front
@@ -246,6 +255,7 @@ FLEETSIM_HD inline void host_lose(Sim& s, int32_t r, double t) {
       R.host_n--;
       lo_touch(s, R);
       ps.host_jobs--;
+      lose_response(ri);
       requeue_lost(s, Q, ri, t);
       continue;
     }

@@ -119,6 +119,43 @@ FLEETSIM_HD inline double await_device(Sim& s, int32_t pi, double t) {
   return first - t;
 }
 
+// The load balancer sends the requests queued at replica r, which cannot serve them (lost, or
+// not up yet), to ready replicas: least outstanding first, while each keeps room in its queue for
+// everything it runs (a preemption or failure pushes those back). The rest wait for r.
+FLEETSIM_HD inline void reroute_queue(Sim& s, int32_t r, double t) {
+  const Replica& R = s.rep[r];
+  const PoolParams& P = pool_of(s, r);
+  const PoolState& ps = s.pool[R.pool];
+  Queue& Q = s.q[R.queue];
+  while (Q.size > 0) {
+    int32_t best = kNone, best_out = 0;
+    for (int32_t o = ps.first_replica; o < ps.first_replica + ps.n_replicas; ++o) {
+      if (o == r || s.rep[o].state != kReady) continue;
+      const int32_t out = outstanding(s, o);
+      note_room(s.tally->limits.pools[R.pool].queue_room, int64_t(s.q[s.rep[o].queue].cap) - 1 - out);
+      if (out >= s.q[s.rep[o].queue].cap) continue;
+      if (best == kNone || out < best_out) {
+        best = o;
+        best_out = out;
+      }
+    }
+    if (best == kNone) break;
+    Queue& O = s.q[s.rep[best].queue];
+    const bool was_empty = O.size == 0;
+    const int32_t ri = q_pop_front(s, Q);
+    if (s.prioritized)  // in its class's place, as any request joining a queue
+      q_insert_by_priority(s, O, ri, s.p->classes[s.req[ri].cls].priority, s.class_priority);
+    else
+      q_push_back(s, O, ri);
+    if (was_empty) {
+      if (P.batching == Batching::continuous)
+        cont_kick(s, best, t);
+      else
+        static_try_start(s, best, t);
+    }
+  }
+}
+
 // A request whose replica was lost: back to the front of the queue to be retried (a checkpointed
 // class keeps its progress), or given up after max_retries.
 FLEETSIM_HD inline void requeue_lost(Sim& s, Queue& Q, int32_t ri, double t) {
@@ -177,13 +214,8 @@ FLEETSIM_HD inline double replica_fail_one(Sim& s, int32_t r, double t, bool new
         wasted_from = tj;
       }
     }
-  } else if (R.busy && P.batching == Batching::fixed_batch && R.batch_n > 0 && !R.run_cpu) {
-    // a static batch was accounted when it formed: take back the part that will not run
-    const double a = max_of(t, s.W0), b = min_of(R.t_next, s.W1);
-    if (b > a) {
-      s.tally->pools[R.pool].busy_s -= b - a;
-      for (int32_t c = 0; c < s.p->n_classes; ++c) s.tally->classes[c].busy_s -= (b - a) * R.run_class_share[c];
-    }
+  } else if (R.busy && P.batching == Batching::fixed_batch && R.batch_n > 0) {
+    static_take_back(s, r, t);  // a static batch was accounted when it formed
   }
   if (t > wasted_from && !R.run_cpu) {  // (steps on the host CPU are no device time)
     const double a = max_of(wasted_from, s.W0), b = min_of(t, s.W1);
@@ -237,38 +269,7 @@ FLEETSIM_HD inline double replica_fail_one(Sim& s, int32_t r, double t, bool new
   R.run_k = 0;
   R.run_prefill = 0;
   const bool was_draining = R.state == kDraining;
-  if (P.router != Router::central_queue) {
-    // the load balancer sends the lost requests, and those queued here, to ready replicas
-    const PoolState& ps = s.pool[R.pool];
-    while (Q.size > 0) {
-      int32_t best = kNone, best_out = 0;
-      for (int32_t o = ps.first_replica; o < ps.first_replica + ps.n_replicas; ++o) {
-        // keep room in its queue for everything it runs: a preemption or failure pushes those back
-        if (o == r || s.rep[o].state != kReady) continue;
-        const int32_t out = outstanding(s, o);
-        note_room(s.tally->limits.pools[R.pool].queue_room, int64_t(s.q[s.rep[o].queue].cap) - 1 - out);
-        if (out >= s.q[s.rep[o].queue].cap) continue;
-        if (best == kNone || out < best_out) {
-          best = o;
-          best_out = out;
-        }
-      }
-      if (best == kNone) break;
-      Queue& O = s.q[s.rep[best].queue];
-      const bool was_empty = O.size == 0;
-      const int32_t ri = q_pop_front(s, Q);
-      if (s.prioritized)  // in its class's place, as any request joining a queue
-        q_insert_by_priority(s, O, ri, s.p->classes[s.req[ri].cls].priority, s.class_priority);
-      else
-        q_push_back(s, O, ri);
-      if (was_empty) {
-        if (P.batching == Batching::continuous)
-          cont_kick(s, best, t);
-        else
-          static_try_start(s, best, t);
-      }
-    }
-  }
+  if (P.router != Router::central_queue) reroute_queue(s, r, t);  // the lost requests, and those queued here
   host_reroute(s, r, t);
   // it was leaving anyway: it stays off once nothing waits for it (a central queue's work waits for
   // the pool, not for it: the others take it up, below)
@@ -364,13 +365,18 @@ FLEETSIM_HD inline bool replica_start(Sim& s, int32_t pi, double t) {
       return false;
     }
   }
+  // an owned pool's slot whose device is in repair waits for it: slots with their device first
+  for (int32_t r = ps.first_replica; r < ps.first_replica + ps.n_replicas && pick == kNone; ++r)
+    if (s.rep[r].state == kOff && s.rep[r].device_at <= t) pick = r;
   for (int32_t r = ps.first_replica; r < ps.first_replica + ps.n_replicas && pick == kNone; ++r)
     if (s.rep[r].state == kOff) pick = r;
   if (pick != kNone) {
     const int32_t r = pick;
     Replica& R = s.rep[r];
+    const double wait = R.device_at > t ? R.device_at - t : 0.0;
+    s.tally->pools[pi].cold_stage_s[kAwaitingDevice] += window_span(s, t, wait);
     set_state(s, r, kStarting, t);
-    set_next(s, r, t + begin_start(s, r, new_node, t, t));
+    set_next(s, r, t + wait + begin_start(s, r, new_node, t, t + wait));
     R.starts++;
     ps.start_t[ps.start_head] = t;
     ps.start_head = ps.start_head + 1 == kScaleHistory ? 0 : ps.start_head + 1;
@@ -393,7 +399,7 @@ FLEETSIM_HD inline void replica_off(Sim& s, int32_t r, double t) {
   set_busy(s, r, 0, t);
   set_state(s, r, kOff, t);
   R.run_k = 0;
-  R.device_at = 0.0;  // a slot started later waits for its own device, if any
+  // (device_at stays: a device on its way from repair comes to this slot, and a start here waits for it)
   set_next(s, r, kInf);
 }
 
@@ -405,6 +411,16 @@ FLEETSIM_HD inline void replica_ready(Sim& s, int32_t r, double t) {
   R.t_next = kInf;
   rh_update(s, r);
   host_fill(s, r, t);  // requests routed here while it started
+  if (P.router != Router::central_queue) {
+    // requests the load balancer left with replicas that are still starting (none was up when they
+    // came, or when their replica was lost) come to the first one ready
+    const PoolState& ps = s.pool[R.pool];
+    for (int32_t o = ps.first_replica; o < ps.first_replica + ps.n_replicas; ++o)
+      if (o != r && s.rep[o].state == kStarting) {
+        reroute_queue(s, o, t);
+        host_reroute(s, o, t);
+      }
+  }
   if (P.batching == Batching::continuous) {
     if (s.q[R.queue].size > 0) cont_kick(s, r, t);
   } else {
