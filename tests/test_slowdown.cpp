@@ -300,4 +300,14 @@ TEST_CASE("slowdown knobs: located errors for values out of range and unknown ke
   CHECK(test::error_of(base, {"fleet.thermal.time_constant_s=60", "fleet.thermal.throttle_above=0.8",
                               "fleet.thermal.clock_drop=1"})
             .find("clock_drop in [0.001, 0.9]") != std::string::npos);
+  // the proxy is one replica's busy time: on a shared device the others' work would heat it too
+  const std::vector<std::string> thermal = {
+      "fleet.thermal={time_constant_s: 60, throttle_above: 0.8, clock_drop: 0.3}"};
+  for (const char* sharing : {"time_slicing=2", "mps=2", "partition=1g.10gb"}) {
+    std::vector<std::string> sets = thermal;
+    sets.push_back(sharing);
+    CHECK(test::error_of(base, sets)
+              .find("thermal throttling is modelled for replicas that have their device to "
+                    "themselves") != std::string::npos);
+  }
 }

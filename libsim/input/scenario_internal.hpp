@@ -37,6 +37,8 @@ void finish_engine_settings(PoolSpec& P);
 void parse_ownership(const N& n, const char* kind, PoolSpec& P, const std::vector<DeviceSpec>& devices);
 // scenario_autoscale.cpp: fleet.autoscale (the starting count already read into P.replicas)
 void parse_autoscale(const N& fl, PoolSpec& P);
+// fleet.failures, fleet.faults and fleet.thermal (scenario_faults.cpp); after the pool's sharing
+void parse_faults(const N& fl, PoolSpec& P);
 // scenario_speculative.cpp: engine.speculative, and the expected tokens per verify step
 void parse_speculative(const N& eng, const std::vector<ModelSpec>& models, PoolSpec& P);
 double spec_tokens_per_step(const std::vector<double>& acceptance);

@@ -428,27 +428,7 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
       P.empty_nodes_first =
           nd.at("scale_down_order").choice({"replicaset", "empty_nodes_first"}) == "empty_nodes_first";
   }
-  if (fl.has("failures")) {
-    const N fa = fl.at("failures");
-    fa.allow_keys({"mtbf_hours"});
-    P.mtbf_hours = fa.req("mtbf_hours").pos(1e7);
-  }
-  if (fl.has("faults")) {
-    const N fa = fl.at("faults");
-    fa.allow_keys({"cpu_fallback"});
-    const N cf = fa.req("cpu_fallback");
-    cf.allow_keys({"share", "slowdown", "at_s"});
-    P.fallback_share = cf.req("share").num_in(0, 1, "share");
-    P.fallback_slowdown = cf.has("slowdown") ? cf.at("slowdown").num_in(1, 10000, "slowdown") : 50.0;
-    P.fallback_at_s = cf.has("at_s") ? cf.at("at_s").num_in(0, 1e9) : 0.0;
-  }
-  if (fl.has("thermal")) {
-    const N th = fl.at("thermal");
-    th.allow_keys({"time_constant_s", "throttle_above", "clock_drop"});
-    P.thermal_tau_s = th.req("time_constant_s").pos(1e8);
-    P.thermal_above = th.req("throttle_above").num_in(0.001, 0.999, "throttle_above");
-    P.thermal_clock_drop = th.req("clock_drop").num_in(0.001, 0.9, "clock_drop");
-  }
+  parse_faults(fl, P);
   const bool scaled = fl.has("autoscale");
   P.replicas = fl.has("replicas") || !scaled ? int(fl.req("replicas").integer(scaled ? 0 : 1, 4096)) : -1;
   P.min_replicas = P.max_replicas = P.replicas;
