@@ -118,6 +118,22 @@ TEST_CASE("quantized weights keep their embedding and LM head at 16 bits; MXFP4 
   CHECK(resident_weight_bytes(oss, 2.0, 0.53125) ==
         doctest::Approx((20.91e9 - routed) * 2 + routed * 0.53125 * 3072 / 2880));
   CHECK(resident_weight_bytes(oss, 2.0, 0.53125) / gib == doctest::Approx(13.47).epsilon(0.003));
+  // Llama 3.2 1B ties its LM head to its input embedding too: one table stays at 16 bits
+  CHECK(resident_weight_bytes(model("llama-3.2-1b"), 1.0, -1) == doctest::Approx(1.24e9 + 128256.0 * 2048));
+}
+
+TEST_CASE("data-parallel attention spreads the routed experts, padding and all, over the ranks") {
+  const double gib = 1073741824.0;
+  // gpt-oss-120b with MXFP4 experts at dp 4: each device holds the dense part and a quarter of the
+  // padded experts (hidden 2,880 stored as 3,072)
+  MemoryInputs in;
+  in.device = device("h100-sxm-80gb");
+  in.model = model("gpt-oss-120b");
+  in.expert_weight_bytes_per_param = 0.53125;
+  const double whole = compute_capacity(in).weights_gib;
+  in.dp = 4;
+  const double padded_experts = in.model.routed_expert_params() * 0.53125 * 3072 / 2880;
+  CHECK(compute_capacity(in).weights_gib == doctest::Approx(whole - 0.75 * padded_experts / gib));
 }
 
 TEST_CASE("a model that does not fit is an input error that says what it needs and what the device has") {

@@ -282,7 +282,7 @@ TEST_CASE("a scenario can define its own MoE model and a device with its own int
     test::scenario(yaml, {"catalog.models.my-moe.experts_per_token=17"});
     FAIL("expected an error");
   } catch (const InputError& e) {
-    CHECK(std::string(e.what()).find("experts_per_token must be <= experts") != std::string::npos);
+    CHECK(std::string(e.what()).find(") must be <= experts (") != std::string::npos);
   }
 }
 

@@ -369,3 +369,25 @@ TEST_CASE("a scenario's catalog overrides built-in fields and adds devices and m
   CHECK(error_of(yaml, {"device=my-gpx"}) ==
         "--set device=my-gpx: error: device: unknown device 'my-gpx' (did you mean 'my-gpu'?)");
 }
+
+TEST_CASE("catalog models: a layout no engine runs, or figures that change nothing, are located errors") {
+  const std::string base =
+      "duration_s: 100\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\nfleet: {replicas: 1}\n"
+      "workload: {arrival: {process: poisson, rate_per_s: 1}, prompt_tokens: 100, output_tokens: 10}\n";
+  auto with = [&](const std::string& model) { return base + "catalog: {models: {" + model + "}}\n"; };
+  CHECK(error_of(with("llama-3.1-8b: {kv_heads: 12}")) ==
+        "<test>:6:34: error: catalog.models.llama-3.1-8b: heads (32) must be a multiple of kv_heads (12): each KV "
+        "head serves an equal group of query heads");
+  CHECK(error_of(with("llama-3.1-8b: {experts_per_token: 2}")) ==
+        "<test>:6:54: error: catalog.models.llama-3.1-8b.experts_per_token: experts_per_token is for a mixture of "
+        "experts; this model has none (set experts)");
+  CHECK(error_of(with("llama-3.1-8b: {params_b: 0.001}")) ==
+        "<test>:6:45: error: catalog.models.llama-3.1-8b.params_b: params_b 0.001 is below what the architecture "
+        "holds: at least 5.63 billion (layers x (attention + MLP) + vocab x hidden)");
+  // an inherited experts_per_token is reported where the user wrote experts
+  CHECK(error_of(replace(with("mixtral-8x7b: {experts: 1}"), "llama-3.1-8b", "mixtral-8x7b")) ==
+        "<test>:6:44: error: catalog.models.mixtral-8x7b.experts: experts_per_token (2) must be <= experts (1)");
+  // every built-in model passes the checks a scenario's model must
+  for (const ModelSpec& m : builtin_models())
+    CHECK_MESSAGE(error_of(with(m.name + ": {notes: x}")) == "(no error)", m.name);
+}

@@ -60,6 +60,18 @@ double weight_bytes(const ModelSpec& m, double bytes_per_param, double expert_by
   return (m.params_b * 1e9 - routed) * bytes_per_param + routed * expert_bytes_per_param;
 }
 
+namespace {
+// MXFP4 expert weights are stored padded (hidden to 256, each rank's intermediate to 64): the
+// routed experts' resident bytes over their parameters' bytes; 1 for other dtypes
+double expert_padding(const ModelSpec& m, double expert_bytes_per_param, int tp) {
+  if (!m.moe() || expert_bytes_per_param != weight_dtype_bytes("mxfp4")) return 1.0;
+  const int ranks = tp < 1 ? 1 : tp;
+  auto round_up = [](double x, double to) { return std::ceil(x / to) * to; };
+  const double inter = double(m.expert_intermediate) / ranks;
+  return round_up(m.hidden, 256) / m.hidden * round_up(inter, 64) / inter;
+}
+}  // namespace
+
 double resident_weight_bytes(const ModelSpec& m, double bytes_per_param, double expert_bytes_per_param, int tp) {
   double b = weight_bytes(m, bytes_per_param, expert_bytes_per_param);
   if (bytes_per_param < 2.0) {
@@ -67,13 +79,7 @@ double resident_weight_bytes(const ModelSpec& m, double bytes_per_param, double 
     const double tables = m.kind == ModelKind::generate && !m.tied_embeddings ? 2.0 : 1.0;
     b += tables * double(m.vocab) * m.hidden * (2.0 - bytes_per_param);
   }
-  if (m.moe() && expert_bytes_per_param == weight_dtype_bytes("mxfp4")) {
-    const int ranks = tp < 1 ? 1 : tp;
-    auto round_up = [](double x, double to) { return std::ceil(x / to) * to; };
-    const double inter = double(m.expert_intermediate) / ranks;
-    const double pad = round_up(m.hidden, 256) / m.hidden * round_up(inter, 64) / inter;
-    b += m.routed_expert_params() * expert_bytes_per_param * (pad - 1.0);
-  }
+  b += m.routed_expert_params() * expert_bytes_per_param * (expert_padding(m, expert_bytes_per_param, tp) - 1.0);
   return b;
 }
 
@@ -101,7 +107,8 @@ Capacity compute_capacity(const MemoryInputs& in) {
     // spread over all dp x tp devices (expert parallelism across the ranks)
     const double eb =
         in.expert_weight_bytes_per_param < 0 ? in.weight_bytes_per_param : in.expert_weight_bytes_per_param;
-    c.weights_gib -= in.model.routed_expert_params() * eb * (1.0 - 1.0 / in.dp) / c.devices / kGiB;
+    c.weights_gib -= in.model.routed_expert_params() * eb * expert_padding(in.model, eb, tp) * (1.0 - 1.0 / in.dp) /
+                     c.devices / kGiB;
   }
   if (in.has_draft) {
     c.draft_gib = resident_weight_bytes(in.draft, in.weight_bytes_per_param, -1.0, tp) / kGiB / c.devices;

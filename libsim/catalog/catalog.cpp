@@ -139,7 +139,7 @@ const std::vector<ModelSpec>& builtin_models() {
         {"llama-2-70b", ModelKind::generate, 68.98, 80, 8192, 64, 8, 128, 28672, 32000, 4096, "Meta Llama 2 70B"},
         {"codellama-34b", ModelKind::generate, 33.74, 48, 8192, 64, 8, 128, 22016, 32000, 16384,
          "Code Llama 34B Instruct"},
-        {"qwen2.5-32b", ModelKind::generate, 32.76, 64, 5120, 40, 8, 128, 27648, 152064, 32768, "Qwen2.5 32B"},
+        {"qwen2.5-32b", ModelKind::generate, 32.76, 64, 5120, 40, 8, 128, 27648, 152064, 131072, "Qwen2.5 32B"},
         {"deepseek-r1-distill-qwen-14b", ModelKind::generate, 14.77, 48, 5120, 40, 8, 128, 13824, 152064, 131072,
          "DeepSeek-R1-Distill-Qwen-14B (Qwen2.5 14B architecture)"},
         {"deepseek-coder-6.7b", ModelKind::generate, 6.74, 32, 4096, 32, 32, 128, 11008, 32256, 16384,
@@ -162,6 +162,9 @@ const std::vector<ModelSpec>& builtin_models() {
                           "Qwen3 0.6B (input embedding shared with the LM head)"};
     qwen3_small.tied_embeddings = true;
     v.push_back(qwen3_small);
+    // Llama 3.2 1B's LM head is its input embedding too (`tie_word_embeddings: true`)
+    for (auto& x : v)
+      if (x.name == "llama-3.2-1b") x.tied_embeddings = true;
     auto moe = [](ModelSpec x, int experts, int per_token, int shared, int expert_inter, int dense_layers) {
       x.experts = experts;
       x.experts_per_token = per_token;

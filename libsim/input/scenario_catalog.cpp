@@ -1,4 +1,6 @@
 // Scenario files: the catalog section, devices and models merged into the built-in catalog.
+#include <fmt/format.h>
+
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -97,6 +99,12 @@ ModelSpec parse_model(const N& n, const ModelSpec* base, const std::string& name
   ifield("vocab", m.vocab, 1, 1 << 24);
   ifield("max_context", m.max_context, 2, 1 << 24);
   if (m.kv_heads > m.heads) n.fail("kv_heads must be <= heads", ErrorKind::inconsistent);
+  // grouped-query attention shares each KV head among an equal group of query heads
+  if (m.heads % m.kv_heads != 0)
+    n.fail(fmt::format("heads ({}) must be a multiple of kv_heads ({}): each KV head serves an equal group of "
+                       "query heads",
+                       m.heads, m.kv_heads),
+           ErrorKind::inconsistent);
   if (n.has("notes")) m.notes = n.at("notes").str();
   auto opt = [&](const char* key, int& out, int64_t lo, int64_t hi) {
     if (n.has(key)) out = int(n.at(key).integer(lo, hi));
@@ -111,11 +119,31 @@ ModelSpec parse_model(const N& n, const ModelSpec* base, const std::string& name
   opt("sliding_window", m.sliding_window, 0, 1 << 24);
   opt("sliding_layers", m.sliding_layers, 0, 1000);
   if (n.has("tied_embeddings")) m.tied_embeddings = n.at("tied_embeddings").boolean();
+  if (m.experts == 0) {
+    // what only a mixture of experts has would change nothing on a dense model: say so
+    for (const char* k : {"experts_per_token", "shared_experts", "expert_intermediate", "dense_layers"})
+      if (n.has(k))
+        n.at(k).fail(std::string(k) + " is for a mixture of experts; this model has none (set experts)",
+                     ErrorKind::inconsistent);
+    // a dense model holds at least its attention and MLP projections and its embedding
+    const double least = double(m.layers) * (2.0 * m.hidden * double(m.heads) * m.head_dim +
+                                             2.0 * m.hidden * double(m.kv_heads) * m.head_dim +
+                                             2.0 * m.hidden * double(m.intermediate)) +
+                         double(m.vocab) * m.hidden;
+    if (m.params_b * 1e9 < 0.95 * least)
+      (n.has("params_b") ? n.at("params_b") : n)
+          .fail(fmt::format("params_b {:g} is below what the architecture holds: at least {:.3g} billion "
+                            "(layers x (attention + MLP) + vocab x hidden)",
+                            m.params_b, least / 1e9),
+                ErrorKind::inconsistent);
+  }
   if (m.experts > 0) {
     for (const char* k : {"experts_per_token", "expert_intermediate"})
       if (!n.has(k) && !(base && base->experts > 0)) n.fail(std::string("a model with experts needs '") + k + "'");
     if (m.experts_per_token > m.experts)
-      n.at("experts_per_token").fail("experts_per_token must be <= experts", ErrorKind::inconsistent);
+      (n.has("experts_per_token") ? n.at("experts_per_token") : n.at("experts"))
+          .fail(fmt::format("experts_per_token ({}) must be <= experts ({})", m.experts_per_token, m.experts),
+                ErrorKind::inconsistent);
     if (m.dense_layers >= m.layers)
       n.fail("dense_layers must be < layers (the other layers hold the experts)", ErrorKind::inconsistent);
     if (m.routed_expert_params() >= m.params_b * 1e9)
