@@ -76,7 +76,18 @@ TEST_CASE("common request streams: one stream per open-loop class and replicatio
   // the constant class: evenly spaced from its start, none at or after its stop
   const SimParams q = streams.with_streams(p, 0);
   const ArrivalParams& cron = q.classes[3].arrivals;
-  CHECK(cron.trace_n == 60);  // 30 s to 150 s at 0.5/s
-  CHECK(cron.trace_t_s[0] == 0.0);
-  CHECK(cron.trace_t_s[59] == doctest::Approx(118.0));
+  CHECK(cron.trace_n == 60);   // 30 s to 150 s at 0.5/s
+  CHECK(cron.start_s == 0.0);  // the times are kept as drawn, not from the start
+  CHECK(cron.trace_t_s[0] == 30.0);
+  CHECK(cron.trace_t_s[59] == doctest::Approx(148.0));
+}
+
+TEST_CASE("common request streams: a start that is not a round number changes no arrival time") {
+  // (t - 12.345) + 12.345 is not t for about one time in ten: the streams keep t itself
+  std::string grid = kGrid;
+  const std::string from = "chat: {pool: a, arrival: {process: poisson, rate_per_s: 6}";
+  grid.replace(grid.find(from), from.size(),
+               "chat: {pool: a, arrival: {process: poisson, rate_per_s: 6, start_s: 12.345}");
+  const Json shared = sweep(grid, true), own = sweep(grid, false);
+  CHECK(shared["rows"].dump() == own["rows"].dump());
 }

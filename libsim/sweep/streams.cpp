@@ -83,7 +83,7 @@ std::shared_ptr<const RequestStreams::Drawn> RequestStreams::get(const SimParams
       too_long = true;
       return false;
     }
-    s->t_s.push_back(t - C.arrivals.start_s);
+    s->t_s.push_back(t);  // as drawn: (t - start) + start need not give t back
     s->prompt.push_back(int32_t(sample_length(C.prompt, rng, fleetsim::Stream::prompt, uint32_t(c), idx)));
     s->output.push_back(int32_t(sample_length(C.output, rng, fleetsim::Stream::output, uint32_t(c), idx)));
     return true;
@@ -107,6 +107,7 @@ SimParams RequestStreams::with_streams(const SimParams& p, uint32_t r) {
     const auto s = get(p, c, r);
     if (!s || s->t_s.empty()) continue;  // too long to keep, or no request at all: drawn as before
     a.kind = ArrivalKind::trace;
+    a.start_s = 0.0;  // the times are absolute
     a.trace_t_s = s->t_s.data();
     a.trace_prompt = s->prompt.data();
     a.trace_output = s->output.data();

@@ -44,7 +44,7 @@ class RequestStreams {
 
  private:
   struct Drawn {
-    std::vector<double> t_s;  // arrival times less the class's start_s
+    std::vector<double> t_s;  // arrival times as drawn (absolute: the class starts at 0 when replayed)
     std::vector<int32_t> prompt, output;
   };
   std::shared_ptr<const Drawn> get(const SimParams& p, int32_t c, uint32_t r);
