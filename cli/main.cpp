@@ -169,7 +169,7 @@ int cmd_run(const Options& o) {
     check_status(*t, s.source);
   }
   Json r = run_report(s, *t);
-  add_newer_device_views(r, src, s, *t);
+  add_newer_device_views(r, src, s, *t, 0);
   if (o.window_s > 0) r["worst_window"] = worst_window(timeline);
   if (!timeline.is_null()) r["timeline"] = std::move(timeline);
   if (o.format == "json")

@@ -55,7 +55,7 @@ Json scenario_document(const ReportArgs& a) {
   auto t = std::make_unique<Tally>();
   Json timeline = run_timeline(s, 60, a.threads, 0, t.get());  // the run and its timeline, one simulation
   Json doc = run_report(s, *t);
-  add_newer_device_views(doc, src, s, *t);
+  add_newer_device_views(doc, src, s, *t, 0);
   doc["timeline"] = std::move(timeline);
   return doc;
 }

@@ -67,6 +67,7 @@ void validate(PyScenario& s) {
   const Scenario sc = s.src.instantiate();
   s.name = sc.name;
   s.has_sweep = has_sweep_section(s.src);
+  if (s.has_sweep) parse_sweep(s.src);  // as `fleetsim validate`: a bad sweep: section fails here too
 }
 
 // A source string: a file when it looks like one, YAML text otherwise.
@@ -127,20 +128,7 @@ pb::object run(pb::handle scenario, pb::handle overrides, pb::handle seed, uint3
   Json report;
   {
     pb::gil_scoped_release nogil;  // other Python threads run while this simulates
-    const Scenario s = ps.src.instantiate();
-    // as `fleetsim run --format json`: a timeline where the fleet autoscales, of the same run
-    auto t = std::make_unique<Tally>();
-    Json timeline;
-    if (want_timeline == 1 || (want_timeline < 0 && wants_timeline(s))) {
-      timeline = run_timeline(s, 60, int(std::max(1u, std::thread::hardware_concurrency())), replication, t.get());
-    } else {
-      HostWorkspace ws;
-      t = simulate_once(s.params(), replication, ws);
-      check_status(*t, s.source);
-    }
-    report = run_report(s, *t);
-    add_newer_device_views(report, ps.src, s, *t);
-    if (!timeline.is_null()) report["timeline"] = std::move(timeline);
+    report = run_document(ps.src, ps.src.instantiate(), replication, want_timeline);
   }
   return to_python(report);
 }
@@ -260,8 +248,11 @@ std::string yaml_text(pb::handle value, int indent, const std::string& what) {
   } catch (pb::error_already_set& e) {
     // json.dumps refuses NaN and infinity with a ValueError of its own: say which argument held one
     if (!e.matches(PyExc_ValueError)) throw;
-    throw InputError(Location{what.empty() ? "fleetsim" : what, 0, 0, ""},
-                     "not a finite number (NaN or infinity): a scenario holds finite numbers");
+    const std::string msg = pb::str(e.value()).cast<std::string>();
+    const Location at{what.empty() ? "fleetsim" : what, 0, 0, ""};
+    if (msg.find("Out of range float") == std::string::npos)  // a circular reference, ...
+      throw InputError(at, "not a value a scenario can hold: " + msg);
+    throw InputError(at, "not a finite number (NaN or infinity): a scenario holds finite numbers");
   }
 }
 

@@ -137,6 +137,14 @@ Json run_on_worker(const ScenarioSource& src, const SweepSpec& spec, SweepOption
   return doc;
 }
 
+// `dataframe` is None, True or False, and True needs pandas: checked before a sweep runs, not after.
+void check_dataframe(pb::handle dataframe, const char* fn) {
+  if (!dataframe.is_none() && !pb::isinstance<pb::bool_>(dataframe))
+    throw pb::type_error(std::string("fleetsim.") + fn + ": dataframe must be True, False or None, not " +
+                         pb::str(pb::type::handle_of(dataframe).attr("__name__")).cast<std::string>());
+  if (!dataframe.is_none() && dataframe.cast<bool>()) pb::module_::import("pandas");  // ImportError now
+}
+
 // A sweep document (whole, a shard's, or merged) as a SweepResult: rows as a DataFrame when asked
 // for or when pandas imports (dataframe None), else a list of dicts.
 SweepResult make_result(const Json& doc, pb::handle dataframe) {
@@ -176,6 +184,7 @@ void set_shard(pb::handle shard, SweepOptions& opt) {
 }
 
 SweepResult merge(pb::handle shards, pb::handle dataframe) {
+  check_dataframe(dataframe, "merge");
   std::vector<std::pair<std::string, Json>> docs;
   int i = 0;
   for (pb::handle x : pb::iter(shards)) {
@@ -203,6 +212,7 @@ SweepResult sweep(pb::handle scenario, pb::handle overrides, int threads, pb::ha
     throw pb::value_error("fleetsim.sweep: backend must be 'auto', 'cpu' or 'cuda'");
   if (!progress.is_none() && !PyCallable_Check(progress.ptr()))
     throw pb::type_error("fleetsim.sweep: progress must be callable as progress(done, total)");
+  check_dataframe(dataframe, "sweep");
   PyScenario ps = coerce_scenario(scenario, overrides);
   // the sweep: keys given here, applied after the scenario's own and the overrides
   std::vector<std::string> sweep_sets;

@@ -22,7 +22,9 @@ grep -q "unknown key 'routr'" "$tmp/plan.out"
 grep -q "schema_version 1" "$tmp/plan_c.out"
 export PKG_CONFIG_PATH="$tmp/prefix/lib/pkgconfig:$tmp/prefix/lib/x86_64-linux-gnu/pkgconfig"
 test -f "$(pkg-config --variable=includedir fleetsim)/fleetsim/fleetsim.h"  # relocatable: found from the .pc file
-cc -c -o "$tmp/c_only.o" $(pkg-config --cflags fleetsim) -x c - <<<'#include <fleetsim/fleetsim.h>
-int main(void) { return fleetsim_version() == 0; }'  # the C header is C
+# the C header is C, and the .pc file names everything a program linking the library needs
+printf '#include <fleetsim/fleetsim.h>\nint main(void) { return fleetsim_version() == 0; }\n' >"$tmp/c_only.c"
+cc -o "$tmp/c_only" "$tmp/c_only.c" $(pkg-config --cflags --libs fleetsim)
+"$tmp/c_only"
 "$tmp/prefix/bin/fleetsim" --version
 echo "install: the installed package builds and runs a consumer project"

@@ -38,7 +38,7 @@ Viewed run_with_view(const std::string& yaml, const std::vector<std::string>& se
       ScenarioSource::from_text(yaml, "<test>", FLEETSIM_SOURCE_DIR).with_overrides(parse_sets(sets));
   const Scenario s = src.instantiate();
   auto r = test::run(s);
-  add_newer_device_views(r.report, src, s, *r.tally);
+  add_newer_device_views(r.report, src, s, *r.tally, 0);
   return {r.report, r.report["ledger"]["pools"]["default"]["ownership"]["newer_device"]};
 }
 

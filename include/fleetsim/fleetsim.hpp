@@ -36,10 +36,14 @@ class ScenarioHandle {
   bool has_sweep() const;  // a top-level sweep: section
 
   struct Impl;
-  const Impl& impl() const { return *impl_; }
+  const Impl& impl() const {
+    if (!impl_) throw Error(Error::Kind::failure, "fleetsim: an empty ScenarioHandle (moved from)");
+    return *impl_;
+  }
   static ScenarioHandle adopt(std::shared_ptr<const Impl> impl);
 
  private:
+  ScenarioHandle() = default;  // a handle holds a scenario: made only by from_file, from_yaml, ...
   std::shared_ptr<const Impl> impl_;
 };
 
@@ -62,9 +66,11 @@ RunResult run(const ScenarioHandle& s, uint32_t replication = 0);
 RunResult run(const ScenarioHandle& s, uint64_t seed, uint32_t replication);
 
 struct SweepSettings {
-  int threads = 0;         // 0: every hardware thread
+  int threads = 0;         // 0: every hardware thread; at most 4096
   bool allow_cuda = true;  // use the CUDA backend when this build has one and a GPU is present
-  std::function<void(uint64_t done, uint64_t total)> progress;  // configurations; may be empty
+  // Configurations done and in all, about every 200 ms from a helper thread and once at the end;
+  // may be empty. An exception it throws stops the sweep and sweep_json throws it as an Error.
+  std::function<void(uint64_t done, uint64_t total)> progress;
 };
 
 // The scenario's sweep: section, run whole; the sweep document (rows, summary, Pareto frontier).

@@ -2,6 +2,8 @@
 // become fleetsim::Error with their located one-line message.
 #include "fleetsim/fleetsim.hpp"
 
+#include <fmt/format.h>
+
 #include <utility>
 
 #include "backend/runner.hpp"
@@ -44,6 +46,7 @@ ScenarioHandle make(ScenarioSource src, const std::vector<std::string>& override
         ScenarioHandle::Impl{src.with_overrides(parse_sets(overrides)), Scenario{}, false});
     impl->scenario = impl->source.instantiate();
     impl->sweep = has_sweep_section(impl->source);
+    if (impl->sweep) parse_sweep(impl->source);  // as `fleetsim validate`: a bad sweep: section fails here
     return ScenarioHandle::adopt(std::move(impl));
   });
 }
@@ -62,12 +65,7 @@ RunResult run_with(const ScenarioHandle& s, const uint64_t* seed, uint32_t repli
   return guarded([&] {
     Scenario sc = s.impl().scenario;
     if (seed) sc.seed = *seed;
-    const SimParams p = sc.params();
-    HostWorkspace ws;
-    const auto t = simulate_once(p, replication, ws);
-    check_status(*t, sc.source);
-    Json r = run_report(sc, *t);
-    add_newer_device_views(r, s.impl().source, sc, *t);
+    Json r = run_document(s.impl().source, sc, replication);
     RunResult out;
     out.json = r.dump(2);
     RunSummary& m = out.summary;
@@ -110,8 +108,8 @@ ScenarioHandle ScenarioHandle::builtin_default(const std::vector<std::string>& o
   return make(ScenarioSource::builtin_default(), overrides);
 }
 
-const std::string& ScenarioHandle::name() const { return impl_->scenario.name; }
-bool ScenarioHandle::has_sweep() const { return impl_->sweep; }
+const std::string& ScenarioHandle::name() const { return impl().scenario.name; }
+bool ScenarioHandle::has_sweep() const { return impl().sweep; }
 
 RunResult run(const ScenarioHandle& s, uint32_t replication) { return run_with(s, nullptr, replication); }
 RunResult run(const ScenarioHandle& s, uint64_t seed, uint32_t replication) { return run_with(s, &seed, replication); }
@@ -119,6 +117,9 @@ RunResult run(const ScenarioHandle& s, uint64_t seed, uint32_t replication) { re
 std::string sweep_json(const ScenarioHandle& s, const SweepSettings& settings) {
   return guarded([&] {
     const SweepSpec spec = parse_sweep(s.impl().source);
+    if (settings.threads < 0 || settings.threads > 4096)
+      throw InputError(Location{"SweepSettings.threads", 0, 0, ""},
+                       fmt::format("{} threads: expected 0 (every hardware thread) to 4096", settings.threads));
     SweepOptions opt;
     opt.threads = settings.threads;
     opt.backend = settings.allow_cuda ? Backend::auto_select : Backend::cpu;

@@ -65,7 +65,8 @@ double per_million(double usd, double tokens) { return tokens > 0 ? usd / tokens
 
 }  // namespace
 
-Json newer_device_view(const ScenarioSource& src, const Scenario& s, const Tally& t, size_t pool) {
+Json newer_device_view(const ScenarioSource& src, const Scenario& s, const Tally& t, size_t pool,
+                       uint32_t replication) {
   const PoolSpec& P = s.pools[pool];
   const auto& W = P.ownership.newer;
   std::vector<Override> ov;
@@ -80,7 +81,7 @@ Json newer_device_view(const ScenarioSource& src, const Scenario& s, const Tally
   v.seed = s.seed;  // the same arrivals and lengths
   const SimParams p = v.params();
   HostWorkspace ws;
-  const auto t2 = simulate_once(p, 0, ws);
+  const auto t2 = simulate_once(p, replication, ws);  // the replication t is
   check_status(*t2, s.source + " (newer: " + W.device + ")");
 
   const Ledger l1 = make_ledger(s, t), l2 = make_ledger(v, *t2);
@@ -121,11 +122,12 @@ Json newer_device_view(const ScenarioSource& src, const Scenario& s, const Tally
   return j;
 }
 
-void add_newer_device_views(Json& report, const ScenarioSource& src, const Scenario& s, const Tally& t) {
+void add_newer_device_views(Json& report, const ScenarioSource& src, const Scenario& s, const Tally& t,
+                            uint32_t replication) {
   for (size_t i = 0; i < s.pools.size(); ++i) {
     const PoolSpec& P = s.pools[i];
     if (!P.ownership.owned() || !P.ownership.has_newer()) continue;
-    report["ledger"]["pools"][P.name]["ownership"]["newer_device"] = newer_device_view(src, s, t, i);
+    report["ledger"]["pools"][P.name]["ownership"]["newer_device"] = newer_device_view(src, s, t, i, replication);
   }
 }
 

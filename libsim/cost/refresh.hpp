@@ -11,9 +11,10 @@ namespace fleetsim {
 // One owned pool's comparison. Runs the variant scenario (same seed, same arrivals) once.
 // Throws InputError located at `newer:` when the variant is not a valid scenario (the model
 // does not fit the newer device, a MIG profile it lacks, the facility cannot power it).
-Json newer_device_view(const ScenarioSource& src, const Scenario& s, const Tally& t, size_t pool);
+Json newer_device_view(const ScenarioSource& src, const Scenario& s, const Tally& t, size_t pool, uint32_t replication);
 
 // Every owned pool with `newer`, put into a run report at ledger.pools.<name>.ownership.newer_device.
-void add_newer_device_views(Json& report, const ScenarioSource& src, const Scenario& s, const Tally& t);
+void add_newer_device_views(Json& report, const ScenarioSource& src, const Scenario& s, const Tally& t,
+                            uint32_t replication);
 
 }  // namespace fleetsim

@@ -3,13 +3,31 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <memory>
+#include <thread>
 
+#include "backend/runner.hpp"
 #include "base/error.hpp"
 #include "catalog/catalog.hpp"
+#include "cost/refresh.hpp"
+#include "report/timeline.hpp"
 
 namespace fleetsim {
 
 CapacityAnswer capacity_document(const CapacityRequest& o) {
+  // the ranges the CLI's flags and the Python module check before they get here, for every client
+  auto in_range = [](const char* flag, double v, double lo, double hi) {
+    if (v >= lo && v <= hi) return;
+    throw InputError(Location{flag, 0, 0, ""},
+                     fmt::format("{} {:g}: expected a number in [{:g}, {:g}]", flag, v, lo, hi));
+  };
+  if (o.context != 0) in_range("--context", double(o.context), 1, double(int64_t(1) << 24));  // 0: the default
+  in_range("--tp", o.tp, 1, 64);
+  in_range("--pp", o.pp, 1, 64);
+  in_range("--gpu-memory-utilization", o.gpu_memory_utilization, 0.01, 1.0);
+  in_range("--max-num-seqs", o.max_num_seqs, 1, 16384);
+  in_range("--max-batched-tokens", o.max_batched_tokens, 16, 1 << 20);
+  in_range("--kv-block-tokens", o.kv_block_tokens, 1, 1024);
   std::string why;
   const DeviceSpec* dev = find_named(builtin_devices(), o.device, "device", " (see `fleetsim catalog`)", why);
   if (!dev) throw InputError(Location{"--device", 0, 0, ""}, why);
@@ -133,6 +151,22 @@ Json catalog_document() {
   j["devices"] = devs;
   j["models"] = mods;
   return j;
+}
+
+Json run_document(const ScenarioSource& src, const Scenario& s, uint32_t replication, int timeline) {
+  auto t = std::make_unique<Tally>();
+  Json windows;
+  if (timeline == 1 || (timeline < 0 && wants_timeline(s))) {  // the run and its timeline from one simulation
+    windows = run_timeline(s, 60, int(std::max(1u, std::thread::hardware_concurrency())), replication, t.get());
+  } else {
+    HostWorkspace ws;
+    t = simulate_once(s.params(), replication, ws);
+    check_status(*t, s.source);
+  }
+  Json r = run_report(s, *t);
+  add_newer_device_views(r, src, s, *t, replication);
+  if (!windows.is_null()) r["timeline"] = std::move(windows);
+  return r;
 }
 
 }  // namespace fleetsim

@@ -30,4 +30,10 @@ CapacityAnswer capacity_document(const CapacityRequest& q);
 // {schema_version, kind: "catalog", devices[], models[]}
 Json catalog_document();
 
+// The run document of one replication, as `fleetsim run --format json` writes it: with its
+// timeline (60 intervals) where the fleet autoscales (timeline < 0), always (1) or never (0), and
+// each owned pool's newer-device view of the same replication. Throws as simulate_once and
+// check_status do.
+Json run_document(const ScenarioSource& src, const Scenario& s, uint32_t replication, int timeline = -1);
+
 }  // namespace fleetsim

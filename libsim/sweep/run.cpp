@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <system_error>
 #include <thread>
 #include <utility>
 
@@ -220,23 +221,10 @@ Json run_sweep(const ScenarioSource& src, const SweepSpec& spec, const SweepOpti
     p.replications_shared = reps_shared.load();
     return p;
   };
-  std::mutex stop_mutex;
-  std::condition_variable stop_cv;
-  bool stop_progress = false;
-  auto report_progress = [&]() {
-    std::unique_lock<std::mutex> lock(stop_mutex);
-    while (!stop_progress) {
-      lock.unlock();
-      opt.progress(snapshot());
-      lock.lock();
-      stop_cv.wait_for(lock, std::chrono::milliseconds(200), [&] { return stop_progress; });
-    }
-  };
-  std::thread progress_thread;
-  if (opt.progress) progress_thread = std::thread(report_progress);
-
   std::exception_ptr failure;
   std::mutex failure_mutex;
+  // the first exception of any thread (a caller's progress callback too) stops the sweep, and
+  // run_sweep throws it on the caller's thread
   auto guarded = [&](auto&& fn) {
     try {
       fn();
@@ -247,6 +235,34 @@ Json run_sweep(const ScenarioSource& src, const SweepSpec& spec, const SweepOpti
       next.store(configs.size() + 1);
     }
   };
+  // Threads beyond the caller's own: as many as the system will start (a container's process limit
+  // may allow fewer); the rows do not depend on how many run.
+  auto start_threads = [](std::vector<std::thread>& pool, unsigned n, const auto& fn) {
+    try {
+      for (unsigned i = 0; i < n; ++i) pool.emplace_back(fn);
+    } catch (const std::system_error&) {
+    }
+  };
+
+  std::mutex stop_mutex;
+  std::condition_variable stop_cv;
+  bool stop_progress = false;
+  auto report_progress = [&]() {
+    std::unique_lock<std::mutex> lock(stop_mutex);
+    while (!stop_progress && !failed.load()) {
+      lock.unlock();
+      guarded([&] { opt.progress(snapshot()); });
+      lock.lock();
+      stop_cv.wait_for(lock, std::chrono::milliseconds(200), [&] { return stop_progress; });
+    }
+  };
+  std::thread progress_thread;
+  if (opt.progress) {
+    try {
+      progress_thread = std::thread(report_progress);
+    } catch (const std::system_error&) {  // no thread to spare: progress only at the end
+    }
+  }
 
   if (backend == Backend::cpu) {
     RequestStreams streams;
@@ -350,7 +366,7 @@ Json run_sweep(const ScenarioSource& src, const SweepSpec& spec, const SweepOpti
       });
     };
     std::vector<std::thread> pool;
-    for (unsigned i = 1; i < threads; ++i) pool.emplace_back(worker);
+    start_threads(pool, threads - 1, worker);
     worker();
     for (auto& t : pool) t.join();
   } else {
@@ -373,7 +389,7 @@ Json run_sweep(const ScenarioSource& src, const SweepSpec& spec, const SweepOpti
         });
       };
       std::vector<std::thread> pool;
-      for (unsigned i = 1; i < threads; ++i) pool.emplace_back(run);
+      start_threads(pool, threads - 1, run);
       run();
       for (auto& t : pool) t.join();
     };
@@ -444,7 +460,7 @@ Json run_sweep(const ScenarioSource& src, const SweepSpec& spec, const SweepOpti
   }
   stop_cv.notify_all();
   if (progress_thread.joinable()) progress_thread.join();
-  if (opt.progress) opt.progress(snapshot());
+  if (opt.progress && !failed.load()) guarded([&] { opt.progress(snapshot()); });
   if (failure) std::rethrow_exception(failure);
   if (done.load() < configs.size()) throw SweepInterrupted(finished.size() + done.load(), total);
   flush_resumed(spec.count());

@@ -196,6 +196,26 @@ def test_bad_inputs():
         fleetsim.sweep(SMALL_YAML, parameters={"fleet.replicas": [1, float("inf")]})
     with pytest.raises(TypeError, match="timeline must be True, False or None, not str"):
         fleetsim.run(timeline="yes")
+    # what json cannot write is said as json says it, not as a NaN
+    loop = {}
+    loop["self"] = loop
+    with pytest.raises(fleetsim.InputError, match=r"^overrides\[fleet\]: error: not a value a scenario can hold"):
+        fleetsim.run(overrides={"fleet": loop})
+    # a bad dataframe argument before the sweep runs, not after
+    with pytest.raises(TypeError, match="dataframe must be True, False or None, not str"):
+        fleetsim.sweep(TINY_SWEEP, dataframe="no")
+    # a bad sweep: section fails where the scenario is made, as `fleetsim validate` says
+    bad = TINY_SWEEP.read_text().replace("fleet.replicas: [1, 2]", "fleet.replcas: [1, 2]")
+    with pytest.raises(fleetsim.InputError, match="unknown key 'replcas'"):
+        fleetsim.Scenario(yaml=bad)
+
+
+def test_a_replications_newer_device_view_serves_its_arrivals():
+    newer = SOURCE / "scenarios" / "newer-device.yaml"
+    for rep in (0, 1):
+        v = fleetsim.run(newer, overrides={"duration_s": 900}, replication=rep)
+        v = v["ledger"]["pools"]["default"]["ownership"]["newer_device"]
+        assert v["current"]["tokens"] == v["newer"]["tokens"]
 
 
 def sweep_columns_ok(rows, params):
