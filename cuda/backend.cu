@@ -134,6 +134,16 @@ bool cuda_available(std::string* why) {
     cudaGetLastError();
     return false;
   }
+  // a device this build has no kernel image for (it is built for CMAKE_CUDA_ARCHITECTURES)
+  cudaFuncAttributes a;
+  const cudaError_t k = cudaFuncGetAttributes(&a, simulate_jobs);
+  if (k != cudaSuccess) {
+    if (why)
+      *why = std::string("no usable CUDA device (") + cudaGetErrorString(k) +
+             ": this build's kernel is for another GPU architecture)";
+    cudaGetLastError();
+    return false;
+  }
   return true;
 }
 
@@ -185,6 +195,9 @@ CompactTallies cuda_simulate_compact(const std::vector<SimJob>& jobs, CudaLaunch
   DeviceBuffer d_slots(plan.slot_bytes()), d_order(4 * size_t(n)), d_next(4 * 2);
   DeviceBuffer d_results[2] = {DeviceBuffer(plan.chunk * rstride), DeviceBuffer(plan.chunk * rstride)};
   d_order.upload(plan.order.data(), 4 * size_t(n));
+  // a cudaMemcpy from pageable memory may return before its DMA lands, and the non-blocking
+  // streams below do not wait for the legacy stream it ran on
+  check(cudaDeviceSynchronize(), "upload");
   PinnedBuffer host(size_t(n) * rstride);
   CudaStream compute, copy;
   Event done[2], copied[2];
