@@ -81,6 +81,14 @@ int run_fit(const FitArgs& a, const std::function<void(const std::string&)>& emi
       throw InputError(Location{}, fmt::format("{} step timings in {}: a fit needs at least {}", samples.size(), data,
                                                kMinFitPoints));
     prof.device = device;
+    // what the rows share names the profile, so that a pool of that configuration finds its error
+    bool one_model = true, one_tp = true, one_dtype = true;
+    for (const auto& x : samples)
+      one_model = one_model && x.model == samples[0].model, one_tp = one_tp && x.tp == samples[0].tp,
+      one_dtype = one_dtype && x.weight_dtype == samples[0].weight_dtype;
+    if (one_model) prof.model = samples[0].model;
+    if (one_model && one_tp) prof.tp = samples[0].tp;
+    if (one_dtype) prof.weight_dtype = samples[0].weight_dtype;
     prof.c = fit_steps(samples);
     check_fitted(prof.c, data);
     // k-fold: each step predicted by a fit without it
@@ -112,6 +120,9 @@ int run_fit(const FitArgs& a, const std::function<void(const std::string&)>& emi
         fmt::format("{} step timings on {}\nstep time: MAPE {} (fit), median |error| {} (fit){}\n", samples.size(),
                     device, pct(mean_fit), pct(med(err_fit)),
                     err_held.empty() ? std::string() : fmt::format(", {} ({}-fold held out)", pct(med(err_held)), k));
+    prof.step_time.steps = int(samples.size());
+    prof.step_time.median = med(err_fit);
+    prof.step_time.held_out = med(err_held);
     out["steps"] = samples.size();
     out["step_time"] = {
         {"mape", mean_fit}, {"median_abs_error", med(err_fit)}, {"held_out_median_abs_error", med(err_held)}};

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <string>
 
@@ -276,4 +277,41 @@ TEST_CASE("fit inputs: too few usable points across several files is an error of
         "fleetsim: error: 2 usable benchmark points in " + f0 + ", " + f1 +
             ": a fit needs at least 3 (a point needs a catalog model and device, lengths, a load, and a "
             "measured latency; --device/--model/--tp fill what JSON results do not say)");
+}
+
+TEST_CASE("fit --steps: the profile names the configuration its rows share and keeps its step-time error") {
+  cli::FitArgs a;
+  a.inputs = {steps_csv("shared.csv", 12)};
+  a.steps = true;
+  a.folds = 3;
+  a.output = test::temp_path("shared.yaml");
+  REQUIRE(fit_error(a) == "(no error)");
+  const PerfProfile p = load_profile(a.output, "");
+  CHECK(p.name == "h100-sxm-80gb/llama-3.1-8b/tp1");
+  CHECK(p.model == "llama-3.1-8b");
+  CHECK(p.tp == 1);
+  CHECK(p.weight_dtype == "bf16");
+  CHECK(p.step_time.steps == 12);
+  CHECK(p.step_time.median >= 0.0);
+  CHECK(std::isfinite(p.step_time.held_out));
+  // so a pool of that configuration takes its error as its own; another model's does not
+  std::string why;
+  CHECK(profile_applies(p, "llama-3.1-8b", 1, 1, "bf16", why, "vllm"));
+  CHECK_FALSE(profile_applies(p, "qwen3-32b", 1, 1, "bf16", why, "vllm"));
+  CHECK(why == "model llama-3.1-8b");
+  // rows of two models: the profile is the device's, fitted on several models
+  std::string text;
+  std::ifstream in(steps_csv("mixed.csv", 6));
+  text.assign(std::istreambuf_iterator<char>(in), {});
+  for (int i = 1; i <= 6; ++i)
+    text += "Qwen/Qwen3-32B,H100-SXM," + std::to_string(90 * i) + "," + std::to_string(i) + "," +
+            std::to_string(400 * i) + "," + std::to_string(9 + i) + "\n";
+  a.inputs = {write_temp("mixed2.csv", text)};
+  a.output = test::temp_path("mixed.yaml");
+  REQUIRE(fit_error(a) == "(no error)");
+  const PerfProfile m = load_profile(a.output, "");
+  CHECK(m.model.empty());
+  CHECK(m.name == "h100-sxm-80gb/any");
+  CHECK_FALSE(profile_applies(m, "llama-3.1-8b", 1, 1, "bf16", why, "vllm"));
+  CHECK(why == "several models");
 }

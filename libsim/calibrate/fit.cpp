@@ -109,6 +109,9 @@ std::vector<StepSample> read_step_samples(const std::string& path, std::string& 
     const double per_seq = ps > 0 ? pt / ps : 0;
     StepSample s;
     s.where = csv.where();
+    s.model = sc.pools[0].model.name;
+    s.weight_dtype = sc.pools[0].weight_dtype;
+    s.tp = tp;
     s.x[0] = 1.0;
     s.x[1] = ps + ds;
     s.x[2] = P.work.weight_bytes / peak_bytes;

@@ -27,6 +27,8 @@ Eigen::VectorXd nnls(const Eigen::MatrixXd& A, const Eigen::VectorXd& b, int max
 // FLOP/s) and its measured time.
 struct StepSample {
   std::string where;
+  std::string model, weight_dtype;  // catalog model and dtype of the row's configuration
+  int tp = 1;
   double x[6] = {};
   double step_s = 0;
 };

@@ -99,7 +99,7 @@ PerfProfile parse_profile(const std::string& text, const std::string& where) {
   const detail::N n{root, "", &src};
   if (!root.IsMap()) n.fail("a performance profile is a mapping (profile, device, coefficients, ...)");
   n.allow_keys({"format", "profile", "device", "model", "tp", "weight_dtype", "engine", "composition", "coefficients",
-                "data", "method", "fit", "held_out", "cross_validated"});
+                "data", "method", "fit", "held_out", "cross_validated", "step_time"});
   // a file without `format` predates it (format 1): its coefficients are a subset of these
   if (n.has("format")) {
     const detail::N f = n.at("format");
@@ -161,6 +161,13 @@ PerfProfile parse_profile(const std::string& text, const std::string& where) {
   if (n.has("fit")) read_error(p.fit, n.at("fit"));
   if (n.has("held_out")) read_error(p.held_out, n.at("held_out"));
   if (n.has("cross_validated")) read_error(p.cross_validated, n.at("cross_validated"));
+  if (n.has("step_time")) {
+    const detail::N e = n.at("step_time");
+    e.allow_keys({"steps", "median", "held_out"});
+    p.step_time.steps = int(e.req("steps").integer(1, 100000000));
+    if (e.has("median")) p.step_time.median = e.at("median").num_in(0, 1e6);
+    if (e.has("held_out")) p.step_time.held_out = e.at("held_out").num_in(0, 1e6);
+  }
   return p;
 }
 
@@ -230,6 +237,16 @@ std::string profile_yaml(const PerfProfile& p) {
     std::ostringstream f;
     write_error(f, "cross_validated", p.cross_validated);
     o << "cross_validated:\n" << f.str().substr(f.str().find('\n') + 1);
+  }
+  if (p.step_time.steps > 0) {
+    char b[160];
+    o << "step_time:\n  steps: " << p.step_time.steps << "\n";
+    for (const auto& [k, v] :
+         {std::pair<const char*, double>{"median", p.step_time.median}, {"held_out", p.step_time.held_out}})
+      if (std::isfinite(v)) {
+        std::snprintf(b, sizeof b, "  %s: %.4f\n", k, v);
+        o << b;
+      }
   }
   return o.str();
 }
@@ -329,7 +346,7 @@ bool profile_applies(const PerfProfile& p, const std::string& model, int tp, int
   auto differs = [&](const std::string& what) { d += (d.empty() ? "" : ", ") + what; };
   if (profile_engine(p) != engine) differs(profile_engine(p) + " runs");
   if (p.model.empty())
-    differs("it was fitted on no one model");
+    differs("several models");
   else if (p.model != model)
     differs("model " + p.model);
   if (p.tp > 0 && p.tp != tp) differs("tp " + std::to_string(p.tp));

@@ -66,6 +66,12 @@ struct ProfileError {
   }
 };
 constexpr const char* kProfileMetrics[4] = {"mean_ttft", "mean_tpot", "mean_e2e", "p99_ttft"};
+// A fit to per-step timings (`fleetsim fit --steps`) measures its error on step times, not on
+// latencies: median |relative error| of the steps it was fitted on, and of steps held out of it.
+struct StepTimeError {
+  int steps = 0;
+  double median = __builtin_nan(""), held_out = __builtin_nan("");
+};
 
 struct PerfProfile {
   std::string name;          // e.g. h100-sxm-80gb/llama-3.1-8b/tp1
@@ -79,6 +85,7 @@ struct PerfProfile {
   std::string method;
   ProfileError fit, held_out;
   ProfileError cross_validated;  // physics: each device's points predicted by a fit without that device
+  StepTimeError step_time;       // a fit to per-step timings
   std::string origin;            // "builtin" or the file it was read from
 };
 

@@ -67,6 +67,14 @@ Json step_time_json(const PoolSpec& P) {
       if (std::isfinite(f.held_out.median[k]))
         held["median_abs_error_" + std::string(kProfileMetrics[k])] = f.held_out.median[k];
     j["held_out"] = held;
+    // a fit to per-step timings measured its error on step times
+    if (f.step_time.steps > 0) {
+      Json e;
+      e["steps"] = f.step_time.steps;
+      e["median_abs_error"] = std::isfinite(f.step_time.median) ? Json(f.step_time.median) : Json();
+      e["held_out_median_abs_error"] = std::isfinite(f.step_time.held_out) ? Json(f.step_time.held_out) : Json();
+      j["step_time_error"] = e;
+    }
     // the profile's error was measured on its own configuration: quoted as this pool's only there
     std::string why;
     j["error_applies"] =

@@ -345,7 +345,16 @@ std::string run_table(const Json& r) {
             st["latency_at"].get<std::string>());
       } else if (!applies)
         o += fmt::format("steps     profile {}: {}\n", st["profile"].get<std::string>(), st["note"].get<std::string>());
-      else
+      else if (h["points"].get<int>() == 0 && st.contains("step_time_error")) {
+        const Json& e = st["step_time_error"];
+        const Json& he = e["held_out_median_abs_error"];
+        o += fmt::format(
+            "steps     calibrated profile {} (fitted on {} step timings: median step-time error {}; the latencies' "
+            "error is not measured)\n",
+            st["profile"].get<std::string>(), e["steps"].get<int>(),
+            he.is_number() ? fmt::format("{:.1f}% on steps held out of the fit", 100.0 * he.get<double>())
+                           : std::string("not held out"));
+      } else
         o += fmt::format("steps     calibrated profile {} (median error on {} held-out runs: {})\n",
                          st["profile"].get<std::string>(), h["points"].get<int>(), err.empty() ? "none measured" : err);
     } else {
