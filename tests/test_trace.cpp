@@ -72,6 +72,18 @@ TEST_CASE("BurstGPT: failed requests and empty prompts are skipped and counted")
   CHECK(load_trace_csv(test::write_temp("burst2.csv", kBurst)).prompt == t.prompt);
 }
 
+TEST_CASE("a run says how many trace rows it skipped, and why") {
+  const std::string path = test::write_temp("burst_run.csv", kBurst);
+  const Scenario sc = test::scenario(
+      "duration_s: 60\nwarmup_s: 0\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\n"
+      "fleet: {replicas: 1}\nworkload: {arrival: {process: trace, path: " +
+      path + "}}\n");
+  const auto r = test::run(sc);
+  const Json& s = r.report["scenario"];
+  CHECK(s["trace_rows_skipped"] == 4);
+  CHECK(s["trace_rows_skipped_reason"] == "3 failed requests (Response tokens = 0); 1 row with Request tokens = 0");
+}
+
 TEST_CASE("BurstGPT: a model filter keeps one model, and names the models when it matches none") {
   const std::string path = test::write_temp("burst_filter.csv", kBurst);
   TraceOptions gpt4;

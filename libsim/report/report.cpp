@@ -340,6 +340,19 @@ Json run_report(const Scenario& s, const Tally& t) {
   if (P0.dp > 1) sc["data_parallel"] = P0.dp;  // a replica is one rank of a DP-attention engine
   sc["router"] = router_name(P0.router);
   sc["arrival"] = arrival_name(C0.arrival);
+  {  // trace rows dropped as unusable (failed requests, empty prompts): said, not silent
+    int64_t skipped = 0;
+    std::string why;
+    for (const auto& C : s.classes)
+      if (C.trace && C.trace->skipped > 0) {
+        skipped += C.trace->skipped;
+        why += (why.empty() ? "" : "; ") + (s.classes.size() > 1 ? C.name + ": " : "") + C.trace->skipped_reason;
+      }
+    if (skipped > 0) {
+      sc["trace_rows_skipped"] = skipped;
+      sc["trace_rows_skipped_reason"] = why;
+    }
+  }
   double rate = 0;
   for (const auto& C : s.classes) rate += C.rate_per_s;
   sc["rate_per_s"] = rate;
@@ -491,6 +504,10 @@ Json run_report(const Scenario& s, const Tally& t) {
         else
           w["rate_per_s"] = C.rate_per_s;
         if (C.sessions) w["turns"] = C.turns.describe;
+        if (C.trace && C.trace->skipped > 0) {
+          w["trace_rows_skipped"] = C.trace->skipped;
+          w["trace_rows_skipped_reason"] = C.trace->skipped_reason;
+        }
         w["prompt_tokens"] = C.prompt.describe;
         w["output_tokens"] = C.output.describe;
         cj["workload"] = w;

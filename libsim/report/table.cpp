@@ -318,6 +318,9 @@ std::string run_table(const Json& r) {
                      r["simulation"]["window_s"].get<double>(), sc["warmup_s"].get<double>(),
                      sc["seed"].get<uint64_t>());
   }
+  if (sc.contains("trace_rows_skipped"))
+    o += fmt::format("trace     {} rows skipped as unusable ({})\n", sc["trace_rows_skipped"].get<int64_t>(),
+                     sc["trace_rows_skipped_reason"].get<std::string>());
   if (sc.contains("step_time")) {
     const Json& st = sc["step_time"];
     if (st["calibrated"].get<bool>()) {
