@@ -167,4 +167,21 @@ TEST_CASE("budget errors are located and say what was expected") {
   CHECK(error("budgets:\n  x: {metric: latency_s.ttft.p99, maxx: 1}\n").find("unknown key 'maxx'") !=
         std::string::npos);
   CHECK(error("nothing: 1\n").find("no budgets section") != std::string::npos);
+  // a --set that changed the budget is where its error is: not the file's line, which still holds
+  // what the --set replaced
+  const std::string path =
+      test::write_temp("set_budgets.yaml", "budgets:\n  x: {metric: latency_s.ttft.p99, max: 1}\n");
+  for (const auto& [set, says] : {std::pair<std::string, std::string>{"budgets.x.metric=nope", "is not a number"},
+                                  {"budgets.x.class=nope", "no request class"},
+                                  {"budgets.x.window_s=99999", "longer than the measured"}}) {
+    CAPTURE(set);
+    std::string e;
+    try {
+      validate_budgets(s, parse_budgets(path, {set}));
+    } catch (const InputError& x) {
+      e = x.one_line();
+    }
+    CHECK(e.rfind("--set " + set + ": error: ", 0) == 0);
+    CHECK(e.find(says) != std::string::npos);
+  }
 }

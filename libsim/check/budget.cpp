@@ -92,13 +92,14 @@ BudgetSpec parse_budgets(const std::string& file, const std::vector<std::string>
     bu.name = key;
     bu.where = e.where();
     bu.metric = e.req("metric").str();
+    bu.metric_at = e.at("metric").where();
     if (e.has("max") == e.has("min"))
       e.fail("give exactly one of max (the value must stay at or below) and min (at or above)");
     bu.is_max = e.has("max");
     bu.limit = e.at(bu.is_max ? "max" : "min").num();
     if (!std::isfinite(bu.limit)) e.at(bu.is_max ? "max" : "min").fail("expected a finite number");
-    if (e.has("class")) bu.cls = e.at("class").str();
-    if (e.has("window_s")) bu.window_s = e.at("window_s").pos(30.0 * 86400);
+    if (e.has("class")) bu.cls = e.at("class").str(), bu.class_at = e.at("class").where();
+    if (e.has("window_s")) bu.window_s = e.at("window_s").pos(30.0 * 86400), bu.window_at = e.at("window_s").where();
     spec.budgets.push_back(bu);
   }
   if (spec.budgets.empty()) b.fail("no budgets (expected e.g. p99-ttft: {metric: latency_s.ttft.p99, max: 1.0})");
@@ -114,28 +115,30 @@ void check_against(const Budget& b, const Scenario& s, const Json& shape) {
     if (!known) {
       std::string all;
       for (const auto& c : s.classes) all += (all.empty() ? "" : ", ") + c.name;
-      throw InputError(b.where, fmt::format("budgets.{}: no request class '{}' in {} (expected one of: {})", b.name,
-                                            b.cls, s.source, all));
+      throw InputError(b.class_at, fmt::format("budgets.{}: no request class '{}' in {} (expected one of: {})", b.name,
+                                               b.cls, s.source, all));
     }
   }
   const Json* v = sweep_detail::at_path(shape, b.path());
   if (!v || !(v->is_number() || v->is_null()))
-    throw InputError(b.where,
+    throw InputError(b.metric_at,
                      fmt::format("budgets.{}: '{}' is not a number in the run report (expected a path such as "
                                  "latency_s.ttft.p99, cost.per_million_output_tokens_usd or monthly_spend_usd; "
                                  "docs/output-schema.md lists them)",
                                  b.name, b.metric));
   const double span = s.duration_s - s.warmup_s;
   if (b.window_s > span)
-    throw InputError(b.where, fmt::format("budgets.{}: window_s {:g} is longer than the measured {:g} s (duration_s - "
-                                          "warmup_s)",
-                                          b.name, b.window_s, span));
+    throw InputError(b.window_at,
+                     fmt::format("budgets.{}: window_s {:g} is longer than the measured {:g} s (duration_s - "
+                                 "warmup_s)",
+                                 b.name, b.window_s, span));
   // each window is measured on a copy of every replication's run: their count is bounded
   if (b.window_s > 0 && span / b.window_s > kMaxBudgetWindows)
-    throw InputError(b.where, fmt::format("budgets.{}: window_s {:g} cuts the measured {:g} s into {:.0f} windows; at "
-                                          "most {} (window_s >= {:g})",
-                                          b.name, b.window_s, span, std::floor(span / b.window_s), kMaxBudgetWindows,
-                                          span / kMaxBudgetWindows));
+    throw InputError(b.window_at,
+                     fmt::format("budgets.{}: window_s {:g} cuts the measured {:g} s into {:.0f} windows; at "
+                                 "most {} (window_s >= {:g})",
+                                 b.name, b.window_s, span, std::floor(span / b.window_s), kMaxBudgetWindows,
+                                 span / kMaxBudgetWindows));
 }
 
 // A single-class scenario's report has no `classes`: its one class is the whole report.

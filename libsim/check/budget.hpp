@@ -20,8 +20,10 @@ struct Budget {
   std::string cls;     // a request class ("" : the whole scenario)
   bool is_max = true;  // max: the value must stay at or below the limit; min: at or above
   double limit = 0;
-  double window_s = 0;       // > 0: judge the worst window of this length instead of the whole run
-  Location where;            // where the budget was written (or the --set that changed it)
+  double window_s = 0;  // > 0: judge the worst window of this length instead of the whole run
+  Location where;       // where the budget was written (or the --set that changed it)
+  // where its metric, class and window_s were written: a --set that changed one is named there
+  Location metric_at, class_at, window_at;
   std::string path() const;  // the report path it reads
 };
 
