@@ -77,6 +77,10 @@ TEST_CASE("speculative: one request's decode steps take 1 / tokens_per_step of t
   CHECK(r.all->tpot.max == doctest::Approx(0.01 / 1.75).epsilon(1e-9));
   const auto plain = test::run(test::scenario(one_request("")));
   CHECK(plain.all->e2e.max == doctest::Approx(0.36).epsilon(1e-9));
+  // which is the upper bound on the gain, and the run says that it priced nothing for the draft
+  const std::string note = r.report["scenario"]["step_time"]["note"].get<std::string>();
+  CHECK(note.find("not priced: the linear model has no term for the draft or the verified tokens") !=
+        std::string::npos);
 }
 
 TEST_CASE("speculative: the draft's weights and KV come out of the KV cache") {

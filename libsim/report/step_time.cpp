@@ -94,10 +94,15 @@ Json step_time_json(const PoolSpec& P) {
   if (P.spec_tokens > 0) {
     if (j.contains("error_applies")) j["error_applies"] = false;
     j["note"] = j.value("note", std::string()) +
-                fmt::format(
-                    "; speculative decoding ({} drafts {} tokens, {:.2f} kept a step) priced from this step "
-                    "model, fitted on runs without it (uncalibrated for speculative decoding)",
-                    P.spec_draft.name, P.spec_tokens, P.spec_tokens_per_step);
+                (P.perf_model == PerfKind::linear
+                     // no work terms: the step costs what a plain decode step does, the draft nothing
+                     ? fmt::format("; speculative decoding ({} drafts {} tokens, {:.2f} kept a step) not priced: the "
+                                   "linear model has no term for the draft or the verified tokens, so a step is a "
+                                   "plain decode step over {:.2f} tokens (an upper bound on the gain)",
+                                   P.spec_draft.name, P.spec_tokens, P.spec_tokens_per_step, P.spec_tokens_per_step)
+                     : fmt::format("; speculative decoding ({} drafts {} tokens, {:.2f} kept a step) priced from this "
+                                   "step model, fitted on runs without it (uncalibrated for speculative decoding)",
+                                   P.spec_draft.name, P.spec_tokens, P.spec_tokens_per_step));
   }
   if (!P.engine_side && P.client_ttft_s > 0) j["client_ttft_s"] = P.client_ttft_s;
   if (!P.engine_side && P.client_s_per_input_token > 0) j["client_s_per_input_token"] = P.client_s_per_input_token;
