@@ -30,7 +30,9 @@ void parse_faults(const N& fl, PoolSpec& P) {
     // the proxy is one replica's busy time: a device shared with others heats from their work too
     if (!P.partition.empty() || P.shared_by() > 1)
       th.fail(std::string("thermal throttling is modelled for replicas that have their device to themselves; with ") +
-                  (!P.partition.empty() ? "a MIG partition" : P.mps_clients > 1 ? "mps" : "time_slicing") +
+                  (!P.partition.empty() ? "a MIG partition"
+                   : P.mps_clients > 1  ? "mps"
+                                        : "time_slicing") +
                   " the device's heat would come from its other replicas' work too (drop thermal, or the sharing)",
               ErrorKind::inconsistent);
   }
