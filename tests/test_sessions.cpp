@@ -120,6 +120,33 @@ TEST_CASE("sessions: a conversation that would not leave room for an answer star
   CHECK(t.rejected_too_long == 0);
 }
 
+TEST_CASE("sessions: a conversation that outgrows the KV cache ends; its user starts a new one") {
+  // 2,000 new and 2,000 out per turn: the seventh turn's conversation (26,000 tokens) and its answer
+  // need more than the 27,488 KV tokens a 0.25 memory fraction leaves, so it is turned away; the
+  // session ends after 6 turns and the user starts another, which fits again
+  const Scenario s = test::scenario(sessions(1, "1", "1000", 2000, 2000, "",
+                                             ", prefix_caching: false, "
+                                             "gpu_memory_utilization: 0.25"),
+                                    {"duration_s=600"});
+  const auto r = test::run(s);
+  const ClassTally& t = *r.all;
+  REQUIRE(t.rejected_too_long > 0);
+  CHECK(t.rejected_too_long < 10);  // once per session, not at every retry
+  CHECK(t.sessions >= 2);
+  CHECK(t.session_turns == doctest::Approx(6.0 * double(t.sessions)));
+}
+
+TEST_CASE("sessions: a first turn sent again keeps its session's length and start") {
+  // three users, one sequence at a time, a queue of one: most first turns are turned away and sent
+  // again a second later; each session of one turn is timed from its first send
+  const Scenario s = test::scenario(sessions(3, "0", "1", 100, 20),
+                                    {"engine.max_num_seqs=1", "fleet.queue_limit=1", "duration_s=300"});
+  const auto r = test::run(s);
+  const ClassTally& t = *r.all;
+  REQUIRE(t.rejected_queue_full > 100);
+  CHECK(t.session_s > 1.1 * t.e2e.sum);  // the retries' waits are in the sessions' time
+}
+
 TEST_CASE("sessions: bad turns are located errors") {
   const std::string base =
       "duration_s: 100\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\nfleet: {replicas: 1}\n"
@@ -130,6 +157,8 @@ TEST_CASE("sessions: bad turns are located errors") {
         std::string::npos);
   CHECK(error_of(base + "  arrival: {process: concurrency, clients: 2, turns: {dist: geometric}}\n")
             .find("workload.arrival.turns") != std::string::npos);
+  CHECK(error_of(base + "  arrival: {process: concurrency, clients: 2, turns: 3}\n", {"model=bge-large-en-v1.5"})
+            .find("sessions need a generative model") != std::string::npos);
 }
 
 TEST_CASE("sessions: the shipped chat-sessions scenario shows what its comment says") {

@@ -116,7 +116,8 @@ FLEETSIM_HD inline int64_t session_turn(Sim& s, int32_t c, int32_t user, double 
                                         int64_t& cached) {
   SessionUser& u = s.session_user[s.client_base[c] + user];
   if (u.turn > 0 && u.history + fresh > max_context - 1) session_end(s, c, u, u.t_last);
-  if (u.turn == 0) {
+  // a new session's length and start are drawn once: a first turn sent again (turned away) keeps them
+  if (u.turn == 0 && u.turns == 0) {
     const ClassParams& C = s.p->classes[c];
     u.turns = int32_t(sample_length(C.turns, s.rng, Stream::session, uint32_t(c), s.sessions_started[c]++));
     u.t_start = t;

@@ -169,9 +169,18 @@ FLEETSIM_HD inline void handle_arrival(Sim& s, int32_t cls, double t, int32_t us
     // a naive server has no such check: it takes the request and runs out of memory on it
     return !P.crash_on_kv_exhausted && over(C.pool, kv_tokens);
   };
-  if (too_long_with(cached)) {
+  // too long for the KV cache: turned away; a session whose conversation has outgrown it ends, and
+  // its user starts a new one (as at the model's context limit), rather than sending it forever
+  auto turn_away_too_long = [&]() {
     if (in_window) count_rejection(s, T.rejected_too_long, t);
+    if ((s.session_classes >> cls) & 1) {
+      SessionUser& u = s.session_user[s.client_base[cls] + user];
+      if (u.turn > 0) session_end(s, cls, u, u.t_last);
+    }
     client_done(s, cls, t, true, user, -1, kNone, -1, row);
+  };
+  if (too_long_with(cached)) {
+    turn_away_too_long();
     return;
   }
 
@@ -204,8 +213,7 @@ FLEETSIM_HD inline void handle_arrival(Sim& s, int32_t cls, double t, int32_t us
   if (session && cached > 0 && P.router != Router::central_queue && target != home) {
     cached = 0;
     if (too_long_with(0)) {
-      if (in_window) count_rejection(s, T.rejected_too_long, t);
-      client_done(s, cls, t, true, user, -1, kNone, -1, row);
+      turn_away_too_long();
       return;
     }
   }

@@ -2,6 +2,7 @@
 // caching keys.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <memory>
 #include <mutex>
@@ -68,6 +69,11 @@ RequestClassSpec build_class(const N& wl, const PoolSpec& pool, double duration_
     only({"clients", "think_time_s", "retry_after_s", "requests", "ramp_s", "turns"});
     // multi-turn sessions: each user's next request carries the conversation so far (clients.hpp)
     if (ar.has("turns")) {
+      // a conversation is what a generative model answers; an embedding or a score has no turns
+      if (pool.model.kind != ModelKind::generate)
+        ar.at("turns").fail("sessions need a generative model; " + pool.model.name + " is a " +
+                                model_kind_name(pool.model.kind) + " model",
+                            ErrorKind::inconsistent);
       C.sessions = true;
       C.turns = parse_dist(ar.at("turns"), src.base_dir);
       C.mean_turns = mean_of(C.turns, 1 << 30, src.cache);
@@ -197,8 +203,13 @@ void parse_caching(const N& cn, RequestClassSpec& C, const PoolSpec& P) {
     rc.allow_keys({"hit_rate", "latency_s"});
     C.response_cache_hit_rate = rc.req("hit_rate").num_in(0, 1, "hit_rate");
     if (rc.has("latency_s")) C.response_cache_latency_s = rc.at("latency_s").num_in(0, 60);
+    // a think time that is always 0: fixed at 0, uniform over [0, 0], or an empirical list of 0s
+    const DistSpec& z = C.think;
+    const bool no_think = (z.kind == DistKind::fixed && z.a <= 0) || (z.kind == DistKind::uniform && z.b <= 0) ||
+                          (z.kind == DistKind::empirical &&
+                           std::all_of(z.values.begin(), z.values.end(), [](double v) { return v <= 0; }));
     if (C.arrival == ArrivalKind::concurrency && C.response_cache_hit_rate >= 1 && C.response_cache_latency_s <= 0 &&
-        C.think.kind == DistKind::fixed && C.think.a <= 0)
+        no_think)
       rc.fail("closed-loop users answered at once by the cache, with no think time, would send forever at one instant",
               ErrorKind::inconsistent);
   }
