@@ -253,6 +253,26 @@ TEST_CASE("disaggregation: work a lost prefill replica threw away is the prefill
   const Json& l = r.report["ledger"]["pools"];
   CHECK(l["pre"]["buckets"]["lost_work"]["device_hours"].get<double>() > 0);
   CHECK(l["dec"]["buckets"]["lost_work"]["device_hours"].get<double>() == 0);
+  // a prefill pool does no decode: the time its lost replicas' runs had taken is prefill time too
+  CHECK(r.tally->pools[0].input_busy_s == doctest::Approx(r.tally->pools[0].busy_s).epsilon(1e-9));
+}
+
+TEST_CASE("disaggregation: a decode pool autoscaled on TTFT sees its requests' first tokens") {
+  // one decode replica of 16 sequences cannot keep up with 8 req/s of 200 output tokens: TTFT grows,
+  // and the decode pool, scaling on it, adds replicas (it saw no sample when the prefill pool took
+  // them all)
+  const std::string y =
+      "duration_s: 900\nwarmup_s: 60\nseed: 1\nmodel: llama-3.1-8b\ndevice: h100-sxm-80gb\n"
+      "engine: {perf_model: linear, step_base_s: 0.01, per_prefill_token_s: 0.00002, per_decode_seq_s: 0.0005}\n"
+      "pools:\n  prefill:\n    fleet: {replicas: 2}\n    disaggregation: {decode_pool: decode}\n"
+      "  decode:\n    engine: {max_num_seqs: 16}\n    fleet:\n      replicas: 1\n"
+      "      cold_start: {provision_s: 5, image_pull_s: 1, warmup_s: 1}\n"
+      "      autoscale: {min_replicas: 1, max_replicas: 8, signal: ttft, target: 0.5}\n"
+      "classes:\n  chat:\n    pool: prefill\n    arrival: {process: poisson, rate_per_s: 8}\n"
+      "    prompt_tokens: 1000\n    output_tokens: 200\n";
+  const auto r = test::run(test::scenario(y));
+  CHECK(r.tally->pools[1].scale_ups >= 3);
+  CHECK(r.all->rejected_queue_full == 0);
 }
 
 TEST_CASE("disaggregation: bad settings are located errors") {

@@ -29,6 +29,24 @@ FLEETSIM_HD inline void advance_clock(Sim& s, double t) {
 
 // Add the in-flight run of replica r, k steps over [t0, t1], to the tallies (pro rata inside
 // the window for a run that straddles its edges).
+// Device time `overlap` (in the window; negative: taken back) of replica R's run, split as the run
+// splits it: prefill or decode, each class's share, and a handed-off class's time on its decode pool.
+FLEETSIM_HD inline void account_busy(Sim& s, const Replica& R, double overlap) {
+  PoolTally& T = s.tally->pools[R.pool];
+  T.busy_s += overlap;
+  T.input_busy_s += overlap * R.run_in_share;
+  for (int32_t c = 0; c < s.p->n_classes; ++c) {
+    s.tally->classes[c].busy_s += overlap * R.run_class_share[c];
+    s.tally->classes[c].input_busy_s += overlap * R.run_class_in_share[c];
+  }
+  if (s.handoff_on)  // a class's time on the pool that decodes its prefills
+    for (int32_t c = 0; c < s.p->n_classes; ++c)
+      if (R.pool != s.p->classes[c].pool) {
+        s.tally->classes[c].decode_busy_s += overlap * R.run_class_share[c];
+        s.tally->classes[c].decode_input_busy_s += overlap * R.run_class_in_share[c];
+      }
+}
+
 // The part of a run of k steps over [t0, t1) from `from` on, inside the window, pro rata in time;
 // `sign` -1 takes back what a run accounted in advance and did not do.
 FLEETSIM_HD inline void account_run_part(Sim& s, const Replica& R, int64_t k, double t0, double t1, double from,
@@ -46,23 +64,12 @@ FLEETSIM_HD inline void account_run_part(Sim& s, const Replica& R, int64_t k, do
     return;
   }
   if (R.run_hot) T.throttled_steps += f * double(k);
-  T.busy_s += overlap;
-  T.input_busy_s += overlap * R.run_in_share;
   T.flops += f * arith_sum(R.run_fa, R.run_fb, 0, k);
   T.bytes += f * arith_sum(R.run_ba, R.run_bb, 0, k);
   T.seq_steps += f * double(k) * R.run_seqs;
   T.steps += f * double(k);
   T.kv_block_s += overlap * (R.run_blocks0 + 0.5 * R.run_blocks_rate * double(k));
-  for (int32_t c = 0; c < s.p->n_classes; ++c) {
-    s.tally->classes[c].busy_s += overlap * R.run_class_share[c];
-    s.tally->classes[c].input_busy_s += overlap * R.run_class_in_share[c];
-  }
-  if (s.handoff_on)  // a class's time on the pool that decodes its prefills
-    for (int32_t c = 0; c < s.p->n_classes; ++c)
-      if (R.pool != s.p->classes[c].pool) {
-        s.tally->classes[c].decode_busy_s += overlap * R.run_class_share[c];
-        s.tally->classes[c].decode_input_busy_s += overlap * R.run_class_in_share[c];
-      }
+  account_busy(s, R, overlap);
 }
 FLEETSIM_HD FLEETSIM_FORCEINLINE void account_run(Sim& s, const Replica& R, int64_t k, double t0, double t1) {
   account_run_part(s, R, k, t0, t1, t0, 1.0);
@@ -93,12 +100,13 @@ FLEETSIM_HD inline void record_done(Sim& s, int32_t r, int32_t ri, double t) {
   const PerfParams& pf = s.p->pools[s.p->classes[q.cls].pool].perf;
   const double cl = pf.client_ttft_s + pf.client_s_per_input_token * double(q.prompt);
   const double cl_end = cl + pf.client_s_per_output_token * double(q.output);
-  if (s.p->pools[s.p->classes[q.cls].pool].autoscale.signal == ScaleSignal::ttft) {
-    // the `ttft` signal's histogram: this completion's slice of the window, its bucket
-    PoolState& ps = s.pool[s.p->classes[q.cls].pool];
+  // the `ttft` signal's histogram, in the pool the request entered and, handed off, in the pool
+  // that decoded it: this completion's slice of the window, its bucket
+  auto note_ttft = [&](int32_t pi) {
+    if (s.p->pools[pi].autoscale.signal != ScaleSignal::ttft) return;
+    PoolState& ps = s.pool[pi];
     const double v = (q.t_first < 0.0 ? t : q.t_first) - q.t_arrive + cl;
-    const int64_t id =
-        int64_t(dm::floor(t / (s.p->pools[s.p->classes[q.cls].pool].autoscale.ttft_window_s / double(kTtftSlices))));
+    const int64_t id = int64_t(dm::floor(t / (s.p->pools[pi].autoscale.ttft_window_s / double(kTtftSlices))));
     const int32_t k = int32_t(id % kTtftSlices);
     if (ps.ttft_slice[k] < id) {  // the slot's slice has left the window: it starts this one
       ps.ttft_slice[k] = id;
@@ -111,7 +119,10 @@ FLEETSIM_HD inline void record_done(Sim& s, int32_t r, int32_t ri, double t) {
       while (b < kTtftBuckets - 1 && v > ttft_edge(b)) ++b;  // Prometheus buckets are le: upper edge included
       ps.ttft_count[k][b]++;
     }
-  }
+  };
+  const int32_t entry = s.p->classes[q.cls].pool;
+  note_ttft(entry);
+  if (r >= 0 && s.rep[r].pool != entry) note_ttft(s.rep[r].pool);
   if (q.in_window) {
     ClassTally& T = s.tally->classes[q.cls];
     T.completed++;

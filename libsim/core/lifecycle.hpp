@@ -219,10 +219,7 @@ FLEETSIM_HD inline double replica_fail_one(Sim& s, int32_t r, double t, bool new
   }
   if (t > wasted_from && !R.run_cpu) {  // (steps on the host CPU are no device time)
     const double a = max_of(wasted_from, s.W0), b = min_of(t, s.W1);
-    if (b > a) {
-      s.tally->pools[R.pool].busy_s += b - a;
-      for (int32_t c = 0; c < s.p->n_classes; ++c) s.tally->classes[c].busy_s += (b - a) * R.run_class_share[c];
-    }
+    if (b > a) account_busy(s, R, b - a);  // split as the run was: prefill, decode, classes
   }
   if (culprit != kNone) requeue_lost(s, Q, culprit, t);
   if (P.batching == Batching::continuous) {
