@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "helpers.hpp"
+#include "libsim/core/engine.hpp"
 #include "libsim/input/scenario_internal.hpp"
 
 using namespace fleetsim;
@@ -203,4 +204,28 @@ TEST_CASE("speculative: the shipped scenario shows where speculation pays and wh
   CHECK(heads_ms(1) == doctest::Approx(2.94).epsilon(0.01));
   CHECK(heads_ms(256) == doctest::Approx(23.54).epsilon(0.01));
   CHECK(heads_ms(256) < crowd);
+}
+
+TEST_CASE("speculative: on the roofline the draft's steps come before the verify step, not under it") {
+  // 256 sequences of 1,000 tokens' context: the verify step is bound by its GEMMs, the draft (a 1B
+  // model read 4 times) by its bytes; with acceptance 0 (one token a step) a speculating step costs
+  // at least the plain step plus the draft's own roofline time
+  const std::string y =
+      "duration_s: 100\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\n"
+      "engine: {perf_model: roofline, perf_profile: none, max_num_seqs: 256}\nfleet: {replicas: 1}\n"
+      "workload: {arrival: {process: poisson, rate_per_s: 1}, prompt_tokens: 100, output_tokens: 10}\n";
+  const SimParams plain = test::scenario(y).params();
+  const SimParams spec =
+      test::scenario(y, {"engine.speculative={draft_model: llama-3.2-1b, tokens: 4, acceptance: 0}"}).params();
+  const PoolParams &P = plain.pools[0], &S = spec.pools[0];
+  REQUIRE(S.spec.tokens_per_step == 1.0);
+  const double n = 256, T0 = 256 * 1000.0;
+  Replica a{}, b{};
+  set_decode_run(P, a, n, T0);
+  set_decode_run(S, b, n, T0);
+  const double draft_flops_s = 4 * S.spec.draft_flops_per_token * n / S.perf.flops_per_s;
+  const double draft_bytes_s =
+      4 * (S.spec.draft_weight_bytes + S.spec.draft_kv_bytes_per_token * (T0 + n)) / S.perf.bytes_per_s;
+  REQUIRE(draft_bytes_s > draft_flops_s);  // the draft is bound by its bytes
+  CHECK(line_step(b.run_line, 0) >= line_step(a.run_line, 0) + draft_bytes_s);
 }

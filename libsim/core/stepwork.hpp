@@ -72,10 +72,18 @@ FLEETSIM_HD inline void speculate_run(const PoolParams& P, Replica& R, Line& l, 
   const double d_bytes_a = k * (sp.draft_weight_bytes + sp.draft_kv_bytes_per_token * (T0 + n)),
                d_bytes_b = k * sp.draft_kv_bytes_per_token * n;
   if (f.kind == PerfKind::roofline) {
-    l.a1 += (gemm + attn_a) / (m * f.flops_per_s) + d_flops / f.flops_per_s;
+    l.a1 += (gemm + attn_a) / (m * f.flops_per_s);
     l.b1 += attn_b / (m * f.flops_per_s);
-    l.a2 += d_bytes_a / f.bytes_per_s;
-    l.b2 += d_bytes_b / f.bytes_per_s;
+    // the draft runs before the verify step, not under it: its own roofline is added to both arms.
+    // Its bytes grow with the context and its FLOPs do not, so where its bytes bind at the run's
+    // start they bind throughout (exact); else its FLOPs, held for the run
+    const double dc = d_flops / f.flops_per_s, dm_a = d_bytes_a / f.bytes_per_s, dm_b = d_bytes_b / f.bytes_per_s;
+    if (dm_a >= dc) {
+      l.a1 += dm_a, l.a2 += dm_a;
+      l.b1 += dm_b, l.b2 += dm_b;
+    } else {
+      l.o += dc;
+    }
   } else if (f.kind == PerfKind::calibrated) {
     // decode attention is priced as its KV read, which the k extra queries share; the target's
     // GEMMs gain the k query tokens, and the draft runs k steps of its own
