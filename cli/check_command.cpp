@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <thread>
 
@@ -66,12 +67,16 @@ int run_check(const CheckArgs& a, const std::function<void(const std::string&)>&
 namespace {
 int check(const CheckArgs& a, const std::function<void(const std::string&)>& emit, std::vector<std::string>& inputs) {
   const std::vector<std::string> scenario_only = scenario_sets(a.sets);
-  const Scenario s = load(a.scenario, scenario_only);
+  const ScenarioSource src =
+      a.scenario.empty() ? ScenarioSource::builtin_default() : ScenarioSource::from_file(a.scenario);
+  const Scenario s = src.with_overrides(parse_sets(scenario_only)).instantiate();
   inputs.insert(inputs.end(), s.inputs.begin(), s.inputs.end());
   if (a.budgets.empty() && a.scenario.empty())
     throw InputError(Location{"--budgets", 0, 0, ""},
                      "no budgets: give a budgets file with --budgets, or a scenario with a budgets: section");
-  const BudgetSpec spec = parse_budgets(a.budgets.empty() ? a.scenario : a.budgets, a.sets);
+  // the scenario's own budgets from the text already read: a pipe gives its text once
+  const BudgetSpec spec =
+      a.budgets.empty() ? parse_budgets_text(src.text(), a.scenario, a.sets) : parse_budgets(a.budgets, a.sets);
   std::unique_ptr<Scenario> baseline;
   if (!a.baseline.empty()) {
     baseline = std::make_unique<Scenario>(load(a.baseline, scenario_only));
@@ -79,6 +84,12 @@ int check(const CheckArgs& a, const std::function<void(const std::string&)>& emi
   }
   for (const auto& [out, flag] : {std::pair{a.junit, "--junit"}, std::pair{a.markdown, "--markdown"}})
     refuse_overwriting_input(out, flag, inputs);
+  // (neither need exist yet: compared as the paths they resolve to)
+  std::error_code e1, e2;
+  if (!a.junit.empty() && !a.markdown.empty() &&
+      std::filesystem::weakly_canonical(a.junit, e1) == std::filesystem::weakly_canonical(a.markdown, e2) && !e1 && !e2)
+    throw InputError(Location{"--markdown", 0, 0, ""},
+                     "--markdown " + a.markdown + " is the file --junit names: one would overwrite the other");
   const int threads = a.threads > 0 ? a.threads : int(std::max(1u, std::thread::hardware_concurrency()));
   // progress on stderr: redrawn in place on a terminal, a plain line every 5 s in a CI log
   const bool tty = isatty(STDERR_FILENO);

@@ -194,7 +194,7 @@ int cmd_validate(const Options& o) {
     sweep = fmt::format("; sweep of {} configurations x {} replications", spec.count(), spec.replications);
   }
   if (!o.scenario.empty()) {  // a budgets: section is checked as `fleetsim check` would, before any run
-    const BudgetSpec b = parse_budgets(o.scenario, o.sets, false);
+    const BudgetSpec b = parse_budgets_text(src.text(), o.scenario, o.sets, false);  // read once: a pipe
     validate_budgets(s, b);
     if (!b.budgets.empty()) sweep += fmt::format("; {} budget{}", b.budgets.size(), b.budgets.size() == 1 ? "" : "s");
   }
@@ -450,9 +450,13 @@ int main(int argc, char** argv) {
                "fit the physics coefficients once across every device and model in the data, with "
                "leave-one-device-out and leave-one-model-out errors")
       ->excludes("--steps");
-  ft->add_option("--device", o.fit.device, "catalog device, for results that do not name one");
-  ft->add_option("--model", o.fit.model, "catalog or Hugging Face model, for results that do not name one");
-  ft->add_option("--tp", o.fit.tp, "tensor-parallel degree, for results that do not say")->check(CLI::Range(1, 64));
+  // step timings name their configuration on every row: these fill what benchmark results leave out
+  ft->add_option("--device", o.fit.device, "catalog device, for results that do not name one")->excludes("--steps");
+  ft->add_option("--model", o.fit.model, "catalog or Hugging Face model, for results that do not name one")
+      ->excludes("--steps");
+  ft->add_option("--tp", o.fit.tp, "tensor-parallel degree, for results that do not say")
+      ->check(CLI::Range(1, 64))
+      ->excludes("--steps");
   ft->add_option("--engine", o.fit.engine, "the serving engine measured (recorded in the profile)");
   ft->add_option("--name", o.fit.name, "the profile's name (default DEVICE/MODEL/tpN)");
   ft->add_option("-o,--output", o.fit.output, "write the profile to FILE (default: standard output)");
@@ -461,7 +465,8 @@ int main(int argc, char** argv) {
   ft->add_option("--threads", o.fit.threads, "CPU threads (default: all)")->check(CLI::Range(1, 4096));
   ft->add_option("--requests-per-client", o.fit.requests_per_client,
                  "requests each closed-loop client sends when a result does not state num_prompts")
-      ->check(CLI::Range(1, 10000));
+      ->check(CLI::Range(1, 10000))
+      ->excludes("--steps");
   ft->add_option("--format", o.format, "output format")->check(CLI::IsMember({"table", "json"}));
 
   CLI::App* ck = subs[7].first;

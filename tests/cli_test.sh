@@ -428,8 +428,19 @@ expect "check with the budgets section replaced by --set" 2 "--set budgets=5: er
   "$bin" check "$ex" --set budgets=5
 expect "validate counts the budgets" 0 "" -- "$bin" validate "$ex"
 check "validate says 5 budgets" grep -q '; 5 budgets)$' "$tmp/out"
+# a scenario read from a pipe is read once: its budgets come from the same text
+expect "validate of a scenario on a pipe counts its budgets" 0 "" -- bash -c "cat '$ex' | '$bin' validate /dev/stdin"
+check "validate of a pipe says 5 budgets" grep -q '; 5 budgets)$' "$tmp/out"
+expect "check refuses one file for --junit and --markdown" 2 "--markdown: error: --markdown $tmp/same.out is the file --junit names" -- \
+  "$bin" check "$ex" --junit "$tmp/same.out" --markdown "$tmp/same.out"
+# an error a --set caused is no file to annotate: the annotation names the --set
+GITHUB_ACTIONS=true "$bin" check "$ex" --set budgets.peak-p99-ttft.window_s=100000 --junit "$tmp/set.xml" >"$tmp/gha" 2>/dev/null
+check "check annotates a --set's error without a file" grep -q "^::error title=fleetsim check%3A input error::--set budgets.peak-p99-ttft.window_s=100000: " "$tmp/gha"
+check "check's JUnit names no file for a --set's error" bash -c "! grep -q 'file=\"--set' '$tmp/set.xml'"
+expect "report to a closed pipe" 0 "" -- bash -o pipefail -c "'$bin' report '$src/scenarios/chat-default.yaml' --set duration_s=600 | head -c 10 >/dev/null"
+expect "fit --steps refuses --device, which step timings name on every row" 2 "--steps excludes --device" -- "$bin" fit --steps "$tmp/bench.csv" --device h100-sxm-80gb
 { cat "$src/scenarios/chat-default.yaml"; printf 'budgets:\n  a: {metric: nope, max: 1}\n'; } >"$tmp/nope-budget.yaml"
-expect "validate checks a budget's metric as check does" 2 "nope-budget.yaml:36:6: error: budgets.a: 'nope' is not a number" -- \
+expect "validate checks a budget's metric as check does" 2 "nope-budget.yaml:36:15: error: budgets.a: 'nope' is not a number" -- \
   "$bin" validate "$tmp/nope-budget.yaml"
 # an output that names the scenario by another path is refused, and not written even as the error's report
 cp "$ex" "$tmp/cf.yaml"

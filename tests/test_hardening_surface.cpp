@@ -133,7 +133,7 @@ TEST_CASE("sizes are bounded before anything is built: sweep values, budget wind
                                                "    window_s: 0.005\n");
   CHECK(test::input_error([&] { validate_budgets(test::scenario(kSmall), parse_budgets(budgets, {})); }) ==
         budgets +
-            ":3:5: error: budgets.p99: window_s 0.005 cuts the measured 110 s into 22000 windows; at most 1000 "
+            ":5:15: error: budgets.p99: window_s 0.005 cuts the measured 110 s into 22000 windows; at most 1000 "
             "(window_s >= 0.11)");
 }
 

@@ -62,7 +62,11 @@ std::vector<std::string> scenario_sets(const std::vector<std::string>& sets) {
 }
 
 BudgetSpec parse_budgets(const std::string& file, const std::vector<std::string>& sets, bool require) {
-  const std::string text = read_text_file(file, "budgets file", kMaxTextInputBytes);
+  return parse_budgets_text(read_text_file(file, "budgets file", kMaxTextInputBytes), file, sets, require);
+}
+
+BudgetSpec parse_budgets_text(const std::string& text, const std::string& file, const std::vector<std::string>& sets,
+                              bool require) {
   Source src;
   src.file = file;
   src.lines = detail::split_lines(text);
@@ -98,7 +102,7 @@ BudgetSpec parse_budgets(const std::string& file, const std::vector<std::string>
     bu.is_max = e.has("max");
     bu.limit = e.at(bu.is_max ? "max" : "min").num();
     if (!std::isfinite(bu.limit)) e.at(bu.is_max ? "max" : "min").fail("expected a finite number");
-    if (e.has("class")) bu.cls = e.at("class").str(), bu.class_at = e.at("class").where();
+    if (e.has("class")) bu.cls = e.at("class").name(), bu.class_at = e.at("class").where();
     if (e.has("window_s")) bu.window_s = e.at("window_s").pos(30.0 * 86400), bu.window_at = e.at("window_s").where();
     spec.budgets.push_back(bu);
   }

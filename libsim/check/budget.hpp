@@ -37,6 +37,9 @@ struct BudgetSpec {
 // among `sets` that are the budgets' (`budgets.NAME.KEY=` or `budgets=`) applied. Throws
 // InputError; `require` = false returns an empty spec when the section is absent.
 BudgetSpec parse_budgets(const std::string& file, const std::vector<std::string>& sets, bool require = true);
+// The same from `text` already read from `file` (a pipe or a FIFO can be read only once).
+BudgetSpec parse_budgets_text(const std::string& text, const std::string& file, const std::vector<std::string>& sets,
+                              bool require = true);
 
 // Every budget's metric and class checked against the report `s` gives (no simulation is run).
 void validate_budgets(const Scenario& s, const BudgetSpec& spec);

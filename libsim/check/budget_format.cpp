@@ -72,6 +72,14 @@ std::string gh(const std::string& raw, bool property) {
   return o;
 }
 
+// A place in a file (a line there), or a flag or --set (line 0: its text is all there is).
+bool in_file(const Location& w) { return w.line > 0 && !w.file.empty(); }
+std::string place(const Location& w) { return in_file(w) ? fmt::format("{}:{}", w.file, w.line) : w.file; }
+// JUnit's file and line attributes, where there is a file to point at
+std::string junit_file(const Location& w) {
+  return in_file(w) ? fmt::format(" file=\"{}\" line=\"{}\"", xml(w.file), w.line) : std::string();
+}
+
 }  // namespace
 
 Json check_json(const CheckResult& r, const Scenario& s, const BudgetSpec& spec) {
@@ -99,7 +107,7 @@ Json check_json(const CheckResult& r, const Scenario& s, const BudgetSpec& spec)
     b["worst_window_start_s"] = o.window_start_s >= 0 ? Json(o.window_start_s) : Json(nullptr);
     b["windows"] = o.windows;
     if (o.has_baseline) b["baseline_mean"] = o.baseline;
-    b["where"] = fmt::format("{}:{}", o.budget.where.file, o.budget.where.line);
+    b["where"] = place(o.budget.where);
     bs.push_back(b);
   }
   j["budgets"] = bs;
@@ -156,8 +164,8 @@ std::string check_junit(const CheckResult& r, const Scenario& s, const BudgetSpe
       "<property name=\"headroom\" value=\"{}\"/></properties>\n",
       xml(spec.source), spec.replications, xml(headroom(r)));
   for (const auto& x : r.outcomes) {
-    o += fmt::format("    <testcase classname=\"{}\" name=\"{}\" file=\"{}\" line=\"{}\">", xml(s.name),
-                     xml(x.budget.name), xml(x.budget.where.file), x.budget.where.line);
+    o += fmt::format("    <testcase classname=\"{}\" name=\"{}\"{}>", xml(s.name), xml(x.budget.name),
+                     junit_file(x.budget.where));
     if (!x.pass)
       o += fmt::format("\n      <failure message=\"{}\">{}: {} {}, mean {}</failure>\n    ",
                        xml(what(x.budget) + " " + rule(x.budget) + ": " + verdict(x)), xml(x.budget.name),
@@ -170,6 +178,7 @@ std::string check_junit(const CheckResult& r, const Scenario& s, const BudgetSpe
 
 namespace {
 std::string error_file(const InputError& e) { return e.where().file.empty() ? "fleetsim check" : e.where().file; }
+// "file:line" or, for a flag or --set (no line in a file), its text
 std::string error_place(const InputError& e) {
   std::string p = error_file(e);
   if (e.where().line > 0) p += fmt::format(":{}", e.where().line);
@@ -189,8 +198,7 @@ std::string check_error_junit(const InputError& e) {
   std::string o = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
   o += "<testsuites name=\"fleetsim check\" tests=\"1\" failures=\"0\" errors=\"1\">\n";
   o += "  <testsuite name=\"fleetsim check\" tests=\"1\" failures=\"0\" errors=\"1\" skipped=\"0\">\n";
-  o += fmt::format("    <testcase classname=\"fleetsim check\" name=\"input\" file=\"{}\" line=\"{}\">",
-                   xml(error_file(e)), std::max(0, e.where().line));
+  o += fmt::format("    <testcase classname=\"fleetsim check\" name=\"input\"{}>", junit_file(e.where()));
   o += fmt::format("\n      <error message=\"{}\">{}: {}</error>\n    </testcase>\n", xml(e.what()),
                    xml(error_place(e)), xml(e.what()));
   o += "  </testsuite>\n</testsuites>\n";
@@ -199,20 +207,24 @@ std::string check_error_junit(const InputError& e) {
 
 std::string check_error_annotation(const InputError& e) {
   std::string o = "::error ";
-  if (!e.where().file.empty()) {
-    o += fmt::format("file={},line={}", gh(e.where().file, true), std::max(1, e.where().line));
+  if (in_file(e.where())) {
+    o += fmt::format("file={},line={}", gh(e.where().file, true), e.where().line);
     if (e.where().column > 0) o += fmt::format(",col={}", e.where().column);
     o += ",";
   }
-  return o + fmt::format("title={}::{}\n", gh("fleetsim check: input error", true), gh(e.what(), false));
+  // a flag or a --set is no file to annotate: the message names it
+  const std::string msg = !in_file(e.where()) && !e.where().file.empty() ? e.where().file + ": " + e.what() : e.what();
+  return o + fmt::format("title={}::{}\n", gh("fleetsim check: input error", true), gh(msg, false));
 }
 
 std::string check_annotations(const CheckResult& r) {
   std::string o;
   for (const auto& x : r.outcomes) {
     if (x.pass) continue;
-    o += fmt::format("::error file={},line={},title={}::{}\n", gh(x.budget.where.file, true),
-                     std::max(1, x.budget.where.line), gh("budget " + x.budget.name, true),
+    const Location& w = x.budget.where;
+    const std::string at = in_file(w) ? fmt::format("file={},line={},", gh(w.file, true), w.line) : std::string();
+    o += fmt::format("::error {}title={}::{}{}\n", at, gh("budget " + x.budget.name, true),
+                     in_file(w) ? std::string() : gh(w.file + ": ", false),
                      gh(what(x.budget) + " " + rule(x.budget) + ": " + verdict(x) + ", mean " + value(x), false));
   }
   return o;
