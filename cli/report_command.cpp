@@ -111,7 +111,10 @@ int write_report(const ReportArgs& a, const std::string& html) {
     errno = 0;
     if (std::fwrite(html.data(), 1, html.size(), stdout) != html.size() || std::fflush(stdout) != 0) {
       const int err = errno ? errno : EIO;
-      if (err == EPIPE) return 0;  // a reader that stopped (`| head`): nothing more to say, as run and check
+      if (err == EPIPE) {  // a reader that stopped (`| head`): nothing more to say, as run and check
+        std::clearerr(stdout);
+        return 0;
+      }
       throw OutputError(fmt::format("fleetsim report: error: writing the report failed: {}", std::strerror(err)), err);
     }
     return 0;
