@@ -167,6 +167,9 @@ TEST_CASE("budget errors are located and say what was expected") {
   CHECK(error("budgets:\n  x: {metric: latency_s.ttft.p99, maxx: 1}\n").find("unknown key 'maxx'") !=
         std::string::npos);
   CHECK(error("nothing: 1\n").find("no budgets section") != std::string::npos);
+  // an empty class names no class: not the whole scenario by default
+  CHECK(error("budgets:\n  x: {metric: latency_s.ttft.p99, max: 1, class: \"\"}\n")
+            .find(":2:50: error: budgets.x.class: expected a name, got an empty string") != std::string::npos);
   // a --set that changed the budget is where its error is: not the file's line, which still holds
   // what the --set replaced
   const std::string path =

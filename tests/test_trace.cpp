@@ -73,12 +73,10 @@ TEST_CASE("BurstGPT: failed requests and empty prompts are skipped and counted")
 }
 
 TEST_CASE("a run says how many trace rows it skipped, and why") {
-  const std::string path = test::write_temp("burst_run.csv", kBurst);
-  const Scenario sc = test::scenario(
-      "duration_s: 60\nwarmup_s: 0\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\n"
-      "fleet: {replicas: 1}\nworkload: {arrival: {process: trace, path: " +
-      path + "}}\n");
-  const auto r = test::run(sc);
+  const auto r = test::run(
+      test::scenario("duration_s: 60\nwarmup_s: 0\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\nfleet: {replicas: 1}\n"
+                     "workload: {arrival: {process: trace, path: " +
+                     test::write_temp("burst_run.csv", kBurst) + "}}\n"));
   const Json& s = r.report["scenario"];
   CHECK(s["trace_rows_skipped"] == 4);
   CHECK(s["trace_rows_skipped_reason"] == "3 failed requests (Response tokens = 0); 1 row with Request tokens = 0");
