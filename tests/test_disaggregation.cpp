@@ -80,6 +80,74 @@ TEST_CASE("disaggregation: tensor-parallel sides send their shares at once, over
   CHECK(r.tally->pools[0].kv_sent_s == doctest::Approx(transfer).epsilon(1e-12));
 }
 
+TEST_CASE("disaggregation: sliding-window layers send a window's KV; the pipeline's stages each layer once") {
+  // gpt-oss-120b: 18 full-attention layers (36,864 bytes a token in bf16) and 18 of a 128-token
+  // window (36,864 bytes a token, for at most 128 tokens)
+  auto sent = [](int prompt) {
+    std::string y = pd("    arrival: {process: burst, requests: 1}\n    prompt_tokens: " + std::to_string(prompt) +
+                       "\n    output_tokens: 4\n");
+    y.replace(y.find("model: llama-3.1-8b"), 19, "model: gpt-oss-120b\nexpert_weight_dtype: mxfp4");
+    y.replace(y.find("device: h100-sxm-80gb"), 21, "device: h200-141gb");
+    return test::run(test::scenario(y));
+  };
+  for (const int prompt : {100, 1000}) {
+    CAPTURE(prompt);
+    const auto r = sent(prompt);
+    REQUIRE(r.all->completed == 1);
+    const double bytes = 36864.0 * prompt + 36864.0 * std::min(prompt, 128);
+    CHECK(r.tally->pools[0].kv_sent_bytes == doctest::Approx(bytes).epsilon(1e-12));
+    CHECK(r.tally->pools[0].kv_sent_s == doctest::Approx(0.0005 + bytes / 1e9).epsilon(1e-12));
+    CHECK(r.report["pools"]["prefill"]["disaggregation"]["kv_window_bytes_per_token"].get<double>() == 36864.0);
+  }
+  // Llama 3.1 8B's 32 layers over 3 stages: 11, 11 and 10 layers, 131,072 bytes a token together
+  // (not 3 x 11 layers' worth)
+  std::string y = pd(kOne);
+  y.replace(y.find("  prefill:\n    fleet:"), std::string("  prefill:\n    fleet:").size(),
+            "  prefill:\n    engine: {pipeline_parallel: 3}\n    fleet:");
+  const auto r = test::run(test::scenario(y));
+  CHECK(r.tally->pools[0].kv_sent_bytes == doctest::Approx(100 * 131072.0).epsilon(1e-12));
+  CHECK(r.report["pools"]["prefill"]["disaggregation"]["kv_window_bytes_per_token"].get<double>() == 0.0);
+}
+
+TEST_CASE("disaggregation: a request's queue wait is its prefill queue's and its decode queue's") {
+  // two prompts computed together in one 10 ms step reach a decode replica of one sequence: the
+  // second waits there for the first's 36 steps (its prompt's last token and 35 more)
+  std::string y = pd("    arrival: {process: burst, requests: 2}\n    prompt_tokens: 100\n    output_tokens: 36\n");
+  y.replace(y.find("  decode:\n    fleet: {replicas: 2"), std::string("  decode:\n    fleet: {replicas: 2").size(),
+            "  decode:\n    engine: {max_num_seqs: 1}\n    fleet: {replicas: 1");
+  const auto r = test::run(test::scenario(y));
+  REQUIRE(r.all->completed == 2);
+  CHECK(r.all->queue_wait.min == 0.0);
+  CHECK(r.all->queue_wait.max == doctest::Approx(0.36).epsilon(1e-9));
+  const double ttft = 0.01 + 0.0005 + 100 * 131072.0 / 1e9 + 0.01;
+  CHECK(r.all->ttft.max == doctest::Approx(ttft + 0.36).epsilon(1e-9));
+}
+
+TEST_CASE("disaggregation: a decode replica preempted loses what it computed, not the prompt it loaded") {
+  // two 1,000-token prompts, 2,000 tokens out each, on a decode pool of about 2,400 tokens of KV:
+  // the newer sequence is preempted once, when the two outgrow it; it had loaded 999 tokens and
+  // computed 1 + its decode steps, about half of what room was left after the two prompts
+  std::string y = pd("    arrival: {process: burst, requests: 2}\n    prompt_tokens: 1000\n    output_tokens: 2000\n",
+                     "gb_s: 1, latency_us: 500");
+  y.replace(y.find("  decode:\n    fleet: {replicas: 2"), std::string("  decode:\n    fleet: {replicas: 2").size(),
+            "  decode:\n    engine: {gpu_memory_utilization: 0.213}\n    fleet: {replicas: 1");
+  y.replace(y.find("duration_s: 100"), 15, "duration_s: 300");
+  const Scenario s = test::scenario(y);
+  const int64_t blocks = s.pools[1].capacity.kv_blocks;
+  REQUIRE(blocks * 16 > 2100);
+  REQUIRE(blocks * 16 < 4000);
+  const auto r = test::run(s);
+  REQUIRE(r.all->completed == 2);
+  REQUIRE(r.all->preempted == 1);
+  const double lost = r.tally->pools[1].lost_tokens;
+  const double room = double(blocks * 16 - 2000) / 2.0;  // each sequence's decode tokens when they meet it
+  CAPTURE(blocks);
+  CHECK(lost > room - 40);
+  CHECK(lost < room + 40);
+  CHECK(r.tally->pools[0].lost_tokens == 0);
+  CHECK(r.tally->classes[0].lost_tokens == lost);
+}
+
 TEST_CASE("disaggregation: the ledger bills each pool and splits both among the classes that used them") {
   const std::string load =
       "    arrival: {process: poisson, rate_per_s: 20}\n    prompt_tokens: {dist: lognormal, median: 800, p99: 4000}\n"
@@ -229,6 +297,9 @@ TEST_CASE("disaggregation: KV in flight counts against the decode pool's queues,
     CHECK(chat.completed == 10);
     CHECK(chat.arrived == chat.completed + chat.rejected_queue_full + chat.rejected_too_long);
     CHECK(chat.rejected_queue_full > 500);
+    // each prompt turned away after its prefill is work the prefill pool did for nothing
+    CHECK(r.tally->pools[0].lost_tokens == 1000.0 * double(chat.rejected_queue_full));
+    CHECK(r.report["ledger"]["pools"]["prefill"]["buckets"]["lost_work"]["device_hours"].get<double>() > 0);
     CHECK(other.arrived > 0);
     CHECK(other.rejected_queue_full == 0);
     CHECK(other.completed == other.arrived);
@@ -333,8 +404,8 @@ TEST_CASE("disaggregation: the published llm-d P/D run predicts what docs/valida
   };
   const std::vector<std::string> agg = {"pools={agg: {fleet: {replicas: 16, router: round_robin}}}",
                                         "classes.bench.pool=agg"};
-  std::vector<Arm> arms = {{{}, 0.1101, 0.007912, 2.080}, {agg, 0.1088, 0.01215, 3.134}};
-  arms.push_back({{"engine.perf_model=roofline"}, 0.1390, 0.00589, 1.607});
+  std::vector<Arm> arms = {{{}, 0.1181, 0.007912, 2.088}, {agg, 0.1088, 0.01215, 3.134}};
+  arms.push_back({{"engine.perf_model=roofline"}, 0.1449, 0.00589, 1.613});
   for (const auto& a : arms) {
     CAPTURE(a.e2e_s);
     const Scenario s = load_scenario_file(path, a.sets);

@@ -129,13 +129,14 @@ FLEETSIM_HD inline void record_done(Sim& s, int32_t r, int32_t ri, double t) {
     T.input_tokens += q.prompt;
     T.output_tokens += q.output;
     if (q.t_first < 0.0) q.t_first = t;
-    const double e2e = t - q.t_arrive + cl_end, ttft = q.t_first - q.t_arrive + cl, wait = q.t_admit - q.t_queued;
+    const double e2e = t - q.t_arrive + cl_end, ttft = q.t_first - q.t_arrive + cl,
+                 wait = q.wait_s + q.t_admit - q.t_queued;
     hist_add(T.e2e, e2e);
     hist_add(T.ttft, ttft);
     hist_add(T.queue_wait, wait);
     if (s.p->pools[s.p->classes[q.cls].pool].host.cores > 0) {
       hist_add(T.host_wait, q.t_host - q.t_arrive);
-      hist_add(T.host_time, q.t_queued - q.t_arrive);
+      hist_add(T.host_time, q.t_host + q.host_s - q.t_arrive);  // left the host stage then
     }
     double tpot = 0.0;  // vllm bench's convention for a single output token
     if (q.output >= 2) {

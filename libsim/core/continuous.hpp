@@ -63,7 +63,8 @@ FLEETSIM_HD inline void cont_finish_run(Sim& s, int32_t r, double t) {
             }
           }
           if (!P.generative || x.out_left <= 1) {
-            q.generated = q.output;
+            // a prefill pool's request carries the tokens it computed here to its handoff
+            q.generated = P.disagg ? x.prefill_total - x.loaded : q.output;
             R.free_blocks += x.blocks;
             const int32_t ri = x.req;
             release_slot(s, r, sl);
@@ -74,7 +75,7 @@ FLEETSIM_HD inline void cont_finish_run(Sim& s, int32_t r, double t) {
             x.s0 = st + 1;
             x.L0 = x.prefill_total;
             x.finish = x.s0 + x.out_left - 2;
-            x.residue = int32_t(mod_count(mod_count(x.s0 - x.L0, R.bs) + R.bs, R.bs));
+            x.residue = int16_t(mod_count(mod_count(x.s0 - x.L0, R.bs) + R.bs, R.bs));
             // blocks for the prompt were taken at admission and are now tracked by length
             rescnt_of(s, r)[x.residue]++;
             R.A += x.L0 + x.ctx_extra - x.s0;
@@ -284,6 +285,7 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
     if (from_store > 0) load_s += P.remote_latency_s + double(from_store) * P.remote_load_s_per_token;
     x.prefill_total = total;
     x.prefill_done = loaded;
+    x.loaded = loaded;
     // a prefill pool's request ends with its prompt (its first token stays unsent)
     x.out_left = P.disagg ? 1 : q.output - q.generated;
     x.blocks = blocks;

@@ -16,11 +16,16 @@ FLEETSIM_HD FLEETSIM_FORCEINLINE void xheap_push(Sim& s, double t, int32_t ri) {
 // Remove the earliest entry and return its request.
 FLEETSIM_HD FLEETSIM_FORCEINLINE int32_t xheap_pop(Sim& s) { return key_pop(s.xheap, s.xheap_n); }
 
-// Request ri, its prompt computed, finds no room in its decode pool at t: turned away as a full
-// queue, its slot freed.
-FLEETSIM_HD inline void handoff_turn_away(Sim& s, int32_t ri, double t) {
+// Request ri, its prompt computed on prefill replica r, finds no room in its decode pool at t:
+// turned away as a full queue, its slot freed; the prompt's KV, computed for nothing, is lost work
+// of the prefill pool.
+FLEETSIM_HD inline void handoff_turn_away(Sim& s, int32_t r, int32_t ri, double t) {
   const Request& q = s.req[ri];
-  if (q.in_window) count_rejection(s, s.tally->classes[q.cls].rejected_queue_full, t);
+  if (q.in_window) {
+    count_rejection(s, s.tally->classes[q.cls].rejected_queue_full, t);
+    s.tally->classes[q.cls].lost_tokens += double(q.generated);
+    s.tally->pools[s.rep[r].pool].lost_tokens += double(q.generated);
+  }
   s.in_system[q.cls]--;
   s.req_free[s.req_free_n++] = ri;
   client_done(s, q.cls, t, true, q.user, -1, kNone, -1, q.trace_row);
@@ -28,7 +33,8 @@ FLEETSIM_HD inline void handoff_turn_away(Sim& s, int32_t ri, double t) {
 
 // Prefill replica r finished request ri's prompt at t: its KV leaves for the decode pool. The
 // decode replica computes the prompt's last token again for the first output token's logits (as
-// vLLM does when a prompt's KV is all loaded), so the request starts there with nothing generated.
+// vLLM does when a prompt's KV is all loaded), so the request starts there with nothing generated
+// (until it arrives, `generated` holds the prompt tokens computed here).
 // Transfers in flight count against the decode pool's queues: past transit_cap, the prompt is
 // turned away now, as it would be on arrival at a full queue.
 FLEETSIM_HD inline void handoff_send(Sim& s, int32_t r, int32_t ri, double t) {
@@ -36,19 +42,19 @@ FLEETSIM_HD inline void handoff_send(Sim& s, int32_t r, int32_t ri, double t) {
   Request& q = s.req[ri];
   PoolState& ds = s.pool[P.decode_pool];
   if (int64_t(ds.in_transit) >= transit_cap(s.p->pools[P.decode_pool])) {
-    handoff_turn_away(s, ri, t);
+    handoff_turn_away(s, r, ri, t);
     return;
   }
   ds.in_transit++;
-  const double dt = P.handoff_latency_s + P.handoff_s_per_token * double(q.prompt);
+  const double win = double(min_of(q.prompt, P.handoff_window_tokens));
+  const double dt = P.handoff_latency_s + P.handoff_s_per_token * double(q.prompt) + P.handoff_window_s_per_token * win;
   if (q.in_window) {
     PoolTally& T = s.tally->pools[s.rep[r].pool];
     T.kv_sent += 1.0;
-    T.kv_sent_bytes += P.handoff_bytes_per_token * double(q.prompt);
+    T.kv_sent_bytes += P.handoff_bytes_per_token * double(q.prompt) + P.handoff_window_bytes_per_token * win;
     T.kv_sent_s += dt;
   }
   q.t_first = -1.0;
-  q.generated = 0;
   q.kv_in = 1;
   q.prefilled_on = r;
   xheap_push(s, t + dt, ri);

@@ -74,8 +74,9 @@ FLEETSIM_HD inline int32_t preempt_newest(Sim& s, int32_t r, int64_t st) {
   Seq& x = slot(s, r, sl);
   Request& q = s.req[x.req];
   int32_t needed_now = 0;
-  // the KV it computed is dropped, to be computed again
-  const double lost = x.decoding ? double(x.L0 + (st - x.s0)) : double(x.prefill_done);
+  // the KV it computed here is dropped, to be computed again (what it loaded cost this replica
+  // nothing: it is computed again, but was not lost here)
+  const double lost = double((x.decoding ? x.L0 + (st - x.s0) : int64_t(x.prefill_done)) - x.loaded);
   if (q.in_window) {
     s.tally->classes[q.cls].lost_tokens += lost;
     s.tally->pools[R.pool].lost_tokens += lost;

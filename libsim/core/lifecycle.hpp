@@ -228,7 +228,7 @@ FLEETSIM_HD inline double replica_fail_one(Sim& s, int32_t r, double t, bool new
       Seq& x = slot(s, r, sl);
       {
         const Request& q = s.req[x.req];
-        const double lost = x.decoding ? double(x.L0 + (R.step - x.s0)) : double(x.prefill_done);
+        const double lost = double((x.decoding ? x.L0 + (R.step - x.s0) : int64_t(x.prefill_done)) - x.loaded);
         if (q.in_window) {
           s.tally->classes[q.cls].lost_tokens += lost;
           s.tally->pools[R.pool].lost_tokens += lost;

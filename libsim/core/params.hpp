@@ -271,6 +271,9 @@ struct PoolParams {
   double handoff_s_per_token;  // transfer time per prompt token: its KV bytes over the link
   double handoff_latency_s;    // and the link's fixed cost per transfer
   double handoff_bytes_per_token;
+  int32_t handoff_window_tokens;      // sliding-window layers send their last this many tokens' KV
+  double handoff_window_s_per_token;  // at this time a token
+  double handoff_window_bytes_per_token;
   int32_t time_slicing;     // replicas per device taking turns (1: a device each); memory not isolated
   int32_t mps_clients;      // MPS: replicas per device whose kernels run concurrently under one server (1: none)
   double mps_thread_share;  // MPS: each client's cap on the device's SMs (active thread percentage / 100)

@@ -231,6 +231,7 @@ FLEETSIM_HD inline void handle_arrival(Sim& s, int32_t cls, double t, int32_t us
   q.t_admit = -1.0;
   q.t_queued = t;
   q.t_host = t;
+  q.wait_s = 0.0;
   q.host_s = host_s;
   q.host_stage = 0;
   q.prompt = int32_t(prompt);
@@ -268,9 +269,15 @@ FLEETSIM_HD inline void handoff_arrive(Sim& s, double t) {
   int32_t target = kNone;
   if (ds.n_ready + ds.n_starting > 0 || replica_start(s, pi, t)) target = pick_replica(s, pi, kNone, false);
   if (target == kNone || queue_full_at(s, target)) {
-    handoff_turn_away(s, ri, t);
+    handoff_turn_away(s, q.prefilled_on, ri, t);
     return;
   }
+  // it waits again, in the decode replica's queue: its wait so far is kept, the clock restarts
+  Request& w = s.req[ri];
+  w.wait_s += w.t_admit - w.t_queued;
+  w.t_queued = t;
+  w.t_admit = -1.0;
+  w.generated = 0;
   enqueue_device(s, target, ri, t);
 }
 

@@ -19,16 +19,18 @@ struct Request {
   double t_queued;  // joined the device queue (after the host stage; = t_arrive without one)
   double t_host;    // its (last) host pre-processing started
   double host_s;    // host pre-processing time (host.hpp)
+  double wait_s;    // queue wait before the queue it is in now (disaggregated: its prefill pool's)
   int32_t prompt;
   int32_t output;
-  int32_t generated;  // output tokens emitted before the current prefill of this request
+  int32_t generated;  // output tokens emitted before the current prefill of this request; on its way to a
+                      // decode pool, the prompt tokens its prefill computed (lost if it is turned away)
   int32_t cached;     // prompt tokens its trace says an earlier request already computed (0: none)
-  int16_t in_window;
-  int16_t cls;           // request class
-  int16_t retries;       // times its replica was lost under it
-  int16_t has_prefix;    // starts with its class's shared prefix
-  int16_t host_stage;    // HostStage: waiting for or on a host core (host.hpp), or neither
-  int16_t kv_in;         // disaggregated: its prompt's KV came from a prefill replica; not yet admitted
+  int16_t cls;        // request class
+  int16_t retries;    // times its replica was lost under it
+  int8_t in_window;
+  int8_t has_prefix;     // starts with its class's shared prefix
+  int8_t host_stage;     // HostStage: waiting for or on a host core (host.hpp), or neither
+  int8_t kv_in;          // disaggregated: its prompt's KV came from a prefill replica; not yet admitted
   int32_t user;          // a session class's user that sent it (clients.hpp); else unused
   int32_t prefilled_on;  // disaggregated: the prefill replica that computed its prompt
   int32_t trace_row;     // its row of a trace (-1: none)
@@ -40,8 +42,9 @@ struct Seq {
   int32_t req;
   int32_t prev, next;        // admission order; `next` also links the free slots
   int32_t pf_prev, pf_next;  // sequences still in prefill, admission order
-  int32_t decoding;
-  int32_t residue;        // decode steps s with s % block == residue need a new KV block
+  int16_t decoding;
+  int16_t residue;        // decode steps s with s % block == residue need a new KV block (block <= 1024)
+  int32_t loaded;         // KV tokens it loaded rather than computed (a prefill pool's, a cache tier's)
   int32_t prefill_total;  // tokens this prefill computes (prompt, plus output so far after preemption)
   int32_t prefill_done;
   int32_t chunk;      // prefill tokens scheduled in the step in flight

@@ -129,8 +129,9 @@ struct PoolSpec {
   double kv_link_gb_s = 0, kv_link_latency_us = 0;  // per lane: one device of each side
   int kv_link_lanes = 1;                            // devices sending in parallel: min of the two sides
   double kv_bytes_per_token = 0;                    // the whole replica's KV of one prompt token
-  ModelSpec spec_draft;                             // a draft model, or heads (engine.speculative.draft_layers) as one
-  int spec_heads = 0;                               // the heads' layers (0: a draft model)
+  double kv_window_bytes_per_token = 0;  // and of its sliding-window layers, for its last sliding_window tokens
+  ModelSpec spec_draft;                  // a draft model, or heads (engine.speculative.draft_layers) as one
+  int spec_heads = 0;                    // the heads' layers (0: a draft model)
   // heads that end in the target's LM head: its parameters, read every draft step but held once
   double spec_shared_head_params = 0;
   double spec_tokens_per_step = 1;

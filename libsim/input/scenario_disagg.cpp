@@ -76,8 +76,13 @@ void parse_disaggregation(const N& dn, std::vector<PoolSpec>& pools, size_t i) {
   P.kv_link_gb_s = gb_s;
   P.kv_link_latency_us = lat_us;
   P.kv_link_lanes = std::min(P.devices(), D.devices());
-  P.kv_bytes_per_token =
-      kv_bytes_per_token_per_device(P.model, kv_dtype_bytes(P.kv_dtype), P.tp, P.pp) * double(P.devices());
+  // every rank's share of every layer (the stages together hold each layer once); the
+  // sliding-window layers hold only a window's tokens
+  const double kvb = kv_dtype_bytes(P.kv_dtype);
+  P.kv_bytes_per_token = kv_bytes_per_token_per_device(P.model, kvb, P.tp, 1) * double(P.tp);
+  P.kv_window_bytes_per_token = P.model.sliding_layers > 0 ? window_kv_bytes_per_seq_per_device(P.model, kvb, P.tp, 1) *
+                                                                 double(P.tp) / double(P.model.sliding_window)
+                                                           : 0.0;
 }
 
 // After every pool's disaggregation is read: no decode pool hands off again.

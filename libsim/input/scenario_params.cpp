@@ -231,6 +231,9 @@ PoolParams PoolSpec::params() const {
     p.handoff_bytes_per_token = kv_bytes_per_token;
     p.handoff_s_per_token = kv_bytes_per_token / (double(kv_link_lanes) * kv_link_gb_s * 1e9);
     p.handoff_latency_s = kv_link_latency_us * 1e-6;
+    p.handoff_window_tokens = model.sliding_layers > 0 ? model.sliding_window : 0;
+    p.handoff_window_bytes_per_token = kv_window_bytes_per_token;
+    p.handoff_window_s_per_token = kv_window_bytes_per_token / (double(kv_link_lanes) * kv_link_gb_s * 1e9);
   }
   p.time_slicing = time_slicing;
   p.mps_clients = mps_clients;

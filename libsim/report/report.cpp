@@ -566,6 +566,7 @@ Json run_report(const Scenario& s, const Tally& t) {
                                  {"lanes", P.kv_link_lanes},
                                  {"link_latency_s", P.kv_link_latency_us * 1e-6},
                                  {"kv_bytes_per_token", P.kv_bytes_per_token},
+                                 {"kv_window_bytes_per_token", P.kv_window_bytes_per_token},
                                  {"transfers", pt.kv_sent},
                                  {"transferred_gb", pt.kv_sent_bytes / 1e9},
                                  {"mean_transfer_s", ratio(pt.kv_sent_s, pt.kv_sent)}};
