@@ -90,7 +90,7 @@ TEST_CASE("stabilization windows: the monotone queues give the brute-force extre
       seen.emplace_back(t, v);
       int want_hi = v, want_lo = v;
       for (const auto& [ts, x] : seen)
-        if (t - ts <= window) want_hi = std::max(want_hi, x), want_lo = std::min(want_lo, x);
+        if (t - ts < window) want_hi = std::max(want_hi, x), want_lo = std::min(want_lo, x);  // newer than t - window
       INFO("window " << window << " at " << t);
       REQUIRE(window_push(hi, t, v, window, true) == want_hi);
       REQUIRE(window_push(lo, t, v, window, false) == want_lo);
@@ -101,7 +101,7 @@ TEST_CASE("stabilization windows: the monotone queues give the brute-force extre
   WindowExtreme hi{};
   for (int i = 0; i < 200; ++i) {
     const double t = 15.0 * (i + 1);
-    const int exact = 1000 - std::max(0, i - 59);  // the value 59 evaluations (885 s) ago
+    const int exact = 1000 - std::max(0, i - 58);  // the value 58 evaluations (870 s) ago: 885 s is out
     CHECK(window_push(hi, t, 1000 - i, 885.0, true) >= exact);
   }
 }
@@ -154,4 +154,57 @@ TEST_CASE("the ttft signal scales up when first tokens are slower than its targe
                           << " at 1e5 s");
   CHECK(fleet(slow, "scale_ups") >= 1);
   CHECK(fleet(fast, "scale_ups") == 0);
+}
+
+TEST_CASE("busy and host_cpu: replicas still starting count as reporting nothing, so a cold start does not compound") {
+  // one saturated replica (busy 1.0) at a target of 0.5 asks for 2; the second takes 300 s to
+  // start, and while it starts the ratio over both (0.5 / 0.5 = 1) changes nothing: 2 replicas at
+  // most, not a doubling every 15 s to the maximum
+  const std::string y =
+      "name: busy\nduration_s: 250\nwarmup_s: 0\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\n"
+      "fleet:\n  replicas: 1\n  cold_start: {provision_s: 300, image_pull_s: 0, warmup_s: 0}\n"
+      "  autoscale: {min_replicas: 1, max_replicas: 64, signal: busy, target: 0.5, interval_s: 15}\n"
+      "workload:\n  arrival: {process: poisson, rate_per_s: 40}\n  prompt_tokens: 2000\n  output_tokens: 300\n";
+  const test::Result r = test::run(test::scenario(y));
+  CHECK(fleet(r, "max_replicas") == 2);
+  CHECK(fleet(r, "scale_ups") == 1);
+  // host_cpu: 0.05 + 4 ms x 40 req/s = 0.21 on one replica, at a target of 0.1: ceil(2.1) = 3
+  const test::Result h =
+      test::run(test::scenario(y, {"fleet.autoscale.signal=host_cpu", "fleet.autoscale.target=0.1"}));
+  CHECK(fleet(h, "max_replicas") == 3);
+}
+
+TEST_CASE("scale to zero: host_cpu with no traffic starts nothing; queue_depth keeps a replica with work running") {
+  const std::string zero =
+      "name: zero\nduration_s: 3600\nwarmup_s: 0\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\n"
+      "fleet:\n  replicas: 0\n  autoscale: {min_replicas: 0, max_replicas: 4, signal: host_cpu, target: 0.6}\n"
+      "workload:\n  arrival: {process: poisson, rate_per_s: 0.0001, start_s: 3500}\n  prompt_tokens: 100\n"
+      "  output_tokens: 10\n";
+  const test::Result h = test::run(test::scenario(zero));
+  REQUIRE(h.all->arrived == 0);
+  CHECK(fleet(h, "scale_ups") == 0);
+  // one long answer every 20 s: between arrivals nothing waits, but a request is running; a
+  // queue_depth of 0 must not drain the only replica under it
+  const test::Result q = test::run(
+      test::scenario(zero, {"fleet.autoscale.signal=queue_depth", "fleet.autoscale.target=1",
+                            "workload.arrival={process: constant, rate_per_s: 0.05}", "workload.output_tokens=2000"}));
+  CHECK(q.all->arrived > 150);
+  CHECK(q.all->rejected_queue_full == 0);
+  CHECK(q.all->completed + 2 >= q.all->arrived);
+}
+
+TEST_CASE("stabilization: a recommendation exactly a window old is out of it, as the HPA's After(cutoff)") {
+  // evaluations every 15 s; a 30 s scale-up window holds the recommendations of t - 15 and t, not
+  // t - 30: the burst at 100 s is first seen at 105 s, and the up window's lowest is 1 until the
+  // evaluation of 120 s, which scales up (at 135 s with the window one evaluation too long)
+  const std::string y =
+      "name: win\nduration_s: 200\nwarmup_s: 0\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\n"
+      "engine: {max_num_seqs: 8}\n"
+      "fleet:\n  replicas: 1\n  cold_start: {provision_s: 1, image_pull_s: 1, warmup_s: 1}\n"
+      "  autoscale: {min_replicas: 1, max_replicas: 50, signal: inflight, target: 10, interval_s: 15, "
+      "scale_up_window_s: 30, cooldown_s: 0}\n"
+      "workload:\n  arrival: {process: burst, requests: 1500, start_s: 100}\n  prompt_tokens: 2000\n"
+      "  output_tokens: 2000\n";
+  CHECK(fleet(test::run(test::scenario(y, {"duration_s=119"})), "scale_ups") == 0);
+  CHECK(fleet(test::run(test::scenario(y, {"duration_s=121"})), "scale_ups") > 0);
 }

@@ -208,3 +208,18 @@ TEST_CASE("prefix cache: bad settings are located errors") {
   off.replace(off.find("prefix_cache:"), 13, "prefix_caching: false, prefix_cache:");
   CHECK(error_of(off).find("needs engine.prefix_caching: true") != std::string::npos);
 }
+
+TEST_CASE("a host tier or shared store smaller than one block is a located error") {
+  // Llama 3.1 8B: a 16-token block is 2 MiB of KV (0.001953 GiB)
+  const std::string path = trace("tier.jsonl", {{0, 1, 2}, {0, 1, 2}}, 49);
+  CHECK(test::error_of(scenario(path, "{scope: replica, cpu_gib: 0.002}")) == "(no error)");
+  const std::string host = test::error_of(scenario(path, "{scope: replica, cpu_gib: 0.001}"));
+  CHECK(host.find("engine.prefix_cache.cpu_gib") != std::string::npos);
+  CHECK(host.find("0.001 GiB holds no block of 16 tokens (0.001953 GiB of llama-3.1-8b's KV)") != std::string::npos);
+  CHECK(test::error_of(scenario(path, "{scope: replica, remote: {gib: 0.000001, gb_s: 10}}"))
+            .find("holds no block of 16 tokens") != std::string::npos);
+  // a store of 16 PiB holds billions of blocks: the error says so, not "lower queue_limit or replicas"
+  CHECK(test::error_of(scenario(path, "{scope: replica, remote: {gib: 16777216, gb_s: 1}}"))
+            .find("16777216 GiB holds 8.59e+09 blocks of 16 tokens; at most 134217728 can be simulated") !=
+        std::string::npos);
+}

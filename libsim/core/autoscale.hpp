@@ -80,6 +80,7 @@ FLEETSIM_HD inline int32_t autoscale_desired(Sim& s, int32_t pi, double t, int32
   for (int32_t r = ps.first_replica; r < ps.first_replica + ps.n_replicas; ++r)
     running += P.batching == Batching::continuous ? s.rep[r].n_running : s.rep[r].batch_n;
   const double interval = max_of(t - ps.last_eval, 1e-9);
+  const int32_t floor = waiting + running + ps.host_jobs > 0 ? 1 : 0;  // work is waiting: never ask for none
   double ratio = -1.0;  // metric / target, for the signals that scale the current count
   switch (A.signal) {
     case ScaleSignal::queue_depth:
@@ -91,7 +92,7 @@ FLEETSIM_HD inline int32_t autoscale_desired(Sim& s, int32_t pi, double t, int32
         const double r = total / (A.target * double(current));
         if (r >= 1.0 - A.tolerance && r <= 1.0 + A.tolerance) return current;
       }
-      return int32_t(min_of(1.0e6, dm::ceil(total / A.target)));
+      return max_of(floor, int32_t(min_of(1.0e6, dm::ceil(total / A.target))));
     }
     case ScaleSignal::ttft: {
       // the chosen percentile of the first-token times completed in the window's slices, as
@@ -110,29 +111,43 @@ FLEETSIM_HD inline int32_t autoscale_desired(Sim& s, int32_t pi, double t, int32
       ratio = ttft_histogram_quantile(count, n, A.ttft_quantile) / A.target;
       break;
     }
-    case ScaleSignal::busy: {
-      const double ready = max_of(double(ps.n_ready + ps.n_draining), 1.0);
-      ratio = (ps.busy_acc / interval / ready) / A.target;
-      break;
-    }
+    case ScaleSignal::busy:
     case ScaleSignal::host_cpu: {
-      // the host CPU only tokenizes and serves HTTP: it stays low while the device saturates
-      const double ready = max_of(double(ps.n_ready + ps.n_draining), 1.0);
-      double cpu;
-      if (P.host.cores > 0) {  // the modelled host stage: its cores' busy share over the interval
+      // a utilization averaged over the replicas that report it (ready or draining); starting
+      // ones report nothing. As Kubernetes' HPA: desired = ceil(ratio x reporting replicas); where
+      // replicas are starting and the ratio says up, they count as reporting 0, and no change is
+      // made if that brings the ratio within the tolerance or below 1 (replica_calculator.go)
+      const int32_t reporting = ps.n_ready + ps.n_draining;
+      const double ready = max_of(double(reporting), 1.0);
+      double m;
+      if (A.signal == ScaleSignal::busy) {
+        m = ps.busy_acc / interval / ready;
+      } else if (floor == 0 && ps.arrivals_since == 0.0) {
+        m = 0.0;                      // nothing arrived, nothing in flight: an idle server's own load is no demand
+      } else if (P.host.cores > 0) {  // the modelled host stage: its cores' busy share over the interval
+        // (the host CPU only tokenizes and serves HTTP: it stays low while the device saturates)
         host_advance(s, pi, t);
-        cpu = min_of(1.0, A.cpu_base + ps.host_busy_acc / interval / (ready * double(P.host.cores)));
+        m = min_of(1.0, A.cpu_base + ps.host_busy_acc / interval / (ready * double(P.host.cores)));
       } else {
-        cpu = min_of(1.0, A.cpu_base + A.cpu_per_request_s * ps.arrivals_since / interval / ready);
+        m = min_of(1.0, A.cpu_base + A.cpu_per_request_s * ps.arrivals_since / interval / ready);
       }
-      ratio = cpu / A.target;
-      break;
+      if (reporting == 0) return m > 0.0 ? 1 : floor;
+      const double r = m / A.target;
+      if (ps.n_starting > 0 && r > 1.0) {
+        const double r_all = r * double(reporting) / double(reporting + ps.n_starting);
+        if (r_all <= 1.0 + A.tolerance) return current;
+      } else if (r >= 1.0 - A.tolerance && r <= 1.0 + A.tolerance) {
+        return current;
+      }
+      return max_of(floor, int32_t(min_of(1.0e6, dm::ceil(double(reporting) * r))));
     }
   }
-  const int32_t floor = waiting + running + ps.host_jobs > 0 ? 1 : 0;  // work is waiting: never ask for none
+  // (ttft) a value target, as Kubernetes scales on an object metric: ceil(ratio x ready replicas)
   if (current == 0) return ratio > 0.0 ? 1 : floor;
   if (ratio >= 1.0 - A.tolerance && ratio <= 1.0 + A.tolerance) return current;
-  return max_of(floor, int32_t(min_of(1.0e6, dm::ceil(double(current) * ratio))));
+  const int32_t ready = ps.n_ready + ps.n_draining;
+  if (ready == 0) return current;  // all still starting: nothing to scale by yet
+  return max_of(floor, int32_t(min_of(1.0e6, dm::ceil(double(ready) * ratio))));
 }
 
 // Record value v at time t and return the extreme (the highest when `highest`, else the lowest) of
@@ -141,7 +156,7 @@ FLEETSIM_HD inline int32_t window_push(WindowExtreme& q, double t, int32_t v, do
   auto at = [&q](int32_t i) { return (q.head + i) % kScaleHistory; };
   // entries the new value outdoes can never be the extreme again
   while (q.n > 0 && (highest ? q.v[at(q.n - 1)] <= v : q.v[at(q.n - 1)] >= v)) --q.n;
-  while (q.n > 0 && t - q.t[q.head] > window) {  // older than the window
+  while (q.n > 0 && t - q.t[q.head] >= window) {  // not newer than the window's start (Kubernetes: After(cutoff))
     q.head = at(1);
     --q.n;
   }

@@ -341,13 +341,17 @@ FLEETSIM_HD inline void pool_interrupt(Sim& s, int32_t pi, double t) {
 FLEETSIM_HD inline bool replica_start(Sim& s, int32_t pi, double t) {
   PoolState& ps = s.pool[pi];
   const AutoscaleParams& A = s.p->pools[pi].autoscale;
-  if (A.max_starts > 0 && ps.starts >= A.max_starts) return false;
-  if (A.max_starts_per_hour > 0.0) {
-    int32_t recent = 0;  // starts within the last hour (the ring keeps the latest kScaleHistory)
-    for (int32_t i = 0; i < min_of(ps.starts, kScaleHistory); ++i)
-      if (t - ps.start_t[i] < 3600.0) ++recent;
-    if (double(recent) >= A.max_starts_per_hour) return false;
-  }
+  // the caps count nodes obtained: a replica placed on a node already up takes none
+  auto capped = [&]() {
+    if (A.max_starts > 0 && ps.starts >= A.max_starts) return true;
+    if (A.max_starts_per_hour > 0.0) {
+      int32_t recent = 0;  // starts within the last hour (the ring keeps the latest kScaleHistory)
+      for (int32_t i = 0; i < min_of(ps.starts, kScaleHistory); ++i)
+        if (t - ps.start_t[i] < 3600.0) ++recent;
+      if (double(recent) >= A.max_starts_per_hour) return true;
+    }
+    return false;
+  };
   const PoolParams& P = s.p->pools[pi];
   int32_t pick = kNone;
   bool new_node = true;
@@ -357,11 +361,13 @@ FLEETSIM_HD inline bool replica_start(Sim& s, int32_t pi, double t) {
     for (int32_t r = ps.first_replica; r < ps.first_replica + ps.n_replicas && pick == kNone; ++r)
       if (s.rep[r].state == kOff && s.rep[node_slot(ps, P, r)].node_until >= 0.0) pick = r;
     new_node = pick == kNone;
+    if (new_node && capped()) return false;
     if (new_node && P.max_node_groups > 0 && ps.nodes_up >= P.max_node_groups) {
       s.tally->pools[pi].unschedulable += in_window(s, t);  // free devices, but none a replica fits
       return false;
     }
   }
+  if (P.replicas_per_node == 0 && capped()) return false;
   // an owned pool's slot whose device is in repair waits for it: slots with their device first
   for (int32_t r = ps.first_replica; r < ps.first_replica + ps.n_replicas && pick == kNone; ++r)
     if (s.rep[r].state == kOff && s.rep[r].device_at <= t) pick = r;
@@ -375,9 +381,11 @@ FLEETSIM_HD inline bool replica_start(Sim& s, int32_t pi, double t) {
     set_state(s, r, kStarting, t);
     set_next(s, r, t + wait + begin_start(s, r, new_node, t, t + wait));
     R.starts++;
-    ps.start_t[ps.start_head] = t;
-    ps.start_head = ps.start_head + 1 == kScaleHistory ? 0 : ps.start_head + 1;
-    ps.starts++;
+    if (new_node) {
+      ps.start_t[ps.start_head] = t;
+      ps.start_head = ps.start_head + 1 == kScaleHistory ? 0 : ps.start_head + 1;
+      ps.starts++;
+    }
     ps.last_scale = t;
     s.tally->pools[pi].scale_ups += in_window(s, t);
     return true;

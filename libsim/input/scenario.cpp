@@ -263,6 +263,18 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Overr
   const WorkspaceLayout layout = workspace_layout(p);
   const double ws = double(layout.total);
   s.inputs = src.files_read;
+  // (blocks of bounded prefix caches: a few indices each, and their tables)
+  const int64_t blocks = layout.cache_entries + layout.cpu_entries + layout.rem_entries;
+  const double cache_bytes =
+      16.0 * double(blocks) + 4.0 * double(layout.cache_slots + layout.cpu_slots + layout.rem_slots);
+  if ((ws > 2.0 * kGiB || !layout_fits(p, layout)) && cache_bytes > 0.5 * ws) {
+    root.fail(fmt::format("this fleet needs {} MiB of simulation state, most of it for the {} blocks its prefix "
+                          "caches can hold (per replica, host tiers and shared stores); at most 2048 MiB: lower "
+                          "engine.prefix_cache's max_tokens, cpu_gib or remote.gib, or replay the trace in larger "
+                          "blocks",
+                          int64_t(ws / (1024 * 1024)), blocks),
+              ErrorKind::inconsistent);
+  }
   if (ws > 2.0 * kGiB || !layout_fits(p, layout)) {
     root.fail(
         "this fleet needs " + std::to_string(int64_t(ws / (1024 * 1024))) + " MiB of simulation state for " +

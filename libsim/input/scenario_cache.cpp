@@ -1,5 +1,8 @@
 // engine.prefix_cache: where a trace's hashed prompt blocks are cached (docs/model.md, "Caching"),
 // read with the pool's engine, and checked once the classes say which trace each pool replays.
+#include <fmt/format.h>
+
+#include <cmath>
 #include <string>
 
 #include "input/scenario_internal.hpp"
@@ -68,7 +71,8 @@ void check_prefix_caches(const N& root, Scenario& s) {
       }
     }
     if (found != 1)
-      pc.fail("a prefix cache per replica keeps the blocks of one trace; this pool serves " + std::to_string(found),
+      pc.fail("a prefix cache per replica keeps the blocks of one trace; pool '" + P.name + "' serves " +
+                  std::to_string(found),
               ErrorKind::inconsistent);
     if (P.batching != Batching::continuous)
       pc.fail("a prefix cache per replica needs continuous batching", ErrorKind::inconsistent);
@@ -77,6 +81,24 @@ void check_prefix_caches(const N& root, Scenario& s) {
           .fail("max_tokens " + std::to_string(P.cache_max_tokens) + " holds no block of " +
                     std::to_string(P.cache_block_tokens) + " tokens",
                 ErrorKind::inconsistent);
+    // a tier behind the device holds whole blocks of the replica's KV (every device's share)
+    const double block_gib = kv_bytes_per_token_per_device(P.model, kv_dtype_bytes(P.kv_dtype), P.tp, P.pp) *
+                             double(P.devices()) * double(P.cache_block_tokens) / kGiB;
+    // and indexes each block it holds in the simulation's state: 2^27 blocks is 2 GiB of it
+    constexpr double kMaxTierBlocks = 134217728.0;
+    auto holds_a_block = [&](const N& at, double gib) {
+      if (gib < block_gib)
+        at.fail(fmt::format("{} GiB holds no block of {} tokens ({:.4g} GiB of {}'s KV)", gib, P.cache_block_tokens,
+                            block_gib, P.model.name),
+                ErrorKind::inconsistent);
+      if (gib / block_gib > kMaxTierBlocks)
+        at.fail(fmt::format("{} GiB holds {:.3g} blocks of {} tokens; at most {:.0f} can be simulated (their index "
+                            "takes 16 bytes each): a smaller tier, or the trace replayed in larger blocks",
+                            gib, std::floor(gib / block_gib), P.cache_block_tokens, kMaxTierBlocks),
+                ErrorKind::inconsistent);
+    };
+    if (P.cache_cpu_gib > 0) holds_a_block(pc.at("cpu_gib"), P.cache_cpu_gib);
+    if (P.cache_remote_gib > 0) holds_a_block(pc.at("remote").at("gib"), P.cache_remote_gib);
   }
 }
 
