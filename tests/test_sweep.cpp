@@ -498,3 +498,27 @@ TEST_CASE("the table's cheapest configurations break ties in the objective by p9
   const size_t first_row = table.find('\n', table.find('\n', list) + 1) + 1;  // past the column heads
   CHECK(table.substr(first_row, 6) == "     1");
 }
+
+TEST_CASE("--set adds an SLO term by its dotted report path; large integers stay whole") {
+  const auto src = source("sweep:\n  parameters:\n    fleet.replicas: [1, 2]\n")
+                       .with_overrides(parse_sets({"sweep.slo.latency_s.ttft.p99=0.5"}));
+  const SweepSpec spec = parse_sweep(src);
+  REQUIRE(spec.slo.size() == 1);
+  CHECK(spec.slo[0].metric == "latency_s.ttft.p99");
+  CHECK(spec.slo[0].limit == 0.5);
+  // two seeds a double cannot tell apart are two values, and a row names the one that ran
+  const SweepSpec seeds =
+      parse_sweep(source("sweep:\n  parameters:\n    seed: [12345678901234567, 12345678901234568]\n"));
+  REQUIRE(seeds.count() == 2);
+  CHECK(seeds.parameters_json(1)["seed"].dump() == "12345678901234568");
+  CHECK(seeds.parameters_json(0)["seed"].dump() == "12345678901234567");
+  // past 10^18 points a grid cannot be numbered, sampled or not; the message says what to do
+  const std::string huge =
+      "    seed: {from: 1, to: 100000, step: 1}\n"
+      "    workload.arrival.rate_per_s: {from: 1, to: 100000, step: 1}\n"
+      "    fleet.queue_limit: {from: 1, to: 100000, step: 1}\n"
+      "    workload.prompt_tokens: {from: 1, to: 2000, step: 1}\n";
+  CHECK(error_of("sweep:\n  parameters:\n" + huge).find("use sample: N") != std::string::npos);
+  CHECK(error_of("sweep:\n  sample: 3\n  parameters:\n" + huge).find("too many to number even when sampled") !=
+        std::string::npos);
+}

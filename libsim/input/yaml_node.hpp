@@ -485,8 +485,9 @@ inline void apply_override(YAML::Node root, const Override& o, Source& src) {
       if (take == 1 && catalog && parts.size() - i >= 2)
         // NAME with dots, then one FIELD; a mapping value is a whole entry (no field is a mapping)
         take = value_node.IsMap() ? parts.size() - i : parts.size() - i > 2 ? parts.size() - i - 1 : 1;
-      // a sweep parameter's name is itself a dotted scenario path
-      if (take == 1 && keys.size() == 2 && keys[0] == "sweep" && keys[1] == "parameters") take = parts.size() - i;
+      // a sweep parameter's name is itself a dotted scenario path, an SLO term's a report path
+      if (take == 1 && keys.size() == 2 && keys[0] == "sweep" && (keys[1] == "parameters" || keys[1] == "slo"))
+        take = parts.size() - i;
       keys.push_back(join(i, i + take));
       if (probe.IsMap() && probe[keys.back()].IsDefined())
         probe.reset(probe[keys.back()]);

@@ -65,7 +65,7 @@ class SummaryAccumulator {
   static bool before(const Point& a, const Point& b);
   std::string objective_;
   uint64_t total_ = 0, rows_ = 0, feasible_ = 0, no_fit_ = 0, slo_miss_ = 0, stopped_ = 0;
-  bool whole_ = true, have_cheapest_ = false;
+  bool whole_ = true, have_cheapest_ = false, on_bound_ = true;
   uint64_t replications_ = 1, replications_run_ = 0;
   double best_ = 0, best_ttft_ = 0;
   Json cheapest_;
@@ -140,7 +140,8 @@ struct At {
 struct SweepShape {
   std::vector<std::pair<std::string, std::vector<Json>>> params;  // path, values
   uint64_t grid_size = 1, configurations = 0;
-  uint64_t replications = 1;  // per configuration, at most
+  uint64_t replications = 1;             // per configuration, at most
+  std::vector<std::string> slo_metrics;  // a row's ci95 holds these beside the headline metrics
   bool sampled = false;
   uint32_t shard_index = 0, shard_count = 1;
   // the parameters of configuration i, when known exactly (else each value is checked to be one

@@ -189,6 +189,7 @@ SweepJournal SweepJournal::resume(const std::string& path, const ScenarioSource&
   sh.grid_size = spec.grid_size;
   sh.configurations = spec.count();
   sh.replications = spec.replications;
+  for (const auto& t : spec.slo) sh.slo_metrics.push_back(t.metric);
   sh.sampled = spec.sample != 0;
   sh.shard_index = shard_index;
   sh.shard_count = shard_count;

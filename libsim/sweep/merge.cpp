@@ -134,10 +134,14 @@ uint64_t check_row(const At& row, const SweepShape& sh) {
       const At c = ci[h];
       if (!c.v.is_number() && !c.v.is_null()) c.fail("expected a number or null, got " + describe(c.v));
     }
-    if (ci.v.size() != std::size(kHeadline))
-      for (auto it = ci.v.begin(); it != ci.v.end(); ++it)
-        if (std::none_of(std::begin(kHeadline), std::end(kHeadline), [&](const char* h) { return it.key() == h; }))
-          ci[it.key()].fail("not a metric with a confidence interval");
+    for (auto it = ci.v.begin(); it != ci.v.end(); ++it) {
+      const bool slo = std::find(sh.slo_metrics.begin(), sh.slo_metrics.end(), it.key()) != sh.slo_metrics.end();
+      if (!slo &&
+          std::none_of(std::begin(kHeadline), std::end(kHeadline), [&](const char* h) { return it.key() == h; }))
+        ci[it.key()].fail("not a metric with a confidence interval (a headline metric or an SLO term's)");
+      if (slo && !it.value().is_number() && !it.value().is_null())
+        ci[it.key()].fail("expected a number or null, got " + describe(it.value()));
+    }
     if (feasible != violations.v.empty())
       row["feasible"].fail(feasible
                                ? fmt::format("true, but violations lists {} missed SLO bounds", violations.v.size())
@@ -237,7 +241,7 @@ SweepShape check_header(const At& doc) {
   const At slo = sw["slo"];
   for (size_t k = 0; k < slo.array().size(); ++k) {
     const At t = slo.item(k);
-    t["metric"].str();
+    sh.slo_metrics.push_back(t["metric"].str());
     const At b = t["bound"];
     if (b.v != "max" && b.v != "min") b.fail("expected \"max\" or \"min\", got " + describe(b.v));
     t["limit"].number();

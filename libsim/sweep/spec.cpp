@@ -3,6 +3,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <set>
@@ -66,6 +67,15 @@ Json yaml_to_json(const YAML::Node& n) {
   if (n.IsScalar()) {
     const std::string& s = n.Scalar();
     char* end = nullptr;
+    // an integer is kept whole (a 64-bit seed would not survive a double)
+    if (!s.empty() && s.find_first_of(".eExXpP") == std::string::npos) {
+      errno = 0;
+      const long long i = std::strtoll(s.c_str(), &end, 10);
+      if (end && *end == '\0' && errno == 0) return Json(int64_t(i));
+      errno = 0;
+      const unsigned long long u = std::strtoull(s.c_str(), &end, 10);
+      if (s[0] != '-' && end && *end == '\0' && errno == 0) return Json(uint64_t(u));
+    }
     const double d = std::strtod(s.c_str(), &end);
     if (!s.empty() && end && *end == '\0' && std::isfinite(d)) {
       if (d == std::floor(d) && std::fabs(d) < 9.0e15 && s.find_first_of(".eE") == std::string::npos)
@@ -206,7 +216,10 @@ SweepSpec parse_sweep(const ScenarioSource& scenario) {
     std::set<std::string> seen;  // by value: 1 and 1.0 are one number
     for (size_t i = 0; i < p.json_values.size(); ++i) {
       const Json& x = p.json_values[i];
-      if (!seen.insert(x.is_number() ? fmt::format("{}", x.get<double>()) : x.dump()).second)
+      const std::string key = x.is_number_integer() ? x.dump()
+                              : x.is_number()       ? fmt::format("{}", x.get<double>())
+                                                    : x.dump();
+      if (!seen.insert(key).second)
         throw InputError(p.origins[i],
                          fmt::format("{}: value {} is listed twice (each configuration once)", v.path, p.values[i]));
     }
@@ -221,7 +234,9 @@ SweepSpec parse_sweep(const ScenarioSource& scenario) {
   // grid size, guarding overflow
   long double grid = 1;
   for (const auto& p : spec.params) grid *= (long double)p.values.size();
-  if (grid > 1e18L) ps.fail("the grid is astronomically large; use sample: N");
+  if (grid > 1e18L)
+    ps.fail(sw.has("sample") ? "the grid is over 10^18 points, too many to number even when sampled: sweep fewer values"
+                             : "the grid is astronomically large; use sample: N");
   spec.grid_size = uint64_t(grid);
   if (sw.has("sample")) {
     spec.sample = uint64_t(sw.at("sample").integer(1, 100000000));

@@ -15,6 +15,7 @@ SummaryAccumulator::SummaryAccumulator(const Json& header)
       total_(header["sweep"]["configurations"].get<uint64_t>()),
       whole_(header["shard"]["count"].get<uint32_t>() == 1),
       replications_(header["sweep"].contains("replications") ? header["sweep"]["replications"].get<uint64_t>() : 1) {
+  on_bound_ = !header["sweep"].contains("feasible_on") || header["sweep"]["feasible_on"].get<std::string>() == "bound";
   for (const auto& t : header["sweep"]["slo"])
     slo_.push_back(
         Bound{t["metric"].get<std::string>(), t["limit"].get<double>(), t["bound"].get<std::string>() == "max"});
@@ -47,11 +48,15 @@ void SummaryAccumulator::add(const Json& r) {
   } else {
     ++slo_miss_;
   }
-  if (!r["metrics"].is_null()) {
-    // the closest miss: the smallest worst relative excess over an SLO limit (the first on ties)
-    double worst = 0;
+  if (!r["feasible"].get<bool>() && !r["metrics"].is_null()) {
+    // the closest miss: the smallest worst relative excess over an SLO limit, signed (a term within
+    // its limit counts how far within), on the figure the verdict was on: the mean or its 95%
+    // bound (the first on ties)
+    double worst = -INFINITY;
     for (const auto& t : slo_) {
-      const double x = num_or_nan(r, t.metric);
+      double x = num_or_nan(r, t.metric);
+      if (on_bound_ && r["ci95"].is_object() && r["ci95"].contains(t.metric) && r["ci95"][t.metric].is_number())
+        x += (t.is_max ? 1.0 : -1.0) * r["ci95"][t.metric].get<double>();
       const double excess =
           std::isnan(x) ? INFINITY : (t.is_max ? x - t.limit : t.limit - x) / std::max(std::fabs(t.limit), 1e-12);
       worst = std::max(worst, excess);
@@ -92,10 +97,13 @@ Json SummaryAccumulator::summary() const {
     s["message"] = fmt::format("cheapest feasible configuration: #{}", cheapest_["index"].get<uint64_t>());
   } else {
     s["cheapest"] = nullptr;
-    std::string msg = rows_ == 0 ? "no configurations ran" : "no configuration meets the SLO";
-    if (closest_excess_ < INFINITY)
+    std::string msg = rows_ == 0      ? "no configurations ran"
+                      : feasible_ > 0 ? fmt::format("{} configuration{} the SLO, but none has a value for {}",
+                                                    feasible_, feasible_ == 1 ? " meets" : "s meet", objective_)
+                                      : "no configuration meets the SLO";
+    if (feasible_ == 0 && closest_excess_ < INFINITY)
       msg += fmt::format("; closest is #{} ({})", closest_index_, closest_violation_);
-    else if (stopped_ > 0)  // every miss stopped without figures: say how to get them
+    else if (feasible_ == 0 && stopped_ > 0)  // every miss stopped without figures: say how to get them
       msg +=
           "; every run that ran stopped once its miss was certain (sweep.stop_certain_misses: false runs them "
           "to their end, with figures)";
