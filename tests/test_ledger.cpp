@@ -374,6 +374,14 @@ TEST_CASE("FOCUS 1.2: every mandatory column, unused commitment on its own row, 
     CHECK(a.number("pricingquantity") * a.number("contractedunitprice") == doctest::Approx(a.number("contractedcost")));
     eff += a.number("effectivecost");
     const std::string status = a.get("commitmentdiscountstatus");
+    // a commitment's rows count its hours, used or not; other rows have none
+    if (status.empty()) {
+      CHECK(a.get("commitmentdiscountquantity").empty());
+      CHECK(a.get("commitmentdiscountunit").empty());
+    } else {
+      CHECK(a.number("commitmentdiscountquantity") == doctest::Approx(a.number("pricingquantity")));
+      CHECK(a.get("commitmentdiscountunit") == "Hours");
+    }
     if (status == "Unused") {
       ++unused_rows;
       unused_h += a.number("pricingquantity");
@@ -392,6 +400,21 @@ TEST_CASE("FOCUS 1.2: every mandatory column, unused commitment on its own row, 
       CHECK(a.number("contractedunitprice") == doctest::Approx(a.number("listunitprice")));
   }
   CHECK(unused_rows == 1);
+  // FOCUS's Numeric Format: no exponent, even for a class of a few cents' worth
+  const Scenario tiny = test::scenario(read_text_file(FLEETSIM_SOURCE_DIR "/scenarios/committed-and-spot.yaml", "x"),
+                                       {"classes.summarize.pool=chat", "classes.summarize.arrival.rate_per_s=0.01",
+                                        "classes.summarize.prompt_tokens=16", "classes.summarize.output_tokens=1"});
+  std::istringstream tin(focus_csv(make_ledger(tiny, *test::run(tiny).tally), tiny, 0.0));
+  CsvReader t(tin, "<focus>");
+  double smallest = 1e300;
+  while (t.next())
+    for (const char* col : {"billedcost", "effectivecost", "listcost", "contractedcost", "pricingquantity",
+                            "consumedquantity", "listunitprice", "contractedunitprice", "commitmentdiscountquantity"}) {
+      const std::string v = t.get(col);
+      CHECK_MESSAGE(v.find_first_of("eE") == std::string::npos, v);
+      if (!v.empty() && t.number(col) > 0) smallest = std::min(smallest, t.number(col));
+    }
+  CHECK(smallest < 1e-4);  // the check saw a value that {:.9g} would have written with an exponent
   const PoolLedger& chat = L.pools[0];
   CHECK(unused_h == doctest::Approx(chat.cost.hours[size_t(Bucket::committed_unused)]));
   CHECK(unused_h > 0);

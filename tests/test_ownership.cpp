@@ -9,6 +9,8 @@
 #include "helpers.hpp"
 #include "libsim/core/engine.hpp"
 #include "libsim/cost/ledger.hpp"
+#include "libsim/input/input_file.hpp"
+#include "libsim/report/report.hpp"
 
 using namespace fleetsim;
 
@@ -319,4 +321,29 @@ TEST_CASE("a failed static batch leaves only what it ran in the tallies") {
   CHECK(b.bytes == doctest::Approx(a.bytes * share).epsilon(0.01));
   CHECK(b.kv_block_s == doctest::Approx(a.kv_block_s * share).epsilon(0.01));
   CHECK(b.seq_steps == doctest::Approx(a.seq_steps * share).epsilon(0.01));
+}
+
+TEST_CASE("owning is cheaper 'from year N' only where it stays cheaper to the end; free renting never breaks even") {
+  // $10 an hour, falling by half a year, and a refresh every 2 years: owning leads in year 2,
+  // then the second node's capex puts renting ahead for good
+  const std::string own = read_text_file(FLEETSIM_SOURCE_DIR "/scenarios/own-vs-rent.yaml", "x");
+  const auto r = test::run(
+      test::scenario(own, {"fleet.usd_per_hour=10", "fleet.pricing.owned.refresh_years=2",
+                           "fleet.pricing.owned.years=4", "fleet.pricing.owned.rent_price_change_per_year=-0.5"}));
+  const Json& w = r.report["ledger"]["pools"]["default"]["ownership"];
+  const Json& ys = w["years"];
+  REQUIRE(ys.size() == 4);
+  auto owning_leads = [&](int y) {
+    return num(ys[y - 1]["own_cumulative_usd"]) <= num(ys[y - 1]["rent_cumulative_usd"]);
+  };
+  CHECK(!owning_leads(1));
+  CHECK(owning_leads(2));
+  CHECK(!owning_leads(4));
+  CHECK(w["owning_cheaper_from_year"].is_null());
+  CHECK(format_run_table(r.report).find("renting stays cheaper") != std::string::npos);
+  // renting at no price: owning never breaks even
+  const auto free = test::run(test::scenario(own, {"fleet.usd_per_hour=0"}));
+  const Json& fw = free.report["ledger"]["pools"]["default"]["ownership"];
+  CHECK(fw["break_even_utilization"].is_null());
+  CHECK(format_run_table(free.report).find("owning breaks even never") != std::string::npos);
 }

@@ -168,3 +168,17 @@ TEST_CASE("newer device: the HTML report draws the years and tabulates them, a r
       "workload:\n  arrival: {process: poisson, rate_per_s: 2}\n  prompt_tokens: 500\n  output_tokens: 50\n"));
   CHECK(html_report(Json::parse(rented.report.dump())).find("<h2>Owning</h2>") == std::string::npos);
 }
+
+TEST_CASE("newer device: 'cheaper from year N' holds to the end of the view, not for a year or two") {
+  // a price that rises 60% a year: the newer fleet is the cheaper early and the dearer late
+  const Viewed v = run_with_view(kEstate, {"fleet.pricing.owned.newer.node_capex_usd=100000",
+                                           "fleet.pricing.owned.newer.capex_change_per_year=0.6"});
+  const Json& ys = v.view["years"];
+  REQUIRE(ys.size() == 6);
+  auto cheaper = [&](size_t k) {
+    return num(ys[k]["newer_usd_per_million_tokens"]) < num(ys[k]["current_usd_per_million_tokens"]);
+  };
+  REQUIRE(cheaper(0));
+  REQUIRE(!cheaper(5));
+  CHECK(v.view["newer_cheaper_from_year"].is_null());
+}

@@ -480,8 +480,10 @@ const std::vector<std::string>& focus_columns() {
                                              "CommitmentDiscountCategory",
                                              "CommitmentDiscountId",
                                              "CommitmentDiscountName",
+                                             "CommitmentDiscountQuantity",
                                              "CommitmentDiscountStatus",
                                              "CommitmentDiscountType",
+                                             "CommitmentDiscountUnit",
                                              "ConsumedQuantity",
                                              "ConsumedUnit",
                                              "ContractedCost",
@@ -505,6 +507,20 @@ const std::vector<std::string>& focus_columns() {
   return c;
 }
 
+namespace {
+// FOCUS's Numeric Format: a plain decimal, no exponent; 12 significant digits (cents on any bill)
+std::string focus_num(double x) {
+  if (x == 0.0 || !std::isfinite(x)) return "0";
+  const int mag = int(std::floor(std::log10(std::fabs(x))));
+  std::string t = fmt::format("{:.{}f}", x, std::clamp(11 - mag, 0, 30));
+  if (t.find('.') != std::string::npos) {
+    while (t.back() == '0') t.pop_back();
+    if (t.back() == '.') t.pop_back();
+  }
+  return t;
+}
+}  // namespace
+
 std::string focus_csv(const Ledger& l, const Scenario& s, double start_unix_s) {
   std::string o;
   for (const auto& c : focus_columns()) o += (o.empty() ? "" : ",") + c;
@@ -524,16 +540,21 @@ std::string focus_csv(const Ledger& l, const Scenario& s, double start_unix_s) {
     const std::string cd_id = committed ? csv_quote("fleetsim:" + s.name + "/" + p.name + "/commitment") : "";
     // FOCUS: ConsumedQuantity and ConsumedUnit are null on a commitment's unused hours (nothing consumed)
     const bool unused = commitment == "Unused";
-    const std::string consumed = unused ? "," : fmt::format("{:.9g},Hours", qty);
+    const std::string consumed = unused ? "," : focus_num(qty) + ",Hours";
+    // a commitment's hours consumed on this row, or left unused (FOCUS_Spec v1.2,
+    // specification/columns/commitmentdiscountquantity.md), in device-hours
+    const std::string cd_qty = committed ? focus_num(qty) : "";
+    const std::string billed = focus_num(qty * line.effective_usd_per_hour);
     o += fmt::format(
-        "{:.9g},{},{},USD,{},{},Usage,,{},Usage-Based,{},{},{},{},{},{},{},{},{:.9g},{:.9g},{:.9g},"
-        "fleetsim (simulated),{:.9g},{:.9g},{},{:.9g},Hours,fleetsim (simulated),fleetsim (simulated),{},{},GPU,"
+        "{},{},{},USD,{},{},Usage,,{},Usage-Based,{},{},{},{},{},{},{},{},{},{},{},{},{},"
+        "fleetsim (simulated),{},{},{},{},Hours,fleetsim (simulated),fleetsim (simulated),{},{},GPU,"
         "AI and Machine Learning,LLM inference,{},{}\n",
-        qty * line.effective_usd_per_hour, account, account_name, b1, b0, csv_quote(what), t1, t0,
-        committed ? "Usage" : "", cd_id, committed ? csv_quote("commitment, pool " + p.name) : "", commitment,
-        committed ? "Reserved capacity" : "", consumed, qty * contracted, contracted, qty * line.effective_usd_per_hour,
-        qty * line.list_usd_per_hour, line.list_usd_per_hour, focus_pricing(line.category), qty,
-        csv_quote(s.name + "/" + p.name), csv_quote(p.name), csv_quote(p.device), csv_quote(tags.dump()));
+        billed, account, account_name, b1, b0, csv_quote(what), t1, t0, committed ? "Usage" : "", cd_id,
+        committed ? csv_quote("commitment, pool " + p.name) : "", cd_qty, commitment,
+        committed ? "Reserved capacity" : "", committed ? "Hours" : "", consumed, focus_num(qty * contracted),
+        focus_num(contracted), billed, focus_num(qty * line.list_usd_per_hour), focus_num(line.list_usd_per_hour),
+        focus_pricing(line.category), focus_num(qty), csv_quote(s.name + "/" + p.name), csv_quote(p.name),
+        csv_quote(p.device), csv_quote(tags.dump()));
   };
   for (size_t i = 0; i < l.pools.size(); ++i) {
     const PoolLedger& p = l.pools[i];

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "core/state.hpp"
 
@@ -63,8 +64,10 @@ OwnershipLedger owned_costs(const PoolSpec& P, const PoolTally& pt, double windo
   o.availability = owned_replica_h > 0 ? std::max(0.0, 1.0 - o.awaiting_device_hours / owned_replica_h) : 1.0;
   o.on_demand_usd_per_unit_hour = P.usd_per_hour;
   o.rent_same_hours_usd = o.provisioned_unit_hours * P.usd_per_hour;
-  o.break_even_utilization =
-      o.owned_unit_hours > 0 && P.usd_per_hour > 0 ? o.usd() / (o.owned_unit_hours * P.usd_per_hour) : 0.0;
+  // (free on-demand capacity: owning never breaks even, NaN, null in the report)
+  o.break_even_utilization = o.owned_unit_hours > 0 && P.usd_per_hour > 0
+                                 ? o.usd() / (o.owned_unit_hours * P.usd_per_hour)
+                                 : std::numeric_limits<double>::quiet_NaN();
   if (O.rack_kw > 0 && o.node_peak_kw > 0) {
     o.nodes_per_rack = int(std::floor(O.rack_kw / o.node_peak_kw + 1e-9));
     o.nodes_obtainable = o.nodes_per_rack * O.racks;
@@ -131,7 +134,7 @@ Json ownership_json(const OwnershipLedger& o) {
   j["usd_per_device_hour"] = o.owned_unit_hours > 0 ? o.usd() / o.owned_unit_hours : 0.0;
   j["on_demand_usd_per_device_hour"] = o.on_demand_usd_per_unit_hour;
   j["rent_same_hours_usd"] = o.rent_same_hours_usd;
-  j["break_even_utilization"] = o.break_even_utilization;
+  j["break_even_utilization"] = std::isnan(o.break_even_utilization) ? Json(nullptr) : Json(o.break_even_utilization);
   j["break_even_note"] = "owning costs what renting the same devices on demand would for this share of the owned hours";
   if (o.repair_days > 0)
     j["repair"] = {{"repair_days", o.repair_days},
@@ -140,14 +143,14 @@ Json ownership_json(const OwnershipLedger& o) {
                    {"awaiting_device_hours", o.awaiting_device_hours},
                    {"availability", o.availability},
                    {"note",
-                    "replica time within the window that failures spent waiting for a spare or a repaired "
-                    "device; availability = 1 - that / the owned replicas' hours"}};
+                    "device-hours (a replica's devices each) within the window that failures spent waiting "
+                    "for a spare or a repaired device; availability = 1 - that / the owned replicas' device-hours"}};
   if (o.nodes_obtainable > 0 || o.nodes_per_rack > 0)
     j["facility"] = {{"node_peak_kw", o.node_peak_kw},
                      {"nodes_per_rack", o.nodes_per_rack},
                      {"nodes_obtainable", o.nodes_obtainable}};
   Json ys = Json::array();
-  int first = 0;
+  int first = 0;  // the first year from which owning has cost less in total through the last
   for (const auto& y : o.years) {
     ys.push_back({{"year", y.year},
                   {"capex_paid_usd", y.capex_paid_usd},
@@ -157,7 +160,11 @@ Json ownership_json(const OwnershipLedger& o) {
                   {"own_cumulative_usd", y.own_cumulative_usd},
                   {"rent_usd", y.rent_usd},
                   {"rent_cumulative_usd", y.rent_cumulative_usd}});
-    if (!first && y.own_cumulative_usd <= y.rent_cumulative_usd) first = y.year;
+    if (y.own_cumulative_usd <= y.rent_cumulative_usd) {
+      if (!first) first = y.year;
+    } else {
+      first = 0;  // a refresh's capex put renting ahead again
+    }
   }
   j["years"] = ys;
   j["years_note"] = "the measured window's running costs and rented hours scaled linearly to a year";

@@ -109,8 +109,9 @@ Json newer_device_view(const ScenarioSource& src, const Scenario& s, const Tally
                   {"newer_usd_per_million_tokens", figure(nw)},
                   {"current_usd_per_million_tokens", figure(cur_all)},
                   {"current_running_usd_per_million_tokens", figure(cur_running)}});
-    if (!cheaper && nw < cur_all) cheaper = int(y);
-    if (!replace && nw < cur_running) replace = int(y);
+    // the first year from which it holds through the last of the view
+    cheaper = nw < cur_all ? (cheaper ? cheaper : int(y)) : 0;
+    replace = nw < cur_running ? (replace ? replace : int(y)) : 0;
   }
   j["years"] = ys;
   j["newer_cheaper_from_year"] = cheaper ? Json(cheaper) : Json(nullptr);

@@ -75,8 +75,10 @@ std::string pool_part(const std::string& name, const View& w) {
                 " replicas on " + svg::num(w["owned_nodes"].num_or(kNaN)) + " nodes",
             2);
   o += note(svg::usd(w["usd_per_device_hour"].num_or(kNaN)) + " per device-hour against " +
-            svg::usd(w["on_demand_usd_per_device_hour"].num_or(kNaN)) + " on demand: owning breaks even at " +
-            svg::percent(w["break_even_utilization"].num_or(kNaN)) + " of the owned hours; " +
+            svg::usd(w["on_demand_usd_per_device_hour"].num_or(kNaN)) + " on demand: owning breaks even " +
+            (w["break_even_utilization"].num()
+                 ? "at " + svg::percent(w["break_even_utilization"].num_or(kNaN)) + " of the owned hours; "
+                 : std::string("never (on-demand capacity is free); ")) +
             svg::num(w["stranded_device_hours"].num_or(kNaN)) + " device-hours stranded on whole nodes.");
   std::vector<Row> years;
   for (const View& y : w["years"].elements())

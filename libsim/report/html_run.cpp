@@ -146,7 +146,8 @@ std::string ledger_section(const View& d, const LedgerView& L) {
   std::string cap =
       "Where the money goes: each bar splits the billed device time of a pool, and of the whole fleet (last), into "
       "busy time (prefill and decode), work thrown away (preempted, or lost with a replica), cold starts, idle "
-      "time within the chosen headroom, idle time beyond it (waste), and committed capacity left unused.";
+      "time within the chosen headroom, idle time beyond it (waste), committed capacity left unused, and devices "
+      "stranded on whole nodes no replica can use.";
   if (L.derived)
     cap += " This report has no ledger block: the split is estimated from the utilization fractions and the cost.";
   std::string o = figure("ledger", svg::bar_chart(ch, "Ledger by bucket"), esc(cap));
@@ -283,7 +284,7 @@ std::string cost_section(const View& d, const std::string& total_name) {
                  svg::percent(d["utilization"]["busy_fraction"].num_or(kNaN))},
                 "total"});
   o += table({"Pool", "Device", "Billed devices (mean)", "Device-hours", "USD per device-hour", "Cost", "per 1M input",
-              "per 1M output", "per request", "Busy"},
+              "per 1M output", "per request", "Busy (of provisioned replica time)"},
              pr, "Cost by pool", 2);
 
   std::vector<Row> cr;
@@ -483,8 +484,10 @@ Page run_page(const Json& doc) {
       if (L.buckets[i].idle && std::isfinite(T->usd[i])) idle_usd += T->usd[i];
     if (const auto v = d["ledger"]["idle_usd"].num()) idle_usd = *v;
     idle_share = sum(T->usd) > 0 ? idle_usd / sum(T->usd) : kNaN;
-    s += std::string(L.derived ? "Capacity not doing work (cold starts, idle time, unused commitments) cost about "
-                               : "Capacity not doing work (cold starts, idle time, unused commitments) cost ") +
+    s += std::string(L.derived ? "Capacity not doing work (cold starts, idle time, unused commitments, devices "
+                                 "stranded on whole nodes) cost about "
+                               : "Capacity not doing work (cold starts, idle time, unused commitments, devices "
+                                 "stranded on whole nodes) cost ") +
          svg::usd(idle_usd) + " (" + svg::percent(idle_share) + " of the spend). ";
   }
   const double rej = d["requests"]["rejected"].num_or(0) + d["requests"]["failed"].num_or(0);

@@ -200,11 +200,14 @@ std::string ledger_table(const Json& r) {
                            dollars(c["usd"].get<double>()));
     o += fmt::format(
         "{:<12}pool {}: {} replicas on {} node{} ({} device-hours stranded); {} = {}, ${:.3f}/device-hour against "
-        "${:.2f} on demand; owning breaks even at {:.0f}% of the owned hours\n",
+        "${:.2f} on demand; owning breaks even {}\n",
         w["model"].get<std::string>(), it.key(), w["owned_replicas"].get<int>(), w["owned_nodes"].get<int>(),
         w["owned_nodes"].get<int>() == 1 ? "" : "s", hours(w["stranded_device_hours"].get<double>()), parts,
         dollars(w["usd"].get<double>()), w["usd_per_device_hour"].get<double>(),
-        w["on_demand_usd_per_device_hour"].get<double>(), 100.0 * w["break_even_utilization"].get<double>());
+        w["on_demand_usd_per_device_hour"].get<double>(),
+        w["break_even_utilization"].is_number()
+            ? fmt::format("at {:.0f}% of the owned hours", 100.0 * w["break_even_utilization"].get<double>())
+            : std::string("never (on-demand capacity is free)"));
     const Json& ys = w["years"];
     if (!ys.empty()) {
       const Json& last = ys.back();
@@ -235,7 +238,7 @@ std::string ledger_table(const Json& r) {
     if (w.contains("repair")) {
       const Json& rp = w["repair"];
       o += fmt::format(
-          "{:<12}repair: {:g} failure{} in the window waited {} replica-hours for a device ({} spare{}, {:g} days "
+          "{:<12}repair: {:g} failure{} in the window waited {} device-hours for a device ({} spare{}, {:g} days "
           "to repair): availability {:.1f}%\n",
           "", rp["failures"].get<double>(), rp["failures"].get<double>() == 1 ? "" : "s",
           hours(rp["awaiting_device_hours"].get<double>()), rp["spares"].get<int>(),
