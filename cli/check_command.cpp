@@ -59,7 +59,9 @@ int run_check(const CheckArgs& a, const std::function<void(const std::string&)>&
       std::fprintf(stderr, "%s\n", oe.what());  // said, but the input error decides the exit code (2)
     }
     const char* gha = std::getenv("GITHUB_ACTIONS");
-    if (gha && std::string(gha) == "true") std::fputs(check_error_annotation(e).c_str(), stdout);
+    // (beside --format json, on stderr: stdout is the JSON's, as for the budgets' annotations)
+    if (gha && std::string(gha) == "true")
+      std::fputs(check_error_annotation(e).c_str(), a.format == "json" ? stderr : stdout);
     throw;
   }
 }

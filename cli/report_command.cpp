@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <sys/stat.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -35,9 +36,12 @@ std::string read_input(const std::string& path) { return read_text_file(path, "r
 namespace {
 
 bool is_scenario(const std::string& path) {
-  auto ends = [&](const char* e) {
+  auto ends = [&](const char* e) {  // in any case: SCENARIO.YAML is a scenario too
     const std::string x(e);
-    return path.size() >= x.size() && path.compare(path.size() - x.size(), x.size(), x) == 0;
+    if (path.size() < x.size()) return false;
+    for (size_t i = 0; i < x.size(); ++i)
+      if (std::tolower(static_cast<unsigned char>(path[path.size() - x.size() + i])) != x[i]) return false;
+    return true;
   };
   return path.empty() || ends(".yaml") || ends(".yml");
 }

@@ -423,6 +423,9 @@ check "check's JUnit carries the input error at its file and line" \
 check "check's Markdown says it could not run" grep -q "could not run" "$tmp/err.md"
 GITHUB_ACTIONS=true "$bin" check "$ex" --budgets "$tmp/bad-budgets.yaml" >"$tmp/gha" 2>/dev/null
 check "check annotates an input error at its line" grep -q "^::error file=.*bad-budgets.yaml,line=2,col=" "$tmp/gha"
+# beside --format json the annotation goes to stderr: stdout stays the JSON's (empty on an error)
+GITHUB_ACTIONS=true "$bin" check "$ex" --budgets "$tmp/bad-budgets.yaml" --format json >"$tmp/gha" 2>"$tmp/gha.err"
+check "check's input-error annotation leaves JSON's stdout alone" bash -c "[ ! -s '$tmp/gha' ] && grep -q '^::error file=' '$tmp/gha.err'"
 expect "check without budgets" 2 "no budgets section" -- "$bin" check "$src/scenarios/chat-default.yaml"
 expect "check with the budgets section replaced by --set" 2 "--set budgets=5: error: budgets: expected a mapping" -- \
   "$bin" check "$ex" --set budgets=5
@@ -464,6 +467,8 @@ expect "check's JUnit over the trace its scenario replays" 2 "names an input of 
 check "the trace is as it was" cmp -s "$src/scenarios/traces/azure-llm-2023-conv.csv" "$tmp/replay/traces/azure-llm-2023-conv.csv"
 # fleetsim report: HTML from a scenario, a run document, a sweep document
 expect "report of a scenario" 0 "" -- "$bin" report "$src/scenarios/committed-and-spot.yaml" -o "$tmp/r.html"
+cp "$src/scenarios/chat-default.yaml" "$tmp/UPPER.YAML"
+expect "report of a scenario whose extension is in capitals" 0 "" -- "$bin" report "$tmp/UPPER.YAML" --set duration_s=600 -o "$tmp/r3.html"
 check "report has every run chart" bash -c "grep -q 'id=\"ledger\"' '$tmp/r.html' && grep -q 'id=\"timeline\"' '$tmp/r.html'"
 "$bin" run --duration 600 --format json >"$tmp/run.json"
 expect "report of a run document" 0 "" -- "$bin" report "$tmp/run.json" -o "$tmp/r2.html"

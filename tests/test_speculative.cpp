@@ -97,6 +97,10 @@ TEST_CASE("speculative: the draft's weights and KV come out of the KV cache") {
   CHECK(b.kv_blocks ==
         int64_t(std::floor(b.kv_gib * kGiB / ((b.kv_bytes_per_token + b.draft_kv_bytes_per_token) * 16))));
   CHECK(spec.pools[0].spec_tokens_per_step == doctest::Approx(1 + 0.8 + 0.48 + 0.192));
+  // the report's capacity says what a block holds: both models' KV
+  const Json cap = test::run(spec).report["capacity"];
+  CHECK(cap["draft_kv_bytes_per_token"].get<double>() == doctest::Approx(16.0 * 8 * 64 * 2 * 2));
+  CHECK(!test::run(plain).report["capacity"].contains("draft_kv_bytes_per_token"));
 }
 
 TEST_CASE("speculative: heads on the target's hidden states hold their layers and read its LM head") {

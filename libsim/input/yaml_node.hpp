@@ -454,6 +454,9 @@ inline void apply_override(YAML::Node root, const Override& o, Source& src) {
   } catch (const YAML::Exception& e) {
     throw InputError(o.origin, "value is not valid YAML: " + e.msg);
   }
+  // YAML::Load reads the first document only: the rest would be dropped without a word
+  if (second_document_line(split_lines(o.value)) > 0)
+    throw InputError(o.origin, "value holds a second YAML document (after '---' or '...'): give one value");
   if (YamlFault f; yaml_out_of_bounds(value_node, f)) throw InputError(o.origin, "value: " + f.what);
   {
     std::string key;

@@ -91,6 +91,8 @@ Json capacity_json(const Capacity& c, int64_t context_tokens, int block_tokens) 
   j["kv_gib"] = c.kv_gib;
   j["naive_kv_gib"] = c.naive_kv_gib;
   j["kv_bytes_per_token"] = c.kv_bytes_per_token;
+  // a draft model's KV shares the blocks: a block's bytes are the two added
+  if (c.draft_kv_bytes_per_token > 0) j["draft_kv_bytes_per_token"] = c.draft_kv_bytes_per_token;
   j["kv_block_tokens"] = block_tokens;
   j["kv_blocks"] = c.kv_blocks;
   j["kv_capacity_tokens"] = c.kv_capacity_tokens;
