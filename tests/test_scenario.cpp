@@ -151,8 +151,7 @@ TEST_CASE("--set overrides apply before validation and errors name the override"
         "--set fleet.replica=3: error: fleet.replica: unknown key 'replica' (did you mean 'replicas'?)");
   CHECK(error_of(kGood, {"noequals"}) == "--set noequals: error: expected PATH=VALUE, e.g. fleet.replicas=4");
   // a second document in a value would be dropped unread
-  CHECK(error_of(kGood, {"fleet.replicas=2\n---\n7"}).find("value holds a second YAML document") !=
-        std::string::npos);
+  CHECK(error_of(kGood, {"fleet.replicas=2\n---\n7"}).find("value holds a second YAML document") != std::string::npos);
 }
 
 TEST_CASE("a --set on a top-level key that pools inherit is where their errors point") {
