@@ -118,6 +118,10 @@ TEST_CASE("quantized weights keep their embedding and LM head at 16 bits; MXFP4 
   CHECK(resident_weight_bytes(oss, 2.0, 0.53125) ==
         doctest::Approx((20.91e9 - routed) * 2 + routed * 0.53125 * 3072 / 2880));
   CHECK(resident_weight_bytes(oss, 2.0, 0.53125) / gib == doctest::Approx(13.47).epsilon(0.003));
+  // the whole model in MXFP4 (no expert dtype of its own): the experts are padded all the same
+  const double tables = 2.0 * double(oss.vocab) * oss.hidden * (2.0 - 0.53125);
+  CHECK(resident_weight_bytes(oss, 0.53125, -1) ==
+        doctest::Approx((20.91e9 - routed) * 0.53125 + routed * 0.53125 * 3072 / 2880 + tables));
   // Llama 3.2 1B ties its LM head to its input embedding too: one table stays at 16 bits
   CHECK(resident_weight_bytes(model("llama-3.2-1b"), 1.0, -1) == doctest::Approx(1.24e9 + 128256.0 * 2048));
 }

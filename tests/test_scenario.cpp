@@ -389,6 +389,12 @@ TEST_CASE("catalog models: a layout no engine runs, or figures that change nothi
   // an inherited experts_per_token is reported where the user wrote experts
   CHECK(error_of(replace(with("mixtral-8x7b: {experts: 1}"), "llama-3.1-8b", "mixtral-8x7b")) ==
         "<test>:6:44: error: catalog.models.mixtral-8x7b.experts: experts_per_token (2) must be <= experts (1)");
+  // a window no layer uses, a rotary key without a latent: refused, not ignored
+  CHECK(error_of(with("llama-3.1-8b: {sliding_window: 4096}"))
+            .find("catalog.models.llama-3.1-8b.sliding_window: sliding_window needs sliding_layers") !=
+        std::string::npos);
+  CHECK(error_of(with("llama-3.1-8b: {rope_head_dim: 64}"))
+            .find("catalog.models.llama-3.1-8b.rope_head_dim: rope_head_dim is the rotary part") != std::string::npos);
   // every built-in model passes the checks a scenario's model must
   for (const ModelSpec& m : builtin_models())
     CHECK_MESSAGE(error_of(with(m.name + ": {notes: x}")) == "(no error)", m.name);

@@ -233,3 +233,27 @@ TEST_CASE("speculative: on the roofline the draft's steps come before the verify
   REQUIRE(draft_bytes_s > draft_flops_s);  // the draft is bound by its bytes
   CHECK(line_step(b.run_line, 0) >= line_step(a.run_line, 0) + draft_bytes_s);
 }
+
+TEST_CASE("speculative: a mixture of experts' verify step reads the experts its k + 1 tokens per sequence touch") {
+  // Qwen3-30B-A3B (8 of 128 experts per token) on the roofline, one sequence, 4 draft tokens: the
+  // verify step routes 5 tokens, which touch 1 - (15/16)^5 = 27.5% of the experts, not the 6.25%
+  // one token does; a core step's bytes are the verify step's over the tokens it yields
+  const std::string y =
+      "duration_s: 600\nwarmup_s: 0\ndevice: h100-sxm-80gb\nmodel: qwen3-30b-a3b\n"
+      "engine: {perf_profile: none, speculative: {draft_model: qwen3-0.6b, tokens: 4, acceptance: 0.7}}\n"
+      "fleet: {replicas: 1}\n"
+      "workload: {arrival: {process: burst, requests: 1}, prompt_tokens: 100, output_tokens: 2001}\n";
+  const Scenario s = test::scenario(y);
+  const SimParams p = s.params();
+  const PoolParams& P = p.pools[0];
+  REQUIRE(P.moe.expert_bytes > 0);
+  CHECK(experts_touched_share(P.moe, 5.0) == doctest::Approx(1.0 - std::pow(15.0 / 16.0, 5)));
+  const double W1 = step_weight_bytes(P.work, P.moe, 1.0), W5 = step_weight_bytes(P.work, P.moe, 5.0);
+  const auto r = test::run(s);
+  REQUIRE(r.all->completed == 1);
+  // 2,000 decode tokens (the prompt's step is a few GB more, under 0.1% of the run's)
+  const double per_token = r.tally->pools[0].bytes / 2000.0;
+  const double tps = s.pools[0].spec_tokens_per_step;
+  CHECK(per_token >= 0.999 * W5 / tps);
+  CHECK(per_token > 1.5 * W1 / tps);  // what reading one token's experts would give, and more
+}

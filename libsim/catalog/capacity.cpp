@@ -79,7 +79,9 @@ double resident_weight_bytes(const ModelSpec& m, double bytes_per_param, double 
     const double tables = m.kind == ModelKind::generate && !m.tied_embeddings ? 2.0 : 1.0;
     b += tables * double(m.vocab) * m.hidden * (2.0 - bytes_per_param);
   }
-  b += m.routed_expert_params() * expert_bytes_per_param * (expert_padding(m, expert_bytes_per_param, tp) - 1.0);
+  // (experts in the weights' dtype when none of their own is given: MXFP4 weights are padded too)
+  const double eb = expert_bytes_per_param < 0 ? bytes_per_param : expert_bytes_per_param;
+  b += m.routed_expert_params() * eb * (expert_padding(m, eb, tp) - 1.0);
   return b;
 }
 

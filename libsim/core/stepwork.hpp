@@ -60,8 +60,10 @@ FLEETSIM_HD FLEETSIM_FORCEINLINE double calibrated_gemm_s(const PerfParams& f, d
 // before step j, on m micro-batches: the verify step adds k query tokens per sequence to the
 // target's GEMMs (and, on the roofline, to its attention over each context) and k steps of the
 // draft; a core step is then 1 / tokens_per_step of it, since each sequence gains that many tokens.
-FLEETSIM_HD inline void speculate_run(const PoolParams& P, Replica& R, Line& l, double n, double T0, double m,
-                                      double W) {
+// W is the weights one micro-batch's plain step reads, Wv its verify step's: a mixture of experts
+// routes k + 1 tokens per sequence there, which touch more experts.
+FLEETSIM_HD inline void speculate_run(const PoolParams& P, Replica& R, Line& l, double n, double T0, double m, double W,
+                                      double Wv) {
   const SpecParams& sp = P.spec;
   const WorkParams& w = P.work;
   const PerfParams& f = P.perf;
@@ -74,6 +76,7 @@ FLEETSIM_HD inline void speculate_run(const PoolParams& P, Replica& R, Line& l, 
   if (f.kind == PerfKind::roofline) {
     l.a1 += (gemm + attn_a) / (m * f.flops_per_s);
     l.b1 += attn_b / (m * f.flops_per_s);
+    l.a2 += (Wv - W) / f.bytes_per_s;
     // the draft runs before the verify step, not under it: its own roofline is added to both arms.
     // Its bytes grow with the context and its FLOPs do not, so where its bytes bind at the run's
     // start they bind throughout (exact); else its FLOPs, held for the run
@@ -88,14 +91,14 @@ FLEETSIM_HD inline void speculate_run(const PoolParams& P, Replica& R, Line& l, 
     // decode attention is priced as its KV read, which the k extra queries share; the target's
     // GEMMs gain the k query tokens, and the draft runs k steps of its own
     const double base = w.matmul_flops_per_token * n;
-    l.a1 += calibrated_gemm_s(f, W, base + gemm, m) - calibrated_gemm_s(f, W, base, m) +
+    l.a1 += calibrated_gemm_s(f, Wv, base + gemm, m) - calibrated_gemm_s(f, W, base, m) +
             k * calibrated_gemm_s(f, sp.draft_weight_bytes, sp.draft_flops_per_token * n, 1.0) +
             f.kv_s_per_byte * k * sp.draft_kv_bytes_per_token * (T0 + n);
     l.b1 += f.kv_s_per_byte * d_bytes_b;
   }
   R.run_fa += gemm + attn_a + d_flops;
   R.run_fb += attn_b;
-  R.run_ba += d_bytes_a;
+  R.run_ba += d_bytes_a + (Wv - W) * m;
   R.run_bb += d_bytes_b;
   const double g = 1.0 / sp.tokens_per_step;
   l.o *= g;
@@ -161,7 +164,9 @@ FLEETSIM_HD inline void set_decode_run(const PoolParams& P, Replica& R, double n
   if (P.spec.k > 0) {
     const bool plain = plain_step_model(P);
     const double m = plain ? 1.0 : micro_batches(P.par, n);
-    speculate_run(P, R, l, n, T0, m, plain ? w.weight_bytes : step_weight_bytes(w, P.moe, n / m));
+    const double k1 = double(P.spec.k) + 1.0;
+    speculate_run(P, R, l, n, T0, m, plain ? w.weight_bytes : step_weight_bytes(w, P.moe, n / m),
+                  plain ? w.weight_bytes : step_weight_bytes(w, P.moe, n * k1 / m));
   }
   R.run_line = l;
   R.run_in_share = 0.0;

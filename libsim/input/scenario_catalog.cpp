@@ -152,6 +152,17 @@ ModelSpec parse_model(const N& n, const ModelSpec* base, const std::string& name
   }
   if (m.sliding_layers > 0 && m.sliding_window == 0)
     n.fail("sliding_layers needs sliding_window", ErrorKind::inconsistent);
+  // a value that would change nothing is refused rather than ignored
+  if (m.sliding_window > 0 && m.sliding_layers == 0)
+    (n.has("sliding_window") ? n.at("sliding_window") : n)
+        .fail(
+            "sliding_window needs sliding_layers, the layers that use the window (the rest attend to the whole "
+            "context; a model whose every layer slides is not modelled)",
+            ErrorKind::inconsistent);
+  if (m.rope_head_dim > 0 && m.kv_lora_rank == 0)
+    (n.has("rope_head_dim") ? n.at("rope_head_dim") : n)
+        .fail("rope_head_dim is the rotary part of a latent attention's key: it needs kv_lora_rank",
+              ErrorKind::inconsistent);
   if (m.sliding_layers >= m.layers)
     n.fail("sliding_layers must be < layers (at least one full-attention layer holds the context)",
            ErrorKind::inconsistent);
