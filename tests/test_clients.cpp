@@ -225,6 +225,10 @@ TEST_CASE("closed-loop, constant, burst and goodput input errors are located") {
   CHECK(
       error_of(base + "  arrival: {process: concurrency, clients: 2}\n  response_cache: {hit_rate: 1, latency_s: 0}\n")
           .find("would send forever at one instant") != std::string::npos);
+  // an empirical think time whose only value drawn is 0 (the 1 s has no weight) is no think time
+  CHECK(error_of(base + "  arrival: {process: concurrency, clients: 2, think_time_s: {dist: empirical, values: [0, 1], "
+                        "weights: [1, 0]}}\n  response_cache: {hit_rate: 1, latency_s: 0}\n")
+            .find("would send forever at one instant") != std::string::npos);
 }
 
 // The workspace holds queue_limit x queues request slots; a run hands them out as requests

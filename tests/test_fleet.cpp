@@ -1,6 +1,7 @@
 // Fleet dynamics, each against a claim of the seeds: pools and request classes, ...
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <cstring>
 #include <sstream>
 
@@ -460,4 +461,21 @@ TEST_CASE("least outstanding over many replicas: the index picks what the scan p
   // replicas lost under their requests, which go back to the queues
   same_with_and_without_index(
       test::scenario(kWide, {"fleet.pricing.spot.discount=0.6", "fleet.pricing.spot.interruptions_per_hour=40"}));
+}
+
+TEST_CASE("mtbf_hours is each device's: a replica of 8 devices fails 8 times as often") {
+  // 30 days of one replica at an MTBF of 10 h a device: failures are billed device-hours / 10
+  // (cold starts included, as the devices are provisioned then), within 5 standard deviations
+  const std::string y =
+      "duration_s: 2592000\nwarmup_s: 0\nseed: 2\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\n"
+      "fleet: {replicas: 1, failures: {mtbf_hours: 10}}\n"
+      "workload: {arrival: {process: poisson, rate_per_s: 0.01}, prompt_tokens: 100, output_tokens: 10}\n";
+  for (const int tp : {1, 8}) {
+    CAPTURE(tp);
+    const auto r = test::run(test::scenario(y, {"engine.tensor_parallel=" + std::to_string(tp)}));
+    const double device_hours = r.report["ledger"]["pools"]["default"]["billed_device_hours"].get<double>();
+    const double expect = device_hours / 10.0;
+    CHECK(std::fabs(r.tally->pools[0].interruptions - expect) < 5.0 * std::sqrt(expect));
+    CHECK(device_hours == doctest::Approx(720.0 * tp).epsilon(1e-9));
+  }
 }

@@ -399,3 +399,29 @@ TEST_CASE("catalog models: a layout no engine runs, or figures that change nothi
   for (const ModelSpec& m : builtin_models())
     CHECK_MESSAGE(error_of(with(m.name + ": {notes: x}")) == "(no error)", m.name);
 }
+
+TEST_CASE("a trace class beside others takes no lengths from the workload, which are the others' default") {
+  const std::string csv =
+      test::write_temp("mix_trace.csv", "timestamp_s,prompt_tokens,output_tokens\n0,10,5\n1,20,6\n");
+  const std::string y =
+      "duration_s: 30\nwarmup_s: 0\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\nfleet: {replicas: 1}\n"
+      "workload: {prompt_tokens: 100, output_tokens: 10}\n"
+      "classes:\n  chat: {arrival: {process: poisson, rate_per_s: 1}}\n"
+      "  replay: {arrival: {process: trace, path: " +
+      csv + "}}\n";
+  CHECK(error_of(y) == "(no error)");
+  const Scenario s = test::scenario(y);
+  CHECK(s.classes[1].mean_output_tokens == doctest::Approx(5.5));
+  // lengths given on the trace class itself are still refused
+  std::string own = y;
+  own.replace(own.find("path: " + csv + "}"), ("path: " + csv + "}").size(), "path: " + csv + "}, prompt_tokens: 5");
+  CHECK(error_of(own).find("a trace supplies its own lengths") != std::string::npos);
+}
+
+TEST_CASE("a sweep section whose anchor the scenario uses after it is not cut from the runs' text") {
+  const std::string y =
+      "duration_s: 60\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\nfleet: {replicas: 1}\n"
+      "sweep:\n  parameters:\n    fleet.replicas: [1, 2]\n  seed: &s 5\n"
+      "workload: {arrival: {process: poisson, rate_per_s: 1}, prompt_tokens: 100, output_tokens: *s}\n";
+  CHECK(error_of(y) == "(no error)");
+}

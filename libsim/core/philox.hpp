@@ -38,7 +38,8 @@ FLEETSIM_HD inline Philox4x32 philox4x32_10(Philox4x32 ctr, uint32_t k0, uint32_
 enum class Stream : uint32_t { arrival = 1, prompt = 2, output = 3, accept = 4, lifecycle = 5, think = 6, session = 7 };
 
 // Key = seed; counter = (index low, index high, stream | class << 8 | sub << 16, replication).
-// Each request class has its own streams, so adding a class leaves the others' requests as they were.
+// Each request class has its own streams, by its index: a class added last leaves the others' as
+// they were (one inserted before them renumbers them; docs/model.md says so).
 struct Rng {
   uint32_t k0, k1, replication;
 

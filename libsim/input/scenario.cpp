@@ -198,11 +198,17 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Overr
       } else if (s.pools.size() > 1) {
         en.fail("missing required key 'pool' (which pool serves this class?)");
       }
+      // a trace brings its own lengths: the workload's are the other classes' default, not its
+      const YAML::Node arrival = en.has("arrival")   ? en.at("arrival").node
+                                 : wl.has("arrival") ? wl.at("arrival").node
+                                                     : YAML::Node();
+      const bool trace = arrival.IsMap() && arrival["process"] && arrival["process"].IsScalar() &&
+                         arrival["process"].Scalar() == "trace";
       YAML::Node merged(YAML::NodeType::Map);
       for (const char* k : {"arrival", "prompt_tokens", "output_tokens"}) {
         if (en.has(k))
           merged[k] = it->second[k];
-        else if (wl.has(k))
+        else if (wl.has(k) && !(trace && std::string(k) != "arrival"))
           merged[k] = wl.node[k];
       }
       RequestClassSpec C = build_class(N{merged, "classes." + name, &src}, s.pools[size_t(pool)], s.duration_s, src);

@@ -203,11 +203,16 @@ void parse_caching(const N& cn, RequestClassSpec& C, const PoolSpec& P) {
     rc.allow_keys({"hit_rate", "latency_s"});
     C.response_cache_hit_rate = rc.req("hit_rate").num_in(0, 1, "hit_rate");
     if (rc.has("latency_s")) C.response_cache_latency_s = rc.at("latency_s").num_in(0, 60);
-    // a think time that is always 0: fixed at 0, uniform over [0, 0], or an empirical list of 0s
+    // a think time that is always 0: fixed at 0, uniform over [0, 0], or an empirical list whose
+    // every value drawn (of weight above 0) is 0
     const DistSpec& z = C.think;
-    const bool no_think = (z.kind == DistKind::fixed && z.a <= 0) || (z.kind == DistKind::uniform && z.b <= 0) ||
-                          (z.kind == DistKind::empirical &&
-                           std::all_of(z.values.begin(), z.values.end(), [](double v) { return v <= 0; }));
+    bool only_zeros = z.kind == DistKind::empirical;
+    for (size_t i = 0; only_zeros && i < z.values.size(); ++i) {
+      const double mass = z.cdf.size() == z.values.size() ? z.cdf[i] - (i > 0 ? z.cdf[i - 1] : 0.0) : 1.0;
+      if (mass > 0 && z.values[i] > 0) only_zeros = false;
+    }
+    const bool no_think =
+        (z.kind == DistKind::fixed && z.a <= 0) || (z.kind == DistKind::uniform && z.b <= 0) || only_zeros;
     if (C.arrival == ArrivalKind::concurrency && C.response_cache_hit_rate >= 1 && C.response_cache_latency_s <= 0 &&
         no_think)
       rc.fail("closed-loop users answered at once by the cache, with no think time, would send forever at one instant",

@@ -239,8 +239,9 @@ PoolParams PoolSpec::params() const {
   p.mps_clients = mps_clients;
   p.mps_thread_share = sm;
   p.device_context_bytes = device_context_gib() * kGiB;
+  // a reclaim takes the instance a replica runs on; a hardware failure is any one of its devices'
   const double spot_rate = spot_interruptions_per_hour / 3600.0,
-               hw_rate = mtbf_hours > 0 ? 1.0 / (mtbf_hours * 3600.0) : 0.0;
+               hw_rate = mtbf_hours > 0 ? double(devices()) / (mtbf_hours * 3600.0) : 0.0;
   // per replica; a lost device takes all its MPS clients at once, so each carries its share
   p.interruptions_per_s = (spot_rate + hw_rate) / mps_clients;
   p.spot_share = spot_rate + hw_rate > 0 ? spot_rate / (spot_rate + hw_rate) : 0.0;

@@ -65,7 +65,8 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
         std::string all;
         for (const auto& x : profiles) all += (all.empty() ? "" : ", ") + x;
         pn.fail("device " + P.device.name + " has no MIG profile '" + prof + "'" +
-                    (profiles.empty() ? " (it does not support MIG)" : " (expected one of: " + all + ")"),
+                    (profiles.empty() ? " (the catalog holds no MIG profiles for this device)"
+                                      : " (expected one of: " + all + ")"),
                 ErrorKind::inconsistent);
       }
       P.partition = prof;

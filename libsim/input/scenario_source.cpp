@@ -69,6 +69,14 @@ std::string without_sweep_section(const std::string& text) {
     if (i < size_t(first) || i >= end) out += lines[i];
     if (i + 1 < lines.size()) out += '\n';
   }
+  // the cut must leave the rest as it was: an anchor defined in the section and used after it, or
+  // a flow value continued at column 0, would not survive it
+  try {
+    const YAML::Node rest = YAML::Load(out);
+    if (!rest.IsMap() || rest.size() + 1 != root.size()) return text;
+  } catch (const YAML::Exception&) {
+    return text;
+  }
   return out;
 }
 
