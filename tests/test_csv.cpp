@@ -151,3 +151,18 @@ TEST_CASE("a trace row off the one-pass path reads as the general parse reads it
   const std::string extra = test::write_temp("offpath_extra.csv", "timestamp_s,prompt_tokens,output_tokens\n1,2,3,4\n");
   CHECK(contains(error_of(extra), ":2:1: error: 4 fields, but the header has 3"));
 }
+
+TEST_CASE("an empirical distribution read from a CSV column meets the rules inline values meet") {
+  const std::string good = test::write_temp("lengths_ok.csv", "n\n10\n200\n3000\n");
+  const std::string bad = test::write_temp("lengths_bad.csv", "n\n10\n0.4\n1e12\n");
+  auto with = [](const std::string& path) {
+    return "duration_s: 60\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\nfleet: {replicas: 1}\n"
+           "workload: {arrival: {process: poisson, rate_per_s: 1}, prompt_tokens: {dist: empirical, csv: " +
+           path + ", column: n}, output_tokens: 10}\n";
+  };
+  CHECK(test::error_of(with(good)) == "(no error)");
+  const std::string e = test::error_of(with(bad));
+  CHECK(e.find("workload.prompt_tokens.csv") != std::string::npos);
+  CHECK(e.find("value 0.4 of column 'n' (its value 2 of 3) is out of range (expected an integer in [1, 10000000])") !=
+        std::string::npos);
+}

@@ -281,3 +281,19 @@ TEST_CASE("a vanishing diurnal period and a sample beyond any sweep's memory are
     CHECK(e.one_line().find("max_configurations") != std::string::npos);
   }
 }
+
+TEST_CASE("trace edges: blank lines before the header, a time zone after the seconds, hash ids past 64 signed bits") {
+  const std::string blank =
+      test::write_temp("lead_blank.csv", "\n\r\ntimestamp_s,prompt_tokens,output_tokens\n0,5,5\n1,6,5\n");
+  CHECK(load_trace(blank).t_s.size() == 2);
+  // an offset would move the row hours; the file says UTC or nothing
+  const std::string tz = test::write_temp(
+      "tz.csv",
+      "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.68Z,5,5\n2023-11-16 18:15:47+05:00,5,5\n");
+  CHECK(trace_error(tz).find(":3:1: error: bad TIMESTAMP '2023-11-16 18:15:47+05:00'") != std::string::npos);
+  const std::string big = test::write_temp(
+      "big_ids.jsonl",
+      "{\"timestamp\": 0, \"input_length\": 20, \"output_length\": 2, \"hash_ids\": [-1]}\n"
+      "{\"timestamp\": 1, \"input_length\": 20, \"output_length\": 2, \"hash_ids\": [18446744073709551615]}\n");
+  CHECK(trace_error(big).find("within the signed 64-bit range") != std::string::npos);
+}

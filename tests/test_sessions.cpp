@@ -62,6 +62,13 @@ TEST_CASE("sessions: a session of n turns is n requests, each sent a think time 
     CHECK(se["mean_session_s"].get<double>() == doctest::Approx(3.4));
     CHECK(se["configured_turns_per_session"].get<double>() == doctest::Approx(4));
   }
+  // the configured mean is the distribution's, not an estimate from draws
+  const std::string sessions = std::string(FLEETSIM_SOURCE_DIR) + "/scenarios/chat-sessions.yaml";
+  const auto g = test::run(load_scenario_file(sessions, {"duration_s=120", "warmup_s=0"}));
+  CHECK(g.report["closed_loop"]["sessions"]["configured_turns_per_session"].get<double>() == 6.0);
+  const auto u = test::run(load_scenario_file(
+      sessions, {"duration_s=120", "warmup_s=0", "workload.arrival.turns={dist: uniform, min: 1, max: 5}"}));
+  CHECK(u.report["closed_loop"]["sessions"]["configured_turns_per_session"].get<double>() == 3.0);
 }
 
 TEST_CASE("sessions: a turn the response cache answers grows the conversation, not what a replica holds") {

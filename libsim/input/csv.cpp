@@ -129,7 +129,10 @@ struct QuoteState {
 
 CsvReader::CsvReader(std::istream& in, std::string path, const std::string& if_empty)
     : in_(in), path_(std::move(path)) {
-  if (!read_record()) throw InputError(Location{path_, 1, 0, ""}, if_empty);
+  // blank lines before the header are skipped, as they are between rows
+  bool got = read_record();
+  while (got && cur_.find_first_not_of(" \t\r") == std::string_view::npos) got = read_record();
+  if (!got) throw InputError(Location{path_, 1, 0, ""}, if_empty);
   header_ = std::string(cur_);
   for (const std::string_view v : views()) names_.emplace_back(v);
   for (size_t i = 0; i < names_.size(); ++i) col_[lower(names_[i])] = i;

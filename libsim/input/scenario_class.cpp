@@ -76,7 +76,10 @@ RequestClassSpec build_class(const N& wl, const PoolSpec& pool, double duration_
                             ErrorKind::inconsistent);
       C.sessions = true;
       C.turns = parse_dist(ar.at("turns"), src.base_dir);
-      C.mean_turns = mean_of(C.turns, 1 << 30, src.cache);
+      // the configured mean where rounding changes nothing (integer draws); else the sampler's
+      const DistKind tk = C.turns.kind;
+      C.mean_turns = tk == DistKind::lognormal || tk == DistKind::exponential ? mean_of(C.turns, 1 << 30, src.cache)
+                                                                              : mean_seconds(C.turns);
     }
     if (ar.has("ramp_s")) C.ramp_s = ar.at("ramp_s").num_in(0, 86400);
     C.arrival = ArrivalKind::concurrency;

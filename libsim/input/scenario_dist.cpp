@@ -1,4 +1,6 @@
 // Scenario files: length distributions (parse_dist) and their means (mean_of).
+#include <fmt/format.h>
+
 #include <cmath>
 #include <filesystem>
 #include <mutex>
@@ -79,6 +81,15 @@ DistSpec parse_dist(const N& n, const std::string& base_dir, bool seconds) {
         vals = load_csv_column(path, col);
       } catch (const InputError& e) {
         n.at("csv").fail(e.one_line());
+      }
+      // each value meets the rules an inline one does
+      for (size_t i = 0; i < vals.size(); ++i) {
+        const double x = vals[i];
+        const bool ok = seconds ? x >= 0 && x <= 1e7 : x >= 1 && x <= 1e7 && x == std::floor(x);
+        if (!ok)
+          n.at("csv").fail(fmt::format("{}: value {} of column '{}' (its value {} of {}) is out of range (expected {})",
+                                       path, x, col, i + 1, vals.size(),
+                                       seconds ? "seconds in [0, 10000000]" : "an integer in [1, 10000000]"));
       }
       w.assign(vals.size(), 1.0);
       desc << "empirical(" << n.at("csv").str() << ":" << col << ", " << vals.size() << " values)";

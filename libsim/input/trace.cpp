@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -122,7 +123,8 @@ int64_t days_from_civil(int64_t y, unsigned m, unsigned d) {
   return era * 146097 + int64_t(doe) - 719468;
 }
 
-// "2023-11-16 18:15:46.6805900" (optionally with 'T' and a trailing 'Z') -> seconds since epoch
+// "2023-11-16 18:15:46.6805900" (optionally with 'T' and a trailing 'Z') -> seconds since epoch;
+// anything else after the seconds (an offset such as +05:00, text) is refused, not dropped
 bool parse_wallclock(const std::string& s, double& v) {
   int y, mo, d, h, mi;
   double sec;
@@ -132,6 +134,10 @@ bool parse_wallclock(const std::string& s, double& v) {
   if (!(in >> y >> dash1 >> mo >> dash2 >> d)) return false;
   in.get(sep);
   if (!(in >> h >> colon1 >> mi >> colon2 >> sec)) return false;
+  std::string rest;
+  std::getline(in, rest);
+  while (!rest.empty() && (rest.back() == ' ' || rest.back() == '\t' || rest.back() == '\r')) rest.pop_back();
+  if (!rest.empty() && rest != "Z") return false;
   if (dash1 != '-' || dash2 != '-' || colon1 != ':' || colon2 != ':' || (sep != ' ' && sep != 'T')) return false;
   static const int kDays[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
   const bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
@@ -250,7 +256,8 @@ TraceData load_csv(const std::string& path, std::ifstream& f, const TraceOptions
       if (layout == CsvLayout::azure_wallclock) {
         if (!parse_wallclock(std::string(cols[size_t(ct)]), ts))
           fail(path, lineno, line,
-               "bad TIMESTAMP '" + std::string(cols[size_t(ct)]) + "' (expected YYYY-MM-DD HH:MM:SS.fff)");
+               "bad TIMESTAMP '" + std::string(cols[size_t(ct)]) +
+                   "' (expected YYYY-MM-DD HH:MM:SS.fff in UTC, optionally with a trailing Z)");
       } else if (!parse_double(cols[size_t(ct)], ts)) {
         fail(path, lineno, line, "bad timestamp '" + std::string(cols[size_t(ct)]) + "' (expected seconds)");
       }
@@ -379,8 +386,11 @@ TraceData load_mooncake(const std::string& path, std::ifstream& f, const TraceOp
     if (!ids.is_array())
       fail(path, lineno, line, "\"hash_ids\" must be a list of integers, not " + ids.dump(), col_of("hash_ids"));
     for (const auto& id : ids)
-      if (!id.is_number_integer())
-        fail(path, lineno, line, "\"hash_ids\" must be a list of integers; found " + id.dump(), col_of("hash_ids"));
+      // (a 64-bit unsigned id past the signed range would alias a negative one)
+      if (!id.is_number_integer() || (id.is_number_unsigned() && id.get<uint64_t>() > uint64_t(INT64_MAX)))
+        fail(path, lineno, line,
+             "\"hash_ids\" must be a list of integers within the signed 64-bit range; found " + id.dump(),
+             col_of("hash_ids"));
     if (t.rows > 0 && ts < prev)
       fail(path, lineno, line, "timestamps go backwards (a trace must be sorted by arrival time)");
     prev = ts;
