@@ -295,5 +295,5 @@ TEST_CASE("trace edges: blank lines before the header, a time zone after the sec
       "big_ids.jsonl",
       "{\"timestamp\": 0, \"input_length\": 20, \"output_length\": 2, \"hash_ids\": [-1]}\n"
       "{\"timestamp\": 1, \"input_length\": 20, \"output_length\": 2, \"hash_ids\": [18446744073709551615]}\n");
-  CHECK(trace_error(big).find("within the signed 64-bit range") != std::string::npos);
+  CHECK(trace_error(big).find("within the signed 64-bit range; found 18446744073709551615") != std::string::npos);
 }

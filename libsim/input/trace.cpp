@@ -385,12 +385,14 @@ TraceData load_mooncake(const std::string& path, std::ifstream& f, const TraceOp
     const json& ids = field("hash_ids");
     if (!ids.is_array())
       fail(path, lineno, line, "\"hash_ids\" must be a list of integers, not " + ids.dump(), col_of("hash_ids"));
-    for (const auto& id : ids)
+    for (const auto& id : ids) {
+      if (!id.is_number_integer())
+        fail(path, lineno, line, "\"hash_ids\" must be a list of integers; found " + id.dump(), col_of("hash_ids"));
       // (a 64-bit unsigned id past the signed range would alias a negative one)
-      if (!id.is_number_integer() || (id.is_number_unsigned() && id.get<uint64_t>() > uint64_t(INT64_MAX)))
-        fail(path, lineno, line,
-             "\"hash_ids\" must be a list of integers within the signed 64-bit range; found " + id.dump(),
+      if (id.is_number_unsigned() && id.get<uint64_t>() > uint64_t(INT64_MAX))
+        fail(path, lineno, line, "\"hash_ids\" must be integers within the signed 64-bit range; found " + id.dump(),
              col_of("hash_ids"));
+    }
     if (t.rows > 0 && ts < prev)
       fail(path, lineno, line, "timestamps go backwards (a trace must be sorted by arrival time)");
     prev = ts;
