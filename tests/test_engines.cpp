@@ -77,6 +77,12 @@ TEST_CASE("engine defaults: each engine's own, by its documented rule, and repor
   CHECK(g.pools[0].max_num_seqs == int(std::min(std::floor(tokens / 2), pool)));
   // a step holds the prefill chunk and a token of every running request
   CHECK(g.pools[0].max_batched_tokens == 8192 + g.pools[0].max_num_seqs);
+  // the sampler's buffers are sized for the requests derived, not a placeholder: setting that
+  // count by hand gives the same memory
+  const Scenario given =
+      test::scenario(kPool("kind: sglang, max_running_requests: " + std::to_string(g.pools[0].max_num_seqs)));
+  CHECK(g.pools[0].capacity.activation_gib == given.pools[0].capacity.activation_gib);
+  CHECK(g.pools[0].capacity.kv_gib == given.pools[0].capacity.kv_gib);
   // settings given are not assumed, under the engine's name or fleetsim's
   const Scenario g2 = test::scenario(kPool("kind: sglang, mem_fraction_static: 0.8, max_running_requests: 64"));
   CHECK(g2.pools[0].gpu_memory_utilization == 0.8);

@@ -138,16 +138,22 @@ void read_engine_settings(const N& eng, PoolSpec& P) {
     P.kv_block_tokens = d.block;
 }
 
-void finish_engine_settings(PoolSpec& P) {
-  if (P.engine_kind != EngineKind::sglang) return;
-  const bool derived =
-      std::find(P.engine_assumed.begin(), P.engine_assumed.end(), "max_running_requests") != P.engine_assumed.end();
-  if (!derived) return;
+bool derives_running_requests(const PoolSpec& P) {
+  return P.engine_kind == EngineKind::sglang &&
+         std::find(P.engine_assumed.begin(), P.engine_assumed.end(), "max_running_requests") != P.engine_assumed.end();
+}
+
+int derived_running_requests(const PoolSpec& P, const Capacity& c) {
   // SGLang: min(KV tokens / 2, its request pool: KV tokens / context length x 512, within
   // [2048, 4096]) (model_runner.py#L1672-1681, tp_worker.py#L292-300 at 5c8bd8b5)
-  const double tokens = double(P.capacity.kv_capacity_tokens);
+  const double tokens = double(c.kv_capacity_tokens);
   const double pool = std::clamp(tokens / std::max(1, P.model.max_context) * 512.0, 2048.0, 4096.0);
-  const int seqs = int(std::max(1.0, std::min(std::floor(tokens / 2), pool)));
+  return int(std::max(1.0, std::min(std::floor(tokens / 2), pool)));
+}
+
+void finish_engine_settings(PoolSpec& P) {
+  if (!derives_running_requests(P)) return;
+  const int seqs = derived_running_requests(P, P.capacity);
   P.max_batched_tokens += seqs - P.max_num_seqs;
   P.max_num_seqs = seqs;
 }

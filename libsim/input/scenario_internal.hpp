@@ -34,6 +34,8 @@ const std::vector<std::string>& engine_setting_keys();
 void read_engine_settings(const N& eng, PoolSpec& P);
 // Settings an engine derives from its sized KV cache (SGLang's running requests).
 void finish_engine_settings(PoolSpec& P);
+bool derives_running_requests(const PoolSpec& P);                    // SGLang's max_running_requests, not given
+int derived_running_requests(const PoolSpec& P, const Capacity& c);  // what it derives from this KV pool
 void parse_ownership(const N& n, const char* kind, PoolSpec& P, const std::vector<DeviceSpec>& devices);
 // scenario_autoscale.cpp: fleet.autoscale (the starting count already read into P.replicas)
 void parse_autoscale(const N& fl, PoolSpec& P);

@@ -544,6 +544,19 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
     mi.draft = P.spec_draft;
   }
   P.capacity = compute_capacity(mi);
+  if (derives_running_requests(P)) {
+    // SGLang sizes its running requests from the KV pool, which the sampler's buffers for that
+    // many requests can squeeze: size them with the count it derives, to a fixed point (none of
+    // them at first where the placeholder leaves no room)
+    int seqs = mi.max_num_seqs;
+    for (int round = 0; round < 8; ++round) {
+      const int next = P.capacity.fits ? derived_running_requests(P, P.capacity) : 1;
+      if (next == seqs) break;
+      mi.max_batched_tokens += next - seqs;
+      mi.max_num_seqs = seqs = next;
+      P.capacity = compute_capacity(mi);
+    }
+  }
   if (P.capacity.fits) finish_engine_settings(P);
   if (!P.capacity.fits) {
     std::ostringstream o;
