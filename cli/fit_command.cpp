@@ -7,6 +7,7 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <map>
 
 #include "libsim/calibrate/fit.hpp"
 #include "libsim/input/input_file.hpp"
@@ -46,6 +47,12 @@ void check_args(const FitArgs& a) {
   if (a.folds < 0 || a.folds == 1 || a.folds > 50)
     throw InputError(Location{}, fmt::format("--folds {}: expected 0 (no held-out error) or 2 to 50 folds", a.folds));
   refuse_overwriting_input(a.output, "--output", a.inputs);
+  // engine.perf_profile takes a name with .yaml or .yml for a file, any other for a shipped profile
+  if (!a.output.empty() && a.output != "-" && a.output.find(".yaml") == std::string::npos &&
+      a.output.find(".yml") == std::string::npos)
+    throw InputError(Location{}, "--output " + a.output +
+                                     ": expected a file name with .yaml or .yml, which is how engine.perf_profile "
+                                     "tells a profile file from a shipped profile's name");
 }
 
 bool has_measurement(const BenchPoint& p) {
@@ -160,6 +167,32 @@ int run_fit(const FitArgs& a, const std::function<void(const std::string&)>& emi
                                                "needs a catalog model and device, lengths, a load, and a measured "
                                                "latency; --device/--model/--tp fill what JSON results do not say)",
                                                ok.size(), data, kMinFitPoints));
+    // the same benchmark twice would weigh double, and could sit on both sides of a fold
+    std::map<std::string, std::string> seen;
+    for (const BenchPoint* p : ok) {
+      std::string key = fmt::format(
+          "{}|{}|{}|{}|{}|{}|{:.17g}|{:.17g}|{}|{:.17g}|{}|{}|{}|{}|{}|{}|{:.17g}|{}|{}|{}|{}|{:.17g}|{}|{}", p->engine,
+          p->engine_version, p->model, p->device, p->tp, p->pp, p->isl, p->osl, p->concurrency, p->rate_per_s,
+          p->poisson, p->num_prompts, p->weight_dtype, p->expert_weight_dtype, p->max_num_seqs, p->max_batched_tokens,
+          p->gpu_memory_utilization, p->warm_prompts, p->distinct_prompts, p->prompt_groups, p->system_prompt_tokens,
+          p->network_gb_s, p->stages.size(), p->req_prompt.size());
+      for (double v : p->measured) key += fmt::format("|{:.17g}", v);
+      if (const auto [it, fresh] = seen.emplace(key, p->where); !fresh)
+        throw InputError(Location{p->where, 0, 0, ""}, "the same benchmark as " + it->second +
+                                                           " (configuration, load and measurements): drop one; a "
+                                                           "point given twice would weigh double in the fit");
+    }
+    // a profile is of one engine: the one its runs used
+    bool one_engine = true, one_version = true;
+    for (const BenchPoint* p : ok)
+      one_engine = one_engine && p->engine == ok[0]->engine,
+      one_version = one_version && p->engine_version == ok[0]->engine_version;
+    if (!one_engine && !a.global)
+      throw InputError(Location{}, "a profile is fitted for one engine: " + ok.back()->where + " ran on " +
+                                       ok.back()->engine + ", " + ok[0]->where + " on " + ok[0]->engine +
+                                       " (fit each engine on its own)");
+    if (one_engine)
+      prof.engine = ok[0]->engine + (one_version && !ok[0]->engine_version.empty() ? " " + ok[0]->engine_version : "");
     prof.device = a.global ? std::string() : ok[0]->device;
     bool one_model = !a.global, one_tp = true;
     for (const BenchPoint* p : ok)
@@ -179,6 +212,14 @@ int run_fit(const FitArgs& a, const std::function<void(const std::string&)>& emi
     prof.c = fit_benchmarks(ok, opt);
     check_fitted(prof.c, data);
     const auto fitted = evaluate(ok, &prof.c, opt);
+    Json unserved = Json::array();
+    for (const auto& x : fitted)
+      if (!x.predicted.ok) {
+        std::cerr << "fleetsim fit: " << x.point->where
+                  << ": with the fitted profile this run does not finish (its requests rejected, or more arriving "
+                     "than served): it counts in no error figure\n";
+        unserved.push_back(x.point->where);
+      }
     prof.fit = summarize(fitted);
     std::string cv_table;
     if (a.global) {
@@ -213,7 +254,8 @@ int run_fit(const FitArgs& a, const std::function<void(const std::string&)>& emi
       std::cerr << "fleetsim fit: " << ok.size() << " points are too few for " << a.folds
                 << "-fold cross-validation (2 per fold): no held-out error\n";
     const bool cv = prof.held_out.points > 0;
-    table += fmt::format("{} benchmark points on {}{}\n\n{:<10} {:>8} {:>8} {:>14} {:>14}\n", ok.size(),
+    table += fmt::format("{} benchmark points{} on {}{}\n\n{:<10} {:>8} {:>8} {:>14} {:>14}\n", ok.size(),
+                         unserved.empty() ? std::string() : fmt::format(" ({} not served)", unserved.size()),
                          prof.device.empty() ? std::string("every device") : prof.device,
                          prof.model.empty() ? "" : " (" + prof.model + ")", "metric", "MAPE", "R^2", "median |error|",
                          cv ? fmt::format("{}-fold held out", a.folds) : std::string());
@@ -233,6 +275,7 @@ int run_fit(const FitArgs& a, const std::function<void(const std::string&)>& emi
     }
     table += cv_table;
     out["points"] = ok.size();
+    out["unserved"] = unserved;
     out["quality"] = q;
   }
   prof.name = !a.name.empty() ? a.name

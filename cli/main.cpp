@@ -457,11 +457,16 @@ int main(int argc, char** argv) {
   ft->add_option("--tp", o.fit.tp, "tensor-parallel degree, for results that do not say")
       ->check(CLI::Range(1, 64))
       ->excludes("--steps");
-  ft->add_option("--engine", o.fit.engine, "the serving engine measured (recorded in the profile)");
+  ft->add_option(
+      "--engine", o.fit.engine,
+      "the serving engine measured, for results that do not say (the profile records the engine of its runs)");
   ft->add_option("--name", o.fit.name, "the profile's name (default DEVICE/MODEL/tpN)");
   ft->add_option("-o,--output", o.fit.output, "write the profile to FILE (default: standard output)");
-  ft->add_option("--folds", o.fit.folds, "k-fold cross-validation for the held-out error (0: none)")
-      ->check(CLI::Range(0, 50));
+  ft->add_option("--folds", o.fit.folds,
+                 "k-fold cross-validation for the held-out error (0: none; --global leaves a device or model out "
+                 "instead)")
+      ->check(CLI::Range(0, 50))
+      ->excludes("--global");
   ft->add_option("--threads", o.fit.threads, "CPU threads (default: all)")->check(CLI::Range(1, 4096));
   ft->add_option("--requests-per-client", o.fit.requests_per_client,
                  "requests each closed-loop client sends when a result does not state num_prompts")

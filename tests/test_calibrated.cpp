@@ -255,6 +255,7 @@ TEST_CASE("benchmark results are read from CSV, vllm bench serve JSON and GuideL
                                     R"({"benchmarks": [{"args": {"strategy": {"type_": "concurrent", "streams": 8}},
       "metrics": {"time_to_first_token_ms": {"successful": {"mean": 50.0, "percentiles": {"p99": 90.0}}},
                   "time_per_output_token_ms": {"successful": {"mean": 8.0}},
+                  "inter_token_latency_ms": {"successful": {"mean": 8.03125}},
                   "request_latency": {"successful": {"mean": 2.1}},
                   "prompt_token_count": {"successful": {"mean": 512}},
                   "output_token_count": {"successful": {"mean": 256}}}}]})");
@@ -268,6 +269,9 @@ TEST_CASE("benchmark results are read from CSV, vllm bench serve JSON and GuideL
   CHECK(gl[0].isl == doctest::Approx(512));
   CHECK(gl[0].measured[kP99Ttft] == doctest::Approx(0.090));
   CHECK(gl[0].measured[kMeanE2e] == doctest::Approx(2.1));
+  // GuideLLM's time per output token divides by all 256 tokens, its inter-token latency by the 255
+  // after the first: the latter is TPOT
+  CHECK(gl[0].measured[kMeanTpot] == doctest::Approx(0.00803125));
 
   CHECK_THROWS_AS(read_benchmarks(write_temp("bad.csv", "model,isl\nx,1\n"), d), InputError);
   CHECK_THROWS_AS(read_benchmarks(write_temp("bad.json", "{\"hello\": 1}"), d), InputError);

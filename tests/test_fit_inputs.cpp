@@ -11,6 +11,7 @@
 
 #include "cli/fit_command.hpp"
 #include "helpers.hpp"
+#include "libsim/base/json.hpp"
 #include "libsim/calibrate/fit.hpp"
 #include "libsim/input/profile.hpp"
 
@@ -314,4 +315,100 @@ TEST_CASE("fit --steps: the profile names the configuration its rows share and k
   CHECK(m.name == "h100-sxm-80gb/any");
   CHECK_FALSE(profile_applies(m, "llama-3.1-8b", 1, 1, "bf16", why, "vllm"));
   CHECK(why == "several models");
+}
+
+TEST_CASE("fit inputs: a rate with a concurrency, a burst of no stated size, zero lengths and rates are errors") {
+  const std::string head = "model,device,tp,isl,osl,concurrency,request_rate,num_prompts,mean_ttft_ms\n";
+  auto row_error = [&](const char* name, const std::string& row) {
+    return read_error(write_temp(name, head + kRow + row + "\n"));
+  };
+  CHECK(row_error("both.csv", "512,64,8,0.5,,40").find(":2: error: a request rate and a concurrency both") !=
+        std::string::npos);
+  CHECK(row_error("isl0.csv", "0,64,8,,,40").find(":2: error: column isl: expected a positive number of tokens") !=
+        std::string::npos);
+  CHECK(row_error("rate0.csv", "512,64,,0,,40").find(":2: error: column request_rate: expected a positive") !=
+        std::string::npos);
+  CHECK(row_error("many.csv", "512,64,8,,2000000,40").find("column num_prompts") != std::string::npos);
+  // a concurrency with rate inf is vllm bench's usual closed loop
+  CHECK(read_benchmarks(write_temp("inf.csv", head + kRow + "512,64,8,inf,,40\n"), {})[0].concurrency == 8);
+  // every prompt at once, but how many not said: skipped, saying so
+  const auto burst = read_benchmarks(write_temp("burst.csv", head + kRow + "512,64,,inf,,40\n"), {});
+  CHECK(burst[0].skip == "all requests at once (request rate inf), but not how many (num_prompts)");
+  BenchPoint d;
+  d.device_id = "h100";
+  const std::string js = write_temp("rate_cap.json", R"({"model_id": "meta-llama/Llama-3.1-8B-Instruct",
+      "max_concurrency": 8, "request_rate": 0.5, "num_prompts": 10, "mean_ttft_ms": 30})");
+  CHECK(read_error(js, d).find("max_concurrency and a finite request_rate both") != std::string::npos);
+  const std::string word = write_temp("rate_word.json", R"({"model_id": "meta-llama/Llama-3.1-8B-Instruct",
+      "request_rate": "fast", "num_prompts": 10, "mean_ttft_ms": 30})");
+  CHECK(read_error(word, d).find("request_rate: expected a positive number of requests per second or \"inf\", not "
+                                 "\"fast\"") != std::string::npos);
+  // an empty model cell takes --model's; none at all says so
+  BenchPoint m;
+  m.model_id = "llama-3.1-8b";
+  const std::string empty_model = write_temp("empty_model.csv", std::string(kHeader) + ",H100-SXM,1,512,64,1,30,8\n");
+  CHECK(read_benchmarks(empty_model, m)[0].model == "llama-3.1-8b");
+  CHECK(read_benchmarks(empty_model, {})[0].skip == "no model named (the model column, or --model)");
+}
+
+TEST_CASE("fit: the profile names its runs' engine; duplicates, a name run cannot load and mixed engines are errors") {
+  const std::string head = "model,device,tp,isl,osl,concurrency,engine,engine_version,mean_ttft_ms,mean_tpot_ms\n";
+  const std::string rows = std::string(kRow) + "512,64,1,sglang,0.5.6,25,7.5\n" + kRow +
+                           "512,64,4,sglang,0.5.6,40,8.0\n" + kRow + "2048,64,2,sglang,0.5.6,90,8.5\n";
+  cli::FitArgs a;
+  a.inputs = {write_temp("sglang.csv", head + rows)};
+  a.folds = 0;
+  a.output = test::temp_path("sglang.yaml");
+  REQUIRE(fit_error(a) == "(no error)");
+  const PerfProfile p = load_profile(a.output, "");
+  CHECK(p.engine == "sglang 0.5.6");
+  std::string why;
+  CHECK_FALSE(profile_applies(p, "llama-3.1-8b", 1, 1, "bf16", why, "vllm"));
+  CHECK(profile_applies(p, "llama-3.1-8b", 1, 1, "bf16", why, "sglang"));
+  // the same row twice would weigh double
+  a.inputs = {write_temp("dup.csv", head + rows + kRow + "512,64,4,sglang,0.5.6,40,8.0\n")};
+  CHECK(fit_error(a).find("dup.csv:5: error: the same benchmark as " + test::temp_path("dup.csv") + ":3") !=
+        std::string::npos);
+  a.inputs = {write_temp("mixed_engines.csv", head + rows + kRow + "1024,64,4,vllm,0.12.0,40,8.0\n")};
+  CHECK(fit_error(a).find("a profile is fitted for one engine") != std::string::npos);
+  // engine.perf_profile reads a name without .yaml as a shipped profile's
+  a.inputs = {write_temp("sglang.csv", head + rows)};
+  a.output = test::temp_path("myprof");
+  CHECK(fit_error(a).find("--output " + a.output + ": expected a file name with .yaml or .yml") != std::string::npos);
+  // a vLLM profile that names its version says whether it scheduled ahead (0.14 and later)
+  PerfProfile old = p;
+  old.engine = "vllm 0.12.0";
+  CHECK(profile_applies(old, "llama-3.1-8b", 1, 1, "bf16", why, "vllm", 0));
+  CHECK_FALSE(profile_applies(old, "llama-3.1-8b", 1, 1, "bf16", why, "vllm", 1));
+  CHECK(why == "runs that do not schedule ahead (vLLM before 0.14)");
+  old.engine = "vllm 0.15.1";
+  CHECK_FALSE(profile_applies(old, "llama-3.1-8b", 1, 1, "bf16", why, "vllm", 0));
+  CHECK(why == "runs that schedule ahead (vLLM 0.14 and later)");
+  old.engine = "vllm";
+  CHECK(profile_applies(old, "llama-3.1-8b", 1, 1, "bf16", why, "vllm", 1));
+}
+
+TEST_CASE("fit: fewer prompts than clients send each at once; a point the fitted profile cannot serve counts nowhere") {
+  BenchPoint p;
+  p.device = "h100-sxm-80gb";
+  p.model = "llama-3.1-8b";
+  p.isl = 512;
+  p.osl = 64;
+  p.concurrency = 64;
+  p.num_prompts = 10;
+  const std::string y = benchmark_scenario_yaml(p, {});
+  CHECK(y.find("clients: 10, requests: 10") != std::string::npos);
+  // a prompt beyond what one device's KV cache holds: every request rejected whatever the fit
+  const std::string head = "model,device,tp,isl,osl,concurrency,mean_ttft_ms,mean_tpot_ms\n";
+  cli::FitArgs a;
+  a.inputs = {write_temp("unserved.csv", head + kRow + "512,64,1,25,7.5\n" + kRow + "512,64,4,40,8.0\n" + kRow +
+                                             "2048,64,2,90,8.5\n" + "Qwen/Qwen3-32B,H100-SXM,1,30000,128,8,5000,30\n")};
+  a.folds = 0;
+  a.format = "json";
+  std::string out;
+  REQUIRE(fit_error(a, &out) == "(no error)");
+  const Json j = Json::parse(out);
+  CHECK(j["points"] == 4);
+  REQUIRE(j["unserved"].size() == 1);
+  CHECK(j["unserved"][0] == test::temp_path("unserved.csv") + ":5");
 }

@@ -145,10 +145,14 @@ void finish_point(BenchPoint& p) {
             (p.pp > 1 ? "pp" + std::to_string(p.pp) : "");
   if (!p.req_prompt.empty() && !(p.isl > 0)) p.isl = mean_length(p.req_prompt);
   if (!p.req_output.empty() && !(p.osl > 0)) p.osl = mean_length(p.req_output);
-  if (p.model.empty())
-    p.skip = "model " + p.model_id + " is not in the catalog";
+  if (p.model_id.empty())
+    p.skip = "no model named (the model column, or --model)";
+  else if (p.model.empty())
+    p.skip = "model '" + p.model_id + "' is not in the catalog";
+  else if (p.device_id.empty())
+    p.skip = "no device named (the device column, or --device)";
   else if (p.device.empty())
-    p.skip = "device " + p.device_id + " is not in the catalog";
+    p.skip = "device '" + p.device_id + "' is not in the catalog";
   else if (!(p.isl > 0) || !(p.osl > 0))
     p.skip = "prompt and output lengths not stated";
   else if (!(p.isl <= 1e7) || !(p.osl <= 1e7))
@@ -157,6 +161,8 @@ void finish_point(BenchPoint& p) {
     p.skip = "a negative request rate";
   else if (p.concurrency <= 0 && !(p.rate_per_s > 0))
     p.skip = "neither concurrency nor request rate stated";
+  else if (p.concurrency <= 0 && std::isinf(p.rate_per_s) && p.num_prompts <= 0 && p.stages.empty())
+    p.skip = "all requests at once (request rate inf), but not how many (num_prompts)";
   else if (p.weight_dtype != "fp8" && p.weight_dtype != "bf16")
     p.skip = "weight dtype " + p.weight_dtype + " not modelled";
 }
@@ -179,7 +185,7 @@ std::vector<BenchPoint> read_csv(const std::string& path, const std::string& tex
     p.source = csv.get("source");
     if (!csv.get("engine").empty()) p.engine = csv.get("engine");
     p.engine_version = csv.get("engine_version");
-    p.model_id = csv.get("model");
+    if (!csv.get("model").empty()) p.model_id = csv.get("model");
     if (!csv.get("device").empty()) p.device_id = csv.get("device");
     p.tp = int(csv.integer("tp", 1, 64, p.tp));
     p.pp = int(csv.integer("pp", 1, 64, p.pp));
@@ -189,13 +195,24 @@ std::vector<BenchPoint> read_csv(const std::string& path, const std::string& tex
       p.weight_dtype = "";
     p.isl = csv.number("isl");
     p.osl = csv.number("osl");
-    for (const char* k : {"isl", "osl"})
+    for (const char* k : {"isl", "osl"}) {
       if (csv.number(k) > 1e7) csv.fail(std::string("column ") + k + ": more than 10,000,000 tokens");
-    if (!csv.get("concurrency").empty())
+      if (!(csv.number(k) > 0) && !csv.get(k).empty())
+        csv.fail(std::string("column ") + k + ": expected a positive number of tokens, not " + csv.get(k));
+    }
+    const double rate = csv.number("request_rate");
+    if (!csv.get("request_rate").empty() && !(rate > 0))
+      csv.fail("column request_rate: expected a positive number of requests per second or inf, not " +
+               csv.get("request_rate"));
+    if (!csv.get("concurrency").empty()) {
       p.concurrency = int(csv.integer("concurrency", 1, 1000000, 0));
-    else if (!std::isnan(csv.number("request_rate")))
-      p.rate_per_s = csv.number("request_rate");
-    p.num_prompts = int(csv.integer("num_prompts", 1, 1000000000, 0));
+      if (rate > 0 && !std::isinf(rate))
+        csv.fail(
+            "a request rate and a concurrency both: fleetsim replays a closed loop of clients or an open-loop "
+            "rate, not a rate capped by a concurrency (leave one of them empty)");
+    } else if (!std::isnan(rate))
+      p.rate_per_s = rate;
+    p.num_prompts = int(csv.integer("num_prompts", 1, kMaxReplayedPrompts, 0));
     p.measured[kMeanTtft] = csv_latency(csv, "mean_ttft_ms", kMeanTtft);
     p.measured[kMeanTpot] = csv_latency(csv, "mean_tpot_ms", kMeanTpot);
     p.measured[kMeanE2e] = csv_latency(csv, "mean_e2e_ms", kMeanE2e);
@@ -214,7 +231,7 @@ std::vector<BenchPoint> read_csv(const std::string& path, const std::string& tex
         if (!(nv.at(k) > 0 && nv.at(k) <= 1)) csv.fail(std::string("notes: ") + k + " out of range (0, 1]");
         p.gpu_memory_utilization = nv.at(k);
       }
-    if (nv.count("warm_prompts")) p.warm_prompts = note_int("warm_prompts", 1000000000);
+    if (nv.count("warm_prompts")) p.warm_prompts = note_int("warm_prompts", kMaxReplayedPrompts);
     if (nv.count("distinct_prompts")) p.distinct_prompts = note_int("distinct_prompts", 1000000);
     if (nv.count("prompt_groups")) p.prompt_groups = note_int("prompt_groups", 1000000);
     if (nv.count("system_prompt_tokens")) p.system_prompt_tokens = note_int("system_prompt_tokens", 10000000);
@@ -279,15 +296,22 @@ BenchPoint read_vllm_json(const std::string& path, const nlohmann::json& j, cons
     const auto& r = j["request_rate"];
     if (r.is_number())
       p.rate_per_s = r.get<double>();
-    else if (r.is_string())
-      p.rate_per_s = lower(r.get<std::string>()) == "inf" ? INFINITY : std::atof(r.get<std::string>().c_str());
+    else if (r.is_string() && lower(r.get<std::string>()) == "inf")
+      p.rate_per_s = INFINITY;
+    if (!(p.rate_per_s > 0))
+      throw InputError(Location{path, 0, 0, ""},
+                       "request_rate: expected a positive number of requests per second or \"inf\", not " + r.dump());
     p.poisson = true;  // vllm bench serve's default burstiness 1.0
   }
   if (p.concurrency > 0 && std::isinf(p.rate_per_s)) p.rate_per_s = 0;
+  if (p.concurrency > 0 && p.rate_per_s > 0)
+    throw InputError(Location{path, 0, 0, ""},
+                     "max_concurrency and a finite request_rate both: fleetsim replays a closed loop of clients or an "
+                     "open-loop rate, not a rate capped by a concurrency");
   if (j.contains("num_prompts") && j["num_prompts"].is_number())
-    p.num_prompts = count_of(j["num_prompts"], "num_prompts", 1000000000, path);
+    p.num_prompts = count_of(j["num_prompts"], "num_prompts", kMaxReplayedPrompts, path);
   else if (j.contains("completed") && j["completed"].is_number())
-    p.num_prompts = count_of(j["completed"], "completed", 1000000000, path);
+    p.num_prompts = count_of(j["completed"], "completed", kMaxReplayedPrompts, path);
   // a number where the result has the key (NaN where it has not)
   auto number = [&](const char* key) {
     if (!j.contains(key)) return std::nan("");
@@ -370,7 +394,11 @@ std::vector<BenchPoint> read_guidellm_json(const std::string& path, const nlohma
     };
     p.measured[kMeanTtft] = latency("time_to_first_token_ms", false, kMeanTtft, true);
     p.measured[kP99Ttft] = latency("time_to_first_token_ms", true, kP99Ttft, true);
-    p.measured[kMeanTpot] = latency("time_per_output_token_ms", false, kMeanTpot, true);
+    // GuideLLM's time_per_output_token_ms divides the decode time by every output token, the first
+    // included (vllm-project/guidellm src/guidellm/benchmark/benchmark.py); its inter-token latency
+    // divides by the tokens after the first, which is vLLM's TPOT and fleetsim's
+    p.measured[kMeanTpot] =
+        m.contains("inter_token_latency_ms") ? latency("inter_token_latency_ms", false, kMeanTpot, true) : std::nan("");
     p.measured[kMeanE2e] = latency("request_latency", false, kMeanE2e, false);  // seconds in GuideLLM
     if (!(p.isl > 0)) p.isl = stat("prompt_token_count", "mean");
     if (!(p.osl > 0)) p.osl = stat("output_token_count", "mean");

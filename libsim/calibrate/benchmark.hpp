@@ -16,6 +16,10 @@ namespace fleetsim {
 
 enum BenchMetric { kMeanTtft = 0, kMeanTpot = 1, kMeanE2e = 2, kP99Ttft = 3, kBenchMetrics = 4 };
 
+// The most requests a point's replay sends (num_prompts, warm prompts): a fit replays every point
+// many times, and published runs send thousands.
+constexpr int kMaxReplayedPrompts = 1000000;
+
 struct BenchPoint {
   std::string where;   // file:line
   std::string source;  // the row's own citation, where it has one
@@ -29,7 +33,7 @@ struct BenchPoint {
   int concurrency = 0;                           // closed loop; else rate_per_s
   double rate_per_s = 0;                         // open loop (infinity: every prompt at once)
   bool poisson = false;                          // open loop: Poisson arrivals (else evenly spaced)
-  int num_prompts = 0;                           // 0: not stated
+  int num_prompts = 0;                           // 0: not stated; at most kMaxReplayedPrompts
   int max_num_seqs = 0, max_batched_tokens = 0;  // 0: the engine's default
   // The engine scheduled each step while the last ran: vLLM from 0.14.0 (its default since then),
   // where the version is stated; SGLang's and TensorRT-LLM's rows run on their own profiles.

@@ -25,9 +25,10 @@ std::string benchmark_scenario_yaml(const BenchPoint& p, const BenchProtocol& pr
   std::string arrival;
   double duration = 2.0e6;
   if (p.concurrency > 0) {
-    const int n =
-        p.num_prompts > 0 ? std::max(p.num_prompts, p.concurrency) : p.concurrency * proto.requests_per_client;
-    arrival = "{process: concurrency, clients: " + std::to_string(p.concurrency) + ", requests: " + std::to_string(n);
+    // fewer prompts than the concurrency: every prompt is sent at once, one per client
+    const int clients = p.num_prompts > 0 ? std::min(p.num_prompts, p.concurrency) : p.concurrency;
+    const int n = p.num_prompts > 0 ? p.num_prompts : p.concurrency * proto.requests_per_client;
+    arrival = "{process: concurrency, clients: " + std::to_string(clients) + ", requests: " + std::to_string(n);
     if (proto.client_jitter_s > 0) {
       char b[96];
       std::snprintf(b, sizeof b, ", think_time_s: {dist: exponential, mean: %.9g}", proto.client_jitter_s);

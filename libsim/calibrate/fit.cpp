@@ -81,6 +81,10 @@ std::vector<StepSample> read_step_samples(const std::string& path, std::string& 
     const std::string dtype = csv.get("weight_dtype").empty() ? "bf16" : csv.get("weight_dtype");
     const std::string key = csv.get("model") + "|" + csv.get("device") + "|" + std::to_string(tp) + "|" + dtype;
     if (!scenarios.count(key)) {
+      if (catalog_model_for(csv.get("model")).empty())
+        csv.fail("model '" + csv.get("model") + "' is not in the catalog (fleetsim catalog lists them)");
+      if (catalog_device_for(csv.get("device")).empty())
+        csv.fail("device '" + csv.get("device") + "' is not in the catalog (fleetsim catalog lists them)");
       std::ostringstream y;
       y << "name: steps\nduration_s: 1\ndevice: " << catalog_device_for(csv.get("device"))
         << "\nmodel: " << catalog_model_for(csv.get("model")) << "\nweight_dtype: " << dtype
@@ -232,7 +236,7 @@ double median_of(std::vector<double>& v) {
 
 ProfileError summarize(const std::vector<PointResult>& r) {
   ProfileError e;
-  e.points = int(r.size());
+  e.points = int(r.size());  // a run that did not finish counts here, and in no median (fleetsim fit names it)
   for (int m = 0; m < kBenchMetrics; ++m) {
     std::vector<double> v;
     for (const auto& x : r)

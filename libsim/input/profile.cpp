@@ -341,10 +341,21 @@ const PerfProfile* find_builtin_profile(const std::string& device, const std::st
 }
 
 bool profile_applies(const PerfProfile& p, const std::string& model, int tp, int pp, const std::string& weight_dtype,
-                     std::string& why, const std::string& engine) {
+                     std::string& why, const std::string& engine, int async_scheduling) {
   std::string d;
   auto differs = [&](const std::string& what) { d += (d.empty() ? "" : ", ") + what; };
   if (profile_engine(p) != engine) differs(profile_engine(p) + " runs");
+  // vLLM schedules ahead from 0.14.0 (docs/model.md, "Scheduling ahead"): a profile whose runs name
+  // their version measured one mode or the other
+  int major = 0, minor = 0;
+  const size_t sp = p.engine.find(' ');
+  if (profile_engine(p) == "vllm" && engine == "vllm" && async_scheduling >= 0 && sp != std::string::npos &&
+      std::sscanf(p.engine.c_str() + sp + 1, "%d.%d", &major, &minor) == 2) {
+    const bool ahead = major > 0 || minor >= 14;
+    if (ahead != (async_scheduling == 1))
+      differs(ahead ? "runs that schedule ahead (vLLM 0.14 and later)"
+                    : "runs that do not schedule ahead (vLLM before 0.14)");
+  }
   if (p.model.empty())
     differs("several models");
   else if (p.model != model)

@@ -117,9 +117,10 @@ const PerfProfile* find_builtin_profile(const std::string& device, const std::st
 
 // Whether `p`'s measured error speaks for a pool of this model, tp and weight dtype: it was
 // fitted on exactly that (a field the profile leaves open matches). Else "" and `why` says what
-// differs.
+// differs. async_scheduling: 1 or 0 whether the pool schedules ahead (checked against a vLLM
+// profile that names its version), -1 not asked.
 bool profile_applies(const PerfProfile& p, const std::string& model, int tp, int pp, const std::string& weight_dtype,
-                     std::string& why, const std::string& engine = "vllm");
+                     std::string& why, const std::string& engine = "vllm", int async_scheduling = -1);
 // The engine a profile was fitted on, without its version ("vllm 0.12.0" -> "vllm"; "" -> "vllm").
 std::string profile_engine(const PerfProfile& p);
 

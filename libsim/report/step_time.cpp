@@ -77,8 +77,8 @@ Json step_time_json(const PoolSpec& P) {
     }
     // the profile's error was measured on its own configuration: quoted as this pool's only there
     std::string why;
-    j["error_applies"] =
-        profile_applies(f, P.model.name, P.tp, P.pp, P.weight_dtype, why, engine_kind_name(P.engine_kind));
+    j["error_applies"] = profile_applies(f, P.model.name, P.tp, P.pp, P.weight_dtype, why,
+                                         engine_kind_name(P.engine_kind), P.async_scheduling ? 1 : 0);
     if (!why.empty())
       j["note"] = "profile fitted on " + why +
                   "; this pool differs, so its measured error does not apply here "
