@@ -41,7 +41,17 @@ Scenario load(const std::string& file, const std::vector<std::string>& sets) {
 
 namespace {
 int check(const CheckArgs& a, const std::function<void(const std::string&)>& emit, std::vector<std::string>& inputs);
+
+// Whether two output paths name one file (neither need exist yet): compared as the absolute paths
+// they resolve to, so that "x" and "./x" are one.
+bool same_output(const std::string& a, const std::string& b) {
+  if (a.empty() || b.empty()) return false;
+  std::error_code e1, e2;
+  const auto pa = std::filesystem::weakly_canonical(std::filesystem::absolute(a, e1), e1);
+  const auto pb = std::filesystem::weakly_canonical(std::filesystem::absolute(b, e2), e2);
+  return !e1 && !e2 && pa == pb;
 }
+}  // namespace
 
 int run_check(const CheckArgs& a, const std::function<void(const std::string&)>& emit) {
   // the files given and those the scenarios read (traces, length columns, profiles), as they load
@@ -54,7 +64,8 @@ int run_check(const CheckArgs& a, const std::function<void(const std::string&)>&
     auto writable = [&](const std::string& out) { return !out.empty() && input_named_by(out, inputs).empty(); };
     try {
       if (writable(a.junit)) write_file(a.junit, check_error_junit(e));
-      if (writable(a.markdown)) write_file(a.markdown, check_error_markdown(e));
+      // one file named by both holds the JUnit, which a pipeline's test reporter reads
+      if (writable(a.markdown) && !same_output(a.junit, a.markdown)) write_file(a.markdown, check_error_markdown(e));
     } catch (const OutputError& oe) {
       std::fprintf(stderr, "%s\n", oe.what());  // said, but the input error decides the exit code (2)
     }
@@ -77,8 +88,8 @@ int check(const CheckArgs& a, const std::function<void(const std::string&)>& emi
     throw InputError(Location{"--budgets", 0, 0, ""},
                      "no budgets: give a budgets file with --budgets, or a scenario with a budgets: section");
   // the scenario's own budgets from the text already read: a pipe gives its text once
-  const BudgetSpec spec =
-      a.budgets.empty() ? parse_budgets_text(src.text(), a.scenario, a.sets) : parse_budgets(a.budgets, a.sets);
+  const BudgetSpec spec = a.budgets.empty() ? parse_budgets_text(src.text(), a.scenario, a.sets)
+                                            : parse_budgets(a.budgets, a.sets, true, true);
   std::unique_ptr<Scenario> baseline;
   if (!a.baseline.empty()) {
     baseline = std::make_unique<Scenario>(load(a.baseline, scenario_only));
@@ -87,9 +98,7 @@ int check(const CheckArgs& a, const std::function<void(const std::string&)>& emi
   for (const auto& [out, flag] : {std::pair{a.junit, "--junit"}, std::pair{a.markdown, "--markdown"}})
     refuse_overwriting_input(out, flag, inputs);
   // (neither need exist yet: compared as the paths they resolve to)
-  std::error_code e1, e2;
-  if (!a.junit.empty() && !a.markdown.empty() &&
-      std::filesystem::weakly_canonical(a.junit, e1) == std::filesystem::weakly_canonical(a.markdown, e2) && !e1 && !e2)
+  if (same_output(a.junit, a.markdown))
     throw InputError(Location{"--markdown", 0, 0, ""},
                      "--markdown " + a.markdown + " is the file --junit names: one would overwrite the other");
   const int threads = a.threads > 0 ? a.threads : int(std::max(1u, std::thread::hardware_concurrency()));

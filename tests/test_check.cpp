@@ -3,6 +3,9 @@
 
 #include <fmt/format.h>
 
+#include <fstream>
+#include <iterator>
+
 #include "helpers.hpp"
 #include "libsim/check/budget.hpp"
 #include "libsim/sweep/sweep.hpp"
@@ -187,4 +190,66 @@ TEST_CASE("budget errors are located and say what was expected") {
     CHECK(e.rfind("--set " + set + ": error: ", 0) == 0);
     CHECK(e.find(says) != std::string::npos);
   }
+}
+
+TEST_CASE("a budgets file holds only budgets; a class named with a dot has its own; limits print as written") {
+  const Scenario s = load_scenario_file(kExample);
+  const std::string typo =
+      test::write_temp("typo_budgets.yaml",
+                       "budgets:\n  x: {metric: p99_ttft_s, max: 1}\nbudgts:\n  y: {metric: p99_ttft_s, max: 0.001}\n");
+  CHECK(test::input_error([&] {
+          parse_budgets(typo, {}, true, true);
+        }).find(":3:1: error: budgts: unknown key 'budgts'") != std::string::npos);
+  // the same text as a scenario's section: the scenario's other keys are the scenario's
+  CHECK(parse_budgets_text("name: x\nbudgets:\n  a: {metric: p99_ttft_s, max: 1}\n", "s.yaml", {}).budgets.size() == 1);
+
+  // a class whose name holds a dot: its figure, not an error about the metric
+  std::ifstream in(kExample);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t at = text.find("  launch:\n");
+  REQUIRE(at != std::string::npos);
+  text.replace(at, 10, "  launch.v2:\n");
+  const Scenario dotted = test::scenario(text);
+  BudgetSpec spec = parse_budgets_text(
+      "budgets:\n  replications: 1\n  c: {metric: p99_ttft_s, class: chat, max: 1000}\n"
+      "  d: {metric: p99_ttft_s, class: launch.v2, max: 1000}\n",
+      "b.yaml", {});
+  const CheckResult r = check_budgets(dotted, spec, nullptr, 1, false);
+  REQUIRE(outcome(r, "c").has_value);
+  REQUIRE(outcome(r, "d").has_value);
+  // the spike class's own figure, not the chat class's
+  CHECK(outcome(r, "d").mean != outcome(r, "c").mean);
+
+  // a limit of 4319.99 is shown as written, and a bound beside it with the digits that differ
+  BudgetOutcome o;
+  o.budget.metric = "monthly_spend_usd";
+  o.budget.limit = 4319.99;
+  o.mean = o.bound = 4320.0001;
+  CheckResult one;
+  one.outcomes = {o};
+  Scenario tiny = s;
+  const std::string table = check_table(one, tiny, BudgetSpec{});
+  CHECK(table.find("<= 4319.99") != std::string::npos);
+  CHECK(table.find("95% bound 4320 > 4319.99") != std::string::npos);
+  // a baseline of 0 is no base for a percentage
+  one.outcomes[0].has_baseline = true;
+  one.outcomes[0].baseline = 0;
+  CHECK(check_table(one, tiny, BudgetSpec{}).find("0 -> 4320") != std::string::npos);
+  CHECK(check_table(one, tiny, BudgetSpec{}).find("+0.0%") == std::string::npos);
+}
+
+TEST_CASE("headroom of closed-loop users is the load their rounded number bore") {
+  const std::string yaml =
+      "name: c\nseed: 3\nduration_s: 300\nwarmup_s: 0\nmodel: llama-3.1-8b\ndevice: h100-sxm-80gb\n"
+      "engine: {perf_profile: none}\nfleet: {replicas: 1}\n"
+      "workload: {arrival: {process: concurrency, clients: 3}, prompt_tokens: {dist: fixed, value: 500}, "
+      "output_tokens: {dist: fixed, value: 100}}\n";
+  const Scenario s = test::scenario(yaml);
+  const BudgetSpec spec = parse_budgets_text(
+      "budgets:\n  replications: 2\n  n: {metric: requests.mean_in_system, max: 4.2}\n", "b.yaml", {});
+  const CheckResult r = check_budgets(s, spec, nullptr, 2, true);
+  REQUIRE(r.pass);
+  MESSAGE("headroom " << r.headroom << "x");
+  // 4 users hold (mean in system about 4), 5 do not: the headroom is 4/3
+  CHECK(r.headroom == doctest::Approx(4.0 / 3.0));
 }

@@ -61,12 +61,14 @@ std::vector<std::string> scenario_sets(const std::vector<std::string>& sets) {
   return out;
 }
 
-BudgetSpec parse_budgets(const std::string& file, const std::vector<std::string>& sets, bool require) {
-  return parse_budgets_text(read_text_file(file, "budgets file", kMaxTextInputBytes), file, sets, require);
+BudgetSpec parse_budgets(const std::string& file, const std::vector<std::string>& sets, bool require,
+                         bool budgets_only) {
+  return parse_budgets_text(read_text_file(file, "budgets file", kMaxTextInputBytes), file, sets, require,
+                            budgets_only);
 }
 
 BudgetSpec parse_budgets_text(const std::string& text, const std::string& file, const std::vector<std::string>& sets,
-                              bool require) {
+                              bool require, bool budgets_only) {
   Source src;
   src.file = file;
   src.lines = detail::split_lines(text);
@@ -81,6 +83,8 @@ BudgetSpec parse_budgets_text(const std::string& text, const std::string& file, 
     if (!require) return spec;
     r.fail("no budgets section: add e.g. `budgets: {p99-ttft: {metric: latency_s.ttft.p99, max: 1.0}}`");
   }
+  // a budgets file holds nothing else: a misspelt key there would drop budgets without a word
+  if (budgets_only) r.allow_keys({"budgets"});
   const N b = r.at("budgets");
   b.require_map();
   for (auto it = b.node.begin(); it != b.node.end(); ++it) {
@@ -102,6 +106,8 @@ BudgetSpec parse_budgets_text(const std::string& text, const std::string& file, 
     bu.is_max = e.has("max");
     bu.limit = e.at(bu.is_max ? "max" : "min").num();
     if (!std::isfinite(bu.limit)) e.at(bu.is_max ? "max" : "min").fail("expected a finite number");
+    // the budget is reported where its limit was written (a --set that changed it, or the file)
+    bu.where = e.at(bu.is_max ? "max" : "min").where();
     if (e.has("class")) bu.cls = e.at("class").name(), bu.class_at = e.at("class").where();
     if (e.has("window_s")) bu.window_s = e.at("window_s").pos(30.0 * 86400), bu.window_at = e.at("window_s").where();
     spec.budgets.push_back(bu);
@@ -111,6 +117,16 @@ BudgetSpec parse_budgets_text(const std::string& text, const std::string& file, 
 }
 
 namespace {
+
+// The figure a budget reads in a run report: a class's under classes.<name>, the name taken whole
+// (a class name may hold a dot, which a joined path would split).
+const Json* budget_value(const Json& rep, const Budget& b) {
+  if (b.cls.empty()) return sweep_detail::at_path(rep, resolve(b.metric));
+  const auto classes = rep.find("classes");
+  if (classes == rep.end() || !classes->is_object()) return nullptr;
+  const auto c = classes->find(b.cls);
+  return c == classes->end() ? nullptr : sweep_detail::at_path(*c, resolve(b.metric));
+}
 
 // The report path a budget reads, checked against the scenario's report shape.
 void check_against(const Budget& b, const Scenario& s, const Json& shape) {
@@ -123,7 +139,7 @@ void check_against(const Budget& b, const Scenario& s, const Json& shape) {
                                                b.cls, s.source, all));
     }
   }
-  const Json* v = sweep_detail::at_path(shape, b.path());
+  const Json* v = budget_value(shape, b);
   if (!v || !(v->is_number() || v->is_null()))
     throw InputError(b.metric_at,
                      fmt::format("budgets.{}: '{}' is not a number in the run report (expected a path such as "
@@ -195,7 +211,7 @@ Values evaluate(const Scenario& s, const std::vector<Budget>& budgets, int reps,
     const Json rep = run_report(s, t);
     for (size_t b = 0; b < budgets.size(); ++b) {
       if (budgets[b].window_s != windows[w].length) continue;
-      const Json* v = sweep_detail::at_path(rep, budgets[b].path());
+      const Json* v = budget_value(rep, budgets[b]);
       if (v && v->is_number()) out.v[b][w][r] = v->get<double>();
     }
     if (progress) {
@@ -308,7 +324,12 @@ CheckResult check_budgets(const Scenario& s, const BudgetSpec& spec, const Scena
     auto empty = std::make_unique<Tally>();
     tally_clear(*empty, int32_t(baseline->pools.size()), int32_t(baseline->classes.size()));
     const Json shape = run_report(*baseline, *empty);
-    for (const auto& b : bb) check_against(b, *baseline, shape);
+    for (const auto& b : bb) try {
+        check_against(b, *baseline, shape);
+      } catch (const InputError& e) {
+        // the budgets held against the scenario: what fails is the baseline's
+        throw InputError(e.where(), "the baseline " + baseline->source + ": " + e.what(), e.kind());
+      }
     const auto base =
         judge(bb, evaluate(*baseline, bb, spec.replications, threads, r.simulations, progress, "baseline"));
     for (size_t i = 0; i < base.size(); ++i) {
@@ -350,7 +371,13 @@ CheckResult check_budgets(const Scenario& s, const BudgetSpec& spec, const Scena
     const double mid = 0.5 * (lo + hi);
     (holds(mid) ? lo : hi) = mid;
   }
-  r.headroom = lo;
+  // closed-loop users (and a burst's requests) come in whole numbers: the load that held is what
+  // they were rounded to, and the least such multiplier is the one every class bore
+  double held = lo;
+  for (const auto& c : s.classes)
+    if (c.arrival == ArrivalKind::concurrency || c.arrival == ArrivalKind::burst)
+      held = std::min(held, double(scaled(s, lo).classes[size_t(&c - s.classes.data())].clients) / double(c.clients));
+  r.headroom = held;
   return r;
 }
 

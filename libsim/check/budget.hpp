@@ -36,10 +36,12 @@ struct BudgetSpec {
 // The `budgets:` section of `file` (a budgets file, or the scenario itself), with the overrides
 // among `sets` that are the budgets' (`budgets.NAME.KEY=` or `budgets=`) applied. Throws
 // InputError; `require` = false returns an empty spec when the section is absent.
-BudgetSpec parse_budgets(const std::string& file, const std::vector<std::string>& sets, bool require = true);
+BudgetSpec parse_budgets(const std::string& file, const std::vector<std::string>& sets, bool require = true,
+                         bool budgets_only = false);
 // The same from `text` already read from `file` (a pipe or a FIFO can be read only once).
+// `budgets_only`: the text is a budgets file, whose only key is `budgets`.
 BudgetSpec parse_budgets_text(const std::string& text, const std::string& file, const std::vector<std::string>& sets,
-                              bool require = true);
+                              bool require = true, bool budgets_only = false);
 
 // Every budget's metric and class checked against the report `s` gives (no simulation is run).
 void validate_budgets(const Scenario& s, const BudgetSpec& spec);

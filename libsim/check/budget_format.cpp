@@ -15,7 +15,7 @@ namespace {
 std::string what(const Budget& b) {
   std::string w = b.metric;
   if (!b.cls.empty()) w += " [class " + b.cls + "]";
-  if (b.window_s > 0) w += fmt::format(" (worst {:g} s window)", b.window_s);
+  if (b.window_s > 0) w += fmt::format(" (worst {} s window)", b.window_s);
   return w;
 }
 
@@ -24,19 +24,36 @@ std::string value(const BudgetOutcome& o) {
   return o.half_width > 0 ? fmt::format("{:.4g} ± {:.2g}", o.mean, o.half_width) : fmt::format("{:.4g}", o.mean);
 }
 
-std::string rule(const Budget& b) { return fmt::format("{} {:.4g}", b.is_max ? "<=" : ">=", b.limit); }
+// The limit as written (shortest form that reads back the same).
+std::string rule(const Budget& b) { return fmt::format("{} {}", b.is_max ? "<=" : ">=", b.limit); }
+
+// A bound beside its limit, with the digits that tell them apart: 4 where they do.
+std::string bound_text(double bound, double limit) {
+  for (int digits = 4; digits < 17; ++digits) {
+    const std::string a = fmt::format("{:.{}g}", bound, digits), b = fmt::format("{:.{}g}", limit, digits);
+    if (a != b || bound == limit) return a;
+  }
+  return fmt::format("{}", bound);
+}
 
 std::string verdict(const BudgetOutcome& o) {
-  if (!o.has_value) return "no value in every replication";
-  std::string v = fmt::format("95% bound {:.4g} {} {:.4g}", o.bound,
+  if (!o.has_value)
+    return o.window_start_s >= 0
+               ? fmt::format(
+                     "no value in the window from t = {} s of a replication (a window without the figure "
+                     "cannot pass)",
+                     o.window_start_s)
+               : std::string("no value in a replication (a run without the figure cannot pass)");
+  std::string v = fmt::format("95% bound {} {} {}", bound_text(o.bound, o.budget.limit),
                               o.pass ? (o.budget.is_max ? "<=" : ">=") : (o.budget.is_max ? ">" : "<"), o.budget.limit);
-  if (o.window_start_s >= 0) v += fmt::format(", worst window from t = {:g} s", o.window_start_s);
+  if (o.window_start_s >= 0) v += fmt::format(", worst window from t = {} s", o.window_start_s);
   return v;
 }
 
 std::string change(const BudgetOutcome& o) {
   if (!o.has_baseline || !o.has_value) return "";
-  const double d = o.baseline != 0 ? (o.mean - o.baseline) / std::fabs(o.baseline) : 0.0;
+  if (o.baseline == 0) return fmt::format("0 -> {:.4g}{}", o.mean, o.mean == 0 ? " (no change)" : "");
+  const double d = (o.mean - o.baseline) / std::fabs(o.baseline);
   return fmt::format("{:.4g} -> {:.4g} ({:+.1f}%)", o.baseline, o.mean, 100.0 * d);
 }
 
@@ -144,7 +161,7 @@ std::string check_markdown(const CheckResult& r, const Scenario& s, const Budget
             : "| | budget | metric | limit | mean ± 95% CI | 95% bound |\n|---|---|---|---|---|---|\n";
   for (const auto& x : r.outcomes) {
     o += fmt::format("| {} | {} | {} | {} | {} | {} |", x.pass ? "✅" : "❌", cell(x.budget.name), cell(what(x.budget)),
-                     cell(rule(x.budget)), cell(value(x)), x.has_value ? fmt::format("{:.4g}", x.bound) : "–");
+                     cell(rule(x.budget)), cell(value(x)), x.has_value ? bound_text(x.bound, x.budget.limit) : "–");
     if (base) o += " " + cell(change(x)) + " |";
     o += "\n";
   }
