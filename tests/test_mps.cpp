@@ -154,6 +154,47 @@ TEST_CASE("MPS beside a CPU fallback: a client computing on the host CPU asks no
   CHECK(r.tally->pools[0].cpu_busy_s == doctest::Approx(0.150).epsilon(1e-12));
 }
 
+TEST_CASE("time slicing beside a CPU fallback: a replica on the host CPU takes no turn on the device") {
+  // slot 1 falls back (ten times slower): its prompt takes 10 x 15 ms whatever client 0 does, and
+  // client 0's takes 15 ms, as alone (both were 30 ms turns before the fix of the CPU side)
+  const auto r = test::run(test::scenario(two_prompts("time_slicing: 2"), {"fleet.faults.cpu_fallback.share=0.5",
+                                                                           "fleet.faults.cpu_fallback.slowdown=10"}));
+  REQUIRE(r.drained);
+  CHECK(r.all->completed == 2);
+  CHECK(r.all->ttft.min == doctest::Approx(0.015).epsilon(1e-12));
+  CHECK(r.all->ttft.max == doctest::Approx(0.150).epsilon(1e-12));
+}
+
+TEST_CASE("a replica started on a device another holds is on a node that is up: no provisioning, no max_starts") {
+  for (const char* sharing : {"time_slicing: 4", "mps: 4"}) {
+    CAPTURE(sharing);
+    Started f(sharing);
+    Sim& s = f.s;
+    // one replica left on the first device: a start there needs no new node, even with no starts left
+    for (int r : {1, 2, 3, 4, 5, 6, 7}) replica_off(s, r, 1.0);
+    s.pool[0].starts = 0;
+    f.p.pools[0].autoscale.max_starts = 1;
+    const double up = s.tally->pools[0].cold_stage_s[0];
+    REQUIRE(replica_start(s, 0, 2.0));
+    CHECK(s.rep[1].state == kStarting);  // the free place beside replica 0
+    CHECK(s.pool[0].starts == 0);
+    CHECK(s.tally->pools[0].cold_stage_s[0] == up);  // no provisioning
+    // the first device full, the next start is a new device: it counts, and it is the last one
+    REQUIRE(replica_start(s, 0, 3.0));
+    REQUIRE(replica_start(s, 0, 4.0));
+    REQUIRE(replica_start(s, 0, 5.0));
+    CHECK(s.rep[4].state == kStarting);
+    CHECK(s.pool[0].starts == 1);
+    CHECK(s.tally->pools[0].cold_stage_s[0] > up);
+    // no starts left: a place on a device that is up still takes a replica, a new device none
+    REQUIRE(replica_start(s, 0, 6.0));
+    CHECK(s.rep[5].state == kStarting);
+    for (int r : {5}) replica_off(s, r, 7.0);
+    for (int r : {4}) replica_off(s, r, 7.0);
+    CHECK_FALSE(replica_start(s, 0, 8.0));
+  }
+}
+
 TEST_CASE("MPS with one client per device is no sharing at all, byte for byte") {
   auto same = [](const Scenario& a, const Scenario& b) {
     Json ja = test::run(a).report, jb = test::run(b).report;
@@ -256,6 +297,9 @@ TEST_CASE("MPS input errors are located") {
         std::string::npos);
   CHECK(test::error_of(base, {"engine.cuda_context_gib=-1"}).find("cuda_context_gib") != std::string::npos);
   CHECK(test::error_of(base).find("(no error)") != std::string::npos);
+  // one client is no sharing: beside a partition or time slicing it is no conflict
+  CHECK(test::error_of(base, {"mps=1", "partition=1g.10gb", "engine.gpu_memory_utilization=0.9"}) == "(no error)");
+  CHECK(test::error_of(base, {"mps=1", "time_slicing=2"}) == "(no error)");
 }
 
 TEST_CASE(

@@ -5,10 +5,12 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <memory>
 #include <string>
 
 #include "helpers.hpp"
 #include "libsim/core/accounting.hpp"
+#include "libsim/core/engine.hpp"
 
 using namespace fleetsim;
 
@@ -135,6 +137,36 @@ TEST_CASE("a share of replica slots falls back, evenly spread: a quarter of eigh
   CHECK(r.all->e2e.min == doctest::Approx(0.05).epsilon(1e-9));
   CHECK(r.all->e2e.max == doctest::Approx(0.5).epsilon(1e-9));
   check_reconciles(r, 0, "a quarter");
+}
+
+TEST_CASE("a share written in decimal falls back in floor(n share) slots: 0.29 of 100 is 29") {
+  const Scenario s = test::scenario(
+      "duration_s: 36\nwarmup_s: 0\ndevice: h100-sxm-80gb\nmodel: llama-3.2-1b\n"
+      "engine: {perf_model: linear, step_base_s: 0.01}\n"
+      "fleet: {replicas: 100, faults: {cpu_fallback: {share: 0.29}}}\n"
+      "workload:\n  arrival: {process: constant, rate_per_s: 1}\n  prompt_tokens: 16\n  output_tokens: 2\n");
+  const auto r = test::run(s);
+  CHECK(r.tally->pools[0].fallback_s == doctest::Approx(29 * 36.0).epsilon(1e-12));
+}
+
+TEST_CASE("an owned pool's failed device is replaced by a cool one: a spare has not been busy") {
+  const Scenario sc = test::scenario(
+      "duration_s: 3600\nwarmup_s: 0\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\n"
+      "fleet:\n  replicas: 1\n  failures: {mtbf_hours: 1000}\n"
+      "  thermal: {time_constant_s: 600, throttle_above: 0.5, clock_drop: 0.5}\n"
+      "  pricing: {owned: {node_capex_usd: 250000, refresh_years: 4, repair: {days: 1, spares: 4},\n"
+      "    power: {idle_kw_per_device: 0.1, usd_per_kwh: 0.12}}}\n"
+      "workload:\n  arrival: {process: poisson, rate_per_s: 1}\n  prompt_tokens: 100\n  output_tokens: 10\n");
+  const SimParams p = sc.params();
+  HostWorkspace ws;
+  auto tally = std::make_unique<Tally>();
+  tally_clear(*tally, p.n_pools, p.n_classes);
+  Sim s = sim_bind(p, 0, ws.for_params(p), tally.get());
+  sim_start_fleet(s, p);
+  s.rep[0].heat = 0.9;  // a device that has run hot
+  s.rep[0].heat_t = 100.0;
+  replica_fail(s, 0, 100.0, true, kNone);
+  CHECK(s.rep[0].heat == 0.0);
 }
 
 TEST_CASE("the temperature proxy: h <- b + (h - b) exp(-dt / tau), by hand") {
@@ -310,4 +342,8 @@ TEST_CASE("slowdown knobs: located errors for values out of range and unknown ke
               .find("thermal throttling is modelled for replicas that have their device to "
                     "themselves") != std::string::npos);
   }
+  // a MIG profile that takes the whole device has it to itself
+  std::vector<std::string> whole = thermal;
+  whole.push_back("partition=7g.80gb");
+  CHECK(test::error_of(base, whole) == "(no error)");
 }

@@ -281,6 +281,9 @@ FLEETSIM_HD inline double replica_fail_one(Sim& s, int32_t r, double t, bool new
     wait = device_wait >= 0.0 ? device_wait : await_device(s, R.pool, t);
     R.device_at = t + wait;
     new_node = false;
+    // a spare from the shelf, or the device back from days of repair: cool either way
+    R.heat = 0.0;
+    R.heat_t = t + wait;
     // the part inside the window: the capacity the failure cost there
     s.tally->pools[R.pool].cold_stage_s[kAwaitingDevice] += window_span(s, t, wait);
   }
@@ -367,12 +370,24 @@ FLEETSIM_HD inline bool replica_start(Sim& s, int32_t pi, double t) {
       return false;
     }
   }
-  if (P.replicas_per_node == 0 && capped()) return false;
+  // time-sliced replicas and MPS clients: a place on a device another replica holds is on a node
+  // that is up
+  const int32_t shared = shared_per_device(P);
+  auto device_up = [&](int32_t r) {
+    int32_t d0 = 0, d1 = 0;
+    device_of(s, r, &d0, &d1);
+    for (int32_t k = d0; k < d1; ++k)
+      if (k != r && s.rep[k].state != kOff) return true;
+    return false;
+  };
+  const bool cap = P.replicas_per_node == 0 && capped();
+  if (cap && shared == 1) return false;
   // an owned pool's slot whose device is in repair waits for it: slots with their device first
   for (int32_t r = ps.first_replica; r < ps.first_replica + ps.n_replicas && pick == kNone; ++r)
-    if (s.rep[r].state == kOff && s.rep[r].device_at <= t) pick = r;
+    if (s.rep[r].state == kOff && s.rep[r].device_at <= t && (!cap || device_up(r))) pick = r;
   for (int32_t r = ps.first_replica; r < ps.first_replica + ps.n_replicas && pick == kNone; ++r)
-    if (s.rep[r].state == kOff) pick = r;
+    if (s.rep[r].state == kOff && (!cap || device_up(r))) pick = r;
+  if (P.replicas_per_node == 0 && shared > 1 && pick != kNone) new_node = !device_up(pick);
   if (pick != kNone) {
     const int32_t r = pick;
     Replica& R = s.rep[r];

@@ -390,9 +390,10 @@ FLEETSIM_HD inline Sim sim_bind(const SimParams& p, uint32_t replication, uint8_
       R.batch_n = 0;
       R.batch_t_first = 0.0;
       // slot k of n falls back when floor((k + 1) share) > floor(k share): floor(n share) of the
-      // first n slots, evenly spread
-      R.fb_slot =
-          P.fallback_share > 0.0 && int64_t(double(k + 1) * P.fallback_share) > int64_t(double(k) * P.fallback_share);
+      // first n slots, evenly spread (a share written in decimal, 0.29, is a hair under it in
+      // binary: 100 x 0.29 is 28.999999999999996, which is 29 slots)
+      R.fb_slot = P.fallback_share > 0.0 &&
+                  int64_t(double(k + 1) * P.fallback_share + 1e-9) > int64_t(double(k) * P.fallback_share + 1e-9);
       R.run_cpu = R.run_hot = 0;
       R.heat = R.heat_t = 0.0;
       R.hq.base = hqbase;

@@ -28,11 +28,12 @@ void parse_faults(const N& fl, PoolSpec& P) {
     P.thermal_above = th.req("throttle_above").num_in(0.001, 0.999, "throttle_above");
     P.thermal_clock_drop = th.req("clock_drop").num_in(0.001, 0.9, "clock_drop");
     // the proxy is one replica's busy time: a device shared with others heats from their work too
-    if (!P.partition.empty() || P.shared_by() > 1)
+    const bool slices = !P.partition.empty() && P.replicas_per_device > 1;  // 7g.80gb is the whole device
+    if (slices || P.shared_by() > 1)
       th.fail(std::string("thermal throttling is modelled for replicas that have their device to themselves; with ") +
-                  (!P.partition.empty() ? "a MIG partition"
-                   : P.mps_clients > 1  ? "mps"
-                                        : "time_slicing") +
+                  (slices              ? "MIG slices"
+                   : P.mps_clients > 1 ? "mps"
+                                       : "time_slicing") +
                   " the device's heat would come from its other replicas' work too (drop thermal, or the sharing)",
               ErrorKind::inconsistent);
   }

@@ -91,7 +91,7 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
       } else {
         P.mps_clients = int(mn.integer(1, kMaxMpsClients));
       }
-      if (node.has("partition") || P.time_slicing > 1)
+      if (P.mps_clients > 1 && (node.has("partition") || P.time_slicing > 1))
         mn.fail(std::string(node.has("partition") ? "partition" : "time_slicing") +
                     " and mps are different ways to share a device: choose one",
                 ErrorKind::inconsistent);
