@@ -12,7 +12,9 @@
 
 #include "cli/report_command.hpp"
 #include "helpers.hpp"
+#include "libsim/report/documents.hpp"
 #include "libsim/report/html.hpp"
+#include "libsim/report/report.hpp"
 #include "libsim/report/svg.hpp"
 #include "libsim/report/svg_internal.hpp"
 #include "libsim/sweep/sweep.hpp"
@@ -112,6 +114,9 @@ TEST_CASE("report: numbers for people: sensible precision, never nan or inf") {
   CHECK(svg::usd(0.0239375) == "$0.0239");
   CHECK(svg::usd(1234567.8) == "$1,234,568");
   CHECK(svg::usd(INFINITY) == "\xe2\x80\x93");
+  // money in plain decimals however small
+  CHECK(svg::usd(3.37e-7) == "$0.000000337");
+  CHECK(svg::usd(-5.55e-8) == "-$0.0000000555");
   CHECK(svg::seconds(0.165) == "165 ms");
   CHECK(svg::seconds(7.21875) == "7.22 s");
   CHECK(svg::seconds(3300) == "55 min");
@@ -386,6 +391,9 @@ TEST_CASE("report: malformed or nearly empty documents never crash and never pri
   }
   const std::string none = html_report(all_infeasible);
   CHECK(none.find("No configuration meets the SLO") != std::string::npos);
+  // the sweep's message says it too: once is enough
+  CHECK(none.find("no configuration meets the SLO") == std::string::npos);
+  CHECK(none.find("Closest is #17.") != std::string::npos);
   CHECK(count(panel_of(none, "cost-output"), "<g class=\"bar\">") == 12);  // those that ran, in grey
 }
 
@@ -484,4 +492,78 @@ TEST_CASE("report: a horizontal axis never puts two tick labels into each other"
           CHECK(apart - half_a - half_b >= 8.0);
         }
       }
+}
+
+TEST_CASE("report: axis ticks are whole multiples of their step, so the tenth of 0.1 reads 1") {
+  using namespace fleetsim::svg::parts;
+  svg::Axis a;
+  a.fmt = [](double v) { return svg::seconds_axis(v); };
+  const Scale s = make_scale(a, {0.1, 0.95}, 10.0, 1000.0, 70);
+  REQUIRE(s.ticks.size() >= 3);
+  // the last tick is exactly 1, not 0.9999999 (which reads "1,000 ms")
+  CHECK(s.ticks.back() >= 0.95);
+  bool one = false;
+  for (double t : s.ticks) one = one || t == 1.0;
+  CHECK(one);
+  CHECK(svg::seconds_axis(s.ticks.back()) == "1 s");
+}
+
+TEST_CASE("report: a latency CDF is flat where no request fell, so its line agrees with the percentiles") {
+  // 999 requests at 3.17 s and one at 1.97 s: the fraction holds at 0.001 up to 3.17 s's bucket
+  Histogram h;
+  hist_clear(h);
+  hist_add(h, 1.97);
+  for (int i = 0; i < 999; ++i) hist_add(h, 3.17);
+  const Json cdf = hist_cdf(h);
+  REQUIRE(cdf.size() >= 3);
+  for (size_t i = 1; i < cdf.size(); ++i) {
+    CHECK(cdf[i][0].get<double>() >= cdf[i - 1][0].get<double>());
+    CHECK(cdf[i][1].get<double>() >= cdf[i - 1][1].get<double>());
+  }
+  // the point before the last is the lower edge of 3.17 s's bucket, at 1 in 1,000 below it
+  const Json& hold = cdf[cdf.size() - 2];
+  CHECK(hold[1].get<double>() == doctest::Approx(0.001));
+  CHECK(hold[0].get<double>() > 3.0);
+  CHECK(hold[0].get<double>() <= 3.17);
+  CHECK(cdf.back()[1].get<double>() == 1.0);
+  // and it starts at 0 at the fastest request
+  CHECK(cdf[0][1].get<double>() == 0.0);
+  CHECK(cdf[0][0].get<double>() == doctest::Approx(1.97));
+}
+
+TEST_CASE("report: an owned pool's sections are checked as every other's; ids hold no white space") {
+  const std::string yaml =
+      "name: own\nmodel: llama-3.1-8b\nduration_s: 60\ndevice: a100-80gb\npools:\n  my pool:\n"
+      "    fleet:\n      replicas: 2\n      pricing:\n        owned:\n"
+      "          node_capex_usd: 150000\n          refresh_years: 5\n          years: 2\n"
+      "          power: {idle_kw_per_device: 0.06, host_kw_per_node: 2.5, pue: 1.4, usd_per_kwh: 0.12}\n"
+      "          newer: {device: h100-sxm-80gb, replicas: 1, node_capex_usd: 400000}\n"
+      "classes:\n  chat: {pool: my pool, arrival: {process: poisson, rate_per_s: 1}, prompt_tokens: 100, "
+      "output_tokens: 10}\n";
+  const ScenarioSource src = ScenarioSource::from_text(yaml, "own.yaml", ".");
+  const Json doc = run_document(src, src.instantiate(), 0, 0);
+  CHECK_NOTHROW(check_run_document(doc, "own.json"));
+  const std::string html = html_report(doc);
+  CHECK(html.find("id=\"newer-device-my-pool\"") != std::string::npos);
+  CHECK(html.find("id=\"newer-device-my pool\"") == std::string::npos);
+  for (const auto& [path, bad] :
+       {std::pair<std::string, Json>{"/ledger/pools/my pool/ownership/usd", Json{{"a", 1}}},
+        {"/ledger/pools/my pool/ownership/newer_device/years/0/newer_usd_per_million_tokens", Json("x")}}) {
+    CAPTURE(path);
+    Json d = doc;
+    REQUIRE(d.contains(Json::json_pointer(path)));
+    d[Json::json_pointer(path)] = bad;
+    CHECK_THROWS_AS(check_run_document(d, "own.json"), InputError);
+  }
+}
+
+TEST_CASE("report: a fleet that generates no tokens is priced per request, without an empty output panel") {
+  const Json doc = test::run(load_scenario_file(std::string(FLEETSIM_SOURCE_DIR) + "/scenarios/rag-embedding.yaml",
+                                                {"duration_s=300", "warmup_s=0"}))
+                       .report;
+  REQUIRE(doc["cost"]["per_million_output_tokens_usd"].is_null());
+  const std::string html = html_report(doc);
+  CHECK(html.find(" per request</strong>") != std::string::npos);
+  CHECK(html.find("cost-output") == std::string::npos);
+  CHECK(html.find("cost-input") != std::string::npos);
 }

@@ -94,7 +94,11 @@ std::string table(const std::vector<std::string>& head, const std::vector<Row>& 
 }
 
 std::string figure(const std::string& id, const std::string& svg, const std::string& caption_html) {
-  return "<figure id=\"" + esc(id) + "\">" + svg + "<figcaption>" + caption_html + "</figcaption></figure>";
+  // an id holds no white space (HTML): a pool named "my pool" is figure newer-device-my-pool
+  std::string clean = id;
+  for (char& c : clean)
+    if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f') c = '-';
+  return "<figure id=\"" + esc(clean) + "\">" + svg + "<figcaption>" + caption_html + "</figcaption></figure>";
 }
 
 std::string kpi(const std::string& label, const std::string& value_html, const std::string& sub_html) {

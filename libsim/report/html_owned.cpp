@@ -42,6 +42,10 @@ std::string newer_part(const std::string& name, const View& n) {
   p.title = "Pool " + name + ": " + nw["device"].str() + " against " + cur["device"].str();
   p.x.label = "year";
   p.x.zero = false;
+  // years are whole: a point each, no line between them (two lines would cross between years, where
+  // no fleet is bought), and a tick label only at a whole year
+  p.x.fmt = [](double v) { return v == std::floor(v) ? svg::num(v) : std::string(); };
+  for (svg::Series* x : {&s_new, &s_cur, &s_run}) x->mark = svg::Mark::dots;
   p.y.label = "USD per 1M tokens";
   p.y.fmt = [](double v) { return svg::usd(v); };
   p.series = {s_new, s_cur, s_run};

@@ -254,11 +254,21 @@ std::string cost_section(const View& d, const std::string& total_name) {
         l["per_million_input_tokens_usd"].num_or(kNaN));
   }
   ch.series = {{"cost", svg::color(0)}};
-  ch.panels = {out, in};
+  // no output tokens anywhere (embedding, reranking): no panel of their cost
+  const bool outputs = std::any_of(out.values.begin(), out.values.end(), [](const std::vector<double>& v) {
+    return std::any_of(v.begin(), v.end(), [](double x) { return std::isfinite(x); });
+  });
+  if (outputs)
+    ch.panels = {out, in};
+  else
+    ch.panels = {in};
   std::string o = figure(
       "cost-per-token", svg::bar_chart(ch, "Cost per million tokens"),
-      esc("What a million tokens cost, output tokens (left) and input tokens (right), for the fleet, each pool and "
-          "each class. Input and output are priced separately: each step's device time is split between its prefill "
+      esc(std::string(outputs ? "What a million tokens cost, output tokens (left) and input tokens (right), for "
+                                "the fleet, each pool and each class."
+                              : "What a million input tokens cost (nothing here generates output tokens), for the "
+                                "fleet, each pool and each class.") +
+          " Input and output are priced separately: each step's device time is split between its prefill "
           "(input) and decode (output) parts, and idle time in the same proportion; a class pays for the device time "
           "its requests used, plus its share of idle time."));
 
@@ -451,9 +461,14 @@ Page run_page(const Json& doc) {
   s += " served " + svg::num(d["requests"]["completed"].num_or(kNaN)) + " requests for <strong>" + svg::usd(eff) +
        "</strong>";
   if (std::isfinite(list) && list > eff * 1.0005) s += " (" + svg::usd(list) + " at list prices)";
-  s += ": <strong>" + svg::usd(d["cost"]["per_million_output_tokens_usd"].num_or(kNaN)) +
-       " per 1M output tokens</strong> and " + svg::usd(d["cost"]["per_million_input_tokens_usd"].num_or(kNaN)) +
-       " per 1M input tokens. ";
+  // a fleet that generates no tokens (embedding, reranking) is priced per request and per input token
+  const double per_out = d["cost"]["per_million_output_tokens_usd"].num_or(kNaN);
+  s += std::isfinite(per_out)
+           ? ": <strong>" + svg::usd(per_out) + " per 1M output tokens</strong> and " +
+                 svg::usd(d["cost"]["per_million_input_tokens_usd"].num_or(kNaN)) + " per 1M input tokens. "
+           : ": <strong>" + svg::usd(d["cost"]["per_request_usd"].num_or(kNaN)) + " per request</strong> and " +
+                 svg::usd(d["cost"]["per_million_input_tokens_usd"].num_or(kNaN)) +
+                 " per 1M input tokens (it generates no output tokens). ";
   auto against = [&](double v, const std::vector<LatencyBound>& bs) {
     for (const auto& b : bs)
       if (b.metric == "ttft")
@@ -498,8 +513,12 @@ Page run_page(const Json& doc) {
     s += "At this rate, 30 days would cost " + svg::usd(*proj) + ".";
 
   std::string kp = kpi("Spend", svg::usd(eff), std::isfinite(list) ? "list " + svg::usd(list) : "");
-  kp += kpi("Per 1M output tokens", svg::usd(d["cost"]["per_million_output_tokens_usd"].num_or(kNaN)),
-            "per 1M input " + svg::usd(d["cost"]["per_million_input_tokens_usd"].num_or(kNaN)));
+  if (std::isfinite(per_out))
+    kp += kpi("Per 1M output tokens", svg::usd(per_out),
+              "per 1M input " + svg::usd(d["cost"]["per_million_input_tokens_usd"].num_or(kNaN)));
+  else
+    kp += kpi("Per request", svg::usd(d["cost"]["per_request_usd"].num_or(kNaN)),
+              "per 1M input " + svg::usd(d["cost"]["per_million_input_tokens_usd"].num_or(kNaN)));
   std::string tb;
   for (const auto& b : bounds)
     if (b.metric == "ttft" && classes.size() < 2) tb = "bound " + svg::seconds(b.limit);

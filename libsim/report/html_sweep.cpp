@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -225,7 +226,7 @@ std::string pareto_figure(const Sweep& S, const View& d) {
   svg::XYPanel p;
   p.title = metric_name(S.objective) + " against p99 TTFT";
   p.cls = "pareto";
-  p.x.label = "p99 TTFT (s)";
+  p.x.label = "p99 TTFT";  // the ticks carry their unit (ms, s)
   p.x.fmt = [](double v) { return svg::seconds_axis(v); };
   p.y.label = metric_name(S.objective);
   p.y.fmt = [&](double v) { return metric_value(S.objective, v); };
@@ -235,7 +236,7 @@ std::string pareto_figure(const Sweep& S, const View& d) {
       if (std::isfinite(q.x) && q.x > 0) xlo = std::min(xlo, q.x), xhi = std::max(xhi, q.x);
       if (std::isfinite(q.y) && q.y > 0) ylo = std::min(ylo, q.y), yhi = std::max(yhi, q.y);
     }
-  if (xhi > 20 * xlo) p.x.kind = svg::ScaleKind::log, p.x.label = "p99 TTFT (s, log scale)";
+  if (xhi > 20 * xlo) p.x.kind = svg::ScaleKind::log, p.x.label = "p99 TTFT (log scale)";
   if (yhi > 100 * ylo) p.y.kind = svg::ScaleKind::log, p.y.label += " (log scale)";
   if (!front.pts.empty()) p.series.push_back(front);
   if (!bad.pts.empty()) p.series.push_back(bad);
@@ -427,7 +428,17 @@ Page sweep_page(const Json& doc) {
     }
   } else {
     s += "<span class=\"bad\">No configuration meets the SLO.</span> ";
-    if (const auto m = sm["message"].str(); !m.empty()) s += esc(m) + ".";
+    // the sweep's message starts with what the headline already says
+    std::string m = sm["message"].str();
+    const std::string said = "no configuration meets the SLO";
+    if (m.compare(0, said.size(), said) == 0)
+      m = m.substr(m.find_first_not_of(";.: ", said.size()) == std::string::npos
+                       ? m.size()
+                       : m.find_first_not_of(";.: ", said.size()));
+    if (!m.empty()) {
+      m[0] = char(std::toupper(static_cast<unsigned char>(m[0])));
+      s += esc(m) + (m.back() == '.' ? "" : ".");
+    }
   }
   const auto run = sm["configurations_run"].num(), all = sw["configurations"].num();
   const bool partial = (run && all && *run < *all) || !sm["complete"].flag().value_or(true);

@@ -12,47 +12,12 @@
 
 namespace fleetsim {
 
-LatencyStats latency_stats(const Histogram& h) {
-  LatencyStats l;
-  l.count = h.n;
-  if (h.n == 0) return l;
-  l.mean = h.sum / double(h.n);
-  l.p50 = hist_quantile(h, 0.50);
-  l.p90 = hist_quantile(h, 0.90);
-  l.p95 = hist_quantile(h, 0.95);
-  l.p99 = hist_quantile(h, 0.99);
-  l.p999 = hist_quantile(h, 0.999);
-  l.max = h.max;
-  return l;
-}
-
 namespace {
 
 // Whole devices a pool holds at the start: tp x pp per replica, or replicas sharing devices (MIG
 // slices, time slicing, MPS) packed replicas_per_device to one.
 int pool_devices(const PoolSpec& P) {
   return P.devices() > 1 ? P.replicas * P.devices() : (P.replicas + P.replicas_per_device - 1) / P.replicas_per_device;
-}
-
-// The distribution as [seconds, fraction at or below] points: one pass over the buckets, a point
-// wherever the cumulative fraction has moved by 1/64 (and at the tail quantiles), bucket upper edges.
-Json hist_cdf(const Histogram& h) {
-  Json pts = Json::array();
-  if (h.n == 0) return pts;
-  uint64_t cum = 0;
-  double last = -1.0;
-  for (int b = 0; b < kHistBuckets; ++b) {
-    if (h.counts[b] == 0) continue;
-    cum += h.counts[b];
-    const double f = double(cum) / double(h.n);
-    if (f - last >= 1.0 / 64 || (f >= 0.99 && f - last >= 1e-3) || cum == h.n) {
-      double lo, hi;
-      hist_bucket_bounds(b, lo, hi);
-      pts.push_back({std::min(hi, h.max), f});
-      last = f;
-    }
-  }
-  return pts;
 }
 
 Json lat_json(const Histogram& h) {

@@ -16,6 +16,8 @@ struct LatencyStats {
 };
 
 LatencyStats latency_stats(const Histogram& h);
+// The distribution as [seconds, fraction at or below] points, for a chart (docs/output-schema.md).
+Json hist_cdf(const Histogram& h);
 
 // The `fleetsim run` result document (docs/output-schema.md).
 Json run_report(const Scenario& s, const Tally& t);

@@ -9,6 +9,7 @@
 #include "backend/runner.hpp"
 #include "base/error.hpp"
 #include "core/tally.hpp"
+#include "report/documents.hpp"
 #include "report/report.hpp"
 #include "report/timeline.hpp"
 
@@ -62,6 +63,14 @@ const std::map<std::string, Kind>& reference_kinds() {
         "classes:\n"
         "  x: {pool: a, team: t, arrival: {process: poisson, rate_per_s: 1}, prompt_tokens: 100, output_tokens: 10}\n"
         "  y: {pool: b, team: u, arrival: {process: poisson, rate_per_s: 1}, prompt_tokens: 100, output_tokens: 10}\n";
+    // and an owned pool's sections: its cost parts, its years and a newer device's view
+    const char* const owned =
+        "model: llama-3.1-8b\nduration_s: 60\ndevice: a100-80gb\nfleet:\n  replicas: 2\n  pricing:\n    owned:\n"
+        "      node_capex_usd: 150000\n      refresh_years: 5\n      years: 2\n"
+        "      power: {idle_kw_per_device: 0.06, host_kw_per_node: 2.5, pue: 1.4, usd_per_kwh: 0.12}\n"
+        "      space_usd_per_node_month: 600\n"
+        "      newer: {device: h100-sxm-80gb, replicas: 1, node_capex_usd: 400000, capex_change_per_year: -0.15}\n"
+        "workload: {arrival: {process: poisson, rate_per_s: 1}, prompt_tokens: 100, output_tokens: 10}\n";
     const Scenario one =
         ScenarioSource::builtin_default().with_overrides(parse_sets({"duration_s=120", "warmup_s=10"})).instantiate();
     for (const Scenario& s : {one, load_scenario_text(two_pools, "<reference>", ".", {})}) {
@@ -75,6 +84,8 @@ const std::map<std::string, Kind>& reference_kinds() {
       HostWorkspace ws;
       kinds_of(run_report(s, *simulate_once(s.params(), 0, ws)), "", "", k);
     }
+    const ScenarioSource src = ScenarioSource::from_text(owned, "<reference>", ".");
+    kinds_of(run_document(src, src.instantiate(), 0, 0), "", "", k);
     return k;
   }();
   return kinds;

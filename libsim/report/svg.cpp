@@ -46,7 +46,9 @@ std::string xy_chart(const std::vector<XYPanel>& panels, int cols, double panel_
     }
     const Scale sx = make_scale(p.x, xs, x0, x1, 70), sy = make_scale(p.y, ys, y1, y0, 40);
     std::string o = fmt::format("<g class=\"panel{}\">", p.cls.empty() ? "" : " " + html_escape(p.cls));
-    o += text(x0, py + 14, p.title, "class=\"ptitle\"");
+    const std::string ttl = truncate(p.title, x1 - x0, 12.5);
+    o += fmt::format("<text x=\"{}\" y=\"{}\" class=\"ptitle\">{}{}</text>", c(x0), c(py + 14),
+                     ttl != p.title ? title_tag(p.title) : "", html_escape(ttl));
     for (double t : sx.ticks) {
       o += line(sx.px(t), y0, sx.px(t), y1, "class=\"grid\"");
       // kept inside the panel: the last label of a wide axis would run off its edge
@@ -113,6 +115,9 @@ std::string xy_chart(const std::vector<XYPanel>& panels, int cols, double panel_
       }
       o += "</g>";
     }
+    // labels of several bound lines stack instead of printing over one another
+    int top_labels = 0;
+    std::vector<double> side_labels;
     for (const auto& r : p.refs) {
       const std::string st = fmt::format("stroke=\"{}\" stroke-width=\"1.5\" stroke-dasharray=\"5 4\"", r.color);
       if (r.vertical) {
@@ -124,15 +129,22 @@ std::string xy_chart(const std::vector<XYPanel>& panels, int cols, double panel_
           o += line(x0, Yl, X, Yl, st) +
                fmt::format("<circle cx=\"{}\" cy=\"{}\" r=\"3.5\" fill=\"{}\"/>", c(X), c(Yl), r.color);
         // the label inside the plot, beside the line, on the side with room
-        const bool right = X + 6 + text_w(r.label, 10.5) < x1;
-        o += text(right ? X + 5 : X - 5, r.level ? Yl + 14 : y0 + 12, r.label,
+        const bool right = X + 6 + text_w(r.label, 10.5) < x1 || X - 6 - text_w(r.label, 10.5) < x0;
+        o += text(right ? X + 5 : X - 5, r.level ? Yl + 14 : y0 + 12 + 13 * top_labels++, r.label,
                   fmt::format("class=\"rlabel\" fill=\"{}\"{}", r.color, right ? "" : " text-anchor=\"end\"")) +
              "</g>";
       } else {
         if (!sy.ok(r.at)) continue;
         const double Y = sy.px(r.at);
+        double ly = Y - 4;
+        for (bool moved = true; moved;) {  // above the line, and above any label already within 12 px
+          moved = false;
+          for (double u : side_labels)
+            if (std::fabs(u - ly) < 12) ly = u - 12, moved = true;
+        }
+        side_labels.push_back(ly);
         o += "<g class=\"ref\">" + line(x0, Y, x1, Y, st) +
-             text(x1 - 4, Y - 4, r.label, fmt::format("class=\"rlabel\" fill=\"{}\" text-anchor=\"end\"", r.color)) +
+             text(x1 - 4, ly, r.label, fmt::format("class=\"rlabel\" fill=\"{}\" text-anchor=\"end\"", r.color)) +
              "</g>";
       }
     }
@@ -191,7 +203,10 @@ std::string bar_chart(const BarChart& ch, const std::string& title, double width
     ax.fmt = f;
     const Scale s = make_scale(ax, totals, px, x1, 72);
     o += fmt::format("<g class=\"panel{}\">", P.cls.empty() ? "" : " " + html_escape(P.cls));
-    o += text(px, y0 - 8, P.title, "class=\"ptitle\"");
+    // a title wider than its panel is cut (its whole text on hover), not run into the next one's
+    const std::string ttl = truncate(P.title, pw - 4, 12.5);
+    o += fmt::format("<text x=\"{}\" y=\"{}\" class=\"ptitle\">{}{}</text>", c(px), c(y0 - 8),
+                     ttl != P.title ? title_tag(P.title) : "", html_escape(ttl));
     for (double t : s.ticks) {
       o += line(s.px(t), y0, s.px(t), y0 + double(n) * rh, "class=\"grid\"");
       o += text(s.px(t), y0 + double(n) * rh + 15, f(t), "text-anchor=\"middle\"");

@@ -68,6 +68,8 @@ std::string usd(double v) {
   if (a == 0) return "$0";
   if (a >= 1e5) return sign + group_thousands(fmt::format("{:.0f}", a));
   if (a >= 1) return sign + group_thousands(fmt::format("{:.2f}", a));
+  // money in plain decimals however small, to three significant digits
+  if (a < 1e-6) return sign + strip_zeros(fmt::format("{:.{}f}", a, std::min(30, 2 - int(std::floor(std::log10(a))))));
   std::string s = num(a, 3);
   const size_t dot = s.find('.');
   if (dot == std::string::npos || s.size() - dot - 1 < 2) s = fmt::format("{:.2f}", a);  // cents: $0.50

@@ -133,8 +133,13 @@ Scale make_scale(const Axis& a, const std::vector<double>& data, double p0, doub
     if (!a.lo) lo = std::floor(lo / step + 1e-9) * step;
     if (!a.hi) hi = std::ceil(hi / step - 1e-9) * step;
     s.ticks.clear();
-    for (double t = std::ceil(lo / step - 1e-9) * step; t <= hi + step * 1e-6 && s.ticks.size() < 20; t += step)
+    // each tick a whole multiple of the step, not a sum of steps (0.1 added ten times is 0.9999999)
+    const double k0 = std::ceil(lo / step - 1e-9);
+    for (int i = 0; s.ticks.size() < 20; ++i) {
+      const double t = (k0 + i) * step;
+      if (t > hi + step * 1e-6) break;
       s.ticks.push_back(std::fabs(t) < step * 1e-9 ? 0 : t);
+    }
     if (p1 <= p0 || s.ticks.size() < 3 || widen == 8) break;
     double widest = 0;
     for (double t : s.ticks) widest = std::max(widest, text_w(tick_label(a, t), 11));
