@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
+#include <filesystem>
 
 #include <optional>
 #include <thread>
@@ -104,6 +105,10 @@ PyScenario scenario_from(pb::handle source, pb::handle path, pb::handle yaml, pb
     }
   }
   if (!path.is_none()) return make_scenario("file", fspath(path), "", "", sets);
+  if (!yaml.is_none() && !pb::isinstance<pb::str>(yaml))
+    throw pb::type_error("fleetsim.Scenario: yaml= is YAML text (a str), not " +
+                         pb::str(pb::type::handle_of(yaml).attr("__name__")).cast<std::string>() +
+                         " (a path goes in path=)");
   if (!yaml.is_none())
     return make_scenario("yaml", yaml.cast<std::string>(), name.value_or("<yaml>"), base_dir.value_or(cwd()), sets);
   if (!dict.is_none())
@@ -111,11 +116,11 @@ PyScenario scenario_from(pb::handle source, pb::handle path, pb::handle yaml, pb
   return make_scenario("default", "", "", "", sets);
 }
 
-// A whole number argument (not a bool, not a float) as its decimal text.
+// A whole number argument (not a bool, not a float; a numpy integer is one) as its decimal text.
 std::string integer_text(pb::handle v, const char* what) {
-  if (pb::isinstance<pb::bool_>(v) || !pb::isinstance<pb::int_>(v))
+  if (pb::isinstance<pb::bool_>(v) || !PyIndex_Check(v.ptr()))
     throw pb::type_error(std::string("fleetsim: ") + what + " must be an int");
-  return pb::str(v).cast<std::string>();
+  return pb::str(pb::int_(pb::reinterpret_borrow<pb::object>(v))).cast<std::string>();
 }
 
 pb::object run(pb::handle scenario, pb::handle overrides, pb::handle seed, uint32_t replication, pb::handle timeline) {
@@ -324,7 +329,10 @@ Raises fleetsim.InputError (a ValueError) naming the line and column of a mistak
       // rebuilds the same scenario without the file (a trace it names must be there too)
       .def(pb::pickle(
           [](const PyScenario& s) {
-            return pb::make_tuple(1, s.origin, s.src.text(), s.src.name(), s.src.base_dir(), s.overrides);
+            // where its traces are, as an absolute path: a worker runs in a directory of its own
+            const std::string base =
+                s.src.base_dir().empty() ? std::string() : std::filesystem::absolute(s.src.base_dir()).string();
+            return pb::make_tuple(1, s.origin, s.src.text(), s.src.name(), base, s.overrides);
           },
           [](const pb::tuple& t) {
             if (t.size() != 6 || t[0].cast<int>() != 1)

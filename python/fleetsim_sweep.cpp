@@ -1,5 +1,6 @@
 // fleetsim.sweep: a scenario's sweep run on CPU threads (or CUDA), progress reported to a Python
 // callable on the calling thread, and the rows as a pandas DataFrame.
+#include <fmt/format.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -169,16 +170,18 @@ SweepResult make_result(const Json& doc, pb::handle dataframe) {
 // shard=(k, n): this shard of n, as `fleetsim sweep --shard k/n`
 void set_shard(pb::handle shard, SweepOptions& opt) {
   if (shard.is_none()) return;
-  long long k = -1, n = -1;
-  try {
-    const pb::tuple t = pb::tuple(pb::reinterpret_borrow<pb::object>(shard));
-    if (t.size() == 2) k = t[0].cast<long long>(), n = t[1].cast<long long>();
-  } catch (const pb::error_already_set&) {
-  } catch (const pb::cast_error&) {
-  }
+  // a pair of whole numbers (a wrong type is a TypeError), then in range (an InputError)
+  const bool pair = (pb::isinstance<pb::tuple>(shard) || pb::isinstance<pb::list>(shard)) && pb::len(shard) == 2;
+  auto whole = [](pb::handle v) { return !pb::isinstance<pb::bool_>(v) && PyIndex_Check(v.ptr()); };
+  if (!pair || !whole(shard[pb::int_(0)]) || !whole(shard[pb::int_(1)]))
+    throw pb::type_error("fleetsim.sweep: shard must be a pair of ints (k, n), e.g. shard=(0, 4), not " +
+                         pb::repr(shard).cast<std::string>());
+  const long long k = pb::int_(pb::reinterpret_borrow<pb::object>(shard[pb::int_(0)])).cast<long long>();
+  const long long n = pb::int_(pb::reinterpret_borrow<pb::object>(shard[pb::int_(1)])).cast<long long>();
   if (k < 0 || n < 1 || n > kMaxShards || k >= n)
-    throw pb::value_error("fleetsim.sweep: shard must be (k, n) with 0 <= k < n <= " + std::to_string(kMaxShards) +
-                          ", e.g. shard=(0, 4)");
+    throw InputError(
+        Location{"fleetsim.sweep", 0, 0, ""},
+        fmt::format("shard=({}, {}): expected (k, n) with 0 <= k < n <= {}, e.g. shard=(0, 4)", k, n, kMaxShards));
   opt.shard_index = uint32_t(k);
   opt.shard_count = uint32_t(n);
 }
@@ -207,9 +210,12 @@ SweepResult merge(pb::handle shards, pb::handle dataframe) {
 SweepResult sweep(pb::handle scenario, pb::handle overrides, int threads, pb::handle progress,
                   const std::string& backend, pb::handle parameters, pb::handle replications, pb::handle slo,
                   pb::handle objective, pb::handle dataframe, pb::handle shard) {
-  if (threads < 0 || threads > 4096) throw pb::value_error("fleetsim.sweep: threads must be in [0, 4096] (0: all)");
+  if (threads < 0 || threads > 4096)
+    throw InputError(Location{"fleetsim.sweep", 0, 0, ""},
+                     "threads=" + std::to_string(threads) + ": expected 0 (all) to 4096");
   if (backend != "auto" && backend != "cpu" && backend != "cuda")
-    throw pb::value_error("fleetsim.sweep: backend must be 'auto', 'cpu' or 'cuda'");
+    throw InputError(Location{"fleetsim.sweep", 0, 0, ""},
+                     "backend='" + backend + "': expected 'auto', 'cpu' or 'cuda'");
   if (!progress.is_none() && !PyCallable_Check(progress.ptr()))
     throw pb::type_error("fleetsim.sweep: progress must be callable as progress(done, total)");
   check_dataframe(dataframe, "sweep");

@@ -41,6 +41,13 @@ TEST_CASE("api: a replication's newer-device view serves that replication's arri
   }
 }
 
+TEST_CASE("api: a run with a seed lists it among the overrides, as `fleetsim run --seed` does") {
+  const auto s = fleetsim::ScenarioHandle::from_file(FLEETSIM_SOURCE_DIR "/scenarios/chat-default.yaml");
+  const auto doc = fleetsim::Json::parse(fleetsim::run(s, uint64_t(7), 0).json);
+  CHECK(doc["scenario"]["seed"] == 7);
+  CHECK(doc["scenario"]["overrides"] == fleetsim::Json::array({"seed=7"}));
+}
+
 TEST_CASE("api: capacity refuses what the CLI's flags refuse, as a located input error") {
   fleetsim::CapacityQuery q;
   q.model = "llama-3.1-8b";
@@ -71,6 +78,15 @@ TEST_CASE("api: a progress callback that throws stops the sweep, and the caller 
     what = e.what();
   }
   CHECK(what == "cancelled by the caller");
+  // something thrown that is no std::exception is an Error all the same
+  settings.progress = [](uint64_t, uint64_t) { throw 42; };
+  bool error = false;
+  try {
+    fleetsim::sweep_json(s, settings);
+  } catch (const fleetsim::Error& e) {
+    error = e.kind() == fleetsim::Error::Kind::failure;
+  }
+  CHECK(error);
   settings.progress = nullptr;
   settings.threads = 5000;
   CHECK(input_error([&] { fleetsim::sweep_json(s, settings); }) ==

@@ -37,6 +37,8 @@ auto guarded(F&& f) -> decltype(f()) {
     throw Error(Error::Kind::output, e.what());
   } catch (const std::exception& e) {
     throw Error(Error::Kind::failure, e.what());
+  } catch (...) {  // a callback's own throw of something else
+    throw Error(Error::Kind::failure, "an exception that is not a std::exception");
   }
 }
 
@@ -63,9 +65,16 @@ double num(const Json& j, const char* a, const char* b, const char* c = nullptr)
 
 RunResult run_with(const ScenarioHandle& s, const uint64_t* seed, uint32_t replication) {
   return guarded([&] {
+    // a seed is an override, as `fleetsim run --seed`: the report lists it among them
+    ScenarioSource src = s.impl().source;
     Scenario sc = s.impl().scenario;
-    if (seed) sc.seed = *seed;
-    Json r = run_document(s.impl().source, sc, replication);
+    if (seed) {
+      std::vector<Override> all = src.base_overrides();
+      all.push_back(parse_set("seed=" + std::to_string(*seed)));
+      src = src.with_overrides(std::move(all));
+      sc = src.instantiate();
+    }
+    Json r = run_document(src, sc, replication);
     RunResult out;
     out.json = r.dump(2);
     RunSummary& m = out.summary;

@@ -129,6 +129,11 @@ def test_seed():
     assert fleetsim.run(SMALL_YAML, seed=1) == a
     with pytest.raises(TypeError):
         fleetsim.run(SMALL_YAML, seed=1.5)
+    # anything that is an integer (numpy's, too) is a seed
+    class Index:
+        def __index__(self):
+            return 1
+    assert fleetsim.run(SMALL_YAML, seed=Index()) == a
 
 
 def test_yaml_text_and_dict_agree():
@@ -196,6 +201,9 @@ def test_bad_inputs():
         fleetsim.sweep(SMALL_YAML, parameters={"fleet.replicas": [1, float("inf")]})
     with pytest.raises(TypeError, match="timeline must be True, False or None, not str"):
         fleetsim.run(timeline="yes")
+    with pytest.raises(TypeError, match=r"yaml= is YAML text \(a str\), not PosixPath"):
+        fleetsim.Scenario(yaml=TINY_SWEEP)
+
     # what json cannot write is said as json says it, not as a NaN
     loop = {}
     loop["self"] = loop
@@ -280,9 +288,16 @@ def test_shards_merge_into_the_unsharded_sweep_and_the_cli_shards():
         fleetsim.merge(shards[:2])
     with pytest.raises(TypeError, match="SweepResult or its document"):
         fleetsim.merge([shards[0], 5])
-    for bad in [(3, 3), (-1, 2), (0, 0), "0/2", (1,)]:
-        with pytest.raises(ValueError, match="shard must be"):
+    for bad in [(3, 3), (-1, 2), (0, 0)]:
+        with pytest.raises(fleetsim.InputError, match=r"^fleetsim\.sweep: error: shard=\(.*\): expected \(k, n\)"):
             fleetsim.sweep(TINY_SWEEP, shard=bad)
+    for bad in ["0/2", (1,), (0.5, 2), (True, 2)]:
+        with pytest.raises(TypeError, match="shard must be a pair of ints"):
+            fleetsim.sweep(TINY_SWEEP, shard=bad)
+    with pytest.raises(fleetsim.InputError, match="threads=-1: expected 0"):
+        fleetsim.sweep(TINY_SWEEP, threads=-1)
+    with pytest.raises(fleetsim.InputError, match="backend='gpu': expected"):
+        fleetsim.sweep(TINY_SWEEP, backend="gpu")
 
 
 def test_scenarios_and_results_pickle():
@@ -298,6 +313,16 @@ def test_scenarios_and_results_pickle():
         v = pickle.loads(pickle.dumps(u))
         assert (v.origin, v.source, v.yaml) == (u.origin, u.source, u.yaml)
         assert fleetsim.run(v, overrides={"duration_s": 900}) == fleetsim.run(u, overrides={"duration_s": 900})
+    # a scenario made from a relative path rebuilds in another working directory (a worker's)
+    here = os.getcwd()
+    try:
+        os.chdir(SOURCE)
+        rel = fleetsim.Scenario("scenarios/mooncake-replay.yaml", overrides={"duration_s": 60})
+        blob = pickle.dumps(rel)
+        os.chdir("/")
+        assert fleetsim.run(pickle.loads(blob)) == fleetsim.run(rel)
+    finally:
+        os.chdir(here)
     res = fleetsim.sweep(TINY_SWEEP, threads=1, dataframe=False)
     back = pickle.loads(pickle.dumps(res))
     assert back.document == res.document and back.rows == res.rows and back.summary == res.summary
