@@ -60,6 +60,19 @@ const char* perf_name(const PoolSpec& p) {
 
 namespace {
 
+// A pool's, class's or team's name is one part of the dotted paths that address it (--set
+// pools.NAME.fleet.replicas, a budget's classes.NAME.latency_s..., the run CSV's columns): a dot in
+// it would split it in two.
+std::string path_name(const detail::N& parent, const YAML::Node& key, const char* what) {
+  const std::string name = parent.key_name(key);
+  if (name.find('.') != std::string::npos)
+    detail::N{key, parent.path, parent.src}.fail(
+        std::string("a ") + what + " name cannot hold '.' ('" + name +
+        "'): it separates the parts of a path such as --set pools.NAME.KEY; use "
+        "'-' or '_'");
+  return name;
+}
+
 using namespace detail;
 
 constexpr double kMaxDurationS = 30.0 * 86400;
@@ -114,7 +127,7 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Overr
     if (pools.node.size() == 0) pools.fail("no pools (expected e.g. pools: {interactive: {fleet: {replicas: 2}}})");
     if (pools.node.size() > size_t(kMaxPools)) pools.fail("at most " + std::to_string(kMaxPools) + " pools");
     for (auto it = pools.node.begin(); it != pools.node.end(); ++it) {
-      const std::string name = pools.key_name(it->first);
+      const std::string name = path_name(pools, it->first, "pool");
       const N en{it->second, "pools." + name, &src};
       en.allow_keys({"device", "partition", "time_slicing", "mps", "model", "weight_dtype", "expert_weight_dtype",
                      "kv_dtype", "engine", "fleet", "disaggregation"});
@@ -179,7 +192,7 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Overr
     if (classes.node.size() > size_t(kMaxClasses))
       classes.fail("at most " + std::to_string(kMaxClasses) + " request classes");
     for (auto it = classes.node.begin(); it != classes.node.end(); ++it) {
-      const std::string name = classes.key_name(it->first);
+      const std::string name = path_name(classes, it->first, "class");
       const N en{it->second, "classes." + name, &src};
       en.allow_keys({"pool", "team", "priority", "arrival", "prompt_tokens", "output_tokens", "checkpointed",
                      "max_retries", "prefix", "response_cache", "goodput"});
@@ -215,6 +228,9 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Overr
       C.name = name;
       C.pool = pool;
       C.team = en.has("team") ? en.at("team").name() : name;
+      if (C.team.find('.') != std::string::npos)
+        en.at("team").fail("a team name cannot hold '.' ('" + C.team +
+                           "'): it separates the parts of a path such as teams.NAME in the report; use '-' or '_'");
       if (en.has("priority")) C.priority = int(en.at("priority").integer(-1000, 1000));
       const N* ck = en.has("checkpointed") ? &en : wl.has("checkpointed") ? &wl : nullptr;
       if (ck) C.checkpointed = ck->at("checkpointed").boolean();
