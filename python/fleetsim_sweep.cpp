@@ -276,7 +276,14 @@ document: the whole `fleetsim sweep --format json` document as a dict.)")
           [](const pb::tuple& t) {
             if (t.size() != 3 || t[0].cast<int>() != 1)
               throw pb::value_error("fleetsim.SweepResult: a pickle of another fleetsim version");
-            return make_result(from_python(t[1], "pickled SweepResult"), t[2]);
+            // checked as merge checks a shard (a document changed before pickling is a located
+            // error), and a DataFrame where pandas imports here, else a list
+            Json doc = from_python(t[1], "pickled SweepResult");
+            {
+              pb::gil_scoped_release nogil;
+              doc = merge_sweeps({{"pickled SweepResult", std::move(doc)}});
+            }
+            return make_result(doc, t[2].cast<bool>() ? pb::object(pb::none()) : pb::object(pb::bool_(false)));
           }))
       .def("__repr__", [](const SweepResult& r) {
         return "<fleetsim.SweepResult: " + pb::str(r.summary["configurations_run"]).cast<std::string>() +

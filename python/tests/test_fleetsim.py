@@ -326,6 +326,11 @@ def test_scenarios_and_results_pickle():
     res = fleetsim.sweep(TINY_SWEEP, threads=1, dataframe=False)
     back = pickle.loads(pickle.dumps(res))
     assert back.document == res.document and back.rows == res.rows and back.summary == res.summary
+    # a document changed before pickling is checked as merge checks a shard
+    bad = pickle.loads(pickle.dumps(res))
+    bad.document["rows"][0]["index"] = "x"
+    with pytest.raises(fleetsim.InputError):
+        pickle.loads(pickle.dumps(bad))
     pd = pytest.importorskip("pandas")
     df = fleetsim.sweep(TINY_SWEEP, threads=1)
     assert isinstance(pickle.loads(pickle.dumps(df)).rows, pd.DataFrame)
