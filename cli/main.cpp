@@ -238,8 +238,9 @@ int cmd_capacity(const Options& o) {
     const std::string par = o.tp * o.pp > 1 ? fmt::format(" x {} (tp {} x pp {})", o.tp * o.pp, o.tp, o.pp) : "";
     std::string verdict;
     if (!c.fits)
-      verdict = tp_fits > 0 ? fmt::format("  -- DOES NOT FIT; it fits at --tp {}", tp_fits)
-                            : "  -- DOES NOT FIT at any tensor-parallel degree up to 64";
+      verdict = tp_fits > 0
+                    ? fmt::format("  -- DOES NOT FIT (with one request of --context); it fits at --tp {}", tp_fits)
+                    : "  -- DOES NOT FIT (with one request of --context) at any tensor-parallel degree up to 64";
     emit(format_capacity_table(j["capacity"], fmt::format("{} ({}) on {}{} ({} KV){}", model, o.weight_dtype, device,
                                                           par, o.kv_dtype, verdict)));
   }

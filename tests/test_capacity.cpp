@@ -178,3 +178,56 @@ TEST_CASE(
         "--max-batched-tokens: error: --max-batched-tokens (16) must be >= --max-num-seqs (16384): every "
         "running sequence needs a token of the step budget");
 }
+
+TEST_CASE("capacity: it fits when one request of the context does; the smallest degree is the smallest") {
+  CapacityRequest q;
+  q.model = "llama-3.1-8b";
+  q.device = "l4-24gb";
+  q.context = 131072;  // the KV holds about 27,700 tokens: not one such request
+  const CapacityAnswer a = capacity_document(q);
+  CHECK_FALSE(a.c.fits);
+  CHECK(a.doc["fits"] == false);
+  CHECK(a.doc["capacity"]["max_concurrent_at_context"] == 0);
+  // 70B on H100s at its whole window: tp 2 holds the weights but not one request; tp 3 does not
+  // split 64 heads; tp 4 is the answer
+  q.model = "llama-3.1-70b";
+  q.device = "h100-sxm-80gb";
+  CHECK(capacity_document(q).tp_fits == 4);
+  q.context = 4096;
+  CHECK(capacity_document(q).tp_fits == 2);
+  // the smallest, even where a larger one was asked for
+  q.model = "llama-3.1-8b";
+  q.tp = 8;
+  CHECK(capacity_document(q).tp_fits == 1);
+  // a degree that does not split the MLP is refused, as vLLM's divide() refuses it
+  q.model = "qwen2.5-7b";
+  q.tp = 28;
+  CHECK(test::input_error([&] { capacity_document(q); }).find("MLP intermediate size of 18944, which tp=28") !=
+        std::string::npos);
+}
+
+TEST_CASE("a pool that does not fit names a tensor-parallel degree at which it does, sized as the engine sizes it") {
+  // SGLang's default mem_fraction_static falls as tp grows: the degree named must fit at its own
+  const std::vector<std::string> sglang = {"engine.kind=sglang", "engine.free_gpu_memory_fraction=null",
+                                           "engine.perf_profile=none", "model=mixtral-8x22b"};
+  const std::string base = std::string(FLEETSIM_SOURCE_DIR) + "/scenarios/chat-default.yaml";
+  const std::string e = test::input_error([&] { load_scenario_file(base, sglang); });
+  const size_t at = e.find("it fits at engine.tensor_parallel: ");
+  REQUIRE(at != std::string::npos);
+  const int tp = std::atoi(e.c_str() + at + 35);
+  MESSAGE("suggested tp " << tp);
+  std::vector<std::string> sets = sglang;
+  sets.push_back("engine.tensor_parallel=" + std::to_string(tp));
+  CHECK_NOTHROW(load_scenario_file(base, sets));
+}
+
+TEST_CASE("a draft model too big to fit is blamed, not its target") {
+  const std::string base = std::string(FLEETSIM_SOURCE_DIR) + "/scenarios/chat-default.yaml";
+  const std::string e = test::input_error([&] {
+    load_scenario_file(base, {"engine.kind=vllm", "engine.free_gpu_memory_fraction=null", "engine.perf_profile=none",
+                              "engine.speculative={draft_model: llama-3.1-70b, tokens: 4, acceptance: 0.7}"});
+  });
+  CHECK(e.find("error: engine.speculative.draft_model: model llama-3.1-8b (bf16) with its speculative draft "
+               "llama-3.1-70b does not fit") != std::string::npos);
+  CHECK(e.find(", of which the draft's 131.") != std::string::npos);
+}

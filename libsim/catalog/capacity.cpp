@@ -158,11 +158,12 @@ Capacity compute_capacity(const MemoryInputs& in) {
   return c;
 }
 
-int smallest_fitting_tp(MemoryInputs in) {
-  for (int tp = 1; tp <= 64; tp *= 2) {
-    if (tp < in.tp || !tp_problem(in.model, tp).empty()) continue;
+int smallest_fitting_tp(MemoryInputs in, int64_t context_tokens) {
+  for (int tp = 1; tp <= 64; ++tp) {  // every degree the model's shapes allow, not only powers of two
+    if (!tp_problem(in.model, tp).empty()) continue;
     in.tp = tp;
-    if (compute_capacity(in).fits) return tp;
+    const Capacity c = compute_capacity(in);
+    if (c.fits && (context_tokens <= 0 || max_concurrent(c, context_tokens, in.kv_block_tokens) >= 1)) return tp;
   }
   return 0;
 }

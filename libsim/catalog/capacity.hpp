@@ -119,9 +119,9 @@ double resident_weight_bytes(const ModelSpec& m, double bytes_per_param, double 
 
 Capacity compute_capacity(const MemoryInputs& in);
 
-// The smallest tensor-parallel degree (a power of two >= in.tp, up to 64, that splits the model)
-// at which the model fits; 0 if none does.
-int smallest_fitting_tp(MemoryInputs in);
+// The smallest tensor-parallel degree (up to 64, one that splits the model's heads and MLP) at
+// which the model fits with room for one request of context_tokens (0: one KV block); 0 if none.
+int smallest_fitting_tp(MemoryInputs in, int64_t context_tokens = 0);
 
 // Requests that fit at once when each holds `context_tokens` of KV (block-rounded).
 int64_t max_concurrent(const Capacity& c, int64_t context_tokens, int block_tokens);

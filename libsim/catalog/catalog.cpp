@@ -288,6 +288,10 @@ std::string tp_problem(const ModelSpec& m, int tp) {
   if (!m.mla() && m.kv_heads % tp != 0 && tp % m.kv_heads != 0)
     return m.name + " has " + std::to_string(m.kv_heads) + " KV heads; tp=" + std::to_string(tp) +
            " must divide them or be a multiple of them";
+  // column-parallel MLP layers split their intermediate size evenly (vLLM's divide() asserts it)
+  if (m.intermediate > 0 && m.intermediate % tp != 0)
+    return m.name + " has an MLP intermediate size of " + std::to_string(m.intermediate) +
+           ", which tp=" + std::to_string(tp) + " does not divide";
   return "";
 }
 

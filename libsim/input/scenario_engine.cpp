@@ -1,9 +1,12 @@
 // engine.kind and what it decides: each engine's memory fraction, scheduling limits and KV block
 // size under its own names, and the defaults taken where the scenario says nothing (reported as
 // assumed). Sources of the defaults: docs/model.md, "Engines".
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <optional>
+#include <sstream>
 #include <string>
 
 #include "input/scenario_internal.hpp"
@@ -156,6 +159,78 @@ void finish_engine_settings(PoolSpec& P) {
   const int seqs = derived_running_requests(P, P.capacity);
   P.max_batched_tokens += seqs - P.max_num_seqs;
   P.max_num_seqs = seqs;
+}
+
+// The pool's memory sized: SGLang sizes its running requests from the KV pool, which the
+// sampler's buffers for that many requests can squeeze: size them with the count it derives, to a
+// fixed point (none of them at first where the placeholder leaves no room).
+void size_pool_memory(PoolSpec& P, MemoryInputs& mi) {
+  P.capacity = compute_capacity(mi);
+  if (!derives_running_requests(P)) return;
+  int seqs = mi.max_num_seqs;
+  for (int round = 0; round < 8; ++round) {
+    const int next = P.capacity.fits ? derived_running_requests(P, P.capacity) : 1;
+    if (next == seqs) break;
+    mi.max_batched_tokens += next - seqs;
+    mi.max_num_seqs = seqs = next;
+    P.capacity = compute_capacity(mi);
+  }
+}
+
+// The smallest tensor-parallel degree at which this pool fits, each degree sized as the pool
+// would be at it: SGLang's default memory fraction falls as tp grows, and its running requests
+// follow the KV pool (0: none up to 64).
+int smallest_fitting_pool_tp(const PoolSpec& P, const MemoryInputs& mi) {
+  const bool default_fraction =
+      P.engine_kind == EngineKind::sglang &&
+      std::find(P.engine_assumed.begin(), P.engine_assumed.end(), "mem_fraction_static") != P.engine_assumed.end();
+  for (int tp = std::max(1, smallest_fitting_tp(mi)); tp >= 1 && tp <= 64; ++tp) {
+    if (!tp_problem(P.model, tp).empty()) continue;
+    PoolSpec x = P;
+    MemoryInputs m = mi;
+    x.tp = m.tp = tp;
+    if (default_fraction)
+      x.gpu_memory_utilization = m.gpu_memory_utilization =
+          sglang_mem_fraction_static(P.device.memory_gib * 1024.0, tp, P.pp);
+    size_pool_memory(x, m);
+    if (x.capacity.fits) return tp;
+  }
+  return 0;
+}
+
+// A pool whose weights, runtime and one KV block do not fit its device: what it needs and what the
+// device offers, the tensor-parallel degree at which it would fit, and the key to change (a draft
+// model heavier than its target is the culprit).
+void refuse_not_fitting(const N& node, const PoolSpec& P, const MemoryInputs& mi) {
+  std::ostringstream o;
+  o.setf(std::ios::fixed);
+  o.precision(1);
+  const int tp_fits = P.partition.empty() && P.shared_by() == 1 ? smallest_fitting_pool_tp(P, mi) : 0;
+  // a draft model's weights are named apart, and a draft heavier than its target is the culprit
+  const double draft_gib = mi.has_draft ? P.capacity.draft_gib : 0.0;
+  o << "model " << P.model.name << " (" << P.weight_dtype << ")"
+    << (mi.has_draft ? " with its speculative draft " + P.spec_draft.name : std::string()) << " does not fit on "
+    << P.device.name;
+  if (P.devices() > 1) o << " at tensor_parallel " << P.tp << " x pipeline_parallel " << P.pp;
+  o << ": it needs " << P.capacity.needed_gib << " GiB" << (P.devices() > 1 ? " per device" : "") << " (weights "
+    << P.capacity.weights_gib;
+  if (mi.has_draft) o << ", of which the draft's " << draft_gib;
+  o << " + runtime " << P.capacity.runtime_overhead_gib << " + activations " << P.capacity.activation_gib
+    << " + one KV block), ";
+  if (P.engine_kind == EngineKind::trtllm)  // the fraction is of what the weights leave, not of the device
+    o << "the device has " << P.capacity.device_gib << " GiB (the KV cache takes free_gpu_memory_fraction "
+      << fmt::format("{:g}", P.gpu_memory_utilization) << " of what is free after the weights); ";
+  else
+    o << "the device offers " << P.capacity.usable_gib << " GiB (" << P.capacity.device_gib << " GiB x "
+      << engine_fraction_key(P.engine_kind) << " " << fmt::format("{:g}", P.gpu_memory_utilization) << "); ";
+  if (tp_fits > P.tp)
+    o << "it fits at engine.tensor_parallel: " << tp_fits << " (" << tp_fits * P.pp << " devices per replica), or ";
+  o << "try a larger device, a smaller weight_dtype, or fewer max_batched_tokens";
+  const bool blame_draft = mi.has_draft && draft_gib > P.capacity.weights_gib - draft_gib && node.has("engine") &&
+                           node.at("engine").has("speculative") &&
+                           node.at("engine").at("speculative").has("draft_model");
+  const N at = blame_draft ? node.at("engine").at("speculative").at("draft_model") : node.at("model");
+  throw InputError(at.where(), at.path + ": " + o.str(), ErrorKind::does_not_fit);
 }
 
 }  // namespace fleetsim::detail

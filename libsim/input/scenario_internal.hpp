@@ -36,6 +36,12 @@ void read_engine_settings(const N& eng, PoolSpec& P);
 void finish_engine_settings(PoolSpec& P);
 bool derives_running_requests(const PoolSpec& P);                    // SGLang's max_running_requests, not given
 int derived_running_requests(const PoolSpec& P, const Capacity& c);  // what it derives from this KV pool
+// The pool's capacity sized as its engine sizes it (SGLang's running requests to a fixed point).
+void size_pool_memory(PoolSpec& P, MemoryInputs& mi);
+// The smallest tensor-parallel degree at which the pool fits, each sized as the engine would (0: none).
+int smallest_fitting_pool_tp(const PoolSpec& P, const MemoryInputs& mi);
+// Throws the located does-not-fit error of a pool whose memory does not fit.
+[[noreturn]] void refuse_not_fitting(const N& node, const PoolSpec& P, const MemoryInputs& mi);
 void parse_ownership(const N& n, const char* kind, PoolSpec& P, const std::vector<DeviceSpec>& devices);
 // scenario_autoscale.cpp: fleet.autoscale (the starting count already read into P.replicas)
 void parse_autoscale(const N& fl, PoolSpec& P);

@@ -2,6 +2,7 @@
 // start) and whether it fits in memory.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 #include <string>
@@ -18,6 +19,7 @@
 namespace fleetsim::detail {
 
 namespace {
+
 // Replicas sharing one device (time slicing, MPS) each hold their own weights, runtime and
 // activations beside the device's CUDA contexts: refuse n of them that cannot all fit.
 void check_shared_device(const N& node, const PoolSpec& P, const char* key, int n, const char* mechanism,
@@ -543,42 +545,9 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
     mi.has_draft = true;
     mi.draft = P.spec_draft;
   }
-  P.capacity = compute_capacity(mi);
-  if (derives_running_requests(P)) {
-    // SGLang sizes its running requests from the KV pool, which the sampler's buffers for that
-    // many requests can squeeze: size them with the count it derives, to a fixed point (none of
-    // them at first where the placeholder leaves no room)
-    int seqs = mi.max_num_seqs;
-    for (int round = 0; round < 8; ++round) {
-      const int next = P.capacity.fits ? derived_running_requests(P, P.capacity) : 1;
-      if (next == seqs) break;
-      mi.max_batched_tokens += next - seqs;
-      mi.max_num_seqs = seqs = next;
-      P.capacity = compute_capacity(mi);
-    }
-  }
+  size_pool_memory(P, mi);
   if (P.capacity.fits) finish_engine_settings(P);
-  if (!P.capacity.fits) {
-    std::ostringstream o;
-    o.setf(std::ios::fixed);
-    o.precision(1);
-    const int tp_fits = P.partition.empty() && P.shared_by() == 1 ? smallest_fitting_tp(mi) : 0;
-    o << "model " << P.model.name << " (" << P.weight_dtype << ") does not fit on " << P.device.name;
-    if (P.devices() > 1) o << " at tensor_parallel " << P.tp << " x pipeline_parallel " << P.pp;
-    o << ": it needs " << P.capacity.needed_gib << " GiB" << (P.devices() > 1 ? " per device" : "") << " (weights "
-      << P.capacity.weights_gib << " + runtime " << P.capacity.runtime_overhead_gib << " + activations "
-      << P.capacity.activation_gib << " + one KV block), ";
-    if (P.engine_kind == EngineKind::trtllm)  // the fraction is of what the weights leave, not of the device
-      o << "the device has " << P.capacity.device_gib << " GiB (the KV cache takes free_gpu_memory_fraction "
-        << fmt::format("{:g}", P.gpu_memory_utilization) << " of what is free after the weights); ";
-    else
-      o << "the device offers " << P.capacity.usable_gib << " GiB (" << P.capacity.device_gib << " GiB x "
-        << engine_fraction_key(P.engine_kind) << " " << fmt::format("{:g}", P.gpu_memory_utilization) << "); ";
-    if (tp_fits > P.tp)
-      o << "it fits at engine.tensor_parallel: " << tp_fits << " (" << tp_fits * P.pp << " devices per replica), or ";
-    o << "try a larger device, a smaller weight_dtype, or fewer max_batched_tokens";
-    throw InputError(node.at("model").where(), node.at("model").path + ": " + o.str(), ErrorKind::does_not_fit);
-  }
+  if (!P.capacity.fits) refuse_not_fitting(node, P, mi);
   if (P.time_slicing > 1)
     check_shared_device(
         node, P, "time_slicing", P.time_slicing, "time slicing",

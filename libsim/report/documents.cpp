@@ -85,8 +85,11 @@ CapacityAnswer capacity_document(const CapacityRequest& o) {
                                  "such a request",
                                  context, mod->name, mod->max_context),
                      ErrorKind::inconsistent);
-  const Capacity c = compute_capacity(mi);
-  const int tp_fits = c.fits ? o.tp : smallest_fitting_tp(mi);
+  // fits: the weights and one request of the context (a server refuses to start where its longest
+  // request cannot fit: vLLM's KV check at startup)
+  Capacity c = compute_capacity(mi);
+  c.fits = c.fits && max_concurrent(c, context, o.kv_block_tokens) >= 1;
+  const int tp_fits = smallest_fitting_tp(mi, context);
   Json j;
   j["schema_version"] = kSchemaVersion;
   j["kind"] = "capacity";
