@@ -130,17 +130,62 @@ TEST_CASE("sessions: a conversation that would not leave room for an answer star
 TEST_CASE("sessions: a conversation that outgrows the KV cache ends; its user starts a new one") {
   // 2,000 new and 2,000 out per turn: the seventh turn's conversation (26,000 tokens) and its answer
   // need more than the 27,488 KV tokens a 0.25 memory fraction leaves, so it is turned away; the
-  // session ends after 6 turns and the user starts another, which fits again
-  const Scenario s = test::scenario(sessions(1, "1", "1000", 2000, 2000, "",
-                                             ", prefix_caching: false, "
-                                             "gpu_memory_utilization: 0.25"),
-                                    {"duration_s=600"});
-  const auto r = test::run(s);
-  const ClassTally& t = *r.all;
-  REQUIRE(t.rejected_too_long > 0);
-  CHECK(t.rejected_too_long < 10);  // once per session, not at every retry
-  CHECK(t.sessions >= 2);
-  CHECK(t.session_turns == doctest::Approx(6.0 * double(t.sessions)));
+  // session ends after 6 turns and the user starts another, which fits again. A running turn holds
+  // its whole conversation, cached or not: the same with prefix caching on
+  for (const bool caching : {false, true}) {
+    CAPTURE(caching);
+    const Scenario s = test::scenario(
+        sessions(1, "1", "1000", 2000, 2000, "",
+                 std::string(caching ? "" : ", prefix_caching: false") + ", gpu_memory_utilization: 0.25"),
+        {"duration_s=600"});
+    const auto r = test::run(s);
+    const ClassTally& t = *r.all;
+    REQUIRE(t.rejected_too_long > 0);
+    CHECK(t.rejected_too_long < 10);  // once per session, not at every retry
+    CHECK(t.sessions >= 2);
+    CHECK(t.session_turns == doctest::Approx(6.0 * double(t.sessions)));
+    if (caching) CHECK(t.prefix_tokens_reused > 0);
+  }
+}
+
+TEST_CASE("sessions: a turn retried after its replica was lost prefills its history again") {
+  const Scenario sc = test::scenario(sessions(1, "1", "4", 100, 10));
+  const SimParams p = sc.params();
+  HostWorkspace ws;
+  auto tally = std::make_unique<Tally>();
+  tally_clear(*tally, p.n_pools, p.n_classes);
+  Sim s = sim_bind(p, 0, ws.for_params(p), tally.get());
+  sim_start_fleet(s, p);
+  Request& q = s.req[0];
+  q.cls = 0;
+  q.cached = 500;  // its conversation, in the lost replica's cache
+  q.retries = 0;
+  q.in_window = 0;
+  requeue_lost(s, s.q[s.rep[0].queue], 0, 1.0);
+  CHECK(q.cached == 0);
+  CHECK(q.retries == 1);
+}
+
+TEST_CASE("sessions: the prefill the cache saved is priced at the busy prefill it spared, not idle time") {
+  // one user, 3 turns of 100 new tokens: each step costs 1 ms and 0.1 ms per prompt token computed
+  const std::string yaml =
+      "duration_s: 100\nwarmup_s: 0\nseed: 1\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\n"
+      "engine: {perf_model: linear, step_base_s: 0.001, per_prefill_token_s: 0.0001, latency_at: engine}\n"
+      "fleet: {replicas: 1}\nworkload:\n  arrival: {process: concurrency, clients: 1, think_time_s: 1, turns: 3}\n"
+      "  prompt_tokens: 100\n  output_tokens: 10\n";
+  const auto on = test::run(test::scenario(yaml));
+  const auto off = test::run(test::scenario(yaml, {"engine.prefix_caching=false"}));
+  const double saved = on.report["prefix_cache"]["saved_prefill_usd"].get<double>();
+  auto prefill_usd = [](const test::Result& r) {
+    return r.report["ledger"]["buckets"]["busy_prefill"]["usd"].get<double>();
+  };
+  const double spared = prefill_usd(off) - prefill_usd(on);
+  MESSAGE("saved " << saved << " USD; busy prefill without the cache less with it: " << spared);
+  REQUIRE(spared > 0);
+  // within a factor of 1.5 of what turning the cache off costs (the computed tokens' average price
+  // carries the prefill steps' fixed 1 ms), and nothing like the idle dollars around it
+  CHECK(saved > spared / 1.5);
+  CHECK(saved < spared * 1.5);
 }
 
 TEST_CASE("sessions: a first turn sent again keeps its session's length and start") {

@@ -214,7 +214,12 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
     const int32_t from_host = from_cpu > 0 ? min_of(from_cpu * bt, q.prompt - 1 - reused) : 0;
     const int32_t from_store = from_rem > 0 ? min_of(from_rem * bt, q.prompt - 1 - reused - from_host) : 0;
     if (from_host + from_store > 0) loaded = from_host + from_store;
-    int32_t total = q.prompt + (P.generative ? q.generated : 0) - shared - reused;
+    // a session's conversation so far is its own, in this replica's cache: not computed again, but
+    // held while the turn runs, as every running sequence holds its context (a trace's prefix and a
+    // class's shared prefix are held once, by the cache)
+    const int32_t own = (s.session_classes >> q.cls) & 1 ? reused : 0;
+    loaded += own;
+    int32_t total = q.prompt + (P.generative ? q.generated : 0) - shared - (reused - own);
     int64_t blocks = ceil_div(total, R.bs) + P.window_blocks;
     if (P.crash_on_kv_exhausted && blocks > P.kv_total_blocks - P.kv_watermark_blocks) {
       // a naive server tries the prompt and runs out of memory on it
@@ -234,7 +239,7 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
       }
       if (shared > 0 && !((R.prefix_ready >> q.cls) & 1)) {  // its own prefix went too: it computes it
         shared = 0;
-        total = q.prompt + (P.generative ? q.generated : 0) - reused;
+        total = q.prompt + (P.generative ? q.generated : 0) - (reused - own);
         blocks = ceil_div(total, R.bs) + P.window_blocks;
       }
       if (blocks > R.free_blocks - P.kv_watermark_blocks) {
@@ -275,11 +280,11 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
       R.pf_head = sl;
     R.pf_tail = sl;
     x.decoding = 0;
-    x.ctx_extra = shared + reused;
+    x.ctx_extra = shared + reused - own;
     if (shared > 0) R.prefix_users[q.cls]++;
-    if ((x.ctx_extra > 0 || from_host + from_store > 0) && q.in_window && q.t_admit == t) {
+    if ((reused + shared > 0 || from_host + from_store > 0) && q.in_window && q.t_admit == t) {
       s.tally->classes[q.cls].prefix_hits++;
-      s.tally->classes[q.cls].prefix_tokens_reused += x.ctx_extra + from_host + from_store;
+      s.tally->classes[q.cls].prefix_tokens_reused += x.ctx_extra + own + from_host + from_store;
       s.tally->classes[q.cls].prefix_tokens_loaded += from_host + from_store;
       s.tally->pools[R.pool].remote_loaded += double(from_store);
     }

@@ -165,6 +165,9 @@ FLEETSIM_HD inline void requeue_lost(Sim& s, Queue& Q, int32_t ri, double t) {
   if (!C.checkpointed) q.generated = 0;
   q.retries++;
   q.cache_hits = 0;  // its replica's cache is gone with it
+  // and so is a session's conversation, which only that replica held (a trace's prefix is in the
+  // pool-wide cache)
+  if ((s.session_classes >> q.cls) & 1) q.cached = 0;
   advance_clock(s, t);
   if (q.retries > C.max_retries) {
     s.in_system[q.cls]--;

@@ -131,6 +131,7 @@ FLEETSIM_HD inline void handle_arrival(Sim& s, int32_t cls, double t, int32_t us
       T.completed++;
       T.cache_hits++;
       T.input_tokens += double(prompt);
+      T.answered_input_tokens += double(prompt);
       T.output_tokens += double(output);
       hist_add(T.e2e, C.response_cache_latency_s);
       hist_add(T.ttft, C.response_cache_latency_s);
@@ -154,10 +155,12 @@ FLEETSIM_HD inline void handle_arrival(Sim& s, int32_t cls, double t, int32_t us
   // a request that cannot fit in KV even alone
   auto too_long_with = [&](int64_t reused) {
     if (P.batching != Batching::continuous) return prompt + output > P.kv_total_blocks * P.kv_block_tokens;
-    // (a prefix the cache holds is attended to, not held: docs/model.md, "Caching"); a prefill
-    // pool holds the prompt, its decode pool all of it
+    // (a prefix the cache holds is attended to, not held: docs/model.md, "Caching"; a session's own
+    // conversation is held while its turn runs); a prefill pool holds the prompt, its decode pool
+    // all of it
+    const bool own = (s.session_classes >> cls) & 1;
     const int64_t kv_tokens =
-        (P.generative && !P.disagg ? prompt + output - 1 : prompt) - (P.prefix_caching ? reused : 0);
+        (P.generative && !P.disagg ? prompt + output - 1 : prompt) - (P.prefix_caching && !own ? reused : 0);
     auto over = [&](int32_t pool, int64_t tokens) {
       const PoolParams& Q = s.p->pools[pool];
       const int64_t room =

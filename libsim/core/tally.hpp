@@ -29,6 +29,7 @@ struct ClassTally {
   int64_t prefix_tokens_reused;  // prompt tokens those hits did not prefill (at first admission)
   int64_t prefix_tokens_loaded;  // of which loaded from a host tier or a shared store
   double input_tokens;           // of completed requests
+  double answered_input_tokens;  // of which answered from the response cache (no device computed them)
   double output_tokens;          // of completed requests
   double busy_s;                 // device time spent on this class's requests (in the window)
   double input_busy_s;           // of which on their prompts (prefill)
@@ -152,7 +153,7 @@ FLEETSIM_HD inline void class_tally_clear(ClassTally& c) {
   c.prefix_tokens_loaded = 0;
   c.decode_busy_s = c.decode_input_busy_s = 0.0;
   c.input_tokens = c.output_tokens = c.busy_s = c.input_busy_s = c.lost_tokens = c.in_system_s = c.queue_len_s =
-      c.thinking_s = 0.0;
+      c.thinking_s = c.answered_input_tokens = 0.0;
   hist_clear(c.ttft);
   hist_clear(c.tpot);
   hist_clear(c.e2e);
@@ -213,6 +214,7 @@ FLEETSIM_HD inline void class_tally_merge(ClassTally& into, const ClassTally& fr
   into.prefix_tokens_reused += from.prefix_tokens_reused;
   into.prefix_tokens_loaded += from.prefix_tokens_loaded;
   into.input_tokens += from.input_tokens;
+  into.answered_input_tokens += from.answered_input_tokens;
   into.output_tokens += from.output_tokens;
   into.busy_s += from.busy_s;
   into.input_busy_s += from.input_busy_s;

@@ -1,29 +1,35 @@
 // The prefix_cache section of a run report: what a pool's caches reused, what it saved, and
 // what each tier behind the device loaded.
+#include <algorithm>
+
 #include "cost/ledger.hpp"
 #include "report/report.hpp"
 
 namespace fleetsim {
 
 // What prefix caching saved pool i: the prompt tokens it did not compute, priced at what the ones
-// it computed cost (its prefill dollars over them); null where the pool reused nothing and has no
-// cache of its own.
+// it computed cost: its busy prefill dollars, less the share its steps spent loading blocks from
+// the tiers behind the device, over the prompt tokens it computed (not those reused or answered
+// from the response cache); null where the pool reused nothing and has no cache of its own.
 Json prefix_cache_json(const Scenario& s, const Tally& t, const Ledger& ledger, size_t i) {
   auto ratio = [](double n, double d) { return d > 0 ? Json(n / d) : Json(nullptr); };
   const PoolSpec& P = s.pools[i];
-  double reused = 0, input = 0;
+  double reused = 0, input = 0, answered = 0;
   for (size_t c = 0; c < s.classes.size(); ++c)
     if (size_t(s.classes[c].pool) == i) {
       reused += double(t.classes[c].prefix_tokens_reused);
       input += t.classes[c].input_tokens;
+      answered += t.classes[c].answered_input_tokens;
     }
   if (!(reused > 0) && !P.cache_per_replica) return Json(nullptr);
-  const double computed = input - reused;
-  Json pc = {
-      {"scope", P.cache_per_replica ? "replica" : "unbounded"},
-      {"reused_tokens", reused},
-      {"reuse_share", ratio(reused, input)},
-      {"saved_prefill_usd", computed > 0 ? Json(ledger.pools[i].cost.input_usd() * reused / computed) : Json(nullptr)}};
+  const double computed = input - reused - answered;
+  const CostBlock& cb = ledger.pools[i].cost;
+  const double loading = cb.input_busy_s > 0 ? std::min(1.0, t.pools[i].cache_load_s / cb.input_busy_s) : 0.0;
+  const double prefill_usd = cb.usd[size_t(Bucket::busy_prefill)] * (1.0 - loading);
+  Json pc = {{"scope", P.cache_per_replica ? "replica" : "unbounded"},
+             {"reused_tokens", reused},
+             {"reuse_share", ratio(reused, input)},
+             {"saved_prefill_usd", computed > 0 ? Json(prefill_usd * reused / computed) : Json(nullptr)}};
   if (P.cache_per_replica) {
     const SimParams p = s.params();
     pc["entries_per_replica"] = p.pools[i].cache_entries;
