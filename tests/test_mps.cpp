@@ -240,9 +240,11 @@ TEST_CASE("MPS shared fate: a fault takes down exactly the clients of its device
     CHECK(s.rep[4].state == kStarting);
     CHECK(s.rep[7].state == kStarting);
     CHECK(tally->pools[0].neighbour_failures == 2.0);
+    const int32_t starts = s.pool[0].starts;
     replica_fail(s, 7, 3.0, true, kNone);  // the device is lost: 4, 5 and 6 go too, 6 included
     CHECK(s.rep[6].t_next != ready6);
     CHECK(tally->pools[0].neighbour_failures == 5.0);
+    CHECK(s.pool[0].starts == starts + 1);  // one new node for the four clients
   }
   // over a run: every crash and interruption takes the three other clients of its device along
   const Scenario flaky =

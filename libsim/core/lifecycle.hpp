@@ -197,9 +197,10 @@ FLEETSIM_HD inline void hand_back_central(Sim& s, int32_t r, double t) {
 // retried, its KV state is gone, and it comes back after a restart on the same node or a full
 // cold start on a new one. `culprit` is a request the replica was taking when it died (or kNone).
 // An owned device's wait for a spare is `device_wait` when given (>= 0), else drawn; the wait
-// is returned.
+// is returned. `first` is false for an MPS client that follows the first onto its new node: one
+// node obtained, counted once against max_starts.
 FLEETSIM_HD inline double replica_fail_one(Sim& s, int32_t r, double t, bool new_node, int32_t culprit,
-                                           double device_wait) {
+                                           double device_wait, bool first = true) {
   Replica& R = s.rep[r];
   const PoolParams& P = pool_of(s, r);
   Queue& Q = s.q[R.queue];
@@ -292,7 +293,7 @@ FLEETSIM_HD inline double replica_fail_one(Sim& s, int32_t r, double t, bool new
   }
   const double back = wait + begin_start(s, r, new_node, t, t + wait);
   R.starts++;
-  if (new_node) {  // a replacement node counts against the nodes obtainable
+  if (new_node && first) {  // a replacement node counts against the nodes obtainable
     PoolState& ps = s.pool[R.pool];
     ps.start_t[ps.start_head] = t;
     ps.start_head = ps.start_head + 1 == kScaleHistory ? 0 : ps.start_head + 1;
@@ -317,7 +318,7 @@ FLEETSIM_HD inline void replica_fail(Sim& s, int32_t r, double t, bool new_node,
   for (int32_t o = d0; o < d1; ++o) {
     if (o == r || s.rep[o].state == kOff || (!new_node && s.rep[o].state == kStarting)) continue;
     s.tally->pools[s.rep[o].pool].neighbour_failures += in_window(s, t);
-    replica_fail_one(s, o, t, new_node, kNone, wait);
+    replica_fail_one(s, o, t, new_node, kNone, wait, false);
   }
 }
 
