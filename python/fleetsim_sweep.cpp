@@ -278,10 +278,10 @@ document: the whole `fleetsim sweep --format json` document as a dict.)")
               throw pb::value_error("fleetsim.SweepResult: a pickle of another fleetsim version");
             // checked as merge checks a shard (a document changed before pickling is a located
             // error), and a DataFrame where pandas imports here, else a list
-            Json doc = from_python(t[1], "pickled SweepResult");
+            const Json doc = from_python(t[1], "pickled SweepResult");
             {
               pb::gil_scoped_release nogil;
-              doc = merge_sweeps({{"pickled SweepResult", std::move(doc)}});
+              check_sweep_document("pickled SweepResult", doc);
             }
             return make_result(doc, t[2].cast<bool>() ? pb::object(pb::none()) : pb::object(pb::bool_(false)));
           }))

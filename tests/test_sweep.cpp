@@ -2,6 +2,7 @@
 // shrink as 1/sqrt(R), SLOs and infeasible configurations are reported, bad sweeps are refused.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <filesystem>
@@ -373,6 +374,36 @@ TEST_CASE("a sweep resumed from a cut-short journal gives the uninterrupted docu
                        doctest::Contains("continue it with --resume"), InputError);
 }
 
+TEST_CASE("a resumed sweep stopped at once still streams the journal's rows up to the first unfinished one") {
+  const auto src = source(kJournalled);
+  TempFile journal("stop-stream.jsonl");
+  std::atomic<bool> stop{false};
+  int rows = 0;
+  CHECK_THROWS_AS(run_journalled(src, journal.path, false, &stop,
+                                 [&] {
+                                   if (++rows == 2) stop.store(true);
+                                 }),
+                  SweepInterrupted);
+  const SweepSpec spec = parse_sweep(src);
+  SweepJournal j = SweepJournal::resume(journal.path, src, spec, 0, 1);
+  std::vector<uint64_t> done;
+  for (const Json& r : j.finished()) done.push_back(r["index"].get<uint64_t>());
+  std::sort(done.begin(), done.end());
+  std::vector<uint64_t> prefix;  // the journal's rows before the first configuration not in it
+  for (uint64_t k = 0; k < done.size() && done[k] == k; ++k) prefix.push_back(k);
+  REQUIRE_FALSE(prefix.empty());
+  SweepOptions o;
+  o.backend = Backend::cpu;
+  o.threads = 1;
+  o.finished = j.finished();
+  std::atomic<bool> now{true};
+  o.stop = &now;
+  std::vector<uint64_t> streamed;
+  o.ordered_row = [&](const Json& row) { streamed.push_back(row["index"].get<uint64_t>()); };
+  CHECK_THROWS_AS(run_sweep(src, spec, o), SweepInterrupted);
+  CHECK(streamed == prefix);
+}
+
 TEST_CASE("a stop request ends the sweep after the simulation under way; resuming completes it") {
   const auto src = source(kJournalled);
   const std::string whole = run(src, 2).dump(2);
@@ -521,4 +552,38 @@ TEST_CASE("--set adds an SLO term by its dotted report path; large integers stay
   CHECK(error_of("sweep:\n  parameters:\n" + huge).find("use sample: N") != std::string::npos);
   CHECK(error_of("sweep:\n  sample: 3\n  parameters:\n" + huge).find("too many to number even when sampled") !=
         std::string::npos);
+}
+
+TEST_CASE("a sweep's fingerprint covers the bytes of the files its scenario reads") {
+  // the same scenario text over a trace whose lengths changed is another sweep: its shards do not
+  // merge with the first's, nor does a journal of the first resume it
+  auto fingerprint = [](const std::string& rows) {
+    const std::string dir = test::temp_path("fp-trace");
+    std::filesystem::create_directories(dir);
+    test::write_temp("fp-trace/t.csv", "arrived_at,num_prefill_tokens,num_decode_tokens\n" + rows);
+    const std::string yaml = test::write_temp(
+        "fp-trace/s.yaml",
+        "name: t\nduration_s: 60\nwarmup_s: 0\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\nfleet: {replicas: 1}\n"
+        "workload: {arrival: {process: trace, path: t.csv}}\nsweep: {parameters: {fleet.replicas: [1, 2]}}\n");
+    return parse_sweep(ScenarioSource::from_file(yaml)).fingerprint;
+  };
+  const std::string a = fingerprint("0.0,100,10\n1.0,200,20\n");
+  CHECK(fingerprint("0.0,100,10\n1.0,200,20\n") == a);
+  CHECK(fingerprint("0.0,100,30\n1.0,200,60\n") != a);
+}
+
+TEST_CASE("a replication stopped on a certain miss ends its configuration, sequential stopping or not") {
+  // two replications (too few for sequential stopping) and an SLO the first replication misses for
+  // certain: the second cannot change the verdict, with sweep.sequential on or off
+  for (const char* seq : {"true", "false"}) {
+    CAPTURE(seq);
+    const auto src = source(std::string("sweep:\n  parameters:\n    fleet.replicas: [1]\n  replications: 2\n"
+                                        "  sequential: ") +
+                            seq + "\n  slo: {latency_s.ttft.p99: 0.001}\n");
+    const Json d = run(src, 1);
+    REQUIRE(d["rows"].size() == 1);
+    CHECK(d["rows"][0]["feasible"] == false);
+    CHECK(d["rows"][0]["replications"] == 1);
+    CHECK(d["summary"]["replications_run"] == 1);
+  }
 }

@@ -65,7 +65,7 @@ std::string sweep_table(const Json& doc, size_t max_rows) {
   if (sum.contains("replications_run") && sum["replications_run"] != sum["replications_full"])
     o += fmt::format(
         "         {} of {} replications run: a configuration stops once its verdict is settled "
-        "(sweep.sequential)\n",
+        "(sweep.sequential) or a miss is certain (sweep.stop_certain_misses)\n",
         sum["replications_run"].get<uint64_t>(), sum["replications_full"].get<uint64_t>());
   if (sum.contains("stopped_early") && sum["stopped_early"].get<uint64_t>() > 0)
     o += fmt::format(

@@ -300,6 +300,8 @@ SweepShape check_shard(const std::string& file, const Json& doc) {
 
 }  // namespace
 
+void check_sweep_document(const std::string& file, const Json& doc) { check_shard(file, doc); }
+
 Json merge_sweeps(const std::vector<std::pair<std::string, Json>>& shards) {
   if (shards.empty()) throw InputError(Location{"fleetsim merge", 0, 0, ""}, "no shard files given");
   auto bad = [](const std::string& file, const std::string& msg) { throw InputError(Location{file, 0, 0, ""}, msg); };

@@ -203,9 +203,12 @@ Json sweep_row(const SweepSpec& spec, uint64_t config, const Scenario* s, const 
 
 bool settled_after(const SweepSpec& spec, const Scenario& s, const std::vector<const Tally*>& reps,
                    std::vector<Json>& reports) {
-  if (!spec.sequential || spec.slo.empty() || reps.size() >= spec.replications) return false;
+  if (spec.slo.empty() || reps.size() >= spec.replications) return false;
+  // a replication stopped on a certain miss (stop_certain_misses), or one that did not finish,
+  // decides the row whatever follows, with or without sequential stopping
   for (const Tally* t : reps)
-    if (t->status != 0 || t->unfinished != 0) return true;  // the row is "did not finish" whatever follows
+    if (t->status != 0 || t->unfinished != 0) return true;
+  if (!spec.sequential) return false;
   if (reps.size() < kSequentialMin) return false;
   for (size_t i = reports.size(); i < reps.size(); ++i) reports.push_back(run_report(s, *reps[i]));
   bool all_met = true;

@@ -462,7 +462,13 @@ Json run_sweep(const ScenarioSource& src, const SweepSpec& spec, const SweepOpti
   if (progress_thread.joinable()) progress_thread.join();
   if (opt.progress && !failed.load()) guarded([&] { opt.progress(snapshot()); });
   if (failure) std::rethrow_exception(failure);
-  if (done.load() < configs.size()) throw SweepInterrupted(finished.size() + done.load(), total);
+  if (done.load() < configs.size()) {
+    // the journal's rows before the first configuration this run did not finish are out too: the
+    // stream holds every row up to the first unfinished one
+    const size_t next = order.delivered();
+    flush_resumed(next < configs.size() ? configs[next] : spec.count());
+    throw SweepInterrupted(finished.size() + done.load(), total);
+  }
   flush_resumed(spec.count());
   Json doc = header;
   doc["summary"] = summary.summary();

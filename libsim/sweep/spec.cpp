@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <fstream>
 #include <set>
 
 #include "core/philox.hpp"
@@ -344,6 +345,15 @@ SweepSpec parse_sweep(const ScenarioSource& scenario) {
   may_stop = settle_may_apply(spec) && (may_stop || settle_request_bound(base.params(), spec.replications) > 0);
   if (may_stop) canon += "\nstop_certain_misses on";
   for (const auto& t : spec.slo) canon += fmt::format("\n{} {} {}", t.metric, t.is_max, t.limit);
+  // the files the scenario reads (traces, length columns, profiles), by their bytes: a trace changed
+  // between two shards, or before a resume, is another sweep
+  for (const auto& f : base.inputs) {
+    std::ifstream in(f, std::ios::binary);
+    uint64_t h = 1469598103934665603ULL;
+    char buf[1 << 16];
+    while (in.read(buf, sizeof buf) || in.gcount() > 0) h = fnv1a(std::string(buf, size_t(in.gcount())), h);
+    canon += fmt::format("\ninput {:016x}", h);
+  }
   spec.fingerprint = fmt::format("{:016x}", fnv1a(canon));
   return spec;
 }

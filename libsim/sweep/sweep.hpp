@@ -148,6 +148,11 @@ Json sweep_document_header(const ScenarioSource& src, const SweepSpec& spec, uin
 // Run (this shard of) the sweep. The document is kind "sweep" (docs/output-schema.md).
 Json run_sweep(const ScenarioSource& src, const SweepSpec& spec, const SweepOptions& opt);
 
+// One sweep document (a whole sweep or one shard) checked as merge checks a shard: every field of
+// the kind and range fleetsim writes, every configuration of its shard once. Throws InputError
+// located at `file` and the JSON path.
+void check_sweep_document(const std::string& file, const Json& doc);
+
 // Combine shard documents into the whole sweep's document. Every shard is checked against the
 // sweep document schema first (docs/output-schema.md): types and ranges of every field used, the
 // same sweep in every shard, shard indices 0..N-1 once each, every configuration of each shard
