@@ -118,3 +118,21 @@ TEST_CASE("on the shipped sweeps, sequential stopping gives the full sweep's ver
         CHECK(row["replications"] == reps);
   }
 }
+
+TEST_CASE("a replication stopped on a certain miss ends its configuration, sequential stopping or not") {
+  // two replications (too few for sequential stopping) and an SLO the first replication misses for
+  // certain: the second cannot change the verdict, with sweep.sequential on or off
+  for (const char* seq : {"true", "false"}) {
+    CAPTURE(seq);
+    const Json d = sweep_text(
+        std::string("name: sw\nduration_s: 900\nwarmup_s: 100\nseed: 3\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\n"
+                    "fleet: {replicas: 1}\nworkload:\n  arrival: {process: poisson, rate_per_s: 4}\n"
+                    "  prompt_tokens: 800\n  output_tokens: 120\n"
+                    "sweep:\n  parameters:\n    fleet.replicas: [1]\n  replications: 2\n  sequential: ") +
+        seq + "\n  slo: {latency_s.ttft.p99: 0.001}\n");
+    REQUIRE(d["rows"].size() == 1);
+    CHECK(d["rows"][0]["feasible"] == false);
+    CHECK(d["rows"][0]["replications"] == 1);
+    CHECK(d["summary"]["replications_run"] == 1);
+  }
+}

@@ -65,6 +65,8 @@ std::string scalar_text(const YAML::Node& n) {
 }
 
 Json yaml_to_json(const YAML::Node& n) {
+  // a quoted scalar is a string whatever it looks like ("007", "1.10"), as the scenario reads it
+  if (n.IsScalar() && n.Tag() == "!") return Json(n.Scalar());
   if (n.IsScalar()) {
     const std::string& s = n.Scalar();
     char* end = nullptr;
