@@ -64,6 +64,15 @@ TEST_CASE("api: capacity refuses what the CLI's flags refuse, as a located input
         "--gpu-memory-utilization: error: --gpu-memory-utilization 5: expected a number in [0.01, 1]");
   CHECK(with([](auto& x) { x.tensor_parallel = 0; }) == "--tp: error: --tp 0: expected a number in [1, 64]");
   CHECK(with([](auto& x) { x.pipeline_parallel = 0; }) == "--pp: error: --pp 0: expected a number in [1, 64]");
+  // gpt-oss as shipped: MXFP4 experts, as the CLI's --expert-weight-dtype asks
+  fleetsim::CapacityQuery oss;
+  oss.model = "gpt-oss-20b";
+  oss.device = "h100-sxm-80gb";
+  const double bf16 = fleetsim::capacity(oss).weights_gib;
+  oss.expert_weight_dtype = "mxfp4";
+  CHECK(fleetsim::capacity(oss).weights_gib < bf16 / 2);
+  oss.enforce_eager = true;
+  CHECK(fleetsim::capacity(oss).kv_gib > 0);
 }
 
 TEST_CASE("api: a progress callback that throws stops the sweep, and the caller gets the error") {

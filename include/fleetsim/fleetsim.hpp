@@ -83,6 +83,8 @@ struct CapacityQuery {
   int tensor_parallel = 1, pipeline_parallel = 1;
   double gpu_memory_utilization = 0.9;
   int max_num_seqs = 256, max_batched_tokens = 8192, kv_block_tokens = 16;
+  std::string expert_weight_dtype;  // an MoE model's routed experts ("mxfp4" for gpt-oss); "": the weights'
+  bool enforce_eager = false;       // no CUDA graphs: their memory is not reserved
 };
 
 struct CapacityResult {

@@ -154,6 +154,8 @@ CapacityResult capacity(const CapacityQuery& q) {
     r.max_num_seqs = q.max_num_seqs;
     r.max_batched_tokens = q.max_batched_tokens;
     r.kv_block_tokens = q.kv_block_tokens;
+    r.expert_weight_dtype = q.expert_weight_dtype;
+    r.enforce_eager = q.enforce_eager;
     const CapacityAnswer a = capacity_document(r);
     CapacityResult out;
     out.fits = a.c.fits;
