@@ -14,6 +14,7 @@
 
 #include "libsim/backend/runner.hpp"
 #include "libsim/calibrate/benchmark.hpp"
+#include "libsim/core/engine.hpp"
 #include "libsim/input/scenario.hpp"
 #include "libsim/report/report.hpp"
 #include "libsim/sweep/sweep.hpp"
@@ -135,6 +136,20 @@ inline Result run(const Scenario& s, uint32_t replication = 0) {
   r.report = run_report(s, *r.tally);
   return r;
 }
+
+// A simulation bound and its starting fleet up, for a test that drives the core's functions by
+// hand (replica_fail, replica_start, requeue_lost, ...) at the times it chooses.
+struct Started {
+  SimParams p;
+  HostWorkspace ws;
+  std::unique_ptr<Tally> tally = std::make_unique<Tally>();
+  Sim s;
+  explicit Started(const Scenario& sc) : p(sc.params()) {
+    tally_clear(*tally, p.n_pools, p.n_classes);
+    s = sim_bind(p, 0, ws.for_params(p), tally.get());
+    sim_start_fleet(s, p);
+  }
+};
 
 // A run's first identities: every request accounted for, nothing left in flight, and each
 // provisioned replica-second in exactly one bucket (the random-fleet tests start here).

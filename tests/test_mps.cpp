@@ -20,18 +20,9 @@ std::string four_clients(const std::string& sharing, const std::string& engine_e
 }
 
 // Eight replicas of four_clients(sharing), two devices of four, started and driven by hand.
-struct Started {
-  Scenario sc;
-  SimParams p;
-  HostWorkspace ws;
-  std::unique_ptr<Tally> tally = std::make_unique<Tally>();
-  Sim s;
+struct Started : test::Started {
   explicit Started(const std::string& sharing)
-      : sc(test::scenario(four_clients(sharing), {"fleet.replicas=8"})), p(sc.params()) {
-    tally_clear(*tally, p.n_pools, p.n_classes);
-    s = sim_bind(p, 0, ws.for_params(p), tally.get());
-    sim_start_fleet(s, p);
-  }
+      : test::Started(test::scenario(four_clients(sharing), {"fleet.replicas=8"})) {}
 };
 
 // Two linear-model replicas (5 ms of host time per step, 10 us of compute per prompt token)

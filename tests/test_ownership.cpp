@@ -265,12 +265,8 @@ TEST_CASE("an owned slot whose device is in repair: a replica started there wait
   const Scenario sc =
       test::scenario(kRepair, {"duration_s=200000", "fleet.replicas=1",
                                "fleet.autoscale={min_replicas: 0, max_replicas: 1, signal: inflight, target: 8}"});
-  const SimParams p = sc.params();
-  HostWorkspace ws;
-  auto tally = std::make_unique<Tally>();
-  tally_clear(*tally, p.n_pools, p.n_classes);
-  Sim s = sim_bind(p, 0, ws.for_params(p), tally.get());
-  sim_start_fleet(s, p);
+  test::Started f(sc);
+  Sim& s = f.s;
   REQUIRE(s.rep[0].state != kOff);
   replica_fail(s, 0, 100.0, true, kNone);
   CHECK(s.rep[0].device_at == 86500.0);
@@ -281,7 +277,7 @@ TEST_CASE("an owned slot whose device is in repair: a replica started there wait
   const double stages = st[0] + st[1] + st[2] + st[3] + st[4];
   CHECK(s.rep[0].t_next == doctest::Approx(86500.0 + stages));
   // the waits inside the window: 100 s of the first (cut at 200 s), then 85,500 s
-  CHECK(tally->pools[0].cold_stage_s[kAwaitingDevice] == doctest::Approx(100.0 + 85500.0));
+  CHECK(f.tally->pools[0].cold_stage_s[kAwaitingDevice] == doctest::Approx(100.0 + 85500.0));
 }
 
 TEST_CASE("autoscaled owned devices: a device in repair serves no one, whatever the autoscaler does") {

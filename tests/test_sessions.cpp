@@ -149,13 +149,8 @@ TEST_CASE("sessions: a conversation that outgrows the KV cache ends; its user st
 }
 
 TEST_CASE("sessions: a turn retried after its replica was lost prefills its history again") {
-  const Scenario sc = test::scenario(sessions(1, "1", "4", 100, 10));
-  const SimParams p = sc.params();
-  HostWorkspace ws;
-  auto tally = std::make_unique<Tally>();
-  tally_clear(*tally, p.n_pools, p.n_classes);
-  Sim s = sim_bind(p, 0, ws.for_params(p), tally.get());
-  sim_start_fleet(s, p);
+  test::Started f(test::scenario(sessions(1, "1", "4", 100, 10)));
+  Sim& s = f.s;
   Request& q = s.req[0];
   q.cls = 0;
   q.cached = 500;  // its conversation, in the lost replica's cache

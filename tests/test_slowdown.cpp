@@ -157,12 +157,8 @@ TEST_CASE("an owned pool's failed device is replaced by a cool one: a spare has 
       "  pricing: {owned: {node_capex_usd: 250000, refresh_years: 4, repair: {days: 1, spares: 4},\n"
       "    power: {idle_kw_per_device: 0.1, usd_per_kwh: 0.12}}}\n"
       "workload:\n  arrival: {process: poisson, rate_per_s: 1}\n  prompt_tokens: 100\n  output_tokens: 10\n");
-  const SimParams p = sc.params();
-  HostWorkspace ws;
-  auto tally = std::make_unique<Tally>();
-  tally_clear(*tally, p.n_pools, p.n_classes);
-  Sim s = sim_bind(p, 0, ws.for_params(p), tally.get());
-  sim_start_fleet(s, p);
+  test::Started f(sc);
+  Sim& s = f.s;
   s.rep[0].heat = 0.9;  // a device that has run hot
   s.rep[0].heat_t = 100.0;
   replica_fail(s, 0, 100.0, true, kNone);
