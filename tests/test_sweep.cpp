@@ -571,15 +571,3 @@ TEST_CASE("a sweep's fingerprint covers the bytes of the files its scenario read
   CHECK(fingerprint("0.0,100,10\n1.0,200,20\n") == a);
   CHECK(fingerprint("0.0,100,30\n1.0,200,60\n") != a);
 }
-
-TEST_CASE("a quoted value in a sweep's list is the string it is, however numeric it looks") {
-  const SweepSpec spec = parse_sweep(source("sweep:\n  parameters:\n    name: [\"1.10\", \"1.1\", \"007\"]\n"));
-  REQUIRE(spec.params.size() == 1);
-  const auto& v = spec.params[0].json_values;
-  REQUIRE(v.size() == 3);
-  CHECK(v[0] == Json("1.10"));
-  CHECK(v[1] == Json("1.1"));
-  CHECK(v[2] == Json("007"));
-  // unquoted, 1.10 and 1.1 are one number, listed twice
-  CHECK_THROWS_AS(parse_sweep(source("sweep:\n  parameters:\n    engine.max_num_seqs: [1.10, 1.1]\n")), InputError);
-}

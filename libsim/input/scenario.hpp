@@ -247,6 +247,10 @@ class ScenarioSource {
   ScenarioSource with_overrides(std::vector<Override> base) const;
   const std::vector<Override>& base_overrides() const { return base_; }
   Scenario instantiate(const std::vector<Override>& overrides = {}) const;
+  // One configuration of this source's sweep: as instantiate, but base overrides of the sweep
+  // section are left out (a configuration never reads it; a long swept list would otherwise be
+  // parsed again, and carried in the configuration's overrides, once per configuration).
+  Scenario instantiate_configuration(const std::vector<Override>& overrides) const;
   const std::string& text() const;
   const std::string& name() const;
   const std::string& base_dir() const;

@@ -129,6 +129,14 @@ Scenario ScenarioSource::instantiate(const std::vector<Override>& overrides) con
   return load_from(impl_->text_to_instantiate(), std::move(src), all);
 }
 
+Scenario ScenarioSource::instantiate_configuration(const std::vector<Override>& overrides) const {
+  ScenarioSource own = *this;
+  own.base_.clear();
+  for (const auto& o : base_)
+    if (o.path != "sweep" && o.path.rfind("sweep.", 0) != 0) own.base_.push_back(o);
+  return own.instantiate(overrides);
+}
+
 const std::string& ScenarioSource::text() const { return impl_->text; }
 const std::string& ScenarioSource::name() const { return impl_->name; }
 const std::string& ScenarioSource::base_dir() const { return impl_->base_dir; }

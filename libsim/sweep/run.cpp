@@ -185,7 +185,7 @@ Json run_sweep(const ScenarioSource& src, const SweepSpec& spec, const SweepOpti
   // Instantiate configuration `pos`; returns nullptr with a reason when it cannot run.
   auto prepare = [&](size_t pos, std::string& reason) -> std::unique_ptr<Scenario> {
     try {
-      return std::make_unique<Scenario>(src.instantiate(spec.overrides(configs[pos])));
+      return std::make_unique<Scenario>(src.instantiate_configuration(spec.overrides(configs[pos])));
     } catch (const InputError& e) {
       reason = reason_of(e);
       return nullptr;

@@ -49,15 +49,18 @@ std::string yaml_flow(const YAML::Node& n) {
   return e.c_str();
 }
 
-// A list value as the text of its override: the scalar as written, unless that text would read
-// back as something else ("a: b" is a mapping, "#x" nothing): then double-quoted, as a scenario
-// file would have to write it.
+// A list value as the text of its override: the scalar as written, unless it was quoted (a
+// string, which a number or a switch refuses as --set does) or its text would read back as
+// something else ("a: b" is a mapping, "#x" nothing): then double-quoted, as a scenario file
+// would have to write it.
 std::string scalar_text(const YAML::Node& n) {
   const std::string& s = n.Scalar();
-  try {
-    const YAML::Node back = YAML::Load(s);
-    if (back.IsScalar() && back.Scalar() == s) return s;
-  } catch (const YAML::Exception&) {
+  if (n.Tag() != "!") {
+    try {
+      const YAML::Node back = YAML::Load(s);
+      if (back.IsScalar() && back.Scalar() == s) return s;
+    } catch (const YAML::Exception&) {
+    }
   }
   YAML::Emitter e;
   e << YAML::DoubleQuoted << s;
@@ -276,7 +279,7 @@ SweepSpec parse_sweep(const ScenarioSource& scenario) {
       if (p.is_range && i > 1 && i + 1 < n) continue;
       if (!seen.insert(p.values[i]).second) continue;
       try {
-        scenario.instantiate({Override{p.path, p.values[i], p.origins[i], p.path + "=" + p.values[i]}});
+        scenario.instantiate_configuration({Override{p.path, p.values[i], p.origins[i], p.path + "=" + p.values[i]}});
       } catch (const InputError& e) {
         if (e.kind() == ErrorKind::input) throw;
       }
