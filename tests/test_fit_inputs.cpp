@@ -77,13 +77,15 @@ TEST_CASE("fit inputs: a latency that is not a number > 0 is a located error, in
   d.device_id = "h100";
   for (const auto& [value, shown] : {std::pair{"\"abc\"", "\"abc\""}, {"-3", "-3"}, {"0", "0"}, {"null", "null"}}) {
     const std::string js = vllm_json("lat.json", value);
-    CHECK(read_error(js, d) == js + ": error: mean_ttft_ms: " + kTtftExpected + ", not " + shown);
+    CHECK(read_error(js, d) == js + ":2:51: error: mean_ttft_ms: " + kTtftExpected + ", not " + shown);
   }
   const std::string gl = write_temp("lat_guidellm.json", R"({"benchmarks": [{"args": {"strategy": {"streams": 8}},
       "metrics": {"request_latency": {"successful": {"mean": 0}}}}]})");
-  CHECK(read_error(gl, d) ==
-        gl + ": error: benchmarks[0].metrics.request_latency.successful.mean: expected a latency of at least 1e-06 s "
-             "and at most 3600 s (an hour), not 0");
+  CHECK(
+      read_error(gl, d) ==
+      gl +
+          ":2:62: error: benchmarks[0].metrics.request_latency.successful.mean: expected a latency of at least 1e-06 s "
+          "and at most 3600 s (an hour), not 0");
   // absent stays allowed: an empty CSV field, a JSON key left out
   const auto csv = read_benchmarks(write_temp("absent.csv", std::string(kHeader) + kRow + "512,64,1,,7.5\n"), d);
   REQUIRE(csv.size() == 1);
@@ -144,6 +146,26 @@ TEST_CASE("fit inputs: JSON of the wrong shape or type is an error naming the fi
   CHECK(err("j4.json", R"({"benchmarks":[{"args":{"strategy":"concurrent"}}]})")
             .find("benchmarks[0].args.strategy: expected an object") != std::string::npos);
   CHECK(err("j5.json", "[1,2]").find("not a benchmark result") != std::string::npos);
+}
+
+TEST_CASE("fit inputs: a bad value in a JSON result is located at its line and column") {
+  auto where = [&](const char* name, const char* text) {
+    try {
+      read_benchmarks(write_temp(name, text), {});
+    } catch (const InputError& e) {
+      return std::to_string(e.where().line) + ":" + std::to_string(e.where().column);
+    }
+    return std::string("(no error)");
+  };
+  // vllm bench serve: a key of the top object; an element of a per-request list
+  CHECK(where("l1.json", "{\n  \"completed\": 10,\n  \"mean_ttft_ms\": \"slow\"\n}") == "3:19");
+  CHECK(where("l2.json",
+              "{\"mean_ttft_ms\": 10, \"num_prompts\": 3,\n \"input_lens\": [5, 6, -1],\n"
+              " \"output_lens\": [1, 2, 3]}") == "2:23");
+  // GuideLLM: a nested metric of the second benchmark, past strings holding brackets and quotes
+  CHECK(where("l3.json",
+              "{\"benchmarks\": [\n {\"args\": {\"x\": \"]}\\\"\"}},\n"
+              " {\"metrics\": {\"time_to_first_token_ms\": {\"successful\": {\"mean\": -4}}}}]}") == "3:65");
 }
 
 TEST_CASE("fit inputs: coefficients outside a profile's ranges are an error, and no profile is written") {

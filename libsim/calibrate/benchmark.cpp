@@ -91,15 +91,20 @@ double csv_latency(const CsvReader& csv, const char* column, int metric) {
   return v / 1e3;
 }
 
+// A bad value in a JSON result: where it is (keys and indices, located in the text by
+// read_benchmarks) and the whole message.
+struct FieldError {
+  std::string field, message;
+};
+
 // A latency a JSON result reports (ms, or s), in seconds; NaN when the key is absent.
-double json_latency(const nlohmann::json& obj, const char* key, const std::string& field, int metric, bool ms,
-                    const std::string& path) {
+double json_latency(const nlohmann::json& obj, const char* key, const std::string& field, int metric, bool ms) {
   if (!obj.is_object() || !obj.contains(key)) return std::nan("");
   const nlohmann::json& v = obj[key];
   const double s = v.is_number() ? v.get<double>() / (ms ? 1e3 : 1.0) : std::nan("");
   if (no_tpot(s, metric)) return std::nan("");
   if (!latency_in_range(s, metric))
-    throw InputError(Location{path, 0, 0, ""}, field + ": " + latency_expected(metric, ms) + ", not " + v.dump());
+    throw FieldError{field, field + ": " + latency_expected(metric, ms) + ", not " + v.dump()};
   return s;
 }
 
@@ -275,11 +280,12 @@ std::vector<BenchPoint> read_csv(const std::string& path, const std::string& tex
 }
 
 // A count in a JSON result: a whole number in [1, hi].
-int count_of(const nlohmann::json& v, const char* key, int hi, const std::string& path) {
+// `field`: where it is; `key`: its name in the message.
+int count_of(const nlohmann::json& v, const std::string& field, const char* key, int hi) {
   const double x = v.is_number() ? v.get<double>() : std::nan("");
   if (!(x >= 1 && x <= hi) || x != std::floor(x))
-    throw InputError(Location{path, 0, 0, ""}, std::string(key) + ": expected a whole number in [1, " +
-                                                   std::to_string(hi) + "], not " + v.dump());
+    throw FieldError{
+        field, std::string(key) + ": expected a whole number in [1, " + std::to_string(hi) + "], not " + v.dump()};
   return int(x);
 }
 
@@ -291,7 +297,7 @@ BenchPoint read_vllm_json(const std::string& path, const nlohmann::json& j, cons
   if (p.engine.empty()) p.engine = "vllm";
   if (j.contains("model_id") && j["model_id"].is_string()) p.model_id = j["model_id"].get<std::string>();
   if (j.contains("max_concurrency") && j["max_concurrency"].is_number())
-    p.concurrency = count_of(j["max_concurrency"], "max_concurrency", 1000000, path);
+    p.concurrency = count_of(j["max_concurrency"], "max_concurrency", "max_concurrency", 1000000);
   if (j.contains("request_rate")) {
     const auto& r = j["request_rate"];
     if (r.is_number())
@@ -299,24 +305,23 @@ BenchPoint read_vllm_json(const std::string& path, const nlohmann::json& j, cons
     else if (r.is_string() && lower(r.get<std::string>()) == "inf")
       p.rate_per_s = INFINITY;
     if (!(p.rate_per_s > 0))
-      throw InputError(Location{path, 0, 0, ""},
-                       "request_rate: expected a positive number of requests per second or \"inf\", not " + r.dump());
+      throw FieldError{"request_rate",
+                       "request_rate: expected a positive number of requests per second or \"inf\", not " + r.dump()};
     p.poisson = true;  // vllm bench serve's default burstiness 1.0
   }
   if (p.concurrency > 0 && std::isinf(p.rate_per_s)) p.rate_per_s = 0;
   if (p.concurrency > 0 && p.rate_per_s > 0)
-    throw InputError(Location{path, 0, 0, ""},
+    throw FieldError{"max_concurrency",
                      "max_concurrency and a finite request_rate both: fleetsim replays a closed loop of clients or an "
-                     "open-loop rate, not a rate capped by a concurrency");
+                     "open-loop rate, not a rate capped by a concurrency"};
   if (j.contains("num_prompts") && j["num_prompts"].is_number())
-    p.num_prompts = count_of(j["num_prompts"], "num_prompts", kMaxReplayedPrompts, path);
+    p.num_prompts = count_of(j["num_prompts"], "num_prompts", "num_prompts", kMaxReplayedPrompts);
   else if (j.contains("completed") && j["completed"].is_number())
-    p.num_prompts = count_of(j["completed"], "completed", kMaxReplayedPrompts, path);
+    p.num_prompts = count_of(j["completed"], "completed", "completed", kMaxReplayedPrompts);
   // a number where the result has the key (NaN where it has not)
   auto number = [&](const char* key) {
     if (!j.contains(key)) return std::nan("");
-    if (!j[key].is_number())
-      throw InputError(Location{path, 0, 0, ""}, std::string(key) + ": expected a number, not " + j[key].dump());
+    if (!j[key].is_number()) throw FieldError{key, std::string(key) + ": expected a number, not " + j[key].dump()};
     return j[key].get<double>();
   };
   const double completed = number("completed"), in_tokens = number("total_input_tokens"),
@@ -328,20 +333,19 @@ BenchPoint read_vllm_json(const std::string& path, const nlohmann::json& j, cons
       j["output_lens"].is_array()) {
     const auto &in = j["input_lens"], &out = j["output_lens"];
     if (in.size() != out.size())
-      throw InputError(Location{path, 0, 0, ""}, "input_lens has " + std::to_string(in.size()) +
-                                                     " entries and output_lens " + std::to_string(out.size()) +
-                                                     ": expected one of each per request");
+      throw FieldError{"output_lens", "input_lens has " + std::to_string(in.size()) + " entries and output_lens " +
+                                          std::to_string(out.size()) + ": expected one of each per request"};
     bool failed = false;
     if (j.contains("errors") && j["errors"].is_array())
       for (const auto& e : j["errors"]) failed = failed || (e.is_string() && !e.get<std::string>().empty());
     for (size_t i = 0; i < in.size() && !failed; ++i) {
-      p.req_prompt.push_back(count_of(in[i], "input_lens[]", 10000000, path));
+      p.req_prompt.push_back(count_of(in[i], "input_lens[" + std::to_string(i) + "]", "input_lens[]", 10000000));
       // an output of 0 tokens is a failed request
       if (out[i].is_number() && out[i].get<double>() == 0) {
         failed = true;
         break;
       }
-      p.req_output.push_back(count_of(out[i], "output_lens[]", 10000000, path));
+      p.req_output.push_back(count_of(out[i], "output_lens[" + std::to_string(i) + "]", "output_lens[]", 10000000));
     }
     if (failed) {
       p.req_prompt.clear();
@@ -349,10 +353,10 @@ BenchPoint read_vllm_json(const std::string& path, const nlohmann::json& j, cons
       p.skip = "requests failed in the measured run: its figures cover only the survivors";
     }
   }
-  p.measured[kMeanTtft] = json_latency(j, "mean_ttft_ms", "mean_ttft_ms", kMeanTtft, true, path);
-  p.measured[kMeanTpot] = json_latency(j, "mean_tpot_ms", "mean_tpot_ms", kMeanTpot, true, path);
-  p.measured[kMeanE2e] = json_latency(j, "mean_e2el_ms", "mean_e2el_ms", kMeanE2e, true, path);
-  p.measured[kP99Ttft] = json_latency(j, "p99_ttft_ms", "p99_ttft_ms", kP99Ttft, true, path);
+  p.measured[kMeanTtft] = json_latency(j, "mean_ttft_ms", "mean_ttft_ms", kMeanTtft, true);
+  p.measured[kMeanTpot] = json_latency(j, "mean_tpot_ms", "mean_tpot_ms", kMeanTpot, true);
+  p.measured[kMeanE2e] = json_latency(j, "mean_e2el_ms", "mean_e2el_ms", kMeanE2e, true);
+  p.measured[kP99Ttft] = json_latency(j, "p99_ttft_ms", "p99_ttft_ms", kP99Ttft, true);
   const std::string skip = p.skip;
   finish_point(p);
   if (!skip.empty()) p.skip = skip;  // the failed requests are the reason, whatever else is missing
@@ -368,8 +372,7 @@ std::vector<BenchPoint> read_guidellm_json(const std::string& path, const nlohma
     BenchPoint p = defaults;
     const std::string at = "benchmarks[" + std::to_string(i++) + "]";
     auto object = [&](const nlohmann::json& v, const std::string& what) {
-      if (!v.is_object())
-        throw InputError(Location{path, 0, 0, ""}, what + ": expected an object, not " + v.dump().substr(0, 60));
+      if (!v.is_object()) throw FieldError{what, what + ": expected an object, not " + v.dump().substr(0, 60)};
     };
     object(b, at);
     if (b.contains("metrics")) object(b["metrics"], at + ".metrics");
@@ -388,8 +391,8 @@ std::vector<BenchPoint> read_guidellm_json(const std::string& path, const nlohma
       const bool successful = m[metric].contains("successful");
       const auto& x = successful ? m[metric]["successful"] : m[metric];
       const std::string field = at + ".metrics." + metric + (successful ? ".successful" : "");
-      if (!p99) return json_latency(x, "mean", field + ".mean", k, ms, path);
-      return x.contains("percentiles") ? json_latency(x["percentiles"], "p99", field + ".percentiles.p99", k, ms, path)
+      if (!p99) return json_latency(x, "mean", field + ".mean", k, ms);
+      return x.contains("percentiles") ? json_latency(x["percentiles"], "p99", field + ".percentiles.p99", k, ms)
                                        : std::nan("");
     };
     p.measured[kMeanTtft] = latency("time_to_first_token_ms", false, kMeanTtft, true);
@@ -408,7 +411,9 @@ std::vector<BenchPoint> read_guidellm_json(const std::string& path, const nlohma
     object(prof, at + ".args." + (args.contains("strategy") ? "strategy" : "profile"));
     const std::string kind = prof.value("type_", prof.value("strategy", std::string()));
     if (prof.contains("streams") && prof["streams"].is_number())
-      p.concurrency = count_of(prof["streams"], "streams", 1000000, path);
+      p.concurrency =
+          count_of(prof["streams"], at + ".args." + (args.contains("strategy") ? "strategy" : "profile") + ".streams",
+                   "streams", 1000000);
     else if (prof.contains("rate") && prof["rate"].is_number()) {
       p.rate_per_s = prof["rate"].get<double>();
       p.poisson = kind == "poisson";
@@ -471,6 +476,8 @@ std::vector<BenchPoint> read_benchmarks(const std::string& path, const BenchPoin
       if (j.is_object() && j.contains("benchmarks") && j["benchmarks"].is_array())
         return read_guidellm_json(path, j, d);
       if (j.is_object() && j.contains("mean_ttft_ms")) return {read_vllm_json(path, j, d)};
+    } catch (const FieldError& e) {
+      throw InputError(json_field_location(text, path, e.field), e.message);
     } catch (const nlohmann::json::exception& e) {
       throw InputError(Location{path, 0, 0, ""}, std::string("unexpected JSON layout: ") + e.what());
     }
