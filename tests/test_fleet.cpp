@@ -184,6 +184,20 @@ TEST_CASE("committed capacity is paid whether used or not, at its discount, the 
   const auto part = test::run(shipped("chat-default", {"duration_s=1800", "fleet.pricing.committed_replicas=1",
                                                        "fleet.pricing.committed_discount=0.4"}));
   CHECK(part.report["cost"]["total_usd"].get<double>() == doctest::Approx(hours * 3.00 * 0.6 + hours * 3.00));
+  // spot reclaims only what is not reserved: all committed, none; one of three on spot, about a
+  // third of the interruptions of three on spot (2 per hour per replica over 50 h: 100 against 300)
+  auto interruptions = [&](int committed) {
+    const auto r = test::run(
+        shipped("chat-default", {"duration_s=180000", "warmup_s=0", "fleet.replicas=3", "workload.arrival.rate_per_s=3",
+                                 "fleet.pricing.spot={discount: 0.6, interruptions_per_hour: 2}",
+                                 "fleet.pricing.committed_replicas=" + std::to_string(committed)}));
+    return r.report["fleet"]["interruptions"].get<double>();
+  };
+  CHECK(interruptions(3) == 0);
+  const double one = interruptions(2), three = interruptions(0);
+  MESSAGE("interruptions: one replica on spot " << one << ", three " << three);
+  CHECK(std::abs(one - 100.0) < 4 * std::sqrt(100.0));
+  CHECK(std::abs(three - 300.0) < 4 * std::sqrt(300.0));
 }
 
 TEST_CASE("seven MIG slices serving a small model cost less per request than seven whole devices at low load") {

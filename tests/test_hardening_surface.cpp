@@ -146,6 +146,10 @@ TEST_CASE("the rest of the second round: each a located error, or the value run 
   CHECK(test::error_of(kSmall, {"device=c7i-8xlarge-amx", "mps=2"}) ==
         "--set mps=2: error: mps: MPS shares an NVIDIA GPU between processes; c7i-8xlarge-amx is a CPU instance (run "
         "more replicas, or remove mps)");
+  // a CPU fallback moves a GPU replica onto its host; a CPU instance is there already
+  CHECK(test::error_of(kSmall, {"device=c7i-8xlarge-amx", "fleet.faults={cpu_fallback: {share: 0.5}}"}) ==
+        "--set fleet.faults={cpu_fallback: {share: 0.5}}: error: fleet.faults.cpu_fallback: a CPU fallback moves a "
+        "replica off its GPU onto the host; c7i-8xlarge-amx is a CPU instance already (remove fleet.faults)");
   // a trace row with a field more than its header: an unquoted comma moved the columns
   const std::string extra =
       test::write_temp("extra.csv", "timestamp_s,prompt_tokens,output_tokens\n0,5,5\n1,5,5,oops\n");

@@ -16,6 +16,14 @@ namespace fleetsim {
 FLEETSIM_HD FLEETSIM_FORCEINLINE double in_window(const Sim& s, double t) { return t >= s.W0 && t < s.W1 ? 1.0 : 0.0; }
 
 // Integrate the request counts up to time t (clipped to the window).
+// The rate at which pool P loses one of its n provisioned replicas: hardware fails on each;
+// spot reclaims only those beyond the committed (reserved, not spot) ones.
+FLEETSIM_HD inline double loss_rate(const PoolParams& P, int32_t n) {
+  const int32_t reserved = min_of(n, P.committed_replicas);
+  const double all = P.interruptions_per_s * double(n);
+  return reserved > 0 && P.spot_per_s > 0.0 ? all - P.spot_per_s * double(reserved) : all;
+}
+
 FLEETSIM_HD inline void advance_clock(Sim& s, double t) {
   const double a = max_of(s.t_clock, s.W0), b = min_of(t, s.W1);
   if (b > a) {
@@ -338,7 +346,7 @@ FLEETSIM_HD inline void set_state(Sim& s, int32_t r, int32_t state, double t) {
   PoolTally& T = s.tally->pools[R.pool];
   if (double(ps.n_prov) > T.max_replicas) T.max_replicas = double(ps.n_prov);
   // failures are a Poisson process per provisioned replica: memoryless, so redraw the pool's next one
-  const double rate = s.p->pools[R.pool].interruptions_per_s * double(ps.n_prov);
+  const double rate = loss_rate(s.p->pools[R.pool], ps.n_prov);
   if (ps.n_prov != before) {
     if (rate > 0.0) {
       const double u = s.rng.uniform(Stream::lifecycle, uint32_t(16 + R.pool), uint64_t(ps.fail_draws++), 1);

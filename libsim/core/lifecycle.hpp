@@ -337,7 +337,7 @@ FLEETSIM_HD inline void pool_interrupt(Sim& s, int32_t pi, double t) {
   ps.next_fail = kInf;
   if (victim != kNone) replica_fail(s, victim, t, true, kNone);
   // the next one (set_state redraws only when the provisioned count changes)
-  const double rate = s.p->pools[pi].interruptions_per_s * double(ps.n_prov);
+  const double rate = loss_rate(s.p->pools[pi], ps.n_prov);
   if (rate > 0.0) {
     const double v = s.rng.uniform(Stream::lifecycle, uint32_t(16 + pi), uint64_t(ps.fail_draws++), 1);
     ps.next_fail = t - dm::log(v) / rate;

@@ -280,7 +280,7 @@ struct PoolParams {
   double
       device_context_bytes;  // a shared device's CUDA context storage: one per time-sliced replica, one per MPS server
   double interruptions_per_s;  // per provisioned replica: spot reclaims plus hardware failures
-  double spot_share;           // of those interruptions, the share that are spot reclaims
+  double spot_per_s;           // of those, the spot reclaims, which committed replicas do not have
   int32_t committed_replicas;  // reserved capacity, paid whether used or not
   double repair_s;             // owned devices: a failed one is back after this long (0: replaced at once)
   int32_t spares;              // owned devices on the shelf to swap in meanwhile (<= kMaxSpares)

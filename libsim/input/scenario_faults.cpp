@@ -18,6 +18,10 @@ void parse_faults(const N& fl, PoolSpec& P) {
     const N cf = fa.req("cpu_fallback");
     cf.allow_keys({"share", "slowdown", "at_s"});
     P.fallback_share = cf.req("share").num_in(0, 1, "share");
+    if (P.fallback_share > 0.0 && cpu_instance(P.device))
+      cf.fail("a CPU fallback moves a replica off its GPU onto the host; " + P.device.name +
+                  " is a CPU instance already (remove fleet.faults)",
+              ErrorKind::inconsistent);
     P.fallback_slowdown = cf.has("slowdown") ? cf.at("slowdown").num_in(1, 10000, "slowdown") : 50.0;
     P.fallback_at_s = cf.has("at_s") ? cf.at("at_s").num_in(0, 1e9) : 0.0;
   }

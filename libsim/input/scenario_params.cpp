@@ -244,7 +244,7 @@ PoolParams PoolSpec::params() const {
                hw_rate = mtbf_hours > 0 ? double(devices()) / (mtbf_hours * 3600.0) : 0.0;
   // per replica; a lost device takes all its MPS clients at once, so each carries its share
   p.interruptions_per_s = (spot_rate + hw_rate) / mps_clients;
-  p.spot_share = spot_rate + hw_rate > 0 ? spot_rate / (spot_rate + hw_rate) : 0.0;
+  p.spot_per_s = spot_rate / mps_clients;
   p.committed_replicas = committed_replicas;
   p.repair_s = ownership.owned() ? ownership.repair_days * 86400.0 : 0.0;
   if (nodes_tracked()) {
