@@ -161,7 +161,8 @@ TEST_CASE("a --set on a top-level key that pools inherit is where their errors p
       "engine: {max_num_seqs: 64}\n"
       "pools:\n  a: {fleet: {replicas: 1}}\n"
       "  b: {mps: 2, engine: {max_num_seqs: 32}, fleet: {replicas: 1}}\n"
-      "workload:\n  arrival: {process: poisson, rate_per_s: 1}\n  prompt_tokens: 100\n  output_tokens: 10\n";
+      "workload:\n  arrival: {process: poisson, rate_per_s: 1}\n  prompt_tokens: 100\n  output_tokens: 10\n"
+      "classes: {c: {pool: a}}\n";
   CHECK(test::scenario(two).pools.size() == 2);
   CHECK(
       error_of(two, {"engine.max_num_seqs=-3"}) ==

@@ -38,7 +38,8 @@ FLEETSIM_HD inline void scale_down_one(Sim& s, int32_t pi, double t) {
   }
   if (victim == kNone) return;
   if (ps.n_ready + ps.n_starting == 1) {
-    if (ps.host_jobs > 0) return;  // the last replica stays while requests wait
+    // the last replica stays while requests wait, or their KV is on its way from a prefill pool
+    if (ps.host_jobs > 0 || ps.in_transit > 0) return;
     for (int32_t qi = ps.first_queue; qi < ps.first_queue + ps.n_queues; ++qi)
       if (s.q[qi].size > 0) return;
   }
@@ -80,7 +81,8 @@ FLEETSIM_HD inline int32_t autoscale_desired(Sim& s, int32_t pi, double t, int32
   for (int32_t r = ps.first_replica; r < ps.first_replica + ps.n_replicas; ++r)
     running += P.batching == Batching::continuous ? s.rep[r].n_running : s.rep[r].batch_n;
   const double interval = max_of(t - ps.last_eval, 1e-9);
-  const int32_t floor = waiting + running + ps.host_jobs > 0 ? 1 : 0;  // work is waiting: never ask for none
+  // work is waiting (or its KV on its way here): never ask for none
+  const int32_t floor = waiting + running + ps.host_jobs + int64_t(ps.in_transit) > 0 ? 1 : 0;
   double ratio = -1.0;  // metric / target, for the signals that scale the current count
   switch (A.signal) {
     case ScaleSignal::queue_depth:

@@ -56,6 +56,7 @@ FLEETSIM_HD inline void handoff_send(Sim& s, int32_t r, int32_t ri, double t) {
   }
   q.t_first = -1.0;
   q.kv_in = 1;
+  q.cached = 0;  // what the prefill pool's cache held; a decode replica that computes it again has none of it
   q.prefilled_on = r;
   xheap_push(s, t + dt, ri);
 }

@@ -244,12 +244,26 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Overr
     }
     s.multi = true;
   } else {
-    RequestClassSpec C = build_class(root.req("workload"), s.pools[0], s.duration_s, src);
+    // one workload: the pool it arrives at is the only one, or the only one no other hands its
+    // prompts to (a prefill pool before its decode pool)
+    int front = 0, fronts = 0;
+    for (size_t i = 0; i < s.pools.size(); ++i) {
+      bool fed = false;
+      for (const auto& o : s.pools) fed = fed || o.decode_pool == int(i);
+      if (!fed) front = int(i), ++fronts;
+    }
+    if (fronts != 1)
+      root.at("pools").fail(fmt::format("{} pools and one workload: say which pool serves it in classes: (classes: "
+                                        "{{NAME: {{pool: POOL, arrival: ...}}}}, in place of workload:)",
+                                        s.pools.size()),
+                            ErrorKind::inconsistent);
+    RequestClassSpec C = build_class(root.req("workload"), s.pools[size_t(front)], s.duration_s, src);
+    C.pool = front;
     C.name = "default";
     C.team = "default";
     if (wl.has("checkpointed")) C.checkpointed = wl.at("checkpointed").boolean();
     if (wl.has("max_retries")) C.max_retries = int(wl.at("max_retries").integer(0, 1000));
-    parse_caching(wl, C, s.pools[0]);
+    parse_caching(wl, C, s.pools[size_t(front)]);
     parse_goodput(wl, C);
     s.classes.push_back(std::move(C));
   }

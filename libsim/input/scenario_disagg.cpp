@@ -71,6 +71,10 @@ void parse_disaggregation(const N& dn, std::vector<PoolSpec>& pools, size_t i) {
   if (dn.has("gb_s")) gb_s = dn.at("gb_s").pos(1e5);
   if (dn.has("latency_us")) lat_us = dn.at("latency_us").num_in(0, 1e6);
   if (!(gb_s > 0)) dn.fail("the link's bandwidth is unknown: give gb_s", ErrorKind::inconsistent);
+  if (P.host.detokenize_s_per_token > 0 && !(D.host.detokenize_s_per_token > 0))
+    dn.fail("pool " + P.name + "'s engine.host.detokenize_s_per_token would detokenize nothing: a prefill pool " +
+                "sends no tokens; the decode pool " + D.name + " generates them (give it engine.host there)",
+            ErrorKind::inconsistent);
   P.decode_pool = d;
   P.kv_link = dn.has("gb_s") || dn.has("latency_us") ? "custom" : link;
   P.kv_link_gb_s = gb_s;

@@ -1,0 +1,85 @@
+// Disaggregated prefill and decode at its edges: what a decode replica holds of a prompt the
+// prefill pool cached, KV in flight as work for the decode pool's autoscaler, the pool a single
+// workload arrives at, and detokenization where tokens are generated.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "helpers.hpp"
+
+using namespace fleetsim;
+
+namespace {
+
+const std::string kHead =
+    "seed: 1\nmodel: llama-3.1-8b\ndevice: h100-sxm-80gb\n"
+    "engine: {perf_model: linear, step_base_s: 0.01, per_prefill_token_s: 0.0001, per_decode_seq_s: 0.001, "
+    "async_scheduling: false, latency_at: engine, client_ttft_s: 0}\n";
+
+}  // namespace
+
+TEST_CASE("disaggregation: a request preempted on its decode replica computes its whole prompt there") {
+  // two users' conversations: the second turn's history is cached on the prefill replica, which
+  // the decode replica (too small for both, so it preempts) never held
+  const std::string yaml = kHead +
+                           "duration_s: 30\npools:\n  prefill:\n    fleet: {replicas: 1, router: session_affinity}\n"
+                           "    disaggregation: {decode_pool: decode, gb_s: 10, latency_us: 0}\n"
+                           "  decode:\n    engine: {gpu_memory_utilization: 0.22}\n    fleet: {replicas: 1}\n"
+                           "classes:\n  chat:\n    pool: prefill\n"
+                           "    arrival: {process: concurrency, clients: 2, think_time_s: 0, requests: 4, turns: 2, "
+                           "ramp_s: 0.5}\n    prompt_tokens: 1000\n    output_tokens: 1500\n";
+  const auto cached = test::run(test::scenario(yaml, {"pools.decode.engine.prefix_caching=true"}));
+  const auto plain = test::run(test::scenario(yaml, {"pools.decode.engine.prefix_caching=false"}));
+  REQUIRE(cached.tally->classes[0].preempted > 0);
+  CHECK(cached.tally->classes[0].preempted == plain.tally->classes[0].preempted);
+  CHECK(cached.report["latency_s"]["e2e"]["max"].get<double>() == plain.report["latency_s"]["e2e"]["max"].get<double>());
+}
+
+TEST_CASE("disaggregation: a decode pool does not scale to zero while a prompt's KV is on its way to it") {
+  // 1,000 prompt tokens of 131,072 bytes at 2 MB/s: 65.5 s in flight
+  const std::string yaml =
+      kHead +
+      "duration_s: 600\npools:\n  prefill:\n    fleet: {replicas: 1}\n"
+      "    disaggregation: {decode_pool: decode, gb_s: 0.002, latency_us: 0}\n"
+      "  decode:\n    fleet:\n      replicas: 1\n"
+      "      autoscale: {min_replicas: 0, max_replicas: 1, signal: inflight, target: 1, interval_s: 15, "
+      "scale_down_window_s: 0, cooldown_s: 0}\n"
+      "classes:\n  chat:\n    pool: prefill\n    arrival: {process: burst, requests: 1, start_s: 1}\n"
+      "    prompt_tokens: 1000\n    output_tokens: 11\n";
+  const auto r = test::run(test::scenario(yaml));
+  REQUIRE(r.tally->classes[0].completed == 1);
+  // prefill (10 ms + 0.1 s), the transfer, the decode replica's first step: no cold start between
+  const double ttft = 0.11 + 1000 * 131072 / 0.002e9 + 0.011;
+  CHECK(r.report["latency_s"]["ttft"]["max"].get<double>() == doctest::Approx(ttft).epsilon(0.01));
+}
+
+TEST_CASE("disaggregation: one workload arrives at the pool no other hands its prompts to") {
+  const std::string pools =
+      "duration_s: 60\nworkload: {arrival: {process: poisson, rate_per_s: 1}, prompt_tokens: 100, output_tokens: 10}\n"
+      "pools:\n  decode: {fleet: {replicas: 1}}\n"
+      "  prefill: {fleet: {replicas: 1}, disaggregation: {decode_pool: decode}}\n";
+  const Scenario s = test::scenario(kHead + pools);
+  REQUIRE(s.classes.size() == 1);
+  CHECK(s.pools[size_t(s.classes[0].pool)].name == "prefill");
+  const auto r = test::run(s);
+  CHECK(r.tally->pools[0].kv_sent == 0);
+  CHECK(r.tally->pools[1].kv_sent > 0);
+  // two pools that both take arrivals: which one is for the user to say
+  CHECK(test::error_of(kHead + "duration_s: 60\nworkload: {arrival: {process: poisson, rate_per_s: 1}, "
+                               "prompt_tokens: 100, output_tokens: 10}\nfleet: {replicas: 1}\npools:\n  a: {}\n  b: {}\n")
+            .find("2 pools and one workload: say which pool serves it in classes:") != std::string::npos);
+}
+
+TEST_CASE("disaggregation: detokenization belongs to the pool that generates the tokens") {
+  const std::string yaml =
+      kHead + "duration_s: 60\npools:\n  prefill:\n    fleet: {replicas: 1}\n"
+              "    engine: {host: {cores: 1, tokenize_s_per_token: 0.0001, detokenize_s_per_token: 0.01}}\n"
+              "    disaggregation: {decode_pool: decode}\n  decode: {fleet: {replicas: 1}}\n"
+              "classes:\n  chat: {pool: prefill, arrival: {process: burst, requests: 1}, prompt_tokens: 100, "
+              "output_tokens: 11}\n";
+  CHECK(test::error_of(yaml).find("would detokenize nothing") != std::string::npos);
+  // on the decode pool too, it is charged there
+  const auto r = test::run(test::scenario(
+      yaml, {"pools.decode.engine.host={cores: 1, tokenize_s_per_token: 0.0001, detokenize_s_per_token: 0.01}"}));
+  CHECK(r.tally->classes[0].completed == 1);
+}
