@@ -125,7 +125,8 @@ int cmd_sweep(const Options& o) {
 int cmd_merge(const Options& o) { return cli::run_merge_command(o.inputs, o.format, emit); }
 
 // The window of the timeline with the highest p99 TTFT (the first on ties): the figure a daily
-// peak hides in the whole run's p99.
+// peak hides in the whole run's p99. Where no window has a first token, the first window, its
+// p99 null.
 Json worst_window(const Json& timeline) {
   Json w;
   for (const auto& row : timeline) {
@@ -134,6 +135,8 @@ Json worst_window(const Json& timeline) {
     if (w.is_null() || p.get<double>() > w["ttft_p99_s"].get<double>())
       w = {{"t0_s", row["t0_s"]}, {"t1_s", row["t1_s"]}, {"ttft_p99_s", p}};
   }
+  if (w.is_null() && !timeline.empty())
+    w = {{"t0_s", timeline[0]["t0_s"]}, {"t1_s", timeline[0]["t1_s"]}, {"ttft_p99_s", nullptr}};
   if (!w.is_null()) w["window_s"] = w["t1_s"].get<double>() - w["t0_s"].get<double>();
   return w;
 }
@@ -142,6 +145,10 @@ int cmd_run(const Options& o) {
   if (!o.billing_start.empty() && o.format != "focus")
     throw InputError(Location{"--billing-start", 0, 0, ""},
                      "--billing-start dates the FOCUS export's periods: use it with --format focus");
+  if (o.window_s > 0 && (o.format == "ledger" || o.format == "focus"))
+    throw InputError(Location{"--window", 0, 0, ""},
+                     "--window measures latency windows, which the " + o.format +
+                         " export has no place for: use it with --format table, json or csv");
   const double billing_start_s = o.billing_start.empty() ? 0.0 : parse_utc_time(o.billing_start, "--billing-start");
   const ScenarioSource src = source(o);
   const Scenario s = src.instantiate();
@@ -152,7 +159,8 @@ int cmd_run(const Options& o) {
   std::unique_ptr<Tally> t;
   Json timeline;
   const double span = s.duration_s - s.warmup_s;
-  if (o.window_s > 0 && o.window_s > span)
+  // (a window of the span itself, whatever the rounding of duration_s - warmup_s)
+  if (o.window_s > 0 && o.window_s > span * (1.0 + 1e-12))
     throw InputError(
         Location{"--window", 0, 0, ""},
         fmt::format("--window {:g} s is longer than the measured {:g} s (duration_s - warmup_s)", o.window_s, span));

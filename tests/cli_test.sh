@@ -52,6 +52,18 @@ assert abs(w["window_s"] - 300) < 1e-9, w
 PY
 expect "run --window under 10 s" 2 "--window: 5 is out of range" -- "$bin" run --window 5
 expect "run --window longer than the run" 2 "--window: error: --window 99999 s is longer" -- "$bin" run --window 99999
+expect "run --window of the span, however it rounds" 0 "" -- "$bin" run --set duration_s=16.2 --set warmup_s=0.1 \
+  --window 16.1
+expect "run --window with a ledger export" 2 "--window: error: --window measures latency windows" -- \
+  "$bin" run --duration 600 --window 100 --format focus
+expect "run --window where no window has a first token" 0 "" -- "$bin" run "$src/scenarios/scale-to-zero.yaml" \
+  --set duration_s=100 --window 50 --format json
+check "worst_window is still an object, its p99 null" python3 -c '
+import json, sys
+w = json.load(open(sys.argv[1]))["worst_window"]
+assert w["ttft_p99_s"] is None and w["t0_s"] == 0 and w["window_s"] == 50, w' "$tmp/out"
+cp "$tmp/out" "$tmp/nofirst.json"
+expect "report of that run" 0 "" -- "$bin" report "$tmp/nofirst.json" -o "$tmp/nofirst.html"
 expect "json run" 0 "" -- "$bin" run --duration 600 --format json
 grep -q '"schema_version": 1' "$tmp/out" || { echo "FAIL: json has no schema_version"; fail=$((fail + 1)); }
 expect "csv run" 0 "" -- "$bin" run --duration 600 --format csv

@@ -143,6 +143,15 @@ TEST_CASE("a min budget needs its lower bound above the limit; a loose max budge
   CHECK_FALSE(at(r.headroom * 1.1));
   // --set overrides a threshold
   CHECK_FALSE(check_budgets(s, parse_budgets(path, {"budgets.ttft.max=0.001"}), nullptr, 2, false).pass);
+  // one replication has no interval: the JSON's half-width is null, the outputs say so
+  const BudgetSpec one = parse_budgets(path, {"budgets.replications=1"});
+  const CheckResult r1 = check_budgets(s, one, nullptr, 2, false);
+  const Json j = check_json(r1, s, one);
+  CHECK(j["budgets"][0]["ci95_half_width"].is_null());
+  CHECK(j["budgets"][0]["bound_95"].get<double>() == j["budgets"][0]["mean"].get<double>());
+  CHECK(check_table(r1, s, one).find("one replication, no interval: value") != std::string::npos);
+  CHECK(check_markdown(r1, s, one).find("1 replication per budget, so no interval") != std::string::npos);
+  CHECK(check_json(r, s, spec)["budgets"][0]["ci95_half_width"].is_number());
 }
 
 TEST_CASE("budget errors are located and say what was expected") {

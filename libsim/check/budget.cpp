@@ -147,7 +147,7 @@ void check_against(const Budget& b, const Scenario& s, const Json& shape) {
                                  "docs/output-schema.md lists them)",
                                  b.name, b.metric));
   const double span = s.duration_s - s.warmup_s;
-  if (b.window_s > span)
+  if (b.window_s > span * (1.0 + 1e-12))  // (a window of the span itself, however duration_s - warmup_s rounds)
     throw InputError(b.window_at,
                      fmt::format("budgets.{}: window_s {:g} is longer than the measured {:g} s (duration_s - "
                                  "warmup_s)",
@@ -189,7 +189,8 @@ Values evaluate(const Scenario& s, const std::vector<Budget>& budgets, int reps,
       continue;
     }
     const int n = std::max(1, int(std::floor((s.duration_s - s.warmup_s) / len + 1e-9)));
-    for (int k = 0; k < n; ++k) windows.push_back({len, s.warmup_s + k * len, s.warmup_s + (k + 1) * len});
+    for (int k = 0; k < n; ++k)
+      windows.push_back({len, s.warmup_s + k * len, std::min(s.duration_s, s.warmup_s + (k + 1) * len)});
     // a remainder shorter than a window is judged too, in the window that ends with the span
     if (s.warmup_s + n * len < s.duration_s - 1e-9 * len) windows.push_back({len, s.duration_s - len, s.duration_s});
   }
@@ -272,6 +273,7 @@ std::vector<BudgetOutcome> judge(const std::vector<Budget>& budgets, const Value
         break;
       }
       const MeanCI m = mean_ci(xs);
+      o.interval = xs.size() >= 2;
       const double bound = o.budget.is_max ? m.mean + m.half_width : m.mean - m.half_width;
       if (first || (o.budget.is_max ? bound > o.bound : bound < o.bound)) {
         o.mean = m.mean;

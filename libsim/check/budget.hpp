@@ -55,6 +55,7 @@ struct BudgetOutcome {
   double bound = 0;                 // mean + half_width for a max budget, mean - half_width for a min one
   double window_start_s = -1;       // the worst window's start (window_s > 0)
   int windows = 0;
+  bool interval = true;  // false: one replication, no interval (the bound is its value)
   bool pass = false;
   bool has_value = true;  // false: the metric had no value (e.g. no requests completed)
   double baseline = 0;    // with a baseline scenario: its value

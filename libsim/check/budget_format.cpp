@@ -44,7 +44,8 @@ std::string verdict(const BudgetOutcome& o) {
                      "cannot pass)",
                      o.window_start_s)
                : std::string("no value in a replication (a run without the figure cannot pass)");
-  std::string v = fmt::format("95% bound {} {} {}", bound_text(o.bound, o.budget.limit),
+  std::string v = fmt::format("{} {} {} {}", o.interval ? "95% bound" : "one replication, no interval: value",
+                              bound_text(o.bound, o.budget.limit),
                               o.pass ? (o.budget.is_max ? "<=" : ">=") : (o.budget.is_max ? ">" : "<"), o.budget.limit);
   if (o.window_start_s >= 0) v += fmt::format(", worst window from t = {} s", o.window_start_s);
   return v;
@@ -119,7 +120,7 @@ Json check_json(const CheckResult& r, const Scenario& s, const BudgetSpec& spec)
     b["window_s"] = o.budget.window_s > 0 ? Json(o.budget.window_s) : Json(nullptr);
     b["pass"] = o.pass;
     b["mean"] = o.has_value ? Json(o.mean) : Json(nullptr);
-    b["ci95_half_width"] = o.has_value ? Json(o.half_width) : Json(nullptr);
+    b["ci95_half_width"] = o.has_value && o.interval ? Json(o.half_width) : Json(nullptr);
     b["bound_95"] = o.has_value ? Json(o.bound) : Json(nullptr);
     b["worst_window_start_s"] = o.window_start_s >= 0 ? Json(o.window_start_s) : Json(nullptr);
     b["windows"] = o.windows;
@@ -153,8 +154,10 @@ std::string check_table(const CheckResult& r, const Scenario& s, const BudgetSpe
 std::string check_markdown(const CheckResult& r, const Scenario& s, const BudgetSpec& spec) {
   auto cell = [](const std::string& t) { return markdown_cell(t); };
   std::string o = fmt::format("### fleetsim check: {} {}\n\n", cell(s.name), r.pass ? "passes" : "**fails**");
-  o += fmt::format("{} replications per budget; a budget passes when its 95% bound is within it.\n\n",
-                   spec.replications);
+  o += spec.replications >= 2
+           ? fmt::format("{} replications per budget; a budget passes when its 95% bound is within it.\n\n",
+                         spec.replications)
+           : std::string("1 replication per budget, so no interval: a budget passes when its value is within it.\n\n");
   const bool base = std::any_of(r.outcomes.begin(), r.outcomes.end(), [](const auto& x) { return x.has_baseline; });
   o += base ? "| | budget | metric | limit | mean ± 95% CI | 95% bound | baseline → now "
               "|\n|---|---|---|---|---|---|---|\n"

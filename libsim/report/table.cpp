@@ -393,7 +393,7 @@ std::string run_table(const Json& r) {
   if (r.contains("worst_window") && r["worst_window"].is_object()) {
     const Json& w = r["worst_window"];
     o += fmt::format(
-        "  worst window: ttft p99 {} ms in {:.0f}-{:.0f} s (of {} windows of {:.0f} s; the whole run's p99 {} "
+        "  worst window: ttft p99 {} ms in {:g}-{:g} s (of {} windows of {:.4g} s; the whole run's p99 {} "
         "ms)\n",
         ms(w["ttft_p99_s"]), w["t0_s"].get<double>(), w["t1_s"].get<double>(), r["timeline"].size(),
         w["window_s"].get<double>(), ms(r["latency_s"]["ttft"]["p99"]));
