@@ -555,6 +555,10 @@ TEST_CASE("report: an owned pool's sections are checked as every other's; ids ho
     d[Json::json_pointer(path)] = bad;
     CHECK_THROWS_AS(check_run_document(d, "own.json"), InputError);
   }
+  // the shipped newer-device scenario's document reads back (its view's parts are not names)
+  const ScenarioSource shipped =
+      ScenarioSource::from_file(std::string(FLEETSIM_SOURCE_DIR) + "/scenarios/newer-device.yaml");
+  CHECK_NOTHROW(check_run_document(run_document(shipped, shipped.instantiate(), 0, 0), "newer.json"));
 }
 
 TEST_CASE("report: a fleet that generates no tokens is priced per request, without an empty output panel") {

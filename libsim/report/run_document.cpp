@@ -18,9 +18,7 @@ namespace fleetsim {
 namespace {
 
 // The schema path of a value: names of classes, pools and teams (and the ledger's) stand as "*".
-bool keyed_by_name(const std::string& parent) {
-  return parent == "classes" || parent == "pools" || parent == "teams" || parent == "newer_device";
-}
+bool keyed_by_name(const std::string& parent) { return parent == "classes" || parent == "pools" || parent == "teams"; }
 
 enum class Kind { number, text, boolean, object, array };
 
