@@ -137,12 +137,12 @@ TEST_CASE("plain and quoted records mixed across read blocks: every field as wri
 TEST_CASE("a trace row off the one-pass path reads as the general parse reads it, errors included") {
   const std::string path = test::write_temp("offpath.csv",
                                             "timestamp_s,prompt_tokens,output_tokens\n"
-                                            "1, 5,3\n"                   // a blank around a field
-                                            "2.5,0000000012,4\n"         // a count of ten digits
-                                            "3.,7,\t8\n"                 // a point without decimals
-                                            "12345678901234567,1,1\n");  // 17 digits: the general parse
+                                            "1, 5,3\n"                    // a blank around a field
+                                            "2.5,0000000012,4\n"          // a count of ten digits
+                                            "3.,7,\t8\n"                  // a point without decimals
+                                            "1234567.8901234567,1,1\n");  // 17 digits: the general parse
   const TraceData t = load_trace(path);
-  CHECK(t.t_s == std::vector<double>{1, 2.5, 3, 12345678901234567.0});
+  CHECK(t.t_s == std::vector<double>{1, 2.5, 3, 1234567.8901234567});
   CHECK(t.prompt == std::vector<int32_t>{5, 12, 7, 1});
   CHECK(t.output == std::vector<int32_t>{3, 4, 8, 1});
   const std::string big =

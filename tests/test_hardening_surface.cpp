@@ -208,3 +208,35 @@ TEST_CASE("an error in a long --set names it cut to a line") {
   CHECK(e.find("\xe2\x80\xa6 (" + std::to_string(6 + list.size()) + " characters): error: name: ") !=
         std::string::npos);
 }
+
+TEST_CASE("the third round: empty names and settings, keys that are not names, deep nesting, traces") {
+  const std::string pools = "pools:\n  \"\": {fleet: {replicas: 1}}\n";
+  CHECK(test::error_of(std::string(kSmall) + pools).find("expected a pool name, got an empty one") !=
+        std::string::npos);
+  CHECK(test::error_of(std::string(kSmall) + "classes:\n  \" \": {arrival: {process: poisson, rate_per_s: 1}}\n")
+            .find("expected a class name, got an empty one") != std::string::npos);
+  CHECK(test::error_of(kSmall, {"engine.perf_profile=\"\""}) ==
+        "--set engine.perf_profile=\"\": error: engine.perf_profile: expected a profile's name or file, auto or none, "
+        "not an empty string");
+  CHECK(test::error_of(kSmall, {"workload.prompt_tokens={dist: empirical, values: [10, 100], column: a}"})
+            .find("give either csv and column, or values (and weights), not both") != std::string::npos);
+  // a key that is a list, in a section merged into every pool
+  CHECK(test::error_of(std::string(kSmall) + "engine: {[x]: 1}\npools: {a: {}}\n")
+            .find("a key must be a plain name, not a list or a mapping") != std::string::npos);
+  // nesting far past the limit meets the parser's own guard: the same message as just past it
+  const std::string deep = std::string(kSmall) + "description: " + std::string(10000, '[') + std::string(10000, ']');
+  CHECK(test::error_of(deep).find("nested more than 64 levels deep") != std::string::npos);
+  // an empty model filter keeps nothing out: refused
+  const std::string trace = test::write_temp("t3.csv", "timestamp_s,prompt_tokens,output_tokens\n0,5,5\n1,5,5\n");
+  CHECK(test::error_of(std::string(kSmall), {"workload.arrival={process: trace, path: " + trace + ", model: \"\"}"})
+            .find("expected the model whose rows to keep, not an empty string") != std::string::npos);
+  // a trace's span is at most a year; a JSON row with a key twice is an error, not its last value
+  const std::string far = test::write_temp("far.csv", "timestamp_s,prompt_tokens,output_tokens\n0,5,5\n1e308,5,5\n");
+  CHECK(test::input_error([&] { load_trace(far); }) ==
+        far + ":3:1: error: 1e+308 s after the first row: a trace spans at most a year");
+  const std::string twice = test::write_temp(
+      "twice.jsonl",
+      "{\"timestamp\": 0, \"input_length\": 100, \"output_length\": 10, \"hash_ids\": [1], \"timestamp\": 5}\n");
+  CHECK(test::input_error([&] { load_trace(twice); }).find("\"timestamp\" written twice in this row") !=
+        std::string::npos);
+}

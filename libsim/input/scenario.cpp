@@ -65,6 +65,10 @@ namespace {
 // it would split it in two.
 std::string path_name(const detail::N& parent, const YAML::Node& key, const char* what) {
   const std::string name = parent.key_name(key);
+  if (name.find_first_not_of(" ") == std::string::npos)
+    detail::N{key, parent.path, parent.src}.fail(std::string("expected a ") + what +
+                                                 " name, got an empty one (it is a part of paths such as --set "
+                                                 "pools.NAME.KEY and of the report's columns)");
   if (name.find('.') != std::string::npos)
     detail::N{key, parent.path, parent.src}.fail(
         std::string("a ") + what + " name cannot hold '.' ('" + name +
@@ -141,7 +145,7 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Overr
             if (!from->has(k)) continue;
             from->at(k).require_map();
             for (auto kv = from->node[key].begin(); kv != from->node[key].end(); ++kv)
-              m[kv->first.as<std::string>()] = kv->second;
+              m[from->at(k).key_name(kv->first)] = kv->second;
           }
           merged[key] = m;
         } else if (en.has(k)) {

@@ -107,7 +107,10 @@ RequestClassSpec build_class(const N& wl, const PoolSpec& pool, double duration_
     src.files_read.push_back(path);
     C.time_scale = ar.has("time_scale") ? ar.at("time_scale").pos(1e6) : 1.0;
     TraceOptions topt;
-    if (ar.has("model")) topt.model_filter = ar.at("model").str();
+    if (ar.has("model")) {
+      topt.model_filter = ar.at("model").str();
+      if (topt.model_filter.empty()) ar.at("model").fail("expected the model whose rows to keep, not an empty string");
+    }
     if (ar.has("block_tokens")) topt.block_tokens = int32_t(ar.at("block_tokens").integer(1, 1 << 20));
     std::ostringstream key;
     key.precision(17);

@@ -71,8 +71,9 @@ DistSpec parse_dist(const N& n, const std::string& base_dir, bool seconds) {
     n.allow_keys({"dist", "values", "weights", "csv", "column"});
     d.kind = DistKind::empirical;
     std::vector<double> vals, w;
+    if ((n.has("csv") || n.has("column")) && (n.has("values") || n.has("weights")))
+      n.fail("give either csv and column, or values (and weights), not both");
     if (n.has("csv")) {
-      if (n.has("values") || n.has("weights")) n.fail("give either csv and column, or values (and weights), not both");
       std::string path = n.at("csv").str();
       if (!std::filesystem::path(path).is_absolute()) path = (std::filesystem::path(base_dir) / path).string();
       const std::string col = n.req("column").str();

@@ -288,6 +288,8 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
   const std::string pm =
       eng.has("perf_model") ? eng.at("perf_model").choice({"physics", "roofline", "linear", "calibrated"}) : "";
   const std::string pp_name = eng.has("perf_profile") ? eng.at("perf_profile").str() : "";
+  if (eng.has("perf_profile") && pp_name.empty())
+    eng.at("perf_profile").fail("expected a profile's name or file, auto or none, not an empty string");
   // `none` and `auto` name no profile, so they sit with any model (a --set of perf_model on a
   // scenario that names a profile needs perf_profile=none beside it, and says so)
   if (!pp_name.empty() && pp_name != "none" && pp_name != "auto" && pm != "" && pm != "calibrated")

@@ -14,6 +14,7 @@
 #include <sstream>
 #include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
 #include "base/error.hpp"
 #include "input/csv.hpp"
@@ -21,6 +22,40 @@
 namespace fleetsim {
 
 namespace {
+
+constexpr double kMaxTraceSpanS = 366.0 * 86400;  // from a trace's first row to its last
+
+// A key written twice in one object of a JSON line (the parser would keep the last one).
+struct DuplicateKeys : nlohmann::json_sax<nlohmann::json> {
+  std::vector<std::vector<std::string>> open;
+  std::string repeated;
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override {
+    open.emplace_back();
+    return true;
+  }
+  bool key(string_t& k) override {
+    if (std::find(open.back().begin(), open.back().end(), k) != open.back().end()) {
+      repeated = k;
+      return false;
+    }
+    open.back().push_back(k);
+    return true;
+  }
+  bool end_object() override {
+    open.pop_back();
+    return true;
+  }
+  bool start_array(std::size_t) override { return true; }
+  bool end_array() override { return true; }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
+};
 
 // Removes a trailing '\r' (CRLF files) and, on the first line, a UTF-8 byte-order mark.
 void clean_line(std::string& line, bool first) {
@@ -233,7 +268,7 @@ TraceData load_csv(const std::string& path, std::ifstream& f, const TraceOptions
   std::map<std::string, int64_t> models;  // rows per model, for a filter that matches nothing
   int64_t failed = 0, empty_prompt = 0, matched = 0;
   int lineno = 1;
-  double prev = 0;
+  double prev = 0, first_ts = 0;
   // the header's columns are timestamp, prompt, output in that order: most rows parse in one pass
   const bool plain_layout = (layout == CsvLayout::native || layout == CsvLayout::splitwise) && ct == 0 && cp == 1 &&
                             co == 2 && header.size() == 3;
@@ -271,6 +306,10 @@ TraceData load_csv(const std::string& path, std::ifstream& f, const TraceOptions
     if (t.rows > 0 && ts < prev)
       fail(path, lineno, line, "timestamps go backwards (a trace must be sorted by arrival time)");
     if (!rebase && ts < 0) fail(path, lineno, line, "negative timestamp");
+    if (t.rows == 0) first_ts = ts;
+    if (ts - first_ts > kMaxTraceSpanS)
+      fail(path, lineno, line,
+           fmt::format("{:.6g} s after the first row: a trace spans at most a year", ts - first_ts));
     prev = ts;
     ++t.rows;
     if (cm >= 0) ++models[std::string(r.views()[size_t(cm)])];
@@ -341,7 +380,7 @@ TraceData load_mooncake(const std::string& path, std::ifstream& f, const TraceOp
   int64_t empty_prompt = 0, cached_sum = 0, prompt_sum = 0;
   std::string line;
   int lineno = 0;
-  double prev = 0;
+  double prev = 0, first_ts = 0;
   while (std::getline(f, line)) {
     ++lineno;
     clean_line(line, lineno == 1);
@@ -364,6 +403,8 @@ TraceData load_mooncake(const std::string& path, std::ifstream& f, const TraceOp
       fail(path, lineno, line, "not valid JSON (" + what + "); " + kMooncakeExpected);
     }
     if (!j.is_object()) fail(path, lineno, line, std::string("not a JSON object; ") + kMooncakeExpected);
+    if (DuplicateKeys dup; !json::sax_parse(line, &dup) && !dup.repeated.empty())
+      fail(path, lineno, line, "\"" + dup.repeated + "\" written twice in this row");
     auto col_of = [&](const char* key) { return int(line.find(std::string("\"") + key + "\"") + 1); };
     auto field = [&](const char* key) -> const json& {
       const auto it = j.find(key);
@@ -395,6 +436,11 @@ TraceData load_mooncake(const std::string& path, std::ifstream& f, const TraceOp
     }
     if (t.rows > 0 && ts < prev)
       fail(path, lineno, line, "timestamps go backwards (a trace must be sorted by arrival time)");
+    if (t.rows == 0) first_ts = ts;
+    if ((ts - first_ts) / 1000.0 > kMaxTraceSpanS)
+      fail(path, lineno, line,
+           fmt::format("{:.6g} ms after the first row: a trace spans at most a year", ts - first_ts),
+           col_of("timestamp"));
     prev = ts;
     ++t.rows;
     if (p == 0) {

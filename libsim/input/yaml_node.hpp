@@ -1,6 +1,7 @@
 // Internal: YAML nodes that remember their dotted path and source, so that every validation
 // error can say where (file:line:column, or the override that set the value) and what.
 #pragma once
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 #include <algorithm>
 #include <cctype>
@@ -393,6 +394,8 @@ inline YAML::Node load_located(const std::string& text, const Source& src) {
   YAML::Node root;
   try {
     root = YAML::Load(text);
+  } catch (const YAML::DeepRecursion& e) {  // the parser's own guard, far past the limit below
+    throw InputError(location_of(e.mark, src), "nested more than " + std::to_string(kMaxYamlDepth) + " levels deep");
   } catch (const YAML::ParserException& e) {
     throw InputError(location_of(e.mark, src), "malformed YAML: " + e.msg);
   }
