@@ -10,7 +10,9 @@
 #include <exception>
 #include <mutex>
 #include <set>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "fleetsim_python.hpp"
 #include "libsim/base/error.hpp"
@@ -47,6 +49,12 @@ Json flat_rows(const Json& doc) {
   for (const auto& p : doc["sweep"]["parameters"]) params.insert(p["path"].get<std::string>());
   std::set<uint64_t> pareto;
   for (const auto& i : doc["summary"]["pareto"]) pareto.insert(i.get<uint64_t>());
+  std::vector<std::string> judged;
+  const Json& sw = doc["sweep"];
+  if (sw.contains("objective") && sw["objective"].is_string()) judged.push_back(sw["objective"].get<std::string>());
+  if (sw.contains("slo") && sw["slo"].is_array())
+    for (const auto& t : sw["slo"])
+      if (t.contains("metric") && t["metric"].is_string()) judged.push_back(t["metric"].get<std::string>());
   Json out = Json::array();
   for (const auto& row : doc["rows"]) {
     Json r = Json::object();
@@ -62,6 +70,10 @@ Json flat_rows(const Json& doc) {
     // where the run stopped once its SLO miss was certain (its metrics are then absent)
     r["stopped_at_s"] = row.contains("stopped_at_s") ? row["stopped_at_s"] : Json(nullptr);
     if (!row["metrics"].is_null()) flatten(row["metrics"], "", r, params);
+    // the objective and the SLO's metrics are columns whatever the rows hold (a sweep whose every
+    // configuration stopped on a certain miss has no metrics in any row)
+    for (const std::string& m : judged)
+      if (!r.contains(params.count(m) ? "metrics." + m : m)) r[params.count(m) ? "metrics." + m : m] = nullptr;
     if (row.contains("ci95") && row["ci95"].is_object())
       for (const auto& [k, v] : row["ci95"].items()) r["ci95." + k] = v;
     out.push_back(std::move(r));

@@ -264,9 +264,16 @@ def test_sweep_rows_say_where_a_certain_miss_stopped():
                          dataframe=False)
     l4, h100 = res.rows
     assert l4["stopped_at_s"] is not None and 0 < l4["stopped_at_s"] < 600
-    assert not l4["feasible"] and "certainly" in l4["violations"] and "latency_s.ttft.p99" not in l4
-    assert h100["stopped_at_s"] is None and h100["feasible"] and "latency_s.ttft.p99" in h100
+    assert not l4["feasible"] and "certainly" in l4["violations"] and l4["latency_s.ttft.p99"] is None
+    assert "latency_s.e2e.p99" not in l4  # measured by no SLO: left out of a row without figures
+    assert h100["stopped_at_s"] is None and h100["feasible"] and h100["latency_s.ttft.p99"] > 0
     assert res.summary["stopped_early"] == 1
+    # every configuration stopped: the objective and the SLO's metrics are still columns
+    pd = pytest.importorskip("pandas")
+    res = fleetsim.sweep(text, parameters={"fleet.replicas": [1]}, slo={"latency_s.ttft.p99": 1.0})
+    assert isinstance(res.rows, pd.DataFrame) and len(res.rows) == 1
+    for c in ("latency_s.ttft.p99", res.document["sweep"]["objective"]):
+        assert c in res.rows.columns and res.rows[c].isna().all(), c
 
 
 def test_sweep_equals_cli_document():
