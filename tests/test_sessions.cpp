@@ -247,6 +247,8 @@ TEST_CASE("sessions: a conversation is cached where its last turn ran; session_a
     CHECK(r.all->input_tokens == doctest::Approx(1060));
     CHECK(r.all->prefix_tokens_reused == reused);
     CHECK(r.all->sessions == 1);
+    // the context a sequence holds is the conversation's: (1060 prompt + 4 x 10 output) / 4 turns
+    CHECK(r.report["capacity"]["mean_context_tokens"] == 275);
   }
 }
 

@@ -386,7 +386,12 @@ Json run_report(const Scenario& s, const Tally& t) {
   r["utilization"] = utilization_json(pools, peak_flops_s, peak_bytes_s, kv_cap_s, fixed_s, kv_bytes_s, mem_s);
   r["cost"] = cost_json(ledger.total);
 
-  const int64_t mean_ctx = int64_t(std::llround(C0.mean_prompt_tokens + C0.mean_output_tokens));
+  // a session's prompt carries the conversation so far: its mean is measured, not the new turn's
+  const ClassTally& T0 = t.classes[0];
+  const double mean_prompt = (C0.sessions || C0.trace_sessions) && T0.completed > 0
+                                 ? T0.input_tokens / double(T0.completed)
+                                 : C0.mean_prompt_tokens;
+  const int64_t mean_ctx = int64_t(std::llround(mean_prompt + C0.mean_output_tokens));
   Json cap = capacity_json(P0.capacity, mean_ctx, P0.kv_block_tokens);
   cap["mean_context_tokens"] = mean_ctx;
   cap["max_concurrent_at_mean_context"] = max_concurrent(P0.capacity, mean_ctx, P0.kv_block_tokens);
