@@ -46,11 +46,11 @@ TEST_CASE("a tracked pool's nodes: placed on nodes that are up, removed a while 
   REQUIRE(b.p->pools[0].replicas_per_node == 2);
   Sim& s = b.s;
   REQUIRE(replica_start(s, 0, 0.0));  // slot 0: a new node
-  REQUIRE(replica_start(s, 0, 0.0));  // slot 1: the same node, already up
+  REQUIRE(replica_start(s, 0, 0.0));  // slot 1: the same node, which the cluster is still adding
   REQUIRE(replica_start(s, 0, 0.0));  // slot 2: a second node
   CHECK(b.ps().nodes_up == 2);
-  // a replica on a node that is up skips provisioning (120 s) and the image pull (60 s)
-  CHECK(s.rep[0].t_next - s.rep[1].t_next == doctest::Approx(180.0));
+  // a replica on a node still being added waits for its provisioning and image pull
+  CHECK(s.rep[1].t_next == doctest::Approx(s.rep[0].t_next));
   CHECK(s.rep[2].t_next == doctest::Approx(s.rep[0].t_next));
 
   replica_off(s, 2, 100.0);  // node 1 empty: removed at 110 unless used again
@@ -68,6 +68,11 @@ TEST_CASE("a tracked pool's nodes: placed on nodes that are up, removed a while 
   CHECK(T.node_pinned_s == 0.0);
   // every billed device on them: never fewer than the replicas' devices
   CHECK(T.node_s * 8.0 >= T.replica_s * 4.0);
+  // a replica on a node that is up skips provisioning (120 s) and the image pull (60 s)
+  const double first = s.rep[0].t_next;
+  replica_off(s, 1, 400.0);
+  REQUIRE(replica_start(s, 0, 400.0));
+  CHECK(s.rep[1].t_next - 400.0 == doctest::Approx(first - 180.0));
 }
 
 TEST_CASE("a pinned node is never removed; a node limit refuses a replica that needs a new node") {

@@ -100,27 +100,30 @@ FLEETSIM_HD FLEETSIM_FORCEINLINE void count_rejection(Sim& s, int64_t& counter, 
   if (s.p->settle.n > 0) settle_note(s, SettleKind::rejections, 1.0, t);
 }
 
-FLEETSIM_HD inline void record_done(Sim& s, int32_t r, int32_t ri, double t) {
-  Request& q = s.req[ri];
-  advance_clock(s, t);
-  s.in_system[q.cls]--;
-  // what the client adds (HTTP, tokenization, detokenization) shifts its first token and its end
+// The client's share of a first token (HTTP, tokenization): what it adds to what the engine sees.
+FLEETSIM_HD FLEETSIM_FORCEINLINE double client_ttft_s(const Sim& s, const Request& q) {
   const PerfParams& pf = s.p->pools[s.p->classes[q.cls].pool].perf;
-  const double cl = pf.client_ttft_s + pf.client_s_per_input_token * double(q.prompt);
-  const double cl_end = cl + pf.client_s_per_output_token * double(q.output);
-  // the `ttft` signal's histogram, in the pool the request entered and, handed off, in the pool
-  // that decoded it: this completion's slice of the window, its bucket
-  auto note_ttft = [&](int32_t pi) {
+  return pf.client_ttft_s + pf.client_s_per_input_token * double(q.prompt);
+}
+
+// The `ttft` signal's histogram takes request ri's first token, out at t on replica r (kNone: no
+// replica), as vLLM observes it: in the pool the request entered and, handed off, in the pool
+// that decoded it; in this moment's slice of the window, in its bucket.
+FLEETSIM_HD inline void note_first_token(Sim& s, int32_t r, int32_t ri, double t) {
+  Request& q = s.req[ri];
+  if (q.ttft_noted) return;
+  q.ttft_noted = 1;
+  const double v = (q.t_first < 0.0 ? t : q.t_first) - q.t_arrive + client_ttft_s(s, q);
+  auto note = [&](int32_t pi) {
     if (s.p->pools[pi].autoscale.signal != ScaleSignal::ttft) return;
     PoolState& ps = s.pool[pi];
-    const double v = (q.t_first < 0.0 ? t : q.t_first) - q.t_arrive + cl;
     const int64_t id = int64_t(dm::floor(t / (s.p->pools[pi].autoscale.ttft_window_s / double(kTtftSlices))));
     const int32_t k = int32_t(id % kTtftSlices);
     if (ps.ttft_slice[k] < id) {  // the slot's slice has left the window: it starts this one
       ps.ttft_slice[k] = id;
       for (int32_t b = 0; b < kTtftBuckets; ++b) ps.ttft_count[k][b] = 0;
     }
-    // (a completion applied late, from a slice older than the slot's, is out of every window read
+    // (a first token applied late, from a slice older than the slot's, is out of every window read
     // from now on: replicas' runs are applied in any order between two evaluations)
     if (ps.ttft_slice[k] == id) {
       int32_t b = 0;
@@ -129,8 +132,20 @@ FLEETSIM_HD inline void record_done(Sim& s, int32_t r, int32_t ri, double t) {
     }
   };
   const int32_t entry = s.p->classes[q.cls].pool;
-  note_ttft(entry);
-  if (r >= 0 && s.rep[r].pool != entry) note_ttft(s.rep[r].pool);
+  note(entry);
+  if (r >= 0 && s.rep[r].pool != entry) note(s.rep[r].pool);
+}
+
+FLEETSIM_HD inline void record_done(Sim& s, int32_t r, int32_t ri, double t) {
+  Request& q = s.req[ri];
+  advance_clock(s, t);
+  s.in_system[q.cls]--;
+  // what the client adds (HTTP, tokenization, detokenization) shifts its first token and its end
+  const PerfParams& pf = s.p->pools[s.p->classes[q.cls].pool].perf;
+  const double cl = client_ttft_s(s, q);
+  const double cl_end = cl + pf.client_s_per_output_token * double(q.output);
+  // a first token not taken when it came out (a static batch's, a cached answer's) is taken now
+  note_first_token(s, r, ri, t);
   if (q.in_window) {
     ClassTally& T = s.tally->classes[q.cls];
     T.completed++;

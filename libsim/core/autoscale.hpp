@@ -175,18 +175,18 @@ FLEETSIM_HD inline int32_t window_push(WindowExtreme& q, double t, int32_t v, do
 }
 
 // Rate policies (Kubernetes' HPA behavior, selectPolicy Max): the count the changes of the last
-// period allow, from the count at the period's start (the current one less what it added, or plus
-// what it removed).
+// period allow, from the count at the period's start (the current one less what the period added,
+// plus what it removed, in either direction: calculateScaleUpLimitWithScalingRules).
 FLEETSIM_HD inline int32_t rate_limited(const PoolState& ps, const AutoscaleParams& A, int32_t current, int32_t desired,
                                         double t) {
   const bool up = desired > current;
   const int32_t pods = up ? A.up_pods : A.down_pods;
   const double percent = up ? A.up_percent : A.down_percent, period = up ? A.up_period_s : A.down_period_s;
   if (pods <= 0 && !(percent > 0.0)) return desired;
-  int32_t moved = 0;  // replicas added (scaling up) or removed (down) within the period
+  int32_t net = 0;  // replicas added less those removed within the period
   for (int32_t i = 0; i < ps.change_n; ++i)
-    if (t - ps.change_t[i] < period) moved += up ? max_of(ps.change_d[i], 0) : max_of(-ps.change_d[i], 0);
-  const double start = double(up ? current - moved : current + moved);
+    if (t - ps.change_t[i] < period) net += ps.change_d[i];
+  const double start = double(current - net);
   if (up) {
     double limit = 0.0;
     if (pods > 0) limit = start + double(pods);
@@ -195,7 +195,8 @@ FLEETSIM_HD inline int32_t rate_limited(const PoolState& ps, const AutoscalePara
   }
   double limit = start;
   if (pods > 0) limit = start - double(pods);
-  if (percent > 0.0) limit = min_of(pods > 0 ? limit : start, dm::ceil(start * (1.0 - percent / 100.0)));
+  // (a percentage down truncates, as Kubernetes' int32(start x (1 - p)) does; up, it rounds up)
+  if (percent > 0.0) limit = min_of(pods > 0 ? limit : start, dm::floor(start * (1.0 - percent / 100.0)));
   return max_of(desired, int32_t(max_of(limit, 0.0)));
 }
 
@@ -216,7 +217,13 @@ FLEETSIM_HD inline void autoscale_eval(Sim& s, int32_t pi, double t) {
   int32_t desired = autoscale_desired(s, pi, t, current);
   desired = max_of(P.min_replicas, min_of(P.max_replicas, desired));
   // stabilization: remember recommendations; scale up to the lowest of the up window, down to
-  // the highest of the down window
+  // the highest of the down window. The first evaluation records the count the pool started
+  // with beside its own (Kubernetes' recordInitialRecommendation), so a fleet started larger than
+  // it needs keeps it for a window
+  if (ps.up_q.n == 0 && ps.down_q.n == 0) {
+    window_push(ps.up_q, t, current, A.up_window_s, false);
+    window_push(ps.down_q, t, current, A.down_window_s, true);
+  }
   int32_t up = window_push(ps.up_q, t, desired, A.up_window_s, false);
   int32_t down = window_push(ps.down_q, t, desired, A.down_window_s, true);
   if (up > current) {

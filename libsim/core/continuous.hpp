@@ -52,6 +52,7 @@ FLEETSIM_HD inline void cont_finish_run(Sim& s, int32_t r, double t) {
           list_remove_pf(s, r, sl);
           Request& q = s.req[x.req];
           if (q.t_first < 0.0) q.t_first = t;
+          if (!P.disagg) note_first_token(s, r, x.req, t);  // (a prefill pool's is not the client's)
           // the first request with a shared prefix leaves it cached here (if the blocks are free)
           if (q.has_prefix && P.prefix_caching && !((R.prefix_ready >> q.cls) & 1)) {
             const int64_t pin = ceil_div(s.p->classes[q.cls].prefix_tokens, R.bs);

@@ -32,8 +32,9 @@ FLEETSIM_HD inline void start_stages(const Sim& s, int32_t r, bool new_node, int
   const double u = s.rng.uniform(Stream::lifecycle, uint32_t(R.pool), uint64_t(r) * 1000003ULL + uint64_t(start_no),
                                  new_node ? 0 : 2);
   const bool hit = u < c.cache_hit_probability;
-  st[0] = new_node ? stage_s(s, r, start_no, c.provision_s, c.provision_sigma, 10) : 0.0;
-  st[1] = new_node ? stage_s(s, r, start_no, c.image_pull_s, c.image_pull_sigma, 11) : 0.0;
+  // a start on a node already obtained waits for what is left of its provisioning and image pull
+  st[0] = new_node ? stage_s(s, r, start_no, c.provision_s, c.provision_sigma, 10) : R.node_wait_prov_s;
+  st[1] = new_node ? stage_s(s, r, start_no, c.image_pull_s, c.image_pull_sigma, 11) : R.node_wait_pull_s;
   st[2] = hit ? c.weights_bytes / c.cache_bytes_per_s : c.weights_bytes / c.download_bytes_per_s;
   st[3] = c.weights_bytes / c.load_bytes_per_s;
   st[4] = stage_s(s, r, start_no, c.warmup_s, c.warmup_sigma, 12);
@@ -44,6 +45,42 @@ FLEETSIM_HD inline void start_stages(const Sim& s, int32_t r, bool new_node, int
 FLEETSIM_HD FLEETSIM_FORCEINLINE double window_span(const Sim& s, double a, double d) {
   if (a >= s.W0) return a < s.W1 ? min_of(d, s.W1 - a) : 0.0;
   return max_of(0.0, min_of(a + d, s.W1) - s.W0);
+}
+
+// Replica r starts at `from` on a node (or a shared device) another start obtained: it waits for
+// what is left of that node's provisioning and image pull, and holds the node's times itself.
+FLEETSIM_HD inline void set_node_waits(Sim& s, int32_t r, double from) {
+  Replica& R = s.rep[r];
+  const PoolParams& P = s.p->pools[R.pool];
+  double prov = -kInf, up = -kInf;
+  if (P.replicas_per_node > 0) {
+    const Replica& F = s.rep[node_slot(s.pool[R.pool], P, r)];
+    prov = F.node_prov_at;
+    up = F.node_up_at;
+  } else if (shared_per_device(P) > 1) {
+    int32_t d0 = 0, d1 = 0;
+    device_of(s, r, &d0, &d1);
+    for (int32_t k = d0; k < d1; ++k)
+      if (k != r && s.rep[k].state != kOff) {
+        prov = max_of(prov, s.rep[k].node_prov_at);
+        up = max_of(up, s.rep[k].node_up_at);
+      }
+  }
+  R.node_wait_prov_s = max_of(0.0, prov - from);
+  R.node_wait_pull_s = max_of(0.0, up - max_of(from, prov));
+  R.node_prov_at = prov;
+  R.node_up_at = up;
+}
+
+// A start that obtained a node records when it is up on the node's first slot, where the node's
+// other starts read it.
+FLEETSIM_HD inline void note_node_up(Sim& s, int32_t r) {
+  const Replica& R = s.rep[r];
+  const PoolParams& P = s.p->pools[R.pool];
+  if (P.replicas_per_node == 0) return;
+  Replica& F = s.rep[node_slot(s.pool[R.pool], P, r)];
+  F.node_prov_at = R.node_prov_at;
+  F.node_up_at = R.node_up_at;
 }
 
 // Seconds from asking for replica r to its first request, its stages running from `from` (the
@@ -62,6 +99,10 @@ FLEETSIM_HD inline double begin_start(Sim& s, int32_t r, bool new_node, double a
   R.start_new_node = new_node;
   double st[kColdStages];
   start_stages(s, r, new_node, R.start_no, st);
+  if (new_node) {  // the node (or device) it obtains is up once these two stages are done
+    R.node_prov_at = from + st[0];
+    R.node_up_at = R.node_prov_at + st[1];
+  }
   PoolTally& T = s.tally->pools[s.rep[r].pool];
   double a = from;
   for (int32_t k = 0; k < kColdStages; ++k) {
@@ -291,7 +332,9 @@ FLEETSIM_HD inline double replica_fail_one(Sim& s, int32_t r, double t, bool new
     // the part inside the window: the capacity the failure cost there
     s.tally->pools[R.pool].cold_stage_s[kAwaitingDevice] += window_span(s, t, wait);
   }
+  if (!new_node) set_node_waits(s, r, t + wait);
   const double back = wait + begin_start(s, r, new_node, t, t + wait);
+  if (new_node) note_node_up(s, r);
   R.starts++;
   if (new_node && first) {  // a replacement node counts against the nodes obtainable
     PoolState& ps = s.pool[R.pool];
@@ -398,7 +441,9 @@ FLEETSIM_HD inline bool replica_start(Sim& s, int32_t pi, double t) {
     const double wait = R.device_at > t ? R.device_at - t : 0.0;
     s.tally->pools[pi].cold_stage_s[kAwaitingDevice] += window_span(s, t, wait);
     set_state(s, r, kStarting, t);
+    if (!new_node) set_node_waits(s, r, t + wait);
     set_next(s, r, t + wait + begin_start(s, r, new_node, t, t + wait));
+    if (new_node) note_node_up(s, r);
     R.starts++;
     if (new_node) {
       ps.start_t[ps.start_head] = t;

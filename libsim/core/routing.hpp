@@ -246,6 +246,7 @@ FLEETSIM_HD inline void handle_arrival(Sim& s, int32_t cls, double t, int32_t us
   q.retries = 0;
   q.has_prefix = has_prefix ? 1 : 0;
   q.kv_in = 0;
+  q.ttft_noted = 0;
   q.user = user;
   q.prefilled_on = kNone;
   q.trace_row = C.arrivals.kind == ArrivalKind::trace ? int32_t(idx) : -1;

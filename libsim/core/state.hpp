@@ -31,6 +31,7 @@ struct Request {
   int8_t has_prefix;     // starts with its class's shared prefix
   int8_t host_stage;     // HostStage: waiting for or on a host core (host.hpp), or neither
   int8_t kv_in;          // disaggregated: its prompt's KV came from a prefill replica; not yet admitted
+  int8_t ttft_noted;     // its first token is in the `ttft` signal's histogram (autoscale.hpp)
   int32_t user;          // a session class's user that sent it (clients.hpp); else unused
   int32_t prefilled_on;  // disaggregated: the prefill replica that computed its prompt
   int32_t trace_row;     // its row of a trace (-1: none)
@@ -142,6 +143,11 @@ struct Replica {
   // start cut short takes back the stages it never ran: lifecycle.hpp, cut_start)
   double start_asked, start_from;
   int32_t start_no, start_new_node;
+  // a node's (or a shared device's) provisioning and image pull end at node_prov_at and node_up_at
+  // (set by the start that obtained it, on every replica holding it); a start placed on it before
+  // then waits out what is left of them (node_wait_prov_s, node_wait_pull_s: its own stages)
+  double node_prov_at, node_up_at;
+  double node_wait_prov_s, node_wait_pull_s;
   // thermal throttling (slowdown.hpp)
   double heat;    // temperature proxy: exponentially weighted device-busy fraction
   double heat_t;  // ... as of this time

@@ -335,6 +335,8 @@ FLEETSIM_HD inline Sim sim_bind(const SimParams& p, uint32_t replication, uint8_
       R.state = kOff;
       R.starts = 0;
       R.node_until = -1.0;
+      R.node_prov_at = R.node_up_at = -kInf;
+      R.node_wait_prov_s = R.node_wait_pull_s = 0.0;
       R.pool = pi;
       R.queue = ps.first_queue + (P.router == Router::central_queue ? 0 : k);
       R.S = S;
