@@ -257,3 +257,34 @@ TEST_CASE("speculative: a mixture of experts' verify step reads the experts its 
   CHECK(per_token >= 0.999 * W5 / tps);
   CHECK(per_token > 1.5 * W1 / tps);  // what reading one token's experts would give, and more
 }
+
+TEST_CASE("speculation: a decoding sequence's draft tokens count against the step's token budget") {
+  // A decodes from 0 s; B's 1,000-token prompt arrives at 0.2 s into a budget of 20 tokens a step:
+  // 19 left beside A's one token, 15 beside A's 1 + 4 verified tokens
+  const std::string trace = test::write_temp("two_long.csv",
+                                             "timestamp_s,prompt_tokens,output_tokens\n"
+                                             "0,100,2000\n0.2,1000,2\n");
+  const std::string yaml =
+      "seed: 1\nduration_s: 10\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\n"
+      "engine: {perf_model: linear, step_base_s: 0.01, per_prefill_token_s: 0.0001, per_decode_seq_s: 0.001, "
+      "latency_at: engine, async_scheduling: false, max_batched_tokens: 20, max_num_seqs: 16}\n"
+      "fleet: {replicas: 1}\nworkload: {arrival: {process: trace, path: " +
+      trace + "}}\n";
+  auto b_ttft = [&](const std::vector<std::string>& sets) {
+    return test::run(test::scenario(yaml, sets)).report["latency_s"]["ttft"]["max"].get<double>();
+  };
+  const double plain = b_ttft({}),
+               spec = b_ttft({"engine.speculative={draft_model: llama-3.2-1b, tokens: 4, acceptance: 0.7}"});
+  MESSAGE("B's TTFT: " << plain << " s without speculation, " << spec << " s with 4 draft tokens");
+  // 53 chunks of 19 tokens against 67 of 15
+  CHECK(spec / plain > 67.0 / 53.0 * 0.95);
+}
+
+TEST_CASE("speculation: with pipeline parallelism it is refused, as vLLM refuses it") {
+  const std::string yaml =
+      "duration_s: 60\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\nfleet: {replicas: 1}\n"
+      "workload: {arrival: {process: poisson, rate_per_s: 1}, prompt_tokens: 100, output_tokens: 10}\n";
+  CHECK(error_of(yaml, {"engine.pipeline_parallel=2",
+                        "engine.speculative={draft_model: llama-3.2-1b, tokens: 4, acceptance: 0.7}"})
+            .find("speculative decoding with pipeline parallelism is not modelled") != std::string::npos);
+}

@@ -154,7 +154,8 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
   device_free -= double(need) * block_bytes;
 
   // 2. prefill chunks: running prefills first, then admissions, within the token budget
-  int64_t budget = int64_t(P.max_batched_tokens) - R.n_decode;
+  // (a decoding sequence verifies its draft tokens too: they count, as vLLM's scheduler counts them)
+  int64_t budget = int64_t(P.max_batched_tokens) - R.n_decode * (1 + int64_t(P.spec.k));
   double ptoks = 0.0, ppairs = 0.0, pread = 0.0, pseqs = 0.0;
   double load_s = 0.0;  // KV loaded from a host tier or a shared store before this step computes
   double pclass[kMaxClasses];

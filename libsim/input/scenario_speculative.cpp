@@ -62,6 +62,11 @@ void parse_speculative(const N& eng, const std::vector<ModelSpec>& models, PoolS
               ErrorKind::inconsistent);
   if (P.shared_by() > 1)
     sp.fail("speculative decoding on a shared device (time_slicing or mps) is not modelled", ErrorKind::inconsistent);
+  if (P.pp > 1)
+    sp.fail(
+        "speculative decoding with pipeline parallelism is not modelled (vLLM refuses the two together): "
+        "use tensor parallelism, or drop engine.speculative",
+        ErrorKind::inconsistent);
   P.spec_shared_head_params = 0;
   P.spec_heads = 0;
   if (sp.has("draft_layers")) {
