@@ -138,6 +138,16 @@ TEST_CASE("data-parallel attention spreads the routed experts, padding and all, 
   in.dp = 4;
   const double padded_experts = in.model.routed_expert_params() * 0.53125 * 3072 / 2880;
   CHECK(compute_capacity(in).weights_gib == doctest::Approx(whole - 0.75 * padded_experts / gib));
+  // split by tp 4, each rank's expert intermediate (720) is padded to 768 as well; whole experts
+  // under expert parallelism keep 2,880, a multiple of 64 already: only the hidden size is padded
+  in.dp = 1;
+  in.tp = 4;
+  const double dense = in.model.params_b * 1e9 - in.model.routed_expert_params();
+  const double split = compute_capacity(in).weights_gib;
+  CHECK(split == doctest::Approx((dense * 2 + padded_experts * 768 / 720) / 4 / gib));
+  in.ep = 4;
+  CHECK(compute_capacity(in).weights_gib == doctest::Approx((dense * 2 + padded_experts) / 4 / gib));
+  CHECK(split - compute_capacity(in).weights_gib > 0.9);  // GiB per device the KV cache gets back
 }
 
 TEST_CASE("a model that does not fit is an input error that says what it needs and what the device has") {

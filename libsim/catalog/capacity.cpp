@@ -101,16 +101,18 @@ Capacity compute_capacity(const MemoryInputs& in) {
   c.devices = tp * pp;
   c.device_gib = in.device.memory_gib * in.memory_fraction;
   c.usable_gib = c.device_gib * in.gpu_memory_utilization;
+  // experts split by tensor parallelism are padded per rank; whole ones (expert or data parallel) are not
+  const int expert_tp = in.ep > 1 || in.dp > 1 ? 1 : tp;
   c.weights_gib =
-      resident_weight_bytes(in.model, in.weight_bytes_per_param, in.expert_weight_bytes_per_param, tp) / kGiB;
+      resident_weight_bytes(in.model, in.weight_bytes_per_param, in.expert_weight_bytes_per_param, expert_tp) / kGiB;
   if (c.devices > 1) c.weights_gib /= c.devices;
   if (in.dp > 1 && in.model.moe()) {
     // data-parallel attention: the dense part is replicated on every rank, the routed experts are
     // spread over all dp x tp devices (expert parallelism across the ranks)
     const double eb =
         in.expert_weight_bytes_per_param < 0 ? in.weight_bytes_per_param : in.expert_weight_bytes_per_param;
-    c.weights_gib -= in.model.routed_expert_params() * eb * expert_padding(in.model, eb, tp) * (1.0 - 1.0 / in.dp) /
-                     c.devices / kGiB;
+    c.weights_gib -= in.model.routed_expert_params() * eb * expert_padding(in.model, eb, expert_tp) *
+                     (1.0 - 1.0 / in.dp) / c.devices / kGiB;
   }
   if (in.has_draft) {
     c.draft_gib = resident_weight_bytes(in.draft, in.weight_bytes_per_param, -1.0, tp) / kGiB / c.devices;

@@ -64,6 +64,7 @@ struct MemoryInputs {
   int tp = 1;                                 // tensor-parallel degree: devices splitting each layer
   int pp = 1;                                 // pipeline stages: devices splitting the layers
   int dp = 1;  // data-parallel ranks sharing the routed experts (DP attention): each device holds 1/dp of its share
+  int ep = 1;  // expert parallelism: each device holds whole experts, not a tp-th of each
   // speculative decoding: a draft model beside the target, sharded as it, with its own KV per token
   bool has_draft = false;
   ModelSpec draft;

@@ -542,6 +542,7 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
   mi.tp = P.tp;
   mi.pp = P.pp;
   mi.dp = P.dp;
+  mi.ep = P.ep;
   if (!P.expert_weight_dtype.empty()) mi.expert_weight_bytes_per_param = weight_dtype_bytes(P.expert_weight_dtype);
   if (P.spec_tokens > 0) {
     mi.has_draft = true;
