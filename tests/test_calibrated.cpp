@@ -492,6 +492,20 @@ TEST_CASE("auto applies a shipped profile only to its own weight dtype, tp and p
   CHECK(why == "tp 4, fp8 weights");
   CHECK(profile_applies(*fp8, "llama-3.1-70b", 4, 1, "fp8", why));
   CHECK(why.empty());
+  // no profile was fitted on expert or data parallelism: named on such a pool, its error is not this pool's
+  const std::string moe =
+      "duration_s: 60\ndevice: h200-141gb\nmodel: qwen3-235b-a22b\nweight_dtype: fp8\n"
+      "engine: {tensor_parallel: 4, perf_profile: h200-141gb/qwen3-235b-a22b/tp4, async_scheduling: false}\n"
+      "fleet: {replicas: 2}\n"
+      "workload: {arrival: {process: poisson, rate_per_s: 1}, prompt_tokens: 512, output_tokens: 64}\n";
+  CHECK(test::run(test::scenario(moe)).report["scenario"]["step_time"]["error_applies"] == true);
+  for (const char* set : {"engine.data_parallel=2", "engine.expert_parallel=4"}) {
+    CAPTURE(set);
+    const Json st = test::run(test::scenario(moe, {set})).report["scenario"]["step_time"];
+    CHECK(st["error_applies"] == false);
+    CHECK(st["note"].get<std::string>().find(std::string(set).find("data") != std::string::npos ? "dp 1" : "ep 1") !=
+          std::string::npos);
+  }
   // every shipped per-model profile records the weight dtype of its runs
   for (const auto& p : builtin_profiles())
     if (!p.model.empty()) CHECK_MESSAGE(!p.weight_dtype.empty(), p.name);

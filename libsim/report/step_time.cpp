@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <utility>
 
 #include "report/report.hpp"
 
@@ -77,8 +78,15 @@ Json step_time_json(const PoolSpec& P) {
     }
     // the profile's error was measured on its own configuration: quoted as this pool's only there
     std::string why;
-    j["error_applies"] = profile_applies(f, P.model.name, P.tp, P.pp, P.weight_dtype, why,
-                                         engine_kind_name(P.engine_kind), P.async_scheduling ? 1 : 0);
+    bool applies = profile_applies(f, P.model.name, P.tp, P.pp, P.weight_dtype, why, engine_kind_name(P.engine_kind),
+                                   P.async_scheduling ? 1 : 0);
+    // every profile was fitted on replicas without expert or data parallelism
+    for (const auto& [degree, name] : {std::pair{P.ep, "ep 1"}, std::pair{P.dp, "dp 1"}})
+      if (degree > 1) {
+        why += (why.empty() ? "" : ", ") + std::string(name);
+        applies = false;
+      }
+    j["error_applies"] = applies;
     if (!why.empty())
       j["note"] = "profile fitted on " + why +
                   "; this pool differs, so its measured error does not apply here "
