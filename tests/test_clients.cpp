@@ -229,6 +229,14 @@ TEST_CASE("closed-loop, constant, burst and goodput input errors are located") {
   CHECK(error_of(base + "  arrival: {process: concurrency, clients: 2, think_time_s: {dist: empirical, values: [0, 1], "
                         "weights: [1, 0]}}\n  response_cache: {hit_rate: 1, latency_s: 0}\n")
             .find("would send forever at one instant") != std::string::npos);
+  // judged on the cache a class ends up with: its own overrides the workload's
+  const std::string classes =
+      "  response_cache: {hit_rate: 1, latency_s: 0}\nclasses:\n  web: {arrival: {process: poisson, rate_per_s: 5}}\n"
+      "  bench: {arrival: {process: concurrency, clients: 4}, response_cache: {hit_rate: 0.2, latency_s: 0}}\n";
+  CHECK(error_of(base + classes) == "(no error)");
+  CHECK(
+      error_of(base + classes, {"classes.bench.response_cache.hit_rate=1"}).find("would send forever at one instant") !=
+      std::string::npos);
 }
 
 // The workspace holds queue_limit x queues request slots; a run hands them out as requests

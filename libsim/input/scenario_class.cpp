@@ -209,6 +209,15 @@ void parse_caching(const N& cn, RequestClassSpec& C, const PoolSpec& P) {
     rc.allow_keys({"hit_rate", "latency_s"});
     C.response_cache_hit_rate = rc.req("hit_rate").num_in(0, 1, "hit_rate");
     if (rc.has("latency_s")) C.response_cache_latency_s = rc.at("latency_s").num_in(0, 60);
+  }
+}
+
+// A response cache that answers every closed-loop request at once, with no think time, is a loop
+// without end; checked once the class's own response_cache has overridden the workload's (cn: the
+// node that gave it).
+void check_response_cache_loop(const N& cn, const RequestClassSpec& C) {
+  if (cn.has("response_cache")) {
+    const N rc = cn.at("response_cache");
     // a think time that is always 0: fixed at 0, uniform over [0, 0], or an empirical list whose
     // every value drawn (of weight above 0) is 0
     const DistSpec& z = C.think;
