@@ -32,7 +32,8 @@ TEST_CASE("disaggregation: a request preempted on its decode replica computes it
   const auto plain = test::run(test::scenario(yaml, {"pools.decode.engine.prefix_caching=false"}));
   REQUIRE(cached.tally->classes[0].preempted > 0);
   CHECK(cached.tally->classes[0].preempted == plain.tally->classes[0].preempted);
-  CHECK(cached.report["latency_s"]["e2e"]["max"].get<double>() == plain.report["latency_s"]["e2e"]["max"].get<double>());
+  CHECK(cached.report["latency_s"]["e2e"]["max"].get<double>() ==
+        plain.report["latency_s"]["e2e"]["max"].get<double>());
 }
 
 TEST_CASE("disaggregation: a decode pool does not scale to zero while a prompt's KV is on its way to it") {
@@ -65,18 +66,20 @@ TEST_CASE("disaggregation: one workload arrives at the pool no other hands its p
   CHECK(r.tally->pools[0].kv_sent == 0);
   CHECK(r.tally->pools[1].kv_sent > 0);
   // two pools that both take arrivals: which one is for the user to say
-  CHECK(test::error_of(kHead + "duration_s: 60\nworkload: {arrival: {process: poisson, rate_per_s: 1}, "
-                               "prompt_tokens: 100, output_tokens: 10}\nfleet: {replicas: 1}\npools:\n  a: {}\n  b: {}\n")
+  CHECK(test::error_of(kHead +
+                       "duration_s: 60\nworkload: {arrival: {process: poisson, rate_per_s: 1}, "
+                       "prompt_tokens: 100, output_tokens: 10}\nfleet: {replicas: 1}\npools:\n  a: {}\n  b: {}\n")
             .find("2 pools and one workload: say which pool serves it in classes:") != std::string::npos);
 }
 
 TEST_CASE("disaggregation: detokenization belongs to the pool that generates the tokens") {
   const std::string yaml =
-      kHead + "duration_s: 60\npools:\n  prefill:\n    fleet: {replicas: 1}\n"
-              "    engine: {host: {cores: 1, tokenize_s_per_token: 0.0001, detokenize_s_per_token: 0.01}}\n"
-              "    disaggregation: {decode_pool: decode}\n  decode: {fleet: {replicas: 1}}\n"
-              "classes:\n  chat: {pool: prefill, arrival: {process: burst, requests: 1}, prompt_tokens: 100, "
-              "output_tokens: 11}\n";
+      kHead +
+      "duration_s: 60\npools:\n  prefill:\n    fleet: {replicas: 1}\n"
+      "    engine: {host: {cores: 1, tokenize_s_per_token: 0.0001, detokenize_s_per_token: 0.01}}\n"
+      "    disaggregation: {decode_pool: decode}\n  decode: {fleet: {replicas: 1}}\n"
+      "classes:\n  chat: {pool: prefill, arrival: {process: burst, requests: 1}, prompt_tokens: 100, "
+      "output_tokens: 11}\n";
   CHECK(test::error_of(yaml).find("would detokenize nothing") != std::string::npos);
   // on the decode pool too, it is charged there
   const auto r = test::run(test::scenario(

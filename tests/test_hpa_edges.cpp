@@ -41,8 +41,8 @@ TEST_CASE("HPA edges: a fleet started larger than it needs keeps its size for th
       "interval_s: 15}\n";
   const auto r = test::run(test::scenario(pool("max_num_seqs: 4, step_base_s: 0.01", fleet, kIdle, 345)));
   // the evaluations at 15 .. 300 s hold the 5; the one at 315 s, with the record out of the window, sheds 4
-  const std::vector<double> m = replicas_by_15s(test::scenario(pool("max_num_seqs: 4, step_base_s: 0.01", fleet,
-                                                                     kIdle, 345)));
+  const std::vector<double> m =
+      replicas_by_15s(test::scenario(pool("max_num_seqs: 4, step_base_s: 0.01", fleet, kIdle, 345)));
   CHECK(m[0] == 5);
   CHECK(m[19] == 5);
   CHECK(m[21] == 1);
@@ -53,7 +53,8 @@ TEST_CASE("HPA edges: a percentage down truncates, as Kubernetes' int32(start x 
   const std::string fleet =
       "  replicas: 5\n  autoscale: {min_replicas: 1, max_replicas: 10, signal: inflight, target: 4, interval_s: 15, "
       "scale_down_window_s: 0, cooldown_s: 0, scale_down_policy: {percent: 50, period_s: 15}}\n";
-  const std::vector<double> m = replicas_by_15s(test::scenario(pool("max_num_seqs: 4, step_base_s: 0.01", fleet, kIdle)));
+  const std::vector<double> m =
+      replicas_by_15s(test::scenario(pool("max_num_seqs: 4, step_base_s: 0.01", fleet, kIdle)));
   REQUIRE(m.size() == 6);
   CHECK(m[0] == 5);
   CHECK(m[1] == 2);  // int(5 x 0.5), not 3
@@ -85,7 +86,8 @@ TEST_CASE("HPA edges: the ttft signal reads first tokens as they come out, not a
       "scale_up_policy: none}\n";
   const std::string work =
       "workload: {arrival: {process: constant, rate_per_s: 1}, prompt_tokens: 10, output_tokens: 300}\n";
-  const std::vector<double> m = replicas_by_15s(test::scenario(pool("max_num_seqs: 256, step_base_s: 0.3", fleet, work)));
+  const std::vector<double> m =
+      replicas_by_15s(test::scenario(pool("max_num_seqs: 256, step_base_s: 0.3", fleet, work)));
   CHECK(m[0] == 1);
   CHECK(m[1] > 1);  // started at 15 s
 }

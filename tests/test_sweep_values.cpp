@@ -59,8 +59,7 @@ TEST_CASE("a configuration leaves out --set of the sweep section, and runs as th
                        .with_overrides(parse_sets({"sweep.parameters={fleet.replicas: [1, 3]}", "seed=5"}));
   const Scenario c = src.instantiate_configuration(parse_sets({"fleet.replicas=3"}));
   CHECK(c.overrides == std::vector<std::string>{"seed=5", "fleet.replicas=3"});
-  CHECK(src.instantiate().overrides ==
-        std::vector<std::string>{"sweep.parameters={fleet.replicas: [1, 3]}", "seed=5"});
+  CHECK(src.instantiate().overrides == std::vector<std::string>{"sweep.parameters={fleet.replicas: [1, 3]}", "seed=5"});
   // the row of replicas=3 is that configuration's run
   const Json doc = run(src);
   REQUIRE(doc["rows"].size() == 2);
