@@ -192,6 +192,13 @@ TEST_CASE("closed-loop users answered by the response cache and by failures afte
   const auto r = test::run(test::scenario(yaml));
   CHECK(r.all->cache_hits > 0);
   CHECK(r.drained);
+  // a user waiting on the cache is in the system, not thinking: Little's law holds with half the
+  // requests answered after 0.5 s (mean_in_system = completions / window x mean e2e)
+  const auto slow = test::run(
+      test::scenario(closed_loop(100, "1", 600, 0, 10) + "  response_cache: {hit_rate: 0.5, latency_s: 0.5}\n"));
+  const ClassTally& a = *slow.all;
+  CHECK(a.in_system_s == doctest::Approx(double(a.completed) * a.e2e.sum / double(a.e2e.n)).epsilon(0.01));
+  CHECK(a.in_system_s + a.thinking_s == doctest::Approx(100 * 600.0).epsilon(1e-9));
   // a server that crashes on every request: each one fails after its retries, and its user goes on
   const std::string crash = closed_loop(3, "1", 2000, 0, 20) + "  max_retries: 1\n";
   const auto f = test::run(
