@@ -12,30 +12,15 @@
 #include "helpers.hpp"
 #include "libsim/input/csv.hpp"
 #include "libsim/sweep/sweep.hpp"
+#include "sweep_helpers.hpp"
 
 using namespace fleetsim;
 
 namespace {
 
-const std::string kBase =
-    "name: sw\nduration_s: 900\nwarmup_s: 100\nseed: 3\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\n"
-    "fleet: {replicas: 1}\n"
-    "workload:\n  arrival: {process: poisson, rate_per_s: 4}\n"
-    "  prompt_tokens: {dist: lognormal, median: 800, p99: 4000}\n"
-    "  output_tokens: {dist: lognormal, median: 120, p99: 600}\n";
-
-ScenarioSource source(const std::string& sweep) {
-  return ScenarioSource::from_text(kBase + sweep, "<sweep>", FLEETSIM_SOURCE_DIR);
-}
-
+ScenarioSource source(const std::string& sweep) { return test::sweep_source(sweep); }
 Json run(const ScenarioSource& src, int threads = 2, uint32_t k = 0, uint32_t n = 1) {
-  const SweepSpec spec = parse_sweep(src);
-  SweepOptions o;
-  o.backend = Backend::cpu;
-  o.threads = threads;
-  o.shard_index = k;
-  o.shard_count = n;
-  return run_sweep(src, spec, o);
+  return test::run_sweep_cpu(src, threads, k, n);
 }
 
 std::string error_of(const std::string& sweep) {

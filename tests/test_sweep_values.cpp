@@ -7,28 +7,14 @@
 
 #include "helpers.hpp"
 #include "libsim/sweep/sweep.hpp"
+#include "sweep_helpers.hpp"
 
 using namespace fleetsim;
 
 namespace {
 
-const std::string kBase =
-    "name: sw\nduration_s: 900\nwarmup_s: 100\nseed: 3\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\n"
-    "fleet: {replicas: 1}\n"
-    "workload:\n  arrival: {process: poisson, rate_per_s: 4}\n"
-    "  prompt_tokens: {dist: lognormal, median: 800, p99: 4000}\n"
-    "  output_tokens: {dist: lognormal, median: 120, p99: 600}\n";
-
-ScenarioSource source(const std::string& sweep) {
-  return ScenarioSource::from_text(kBase + sweep, "<sweep>", FLEETSIM_SOURCE_DIR);
-}
-
-Json run(const ScenarioSource& src) {
-  SweepOptions o;
-  o.backend = Backend::cpu;
-  o.threads = 2;
-  return run_sweep(src, parse_sweep(src), o);
-}
+ScenarioSource source(const std::string& sweep) { return test::sweep_source(sweep); }
+Json run(const ScenarioSource& src) { return test::run_sweep_cpu(src); }
 
 std::string error_of(const std::string& sweep) {
   return test::input_error([&] { parse_sweep(source(sweep)); });

@@ -11,22 +11,10 @@ namespace fleetsim {
 namespace {
 
 // Finds where nlohmann's parser gave up: the byte offset and what went wrong.
-struct ErrorLocator : nlohmann::json_sax<Json> {
+struct ErrorLocator : JsonSaxWatch<Json> {
   size_t position = 0;
   std::string token, message;
   int id = 0;
-  bool null() override { return true; }
-  bool boolean(bool) override { return true; }
-  bool number_integer(number_integer_t) override { return true; }
-  bool number_unsigned(number_unsigned_t) override { return true; }
-  bool number_float(number_float_t, const string_t&) override { return true; }
-  bool string(string_t&) override { return true; }
-  bool binary(binary_t&) override { return true; }
-  bool start_object(std::size_t) override { return true; }
-  bool key(string_t&) override { return true; }
-  bool end_object() override { return true; }
-  bool start_array(std::size_t) override { return true; }
-  bool end_array() override { return true; }
   bool parse_error(std::size_t pos, const std::string& last_token, const nlohmann::detail::exception& ex) override {
     position = pos;
     token = last_token;

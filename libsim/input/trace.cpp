@@ -18,6 +18,7 @@
 
 #include "base/error.hpp"
 #include "input/csv.hpp"
+#include "input/json_text.hpp"
 
 namespace fleetsim {
 
@@ -26,16 +27,9 @@ namespace {
 constexpr double kMaxTraceSpanS = 366.0 * 86400;  // from a trace's first row to its last
 
 // A key written twice in one object of a JSON line (the parser would keep the last one).
-struct DuplicateKeys : nlohmann::json_sax<nlohmann::json> {
+struct DuplicateKeys : JsonSaxWatch<nlohmann::json> {
   std::vector<std::vector<std::string>> open;
   std::string repeated;
-  bool null() override { return true; }
-  bool boolean(bool) override { return true; }
-  bool number_integer(number_integer_t) override { return true; }
-  bool number_unsigned(number_unsigned_t) override { return true; }
-  bool number_float(number_float_t, const string_t&) override { return true; }
-  bool string(string_t&) override { return true; }
-  bool binary(binary_t&) override { return true; }
   bool start_object(std::size_t) override {
     open.emplace_back();
     return true;
@@ -52,9 +46,6 @@ struct DuplicateKeys : nlohmann::json_sax<nlohmann::json> {
     open.pop_back();
     return true;
   }
-  bool start_array(std::size_t) override { return true; }
-  bool end_array() override { return true; }
-  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
 };
 
 // Removes a trailing '\r' (CRLF files) and, on the first line, a UTF-8 byte-order mark.
