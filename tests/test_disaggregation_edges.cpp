@@ -81,8 +81,16 @@ TEST_CASE("disaggregation: detokenization belongs to the pool that generates the
       "classes:\n  chat: {pool: prefill, arrival: {process: burst, requests: 1}, prompt_tokens: 100, "
       "output_tokens: 11}\n";
   CHECK(test::error_of(yaml).find("would detokenize nothing") != std::string::npos);
-  // on the decode pool too, it is charged there
+  // on the decode pool too, it is charged there: 11 tokens at 10 ms on the decode replica's idle
+  // core after the last token, against the same run with neither pool detokenizing
   const auto r = test::run(test::scenario(
       yaml, {"pools.decode.engine.host={cores: 1, tokenize_s_per_token: 0.0001, detokenize_s_per_token: 0.01}"}));
-  CHECK(r.tally->classes[0].completed == 1);
+  const auto none = test::run(test::scenario(
+      yaml, {"pools.prefill.engine.host={cores: 1, tokenize_s_per_token: 0.0001}",
+             "pools.decode.engine.host={cores: 1, tokenize_s_per_token: 0.0001}"}));
+  REQUIRE(r.tally->classes[0].completed == 1);
+  REQUIRE(none.tally->classes[0].completed == 1);
+  CHECK(r.report["latency_s"]["ttft"]["max"].get<double>() == none.report["latency_s"]["ttft"]["max"].get<double>());
+  CHECK(r.report["latency_s"]["e2e"]["max"].get<double>() - none.report["latency_s"]["e2e"]["max"].get<double>() ==
+        doctest::Approx(11 * 0.01).epsilon(1e-9));
 }
