@@ -288,3 +288,30 @@ TEST_CASE("speculation: with pipeline parallelism it is refused, as vLLM refuses
                         "engine.speculative={draft_model: llama-3.2-1b, tokens: 4, acceptance: 0.7}"})
             .find("speculative decoding with pipeline parallelism is not modelled") != std::string::npos);
 }
+
+TEST_CASE("speculative: across tensor-parallel devices, the verify step's tokens and the draft's layers all-reduce") {
+  // one user on two devices, an 8B target (32 layers, hidden 4096) and a 1B draft (16 layers,
+  // hidden 2048) at k = 2, acceptance 0.6: mu = 1.96 tokens a verify step. What the link adds to
+  // a core step, by hand: per verify step 2 x 32 all-reduces of 3 tokens (the token and the 2
+  // drafted), and 2 draft steps of 2 x 16 all-reduces of one token each, over mu.
+  const std::string yaml =
+      "duration_s: 100\nwarmup_s: 0\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\n"
+      "engine: {perf_profile: none, tensor_parallel: 2,\n"
+      "  speculative: {draft_model: llama-3.2-1b, tokens: 2, acceptance: 0.6}}\nfleet: {replicas: 1}\n"
+      "workload: {arrival: {process: burst, requests: 1}, prompt_tokens: 100, output_tokens: 201}\n";
+  const double mu = 1.0 + 0.6 + 0.36;
+  auto tpot = [&](double gb_s, double latency_us, bool spec) {
+    std::vector<std::string> sets = {"catalog.devices.h100-sxm-80gb.link_gb_s=" + std::to_string(gb_s),
+                                     "catalog.devices.h100-sxm-80gb.link_latency_us=" + std::to_string(latency_us)};
+    if (!spec) sets.push_back("engine.speculative=null");
+    const auto r = test::run(test::scenario(yaml, sets));
+    REQUIRE(r.tally->classes[0].completed == 1);
+    return r.report["latency_s"]["tpot"]["mean"].get<double>();
+  };
+  // a latency of 100 us per all-reduce: 64 + 2 x 32 of them a verify step
+  CHECK(tpot(450, 100, true) - tpot(450, 0, true) == doctest::Approx((64 + 2 * 32) * 100e-6 / mu).epsilon(1e-6));
+  CHECK(tpot(450, 100, false) - tpot(450, 0, false) == doctest::Approx(64 * 100e-6).epsilon(1e-6));
+  // a token's all-reduce at 1 GB/s against 1 TB/s: 2 (tp - 1) / tp x hidden x 2 bytes
+  const double t8 = 4096 * 2 * (1.0 / 1e9 - 1.0 / 1e12), t1 = 2048 * 2 * (1.0 / 1e9 - 1.0 / 1e12);
+  CHECK(tpot(1, 0, true) - tpot(1000, 0, true) == doctest::Approx((64 * 3 * t8 + 2 * 32 * t1) / mu).epsilon(1e-6));
+}

@@ -22,6 +22,12 @@ FLEETSIM_HD inline double comm_s(const ParallelParams& c, double tokens) {
   return t;
 }
 
+// The per-token part of a traversal's communication: seconds per token it carries.
+FLEETSIM_HD FLEETSIM_FORCEINLINE double comm_s_per_token(const ParallelParams& c) {
+  return c.allreduces * c.allreduce_s_per_token + c.handoffs * c.handoff_s_per_token +
+         c.all_to_alls * c.all_to_all_s_per_token;
+}
+
 // Ring all-reduce of `bytes` over n devices: each sends and receives 2 (n - 1) / n of the data.
 FLEETSIM_HD FLEETSIM_FORCEINLINE double ring_allreduce_s(double bytes, int32_t n, double bytes_per_s,
                                                          double latency_s) {

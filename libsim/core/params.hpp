@@ -215,6 +215,10 @@ struct SpecParams {
   double draft_weight_bytes;
   double draft_flops_per_token;
   double draft_kv_bytes_per_token;
+  // tensor parallelism: the draft's all-reduces per draft step (2 per layer) and per-token time
+  // of each (the target's link and latency)
+  double draft_allreduces;
+  double draft_allreduce_s_per_token;
 };
 
 struct PoolParams {

@@ -96,6 +96,15 @@ FLEETSIM_HD inline void speculate_run(const PoolParams& P, Replica& R, Line& l, 
             f.kv_s_per_byte * k * sp.draft_kv_bytes_per_token * (T0 + n);
     l.b1 += f.kv_s_per_byte * d_bytes_b;
   }
+  // across devices, the verify step's collectives carry k more tokens a sequence, and each draft
+  // step has all-reduces of its own
+  const ParallelParams& c = P.par;
+  const double comm = k * n / m * comm_s_per_token(c) +
+                      k * sp.draft_allreduces * (c.allreduce_latency_s + n * sp.draft_allreduce_s_per_token);
+  if (f.kind == PerfKind::roofline)
+    l.o += comm;
+  else if (f.kind == PerfKind::calibrated)
+    l.o += f.comm_factor * comm;
   R.run_fa += gemm + attn_a + d_flops;
   R.run_fb += attn_b;
   R.run_ba += d_bytes_a + (Wv - W) * m;

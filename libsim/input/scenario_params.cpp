@@ -224,6 +224,10 @@ PoolParams PoolSpec::params() const {
         (spec_draft.params_b * 1e9 * bpp + spec_shared_head_params * (bpp < 2.0 ? 2.0 : bpp)) / tp;
     p.spec.draft_flops_per_token = 2.0 * (spec_draft.params_b * 1e9 + spec_shared_head_params) / tp;
     p.spec.draft_kv_bytes_per_token = kv_bytes_per_token_per_device(spec_draft, kv_dtype_bytes(kv_dtype), tp, 1);
+    if (tp > 1) {  // the draft's layers all-reduce as the target's do, over the same link
+      p.spec.draft_allreduces = 2.0 * spec_draft.layers;
+      p.spec.draft_allreduce_s_per_token = p.par.allreduce_s_per_token * spec_draft.hidden / model.hidden;
+    }
   }
   if (decode_pool >= 0) {
     p.disagg = 1;
