@@ -241,3 +241,33 @@ TEST_CASE("a draft model too big to fit is blamed, not its target") {
                "llama-3.1-70b does not fit") != std::string::npos);
   CHECK(e.find(", of which the draft's 131.") != std::string::npos);
 }
+
+TEST_CASE("LoRA adapters hold an A and B per projection: attention and MLP, every expert's in an MoE layer") {
+  // by hand: rank 16, bf16; a layer's q and o (hidden -> hidden), k and v (hidden -> kv heads x 128)
+  const double GiB = 1024.0 * 1024 * 1024;
+  const std::string dense =
+      "duration_s: 60\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\n"
+      "engine: {lora_adapters: 3, lora_rank: 16}\nfleet: {replicas: 1}\n"
+      "workload: {arrival: {process: poisson, rate_per_s: 1}, prompt_tokens: 100, "
+      "output_tokens: 10}\n";
+  // Llama-3.1-8B: 32 layers, hidden 4096, 8 KV heads, MLP 14336
+  const double llama = 16.0 * (2 * 8192 + 2 * (4096 + 1024) + 3 * (4096 + 14336)) * 32;
+  CHECK(test::scenario(dense).pools[0].lora_gib() == doctest::Approx(3 * llama * 2 / GiB).epsilon(1e-12));
+  // a mixture of experts: 2 dense layers with their MLP, 14 with 16 routed experts and a shared one
+  const std::string moe =
+      "duration_s: 60\ndevice: h100-sxm-80gb\nmodel: my-moe\nengine: {lora_adapters: 2, lora_rank: 16}\n"
+      "fleet: {replicas: 1}\ncatalog:\n  models:\n"
+      "    my-moe: {params_b: 10, layers: 16, hidden: 2048, heads: 16, kv_heads: 4, head_dim: 128,\n"
+      "             intermediate: 8192, vocab: 32000, max_context: 8192, experts: 16, experts_per_token: 2,\n"
+      "             shared_experts: 1, expert_intermediate: 1024, dense_layers: 2}\n"
+      "workload: {arrival: {process: poisson, rate_per_s: 1}, prompt_tokens: 100, output_tokens: 10}\n";
+  const double attention = 2 * 4096 + 2 * (2048 + 512);
+  const double params = 16.0 * ((attention + 3 * (2048 + 8192)) * 2 + (attention + 17 * 3 * (2048 + 1024)) * 14);
+  const Scenario s = test::scenario(moe);
+  CHECK(s.pools[0].lora_gib() == doctest::Approx(2 * params * 2 / GiB).epsilon(1e-12));
+  // the adapters come out of the KV cache
+  CHECK(
+      s.pools[0].capacity.kv_gib ==
+      doctest::Approx(test::scenario(moe, {"engine.lora_adapters=0"}).pools[0].capacity.kv_gib - s.pools[0].lora_gib())
+          .epsilon(1e-9));
+}

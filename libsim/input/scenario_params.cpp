@@ -17,11 +17,19 @@ double PoolSpec::device_context_gib() const {
 
 double PoolSpec::lora_gib() const {
   if (lora_adapters == 0) return 0.0;
-  // A and B matrices of rank r on q, k, v, o and the three MLP projections of every layer, bf16
+  // A and B matrices of rank r on q, k, v, o and the three MLP projections of every layer, bf16;
+  // in a mixture-of-experts layer, on every expert's three (vLLM's FusedMoEWithLoRA holds an A and
+  // B per expert: vllm/lora/layers/fused_moe.py)
   const double kv_dim = double(model.kv_heads) * model.head_dim;
-  const double per_layer = double(lora_rank) * (2.0 * (model.hidden + model.hidden) + 2.0 * (model.hidden + kv_dim) +
-                                                3.0 * (model.hidden + model.intermediate));
-  return double(lora_adapters) * per_layer * model.layers * 2.0 / kGiB;
+  const double attention = 2.0 * (model.hidden + model.hidden) + 2.0 * (model.hidden + kv_dim);
+  const double mlp = 3.0 * (double(model.hidden) + model.intermediate);
+  const double per_layer = double(lora_rank) * (attention + mlp);
+  if (!model.moe()) return double(lora_adapters) * per_layer * model.layers * 2.0 / kGiB;
+  const double experts =
+      double(model.experts + model.shared_experts) * 3.0 * (model.hidden + model.expert_intermediate);
+  const double moe = model.moe_layers(), dense = model.layers - moe;
+  const double params = per_layer * dense + double(lora_rank) * (attention + experts) * moe;
+  return double(lora_adapters) * params * 2.0 / kGiB;
 }
 
 // Work of one tensor-parallel rank (summed over the pipeline stages), the collectives of a
