@@ -4,6 +4,8 @@
 #include <doctest/doctest.h>
 
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "helpers.hpp"
 #include "libsim/core/engine.hpp"
@@ -258,6 +260,65 @@ TEST_CASE("MPS shared fate: a fault takes down exactly the clients of its device
   CHECK(r.report["fleet"]["neighbour_failures"].get<double>() == t.neighbour_failures);
   // a device fails at mtbf: each client carries a quarter of its rate, and all four go together
   CHECK(flaky.params().pools[0].interruptions_per_s == doctest::Approx(1.0 / (0.05 * 3600) / 4));
+}
+
+TEST_CASE(
+    "a lost device takes every replica on it, time-sliced ones and MIG slices too; their crashes stay their own") {
+  // eight replicas, two devices of four (time-sliced four ways, or four 1g.20gb slices of an H100)
+  for (const char* sharing : {"time_slicing: 4", "partition: 1g.20gb"}) {
+    CAPTURE(sharing);
+    const bool mig = std::string(sharing) == "partition: 1g.20gb";
+    const Scenario sc = test::scenario(four_clients(sharing),
+                                       {"fleet.replicas=8", mig ? "engine.gpu_memory_utilization=0.9" : "seed=1"});
+    REQUIRE(sc.params().pools[0].device_tenants == 4);
+    test::Started f(sc);
+    Sim& s = f.s;
+    replica_fail(s, 1, 1.0, false, kNone);  // a crash of 1: only 1
+    for (int r = 0; r < 8; ++r) CHECK(s.rep[r].state == (r == 1 ? kStarting : kReady));
+    CHECK(f.tally->pools[0].neighbour_failures == 0.0);
+    const int32_t starts = s.pool[0].starts;
+    replica_fail(s, 6, 2.0, true, kNone);  // the second device is lost: 4 to 7 restart on a new node
+    for (int r = 0; r < 8; ++r) CHECK(s.rep[r].state == (r == 1 || r >= 4 ? kStarting : kReady));
+    CHECK(f.tally->pools[0].neighbour_failures == 3.0);
+    CHECK(s.pool[0].starts == starts + 1);
+    // over a run: the device fails at its MTBF, each replica carrying a quarter of the rate, and
+    // every failure takes the device's three other replicas along
+    const Scenario flaky =
+        test::scenario(four_clients(sharing), {"fleet.replicas=8", mig ? "engine.gpu_memory_utilization=0.9" : "seed=1",
+                                               "fleet.failures={mtbf_hours: 0.05}", "duration_s=3600"});
+    CHECK(flaky.params().pools[0].interruptions_per_s == doctest::Approx(1.0 / (0.05 * 3600) / 4));
+    const auto r = test::run(flaky);
+    REQUIRE(r.drained);
+    const PoolTally& t = r.tally->pools[0];
+    CHECK(t.interruptions > 0);
+    CHECK(t.neighbour_failures == 3.0 * t.interruptions);
+  }
+}
+
+TEST_CASE("time_slicing: 1 and mps: 1 share nothing, on a MIG slice or a time-sliced device too") {
+  auto same = [](const Scenario& a, const Scenario& b) {
+    Json ja = test::run(a).report, jb = test::run(b).report;
+    ja["scenario"].erase("overrides");
+    jb["scenario"].erase("overrides");
+    return ja.dump() == jb.dump();
+  };
+  const std::string dir = std::string(FLEETSIM_SOURCE_DIR) + "/scenarios/";
+  const std::vector<std::string> node_billed = {"duration_s=600", "fleet.pricing.billing=node"};
+  const Scenario mig = load_scenario_file(dir + "mig-small-model.yaml", node_billed);
+  for (const char* key : {"time_slicing=1", "mps=1"}) {
+    CAPTURE(key);
+    std::vector<std::string> sets = node_billed;
+    sets.push_back(key);
+    const Scenario with = load_scenario_file(dir + "mig-small-model.yaml", sets);
+    CHECK(with.pools[0].replicas_per_device == mig.pools[0].replicas_per_device);
+    CHECK(same(mig, with));
+  }
+  const Scenario ts = load_scenario_file(dir + "time-slicing.yaml", {"duration_s=600"});
+  CHECK(same(ts, load_scenario_file(dir + "time-slicing.yaml", {"duration_s=600", "mps=1"})));
+  // a cap on one client's threads is MPS too: not on a slice
+  CHECK(test::input_error([&] {
+          load_scenario_file(dir + "mig-small-model.yaml", {"mps={clients: 1, active_thread_percentage: 50}"});
+        }).find("partition and mps are different ways") != std::string::npos);
 }
 
 TEST_CASE("MPS memory is not isolated: one client's KV growth OOMs the device, and its neighbours with it") {

@@ -348,16 +348,17 @@ FLEETSIM_HD inline double replica_fail_one(Sim& s, int32_t r, double t, bool new
   return wait;
 }
 
-// Lose replica r at time t. MPS clients share a fate: a fatal fault in one is a fault of every
-// client of its server, and a lost device takes them all, so the others on its device go down
-// with it and restart the same way, at once. A client still starting is not on the server yet: a
-// crash leaves it to finish its own start (a lost device does not).
+// Lose replica r at time t. A lost device (a reclaim, a hardware failure: new_node) takes every
+// replica on it -- time-sliced, MPS clients, MIG slices -- and they restart the same way, at
+// once. MPS clients also share a crash: a fatal fault in one is a fault of every client of its
+// server (time-sliced processes and MIG slices keep theirs apart). A client still starting is not
+// on the server yet: a crash leaves it to finish its own start (a lost device does not).
 FLEETSIM_HD inline void replica_fail(Sim& s, int32_t r, double t, bool new_node, int32_t culprit) {
   const PoolParams& P = pool_of(s, r);
   const double wait = replica_fail_one(s, r, t, new_node, culprit, -1.0);
-  if (P.mps_clients <= 1) return;
+  if (P.device_tenants <= 1 || (!new_node && P.mps_clients <= 1)) return;
   int32_t d0 = 0, d1 = 0;
-  device_of(s, r, &d0, &d1);
+  tenants_of(s, r, &d0, &d1);
   for (int32_t o = d0; o < d1; ++o) {
     if (o == r || s.rep[o].state == kOff || (!new_node && s.rep[o].state == kStarting)) continue;
     s.tally->pools[s.rep[o].pool].neighbour_failures += in_window(s, t);

@@ -19,6 +19,14 @@ FLEETSIM_HD FLEETSIM_FORCEINLINE int32_t shared_per_device(const PoolParams& P) 
   return P.time_slicing > 1 ? P.time_slicing : P.mps_clients > 1 ? P.mps_clients : 1;
 }
 
+// The replica slots [d0, d1) on replica r's device, MIG slices included: what a lost device takes.
+FLEETSIM_HD inline void tenants_of(const Sim& s, int32_t r, int32_t* d0, int32_t* d1) {
+  const PoolState& ps = s.pool[s.rep[r].pool];
+  const int32_t n = s.p->pools[s.rep[r].pool].device_tenants;
+  *d0 = ps.first_replica + ((r - ps.first_replica) / n) * n;
+  *d1 = min_of(*d0 + n, ps.first_replica + ps.n_replicas);
+}
+
 // The replica slots [d0, d1) on replica r's device.
 FLEETSIM_HD inline void device_of(const Sim& s, int32_t r, int32_t* d0, int32_t* d1) {
   const PoolState& ps = s.pool[s.rep[r].pool];

@@ -280,6 +280,7 @@ struct PoolParams {
   double handoff_window_bytes_per_token;
   int32_t time_slicing;     // replicas per device taking turns (1: a device each); memory not isolated
   int32_t mps_clients;      // MPS: replicas per device whose kernels run concurrently under one server (1: none)
+  int32_t device_tenants;   // replicas on one device (time slicing, MPS, MIG slices; else 1): all lost with it
   double mps_thread_share;  // MPS: each client's cap on the device's SMs (active thread percentage / 100)
   double
       device_context_bytes;  // a shared device's CUDA context storage: one per time-sliced replica, one per MPS server

@@ -81,7 +81,7 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
       P.time_slicing = int(ts.integer(1, 16));
       if (node.has("partition") && P.time_slicing > 1)
         ts.fail("time_slicing and partition are different ways to share a device: choose one", ErrorKind::inconsistent);
-      P.replicas_per_device = P.time_slicing;
+      if (P.time_slicing > 1) P.replicas_per_device = P.time_slicing;  // 1: no sharing, a MIG slice stays one
     }
     if (node.has("mps")) {  // {clients, active_thread_percentage}, or the clients alone
       const N mn = node.at("mps");
@@ -93,7 +93,9 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
       } else {
         P.mps_clients = int(mn.integer(1, kMaxMpsClients));
       }
-      if (P.mps_clients > 1 && (node.has("partition") || P.time_slicing > 1))
+      // (one client with a cap on its threads is MPS too: not on a slice or a time-sliced device)
+      const bool capped = mn.node.IsMap() && mn.has("active_thread_percentage");
+      if ((P.mps_clients > 1 || capped) && (node.has("partition") || P.time_slicing > 1))
         mn.fail(std::string(node.has("partition") ? "partition" : "time_slicing") +
                     " and mps are different ways to share a device: choose one",
                 ErrorKind::inconsistent);
@@ -101,7 +103,7 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
         mn.fail("MPS shares an NVIDIA GPU between processes; " + P.device.name +
                     " is a CPU instance (run more replicas, or remove mps)",
                 ErrorKind::inconsistent);
-      P.replicas_per_device = P.mps_clients;
+      if (P.mps_clients > 1) P.replicas_per_device = P.mps_clients;
     }
   }
   P.weight_dtype = node.has("weight_dtype") ? node.at("weight_dtype").choice(weight_dtypes()) : "bf16";
