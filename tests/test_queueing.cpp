@@ -71,6 +71,28 @@ TEST_CASE("Little's law holds for the default scenario, in the system and in the
   CHECK(Lq == doctest::Approx(lambda * Wq).epsilon(0.05));
 }
 
+TEST_CASE("Little's law counts what the client adds: a request is in the system until the client has it all") {
+  // a second of client-side time on every request: e2e a second longer, and so the system's count
+  for (const char* at : {"client", "engine"}) {
+    CAPTURE(at);
+    const auto r = test::run(
+        load_default_scenario({"duration_s=2400", "engine.client_ttft_s=1", std::string("engine.latency_at=") + at}));
+    const Json& j = r.report;
+    const double lambda = j["throughput"]["requests_per_s"].get<double>();
+    CHECK(j["requests"]["mean_in_system"].get<double>() ==
+          doctest::Approx(lambda * j["latency_s"]["e2e"]["mean"].get<double>()).epsilon(0.02));
+  }
+  // a closed loop of 64 users with no think time: each is always waiting for its response, the
+  // client's part of it included, and never thinking
+  const auto c = test::run(load_scenario_file(
+      std::string(FLEETSIM_SOURCE_DIR) + "/scenarios/closed-loop-benchmark.yaml", {"engine.client_ttft_s=1"}));
+  const Json& cl = c.report["closed_loop"];
+  const double users = cl["clients"].get<double>();
+  REQUIRE(users == 64);
+  CHECK(cl["mean_in_system"].get<double>() == doctest::Approx(users).epsilon(1e-9));
+  CHECK(cl["mean_thinking"].get<double>() == doctest::Approx(0.0).epsilon(1e-9));
+}
+
 TEST_CASE("every request is accounted for: arrived = completed + rejected, and the fleet drains") {
   for (const char* router : {"round_robin", "least_outstanding", "central_queue"}) {
     const Scenario s = load_default_scenario({"duration_s=900", "warmup_s=0", std::string("fleet.router=") + router,

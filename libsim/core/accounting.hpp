@@ -144,6 +144,10 @@ FLEETSIM_HD inline void record_done(Sim& s, int32_t r, int32_t ri, double t) {
   const PerfParams& pf = s.p->pools[s.p->classes[q.cls].pool].perf;
   const double cl = client_ttft_s(s, q);
   const double cl_end = cl + pf.client_s_per_output_token * double(q.output);
+  // in the system until the client has the whole response (its e2e), so that mean_in_system is
+  // throughput x mean e2e; a closed-loop user thinks from then on (client_think)
+  const double a = max_of(t, s.W0), b = min_of(t + cl_end, s.W1);
+  if (b > a) s.tally->classes[q.cls].in_system_s += b - a;
   // a first token not taken when it came out (a static batch's, a cached answer's) is taken now
   note_first_token(s, r, ri, t);
   if (q.in_window) {

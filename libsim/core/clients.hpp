@@ -89,6 +89,9 @@ FLEETSIM_HD inline void client_think(Sim& s, int32_t c, double t_end, bool rejec
   // the same full queue, so it waits at least retry_after_s
   if (rejected && z < C.retry_after_s) z = C.retry_after_s;
   client_push(s, c, t_end + z, user);
+  // counted from the clock's time on, it still waits for its response until t_end: not thinking
+  const double a = max_of(s.t_clock, s.W0), b = min_of(t_end, s.W1);
+  if (b > a) s.tally->classes[c].thinking_s -= b - a;
   s.next_arrival[c] = client_next(s, c);
 }
 

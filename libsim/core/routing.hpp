@@ -144,13 +144,10 @@ FLEETSIM_HD inline void handle_arrival(Sim& s, int32_t cls, double t, int32_t us
       const double z = C.response_cache_latency_s;  // TTFT = e2e, TPOT 0
       if (z <= C.good_ttft_s && z <= C.good_e2e_s) T.good++;
     }
-    // in the system for the cache's latency: counted there (not as a user's thinking, which
-    // starts now for a closed loop), so that mean_in_system is throughput x mean e2e
+    // in the system for the cache's latency, so that mean_in_system is throughput x mean e2e (a
+    // closed-loop user thinks from the answer on: client_think)
     const double a = max_of(t, s.W0), b = min_of(t + C.response_cache_latency_s, s.W1);
-    if (b > a) {
-      T.in_system_s += b - a;
-      if ((s.closed_classes >> cls) & 1) T.thinking_s -= b - a;
-    }
+    if (b > a) T.in_system_s += b - a;
     const bool session = (s.session_classes >> cls) & 1;
     // the conversation grows, but no device computed this turn: its replica holds what it held
     client_done(s, cls, t + C.response_cache_latency_s, false, user, prompt + output,
