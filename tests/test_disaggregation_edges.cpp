@@ -85,9 +85,9 @@ TEST_CASE("disaggregation: detokenization belongs to the pool that generates the
   // core after the last token, against the same run with neither pool detokenizing
   const auto r = test::run(test::scenario(
       yaml, {"pools.decode.engine.host={cores: 1, tokenize_s_per_token: 0.0001, detokenize_s_per_token: 0.01}"}));
-  const auto none = test::run(test::scenario(
-      yaml, {"pools.prefill.engine.host={cores: 1, tokenize_s_per_token: 0.0001}",
-             "pools.decode.engine.host={cores: 1, tokenize_s_per_token: 0.0001}"}));
+  const auto none =
+      test::run(test::scenario(yaml, {"pools.prefill.engine.host={cores: 1, tokenize_s_per_token: 0.0001}",
+                                      "pools.decode.engine.host={cores: 1, tokenize_s_per_token: 0.0001}"}));
   REQUIRE(r.tally->classes[0].completed == 1);
   REQUIRE(none.tally->classes[0].completed == 1);
   CHECK(r.report["latency_s"]["ttft"]["max"].get<double>() == none.report["latency_s"]["ttft"]["max"].get<double>());
