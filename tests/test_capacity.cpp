@@ -198,6 +198,18 @@ TEST_CASE("capacity: it fits when one request of the context does; the smallest 
   CHECK_FALSE(a.c.fits);
   CHECK(a.doc["fits"] == false);
   CHECK(a.doc["capacity"]["max_concurrent_at_context"] == 0);
+  // what it needs: the weights, the engine's overhead and activations, and 8,192 blocks of 16
+  // tokens at 128 KiB a token (16 GiB): more than the card's usable memory, as `fits` says
+  const double needed = a.c.weights_gib + a.c.runtime_overhead_gib + a.c.activation_gib + 16.0;
+  CHECK(a.doc["needed_gib"].get<double>() == doctest::Approx(needed).epsilon(1e-12));
+  CHECK(a.doc["needed_gib"].get<double>() > a.c.usable_gib);
+  q.context = 4096;  // 256 blocks, half a GiB: fits, within the usable memory
+  const CapacityAnswer b = capacity_document(q);
+  CHECK(b.c.fits);
+  CHECK(b.doc["needed_gib"].get<double>() ==
+        doctest::Approx(b.c.weights_gib + b.c.runtime_overhead_gib + b.c.activation_gib + 0.5).epsilon(1e-12));
+  CHECK(b.doc["needed_gib"].get<double>() <= b.c.usable_gib);
+  q.context = 131072;
   // 70B on H100s at its whole window: tp 2 holds the weights but not one request; tp 3 does not
   // split 64 heads; tp 4 is the answer
   q.model = "llama-3.1-70b";

@@ -170,6 +170,13 @@ int smallest_fitting_tp(MemoryInputs in, int64_t context_tokens) {
   return 0;
 }
 
+double needed_gib_at(const Capacity& c, int64_t context_tokens, int block_tokens) {
+  if (context_tokens < 1) context_tokens = 1;
+  const int64_t blocks = (context_tokens + block_tokens - 1) / block_tokens + c.window_blocks_per_seq;
+  return c.weights_gib + c.runtime_overhead_gib + c.activation_gib +
+         double(blocks) * c.block_bytes_per_token() * block_tokens / kGiB;
+}
+
 int64_t max_concurrent(const Capacity& c, int64_t context_tokens, int block_tokens) {
   if (context_tokens < 1) context_tokens = 1;
   const int64_t per_request = (context_tokens + block_tokens - 1) / block_tokens + c.window_blocks_per_seq;

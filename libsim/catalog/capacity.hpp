@@ -124,6 +124,10 @@ Capacity compute_capacity(const MemoryInputs& in);
 // which the model fits with room for one request of context_tokens (0: one KV block); 0 if none.
 int smallest_fitting_tp(MemoryInputs in, int64_t context_tokens = 0);
 
+// What one request of `context_tokens` needs on a device: the weights, the engine's overhead and
+// activations, and its KV blocks (with its sliding-window blocks).
+double needed_gib_at(const Capacity& c, int64_t context_tokens, int block_tokens);
+
 // Requests that fit at once when each holds `context_tokens` of KV (block-rounded).
 int64_t max_concurrent(const Capacity& c, int64_t context_tokens, int block_tokens);
 

@@ -89,6 +89,7 @@ CapacityAnswer capacity_document(const CapacityRequest& o) {
   // request cannot fit: vLLM's KV check at startup)
   Capacity c = compute_capacity(mi);
   c.fits = c.fits && max_concurrent(c, context, o.kv_block_tokens) >= 1;
+  c.needed_gib = needed_gib_at(c, context, o.kv_block_tokens);
   const int tp_fits = smallest_fitting_tp(mi, context);
   Json j;
   j["schema_version"] = kSchemaVersion;
