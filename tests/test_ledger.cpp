@@ -487,3 +487,21 @@ TEST_CASE("a shared device in use is paid whole: one replica of a device time-sl
           doctest::Approx((devices - double(replicas) / k) * 1200 / 3600.0));
   }
 }
+
+TEST_CASE("FOCUS ResourceType: what each pool's hours bought, a GPU or a CPU instance") {
+  const Scenario s = test::scenario(read_text_file(FLEETSIM_SOURCE_DIR "/scenarios/reranker-cpu-vs-gpu.yaml", "x"),
+                                    {"duration_s=600", "warmup_s=60"});
+  const test::Result r = test::run(s);
+  std::istringstream in(focus_csv(make_ledger(s, *r.tally), s, 0.0));
+  CsvReader rd(in, "<focus>");
+  int cpu = 0, gpu = 0;
+  while (rd.next()) {
+    const std::string sku = rd.get("skuid");
+    CAPTURE(sku);
+    const bool on_cpu = sku.rfind("c7i-", 0) == 0 || sku.rfind("c6i-", 0) == 0;
+    CHECK(rd.get("resourcetype") == (on_cpu ? "CPU instance" : "GPU"));
+    (on_cpu ? cpu : gpu)++;
+  }
+  CHECK(cpu > 0);
+  CHECK(gpu > 0);
+}

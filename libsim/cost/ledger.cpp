@@ -9,6 +9,7 @@
 
 #include "base/error.hpp"
 #include "base/text.hpp"
+#include "catalog/catalog.hpp"
 #include "input/csv.hpp"
 
 namespace fleetsim {
@@ -91,6 +92,7 @@ Ledger make_ledger(const Scenario& s, const Tally& t) {
     PoolLedger pl;
     pl.name = P.name;
     pl.device = P.device.name;
+    pl.cpu_instance = cpu_instance(P.device);
     pl.committed_discount = P.committed_replicas > 0 ? P.committed_discount : 0.0;
     CostBlock& c = pl.cost;
     // replica-seconds to device-hours: a tensor/pipeline-parallel replica holds several devices,
@@ -547,14 +549,14 @@ std::string focus_csv(const Ledger& l, const Scenario& s, double start_unix_s) {
     const std::string billed = focus_num(qty * line.effective_usd_per_hour);
     o += fmt::format(
         "{},{},{},USD,{},{},Usage,,{},Usage-Based,{},{},{},{},{},{},{},{},{},{},{},{},{},"
-        "fleetsim (simulated),{},{},{},{},Hours,fleetsim (simulated),fleetsim (simulated),{},{},GPU,"
+        "fleetsim (simulated),{},{},{},{},Hours,fleetsim (simulated),fleetsim (simulated),{},{},{},"
         "AI and Machine Learning,LLM inference,{},{}\n",
         billed, account, account_name, b1, b0, csv_quote(what), t1, t0, committed ? "Usage" : "", cd_id,
         committed ? csv_quote("commitment, pool " + p.name) : "", cd_qty, commitment,
         committed ? "Reserved capacity" : "", committed ? "Hours" : "", consumed, focus_num(qty * contracted),
         focus_num(contracted), billed, focus_num(qty * line.list_usd_per_hour), focus_num(line.list_usd_per_hour),
         focus_pricing(line.category), focus_num(qty), csv_quote(s.name + "/" + p.name), csv_quote(p.name),
-        csv_quote(p.device), csv_quote(tags.dump()));
+        p.cpu_instance ? "CPU instance" : "GPU", csv_quote(p.device), csv_quote(tags.dump()));
   };
   for (size_t i = 0; i < l.pools.size(); ++i) {
     const PoolLedger& p = l.pools[i];

@@ -60,6 +60,7 @@ struct CostBlock {
 
 struct PoolLedger {
   std::string name, device;
+  bool cpu_instance = false;      // its hours bought CPU instances, not GPUs
   double committed_discount = 0;  // > 0 when the pool holds committed capacity
   CostBlock cost;
   bool owned = false;
