@@ -81,6 +81,10 @@ using namespace detail;
 
 constexpr double kMaxDurationS = 30.0 * 86400;
 constexpr double kMinWindowS = 1.0;  // the shortest measured window
+// (within rounding: 1.9 - 0.9 is 0.9999999999999999 in binary, a window of 1 s as written)
+static bool window_too_short(double duration_s, double warmup_s) {
+  return duration_s - warmup_s < kMinWindowS * (1.0 - 1e-12);
+}
 
 Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Override>& overrides) {
   const N root{root_node, "", &src};
@@ -114,7 +118,7 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Overr
     return fmt::format("the measured window (duration_s - warmup_s) is {:g} s; it must be at least {:g} s", span,
                        kMinWindowS);
   };
-  if (!to_trace_end && s.duration_s - s.warmup_s < kMinWindowS)
+  if (!to_trace_end && window_too_short(s.duration_s, s.warmup_s))
     dur.fail(too_short(s.duration_s - s.warmup_s), ErrorKind::inconsistent);
 
   // catalogs, with the scenario's overrides and additions
@@ -293,7 +297,7 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Overr
       root.at("warmup_s")
           .fail("warmup_s must be less than duration_s (trace_end: " + std::to_string(last) + " s)",
                 ErrorKind::inconsistent);
-    if (s.duration_s - s.warmup_s < kMinWindowS)
+    if (window_too_short(s.duration_s, s.warmup_s))
       dur.fail(fmt::format("trace_end: the last trace arrival is at {:g} s, which leaves less than {:g} s after the "
                            "{:g} s of warmup_s to measure over; give duration_s in seconds",
                            last, kMinWindowS, s.warmup_s),
