@@ -102,6 +102,19 @@ TEST_CASE("merge names the file and the JSON path of a bad field in a shard") {
   CHECK(error_after([](Json& d) { d["schema_version"] = 2; }) ==
         "shard-1.json: error: /schema_version: 2: this fleetsim reads schema_version 1");
   CHECK(error_after([](Json& d) { d = Json::array(); }) == "shard-1.json: error: /: expected an object, got []");
+  // a value nested as deep as a file allows is named by its kind, not written out (which would
+  // recurse as deep)
+  CHECK(error_after([](Json& d) {
+          Json deep = Json::array();
+          for (int i = 0; i < 200000; ++i) {
+            Json up = Json::array();
+            up.push_back(std::move(deep));
+            deep = std::move(up);
+          }
+          d = std::move(deep);
+        }) == "shard-1.json: error: /: expected an object, got an array");
+  CHECK(error_after([](Json& d) { d = Json::array({1, Json::array({2, Json::array({3})})}); }) ==
+        "shard-1.json: error: /: expected an object, got [1,[2,[3]]]");
   CHECK(error_after([](Json& d) { d["sweep"]["grid_size"] = 5; }) ==
         "shard-1.json: error: /sweep/grid_size: 5, but the parameters' values make a grid of 4");
   CHECK(error_after([](Json& d) { d["shard"]["count"] = 0; }) ==

@@ -27,6 +27,18 @@ using sweep_detail::value_at;
 
 namespace sweep_detail {
 
+namespace {
+// Whether a container is small enough to write out whole: a few values, a few levels deep (a
+// file's nesting can be as deep as its size, and writing it out would recurse that deep).
+bool small_container(const Json& v, int depth = 0) {
+  if (!v.is_structured()) return true;
+  if (depth > 3 || v.size() > 8) return false;
+  for (const auto& x : v)
+    if (!small_container(x, depth + 1)) return false;
+  return true;
+}
+}  // namespace
+
 // A value as an error message shows it: strings quoted and cut short, containers by kind.
 std::string describe(const Json& v) {
   switch (v.type()) {
@@ -34,6 +46,7 @@ std::string describe(const Json& v) {
     case Json::value_t::discarded: return "nothing";
     case Json::value_t::object:
     case Json::value_t::array: {
+      if (!small_container(v)) return v.is_object() ? "an object" : "an array";
       const std::string s = v.dump(-1, ' ', false, Json::error_handler_t::replace);
       if (s.size() <= 48) return s;
       return v.is_object() ? "an object" : "an array";
