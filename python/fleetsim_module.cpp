@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
+#include <cmath>
 #include <filesystem>
 
 #include <optional>
@@ -112,7 +113,8 @@ PyScenario scenario_from(pb::handle source, pb::handle path, pb::handle yaml, pb
   if (!yaml.is_none())
     return make_scenario("yaml", yaml.cast<std::string>(), name.value_or("<yaml>"), base_dir.value_or(cwd()), sets);
   if (!dict.is_none())
-    return make_scenario("dict", yaml_text(dict, 2, "dict"), name.value_or("<dict>"), base_dir.value_or(cwd()), sets);
+    return make_scenario("dict", yaml_text(dict, 2, name.value_or("<dict>")), name.value_or("<dict>"),
+                         base_dir.value_or(cwd()), sets);
   return make_scenario("default", "", "", "", sets);
 }
 
@@ -213,6 +215,7 @@ PyScenario make_scenario(const std::string& origin, const std::string& text, con
     s.src = ScenarioSource::builtin_default();
   else
     s.src = ScenarioSource::from_text(text, name, base_dir);
+  s.abs_base_dir = s.src.base_dir().empty() ? std::string() : std::filesystem::absolute(s.src.base_dir()).string();
   return s.with(overrides);
 }
 
@@ -243,6 +246,26 @@ std::vector<std::string> override_texts(pb::handle overrides) {
   return out;
 }
 
+// Where in a value (a dict's keys, a list's indexes, dotted) a NaN or infinity sits; "" if none.
+std::string non_finite_at(pb::handle v, int depth = 0) {
+  if (depth > 64) return "";
+  if (PyFloat_Check(v.ptr())) return std::isfinite(PyFloat_AsDouble(v.ptr())) ? "" : ".";
+  auto under = [](const std::string& key, const std::string& rest) { return rest == "." ? key : key + "." + rest; };
+  if (pb::isinstance<pb::dict>(v))
+    for (auto item : pb::reinterpret_borrow<pb::dict>(v)) {
+      const std::string rest = non_finite_at(item.second, depth + 1);
+      if (!rest.empty()) return under(pb::str(item.first).cast<std::string>(), rest);
+    }
+  if (pb::isinstance<pb::list>(v) || pb::isinstance<pb::tuple>(v)) {
+    const pb::sequence seq = pb::reinterpret_borrow<pb::sequence>(v);
+    for (size_t i = 0; i < seq.size(); ++i) {
+      const std::string rest = non_finite_at(seq[i], depth + 1);
+      if (!rest.empty()) return under(std::to_string(i), rest);
+    }
+  }
+  return "";
+}
+
 std::string yaml_text(pb::handle value, int indent, const std::string& what) {
   pb::object dumps = pb::module_::import("json").attr("dumps");
   try {
@@ -257,7 +280,9 @@ std::string yaml_text(pb::handle value, int indent, const std::string& what) {
     const Location at{what.empty() ? "fleetsim" : what, 0, 0, ""};
     if (msg.find("Out of range float") == std::string::npos)  // a circular reference, ...
       throw InputError(at, "not a value a scenario can hold: " + msg);
-    throw InputError(at, "not a finite number (NaN or infinity): a scenario holds finite numbers");
+    const std::string key = non_finite_at(value);
+    throw InputError(at, (key.empty() || key == "." ? "" : key + ": ") +
+                             "not a finite number (NaN or infinity): a scenario holds finite numbers");
   }
 }
 
@@ -329,10 +354,9 @@ Raises fleetsim.InputError (a ValueError) naming the line and column of a mistak
       // rebuilds the same scenario without the file (a trace it names must be there too)
       .def(pb::pickle(
           [](const PyScenario& s) {
-            // where its traces are, as an absolute path: a worker runs in a directory of its own
-            const std::string base =
-                s.src.base_dir().empty() ? std::string() : std::filesystem::absolute(s.src.base_dir()).string();
-            return pb::make_tuple(1, s.origin, s.src.text(), s.src.name(), base, s.overrides);
+            // where its traces are, as an absolute path (taken when it was made: the process may
+            // have changed directory since): a worker runs in a directory of its own
+            return pb::make_tuple(1, s.origin, s.src.text(), s.src.name(), s.abs_base_dir, s.overrides);
           },
           [](const pb::tuple& t) {
             if (t.size() != 6 || t[0].cast<int>() != 1)

@@ -16,9 +16,10 @@ namespace pb = pybind11;
 struct PyScenario {
   ScenarioSource src;  // with `overrides` as its base overrides
   std::vector<std::string> overrides;
-  std::string origin;      // "file", "yaml", "dict" or "default"
-  std::string name;        // the scenario's own name: key (once validated)
-  bool has_sweep = false;  // (once validated)
+  std::string origin;        // "file", "yaml", "dict" or "default"
+  std::string name;          // the scenario's own name: key (once validated)
+  bool has_sweep = false;    // (once validated)
+  std::string abs_base_dir;  // where its relative paths resolve, made absolute when it was made
 
   PyScenario with(const std::vector<std::string>& more) const;
 };

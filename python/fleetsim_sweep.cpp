@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <climits>
 #include <condition_variable>
 #include <exception>
 #include <mutex>
@@ -188,12 +189,18 @@ void set_shard(pb::handle shard, SweepOptions& opt) {
   if (!pair || !whole(shard[pb::int_(0)]) || !whole(shard[pb::int_(1)]))
     throw pb::type_error("fleetsim.sweep: shard must be a pair of ints (k, n), e.g. shard=(0, 4), not " +
                          pb::repr(shard).cast<std::string>());
-  const long long k = pb::int_(pb::reinterpret_borrow<pb::object>(shard[pb::int_(0)])).cast<long long>();
-  const long long n = pb::int_(pb::reinterpret_borrow<pb::object>(shard[pb::int_(1)])).cast<long long>();
+  // (beyond a long long's range, held at its bounds: out of range either way)
+  auto whole_value = [](pb::handle v) {
+    int overflow = 0;
+    const long long x = PyLong_AsLongLongAndOverflow(pb::int_(pb::reinterpret_borrow<pb::object>(v)).ptr(), &overflow);
+    return overflow > 0 ? LLONG_MAX : overflow < 0 ? LLONG_MIN : x;
+  };
+  const long long k = whole_value(shard[pb::int_(0)]), n = whole_value(shard[pb::int_(1)]);
   if (k < 0 || n < 1 || n > kMaxShards || k >= n)
-    throw InputError(
-        Location{"fleetsim.sweep", 0, 0, ""},
-        fmt::format("shard=({}, {}): expected (k, n) with 0 <= k < n <= {}, e.g. shard=(0, 4)", k, n, kMaxShards));
+    throw InputError(Location{"fleetsim.sweep", 0, 0, ""},
+                     fmt::format("shard=({}, {}): expected (k, n) with 0 <= k < n <= {}, e.g. shard=(0, 4)",
+                                 pb::repr(shard[pb::int_(0)]).cast<std::string>(),
+                                 pb::repr(shard[pb::int_(1)]).cast<std::string>(), kMaxShards));
   opt.shard_index = uint32_t(k);
   opt.shard_count = uint32_t(n);
 }

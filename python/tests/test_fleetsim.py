@@ -197,8 +197,11 @@ def test_bad_inputs():
     # NaN is not a value YAML can carry here: fleetsim's own error, naming the override
     with pytest.raises(fleetsim.InputError, match=r"^overrides\[fleet\.replicas\]: error: not a finite number"):
         fleetsim.run(overrides={"fleet.replicas": float("nan")})
-    with pytest.raises(fleetsim.InputError, match=r"^parameters: error: not a finite number"):
+    with pytest.raises(fleetsim.InputError, match=r"^parameters: error: fleet\.replicas\.1: not a finite number"):
         fleetsim.sweep(SMALL_YAML, parameters={"fleet.replicas": [1, float("inf")]})
+    # in a dict scenario: the name it was given, and where in the dict
+    with pytest.raises(fleetsim.InputError, match=r"^mine: error: fleet\.replicas: not a finite number"):
+        fleetsim.Scenario(dict={**SMALL_DICT, "fleet": {"replicas": float("nan")}}, name="mine")
     with pytest.raises(TypeError, match="timeline must be True, False or None, not str"):
         fleetsim.run(timeline="yes")
     with pytest.raises(TypeError, match=r"yaml= is YAML text \(a str\), not PosixPath"):
@@ -295,7 +298,7 @@ def test_shards_merge_into_the_unsharded_sweep_and_the_cli_shards():
         fleetsim.merge(shards[:2])
     with pytest.raises(TypeError, match="SweepResult or its document"):
         fleetsim.merge([shards[0], 5])
-    for bad in [(3, 3), (-1, 2), (0, 0)]:
+    for bad in [(3, 3), (-1, 2), (0, 0), (0, 2**63), (0, 2**70), (-2**70, 2)]:
         with pytest.raises(fleetsim.InputError, match=r"^fleetsim\.sweep: error: shard=\(.*\): expected \(k, n\)"):
             fleetsim.sweep(TINY_SWEEP, shard=bad)
     for bad in ["0/2", (1,), (0.5, 2), (True, 2)]:
@@ -328,6 +331,8 @@ def test_scenarios_and_results_pickle():
         blob = pickle.dumps(rel)
         os.chdir("/")
         assert fleetsim.run(pickle.loads(blob)) == fleetsim.run(rel)
+        # pickled after the process changed directory, its traces are still where they were
+        assert fleetsim.run(pickle.loads(pickle.dumps(rel))) == fleetsim.run(rel)
     finally:
         os.chdir(here)
     res = fleetsim.sweep(TINY_SWEEP, threads=1, dataframe=False)
