@@ -113,8 +113,9 @@ TEST_CASE("merge names the file and the JSON path of a bad field in a shard") {
           }
           d = std::move(deep);
         }) == "shard-1.json: error: /: expected an object, got an array");
-  CHECK(error_after([](Json& d) { d = Json::array({1, Json::array({2, Json::array({3})})}); }) ==
-        "shard-1.json: error: /: expected an object, got [1,[2,[3]]]");
+  CHECK(error_after([](Json& d) {
+          d = Json::array({1, Json::array({2, Json::array({3})})});
+        }) == "shard-1.json: error: /: expected an object, got [1,[2,[3]]]");
   CHECK(error_after([](Json& d) { d["sweep"]["grid_size"] = 5; }) ==
         "shard-1.json: error: /sweep/grid_size: 5, but the parameters' values make a grid of 4");
   CHECK(error_after([](Json& d) { d["shard"]["count"] = 0; }) ==
