@@ -258,8 +258,8 @@ TEST_CASE("MPS shared fate: a fault takes down exactly the clients of its device
   CHECK(t.neighbour_failures <= 3.0 * (t.crashes + t.interruptions));
   CHECK(t.neighbour_failures > 3.0 * t.interruptions);
   CHECK(r.report["fleet"]["neighbour_failures"].get<double>() == t.neighbour_failures);
-  // a device fails at mtbf: each client carries a quarter of its rate, and all four go together
-  CHECK(flaky.params().pools[0].interruptions_per_s == doctest::Approx(1.0 / (0.05 * 3600) / 4));
+  // a device fails at mtbf, and all four go together
+  CHECK(flaky.params().pools[0].interruptions_per_s == doctest::Approx(1.0 / (0.05 * 3600)));
 }
 
 TEST_CASE(
@@ -281,17 +281,29 @@ TEST_CASE(
     for (int r = 0; r < 8; ++r) CHECK(s.rep[r].state == (r == 1 || r >= 4 ? kStarting : kReady));
     CHECK(f.tally->pools[0].neighbour_failures == 3.0);
     CHECK(s.pool[0].starts == starts + 1);
-    // over a run: the device fails at its MTBF, each replica carrying a quarter of the rate, and
-    // every failure takes the device's three other replicas along
-    const Scenario flaky =
-        test::scenario(four_clients(sharing), {"fleet.replicas=8", mig ? "engine.gpu_memory_utilization=0.9" : "seed=1",
-                                               "fleet.failures={mtbf_hours: 0.05}", "duration_s=3600"});
-    CHECK(flaky.params().pools[0].interruptions_per_s == doctest::Approx(1.0 / (0.05 * 3600) / 4));
+    // the pool loses a device in use at the device's rate, however many of its places are held
+    for (int n : {1, 3, 5, 8}) {
+      CAPTURE(n);
+      test::Started g(test::scenario(four_clients(sharing), {"fleet.replicas=" + std::to_string(n),
+                                                             mig ? "engine.gpu_memory_utilization=0.9" : "seed=1"}));
+      CHECK(loss_units(g.s, 0) == (n + 3) / 4);
+    }
+    // over a run: the device fails at its MTBF, and every failure takes its three other replicas
+    const Scenario flaky = test::scenario(
+        four_clients(sharing), {"fleet.replicas=8", mig ? "engine.gpu_memory_utilization=0.9" : "seed=1",
+                                "fleet.failures={mtbf_hours: 0.05}", "duration_s=3600"});
+    CHECK(flaky.params().pools[0].interruptions_per_s == doctest::Approx(1.0 / (0.05 * 3600)));
     const auto r = test::run(flaky);
     REQUIRE(r.drained);
     const PoolTally& t = r.tally->pools[0];
     CHECK(t.interruptions > 0);
     CHECK(t.neighbour_failures == 3.0 * t.interruptions);
+    // one replica alone on its device meets the device's every failure: about 18 in the hour
+    const auto alone = test::run(test::scenario(
+        four_clients(sharing), {"fleet.replicas=1", mig ? "engine.gpu_memory_utilization=0.9" : "seed=1",
+                                "fleet.failures={mtbf_hours: 0.05}", "duration_s=3600", "warmup_s=0"}));
+    CHECK(alone.tally->pools[0].interruptions >= 8);
+    CHECK(alone.tally->pools[0].interruptions <= 30);
   }
 }
 

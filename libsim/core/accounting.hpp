@@ -16,10 +16,27 @@ namespace fleetsim {
 FLEETSIM_HD FLEETSIM_FORCEINLINE double in_window(const Sim& s, double t) { return t >= s.W0 && t < s.W1 ? 1.0 : 0.0; }
 
 // Integrate the request counts up to time t (clipped to the window).
-// The rate at which pool P loses one of its n provisioned replicas: hardware fails on each;
-// spot reclaims only those beyond the committed (reserved, not spot) ones.
+// What pool pi loses one at a time: a provisioned replica, or where replicas share a device
+// (time slicing, MPS, MIG slices) a device in use, lost whole with every replica on it.
+FLEETSIM_HD inline int32_t loss_units(const Sim& s, int32_t pi) {
+  const PoolState& ps = s.pool[pi];
+  const int32_t n = s.p->pools[pi].device_tenants, end = ps.first_replica + ps.n_replicas;
+  if (n <= 1) return ps.n_prov;
+  int32_t used = 0;
+  for (int32_t d0 = ps.first_replica; d0 < end; d0 += n)
+    for (int32_t r = d0; r < min_of(d0 + n, end); ++r)
+      if (s.rep[r].state != kOff) {
+        ++used;
+        break;
+      }
+  return used;
+}
+
+// The rate at which pool P loses one of its n units (loss_units): hardware fails on each; spot
+// reclaims only those beyond the committed (reserved, not spot) ones, in whole devices where shared.
 FLEETSIM_HD inline double loss_rate(const PoolParams& P, int32_t n) {
-  const int32_t reserved = min_of(n, P.committed_replicas);
+  const int32_t t = P.device_tenants;
+  const int32_t reserved = min_of(n, t > 1 ? (P.committed_replicas + t - 1) / t : P.committed_replicas);
   const double all = P.interruptions_per_s * double(n);
   return reserved > 0 && P.spot_per_s > 0.0 ? all - P.spot_per_s * double(reserved) : all;
 }
@@ -364,8 +381,9 @@ FLEETSIM_HD inline void set_state(Sim& s, int32_t r, int32_t state, double t) {
   if (s.p->pools[R.pool].replicas_per_node > 0 && (was == kOff) != (state == kOff)) node_changed(s, r, t);
   PoolTally& T = s.tally->pools[R.pool];
   if (double(ps.n_prov) > T.max_replicas) T.max_replicas = double(ps.n_prov);
-  // failures are a Poisson process per provisioned replica: memoryless, so redraw the pool's next one
-  const double rate = loss_rate(s.p->pools[R.pool], ps.n_prov);
+  // failures are a Poisson process per provisioned replica (or device in use): memoryless, so
+  // redraw the pool's next one
+  const double rate = loss_rate(s.p->pools[R.pool], loss_units(s, R.pool));
   if (ps.n_prov != before) {
     if (rate > 0.0) {
       const double u = s.rng.uniform(Stream::lifecycle, uint32_t(16 + R.pool), uint64_t(ps.fail_draws++), 1);

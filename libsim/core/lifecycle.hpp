@@ -57,9 +57,9 @@ FLEETSIM_HD inline void set_node_waits(Sim& s, int32_t r, double from) {
     const Replica& F = s.rep[node_slot(s.pool[R.pool], P, r)];
     prov = F.node_prov_at;
     up = F.node_up_at;
-  } else if (shared_per_device(P) > 1) {
+  } else if (P.device_tenants > 1) {
     int32_t d0 = 0, d1 = 0;
-    device_of(s, r, &d0, &d1);
+    tenants_of(s, r, &d0, &d1);
     for (int32_t k = d0; k < d1; ++k)
       if (k != r && s.rep[k].state != kOff) {
         prov = max_of(prov, s.rep[k].node_prov_at);
@@ -366,14 +366,20 @@ FLEETSIM_HD inline void replica_fail(Sim& s, int32_t r, double t, bool new_node,
   }
 }
 
-// A spot reclaim or hardware failure hits one provisioned replica of pool pi, chosen uniformly.
+// A spot reclaim or hardware failure hits one provisioned replica of pool pi, chosen uniformly
+// (where replicas share a device: one device in use, and every replica on it).
 FLEETSIM_HD inline void pool_interrupt(Sim& s, int32_t pi, double t) {
   PoolState& ps = s.pool[pi];
   const double u = s.rng.uniform(Stream::lifecycle, uint32_t(16 + pi), uint64_t(ps.fail_draws++), 3);
-  int32_t k = int32_t(u * double(ps.n_prov));
+  int32_t k = int32_t(u * double(loss_units(s, pi)));
   int32_t victim = kNone;
-  for (int32_t r = ps.first_replica; r < ps.first_replica + ps.n_replicas && victim == kNone; ++r)
-    if (s.rep[r].state != kOff && k-- == 0) victim = r;
+  const int32_t n = max_of(s.p->pools[pi].device_tenants, 1), end = ps.first_replica + ps.n_replicas;
+  for (int32_t d0 = ps.first_replica; d0 < end && victim == kNone; d0 += n) {
+    int32_t live = kNone;  // the device's first provisioned replica
+    for (int32_t r = d0; r < min_of(d0 + n, end) && live == kNone; ++r)
+      if (s.rep[r].state != kOff) live = r;
+    if (live != kNone && k-- == 0) victim = live;
+  }
   // an owned replica still waiting for a device has none to lose: a draw that lands on it finds
   // no device in service there (failures thin to the devices in service, uniformly among them)
   if (victim != kNone && s.rep[victim].device_at > t) victim = kNone;
@@ -381,7 +387,7 @@ FLEETSIM_HD inline void pool_interrupt(Sim& s, int32_t pi, double t) {
   ps.next_fail = kInf;
   if (victim != kNone) replica_fail(s, victim, t, true, kNone);
   // the next one (set_state redraws only when the provisioned count changes)
-  const double rate = loss_rate(s.p->pools[pi], ps.n_prov);
+  const double rate = loss_rate(s.p->pools[pi], loss_units(s, pi));
   if (rate > 0.0) {
     const double v = s.rng.uniform(Stream::lifecycle, uint32_t(16 + pi), uint64_t(ps.fail_draws++), 1);
     ps.next_fail = t - dm::log(v) / rate;
@@ -418,12 +424,12 @@ FLEETSIM_HD inline bool replica_start(Sim& s, int32_t pi, double t) {
       return false;
     }
   }
-  // time-sliced replicas and MPS clients: a place on a device another replica holds is on a node
-  // that is up
-  const int32_t shared = shared_per_device(P);
+  // time-sliced replicas, MPS clients and MIG slices: a place on a device another replica holds
+  // is on a node that is up
+  const int32_t shared = max_of(P.device_tenants, 1);
   auto device_up = [&](int32_t r) {
     int32_t d0 = 0, d1 = 0;
-    device_of(s, r, &d0, &d1);
+    tenants_of(s, r, &d0, &d1);
     for (int32_t k = d0; k < d1; ++k)
       if (k != r && s.rep[k].state != kOff) return true;
     return false;

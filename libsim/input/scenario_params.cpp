@@ -254,11 +254,11 @@ PoolParams PoolSpec::params() const {
   // a reclaim takes the instance a replica runs on; a hardware failure is any one of its devices'
   const double spot_rate = spot_interruptions_per_hour / 3600.0,
                hw_rate = mtbf_hours > 0 ? double(devices()) / (mtbf_hours * 3600.0) : 0.0;
-  // per replica; a lost device takes every replica on it at once (time-sliced, MPS clients, MIG
-  // slices), so each carries its share
+  // per replica, or per device in use where replicas share one (time-sliced, MPS clients, MIG
+  // slices): a lost device takes every replica on it at once (loss_units)
   p.device_tenants = replicas_per_device;
-  p.interruptions_per_s = (spot_rate + hw_rate) / replicas_per_device;
-  p.spot_per_s = spot_rate / replicas_per_device;
+  p.interruptions_per_s = spot_rate + hw_rate;
+  p.spot_per_s = spot_rate;
   p.committed_replicas = committed_replicas;
   p.repair_s = ownership.owned() ? ownership.repair_days * 86400.0 : 0.0;
   if (nodes_tracked()) {
