@@ -289,9 +289,9 @@ TEST_CASE(
       CHECK(loss_units(g.s, 0) == (n + 3) / 4);
     }
     // over a run: the device fails at its MTBF, and every failure takes its three other replicas
-    const Scenario flaky = test::scenario(
-        four_clients(sharing), {"fleet.replicas=8", mig ? "engine.gpu_memory_utilization=0.9" : "seed=1",
-                                "fleet.failures={mtbf_hours: 0.05}", "duration_s=3600"});
+    const Scenario flaky =
+        test::scenario(four_clients(sharing), {"fleet.replicas=8", mig ? "engine.gpu_memory_utilization=0.9" : "seed=1",
+                                               "fleet.failures={mtbf_hours: 0.05}", "duration_s=3600"});
     CHECK(flaky.params().pools[0].interruptions_per_s == doctest::Approx(1.0 / (0.05 * 3600)));
     const auto r = test::run(flaky);
     REQUIRE(r.drained);
@@ -299,9 +299,9 @@ TEST_CASE(
     CHECK(t.interruptions > 0);
     CHECK(t.neighbour_failures == 3.0 * t.interruptions);
     // one replica alone on its device meets the device's every failure: about 18 in the hour
-    const auto alone = test::run(test::scenario(
-        four_clients(sharing), {"fleet.replicas=1", mig ? "engine.gpu_memory_utilization=0.9" : "seed=1",
-                                "fleet.failures={mtbf_hours: 0.05}", "duration_s=3600", "warmup_s=0"}));
+    const auto alone = test::run(
+        test::scenario(four_clients(sharing), {"fleet.replicas=1", mig ? "engine.gpu_memory_utilization=0.9" : "seed=1",
+                                               "fleet.failures={mtbf_hours: 0.05}", "duration_s=3600", "warmup_s=0"}));
     CHECK(alone.tally->pools[0].interruptions >= 8);
     CHECK(alone.tally->pools[0].interruptions <= 30);
   }
