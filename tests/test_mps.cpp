@@ -358,6 +358,7 @@ TEST_CASE("MPS input errors are located") {
   CHECK(test::error_of(base, {"mps={clients: 2, active_thread_percentage: 0}"}).find("active_thread_percentage") !=
         std::string::npos);
   CHECK(test::error_of(base, {"mps={clients: 2, threads: 50}"}).find("unknown key 'threads'") != std::string::npos);
+  CHECK(test::error_of(base, {"device=mi300x-192gb"}).find("is an AMD GPU, which has no MPS") != std::string::npos);
   CHECK(test::error_of(base, {"engine.tensor_parallel=2"}).find("cannot also share a device") != std::string::npos);
   CHECK(test::error_of(base, {"engine.batching=static"}).find("MPS is modelled for continuous batching") !=
         std::string::npos);

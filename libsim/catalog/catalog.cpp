@@ -74,6 +74,13 @@ const std::vector<DeviceSpec>& builtin_devices() {
   return d;
 }
 
+bool amd_device(const DeviceSpec& d) {
+  static const char* const amd[] = {"mi300x-192gb", "mi325x-256gb"};
+  for (const char* a : amd)
+    if (d.name == a) return true;
+  return false;
+}
+
 bool cpu_instance(const DeviceSpec& d) {
   static const char* const cpus[] = {"c7i-8xlarge-amx", "c7i-2xlarge-amx", "c6i-8xlarge-avx512"};
   for (const char* c : cpus)

@@ -82,6 +82,8 @@ struct PartitionSpec {
 const std::vector<DeviceSpec>& builtin_devices();
 // Whether a built-in device is a CPU instance (the engine runs eager there: no CUDA graphs).
 bool cpu_instance(const DeviceSpec& d);
+// One of the catalog's AMD Instinct GPUs (no MPS: that is NVIDIA's).
+bool amd_device(const DeviceSpec& d);
 const std::vector<PartitionSpec>& builtin_partitions();
 // The device a replica on `p` sees: its memory, FLOP/s, bandwidth and price scaled to the slice.
 DeviceSpec partition_device(const DeviceSpec& whole, const PartitionSpec& p);

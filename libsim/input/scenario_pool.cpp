@@ -103,6 +103,10 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
         mn.fail("MPS shares an NVIDIA GPU between processes; " + P.device.name +
                     " is a CPU instance (run more replicas, or remove mps)",
                 ErrorKind::inconsistent);
+      if ((P.mps_clients > 1 || capped) && amd_device(P.device))
+        mn.fail("MPS shares an NVIDIA GPU between processes; " + P.device.name +
+                    " is an AMD GPU, which has no MPS (use time_slicing, run more replicas, or remove mps)",
+                ErrorKind::inconsistent);
       if (P.mps_clients > 1) P.replicas_per_device = P.mps_clients;
     }
   }
