@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <csignal>
@@ -152,9 +153,13 @@ int run_sweep_command(const ScenarioSource& src, const SweepArgs& o, const Emit&
   if (journal) opt.on_row = [&j = *journal](const Json& row) { j.append(row); };
   std::string note;
   resolve_backend(opt.backend, &note, sweep_simulations(spec, opt), opt.threads);
+  // a shard says how many of the sweep's configurations are its own
+  const uint64_t all = spec.count(), k = opt.shard_index, m = std::max<uint32_t>(1, opt.shard_count);
+  const std::string what =
+      m > 1 ? fmt::format("{} of {} configurations (shard {}/{})", k < all ? (all - k + m - 1) / m : 0, all, k, m)
+            : fmt::format("{} configurations", all);
   std::fprintf(
-      stderr, "fleetsim sweep: %llu configurations x %u replications on the %s%s\n", (unsigned long long)spec.count(),
-      spec.replications, note.c_str(),
+      stderr, "fleetsim sweep: %s x %u replications on the %s%s\n", what.c_str(), spec.replications, note.c_str(),
       o.resume.empty()
           ? ""
           : fmt::format("; resuming {} with {} configurations finished", o.resume, opt.finished.size()).c_str());

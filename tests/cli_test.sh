@@ -170,6 +170,7 @@ for k in 0 1 2; do
   expect "shard $k" 0 "" -- "$bin" sweep "$src/tests/data/gpu-check.yaml" "${small[@]}" --shard "$k/3" --format json
   cp "$tmp/out" "$tmp/shard$k.json"
 done
+check "a shard's start line counts its own configurations" grep -qF 'fleetsim sweep: 4 of 12 configurations (shard 2/3) x' "$tmp/err"
 expect "merge" 0 "" -- "$bin" merge "$tmp/shard2.json" "$tmp/shard0.json" "$tmp/shard1.json" --format json
 cmp -s "$tmp/out" "$tmp/whole.json" || { echo "FAIL: merged shards differ from the whole sweep"; fail=$((fail + 1)); }
 expect "merge incomplete" 2 "error: incomplete: 2 of 3 shards given; missing shard 1" -- \

@@ -67,7 +67,8 @@ RunResult run(const ScenarioHandle& s, uint64_t seed, uint32_t replication);
 
 struct SweepSettings {
   int threads = 0;         // 0: every hardware thread; at most 4096
-  bool allow_cuda = true;  // use the CUDA backend when this build has one and a GPU is present
+  bool allow_cuda = true;  // let the backend be chosen (CUDA where this build has it, a GPU is present
+                           // and it beats the threads); false: CPU threads
   // Configurations done and in all, about every 200 ms from a helper thread and once at the end;
   // may be empty. An exception it throws stops the sweep and sweep_json throws it as an Error.
   std::function<void(uint64_t done, uint64_t total)> progress;
