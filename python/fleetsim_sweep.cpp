@@ -4,6 +4,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <climits>
@@ -80,6 +81,29 @@ Json flat_rows(const Json& doc) {
     out.push_back(std::move(r));
   }
   return out;
+}
+
+// The columns every row has (index, the parameters, the verdict, the objective and the SLO's
+// metrics), for a shard that holds no row: so that rows["feasible"] works on it as on any other.
+std::vector<std::string> row_columns(const Json& doc) {
+  std::vector<std::string> cols = {"index"};
+  std::set<std::string> params;
+  for (const auto& p : doc["sweep"]["parameters"]) {
+    params.insert(p["path"].get<std::string>());
+    cols.push_back(p["path"].get<std::string>());
+  }
+  for (const char* c : {"feasible", "pareto", "reason", "violations", "replications", "stopped_at_s"})
+    cols.push_back(c);
+  const Json& sw = doc["sweep"];
+  auto judged = [&](const std::string& m) {
+    const std::string c = params.count(m) ? "metrics." + m : m;
+    if (std::find(cols.begin(), cols.end(), c) == cols.end()) cols.push_back(c);
+  };
+  if (sw.contains("objective") && sw["objective"].is_string()) judged(sw["objective"].get<std::string>());
+  if (sw.contains("slo") && sw["slo"].is_array())
+    for (const auto& t : sw["slo"])
+      if (t.contains("metric") && t["metric"].is_string()) judged(t["metric"].get<std::string>());
+  return cols;
 }
 
 // The latest progress from run_sweep's helper thread, for the calling thread to pass on.
@@ -170,8 +194,9 @@ SweepResult make_result(const Json& doc, pb::handle dataframe) {
   if (want) {
     try {
       pb::module_ pandas = pb::module_::import("pandas");
-      pb::object df = pandas.attr("DataFrame").attr("from_records")(r.rows);
-      if (pb::len(r.rows) > 0) df = df.attr("set_index")("index");
+      pb::object df = pb::len(r.rows) > 0 ? pandas.attr("DataFrame").attr("from_records")(r.rows)
+                                          : pandas.attr("DataFrame")(pb::arg("columns") = row_columns(doc));
+      df = df.attr("set_index")("index");
       r.rows = df;
     } catch (pb::error_already_set& e) {
       if (!e.matches(PyExc_ImportError) || !dataframe.is_none()) throw;  // dataframe=True needs pandas

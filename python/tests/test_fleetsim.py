@@ -348,6 +348,17 @@ def test_scenarios_and_results_pickle():
     assert isinstance(pickle.loads(pickle.dumps(df)).rows, pd.DataFrame)
 
 
+def test_a_shard_with_no_configuration_has_the_columns_of_one_that_has():
+    pd = pytest.importorskip("pandas")
+    full = fleetsim.sweep(TINY_SWEEP, threads=1)
+    empty = fleetsim.sweep(TINY_SWEEP, threads=1, shard=(999, 1000))
+    assert isinstance(empty.rows, pd.DataFrame) and len(empty.rows) == 0
+    assert empty.rows.index.name == full.rows.index.name == "index"
+    for column in ["feasible", "pareto", "reason", "violations", "replications"]:
+        assert column in empty.rows.columns and column in full.rows.columns
+    assert len(empty.rows[empty.rows["feasible"].astype(bool)]) == 0
+
+
 def test_sweep_progress_on_the_calling_thread():
     calls = []
     me = threading.get_ident()
