@@ -2,8 +2,10 @@
 // pools sum to the total, the exports carry the same dollars; and the seeds' cost arithmetic.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <map>
 #include <regex>
+#include <set>
 #include <sstream>
 
 #include "helpers.hpp"
@@ -464,6 +466,14 @@ TEST_CASE("an unused commitment costs the committed rate, in the ledger as on FO
     const double share = c.parts.at(0).share;
     CHECK(by_class[c.name] == doctest::Approx(c.usd() - share * unused_usd));
   }
+  // the ledger CSV: the pool's other buckets, empty ones too, at the one rate they share
+  std::istringstream csv(ledger_csv(L));
+  CsvReader g(csv, "<ledger>");
+  std::set<double> rates;
+  while (g.next())
+    if (g.get("scope") == "pool" && g.get("kind") == "bucket" && g.get("item") != "committed_unused")
+      rates.insert(std::round(g.number("usd_per_device_hour") * 1e6));
+  CHECK(rates.size() == 1);
 }
 
 TEST_CASE("a shared device in use is paid whole: one replica of a device time-sliced four ways pays for the device") {
