@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <csignal>
@@ -154,10 +153,10 @@ int run_sweep_command(const ScenarioSource& src, const SweepArgs& o, const Emit&
   std::string note;
   resolve_backend(opt.backend, &note, sweep_simulations(spec, opt), opt.threads);
   // a shard says how many of the sweep's configurations are its own
-  const uint64_t all = spec.count(), k = opt.shard_index, m = std::max<uint32_t>(1, opt.shard_count);
-  const std::string what =
-      m > 1 ? fmt::format("{} of {} configurations (shard {}/{})", k < all ? (all - k + m - 1) / m : 0, all, k, m)
-            : fmt::format("{} configurations", all);
+  const std::string what = opt.shard_count > 1
+                               ? fmt::format("{} of {} configurations (shard {}/{})", shard_configurations(spec, opt),
+                                             spec.count(), opt.shard_index, opt.shard_count)
+                               : fmt::format("{} configurations", spec.count());
   std::fprintf(
       stderr, "fleetsim sweep: %s x %u replications on the %s%s\n", what.c_str(), spec.replications, note.c_str(),
       o.resume.empty()

@@ -37,6 +37,13 @@ std::string two_prompts(const std::string& sharing, const std::string& output = 
          "workload:\n  arrival: {process: burst, requests: 2}\n  prompt_tokens: 1000\n  output_tokens: " +
          output + "\n";
 }
+// Whether two scenarios report the same, byte for byte (the overrides that made them apart).
+bool same(const Scenario& a, const Scenario& b) {
+  Json ja = test::run(a).report, jb = test::run(b).report;
+  ja["scenario"].erase("overrides");
+  jb["scenario"].erase("overrides");
+  return ja.dump() == jb.dump();
+}
 }  // namespace
 
 TEST_CASE("MPS memory: one CUDA context per device instead of one per replica, and the KV each client can hold") {
@@ -189,12 +196,6 @@ TEST_CASE("a replica started on a device another holds is on a node that is up: 
 }
 
 TEST_CASE("MPS with one client per device is no sharing at all, byte for byte") {
-  auto same = [](const Scenario& a, const Scenario& b) {
-    Json ja = test::run(a).report, jb = test::run(b).report;
-    ja["scenario"].erase("overrides");
-    jb["scenario"].erase("overrides");
-    return ja.dump() == jb.dump();
-  };
   const std::string dir = std::string(FLEETSIM_SOURCE_DIR) + "/scenarios/";
   for (const char* name : {"chat-default", "oom-restart-loop", "spot-vs-on-demand"}) {
     CAPTURE(name);
@@ -308,12 +309,6 @@ TEST_CASE(
 }
 
 TEST_CASE("time_slicing: 1 and mps: 1 share nothing, on a MIG slice or a time-sliced device too") {
-  auto same = [](const Scenario& a, const Scenario& b) {
-    Json ja = test::run(a).report, jb = test::run(b).report;
-    ja["scenario"].erase("overrides");
-    jb["scenario"].erase("overrides");
-    return ja.dump() == jb.dump();
-  };
   const std::string dir = std::string(FLEETSIM_SOURCE_DIR) + "/scenarios/";
   const std::vector<std::string> node_billed = {"duration_s=600", "fleet.pricing.billing=node"};
   const Scenario mig = load_scenario_file(dir + "mig-small-model.yaml", node_billed);

@@ -1,5 +1,7 @@
 #include "catalog/catalog.hpp"
 
+#include <initializer_list>
+
 namespace fleetsim {
 
 namespace {
@@ -74,18 +76,18 @@ const std::vector<DeviceSpec>& builtin_devices() {
   return d;
 }
 
-bool amd_device(const DeviceSpec& d) {
-  static const char* const amd[] = {"mi300x-192gb", "mi325x-256gb"};
-  for (const char* a : amd)
-    if (d.name == a) return true;
+namespace {
+bool named(const DeviceSpec& d, std::initializer_list<const char*> names) {
+  for (const char* n : names)
+    if (d.name == n) return true;
   return false;
 }
+}  // namespace
+
+bool amd_device(const DeviceSpec& d) { return named(d, {"mi300x-192gb", "mi325x-256gb"}); }
 
 bool cpu_instance(const DeviceSpec& d) {
-  static const char* const cpus[] = {"c7i-8xlarge-amx", "c7i-2xlarge-amx", "c6i-8xlarge-avx512"};
-  for (const char* c : cpus)
-    if (d.name == c) return true;
-  return false;
+  return named(d, {"c7i-8xlarge-amx", "c7i-2xlarge-amx", "c6i-8xlarge-avx512"});
 }
 
 // NVIDIA MIG profiles (MIG user guide, "Supported MIG Profiles"): compute in sevenths, memory in eighths.

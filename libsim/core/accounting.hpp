@@ -15,7 +15,6 @@ namespace fleetsim {
 // 1 for an event inside the measurement window, else 0 (event counts are the window's, like rates).
 FLEETSIM_HD FLEETSIM_FORCEINLINE double in_window(const Sim& s, double t) { return t >= s.W0 && t < s.W1 ? 1.0 : 0.0; }
 
-// Integrate the request counts up to time t (clipped to the window).
 // What pool pi loses one at a time: a provisioned replica, or where replicas share a device
 // (time slicing, MPS, MIG slices) a device in use, lost whole with every replica on it.
 FLEETSIM_HD inline int32_t loss_units(const Sim& s, int32_t pi) {
@@ -41,6 +40,7 @@ FLEETSIM_HD inline double loss_rate(const PoolParams& P, int32_t n) {
   return reserved > 0 && P.spot_per_s > 0.0 ? all - P.spot_per_s * double(reserved) : all;
 }
 
+// Integrate the request counts up to time t (clipped to the window).
 FLEETSIM_HD inline void advance_clock(Sim& s, double t) {
   const double a = max_of(s.t_clock, s.W0), b = min_of(t, s.W1);
   if (b > a) {

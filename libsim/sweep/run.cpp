@@ -72,9 +72,13 @@ std::string reason_of(const InputError& e) {
 
 }  // namespace
 
-uint64_t sweep_simulations(const SweepSpec& spec, const SweepOptions& opt) {
+uint64_t shard_configurations(const SweepSpec& spec, const SweepOptions& opt) {
   const uint64_t n = spec.count(), k = opt.shard_index, m = std::max<uint32_t>(1, opt.shard_count);
-  const uint64_t mine = k < n ? (n - k + m - 1) / m : 0;
+  return k < n ? (n - k + m - 1) / m : 0;
+}
+
+uint64_t sweep_simulations(const SweepSpec& spec, const SweepOptions& opt) {
+  const uint64_t mine = shard_configurations(spec, opt);
   const uint64_t left = mine > opt.finished.size() ? mine - opt.finished.size() : 0;
   return left * spec.replications;
 }

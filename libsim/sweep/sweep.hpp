@@ -137,6 +137,8 @@ class OutputError : public std::runtime_error {
 // The simulations this shard of the sweep would run at most (configurations not yet finished x
 // replications): what `auto` weighs.
 uint64_t sweep_simulations(const SweepSpec& spec, const SweepOptions& opt);
+// The configurations of the sweep that are this shard's (opt.shard_index of opt.shard_count).
+uint64_t shard_configurations(const SweepSpec& spec, const SweepOptions& opt);
 // Which backend `auto` picks for `simulations` on `threads` CPU threads (0: all), and a sentence
 // saying why (backend.hpp: auto_picks_cuda).
 Backend resolve_backend(Backend requested, std::string* note, uint64_t simulations, int threads);
