@@ -96,6 +96,31 @@ FLEETSIM_HD inline void cal_set(Sim& s, PoolState& ps, int32_t r, double at) {
   if (at < kInf) cal_link(s, ps, r);
 }
 
+// Take every note before t out of the calendar, in one pass over the days from the cursor to
+// t's (a lap at most), and chain them through their `next` (kNone ends it). A note taken has no
+// time (wake_at = kInf) until it is noted again. Afterwards no note lies before t's day.
+FLEETSIM_HD inline int32_t cal_take_before(Sim& s, PoolState& ps, double t) {
+  const int64_t last = cal_day(ps, t);
+  if (ps.cq_n == 0 || ps.cq_day > last) return kNone;
+  int32_t* head = cal_buckets(s, ps);
+  const int64_t days = min_of<int64_t>(last - ps.cq_day, ps.cq_mask) + 1;
+  int32_t chain = kNone;
+  for (int64_t d = ps.cq_day; d < ps.cq_day + days; ++d) {
+    for (int32_t r = head[d & ps.cq_mask], next; r != kNone; r = next) {
+      const CalNote& e = s.cq_note[r];
+      next = e.next;
+      // (the day alone says, but on t's own day: a note's day is monotone in its time)
+      if (e.day > last || (e.day == last && !(s.rep[r].wake_at < t))) continue;
+      cal_unlink(s, ps, r);
+      s.rep[r].wake_at = kInf;
+      s.cq_note[r].next = chain;
+      chain = r;
+    }
+  }
+  ps.cq_day = last;
+  return chain;
+}
+
 // The replica with the earliest note, by (wake_at, index); kNone if none.
 FLEETSIM_HD inline int32_t cal_min(Sim& s, PoolState& ps) {
   if (ps.cq_n == 0) return kNone;

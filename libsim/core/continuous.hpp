@@ -457,6 +457,11 @@ FLEETSIM_HD inline bool cq_note(Sim& s, int32_t o, double t, bool passed = false
   return true;
 }
 
+// A note of replica o that lies before t moves to its first boundary at or after t, or goes.
+FLEETSIM_HD FLEETSIM_FORCEINLINE void cq_renote(Sim& s, int32_t o, int32_t except, double t) {
+  if (o == except || !cq_eligible(s.rep[o]) || !cq_note(s, o, t, true)) cq_set_note(s, o, kInf);
+}
+
 // Work in pool pi's shared queue is offered to every replica but `except`, as cont_kick would to
 // each. An idle replica wakes now; a busy one is only noted with its next step boundary, and the
 // earliest of those is woken (cq_wake_next): a replica whose boundary comes later would find the
@@ -497,9 +502,15 @@ FLEETSIM_HD inline void cq_offer(Sim& s, int32_t pi, int32_t except, double t) {
     O.cq_pending = 0;  // noted, or not eligible until its next run
   }
   ps.cq_pend_n = keep;
-  for (int32_t o = cal_min(s, ps); o != kNone && s.rep[o].wake_at < t; o = cal_min(s, ps)) {
-    Replica& O = s.rep[o];
-    if (o == except || !cq_eligible(O) || !cq_note(s, o, t, true)) cq_set_note(s, o, kInf);
+  // (in any order: each is noted from its own run alone)
+  if (ps.cq_mask == 0) {
+    for (int32_t o = r0; o < r1; ++o)
+      if (s.rep[o].wake_at < t) cq_renote(s, o, except, t);
+  } else {
+    for (int32_t o = cal_take_before(s, ps, t), next; o != kNone; o = next) {
+      next = s.cq_note[o].next;
+      cq_renote(s, o, except, t);
+    }
   }
   cq_wake_next(s, pi, t);
 }
