@@ -236,6 +236,18 @@ TEST_CASE("closed-loop, constant, burst and goodput input errors are located") {
   CHECK(error_of(base + "  arrival: {process: concurrency, clients: 2, think_time_s: {dist: empirical, values: [0, 1], "
                         "weights: [1, 0]}}\n  response_cache: {hit_rate: 1, latency_s: 0}\n")
             .find("would send forever at one instant") != std::string::npos);
+  // a microsecond's think with every request a hit: 2 users x 100 s / 1e-7 s = 2e9 requests, past
+  // the 1e9 a run may hold (the run would take hours, then stop on its event budget); a cache
+  // latency, a cap on requests or a miss now and then bounds it
+  const std::string quick = "  arrival: {process: concurrency, clients: 2, think_time_s: 1e-7";
+  CHECK(error_of(base + quick + "}\n  response_cache: {hit_rate: 1, latency_s: 0}\n") ==
+        "<test>:10:19: error: workload.response_cache: closed-loop users all answered by the cache send one request "
+        "each per 1e-07 s (mean think time plus the cache's latency): about 2e+09 requests in 100 s, past the 1e9 a "
+        "run may hold; lengthen think_time_s or response_cache.latency_s, lower hit_rate below 1, or cap them with "
+        "arrival.requests");
+  CHECK(error_of(base + quick + "}\n  response_cache: {hit_rate: 1, latency_s: 1e-6}\n") == "(no error)");
+  CHECK(error_of(base + quick + ", requests: 1000}\n  response_cache: {hit_rate: 1, latency_s: 0}\n") == "(no error)");
+  CHECK(error_of(base + quick + "}\n  response_cache: {hit_rate: 0.5, latency_s: 0}\n") == "(no error)");
   // judged on the cache a class ends up with: its own overrides the workload's
   const std::string classes =
       "  response_cache: {hit_rate: 1, latency_s: 0}\nclasses:\n  web: {arrival: {process: poisson, rate_per_s: 5}}\n"

@@ -246,7 +246,7 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Overr
       if (mr) C.max_retries = int(mr->at("max_retries").integer(0, 1000));
       parse_caching(wl, C, s.pools[size_t(pool)]);
       parse_caching(en, C, s.pools[size_t(pool)]);
-      check_response_cache_loop(en.has("response_cache") ? en : wl, C);
+      check_response_cache_loop(en.has("response_cache") ? en : wl, C, s.duration_s);
       parse_goodput(wl, C);
       parse_goodput(en, C);
       s.classes.push_back(std::move(C));
@@ -273,7 +273,7 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Overr
     if (wl.has("checkpointed")) C.checkpointed = wl.at("checkpointed").boolean();
     if (wl.has("max_retries")) C.max_retries = int(wl.at("max_retries").integer(0, 1000));
     parse_caching(wl, C, s.pools[size_t(front)]);
-    check_response_cache_loop(wl, C);
+    check_response_cache_loop(wl, C, s.duration_s);
     parse_goodput(wl, C);
     s.classes.push_back(std::move(C));
   }

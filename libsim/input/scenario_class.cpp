@@ -213,9 +213,9 @@ void parse_caching(const N& cn, RequestClassSpec& C, const PoolSpec& P) {
 }
 
 // A response cache that answers every closed-loop request at once, with no think time, is a loop
-// without end; checked once the class's own response_cache has overridden the workload's (cn: the
-// node that gave it).
-void check_response_cache_loop(const N& cn, const RequestClassSpec& C) {
+// without end, and with a think time of a microsecond one the run would take days to end; checked
+// once the class's own response_cache has overridden the workload's (cn: the node that gave it).
+void check_response_cache_loop(const N& cn, const RequestClassSpec& C, double duration_s) {
   if (cn.has("response_cache")) {
     const N rc = cn.at("response_cache");
     // a think time that is always 0: fixed at 0, uniform over [0, 0], or an empirical list whose
@@ -231,6 +231,19 @@ void check_response_cache_loop(const N& cn, const RequestClassSpec& C) {
     if (C.arrival == ArrivalKind::concurrency && C.response_cache_hit_rate >= 1 && C.response_cache_latency_s <= 0 &&
         no_think)
       rc.fail("closed-loop users answered at once by the cache, with no think time, would send forever at one instant",
+              ErrorKind::inconsistent);
+    // every request a hit: a user sends one per think time and cache latency, never waiting on the
+    // fleet; past the 1e9 requests a run may hold (as arrival.requests allows) it would not end
+    // in any time worth waiting for
+    const double cycle_s = C.think_mean_s + C.response_cache_latency_s;
+    const double sends = double(C.clients) * duration_s / cycle_s;
+    if (C.arrival == ArrivalKind::concurrency && C.response_cache_hit_rate >= 1 && C.max_requests == 0 &&
+        !(sends <= 1e9))
+      rc.fail(fmt::format("closed-loop users all answered by the cache send one request each per {:.3g} s (mean think "
+                          "time plus the cache's latency): about {:.3g} requests in {:g} s, past the 1e9 a run may "
+                          "hold; lengthen think_time_s or response_cache.latency_s, lower hit_rate below 1, or cap "
+                          "them with arrival.requests",
+                          cycle_s, sends, duration_s),
               ErrorKind::inconsistent);
   }
 }

@@ -62,7 +62,7 @@ void check_disaggregation(const N& pools_node, const std::vector<PoolSpec>& pool
 // scenario_class.cpp: one request class (arrivals, lengths, traces) and its caching keys
 RequestClassSpec build_class(const N& wl, const PoolSpec& pool, double duration_s, Source& src);
 void parse_caching(const N& cn, RequestClassSpec& C, const PoolSpec& P);
-void check_response_cache_loop(const N& cn, const RequestClassSpec& C);
+void check_response_cache_loop(const N& cn, const RequestClassSpec& C, double duration_s);
 void parse_goodput(const N& cn, RequestClassSpec& C);
 
 }  // namespace fleetsim::detail
