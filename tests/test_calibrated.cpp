@@ -334,6 +334,11 @@ TEST_CASE("CSV: quoted fields keep commas, doubled quotes and line breaks; csv_q
   CHECK(error_of_csv("a,b\n1,\"open\n2,3\n") == "<bad>:2:3: error: unterminated quoted field (no closing \")");
   CHECK(error_of_csv("a,b\n1,\"x\ny\",\"z\n") == "<bad>:3:4: error: unterminated quoted field (no closing \")");
   CHECK(error_of_csv("\"a,b\n") == "<bad>:1:1: error: unterminated quoted field (no closing \")");
+  // a column named twice (case aside) is refused, where the last one used to win unseen; empty
+  // names (a trailing comma) are no columns
+  CHECK(error_of_csv("\nmean_ttft_ms,n,Mean_TTFT_ms\n1,2,3\n") ==
+        "<bad>:2: error: column 'Mean_TTFT_ms' is in the header twice (fields 1 and 3): rename or drop one");
+  CHECK(error_of_csv("a,b,,\n1,2,,\n") == "(no error)");
 
   // a benchmark file whose model names and notes are quoted
   const std::string bench = write_temp(

@@ -135,7 +135,15 @@ CsvReader::CsvReader(std::istream& in, std::string path, const std::string& if_e
   if (!got) throw InputError(Location{path_, 1, 0, ""}, if_empty);
   header_ = std::string(cur_);
   for (const std::string_view v : views()) names_.emplace_back(v);
-  for (size_t i = 0; i < names_.size(); ++i) col_[lower(names_[i])] = i;
+  for (size_t i = 0; i < names_.size(); ++i) {
+    const std::string key = lower(names_[i]);
+    // two columns of one name: which one a reader meant is anyone's guess
+    if (!key.empty() && col_.count(key))
+      throw InputError(Location{path_, line_, 0, header_},
+                       "column '" + names_[i] + "' is in the header twice (fields " + std::to_string(col_[key] + 1) +
+                           " and " + std::to_string(i + 1) + "): rename or drop one");
+    col_[key] = i;
+  }
   n_columns_ = names_.size();
 }
 
