@@ -53,6 +53,8 @@ void check_args(const FitArgs& a) {
     throw InputError(Location{}, "--output " + a.output +
                                      ": expected a file name with .yaml or .yml, which is how engine.perf_profile "
                                      "tells a profile file from a shipped profile's name");
+  if (engine_named(a.engine).empty())
+    throw InputError(Location{}, "--engine " + a.engine + ": expected vllm, sglang or trtllm (TensorRT-LLM)");
 }
 
 bool has_measurement(const BenchPoint& p) {
@@ -66,7 +68,7 @@ bool has_measurement(const BenchPoint& p) {
 int run_fit(const FitArgs& a, const std::function<void(const std::string&)>& emit) {
   check_args(a);
   PerfProfile prof;
-  prof.engine = a.engine;
+  prof.engine = engine_named(a.engine);
   prof.method = a.steps ? "non-negative least squares on step timings (fleetsim fit --steps)"
                 : a.global
                     ? "Levenberg-Marquardt over simulated benchmark runs, every device at once (fleetsim fit --global)"
@@ -138,7 +140,7 @@ int run_fit(const FitArgs& a, const std::function<void(const std::string&)>& emi
     defaults.device_id = a.device;
     defaults.model_id = a.model;
     defaults.tp = a.tp;
-    defaults.engine = a.engine;
+    defaults.engine = engine_named(a.engine);
     defaults.weight_dtype = "";
     std::vector<BenchPoint> points;
     for (const auto& f : a.inputs) {

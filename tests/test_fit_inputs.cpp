@@ -393,8 +393,23 @@ TEST_CASE("fit: the profile names its runs' engine; duplicates, a name run canno
         std::string::npos);
   a.inputs = {write_temp("mixed_engines.csv", head + rows + kRow + "1024,64,4,vllm,0.12.0,40,8.0\n")};
   CHECK(fit_error(a).find("a profile is fitted for one engine") != std::string::npos);
-  // engine.perf_profile reads a name without .yaml as a shipped profile's
+  // an engine fleetsim does not name is an error at its row, not a vLLM run under another label;
+  // TensorRT-LLM's spellings, in any case, are trtllm
+  std::string other = rows;
+  for (size_t at; (at = other.find("sglang")) != std::string::npos;) other.replace(at, 6, "TensorRT-LLM");
+  a.inputs = {write_temp("trt.csv", head + other)};
+  a.output = test::temp_path("trt.yaml");
+  REQUIRE(fit_error(a) == "(no error)");
+  CHECK(load_profile(a.output, "").engine == "trtllm 0.5.6");
+  a.inputs = {write_temp("typo.csv", head + std::string(kRow) + "512,64,1,SGLang,0.5.6,25,7.5\n" + kRow +
+                                         "512,64,4,sglnag,0.5.6,40,8.0\n")};
+  CHECK(fit_error(a).find("typo.csv:3: error: column engine: expected vllm, sglang or trtllm (TensorRT-LLM), not "
+                          "'sglnag'") != std::string::npos);
   a.inputs = {write_temp("sglang.csv", head + rows)};
+  a.engine = "vllm-typo";
+  CHECK(fit_error(a) == "fleetsim: error: --engine vllm-typo: expected vllm, sglang or trtllm (TensorRT-LLM)");
+  a.engine = "vllm";
+  // engine.perf_profile reads a name without .yaml as a shipped profile's
   a.output = test::temp_path("myprof");
   CHECK(fit_error(a).find("--output " + a.output + ": expected a file name with .yaml or .yml") != std::string::npos);
   // a vLLM profile that names its version says whether it scheduled ahead (0.14 and later)

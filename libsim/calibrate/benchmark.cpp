@@ -188,7 +188,11 @@ std::vector<BenchPoint> read_csv(const std::string& path, const std::string& tex
     BenchPoint p = defaults;
     p.where = csv.where();
     p.source = csv.get("source");
-    if (!csv.get("engine").empty()) p.engine = csv.get("engine");
+    if (const std::string e = csv.get("engine"); !e.empty()) {
+      // another name would be replayed as vLLM, and fitted into a profile that says otherwise
+      p.engine = engine_named(e);
+      if (p.engine.empty()) csv.fail("column engine: expected vllm, sglang or trtllm (TensorRT-LLM), not '" + e + "'");
+    }
     p.engine_version = csv.get("engine_version");
     if (!csv.get("model").empty()) p.model_id = csv.get("model");
     if (!csv.get("device").empty()) p.device_id = csv.get("device");
@@ -434,6 +438,13 @@ double mean_length(const std::vector<int32_t>& v) {
 }
 
 double latency_limit_s(int metric) { return metric == kMeanTpot ? 60.0 : 3600.0; }
+
+std::string engine_named(const std::string& name) {
+  const std::string e = lower(name);
+  if (e == "vllm" || e == "sglang") return e;
+  if (e == "trtllm" || e == "tensorrt-llm" || e == "tensorrt_llm" || e == "trt-llm") return "trtllm";
+  return "";
+}
 
 std::string catalog_model_for(const std::string& model_id) {
   std::string m = lower(model_id);

@@ -82,6 +82,10 @@ std::vector<BenchPoint> read_benchmarks(const std::string& path, const BenchPoin
 // The mean of per-request lengths (0 for none).
 double mean_length(const std::vector<int32_t>& v);
 
+// The engine a source names, as fleetsim names it: vllm, sglang or trtllm (TensorRT-LLM, also
+// written tensorrt-llm, tensorrt_llm or trt-llm; any case); "" for any other.
+std::string engine_named(const std::string& name);
+
 // Catalog names for the data's model and device names ("" if none).
 std::string catalog_model_for(const std::string& model_id);
 std::string catalog_device_for(const std::string& device_id);
