@@ -89,6 +89,22 @@ int run_fit(const FitArgs& a, const std::function<void(const std::string&)>& emi
     if (int(samples.size()) < kMinFitPoints)
       throw InputError(Location{}, fmt::format("{} step timings in {}: a fit needs at least {}", samples.size(), data,
                                                kMinFitPoints));
+    // a step measured more than once is one step: repeats weigh it more in the fit, but count once
+    // towards the fit's minimum, and all of them fall in one fold, or a fold would be scored on
+    // copies of steps its fit saw
+    std::map<std::string, int> shape_of;
+    std::vector<int> shape(samples.size());
+    for (size_t i = 0; i < samples.size(); ++i) {
+      const StepSample& x = samples[i];
+      const std::string key = fmt::format("{}|{}|{}|{:.17g}|{:.17g}|{:.17g}|{:.17g}|{:.17g}|{:.17g}", x.model,
+                                          x.weight_dtype, x.tp, x.x[0], x.x[1], x.x[2], x.x[3], x.x[4], x.x[5]);
+      shape[i] = shape_of.emplace(key, int(shape_of.size())).first->second;
+    }
+    const int shapes = int(shape_of.size());
+    if (shapes < kMinFitPoints)
+      throw InputError(Location{}, fmt::format("{} step timings in {} time only {} different step{}: a fit needs at "
+                                               "least {}",
+                                               samples.size(), data, shapes, shapes == 1 ? "" : "s", kMinFitPoints));
     prof.device = device;
     // what the rows share names the profile, so that a pool of that configuration finds its error
     bool one_model = true, one_tp = true, one_dtype = true;
@@ -104,17 +120,18 @@ int run_fit(const FitArgs& a, const std::function<void(const std::string&)>& emi
     const int k = a.folds;
     std::vector<double> err_fit, err_held;
     for (const auto& s : samples) err_fit.push_back(std::fabs(step_prediction(prof.c, s) - s.step_s) / s.step_s);
-    if (k >= 2 && int(samples.size()) < 2 * k)
-      std::cerr << "fleetsim fit: " << samples.size() << " step timings are too few for " << k
+    if (k >= 2 && shapes < 2 * k)
+      std::cerr << "fleetsim fit: " << shapes << " different steps are too few for " << k
                 << "-fold cross-validation (2 per fold): no held-out error\n";
     else if (k >= 2) {
       for (int f = 0; f < k; ++f) {
         std::vector<StepSample> train;
         for (size_t i = 0; i < samples.size(); ++i)
-          if (int(i % size_t(k)) != f) train.push_back(samples[i]);
+          if (shape[i] % k != f) train.push_back(samples[i]);
         const PerfCoefficients c = fit_steps(train);
-        for (size_t i = size_t(f); i < samples.size(); i += size_t(k))
-          err_held.push_back(std::fabs(step_prediction(c, samples[i]) - samples[i].step_s) / samples[i].step_s);
+        for (size_t i = 0; i < samples.size(); ++i)
+          if (shape[i] % k == f)
+            err_held.push_back(std::fabs(step_prediction(c, samples[i]) - samples[i].step_s) / samples[i].step_s);
       }
     }
     auto med = [](std::vector<double> v) {

@@ -1,6 +1,7 @@
 // `fleetsim fit` on bad input: every malformed or unfittable measurement is a one-line error that
 // names where it is, and no profile is written that a run would reject.
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <cmath>
 #include <filesystem>
@@ -255,6 +256,31 @@ TEST_CASE("fit inputs: --folds is 0 or 2 to 50, and --steps needs as many points
   const std::string two = steps_csv("two_steps.csv", 2);
   a.inputs = {two};
   CHECK(fit_error(a) == "fleetsim: error: 2 step timings in " + two + ": a fit needs at least 3");
+
+  // a step timed more than once is one step: six timings of it are no fit, and the rows of a file
+  // given twice score as the file once (each step's copies in one fold; doubling every row leaves
+  // a least-squares fit as it was), where a fold used to be scored on copies of rows it fitted
+  const std::string head = "model,device,prefill_tokens,decode_seqs,decode_context_tokens,step_ms\n";
+  std::string rows;
+  for (int i = 1; i <= 8; ++i)
+    rows += fmt::format("meta-llama/Llama-3.1-8B,H100-SXM,{},{},{},{}\n", 100 * i, i, 500 * i, 5 + i + 0.3 * (i % 3));
+  std::string one_step;
+  for (int i = 0; i < 6; ++i) one_step += "meta-llama/Llama-3.1-8B,H100-SXM,100,1,500,6\n";
+  const std::string same = write_temp("same_step.csv", head + one_step);
+  a.inputs = {same};
+  CHECK(fit_error(a) ==
+        "fleetsim: error: 6 step timings in " + same + " time only 1 different step: a fit needs at least 3");
+  // (3 folds: row i and its copy, i + 8, fell in different folds by row number)
+  a.folds = 3;
+  auto held_out = [&](const std::string& file) {
+    a.inputs = {file};
+    std::string t;
+    REQUIRE(fit_error(a, &t) == "(no error)");
+    return t.substr(t.find("step time:"), t.find('\n', t.find("step time:")) - t.find("step time:"));
+  };
+  const std::string once = held_out(write_temp("steps_once.csv", head + rows));
+  CHECK(once.find("(3-fold held out)") != std::string::npos);
+  CHECK(held_out(write_temp("steps_twice.csv", head + rows + rows)) == once);
 }
 
 TEST_CASE("fit inputs: the output may not be one of the inputs") {
