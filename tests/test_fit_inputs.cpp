@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <random>
 #include <sstream>
 #include <string>
 
@@ -474,4 +475,43 @@ TEST_CASE("fit: fewer prompts than clients send each at once; a point the fitted
   CHECK(j["points"] == 4);
   REQUIRE(j["unserved"].size() == 1);
   CHECK(j["unserved"][0] == test::temp_path("unserved.csv") + ":5");
+}
+
+// A profile fitted to step timings must price in a run what it priced in the fit. A mixture of
+// experts reads the routed experts its tokens touch: the fit's weight term left them out where the
+// simulator adds them, and one client's TPOT came out 10% above the fitted step.
+TEST_CASE("fit --steps: a MoE model's fitted step is the step its runs take") {
+  std::mt19937 g(3);
+  std::string csv = "model,device,tp,prefill_tokens,prefill_seqs,decode_seqs,decode_context_tokens,step_ms\n";
+  for (int i = 0; i < 30; ++i) {
+    const int pt = i % 3 == 0 ? 0 : std::uniform_int_distribution<int>(64, 4096)(g);
+    const int ds = std::uniform_int_distribution<int>(1, 128)(g);
+    const int ctx = ds * std::uniform_int_distribution<int>(100, 3000)(g);
+    const double ms = 6 + 0.02 * ds + 0.0015 * pt + 1e-5 * ctx + 0.3 * std::sin(i);
+    csv += fmt::format("mistralai/Mixtral-8x7B-v0.1,H100-SXM,2,{},{},{},{},{:.3f}\n", pt, pt > 0 ? 1 : 0, ds, ctx, ms);
+  }
+  cli::FitArgs a;
+  a.steps = true;
+  a.folds = 0;
+  a.inputs = {write_temp("moe_steps.csv", csv)};
+  a.output = test::temp_path("moe_steps.yaml");
+  REQUIRE(fit_error(a) == "(no error)");
+  const PerfProfile p = load_profile(a.output, "");
+  // one client, 1024 in and 128 out: its decode steps read 1024 + j tokens for j = 1 ... 127,
+  // and the step is linear in the context, so their mean is the step at 1088
+  std::string device;
+  const auto probe =
+      read_step_samples(write_temp("moe_probe.csv",
+                                   "model,device,tp,prefill_tokens,decode_seqs,decode_context_tokens,step_ms\n"
+                                   "mistralai/Mixtral-8x7B-v0.1,H100-SXM,2,0,1,1088,1\n"),
+                        device);
+  const double fitted_s = step_prediction(p.c, probe.at(0));
+  const auto r = test::run(test::scenario(
+      "duration_s: 120\nwarmup_s: 10\ndevice: h100-sxm-80gb\nmodel: mixtral-8x7b\nengine: {tensor_parallel: 2, "
+      "perf_profile: " +
+      a.output +
+      "}\nfleet: {replicas: 1}\nworkload:\n  arrival: {process: concurrency, clients: 1}\n  prompt_tokens: 1024\n"
+      "  output_tokens: 128\n"));
+  REQUIRE(r.all->tpot.n > 100);
+  CHECK(r.all->tpot.sum / double(r.all->tpot.n) == doctest::Approx(fitted_s).epsilon(1e-3));
 }

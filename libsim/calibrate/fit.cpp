@@ -118,10 +118,14 @@ std::vector<StepSample> read_step_samples(const std::string& path, std::string& 
     s.tp = tp;
     s.x[0] = 1.0;
     s.x[1] = ps + ds;
-    s.x[2] = P.work.weight_bytes / peak_bytes;
-    s.x[3] = P.work.matmul_flops_per_token * (pt + ds) / peak_flops;
-    s.x[4] = P.work.kv_bytes_per_token * (pt + dctx) / peak_bytes;
-    s.x[5] = P.work.attn_flops_per_pair * ps * per_seq * (per_seq + 1) / 2 / bf16;
+    // the terms as a calibrated pool's step composes them (core/stepwork.hpp, one micro-batch):
+    // the routed experts the step's tokens touch, and sliding-window layers' fixed KV per sequence
+    // and attention per prompt token
+    const WorkParams& w = P.work;
+    s.x[2] = step_weight_bytes(w, P.moe, pt + ds) / peak_bytes;
+    s.x[3] = w.matmul_flops_per_token * (pt + ds) / peak_flops;
+    s.x[4] = (w.kv_bytes_per_token * (pt + dctx) + w.window_bytes_per_seq * (ps + ds)) / peak_bytes;
+    s.x[5] = (w.attn_flops_per_pair * ps * per_seq * (per_seq + 1) / 2 + w.window_flops_per_token * pt) / bf16;
     // bounded as a token's time is: a step of over a minute is no serving step
     s.step_s = csv.number("step_ms") / 1e3;
     if (!(s.step_s > 0 && s.step_s <= latency_limit_s(kMeanTpot)))
