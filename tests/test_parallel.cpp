@@ -286,6 +286,38 @@ TEST_CASE("a scenario can define its own MoE model and a device with its own int
   }
 }
 
+// An MI300X platform joins its 8 devices by 7 direct Infinity Fabric links of 64 GB/s each way
+// (448 in all, AMD's 7 x 128 GB/s bidirectional): a tp 2 pair has one link between them, tp 4
+// three per device, tp 8 all seven. A switched domain (NVLink via NVSwitch) gives any group the
+// device's whole link.
+TEST_CASE("on a mesh of direct links a group of g devices all-reduces over g - 1 links; a switch gives it all") {
+  auto per_token = [](const std::string& device, const std::string& model, int tp, const std::string& extra = "") {
+    const Scenario s = test::scenario("duration_s: 100\ndevice: " + device + "\nmodel: " + model +
+                                      "\nengine: {tensor_parallel: " + std::to_string(tp) + extra +
+                                      "}\nfleet: {replicas: 1}\nworkload: {arrival: {process: poisson, "
+                                      "rate_per_s: 1}, prompt_tokens: 100, output_tokens: 10}\n");
+    return s.pools[0].params().par;
+  };
+  const double hidden = 8192, bytes = 2;  // llama-3.1-70b, bf16 activations
+  for (int tp : {2, 4, 8}) {
+    CAPTURE(tp);
+    const ParallelParams mi = per_token("mi300x-192gb", "llama-3.1-70b", tp);
+    CHECK(mi.allreduce_s_per_token == doctest::Approx(2.0 * (tp - 1) / tp * hidden * bytes / (64e9 * (tp - 1))));
+    const ParallelParams h = per_token("h100-sxm-80gb", "llama-3.1-70b", tp);
+    CHECK(h.allreduce_s_per_token == doctest::Approx(2.0 * (tp - 1) / tp * hidden * bytes / 450e9));
+  }
+  // a stage hands its activations to its counterpart in the next over the one link between them
+  const ParallelParams pp = per_token("mi300x-192gb", "llama-3.1-70b", 2, ", pipeline_parallel: 2");
+  CHECK(pp.handoff_s_per_token == doctest::Approx(hidden * bytes / 64e9));
+  // a scenario's own device says whether its link is a mesh
+  const Scenario own = test::scenario(
+      "duration_s: 100\ndevice: my-gpu\nmodel: llama-3.1-8b\nengine: {tensor_parallel: 2}\nfleet: {replicas: 1}\n"
+      "catalog:\n  devices:\n    my-gpu: {memory_gib: 80, bandwidth_gb_s: 2000, bf16_tflops: 500, usd_per_hour: 2,\n"
+      "             link_gb_s: 300, link_domain: 4, link_mesh: true}\n"
+      "workload: {arrival: {process: poisson, rate_per_s: 1}, prompt_tokens: 100, output_tokens: 10}\n");
+  CHECK(own.pools[0].params().par.allreduce_s_per_token == doctest::Approx(2.0 / 2 * 4096 * 2 / 100e9));
+}
+
 namespace {
 // Qwen3-235B-A22B with fp8 weights and KV on 8 H100s as eight data-parallel ranks of one device each.
 std::string dp_yaml(const std::string& engine, const std::string& fleet = "replicas: 8") {

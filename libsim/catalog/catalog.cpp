@@ -5,7 +5,8 @@
 namespace fleetsim {
 
 namespace {
-// Board power at full load (docs/catalog.md, "Power"), kept apart from the rows so each stays readable.
+// Board power at full load (docs/catalog.md, "Power") and the mesh links, kept apart from the rows
+// so each stays readable.
 std::vector<DeviceSpec> with_power(std::vector<DeviceSpec> d) {
   const std::pair<const char*, double> tdp[] = {{"h100-sxm-80gb", 700},  {"h200-141gb", 700},
                                                 {"a100-80gb", 400},      {"a100-40gb", 400},
@@ -15,9 +16,12 @@ std::vector<DeviceSpec> with_power(std::vector<DeviceSpec> d) {
                                                 {"h100-pcie-80gb", 350}, {"h100-nvl-94gb", 400},
                                                 {"mi325x-256gb", 1000},  {"rtx-pro-6000-96gb", 600},
                                                 {"rtx-3090-24gb", 350},  {"rtx-4090-24gb", 450}};
-  for (auto& x : d)
+  for (auto& x : d) {
     for (const auto& [name, w] : tdp)
       if (x.name == name) x.tdp_w = w;
+    // MI300X and MI325X platforms join their 8 devices by 7 direct Infinity Fabric links each
+    x.link_mesh = x.name == "mi300x-192gb" || x.name == "mi325x-256gb";
+  }
   return d;
 }
 }  // namespace

@@ -26,6 +26,15 @@ struct DeviceSpec {
   double pcie_gb_s = 0;        // host link per device, one direction
   int devices_per_node = 8;    // a typical server of these devices
   double tdp_w = 0;            // board power at full load (0: not known)
+  // The link joins every pair of the domain's devices directly, with no switch (AMD Infinity
+  // Fabric): link_gb_s is all of a device's links together, one per peer, and a device reaches
+  // p peers at once over p of them.
+  bool link_mesh = false;
+  // One direction of what a device has towards `peers` devices of its domain at once.
+  double link_gb_s_to(int peers) const {
+    if (!link_mesh || link_domain <= 1 || peers >= link_domain - 1) return link_gb_s;
+    return link_gb_s * double(peers < 1 ? 1 : peers) / double(link_domain - 1);
+  }
 };
 
 enum class ModelKind { generate, embed, score };

@@ -15,8 +15,8 @@ namespace {
 
 DeviceSpec parse_device(const N& n, const DeviceSpec* base, const std::string& name) {
   n.allow_keys({"memory_gib", "bandwidth_gb_s", "bf16_tflops", "fp8_tflops", "fp4_tflops", "usd_per_hour", "notes",
-                "interconnect", "link_gb_s", "link_latency_us", "link_domain", "pcie_gb_s", "devices_per_node",
-                "tdp_w"});
+                "interconnect", "link_gb_s", "link_latency_us", "link_domain", "link_mesh", "pcie_gb_s",
+                "devices_per_node", "tdp_w"});
   DeviceSpec d = base ? *base : DeviceSpec{};
   d.name = name;
   auto field = [&](const char* key, double& out, double hi, bool allow_zero) {
@@ -49,6 +49,7 @@ DeviceSpec parse_device(const N& n, const DeviceSpec* base, const std::string& n
   if (n.has("devices_per_node")) d.devices_per_node = int(n.at("devices_per_node").integer(1, 1024));
   if (n.has("tdp_w")) d.tdp_w = n.at("tdp_w").num_in(0, 100000);
   if (n.has("link_domain")) d.link_domain = int(n.at("link_domain").integer(1, 100000));
+  if (n.has("link_mesh")) d.link_mesh = n.at("link_mesh").boolean();
   return d;
 }
 

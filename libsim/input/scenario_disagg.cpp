@@ -60,7 +60,7 @@ void parse_disaggregation(const N& dn, std::vector<PoolSpec>& pools, size_t i) {
                              std::to_string(most(P)) + " + " + std::to_string(most(D)) + " of " + P.device.name +
                              " and " + D.device.name + "); use link: network",
                          ErrorKind::inconsistent);
-    gb_s = P.device.link_gb_s;
+    gb_s = P.device.link_gb_s_to(1);  // one device to one other
     lat_us = P.device.link_latency_us;
   } else {
     if (!(P.device.pcie_gb_s > 0))

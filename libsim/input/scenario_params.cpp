@@ -56,11 +56,12 @@ void PoolSpec::set_parallel_work(PoolParams& p) const {
   p.window_blocks = capacity.window_blocks_per_seq;
   p.extended_steps = 1;
 
-  // the link a group of g devices talks over: the scale-up link within its domain, PCIe within
-  // a node, the network beyond
-  auto link = [&](int g, double& gb_s, double& latency_us) {
+  // the link a group of g devices talks over, each device to `peers` others at once: the scale-up
+  // link within its domain (on a mesh, the links to those peers), PCIe within a node, the network
+  // beyond
+  auto link = [&](int g, int peers, double& gb_s, double& latency_us) {
     if (g <= device.link_domain) {
-      gb_s = device.link_gb_s;
+      gb_s = device.link_gb_s_to(peers);
       latency_us = device.link_latency_us;
     } else if (g <= device.devices_per_node) {
       gb_s = device.pcie_gb_s;
@@ -74,7 +75,7 @@ void PoolSpec::set_parallel_work(PoolParams& p) const {
   ParallelParams& c = p.par;
   double gb_s = 0, lat_us = 0;
   if (tp > 1) {
-    link(tp, gb_s, lat_us);
+    link(tp, tp - 1, gb_s, lat_us);
     c.allreduces = 2.0 * m.layers - (ep > 1 || dp > 1 ? double(m.moe_layers()) : 0.0);
     c.allreduce_latency_s = lat_us * 1e-6;
     c.allreduce_s_per_token = 2.0 * (tp - 1) / tp * m.hidden * act_bytes / (gb_s * 1e9);
@@ -83,14 +84,14 @@ void PoolSpec::set_parallel_work(PoolParams& p) const {
   // activations leave its rank's tp devices for the (e - 1) / e of experts elsewhere, dispatch and combine
   const int e = ep * dp;
   if (e > 1) {
-    link(e, gb_s, lat_us);
+    link(e, e - 1, gb_s, lat_us);
     c.all_to_alls = 2.0 * m.moe_layers();
     c.all_to_all_latency_s = lat_us * 1e-6;
     c.all_to_all_s_per_token =
         double(m.experts_per_token) * m.hidden * act_bytes * (e - 1) / (double(e) * tp) / (gb_s * 1e9);
   }
   if (pp > 1) {
-    link(tp * pp, gb_s, lat_us);
+    link(tp * pp, 1, gb_s, lat_us);  // a stage's device hands to its counterpart in the next
     c.handoffs = pp - 1;
     c.handoff_latency_s = lat_us * 1e-6;
     c.handoff_s_per_token = m.hidden * act_bytes / (gb_s * 1e9);

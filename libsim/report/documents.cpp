@@ -125,6 +125,7 @@ Json catalog_document() {
                     {"link_gb_s", d.link_gb_s},
                     {"link_latency_us", d.link_latency_us},
                     {"link_domain", d.link_domain},
+                    {"link_mesh", d.link_mesh},
                     {"pcie_gb_s", d.pcie_gb_s},
                     {"devices_per_node", d.devices_per_node},
                     {"notes", d.notes}});
