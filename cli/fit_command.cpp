@@ -240,6 +240,15 @@ int run_fit(const FitArgs& a, const std::function<void(const std::string&)>& emi
         unserved.push_back(x.point->where);
       }
     prof.fit = summarize(fitted);
+    // held-out runs that a fit without them cannot finish count in no held-out figure either: say so
+    auto note_unfinished = [](const std::vector<PointResult>& held, const std::string& which) {
+      int n = 0;
+      for (const auto& x : held) n += x.predicted.ok ? 0 : 1;
+      if (n > 0)
+        std::cerr << "fleetsim fit: " << n << " of " << held.size() << " " << which
+                  << " runs do not finish with the fit that did not see them: they count in no held-out figure\n";
+      return n;
+    };
     std::string cv_table;
     if (a.global) {
       // what a new device or model would see: each predicted by a fit without it
@@ -266,10 +275,13 @@ int run_fit(const FitArgs& a, const std::function<void(const std::string&)>& emi
         cv[std::string("leave_one_") + by + "_out"] = rows;
       }
       prof.cross_validated = summarize(lodo_all);
+      cv["unfinished"] = note_unfinished(lodo_all, "left-out-device");
       out["cross_validation"] = cv;
-    } else if (a.folds >= 2 && int(ok.size()) >= 2 * a.folds)
-      prof.held_out = summarize(cross_validate(ok, opt));
-    else if (a.folds >= 2 && !a.global)
+    } else if (a.folds >= 2 && int(ok.size()) >= 2 * a.folds) {
+      const auto held = cross_validate(ok, opt);
+      prof.held_out = summarize(held);
+      out["held_out_unfinished"] = note_unfinished(held, "held-out");
+    } else if (a.folds >= 2 && !a.global)
       std::cerr << "fleetsim fit: " << ok.size() << " points are too few for " << a.folds
                 << "-fold cross-validation (2 per fold): no held-out error\n";
     const bool cv = prof.held_out.points > 0;

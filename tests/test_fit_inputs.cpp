@@ -475,6 +475,11 @@ TEST_CASE("fit: fewer prompts than clients send each at once; a point the fitted
   CHECK(j["points"] == 4);
   REQUIRE(j["unserved"].size() == 1);
   CHECK(j["unserved"][0] == test::temp_path("unserved.csv") + ":5");
+  // nor in the held-out figure, where it is counted too
+  a.folds = 2;
+  out.clear();
+  REQUIRE(fit_error(a, &out) == "(no error)");
+  CHECK(Json::parse(out)["held_out_unfinished"] == 1);
 }
 
 // A profile fitted to step timings must price in a run what it priced in the fit. A mixture of
