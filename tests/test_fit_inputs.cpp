@@ -129,10 +129,24 @@ TEST_CASE("fit inputs: a latency beyond an hour, or a minute per token or step, 
   // a step's tokens within what one step can hold, and some work in it
   const std::string head = "model,device,prefill_tokens,decode_seqs,decode_context_tokens,step_ms\n";
   const std::string big = write_temp("big_steps.csv", head + "meta-llama/Llama-3.1-8B,H100-SXM,1e30,0,0,10\n");
-  CHECK(steps_error(big) == big + ":2: error: column prefill_tokens: expected a number in [0, 1e+07], not '1e30'");
+  CHECK(steps_error(big) ==
+        big + ":2: error: column prefill_tokens: expected a whole number in [0, 1e+07], not '1e30'");
   const std::string idle = write_temp("idle_steps.csv", head + "meta-llama/Llama-3.1-8B,H100-SXM,0,0,0,10\n");
   CHECK(steps_error(idle) ==
         idle + ":2: error: a step that prefills no token and decodes no sequence has nothing to time");
+  // counts are whole, the required ones given, and each sequence has a token of its own at least
+  auto one = [&](const std::string& name, const std::string& row, const std::string& h = "") {
+    const std::string f = write_temp(name, (h.empty() ? head : h) + "meta-llama/Llama-3.1-8B,H100-SXM," + row + "\n");
+    return steps_error(f).substr(f.size());
+  };
+  CHECK(one("frac.csv", "0,8.5,1000,10") ==
+        ":2: error: column decode_seqs: expected a whole number in [0, 100000], not '8.5'");
+  CHECK(one("empty.csv", "0,,1000,10") == ":2: error: column decode_seqs: a count is needed, the cell is empty");
+  CHECK(one("no_ctx.csv", "0,8,0,10") ==
+        ":2: error: 8 sequences decode over 0 context tokens: each reads its own token at least");
+  CHECK(one("few_tokens.csv", "10,100,0,0,10",
+            "model,device,prefill_tokens,prefill_seqs,decode_seqs,decode_context_tokens,step_ms\n") ==
+        ":2: error: 100 sequences prefill 10 tokens: each prefills one at least");
 }
 
 TEST_CASE("fit inputs: JSON of the wrong shape or type is an error naming the field, never a parser's exception") {

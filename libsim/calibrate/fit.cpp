@@ -69,12 +69,14 @@ std::vector<StepSample> read_step_samples(const std::string& path, std::string& 
   std::vector<StepSample> out;
   std::map<std::string, Scenario> scenarios;  // one per configuration, for its work per device
   while (csv.next()) {
-    // a count of tokens or sequences in one step, within what a serving step can hold
-    auto num = [&](const char* k, double dflt, double most) {
+    // a count of tokens or sequences in one step, within what a serving step can hold: a whole
+    // number, and given where the column is required
+    auto num = [&](const char* k, double dflt, double most, bool required = false) {
+      if (required && csv.get(k).empty()) csv.fail(fmt::format("column {}: a count is needed, the cell is empty", k));
       const double x = csv.number(k);
       if (std::isnan(x)) return dflt;
-      if (!(x >= 0 && x <= most))
-        csv.fail(fmt::format("column {}: expected a number in [0, {:g}], not '{}'", k, most, csv.get(k)));
+      if (!(x >= 0 && x <= most) || x != std::floor(x))
+        csv.fail(fmt::format("column {}: expected a whole number in [0, {:g}], not '{}'", k, most, csv.get(k)));
       return x;
     };
     const int tp = int(csv.integer("tp", 1, 64, 1));
@@ -106,10 +108,15 @@ std::vector<StepSample> read_step_samples(const std::string& path, std::string& 
     const PoolParams P = sc.pools[0].params();
     const double bf16 = sc.pools[0].device.bf16_tflops * 1e12;
     const double peak_flops = P.peak_flops_per_s, peak_bytes = P.peak_bytes_per_s;
-    const double pt = num("prefill_tokens", 0, 1e7),
+    const double pt = num("prefill_tokens", 0, 1e7, true),
                  ps = std::max(num("prefill_seqs", pt > 0 ? 1 : 0, 1e5), pt > 0 ? 1.0 : 0.0);
-    const double ds = num("decode_seqs", 0, 1e5), dctx = num("decode_context_tokens", 0, 1e10);
+    const double ds = num("decode_seqs", 0, 1e5, true), dctx = num("decode_context_tokens", 0, 1e10, true);
     if (pt + ds <= 0) csv.fail("a step that prefills no token and decodes no sequence has nothing to time");
+    // each prefilling sequence computes a token at least, and each decoding one reads its own
+    if (ps > pt) csv.fail(fmt::format("{:g} sequences prefill {:g} tokens: each prefills one at least", ps, pt));
+    if (dctx < ds)
+      csv.fail(
+          fmt::format("{:g} sequences decode over {:g} context tokens: each reads its own token at least", ds, dctx));
     const double per_seq = ps > 0 ? pt / ps : 0;
     StepSample s;
     s.where = csv.where();
