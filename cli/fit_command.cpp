@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <set>
 
 #include "libsim/calibrate/fit.hpp"
 #include "libsim/input/input_file.hpp"
@@ -212,6 +213,17 @@ int run_fit(const FitArgs& a, const std::function<void(const std::string&)>& emi
                                        " (fit each engine on its own)");
     if (one_engine)
       prof.engine = ok[0]->engine + (one_version && !ok[0]->engine_version.empty() ? " " + ok[0]->engine_version : "");
+    // a global fit says what it carries to a device or model it did not see: it needs one to leave out
+    if (a.global) {
+      std::set<std::string> devices, models;
+      for (const BenchPoint* p : ok) devices.insert(p->device), models.insert(p->model);
+      if (devices.size() < 2 && models.size() < 2)
+        throw InputError(Location{},
+                         "--global fits across devices and models, and measures itself on one left "
+                         "out: these points are all " +
+                             ok[0]->model + " on " + ok[0]->device +
+                             " (fit them without --global, or add another device's or model's)");
+    }
     prof.device = a.global ? std::string() : ok[0]->device;
     bool one_model = !a.global, one_tp = true;
     for (const BenchPoint* p : ok)

@@ -380,6 +380,19 @@ TEST_CASE("fit --steps: the profile names the configuration its rows share and k
   CHECK(why == "several models");
 }
 
+TEST_CASE("fit --global: points of one model on one device leave nothing out to measure the fit on") {
+  const std::string head = "model,device,tp,isl,osl,concurrency,mean_ttft_ms,mean_tpot_ms\n";
+  cli::FitArgs a;
+  a.inputs = {write_temp("one_config.csv",
+                         head + kRow + "512,64,1,25,7.5\n" + kRow + "512,64,4,40,8.0\n" + kRow + "2048,64,2,90,8.5\n")};
+  a.global = true;
+  a.folds = 0;
+  CHECK(fit_error(a) ==
+        "fleetsim: error: --global fits across devices and models, and measures itself on one left "
+        "out: these points are all llama-3.1-8b on h100-sxm-80gb (fit them without --global, or add "
+        "another device's or model's)");
+}
+
 TEST_CASE("fit inputs: a rate with a concurrency, a burst of no stated size, zero lengths and rates are errors") {
   const std::string head = "model,device,tp,isl,osl,concurrency,request_rate,num_prompts,mean_ttft_ms\n";
   auto row_error = [&](const char* name, const std::string& row) {
