@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -347,7 +348,10 @@ int run_fit(const FitArgs& a, const std::function<void(const std::string&)>& emi
       const int err = errno ? errno : EIO;
       throw OutputError(fmt::format("{}: error: writing the profile failed: {}", a.output, std::strerror(err)), err);
     }
-    table += "\nwrote " + a.output + " (use it with engine.perf_profile: " + a.output + ")\n";
+    // a scenario reads a relative profile path from its own folder, so the advice gives the whole path
+    table += "\nwrote " + a.output +
+             " (use it with engine.perf_profile: " + std::filesystem::absolute(a.output).lexically_normal().string() +
+             ")\n";
   }
   out["profile"] = prof.name;
   out["device"] = prof.device.empty() ? "any" : prof.device;

@@ -295,6 +295,13 @@ TEST_CASE("fit inputs: --folds is 0 or 2 to 50, and --steps needs as many points
   };
   const std::string once = held_out(write_temp("steps_once.csv", head + rows));
   CHECK(once.find("(3-fold held out)") != std::string::npos);
+  {
+    // the advice names the profile by its whole path: a scenario reads a relative one from its folder
+    std::string t;
+    REQUIRE(fit_error(a, &t) == "(no error)");
+    CHECK(t.find("(use it with engine.perf_profile: " + std::filesystem::absolute(a.output).string() + ")") !=
+          std::string::npos);
+  }
   CHECK(held_out(write_temp("steps_twice.csv", head + rows + rows)) == once);
 }
 
