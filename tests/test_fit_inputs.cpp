@@ -162,6 +162,27 @@ TEST_CASE("fit inputs: JSON of the wrong shape or type is an error naming the fi
   CHECK(err("j4.json", R"({"benchmarks":[{"args":{"strategy":"concurrent"}}]})")
             .find("benchmarks[0].args.strategy: expected an object") != std::string::npos);
   CHECK(err("j5.json", "[1,2]").find("not a benchmark result") != std::string::npos);
+  // a concurrency written as a string is an error, not a run without a cap (null is one)
+  CHECK(err("j6.json", R"({"mean_ttft_ms":10,"num_prompts":5,"max_concurrency":"4","total_input_tokens":100,
+        "total_output_tokens":50,"completed":5})")
+            .find("max_concurrency: expected a whole number in [1, 1000000], not \"4\"") != std::string::npos);
+  BenchPoint d;
+  d.device_id = "h100-sxm-80gb";
+  d.model_id = "llama-3.1-8b";
+  const auto open = read_benchmarks(write_temp("j7.json", R"({"mean_ttft_ms":10,"num_prompts":5,"request_rate":2,
+        "max_concurrency":null,"total_input_tokens":100,"total_output_tokens":50,"completed":5})"),
+                                    d);
+  REQUIRE(open.size() == 1);
+  CHECK(open[0].concurrency == 0);
+  CHECK(open[0].rate_per_s == 2);
+  // GuideLLM's synchronous strategy sends one request at a time: a closed loop of one client
+  const auto sync = read_benchmarks(write_temp("j8.json", R"({"benchmarks": [{"args": {"strategy": {"type_":
+        "synchronous"}}, "metrics": {"time_to_first_token_ms": {"successful": {"mean": 20.0}},
+        "prompt_token_count": {"successful": {"mean": 512}}, "output_token_count": {"successful": {"mean": 64}}}}]})"),
+                                    d);
+  REQUIRE(sync.size() == 1);
+  CHECK(sync[0].concurrency == 1);
+  CHECK(sync[0].skip.empty());
 }
 
 TEST_CASE("fit inputs: a bad value in a JSON result is located at its line and column") {

@@ -300,7 +300,8 @@ BenchPoint read_vllm_json(const std::string& path, const nlohmann::json& j, cons
   p.source = path;
   if (p.engine.empty()) p.engine = "vllm";
   if (j.contains("model_id") && j["model_id"].is_string()) p.model_id = j["model_id"].get<std::string>();
-  if (j.contains("max_concurrency") && j["max_concurrency"].is_number())
+  // (null: no cap, as vllm bench serve writes it; a count in another type is an error, not no cap)
+  if (j.contains("max_concurrency") && !j["max_concurrency"].is_null())
     p.concurrency = count_of(j["max_concurrency"], "max_concurrency", "max_concurrency", 1000000);
   if (j.contains("request_rate")) {
     const auto& r = j["request_rate"];
@@ -421,6 +422,8 @@ std::vector<BenchPoint> read_guidellm_json(const std::string& path, const nlohma
     else if (prof.contains("rate") && prof["rate"].is_number()) {
       p.rate_per_s = prof["rate"].get<double>();
       p.poisson = kind == "poisson";
+    } else if (kind == "synchronous") {
+      p.concurrency = 1;  // GuideLLM's synchronous strategy: one request at a time, the next as it ends
     }
     if (b.contains("model") && b["model"].is_string() && p.model_id.empty()) p.model_id = b["model"].get<std::string>();
     finish_point(p);
