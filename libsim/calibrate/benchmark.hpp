@@ -74,7 +74,8 @@ double latency_limit_s(int metric);
 //   JSON written by `vllm bench serve --save-result` (model_id, max_concurrency or request_rate,
 //     num_prompts, mean_ttft_ms, ...; device, tp and lengths come from `defaults`; input_lens and
 //     output_lens, where present, are the per-request lengths);
-//   JSON written by GuideLLM (benchmarks[].args / metrics; the same).
+//   JSON written by GuideLLM (benchmarks[].args / metrics; the same; its synchronous strategy is
+//     one client).
 // A latency given (mean_ttft_ms, ...) must be a number in (0, latency_limit_s]; absent is allowed.
 // Throws InputError with file:line for malformed input.
 std::vector<BenchPoint> read_benchmarks(const std::string& path, const BenchPoint& defaults);

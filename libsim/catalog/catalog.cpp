@@ -11,7 +11,7 @@ std::vector<DeviceSpec> with_power(std::vector<DeviceSpec> d) {
   const std::pair<const char*, double> tdp[] = {{"h100-sxm-80gb", 700},  {"h200-141gb", 700},
                                                 {"a100-80gb", 400},      {"a100-40gb", 400},
                                                 {"l40s-48gb", 350},      {"l4-24gb", 72},
-                                                {"a10g-24gb", 150},      {"t4-16gb", 70},
+                                                {"a10g-24gb", 300},      {"t4-16gb", 70},
                                                 {"mi300x-192gb", 750},   {"b200-180gb", 1000},
                                                 {"h100-pcie-80gb", 350}, {"h100-nvl-94gb", 400},
                                                 {"mi325x-256gb", 1000},  {"rtx-pro-6000-96gb", 600},
