@@ -234,6 +234,32 @@ TEST_CASE("an MoE decode step reads the dense weights and the share of experts i
   CHECK(decode_step_s(P, 1, 1000) < 0.002 + 30.53e9 * 2 / (3350e9 * 0.8) / 4);
 }
 
+TEST_CASE("MLA decodes over the latent cache and prefills as multi-head attention over up-projected heads") {
+  const Scenario s = test::scenario("weight_dtype: fp8\n" +
+                                    pool_yaml("deepseek-v3", "h200-141gb", "tensor_parallel: 8, perf_profile: none"));
+  const PoolParams P = s.pools[0].params();
+  // per rank 16 of 128 heads, 61 layers. Decode (absorbed): q.k over 512 + 64, p.v over 512;
+  // prefill: q.k over 128 + 64, p.v over 128, after up-projecting each context token's 512
+  // latent values to 128 key and 128 value values per head
+  CHECK(P.work.attn_flops_per_pair == 61.0 * 16 * (2 * 576 + 2 * 512));
+  CHECK(P.work.prefill_attn_flops_per_pair == 61.0 * 16 * (2 * 192 + 2 * 128));
+  CHECK(P.work.context_upproj_flops_per_token == 61.0 * 16 * 2 * 512 * 256);
+  // a 2,048-token chunk of a prompt whose first 4,096 tokens were prefilled in earlier steps
+  Replica R{};
+  const double chunk = 2048, ctx = 4096, pairs = chunk * ctx + chunk * (chunk + 1) / 2;
+  set_single_step(P, R, chunk, pairs, ctx, 0, 0, 1);
+  const double flops =
+      P.work.matmul_flops_per_token * chunk + 61.0 * 16 * 640 * pairs + 61.0 * 16 * 2 * 512 * 256 * ctx;
+  CHECK(R.run_fa == doctest::Approx(flops).epsilon(1e-12));
+  // the latent form would have priced this prefill's attention 3.4 times over (2176 / 640)
+  CHECK(P.work.attn_flops_per_pair / P.work.prefill_attn_flops_per_pair == doctest::Approx(3.4));
+  // a dense model prefills and decodes with the same heads, and up-projects nothing
+  const PoolParams D =
+      test::scenario(pool_yaml("llama-3.1-8b", "h100-sxm-80gb", "perf_profile: none")).pools[0].params();
+  CHECK(D.work.prefill_attn_flops_per_pair == D.work.attn_flops_per_pair);
+  CHECK(D.work.context_upproj_flops_per_token == 0.0);
+}
+
 TEST_CASE("parallelism inputs that vLLM would refuse are located errors") {
   auto err = [](const std::string& yaml) {
     try {
@@ -432,4 +458,28 @@ TEST_CASE("data-parallel attention inputs the engines would refuse, or fleetsim 
       error_of(dp_yaml("data_parallel: 8", "replicas: 8, pricing: {spot: {discount: 0.5, interruptions_per_hour: 1}}"));
   CHECK(spot.find("interruptions_per_hour") != std::string::npos);
   CHECK(spot.find(":7:") != std::string::npos);  // located at the fleet line
+  // each rank keeps its own waiting queue: one shared between them is not what the engines run
+  const std::string cq = error_of(dp_yaml("data_parallel: 8", "replicas: 8, router: central_queue"));
+  CHECK(cq.find("central_queue shares one queue") != std::string::npos);
+  CHECK(cq.find(":7:") != std::string::npos);
+}
+
+TEST_CASE("expert parallelism within one tensor-parallel group all-reduces as tensor parallelism does") {
+  // every rank holds every token after attention: it runs its own 16 whole experts on them and the
+  // MoE layer all-reduces, as vLLM does without data parallelism (no all-to-all kernels at dp 1)
+  const PoolParams tp = test::scenario(dp_yaml("tensor_parallel: 8", "replicas: 1")).pools[0].params();
+  const Scenario se = test::scenario(dp_yaml("tensor_parallel: 8, expert_parallel: 8", "replicas: 1"));
+  const PoolParams ep = se.pools[0].params();
+  CHECK(ep.par.allreduces == 2.0 * 94);
+  CHECK(ep.par.all_to_alls == 0.0);
+  CHECK(tp.par.allreduces == ep.par.allreduces);
+  // one sequence touches 8 experts: a rank reads 1/8 of each under tp, one whole in expectation
+  // under ep, so a lone decode step costs the same
+  CHECK(decode_step_s(ep, 1, 1000) == doctest::Approx(decode_step_s(tp, 1, 1000)).epsilon(1e-12));
+  // no fit saw such a server: the physics model does not quote its error for it
+  const Json st = test::run(test::scenario(dp_yaml("tensor_parallel: 8, expert_parallel: 8", "replicas: 1"),
+                                           {"engine.perf_profile=auto"}))
+                      .report["scenario"]["step_time"];
+  CHECK(st["error_applies"] == false);
+  CHECK(st["note"].get<std::string>().find("uncalibrated for expert parallelism") != std::string::npos);
 }

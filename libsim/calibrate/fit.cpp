@@ -132,7 +132,7 @@ std::vector<StepSample> read_step_samples(const std::string& path, std::string& 
     s.x[2] = step_weight_bytes(w, P.moe, pt + ds) / peak_bytes;
     s.x[3] = w.matmul_flops_per_token * (pt + ds) / peak_flops;
     s.x[4] = (w.kv_bytes_per_token * (pt + dctx) + w.window_bytes_per_seq * (ps + ds)) / peak_bytes;
-    s.x[5] = (w.attn_flops_per_pair * ps * per_seq * (per_seq + 1) / 2 + w.window_flops_per_token * pt) / bf16;
+    s.x[5] = (w.prefill_attn_flops_per_pair * ps * per_seq * (per_seq + 1) / 2 + w.window_flops_per_token * pt) / bf16;
     // bounded as a token's time is: a step of over a minute is no serving step
     s.step_s = csv.number("step_ms") / 1e3;
     if (!(s.step_s > 0 && s.step_s <= latency_limit_s(kMeanTpot)))

@@ -121,7 +121,8 @@ Capacity compute_capacity(const MemoryInputs& in) {
   if (in.runtime_overhead_gib >= 0) {
     c.non_torch_gib = in.runtime_overhead_gib;
   } else {
-    c.non_torch_gib = in.constants.non_torch_gib + (c.devices > 1 ? in.constants.collective_gib : 0.0);
+    // a data-parallel rank of one device still joins the expert-parallel group's communicators
+    c.non_torch_gib = in.constants.non_torch_gib + (c.devices > 1 || in.dp > 1 ? in.constants.collective_gib : 0.0);
     c.cuda_graph_gib = in.enforce_eager ? 0.0 : cuda_graph_gib(in.max_num_seqs, in.max_batched_tokens, in.constants);
   }
   c.runtime_overhead_gib = c.non_torch_gib + (in.reserve_cuda_graphs ? c.cuda_graph_gib : 0.0) + in.adapter_gib;

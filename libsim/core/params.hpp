@@ -114,9 +114,14 @@ struct PerfParams {
 // Work per step, from the model architecture.
 struct WorkParams {
   double matmul_flops_per_token;  // 2 x parameters
-  double attn_flops_per_pair;     // 4 x layers x heads x head_dim, per (query, key) pair
-  double weight_bytes;            // read once per step (an MoE model: its dense part)
-  double kv_bytes_per_token;      // read per context token, written per new token
+  double attn_flops_per_pair;     // 4 x layers x heads x head_dim, per (query, key) pair of a decode step
+  // a prefill's pairs: the same, except under MLA, which prefills as multi-head attention over
+  // up-projected keys and values (smaller heads than the latent ones decode attends over), after
+  // up-projecting the context it attends to (GEMM FLOPs per context token)
+  double prefill_attn_flops_per_pair;
+  double context_upproj_flops_per_token;
+  double weight_bytes;        // read once per step (an MoE model: its dense part)
+  double kv_bytes_per_token;  // read per context token, written per new token
   // sliding-window layers: a fixed cost per sequence, once its context passes the window
   double window_flops_per_token;  // attention FLOPs of one new token over a full window
   double window_bytes_per_seq;    // KV bytes of a full window, read once per step

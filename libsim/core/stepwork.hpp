@@ -188,7 +188,7 @@ FLEETSIM_HD inline void set_single_step(const PoolParams& P, Replica& R, double 
   const WorkParams& w = P.work;
   const PerfParams& f = P.perf;
   const bool plain = plain_step_model(P);
-  double f_in = w.matmul_flops_per_token * ptoks + w.attn_flops_per_pair * ppairs;
+  double f_in = w.matmul_flops_per_token * ptoks + w.prefill_attn_flops_per_pair * ppairs;
   double f_out = n > 0.0 ? w.matmul_flops_per_token * n + w.attn_flops_per_pair * (T0 + n) : 0.0;
   const double ctx_out = n > 0.0 ? T0 + n : 0.0;
   double bytes, dt;
@@ -196,22 +196,23 @@ FLEETSIM_HD inline void set_single_step(const PoolParams& P, Replica& R, double 
     bytes = w.weight_bytes + w.kv_bytes_per_token * (pread + ptoks + ctx_out);
     dt = f.kind == PerfKind::calibrated
              ? calibrated_step_s(f, seqs, w.weight_bytes, w.matmul_flops_per_token * (ptoks + n),
-                                 w.kv_bytes_per_token * (pread + ptoks + ctx_out), w.attn_flops_per_pair * ppairs, 1.0,
-                                 0.0)
+                                 w.kv_bytes_per_token * (pread + ptoks + ctx_out),
+                                 w.prefill_attn_flops_per_pair * ppairs, 1.0, 0.0)
              : step_time(P, f_in + f_out, bytes, ptoks, n, ctx_out);
   } else {
     const double m = micro_batches(P.par, seqs);
     const double tokens = ptoks + n;
     const double W = step_weight_bytes(w, P.moe, tokens / m);
-    f_in += w.window_flops_per_token * ptoks;
+    const double upproj = w.context_upproj_flops_per_token * pread;
+    f_in += w.window_flops_per_token * ptoks + upproj;
     f_out += w.window_flops_per_token * n;
     const double kv = w.kv_bytes_per_token * (pread + ptoks + ctx_out) + w.window_bytes_per_seq * seqs;
     bytes = W * m + kv;
     if (f.kind == PerfKind::roofline)
       dt = parallel_step_s(P, f_in + f_out, W, kv, m, comm_s(P.par, tokens / m));
     else if (f.kind == PerfKind::calibrated)
-      dt = calibrated_step_s(f, seqs, W, w.matmul_flops_per_token * tokens, kv,
-                             w.attn_flops_per_pair * ppairs + w.window_flops_per_token * ptoks, m,
+      dt = calibrated_step_s(f, seqs, W, w.matmul_flops_per_token * tokens + upproj, kv,
+                             w.prefill_attn_flops_per_pair * ppairs + w.window_flops_per_token * ptoks, m,
                              f.comm_factor * comm_s(P.par, tokens / m));
     else
       dt = step_time(P, f_in + f_out, bytes, ptoks, n, ctx_out);
@@ -228,7 +229,8 @@ FLEETSIM_HD inline void set_single_step(const PoolParams& P, Replica& R, double 
     R.run_in_share = f_in / (f_in + f_out);
   } else if (f.kind == PerfKind::calibrated) {
     const double ci = f.matmul_s_per_flop * w.matmul_flops_per_token * ptoks +
-                      f.attn_s_per_flop * w.attn_flops_per_pair * ppairs +
+                      f.matmul_s_per_flop * w.context_upproj_flops_per_token * pread +
+                      f.attn_s_per_flop * w.prefill_attn_flops_per_pair * ppairs +
                       f.kv_s_per_byte * w.kv_bytes_per_token * (pread + ptoks);
     const double co =
         f.matmul_s_per_flop * w.matmul_flops_per_token * n + f.kv_s_per_byte * w.kv_bytes_per_token * ctx_out;

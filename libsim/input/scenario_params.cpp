@@ -44,6 +44,13 @@ void PoolSpec::set_parallel_work(PoolParams& p) const {
   const double heads = double(m.heads) / tp;
   w.attn_flops_per_pair = m.mla() ? m.full_attention_layers() * heads * (4.0 * m.kv_lora_rank + 2.0 * m.rope_head_dim)
                                   : 4.0 * m.full_attention_layers() * heads * m.head_dim;
+  // MLA prefills as vLLM's "compute friendly" path does (vllm/v1/attention/backends/mla/common.py):
+  // queries and keys of head_dim + rope_head_dim, values of head_dim, and the context's latent
+  // cache up-projected to keys and values (kv_lora_rank x 2 head_dim per head) once per step
+  w.prefill_attn_flops_per_pair =
+      m.mla() ? m.full_attention_layers() * heads * (4.0 * m.head_dim + 2.0 * m.rope_head_dim) : w.attn_flops_per_pair;
+  w.context_upproj_flops_per_token =
+      m.mla() ? m.full_attention_layers() * heads * 2.0 * m.kv_lora_rank * 2.0 * m.head_dim : 0.0;
   w.window_flops_per_token = 4.0 * m.sliding_layers * heads * m.head_dim * m.sliding_window;
   w.window_bytes_per_seq = window_kv_bytes_per_seq_per_device(m, kvb, tp, 1);
   w.kv_bytes_per_token = kv_bytes_per_token_per_device(m, kvb, tp, 1);
@@ -76,14 +83,18 @@ void PoolSpec::set_parallel_work(PoolParams& p) const {
   double gb_s = 0, lat_us = 0;
   if (tp > 1) {
     link(tp, tp - 1, gb_s, lat_us);
-    c.allreduces = 2.0 * m.layers - (ep > 1 || dp > 1 ? double(m.moe_layers()) : 0.0);
+    c.allreduces = 2.0 * m.layers - (dp > 1 ? double(m.moe_layers()) : 0.0);
     c.allreduce_latency_s = lat_us * 1e-6;
     c.allreduce_s_per_token = 2.0 * (tp - 1) / tp * m.hidden * act_bytes / (gb_s * 1e9);
   }
-  // expert parallelism over the e = ep x dp devices that hold the experts: each token's routed
-  // activations leave its rank's tp devices for the (e - 1) / e of experts elsewhere, dispatch and combine
+  // expert parallelism across data-parallel ranks, over the e = ep x dp devices that hold the
+  // experts: each token's routed activations leave its rank's tp devices for the (e - 1) / e of
+  // experts elsewhere, dispatch and combine. Within one tensor-parallel group (dp 1) every rank
+  // already holds every token: it runs its own experts on them and the MoE layer all-reduces as
+  // without expert parallelism (vLLM's all-to-all kernels need dp > 1: `use_all2all_kernels`,
+  // vllm/model_executor/layers/fused_moe/config.py)
   const int e = ep * dp;
-  if (e > 1) {
+  if (dp > 1 && e > 1) {
     link(e, e - 1, gb_s, lat_us);
     c.all_to_alls = 2.0 * m.moe_layers();
     c.all_to_all_latency_s = lat_us * 1e-6;
@@ -170,6 +181,8 @@ PoolParams PoolSpec::params() const {
   p.perf.client_s_per_output_token = engine_side ? 0.0 : client_s_per_output_token;
   p.work.matmul_flops_per_token = 2.0 * model.params_b * 1e9;
   p.work.attn_flops_per_pair = 4.0 * model.layers * double(model.heads) * model.head_dim;
+  p.work.prefill_attn_flops_per_pair = p.work.attn_flops_per_pair;
+  p.work.context_upproj_flops_per_token = 0.0;
   p.work.weight_bytes = model.params_b * 1e9 * weight_dtype_bytes(weight_dtype);
   p.work.kv_bytes_per_token = capacity.kv_bytes_per_token;
   p.par.tp = tp;

@@ -521,6 +521,13 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
           "prefix_aware routes by what each replica's prefix cache holds: it needs engine.prefix_cache: {scope: "
           "replica}",
           ErrorKind::inconsistent);
+    // vLLM's and SGLang's DP attention give each rank its own waiting queue behind a router
+    if (P.router == Router::central_queue && P.dp > 1)
+      fl.at("router").fail(
+          "central_queue shares one queue between replicas, but the ranks of a data-parallel engine each keep "
+          "their own (vLLM's and SGLang's DP attention): use least_outstanding or round_robin, or drop "
+          "data_parallel",
+          ErrorKind::inconsistent);
   }
   P.queue_limit = fl.has("queue_limit") ? int(fl.at("queue_limit").integer(1, 1000000)) : 1024;
   P.usd_per_hour = fl.has("usd_per_hour") ? fl.at("usd_per_hour").num_in(0, 1e5) : P.device.usd_per_hour;

@@ -34,8 +34,8 @@ Json step_time_json(const PoolSpec& P) {
       j[key] = h;
     }
     // fitted on vLLM servers: another engine's scheduler and kernels are outside what it measured
-    // no data-parallel-attention run is in its fit set either
-    j["error_applies"] = P.engine_kind == EngineKind::vllm && P.dp == 1;
+    // no data-parallel-attention run is in its fit set either, nor one expressed with expert parallelism
+    j["error_applies"] = P.engine_kind == EngineKind::vllm && P.dp == 1 && P.ep == 1;
     // the figures themselves, so that every view that prints the note (the HTML report) quotes them
     auto medians = [](const ProfileError& e) {
       std::string out;
@@ -44,9 +44,12 @@ Json step_time_json(const PoolSpec& P) {
           out += fmt::format("{}{} {:.0f}%", out.empty() ? "" : ", ", kProfileMetrics[k], 100.0 * e.median[k]);
       return out.empty() ? std::string("not measured") : out;
     };
-    j["note"] = P.dp > 1 ? "physics step model fitted on vLLM runs without data-parallel attention; this pool's "
-                           "ranks share their experts, so its measured error does not apply here (uncalibrated "
-                           "for data-parallel attention)"
+    j["note"] = P.dp > 1   ? "physics step model fitted on vLLM runs without data-parallel attention; this pool's "
+                             "ranks share their experts, so its measured error does not apply here (uncalibrated "
+                             "for data-parallel attention)"
+                : P.ep > 1 ? "physics step model fitted on vLLM runs without expert parallelism; this pool holds whole "
+                             "experts per device, so its measured error does not apply here (uncalibrated for expert "
+                             "parallelism)"
                 : P.engine_kind == EngineKind::vllm
                     ? "physics step model, one set of coefficients fitted on every device; median error on runs the "
                       "fit never saw: " +
