@@ -243,15 +243,25 @@ TEST_CASE("a pool that does not fit names a tensor-parallel degree at which it d
   CHECK_NOTHROW(load_scenario_file(base, sets));
 }
 
-TEST_CASE("a draft model too big to fit is blamed, not its target") {
+TEST_CASE("a draft model larger than its target is blamed; one that leaves no room is named beside it") {
   const std::string base = std::string(FLEETSIM_SOURCE_DIR) + "/scenarios/chat-default.yaml";
-  const std::string e = test::input_error([&] {
-    load_scenario_file(base, {"engine.kind=vllm", "engine.free_gpu_memory_fraction=null", "engine.perf_profile=none",
-                              "engine.speculative={draft_model: llama-3.1-70b, tokens: 4, acceptance: 0.7}"});
-  });
-  CHECK(e.find("error: engine.speculative.draft_model: model llama-3.1-8b (bf16) with its speculative draft "
-               "llama-3.1-70b does not fit") != std::string::npos);
-  CHECK(e.find(", of which the draft's 131.") != std::string::npos);
+  const std::vector<std::string> vllm = {"engine.kind=vllm", "engine.free_gpu_memory_fraction=null",
+                                         "engine.perf_profile=none"};
+  auto with = [&](std::vector<std::string> sets) {
+    sets.insert(sets.begin(), vllm.begin(), vllm.end());
+    return test::input_error([&] { load_scenario_file(base, sets); });
+  };
+  const std::string big = with({"engine.speculative={draft_model: llama-3.1-70b, tokens: 4, acceptance: 0.7}"});
+  CHECK(big.find("error: engine.speculative.draft_model: a draft must be smaller than its target: llama-3.1-70b "
+                 "computes 70.5B parameters a token, the target llama-3.1-8b 8.0B") != std::string::npos);
+  // a 70B fp8 target fits one H100 alone (67.7 GiB of 71.3), not with an 8B draft's 8.5 GiB beside it
+  const std::string both = with({"model=llama-3.1-70b", "weight_dtype=fp8",
+                                 "engine.speculative={draft_model: llama-3.1-8b, tokens: 4, acceptance: 0.7}"});
+  CHECK(both.find("model llama-3.1-70b (fp8) with its speculative draft llama-3.1-8b does not fit") !=
+        std::string::npos);
+  CHECK(both.find(", of which the draft's 8.5 ") != std::string::npos);
+  CHECK_NOTHROW(load_scenario_file(base, {"engine.kind=vllm", "engine.free_gpu_memory_fraction=null",
+                                          "engine.perf_profile=none", "model=llama-3.1-70b", "weight_dtype=fp8"}));
 }
 
 TEST_CASE("LoRA adapters hold an A and B per projection: attention and MLP, every expert's in an MoE layer") {

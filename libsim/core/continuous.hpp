@@ -347,7 +347,7 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
     R.run_k = 1;
     R.run_blocks_rate = 0.0;
   } else {
-    set_decode_run(P, R, n, T0);
+    const int64_t k_line = set_decode_run(P, R, n, T0);
     R.run_prefill = 0;
     const int64_t k_fin = fheap_of(s, r)[0].finish - st + 1;
     const int64_t k_blk = 1 + steps_covered(s, r, st + 1, R.free_blocks, k_fin - 1);
@@ -355,7 +355,7 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
     // room is bounded below by a block per sequence per bs steps begun, not counted residue by residue
     note_room(use.kv_room,
               k_blk < k_fin ? -1 : R.free_blocks - div_count(k_fin - 2 + R.bs, R.bs) * int64_t(R.n_decode));
-    R.run_k = min_of(k_fin, k_blk);
+    R.run_k = min_of(min_of(k_fin, k_blk), k_line);
     if (p.max_run_steps > 0 && R.run_k > p.max_run_steps) R.run_k = p.max_run_steps;
     if (shared > 1 || deferred)
       R.run_k = 1;  // neighbours' memory and turns change step by step; a

@@ -27,6 +27,7 @@ FLEETSIM_HD inline int64_t static_phase(Sim& s, int32_t r, int32_t phase, int64_
     R.run_blocks_rate = 0.0;
     return 1;
   }
+  // (a roofline draft held FLOPs-bound for the whole batch: its run cannot end at the crossover)
   set_decode_run(P, R, dn, dn * dp);
   if (slow > 1.0) scale_line(R.run_line, slow);
   for (int32_t c = 0; c < s.p->n_classes; ++c) R.run_class_in_share[c] = 0.0;

@@ -11,6 +11,9 @@ struct Line {
   double o, a1, b1, a2, b2;
 };
 
+// A line that holds for every step of its run (no step count a run reaches).
+constexpr int64_t kLineHolds = int64_t(1) << 60;
+
 // Sum over j in [j0, j1) of a + b j.
 FLEETSIM_HD FLEETSIM_FORCEINLINE double arith_sum(double a, double b, int64_t j0, int64_t j1) {
   if (j1 <= j0) return 0.0;

@@ -62,8 +62,9 @@ FLEETSIM_HD FLEETSIM_FORCEINLINE double calibrated_gemm_s(const PerfParams& f, d
 // draft; a core step is then 1 / tokens_per_step of it, since each sequence gains that many tokens.
 // W is the weights one micro-batch's plain step reads, Wv its verify step's: a mixture of experts
 // routes k + 1 tokens per sequence there, which touch more experts.
-FLEETSIM_HD inline void speculate_run(const PoolParams& P, Replica& R, Line& l, double n, double T0, double m, double W,
-                                      double Wv) {
+FLEETSIM_HD inline int64_t speculate_run(const PoolParams& P, Replica& R, Line& l, double n, double T0, double m,
+                                         double W, double Wv) {
+  int64_t exact_steps = kLineHolds;
   const SpecParams& sp = P.spec;
   const WorkParams& w = P.work;
   const PerfParams& f = P.perf;
@@ -79,13 +80,19 @@ FLEETSIM_HD inline void speculate_run(const PoolParams& P, Replica& R, Line& l, 
     l.a2 += (Wv - W) / f.bytes_per_s;
     // the draft runs before the verify step, not under it: its own roofline is added to both arms.
     // Its bytes grow with the context and its FLOPs do not, so where its bytes bind at the run's
-    // start they bind throughout (exact); else its FLOPs, held for the run
+    // start they bind throughout; else its FLOPs, until the step where its bytes overtake them,
+    // where the run ends (the next one starts bytes-bound)
     const double dc = d_flops / f.flops_per_s, dm_a = d_bytes_a / f.bytes_per_s, dm_b = d_bytes_b / f.bytes_per_s;
     if (dm_a >= dc) {
       l.a1 += dm_a, l.a2 += dm_a;
       l.b1 += dm_b, l.b2 += dm_b;
     } else {
       l.o += dc;
+      // steps j = 0, 1, ... with dm_a + dm_b j <= dc
+      if (dm_b > 0.0) {
+        const double j = (dc - dm_a) / dm_b;
+        if (j < double(kLineHolds)) exact_steps = int64_t(j) + 1;
+      }
     }
   } else if (f.kind == PerfKind::calibrated) {
     // decode attention is priced as its KV read, which the k extra queries share; the target's
@@ -119,10 +126,13 @@ FLEETSIM_HD inline void speculate_run(const PoolParams& P, Replica& R, Line& l, 
   R.run_fb *= g;
   R.run_ba *= g;
   R.run_bb *= g;
+  return exact_steps;
 }
 
-// Decode-only run of n sequences whose context before step j is T0 + n j.
-FLEETSIM_HD inline void set_decode_run(const PoolParams& P, Replica& R, double n, double T0) {
+// Decode-only run of n sequences whose context before step j is T0 + n j. Returns the steps for
+// which its line is exact (kLineHolds: all of them); a run longer than that must end there.
+FLEETSIM_HD inline int64_t set_decode_run(const PoolParams& P, Replica& R, double n, double T0) {
+  int64_t exact_steps = kLineHolds;
   const WorkParams& w = P.work;
   const PerfParams& f = P.perf;
   const bool roofline = f.kind == PerfKind::roofline;
@@ -174,12 +184,13 @@ FLEETSIM_HD inline void set_decode_run(const PoolParams& P, Replica& R, double n
     const bool plain = plain_step_model(P);
     const double m = plain ? 1.0 : micro_batches(P.par, n);
     const double k1 = double(P.spec.k) + 1.0;
-    speculate_run(P, R, l, n, T0, m, plain ? w.weight_bytes : step_weight_bytes(w, P.moe, n / m),
-                  plain ? w.weight_bytes : step_weight_bytes(w, P.moe, n * k1 / m));
+    exact_steps = speculate_run(P, R, l, n, T0, m, plain ? w.weight_bytes : step_weight_bytes(w, P.moe, n / m),
+                                plain ? w.weight_bytes : step_weight_bytes(w, P.moe, n * k1 / m));
   }
   R.run_line = l;
   R.run_in_share = 0.0;
   R.run_seqs = n;
+  return exact_steps;
 }
 
 // A single step with prefill work: FLOPs and bytes of its prefill and decode parts.
@@ -217,6 +228,20 @@ FLEETSIM_HD inline void set_single_step(const PoolParams& P, Replica& R, double 
     else
       dt = step_time(P, f_in + f_out, bytes, ptoks, n, ctx_out);
   }
+  // a draft (or heads) runs over the step's prompt tokens too, to hold their KV for its proposals
+  double draft_in_s = 0.0;
+  if (P.spec.k > 0 && ptoks > 0.0 && f.kind != PerfKind::linear) {
+    const SpecParams& sp = P.spec;
+    const double d_flops = sp.draft_flops_per_token * ptoks, d_kv = sp.draft_kv_bytes_per_token * (pread + ptoks);
+    const double comm = sp.draft_allreduces * (P.par.allreduce_latency_s + ptoks * sp.draft_allreduce_s_per_token);
+    draft_in_s =
+        f.kind == PerfKind::roofline
+            ? max_of(d_flops / f.flops_per_s, (sp.draft_weight_bytes + d_kv) / f.bytes_per_s) + comm
+            : calibrated_gemm_s(f, sp.draft_weight_bytes, d_flops, 1.0) + f.kv_s_per_byte * d_kv + f.comm_factor * comm;
+    dt += draft_in_s;
+    f_in += d_flops;
+    bytes += sp.draft_weight_bytes + d_kv;
+  }
   R.run_fa = f_in + f_out;
   R.run_fb = 0.0;
   R.run_ba = bytes;
@@ -234,7 +259,7 @@ FLEETSIM_HD inline void set_single_step(const PoolParams& P, Replica& R, double 
                       f.kv_s_per_byte * w.kv_bytes_per_token * (pread + ptoks);
     const double co =
         f.matmul_s_per_flop * w.matmul_flops_per_token * n + f.kv_s_per_byte * w.kv_bytes_per_token * ctx_out;
-    R.run_in_share = ci + co > 0.0 ? ci / (ci + co) : ptoks / (ptoks + n);
+    R.run_in_share = ci + co > 0.0 ? (ci + draft_in_s) / (ci + draft_in_s + co) : ptoks / (ptoks + n);
   } else {
     const double ci = P.perf.per_prefill_token_s * ptoks;
     const double co = P.perf.per_decode_seq_s * n + P.perf.per_context_token_s * (n > 0.0 ? T0 + n : 0.0);

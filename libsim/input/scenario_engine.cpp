@@ -199,14 +199,13 @@ int smallest_fitting_pool_tp(const PoolSpec& P, const MemoryInputs& mi) {
 }
 
 // A pool whose weights, runtime and one KV block do not fit its device: what it needs and what the
-// device offers, the tensor-parallel degree at which it would fit, and the key to change (a draft
-// model heavier than its target is the culprit).
+// device offers, the tensor-parallel degree at which it would fit, and the key to change.
 void refuse_not_fitting(const N& node, const PoolSpec& P, const MemoryInputs& mi) {
   std::ostringstream o;
   o.setf(std::ios::fixed);
   o.precision(1);
   const int tp_fits = P.partition.empty() && P.shared_by() == 1 ? smallest_fitting_pool_tp(P, mi) : 0;
-  // a draft model's weights are named apart, and a draft heavier than its target is the culprit
+  // a draft model's weights are named apart
   const double draft_gib = mi.has_draft ? P.capacity.draft_gib : 0.0;
   o << "model " << P.model.name << " (" << P.weight_dtype << ")"
     << (mi.has_draft ? " with its speculative draft " + P.spec_draft.name : std::string()) << " does not fit on "
@@ -226,10 +225,8 @@ void refuse_not_fitting(const N& node, const PoolSpec& P, const MemoryInputs& mi
   if (tp_fits > P.tp)
     o << "it fits at engine.tensor_parallel: " << tp_fits << " (" << tp_fits * P.pp << " devices per replica), or ";
   o << "try a larger device, a smaller weight_dtype, or fewer max_batched_tokens";
-  const bool blame_draft = mi.has_draft && draft_gib > P.capacity.weights_gib - draft_gib && node.has("engine") &&
-                           node.at("engine").has("speculative") &&
-                           node.at("engine").at("speculative").has("draft_model");
-  const N at = blame_draft ? node.at("engine").at("speculative").at("draft_model") : node.at("model");
+  // (a draft heavier than its target was refused before: engine.speculative)
+  const N at = node.at("model");
   throw InputError(at.where(), at.path + ": " + o.str(), ErrorKind::does_not_fit);
 }
 

@@ -1,6 +1,8 @@
 // engine.speculative: a draft model, or heads on the target's hidden states (EAGLE, MTP), proposing
 // tokens for the target to verify (docs/model.md, "Speculative decoding"). Parsed once the pool's
 // model, tensor parallelism and sharing are known.
+#include <fmt/format.h>
+
 #include <string>
 #include <vector>
 
@@ -94,6 +96,13 @@ void parse_speculative(const N& eng, const std::vector<ModelSpec>& models, PoolS
     if (d->vocab != P.model.vocab)
       dn.fail("a draft model must generate with the target's vocabulary (" + std::to_string(P.model.vocab) +
                   " tokens); " + d->name + " has " + std::to_string(d->vocab),
+              ErrorKind::inconsistent);
+    // a draft pays only for being cheaper per token than the target it drafts for
+    if (d->active_params() >= P.model.active_params())
+      dn.fail(fmt::format("a draft must be smaller than its target: {} computes {:.1f}B parameters a token, the "
+                          "target {} {:.1f}B, so drafting costs at least what it would save (choose a smaller "
+                          "draft_model)",
+                          d->name, d->active_params() / 1e9, P.model.name, P.model.active_params() / 1e9),
               ErrorKind::inconsistent);
     const std::string tp_why = tp_problem(*d, P.tp);
     if (!tp_why.empty())

@@ -364,9 +364,12 @@ std::string run_table(const Json& r) {
         o += fmt::format("steps     calibrated profile {} (median error on {} held-out runs: {})\n",
                          st["profile"].get<std::string>(), h["points"].get<int>(), err.empty() ? "none measured" : err);
     } else {
+      // a speculating pool's note says how its draft is priced (or that it is not)
+      const std::string note = st.value("note", std::string());
+      const size_t spec = note.find("; speculative decoding");
       o += fmt::format(
-          "steps     {} (uncalibrated: docs/validation.md gives its error; `fleetsim fit` makes a profile)\n",
-          sc["perf_model"].get<std::string>());
+          "steps     {} (uncalibrated: docs/validation.md gives its error; `fleetsim fit` makes a profile){}\n",
+          sc["perf_model"].get<std::string>(), spec == std::string::npos ? "" : note.substr(spec));
     }
   }
   o += "\n";
