@@ -483,3 +483,17 @@ TEST_CASE("expert parallelism within one tensor-parallel group all-reduces as te
   CHECK(st["error_applies"] == false);
   CHECK(st["note"].get<std::string>().find("uncalibrated for expert parallelism") != std::string::npos);
 }
+
+TEST_CASE("whole experts widen the forward pass's activation peak: every token's top 8 at full width") {
+  // 8,192 tokens x 2 bytes x (3 x MLP width + 4 x 4,096) x 0.936: under tp8 the 8 experts' 1,536
+  // columns are split 8 ways (0.30 GiB, below the sampler's 128 x 151,936 logits, 0.557 GiB);
+  // under ep8 each is whole, as vLLM's fused-MoE workspace holds them: 0.7605 GiB
+  auto activation = [](const std::string& engine) {
+    return test::scenario(dp_yaml(engine + ", max_num_seqs: 128", "replicas: 1")).pools[0].capacity.activation_gib;
+  };
+  const double sampler = (128.0 * 151936 * 27.3 + 8192.0 * 4096 * 2) / kGiB;
+  CHECK(activation("tensor_parallel: 8") == doctest::Approx(sampler));
+  CHECK(activation("tensor_parallel: 8, expert_parallel: 8") ==
+        doctest::Approx(0.936 * 8192 * 2 * (3 * 8 * 1536.0 + 4 * 4096) / kGiB));
+  CHECK(activation("tensor_parallel: 8, expert_parallel: 8") == doctest::Approx(0.7605).epsilon(1e-3));
+}

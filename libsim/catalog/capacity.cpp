@@ -8,18 +8,21 @@ namespace fleetsim {
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 double activation_peak_bytes(const ModelSpec& m, int max_batched_tokens, int max_num_seqs, int tp, SamplerPath sampler,
-                             const VllmMemoryConstants& k) {
+                             const VllmMemoryConstants& k, int expert_tp) {
   // Forward pass: bf16 activations of the widest layer (gate + up + activated MLP, and 4
   // hidden-size buffers: residual, norm output, attention output, QKV) for every batched token.
   // Tensor parallelism splits the MLP; an MoE layer's MLP is its experts per token (and shared
-  // experts) side by side.
-  double inter = m.intermediate;
+  // experts) side by side, split as its experts are (whole under expert parallelism, where vLLM's
+  // fused-MoE workspace holds every token's top-k at the full expert width)
+  const int etp = expert_tp < 0 ? tp : expert_tp;
+  auto split = [](double width, int ways) { return ways > 1 ? width / ways : width; };
+  double inter = split(m.intermediate, tp);
   if (m.moe()) {
-    const double moe_inter = double(m.experts_per_token + m.shared_experts) * m.expert_intermediate;
-    inter = m.dense_layers > 0 && m.intermediate > moe_inter ? m.intermediate : moe_inter;
+    const double moe_inter = split(double(m.experts_per_token + m.shared_experts) * m.expert_intermediate, etp);
+    inter = m.dense_layers > 0 && inter > moe_inter ? inter : moe_inter;
   }
   const double tokens = max_batched_tokens;
-  const double forward = k.forward_scale * tokens * 2.0 * (3.0 * (tp > 1 ? inter / tp : inter) + 4.0 * m.hidden);
+  const double forward = k.forward_scale * tokens * 2.0 * (3.0 * inter + 4.0 * m.hidden);
   if (m.kind != ModelKind::generate) return forward;
   // Sampler: the forward pass's buffers are freed, its hidden states stay; every sequence gets
   // full-vocabulary logits (gathered on every tensor-parallel rank) and the sampler's copies of them.
@@ -128,7 +131,7 @@ Capacity compute_capacity(const MemoryInputs& in) {
   c.runtime_overhead_gib = c.non_torch_gib + (in.reserve_cuda_graphs ? c.cuda_graph_gib : 0.0) + in.adapter_gib;
   c.activation_gib = in.activation_gib >= 0 ? in.activation_gib
                                             : activation_peak_bytes(in.model, in.max_batched_tokens, in.max_num_seqs,
-                                                                    tp, in.sampler, in.constants) /
+                                                                    tp, in.sampler, in.constants, expert_tp) /
                                                   kGiB;
   const double besides = c.runtime_overhead_gib + c.activation_gib;  // what the engine holds beside weights and KV
   switch (in.engine) {

@@ -100,8 +100,11 @@ struct Capacity {
 // Peak bytes of vLLM's profiling run on one device: the larger of the forward pass over
 // max_batched_tokens tokens and the sampler over min(max_num_seqs, max_batched_tokens) sequences
 // of full-vocabulary logits (generative models; see docs/model.md for the calibration).
+// expert_tp splits an MoE layer's experts (tp; 1 where experts are whole: expert or data
+// parallelism; below 0: tp).
 double activation_peak_bytes(const ModelSpec& m, int max_batched_tokens, int max_num_seqs, int tp = 1,
-                             SamplerPath sampler = SamplerPath::flashinfer, const VllmMemoryConstants& k = {});
+                             SamplerPath sampler = SamplerPath::flashinfer, const VllmMemoryConstants& k = {},
+                             int expert_tp = -1);
 
 // CUDA graphs vLLM captures by default (FULL_AND_PIECEWISE): one piecewise graph per capture size
 // up to min(2 max_num_seqs, 512, max_batched_tokens), one full decode graph per size up to
