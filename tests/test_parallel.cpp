@@ -109,6 +109,19 @@ TEST_CASE("memory per device adds up for tensor and pipeline parallel replicas")
   CHECK(c.kv_bytes_per_token == 2.0 * 40 * 8 * 128 * 2);
   CHECK(c.weights_gib == doctest::Approx(70.55e9 * 2 / kGiB / 2));
 
+  // three stages: vLLM gives 27, 27 and 26 layers (the remainder to the stages before the last),
+  // the first also the input embedding (128,256 x 8,192): 27 x 0.8556e9 + 1.0507e9 parameters,
+  // 44.99 GiB, where an even split would say 43.80. The KV is that of 27 layers
+  in.pp = 3;
+  c = compute_capacity(in);
+  const double embed = 128256.0 * 8192, per_layer = (70.55e9 - 2 * embed) / 80;
+  CHECK(c.weights_gib == doctest::Approx((27 * per_layer + embed) * 2 / kGiB));
+  CHECK(c.weights_gib == doctest::Approx(44.99).epsilon(1e-3));
+  CHECK(c.kv_bytes_per_token == 2.0 * 27 * 8 * 128 * 2);
+  // a tied embedding is held twice: the first stage's input, the last stage's LM head
+  CHECK(largest_stage_share(model("llama-3.2-1b"), 2) ==
+        doctest::Approx((8 * (1.24e9 - 128256.0 * 2048) / 16 + 128256.0 * 2048) / 1.24e9));
+
   // tp beyond the KV heads replicates them: 16 ranks of 8 KV heads still hold one head each
   in.pp = 1;
   in.tp = 16;

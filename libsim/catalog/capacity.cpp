@@ -32,6 +32,25 @@ double activation_peak_bytes(const ModelSpec& m, int max_batched_tokens, int max
   return std::max(forward, sampling);
 }
 
+// The share of a model's parameters the heaviest of pp pipeline stages holds, as vLLM splits them
+// (get_pp_indices, vllm/distributed/utils.py): layers / pp each, the remainder one each to the
+// stages before the last, from the second-to-last back; the input embedding on the first stage,
+// the LM head on the last (its own copy where the embedding is tied). Layers are weighed alike.
+double largest_stage_share(const ModelSpec& m, int pp) {
+  const double params = m.params_b * 1e9, embed = double(m.vocab) * m.hidden;
+  const double per_layer = (params - (m.tied_embeddings ? 1.0 : 2.0) * embed) / m.layers;
+  if (!(per_layer > 0.0) || pp > m.layers) return 1.0 / pp;
+  const int base = m.layers / pp, extra = m.layers % pp;
+  double largest = 0.0;
+  for (int stage = 0; stage < pp; ++stage) {
+    // stages pp - 2, pp - 3, ... take the extra layers
+    const int layers = base + (stage <= pp - 2 && stage >= pp - 1 - extra ? 1 : 0);
+    const double held = layers * per_layer + (stage == 0 ? embed : 0.0) + (stage == pp - 1 ? embed : 0.0);
+    largest = std::max(largest, held);
+  }
+  return largest / params;
+}
+
 namespace {
 // vLLM's default capture sizes: 1, 2, 4, then every 8 below 256, then every 16 (up to `largest`).
 int capture_sizes_up_to(int largest) {
@@ -108,7 +127,10 @@ Capacity compute_capacity(const MemoryInputs& in) {
   const int expert_tp = in.ep > 1 || in.dp > 1 ? 1 : tp;
   c.weights_gib =
       resident_weight_bytes(in.model, in.weight_bytes_per_param, in.expert_weight_bytes_per_param, expert_tp) / kGiB;
-  if (c.devices > 1) c.weights_gib /= c.devices;
+  if (pp > 1)
+    c.weights_gib *= largest_stage_share(in.model, pp) / tp;
+  else if (c.devices > 1)
+    c.weights_gib /= c.devices;
   if (in.dp > 1 && in.model.moe()) {
     // data-parallel attention: the dense part is replicated on every rank, the routed experts are
     // spread over all dp x tp devices (expert parallelism across the ranks)

@@ -97,6 +97,10 @@ struct Capacity {
   double needed_gib = 0;  // weights + overhead + activations + one block
 };
 
+// The share of a model's parameters the heaviest of pp pipeline stages holds (vLLM's layer split,
+// the embedding on the first stage and the LM head on the last).
+double largest_stage_share(const ModelSpec& m, int pp);
+
 // Peak bytes of vLLM's profiling run on one device: the larger of the forward pass over
 // max_batched_tokens tokens and the sampler over min(max_num_seqs, max_batched_tokens) sequences
 // of full-vocabulary logits (generative models; see docs/model.md for the calibration).
