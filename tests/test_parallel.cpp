@@ -415,6 +415,29 @@ TEST_CASE("data-parallel attention: dense weights whole on every rank, experts s
   CHECK(st["note"].get<std::string>().find("uncalibrated for data-parallel attention") != std::string::npos);
 }
 
+// vLLM gives E mod n of the n devices one expert more (determine_expert_map): 128 experts over
+// 3 ranks of 2 devices are 22 on two devices and 21 on the other four, and every step waits for a
+// device with 22
+TEST_CASE("experts the devices do not divide: the busiest device holds, reads and computes one more") {
+  const Scenario s = test::scenario(dp_yaml("data_parallel: 3, tensor_parallel: 2", "replicas: 9"));
+  const ModelSpec& m = model("qwen3-235b-a22b");
+  const double routed = m.routed_expert_params();
+  const double whole = resident_weight_bytes(m, 1.0, -1.0, 1);
+  // the dense part split two ways, 22 of the 128 experts whole
+  CHECK(s.pools[0].capacity.weights_gib ==
+        doctest::Approx(((whole - routed) / 2 + routed * 22.0 / 128.0) / kGiB).epsilon(1e-12));
+  const PoolParams P = s.pools[0].params();
+  CHECK(P.moe.expert_bytes == doctest::Approx(routed * 22.0 / 128.0).epsilon(1e-12));
+  // a token's 8 routed experts: the busiest device runs 22 x 6 / 128 of its even share of them
+  const double active_routed = routed * 8.0 / 128.0;
+  CHECK(P.work.matmul_flops_per_token ==
+        doctest::Approx((m.active_params() + active_routed * (22.0 * 6 / 128 - 1.0))).epsilon(1e-12));
+  // where they divide, nothing changes: the even share, to the bit
+  const PoolParams even = test::scenario(dp_yaml("data_parallel: 8")).pools[0].params();
+  CHECK(even.moe.expert_bytes == routed / 8.0);
+  CHECK(even.work.matmul_flops_per_token == 2.0 * m.active_params());
+}
+
 TEST_CASE("data-parallel attention: each rank has its own queue, as eight engines behind a router") {
   // 8 requests at once on 8 ranks under round robin: one each, so none waits for another and every
   // TTFT is one lone prefill step of 200 tokens; one tensor-parallel replica of the same 8 devices
@@ -459,7 +482,16 @@ TEST_CASE("data-parallel attention inputs the engines would refuse, or fleetsim 
         std::string::npos);
   CHECK(error_of(dp_yaml("data_parallel: 4, tensor_parallel: 2, expert_parallel: 1")).find("set expert_parallel") !=
         std::string::npos);
-  CHECK(error_of(dp_yaml("data_parallel: 3", "replicas: 9")).find("do not divide") != std::string::npos);
+  // vLLM spreads a remainder of experts (below); SGLang asserts that the devices divide them
+  CHECK(
+      error_of(dp_yaml("kind: sglang, data_parallel: 3", "replicas: 9")).find("do not divide; sglang needs them to") !=
+      std::string::npos);
+  CHECK(error_of(dp_yaml("data_parallel: 3, tensor_parallel: 2", "replicas: 9")) == "(no error)");
+  // Mixtral's 8 experts over 16 devices would leave some without one
+  CHECK(error_of("duration_s: 100\ndevice: h100-sxm-80gb\nmodel: mixtral-8x7b\nengine: {data_parallel: 16}\n"
+                 "fleet: {replicas: 16}\nworkload: {arrival: {process: poisson, rate_per_s: 1}, prompt_tokens: 10, "
+                 "output_tokens: 10}\n")
+            .find("8 experts, fewer than data_parallel x tensor_parallel = 16 devices") != std::string::npos);
   // ranks spread their experts over every device of the engine: none of them shares one
   for (const char* sharing : {"time_slicing: 2\n", "mps: 2\n"})
     CHECK(error_of(sharing + dp_yaml("data_parallel: 8")).find("cannot also share a device") != std::string::npos);

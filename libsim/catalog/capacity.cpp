@@ -51,6 +51,14 @@ double largest_stage_share(const ModelSpec& m, int pp) {
   return largest / params;
 }
 
+// determine_expert_map, vllm/model_executor/layers/fused_moe/layer.py: E / ranks each, and one
+// more to each of the first E % ranks
+double expert_imbalance(const ModelSpec& m, int ranks) {
+  if (!m.moe() || ranks <= 1) return 1.0;
+  const int most = (m.experts + ranks - 1) / ranks;
+  return double(most) * ranks / m.experts;
+}
+
 namespace {
 // vLLM's default capture sizes: 1, 2, 4, then every 8 below 256, then every 16 (up to `largest`).
 int capture_sizes_up_to(int largest) {
@@ -138,6 +146,16 @@ Capacity compute_capacity(const MemoryInputs& in) {
         in.expert_weight_bytes_per_param < 0 ? in.weight_bytes_per_param : in.expert_weight_bytes_per_param;
     c.weights_gib -= in.model.routed_expert_params() * eb * expert_padding(in.model, eb, expert_tp) *
                      (1.0 - 1.0 / in.dp) / c.devices / kGiB;
+  }
+  // whole experts over tp x dp devices: the busiest device holds the remainder's one more
+  const int dp = in.dp < 1 ? 1 : in.dp;
+  const double imbalance = expert_imbalance(in.model, in.ep > 1 || dp > 1 ? tp * dp : 1);
+  if (imbalance > 1.0) {
+    const double eb =
+        in.expert_weight_bytes_per_param < 0 ? in.weight_bytes_per_param : in.expert_weight_bytes_per_param;
+    const double stage = pp > 1 ? largest_stage_share(in.model, pp) : 1.0;
+    c.weights_gib += in.model.routed_expert_params() * eb * expert_padding(in.model, eb, expert_tp) * stage /
+                     (double(tp) * dp) * (imbalance - 1.0) / kGiB;
   }
   if (in.has_draft) {
     c.draft_gib = resident_weight_bytes(in.draft, in.weight_bytes_per_param, -1.0, tp) / kGiB / c.devices;

@@ -101,6 +101,11 @@ struct Capacity {
 // the embedding on the first stage and the LM head on the last).
 double largest_stage_share(const ModelSpec& m, int pp);
 
+// The routed experts of the busiest of `ranks` expert-parallel devices against an even share
+// (1 where they divide): vLLM gives the remainder one each to the first ranks, and every step
+// waits for the rank that holds most.
+double expert_imbalance(const ModelSpec& m, int ranks);
+
 // Peak bytes of vLLM's profiling run on one device: the larger of the forward pass over
 // max_batched_tokens tokens and the sampler over min(max_num_seqs, max_batched_tokens) sequences
 // of full-vocabulary logits (generative models; see docs/model.md for the calibration).

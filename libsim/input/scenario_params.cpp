@@ -40,7 +40,11 @@ void PoolSpec::set_parallel_work(PoolParams& p) const {
   const double eb = expert_weight_dtype.empty() ? wb : weight_dtype_bytes(expert_weight_dtype);
   const double kvb = kv_dtype_bytes(kv_dtype);
   WorkParams& w = p.work;
-  w.matmul_flops_per_token = 2.0 * m.active_params() / tp;
+  // whole experts over tp x dp devices: the busiest holds, reads and computes the remainder's one more
+  const double imbalance = expert_imbalance(m, ep > 1 || dp > 1 ? tp * dp : 1);
+  const double active_routed =
+      m.moe() ? m.routed_expert_params() * double(m.experts_per_token) / double(m.experts) : 0.0;
+  w.matmul_flops_per_token = 2.0 * (m.active_params() + active_routed * (imbalance - 1.0)) / tp;
   const double heads = double(m.heads) / tp;
   w.attn_flops_per_pair = m.mla() ? m.full_attention_layers() * heads * (4.0 * m.kv_lora_rank + 2.0 * m.rope_head_dim)
                                   : 4.0 * m.full_attention_layers() * heads * m.head_dim;
@@ -58,7 +62,7 @@ void PoolSpec::set_parallel_work(PoolParams& p) const {
   w.weight_bytes = (weight_bytes(m, wb, eb) - routed * eb) / tp;
   // with data-parallel attention a device holds 1/dp of the rank's share of the experts, and they
   // serve the tokens of all dp ranks: dp times this rank's, the ranks balanced by the router
-  p.moe.expert_bytes = routed * eb / (double(tp) * dp);
+  p.moe.expert_bytes = routed * eb / (double(tp) * dp) * imbalance;
   p.moe.miss_log = routed > 0 ? dp * std::log(1.0 - double(m.experts_per_token) / m.experts) : 0.0;
   p.window_blocks = capacity.window_blocks_per_seq;
   p.extended_steps = 1;
@@ -150,8 +154,9 @@ PoolParams PoolSpec::params() const {
     const double routed = model.routed_expert_params();
     const double active_routed = model.moe() ? routed * double(model.experts_per_token) / double(model.experts) : 0.0;
     f.dense_flops_per_token = 2.0 * (model.active_params() - active_routed) / tp;
-    f.expert_flops_per_token = 2.0 * active_routed / tp;
-    f.all_expert_flops = 2.0 * routed / (double(tp) * dp);  // each of its experts a GEMM
+    const double imbalance = expert_imbalance(model, ep > 1 || dp > 1 ? tp * dp : 1);
+    f.expert_flops_per_token = 2.0 * active_routed / tp * imbalance;
+    f.all_expert_flops = 2.0 * routed / (double(tp) * dp) * imbalance;  // each of its experts a GEMM
     apply_profile(profile->c, f, p.perf);
     p.perf.overhead_s *= lora;
     p.perf.per_seq_s *= lora;

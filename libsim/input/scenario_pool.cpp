@@ -35,6 +35,22 @@ void check_shared_device(const N& node, const PoolSpec& P, const char* key, int 
                                      P.device.name, P.capacity.device_gib),
                      ErrorKind::does_not_fit);
 }
+
+// Whole experts spread over `ranks` devices: vLLM gives the remainder of E / ranks one each to the
+// first devices (determine_expert_map, vllm/model_executor/layers/fused_moe/layer.py); SGLang
+// asserts that they divide (sglang/srt/layers/moe/fused_moe_triton/layer.py), and TensorRT-LLM is
+// taken to, as no run of it with a remainder was found. A device without an expert is refused.
+void check_expert_split(const N& eng, const N& at, const ModelSpec& m, int ranks, const std::string& what) {
+  const std::string kind = eng.has("kind") ? eng.at("kind").str() : "vllm";
+  if (m.experts < ranks)
+    at.fail(m.name + " has " + std::to_string(m.experts) + " experts, fewer than " + what +
+                ": some devices would hold none",
+            ErrorKind::inconsistent);
+  if (m.experts % ranks != 0 && kind != "vllm")
+    at.fail(m.name + " has " + std::to_string(m.experts) + " experts, which " + what + " do not divide; " + kind +
+                " needs them to (vLLM gives the remainder one each to the first devices)",
+            ErrorKind::inconsistent);
+}
 }  // namespace
 
 PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const std::vector<ModelSpec>& models,
@@ -199,10 +215,7 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
           "set it to 1 or to tensor_parallel (" +
               std::to_string(P.tp) + ")",
           ErrorKind::inconsistent);
-    if (P.ep > 1 && P.model.experts % P.ep != 0)
-      en.fail(P.model.name + " has " + std::to_string(P.model.experts) +
-                  " experts, which expert_parallel=" + std::to_string(P.ep) + " does not divide",
-              ErrorKind::inconsistent);
+    if (P.ep > 1) check_expert_split(eng, en, P.model, P.ep, "expert_parallel = " + std::to_string(P.ep) + " devices");
   }
   // data-parallel attention (vLLM's --data-parallel-size with --enable-expert-parallel, SGLang's
   // --enable-dp-attention): each replica is one rank with its own scheduler, queue and KV cache; the
@@ -232,10 +245,8 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
                     std::to_string(P.tp) + "), or leave it out",
                 ErrorKind::inconsistent);
       P.ep = P.tp;
-      if (P.model.experts % (P.tp * P.dp) != 0)
-        dn.fail(P.model.name + " has " + std::to_string(P.model.experts) + " experts, which data_parallel x " +
-                    "tensor_parallel = " + std::to_string(P.tp * P.dp) + " devices do not divide",
-                ErrorKind::inconsistent);
+      check_expert_split(eng, dn, P.model, P.tp * P.dp,
+                         "data_parallel x tensor_parallel = " + std::to_string(P.tp * P.dp) + " devices");
     }
   }
   // the host CPU stage: no defaults for the cores or the tokenizer's speed, which depend on the
