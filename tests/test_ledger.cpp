@@ -498,6 +498,28 @@ TEST_CASE("a shared device in use is paid whole: one replica of a device time-sl
   }
 }
 
+TEST_CASE("a commitment on a shared device: its places are paid once, used or not; only places beyond it on demand") {
+  // one H100 time-sliced four ways, its four places committed at half price: one replica or four
+  // pay for that device alone, at the committed rate; a fifth needs a second device, on demand
+  const std::string y =
+      "name: ts\nseed: 3\nduration_s: 1200\nwarmup_s: 0\ndevice: h100-sxm-80gb\nmodel: llama-3.2-1b\n"
+      "time_slicing: 4\nengine: {gpu_memory_utilization: 0.2}\n"
+      "fleet: {usd_per_hour: 3.0, pricing: {committed_replicas: 4, committed_discount: 0.5}}\n"
+      "workload: {arrival: {process: poisson, rate_per_s: 1}, prompt_tokens: 200, output_tokens: 20}\n";
+  const double h = 1200 / 3600.0;
+  for (int replicas : {1, 4, 5}) {
+    CAPTURE(replicas);
+    const auto r = test::run(test::scenario(y, {"fleet.replicas=" + std::to_string(replicas)}));
+    const Json& L = r.report["ledger"];
+    check_block(L, "ts");
+    const double on_demand_devices = replicas > 4 ? 1.0 : 0.0;
+    CHECK(num(L["billed_device_hours"]) == doctest::Approx((1.0 + on_demand_devices) * h));
+    CHECK(num(L["effective_usd"]) == doctest::Approx((1.5 + 3.0 * on_demand_devices) * h));
+    CHECK(num(L["buckets"]["committed_unused"]["device_hours"]) ==
+          doctest::Approx(std::max(0, 4 - replicas) / 4.0 * h));
+  }
+}
+
 TEST_CASE("FOCUS ResourceType: what each pool's hours bought, a GPU or a CPU instance") {
   const Scenario s = test::scenario(read_text_file(FLEETSIM_SOURCE_DIR "/scenarios/reranker-cpu-vs-gpu.yaml", "x"),
                                     {"duration_s=600", "warmup_s=60"});

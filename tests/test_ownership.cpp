@@ -240,6 +240,51 @@ TEST_CASE("in a small owned estate a failure is a capacity event; spares buy the
   CHECK(test::error_of(y, {"fleet.failures=null"}).find("repair needs failures") != std::string::npos);
 }
 
+TEST_CASE("an owned pool's rented replicas fail as rented ones: the cloud replaces them, only owned devices wait") {
+  // one owned device of four replicas (three rented on demand), failing every 6 h on average
+  // over two days: about 32 failures, a quarter of them on the owned device. Only those go to
+  // repair, so the wait fits in the owned device's 48 h; the rented ones come back on new nodes
+  const auto r = test::run(test::scenario(
+      kRepair, {"fleet.failures.mtbf_hours=6", "fleet.pricing.owned.replicas=1", "workload.arrival.rate_per_s=1"}));
+  const Json& L = r.report["ledger"]["pools"]["default"];
+  const Json& rp = L["ownership"]["repair"];
+  const double owned_failures = num(rp["failures"]), all = num(r.report["fleet"]["interruptions"]);
+  const double waited = num(rp["awaiting_device_hours"]);
+  MESSAGE(owned_failures << " of " << all << " failures on the owned device, " << waited << " h waited");
+  REQUIRE(all >= 16);
+  CHECK(owned_failures >= 1);
+  CHECK(owned_failures < 0.5 * all);  // a quarter expected: far from all of them
+  CHECK(waited <= 48.0 + 1e-9);
+  CHECK(waited <= owned_failures * 24.0 + 1e-9);
+  CHECK(num(rp["availability"]) == doctest::Approx(std::max(0.0, 1.0 - waited / 48.0)));
+  CHECK(num(L["cold_start_by_stage_device_hours"]["provisioning"]) > 0);  // new nodes for the rented ones
+  // by hand: a rented device lost takes a new node at once; an owned one waits for its repair
+  const Scenario sc = test::scenario(kRepair, {"fleet.pricing.owned.replicas=1"});
+  test::Started f(sc);
+  replica_fail(f.s, 3, 100.0, true, kNone, false);
+  CHECK(f.s.rep[3].device_at == 0.0);
+  CHECK(f.s.rep[3].state == kStarting);
+  replica_fail(f.s, 0, 100.0, true, kNone, true);
+  CHECK(f.s.rep[0].device_at == 86500.0);
+}
+
+TEST_CASE("an owned device lost while its replica drains goes to repair: the slot's next start waits for it") {
+  const Scenario sc =
+      test::scenario(kRepair, {"duration_s=200000", "fleet.replicas=1",
+                               "fleet.autoscale={min_replicas: 0, max_replicas: 1, signal: inflight, target: 8}"});
+  test::Started f(sc);
+  Sim& s = f.s;
+  REQUIRE(s.rep[0].state != kOff);
+  set_state(s, 0, kDraining, 50.0);
+  replica_fail(s, 0, 100.0, true, kNone);
+  CHECK(s.rep[0].state == kOff);
+  CHECK(s.rep[0].device_at == 86500.0);  // its device in repair, not back for free
+  REQUIRE(replica_start(s, 0, 1000.0));
+  double st[kColdStages];
+  start_stages(s, 0, true, s.rep[0].start_no, st);
+  CHECK(s.rep[0].t_next == doctest::Approx(86500.0 + st[0] + st[1] + st[2] + st[3] + st[4]));
+}
+
 TEST_CASE("a replica waiting for a repaired device holds none that could fail: waits never overlap") {
   // one owned replica failing every 12 h on average, a day's repair and no spare, over ten days:
   // failures land only while it holds a device, so the waits fit in the window, and the ledger's

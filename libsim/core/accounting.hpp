@@ -301,9 +301,11 @@ FLEETSIM_HD inline void pool_advance(Sim& s, int32_t pi, double t) {
     T.replica_s += double(ps.n_prov) * dt;
     T.excess_s += double(max_of(0, ps.n_prov - s.p->pools[pi].committed_replicas)) * dt;
     T.committed_unused_s += double(max_of(0, s.p->pools[pi].committed_replicas - ps.n_prov)) * dt;
-    // a device in use is paid whole, however few of its places hold a replica
+    // a device in use is paid whole, however few of its places hold a replica; places the
+    // commitment pays for already (used or not) are not paid again
     const int32_t k = s.p->pools[pi].time_slicing * s.p->pools[pi].mps_clients;
-    if (k > 1) T.share_gap_s += double(ps.n_dev_used * k - ps.n_prov) * dt;
+    if (k > 1)
+      T.share_gap_s += double(max_of(0, ps.n_dev_used * k - max_of(ps.n_prov, s.p->pools[pi].committed_replicas))) * dt;
     T.cold_s += double(ps.n_starting) * dt;
     // a replica stepping on the host CPU leaves its device idle
     const int32_t idle = ps.n_ready + ps.n_draining - (ps.n_busy - ps.n_cpu_busy);

@@ -12,7 +12,8 @@ FLEETSIM_HD inline void cq_offer(Sim& s, int32_t pi, int32_t except, double t);
 FLEETSIM_HD inline void cq_wake_next(Sim& s, int32_t pi, double t);
 FLEETSIM_HD inline void cq_clear_note(Sim& s, int32_t r);
 FLEETSIM_HD inline void replica_off(Sim& s, int32_t r, double t);
-FLEETSIM_HD inline void replica_fail(Sim& s, int32_t r, double t, bool new_node, int32_t culprit);
+// owned: an owned pool's device (to repair), not one of its rented ones
+FLEETSIM_HD inline void replica_fail(Sim& s, int32_t r, double t, bool new_node, int32_t culprit, bool owned = true);
 // the host CPU stage (host.hpp): a request the device finished, and a replica's host jobs when it
 // is lost or becomes ready
 FLEETSIM_HD inline void device_done(Sim& s, int32_t r, int32_t ri, double t);

@@ -241,7 +241,7 @@ FLEETSIM_HD inline void hand_back_central(Sim& s, int32_t r, double t) {
 // is returned. `first` is false for an MPS client that follows the first onto its new node: one
 // node obtained, counted once against max_starts.
 FLEETSIM_HD inline double replica_fail_one(Sim& s, int32_t r, double t, bool new_node, int32_t culprit,
-                                           double device_wait, bool first = true) {
+                                           double device_wait, bool first = true, bool owned = true) {
   Replica& R = s.rep[r];
   const PoolParams& P = pool_of(s, r);
   Queue& Q = s.q[R.queue];
@@ -316,13 +316,21 @@ FLEETSIM_HD inline double replica_fail_one(Sim& s, int32_t r, double t, bool new
   // it was leaving anyway: it stays off once nothing waits for it (a central queue's work waits for
   // the pool, not for it: the others take it up, below)
   const bool central = P.router == Router::central_queue;
+  const bool repair = P.repair_s > 0.0 && new_node && owned;  // an owned device: no new node
   if (was_draining && (central || Q.size == 0) && R.host_n == 0) {
+    // its device goes to repair all the same: the slot's next start waits for a device (and the
+    // replicas sharing the device wait as long)
+    double wait = device_wait;
+    if (repair) {
+      if (wait < 0.0) wait = await_device(s, R.pool, t);
+      R.device_at = t + wait;
+    }
     replica_off(s, r, t);
     if (central && Q.size > 0) hand_back_central(s, r, t);
-    return device_wait;
+    return wait;
   }
   double wait = 0.0;
-  if (P.repair_s > 0.0 && new_node) {  // an owned device: no new node, a spare or a repaired one
+  if (repair) {  // a spare or a repaired device
     wait = device_wait >= 0.0 ? device_wait : await_device(s, R.pool, t);
     R.device_at = t + wait;
     new_node = false;
@@ -353,16 +361,16 @@ FLEETSIM_HD inline double replica_fail_one(Sim& s, int32_t r, double t, bool new
 // once. MPS clients also share a crash: a fatal fault in one is a fault of every client of its
 // server (time-sliced processes and MIG slices keep theirs apart). A client still starting is not
 // on the server yet: a crash leaves it to finish its own start (a lost device does not).
-FLEETSIM_HD inline void replica_fail(Sim& s, int32_t r, double t, bool new_node, int32_t culprit) {
+FLEETSIM_HD inline void replica_fail(Sim& s, int32_t r, double t, bool new_node, int32_t culprit, bool owned) {
   const PoolParams& P = pool_of(s, r);
-  const double wait = replica_fail_one(s, r, t, new_node, culprit, -1.0);
+  const double wait = replica_fail_one(s, r, t, new_node, culprit, -1.0, true, owned);
   if (P.device_tenants <= 1 || (!new_node && P.mps_clients <= 1)) return;
   int32_t d0 = 0, d1 = 0;
   tenants_of(s, r, &d0, &d1);
   for (int32_t o = d0; o < d1; ++o) {
     if (o == r || s.rep[o].state == kOff || (!new_node && s.rep[o].state == kStarting)) continue;
     s.tally->pools[s.rep[o].pool].neighbour_failures += in_window(s, t);
-    replica_fail_one(s, o, t, new_node, kNone, wait, false);
+    replica_fail_one(s, o, t, new_node, kNone, wait, false, owned);
   }
 }
 
@@ -370,10 +378,16 @@ FLEETSIM_HD inline void replica_fail(Sim& s, int32_t r, double t, bool new_node,
 // (where replicas share a device: one device in use, and every replica on it).
 FLEETSIM_HD inline void pool_interrupt(Sim& s, int32_t pi, double t) {
   PoolState& ps = s.pool[pi];
+  const PoolParams& P = s.p->pools[pi];
   const double u = s.rng.uniform(Stream::lifecycle, uint32_t(16 + pi), uint64_t(ps.fail_draws++), 3);
-  int32_t k = int32_t(u * double(loss_units(s, pi)));
+  const int32_t units = loss_units(s, pi);
+  int32_t k = int32_t(u * double(units));
+  // an owned pool bills its provisioned units owned first and rents the rest (cost/ledger.cpp): a
+  // draw among the first `owned_replicas` units hit an owned device, which goes to repair; one
+  // beyond them a rented device, which the cloud replaces with a new node
+  const int32_t n = max_of(P.device_tenants, 1), end = ps.first_replica + ps.n_replicas;
+  const bool owned = k < (P.owned_replicas + n - 1) / n;
   int32_t victim = kNone;
-  const int32_t n = max_of(s.p->pools[pi].device_tenants, 1), end = ps.first_replica + ps.n_replicas;
   for (int32_t d0 = ps.first_replica; d0 < end && victim == kNone; d0 += n) {
     int32_t live = kNone;  // the device's first provisioned replica
     for (int32_t r = d0; r < min_of(d0 + n, end) && live == kNone; ++r)
@@ -383,9 +397,12 @@ FLEETSIM_HD inline void pool_interrupt(Sim& s, int32_t pi, double t) {
   // an owned replica still waiting for a device has none to lose: a draw that lands on it finds
   // no device in service there (failures thin to the devices in service, uniformly among them)
   if (victim != kNone && s.rep[victim].device_at > t) victim = kNone;
-  if (victim != kNone) s.tally->pools[pi].interruptions += in_window(s, t);
+  if (victim != kNone) {
+    s.tally->pools[pi].interruptions += in_window(s, t);
+    if (owned) s.tally->pools[pi].owned_failures += in_window(s, t);
+  }
   ps.next_fail = kInf;
-  if (victim != kNone) replica_fail(s, victim, t, true, kNone);
+  if (victim != kNone) replica_fail(s, victim, t, true, kNone, owned);
   // the next one (set_state redraws only when the provisioned count changes)
   const double rate = loss_rate(s.p->pools[pi], loss_units(s, pi));
   if (rate > 0.0) {

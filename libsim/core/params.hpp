@@ -294,6 +294,7 @@ struct PoolParams {
   int32_t committed_replicas;  // reserved capacity, paid whether used or not
   double repair_s;             // owned devices: a failed one is back after this long (0: replaced at once)
   int32_t spares;              // owned devices on the shelf to swap in meanwhile (<= kMaxSpares)
+  int32_t owned_replicas;      // owned pools: replicas on owned devices; those beyond are rented on demand
   // nodes (rented, billing: node, autoscaled; accounting.hpp, "nodes"): replicas are placed on
   // whole nodes, a node is paid for while it is up, and the cluster removes an empty one later
   int32_t replicas_per_node;  // 0: nodes are not tracked in the core

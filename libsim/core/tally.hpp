@@ -69,13 +69,14 @@ struct PoolTally {
   double waste_s;             // idle replica time beyond it
   double excess_s;            // provisioned replica time beyond the committed replicas (paid at the hourly price)
   double committed_unused_s;  // committed replicas not provisioned (paid for, never started)
-  double share_gap_s;         // shared devices: the places on devices in use that no replica holds
+  double share_gap_s;         // shared devices: places on devices in use that no replica holds, unpaid by a commitment
   double cold_stage_s[kColdStages];  // each start's time in each stage inside the window
   double scale_ups;                  // replicas started
   double scale_downs;                // replicas stopped
   double max_replicas;               // most replicas provisioned at once
   double crashes;                    // replicas that died of a KV out-of-memory
   double interruptions;              // replicas lost to spot reclaim or hardware failure
+  double owned_failures;             // of those, owned devices (an owned pool rents the rest on demand)
   double lost_tokens;                // KV tokens its replicas computed and then dropped (the classes', by pool)
   double busy_s;                     // replica time inside steps
   double input_busy_s;               // busy time attributed to prefill work
@@ -165,7 +166,8 @@ FLEETSIM_HD inline void class_tally_clear(ClassTally& c) {
 FLEETSIM_HD inline void pool_tally_clear(PoolTally& p) {
   p.replica_s = p.busy_s = p.input_busy_s = p.flops = p.bytes = p.seq_steps = p.steps = p.kv_block_s = 0.0;
   p.cold_s = p.headroom_s = p.waste_s = p.scale_ups = p.scale_downs = p.max_replicas = 0.0;
-  p.crashes = p.interruptions = p.lost_tokens = p.excess_s = p.committed_unused_s = p.share_gap_s = 0.0;
+  p.crashes = p.interruptions = p.owned_failures = p.lost_tokens = p.excess_s = p.committed_unused_s = p.share_gap_s =
+      0.0;
   p.node_s = p.node_pinned_s = p.node_unneeded_s = p.unschedulable = 0.0;
   p.fallback_s = p.cpu_busy_s = p.throttled_s = p.throttled_steps = 0.0;
   p.host_busy_s = p.host_lost_s = 0.0;
@@ -261,6 +263,7 @@ FLEETSIM_HD inline void pool_tally_merge(PoolTally& into, const PoolTally& from)
   into.share_gap_s += from.share_gap_s;
   for (int32_t k = 0; k < kColdStages; ++k) into.cold_stage_s[k] += from.cold_stage_s[k];
   into.interruptions += from.interruptions;
+  into.owned_failures += from.owned_failures;
   into.lost_tokens += from.lost_tokens;
   into.node_s += from.node_s;
   into.node_pinned_s += from.node_pinned_s;

@@ -58,7 +58,7 @@ OwnershipLedger owned_costs(const PoolSpec& P, const PoolTally& pt, double windo
 
   o.spares = O.spares;
   o.repair_days = O.repair_days;
-  o.failures = pt.interruptions;
+  o.failures = pt.owned_failures;  // owned devices only: a rented one that fails is the cloud's to replace
   o.awaiting_device_hours = pt.cold_stage_s[kAwaitingDevice] * f;
   const double owned_replica_h = double(o.owned_replicas) * P.units_per_replica() * wh;
   o.availability = owned_replica_h > 0 ? std::max(0.0, 1.0 - o.awaiting_device_hours / owned_replica_h) : 1.0;

@@ -289,6 +289,7 @@ PoolParams PoolSpec::params() const {
     p.empty_nodes_first = empty_nodes_first ? 1 : 0;
   }
   p.spares = ownership.owned() ? ownership.spares : 0;
+  p.owned_replicas = ownership.owned() ? ownership.replicas : 0;
   p.fallback_share = fallback_share;
   p.fallback_slowdown = fallback_share > 0 ? fallback_slowdown : 1.0;
   p.fallback_at_s = fallback_at_s;
