@@ -150,14 +150,21 @@ TEST_CASE("two pools, committed and spot: every line of the report reconciles") 
   SUBCASE("the FOCUS export: effective and list cost sum to the ledger's, tagged by pool, class and team") {
     std::istringstream in(focus_csv(make_ledger(s, *r.tally), s, 0.0));
     CsvReader rd(in, "<focus>");  // (columns are looked up in lower case)
-    double eff = 0, list = 0;
+    double eff = 0, list = 0, billed = 0;
     int rows = 0, unused_rows = 0;
     while (rd.next()) {
       ++rows;
       CHECK(rd.number("pricingquantity") * rd.number("contractedunitprice") ==
             doctest::Approx(rd.number("contractedcost")));
       CHECK(rd.number("pricingquantity") * rd.number("listunitprice") == doctest::Approx(rd.number("listcost")));
-      CHECK(rd.number("billedcost") == doctest::Approx(rd.number("effectivecost")));
+      billed += rd.number("billedcost");
+      // the commitment's purchase: billed there, effective on the usage rows it covers
+      if (rd.get("chargecategory") == "Purchase") continue;
+      // a commitment's usage bills nothing itself (its purchase does); the rest bills what it costs
+      if (rd.get("commitmentdiscountstatus").empty())
+        CHECK(rd.number("billedcost") == doctest::Approx(rd.number("effectivecost")));
+      else
+        CHECK(rd.number("billedcost") == 0.0);
       // every consumed row names its class's team; the unused commitment is no class's
       const bool unused = rd.get("commitmentdiscountstatus") == "Unused";
       unused_rows += unused ? 1 : 0;
@@ -165,8 +172,10 @@ TEST_CASE("two pools, committed and spot: every line of the report reconciles") 
       eff += rd.number("effectivecost");
       list += rd.number("listcost");
     }
-    CHECK(rows == 3);  // chat's committed hours used, chat's unused commitment, batch's spot hours
+    // chat's commitment bought, its hours used and unused, batch's spot hours
+    CHECK(rows == 4);
     CHECK(unused_rows == 1);
+    CHECK(billed == doctest::Approx(num(L["effective_usd"])));
     CHECK(eff == doctest::Approx(num(L["effective_usd"])));
     CHECK(list == doctest::Approx(num(L["list_usd"])));
   }
@@ -356,14 +365,15 @@ TEST_CASE("FOCUS 1.2: every mandatory column, unused commitment on its own row, 
   const double start = 1793491200;  // 2026-11-01T00:00:00Z
   CHECK(parse_utc_time("2026-11-01", "--billing-start") == start);
   CHECK(parse_utc_time("2024-02-29T12:30:05Z", "--billing-start") == 1709209805);
-  for (const char* bad : {"2026-02-30", "2026-13-01", "1969-12-31", "2026-11-01T25:00:00Z", "2026-11-01 00:00", "x"})
+  for (const char* bad : {"2026-02-30", "2026-13-01", "1969-12-31", "2026-11-01T25:00:00Z", "2026-11-01 00:00", "x",
+                          "2026-+1-01", "2026-01- 1", "2026-11-01T 1:00:00Z"})
     CHECK(test::input_error([&] { parse_utc_time(bad, "--billing-start"); }).find("--billing-start: expected") !=
           std::string::npos);
   std::istringstream in0(at0), in1(focus_csv(L, s, start));
   CsvReader a(in0, "<focus>"), b(in1, "<focus>");
   for (const auto& c : mandatory) CHECK_MESSAGE(a.has(c), c);
-  double eff = 0, used_h = 0, unused_h = 0;
-  int unused_rows = 0;
+  double eff = 0, billed = 0, used_h = 0, unused_h = 0, purchase_billed = 0, covered_eff = 0, purchase_h = 0;
+  int unused_rows = 0, purchases = 0;
   while (a.next()) {
     REQUIRE(b.next());
     for (const char* col : {"billingperiodstart", "billingperiodend", "chargeperiodstart", "chargeperiodend"})
@@ -375,7 +385,27 @@ TEST_CASE("FOCUS 1.2: every mandatory column, unused commitment on its own row, 
     CHECK(!a.get("providername").empty());
     CHECK(a.number("pricingquantity") * a.number("contractedunitprice") == doctest::Approx(a.number("contractedcost")));
     eff += a.number("effectivecost");
+    billed += a.number("billedcost");
     const std::string status = a.get("commitmentdiscountstatus");
+    // FOCUS 1.2 effectivecost.md: a commitment's Usage rows' EffectiveCost sums to its Purchase
+    // rows' BilledCost; they bill nothing themselves, and the purchase is effective on none
+    if (a.get("chargecategory") == "Purchase") {
+      ++purchases;
+      CHECK(a.get("chargefrequency") == "Recurring");
+      CHECK(a.number("effectivecost") == 0.0);
+      CHECK(a.get("consumedquantity").empty());
+      CHECK(!a.get("commitmentdiscountid").empty());
+      purchase_billed += a.number("billedcost");
+      purchase_h += a.number("commitmentdiscountquantity");
+      continue;
+    }
+    CHECK(a.get("chargecategory") == "Usage");
+    if (!status.empty()) {
+      CHECK(a.number("billedcost") == 0.0);
+      covered_eff += a.number("effectivecost");
+    } else {
+      CHECK(a.number("billedcost") == doctest::Approx(a.number("effectivecost")));
+    }
     // a commitment's rows count its hours, used or not; other rows have none
     if (status.empty()) {
       CHECK(a.get("commitmentdiscountquantity").empty());

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <ctime>
 
@@ -32,10 +33,16 @@ const char* focus_pricing(const std::string& category) {
 double parse_utc_time(const std::string& text, const std::string& what) {
   int y = 0, mo = 0, d = 0, h = 0, mi = 0, sec = 0;
   char tail = 0;
-  const bool date_only = std::sscanf(text.c_str(), "%4d-%2d-%2d%c", &y, &mo, &d, &tail) == 3 && text.size() == 10;
-  const bool full = !date_only && text.size() == 20 &&
-                    std::sscanf(text.c_str(), "%4d-%2d-%2dT%2d:%2d:%2dZ%c", &y, &mo, &d, &h, &mi, &sec, &tail) == 6 &&
-                    text.back() == 'Z';
+  // every field its digits (sscanf's %2d would also take "+1" or " 1"); 'd' a digit, the rest as written
+  auto shaped = [&](const std::string& pattern) {
+    if (text.size() != pattern.size()) return false;
+    for (size_t i = 0; i < pattern.size(); ++i)
+      if (pattern[i] == 'd' ? !std::isdigit(static_cast<unsigned char>(text[i])) : text[i] != pattern[i]) return false;
+    return true;
+  };
+  const bool date_only = shaped("dddd-dd-dd") && std::sscanf(text.c_str(), "%4d-%2d-%2d%c", &y, &mo, &d, &tail) == 3;
+  const bool full = !date_only && shaped("dddd-dd-ddTdd:dd:ddZ") &&
+                    std::sscanf(text.c_str(), "%4d-%2d-%2dT%2d:%2d:%2dZ%c", &y, &mo, &d, &h, &mi, &sec, &tail) == 6;
   std::tm tm{};
   tm.tm_year = y - 1900;
   tm.tm_mon = mo - 1;
@@ -122,32 +129,76 @@ std::string focus_csv(const Ledger& l, const Scenario& s, double start_unix_s) {
   const std::string b0 = iso8601(start_unix_s), b1 = iso8601(start_unix_s + s.duration_s);
   const std::string t0 = iso8601(start_unix_s + s.warmup_s), t1 = iso8601(start_unix_s + s.warmup_s + l.window_s);
   const std::string account = csv_quote("fleetsim:" + s.name), account_name = csv_quote(s.name);
-  // one row: quantity device-hours at a list, a contracted (before commitment discounts) and an
-  // effective rate; `commitment` is the commitment's status (Used, Unused) or empty
+  // One charge row. ConsumedQuantity and ConsumedUnit are null where nothing was consumed (a
+  // commitment's purchase and its unused hours, FOCUS 1.2 consumedquantity.md).
+  struct Charge {
+    std::string category = "Usage", frequency = "Usage-Based", what, pricing;
+    std::string cd_id, cd_name, cd_status, resource_id, resource_name, resource_type, tags;
+    double qty = 0, billed = 0, effective = 0, contracted_unit = 0, list_unit = 0;
+    bool consumed = true;
+  };
+  auto emit = [&](const Charge& c, const PoolLedger& p) {
+    const bool cd = !c.cd_id.empty();
+    o += fmt::format(
+        "{},{},{},USD,{},{},{},,{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},fleetsim (simulated),{},{},{},{},Hours,"
+        "fleetsim (simulated),fleetsim (simulated),{},{},{},AI and Machine Learning,LLM inference,{},{}\n",
+        focus_num(c.billed), account, account_name, b1, b0, c.category, csv_quote(c.what), c.frequency, t1, t0,
+        cd ? "Usage" : "", c.cd_id, c.cd_name, cd ? focus_num(c.qty) : "", c.cd_status, cd ? "Reserved capacity" : "",
+        cd ? "Hours" : "", c.consumed ? focus_num(c.qty) : "", c.consumed ? "Hours" : "",
+        focus_num(c.qty * c.contracted_unit), focus_num(c.contracted_unit), focus_num(c.effective),
+        focus_num(c.qty * c.list_unit), focus_num(c.list_unit), c.pricing, focus_num(c.qty), c.resource_id,
+        c.resource_name, c.resource_type, csv_quote(p.device), c.tags);
+  };
+  // Usage of quantity device-hours at a list, a contracted (before commitment discounts) and an
+  // effective rate; `commitment` is the commitment's status (Used, Unused) or empty. A commitment's
+  // hours are billed on its purchase row: BilledCost 0 here, the discounted rate in EffectiveCost
+  // (FOCUS 1.2 effectivecost.md: a commitment's Usage EffectiveCost sums to its Purchase BilledCost).
   auto row = [&](const PoolLedger& p, const PricingLine& line, double qty, const std::string& what,
                  const std::string& commitment, const Json& tags) {
     const bool committed = !commitment.empty();
+    Charge c;
+    c.what = what;
+    c.qty = qty;
+    c.effective = qty * line.effective_usd_per_hour;
+    c.billed = committed ? 0.0 : c.effective;
     // spot's dynamic price and an owned device's cost are what was agreed; a commitment's discount is not
-    const double contracted =
+    c.contracted_unit =
         committed || line.category == "on_demand" ? line.list_usd_per_hour : line.effective_usd_per_hour;
-    const std::string cd_id = committed ? csv_quote("fleetsim:" + s.name + "/" + p.name + "/commitment") : "";
-    // FOCUS: ConsumedQuantity and ConsumedUnit are null on a commitment's unused hours (nothing consumed)
-    const bool unused = commitment == "Unused";
-    const std::string consumed = unused ? "," : focus_num(qty) + ",Hours";
-    // a commitment's hours consumed on this row, or left unused (FOCUS_Spec v1.2,
-    // specification/columns/commitmentdiscountquantity.md), in device-hours
-    const std::string cd_qty = committed ? focus_num(qty) : "";
-    const std::string billed = focus_num(qty * line.effective_usd_per_hour);
-    o += fmt::format(
-        "{},{},{},USD,{},{},Usage,,{},Usage-Based,{},{},{},{},{},{},{},{},{},{},{},{},{},"
-        "fleetsim (simulated),{},{},{},{},Hours,fleetsim (simulated),fleetsim (simulated),{},{},{},"
-        "AI and Machine Learning,LLM inference,{},{}\n",
-        billed, account, account_name, b1, b0, csv_quote(what), t1, t0, committed ? "Usage" : "", cd_id,
-        committed ? csv_quote("commitment, pool " + p.name) : "", cd_qty, commitment,
-        committed ? "Reserved capacity" : "", committed ? "Hours" : "", consumed, focus_num(qty * contracted),
-        focus_num(contracted), billed, focus_num(qty * line.list_usd_per_hour), focus_num(line.list_usd_per_hour),
-        focus_pricing(line.category), focus_num(qty), csv_quote(s.name + "/" + p.name), csv_quote(p.name),
-        p.cpu_instance ? "CPU instance" : "GPU", csv_quote(p.device), csv_quote(tags.dump()));
+    c.list_unit = line.list_usd_per_hour;
+    c.pricing = focus_pricing(line.category);
+    if (committed) {
+      c.cd_id = csv_quote("fleetsim:" + s.name + "/" + p.name + "/commitment");
+      c.cd_name = csv_quote("commitment, pool " + p.name);
+      c.cd_status = commitment;
+    }
+    c.consumed = commitment != "Unused";
+    c.resource_id = csv_quote(s.name + "/" + p.name);
+    c.resource_name = csv_quote(p.name);
+    c.resource_type = p.cpu_instance ? "CPU instance" : "GPU";
+    c.tags = csv_quote(tags.dump());
+    emit(c, p);
+  };
+  // The commitment itself: one recurring purchase of its device-hours at the committed rate, billed
+  // here and effective on the usage rows it covers (the pattern of FOCUS 1.2's examples,
+  // specification/data/commitment_discount_flexibility/*.csv)
+  auto purchase = [&](const PoolLedger& p, const PricingLine& line) {
+    Charge c;
+    c.category = "Purchase";
+    c.frequency = "Recurring";
+    c.what = fmt::format("{} device-hours, pool {}, commitment", p.device, p.name);
+    c.qty = line.device_hours;
+    c.billed = line.device_hours * line.effective_usd_per_hour;
+    c.contracted_unit = line.effective_usd_per_hour;
+    c.list_unit = line.list_usd_per_hour;
+    c.pricing = "Standard";
+    c.cd_id = csv_quote("fleetsim:" + s.name + "/" + p.name + "/commitment");
+    c.cd_name = csv_quote("commitment, pool " + p.name);
+    c.consumed = false;
+    c.resource_id = c.cd_id;
+    c.resource_name = c.cd_name;
+    c.resource_type = "Commitment";
+    c.tags = csv_quote(Json{{"fleetsim-pool", p.name}}.dump());
+    emit(c, p);
   };
   for (size_t i = 0; i < l.pools.size(); ++i) {
     const PoolLedger& p = l.pools[i];
@@ -183,6 +234,7 @@ std::string focus_csv(const Ledger& l, const Scenario& s, double start_unix_s) {
       if (unused > 0)
         row(p, line, unused, fmt::format("{} device-hours, pool {}, unused commitment", p.device, p.name), "Unused",
             Json{{"fleetsim-pool", p.name}});
+      if (committed) purchase(p, line);
     }
   }
   return o;
