@@ -530,7 +530,14 @@ Page run_page(const Json& doc) {
 
   std::string& b = p.body;
   b += "<section id=\"summary\"><h2>Summary</h2><p class=\"lead\">" + s + "</p><dl class=\"kpis\">" + kp + "</dl>";
-  if (const auto n = sc["step_time"]["note"].str(); !n.empty()) b += note("Step time: " + esc(n) + ".");
+  // the step-time note (the physics model's errors, what to expect of an uncalibrated one), or,
+  // for a calibrated profile, which has none, the table's sentence: the profile and its error
+  std::string steps = sc["step_time"]["note"].str();
+  if (steps.empty() && sc["step_time"]["calibrated"].flag().value_or(false)) try {
+      steps = step_time_summary(doc["scenario"]);
+    } catch (const Json::exception&) {  // a document too malformed for it
+    }
+  if (!steps.empty()) b += note("Step time: " + esc(steps) + ".");
   b += "</section>\n";
   b += "<section><h2>Cost per token</h2>" + cost_section(d, total_name) + "</section>\n";
   b += "<section><h2>Where the money goes</h2>" + ledger_section(d, L) + "</section>\n";

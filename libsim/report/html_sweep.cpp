@@ -28,6 +28,24 @@ struct Config {
   double ttft_p99 = kNaN;
 };
 
+// Lowest objective first (those without one last); within a run of ties (within 1e-9 of its
+// first), the lower p99 TTFT first: the order of the sweep's table and of its cheapest.
+void order_by_objective(std::vector<const Config*>& v) {
+  std::stable_sort(v.begin(), v.end(), [](const Config* a, const Config* b) {
+    if (std::isfinite(a->objective) != std::isfinite(b->objective)) return std::isfinite(a->objective);
+    return a->objective < b->objective;
+  });
+  for (size_t i = 0; i < v.size();) {
+    const double first = v[i]->objective;
+    size_t j = i + 1;
+    while (j < v.size() && std::isfinite(first) && std::fabs(v[j]->objective - first) <= 1e-9 * std::fabs(first)) ++j;
+    std::stable_sort(v.begin() + long(i), v.begin() + long(j), [](const Config* a, const Config* b) {
+      return std::isfinite(a->ttft_p99) && (!std::isfinite(b->ttft_p99) || a->ttft_p99 < b->ttft_p99);
+    });
+    i = j;
+  }
+}
+
 struct Sweep {
   std::string objective;
   std::vector<std::pair<std::string, View>> params;  // path, values
@@ -112,8 +130,15 @@ Sweep read_sweep(const View& d) {
     c.ttft_p99 = r["metrics"]["latency_s"]["ttft"]["p99"].num_or(kNaN);
     S.rows.push_back(c);
   }
+  // b before a: a lower objective, or a tie in it (within 1e-9) and a lower p99 TTFT, as the
+  // sweep's summary picks its cheapest
   auto cheaper = [](const Config* a, const Config& b) {
-    return !a || (std::isfinite(b.objective) && (!std::isfinite(a->objective) || b.objective < a->objective));
+    if (!a) return true;
+    if (!std::isfinite(b.objective)) return false;
+    if (!std::isfinite(a->objective)) return true;
+    if (std::fabs(b.objective - a->objective) <= 1e-9 * std::fabs(a->objective))
+      return std::isfinite(b.ttft_p99) && (!std::isfinite(a->ttft_p99) || b.ttft_p99 < a->ttft_p99);
+    return b.objective < a->objective;
   };
   const std::string want = d["summary"]["cheapest"]["index"].text();
   for (const auto& c : S.rows)
@@ -162,10 +187,7 @@ std::string cost_figure(const Sweep& S) {
   for (const auto& c : S.rows)
     if (feasible ? c.feasible : c.ran) pick.push_back(&c);
   if (pick.empty()) return note("No configuration ran: no costs to draw.");
-  std::stable_sort(pick.begin(), pick.end(), [](const Config* a, const Config* b) {
-    if (std::isfinite(a->objective) != std::isfinite(b->objective)) return std::isfinite(a->objective);
-    return a->objective < b->objective;
-  });
+  order_by_objective(pick);
   const size_t total = pick.size();
   if (pick.size() > kMaxBars) pick.resize(kMaxBars);
   const svg::Format money = [](double v) { return svg::usd(v); };
@@ -311,10 +333,7 @@ std::string tables(const Sweep& S) {
   const bool ci_col =
       std::any_of(ok.begin(), ok.end(), [&](const Config* c) { return c->row["ci95"][S.objective].num().has_value(); });
   if (ci_col) head.push_back("\xc2\xb1 95% CI");
-  std::stable_sort(ok.begin(), ok.end(), [](const Config* a, const Config* b) {
-    if (std::isfinite(a->objective) != std::isfinite(b->objective)) return std::isfinite(a->objective);
-    return a->objective < b->objective;
-  });
+  order_by_objective(ok);
   std::vector<Row> rows;
   for (size_t i = 0; i < ok.size() && i < kMaxTableRows; ++i) {
     const Config& c = *ok[i];

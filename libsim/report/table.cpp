@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -38,8 +39,13 @@ std::string num(const Json& v, int prec = 3) {
 }
 std::string ms(const Json& v) { return v.is_null() ? "-" : fmt::format("{:.1f}", v.get<double>() * 1000.0); }
 std::string pct(const Json& v) { return v.is_null() ? "-" : fmt::format("{:.1f}%", v.get<double>() * 100.0); }
+// `prec` decimals, or more where they would leave fewer than two significant digits (an embedding
+// request costs a few millionths of a dollar: $0.0000037, not $0.00000)
 std::string usd(const Json& v, int prec = 4) {
-  return v.is_null() ? "-" : fmt::format("${:.{}f}", v.get<double>(), prec);
+  if (v.is_null()) return "-";
+  const double x = v.get<double>(), a = std::fabs(x);
+  if (a > 0 && a < std::pow(10.0, 1 - prec)) prec = std::min(15, 1 - int(std::floor(std::log10(a))));
+  return fmt::format("${:.{}f}", x, prec);
 }
 
 std::string hours(double h) { return fmt::format("{:.2f}", h); }
@@ -269,6 +275,58 @@ std::string ledger_table(const Json& r) {
 
 }  // namespace
 
+// What the run's step times came from and how sure they are: the profile and its measured error,
+// the physics model's cross-validated one, or "uncalibrated" (the table's "steps" line, the HTML
+// report's summary).
+std::string step_time_summary(const Json& sc) {
+  if (!sc.contains("step_time")) return "";
+  const Json& st = sc["step_time"];
+  if (st["calibrated"].get<bool>()) {
+    std::string err;
+    const Json& h = st["held_out"];
+    for (const char* k : {"mean_ttft", "mean_tpot", "mean_e2e"})
+      if (h.contains(std::string("median_abs_error_") + k))
+        err += fmt::format("{}{} {:.0f}%", err.empty() ? "" : ", ", k,
+                           100.0 * h[std::string("median_abs_error_") + k].get<double>());
+    const bool applies = !st.contains("error_applies") || st["error_applies"].get<bool>();
+    if (st.contains("cross_validated") && !applies) {
+      return fmt::format("{}; latencies as the {} sees them", st["note"].get<std::string>(),
+                         st["latency_at"].get<std::string>());
+    } else if (st.contains("cross_validated")) {
+      const Json& x = st["cross_validated"];
+      std::string xe;
+      for (const char* k : {"mean_ttft", "mean_tpot", "mean_e2e"})
+        if (x.contains(std::string("median_abs_error_") + k))
+          xe += fmt::format("{}{} {:.0f}%", xe.empty() ? "" : ", ", k,
+                            100.0 * x[std::string("median_abs_error_") + k].get<double>());
+      return fmt::format(
+          "physics model (median error on {} held-out runs: {}; on a device left out of the "
+          "fit: {}); latencies as the {} sees them",
+          h["points"].get<int>(), err.empty() ? "none measured" : err, xe.empty() ? "not measured" : xe,
+          st["latency_at"].get<std::string>());
+    } else if (!applies)
+      return fmt::format("profile {}: {}", st["profile"].get<std::string>(), st["note"].get<std::string>());
+    else if (h["points"].get<int>() == 0 && st.contains("step_time_error")) {
+      const Json& e = st["step_time_error"];
+      const Json& he = e["held_out_median_abs_error"];
+      return fmt::format(
+          "calibrated profile {} (fitted on {} step timings: median step-time error {}; the latencies' "
+          "error is not measured)",
+          st["profile"].get<std::string>(), e["steps"].get<int>(),
+          he.is_number() ? fmt::format("{:.1f}% on steps held out of the fit", 100.0 * he.get<double>())
+                         : std::string("not held out"));
+    } else
+      return fmt::format("calibrated profile {} (median error on {} held-out runs: {})",
+                         st["profile"].get<std::string>(), h["points"].get<int>(), err.empty() ? "none measured" : err);
+  } else {
+    // a speculating pool's note says how its draft is priced (or that it is not)
+    const std::string note = st.value("note", std::string());
+    const size_t spec = note.find("; speculative decoding");
+    return fmt::format("{} (uncalibrated: docs/validation.md gives its error; `fleetsim fit` makes a profile){}",
+                       sc["perf_model"].get<std::string>(), spec == std::string::npos ? "" : note.substr(spec));
+  }
+}
+
 namespace {
 std::string run_table(const Json& r) {
   const Json& sc = r["scenario"];
@@ -324,54 +382,7 @@ std::string run_table(const Json& r) {
   if (sc.contains("trace_rows_skipped"))
     o += fmt::format("trace     {} rows skipped as unusable ({})\n", sc["trace_rows_skipped"].get<int64_t>(),
                      sc["trace_rows_skipped_reason"].get<std::string>());
-  if (sc.contains("step_time")) {
-    const Json& st = sc["step_time"];
-    if (st["calibrated"].get<bool>()) {
-      std::string err;
-      const Json& h = st["held_out"];
-      for (const char* k : {"mean_ttft", "mean_tpot", "mean_e2e"})
-        if (h.contains(std::string("median_abs_error_") + k))
-          err += fmt::format("{}{} {:.0f}%", err.empty() ? "" : ", ", k,
-                             100.0 * h[std::string("median_abs_error_") + k].get<double>());
-      const bool applies = !st.contains("error_applies") || st["error_applies"].get<bool>();
-      if (st.contains("cross_validated") && !applies) {
-        o += fmt::format("steps     {}; latencies as the {} sees them\n", st["note"].get<std::string>(),
-                         st["latency_at"].get<std::string>());
-      } else if (st.contains("cross_validated")) {
-        const Json& x = st["cross_validated"];
-        std::string xe;
-        for (const char* k : {"mean_ttft", "mean_tpot", "mean_e2e"})
-          if (x.contains(std::string("median_abs_error_") + k))
-            xe += fmt::format("{}{} {:.0f}%", xe.empty() ? "" : ", ", k,
-                              100.0 * x[std::string("median_abs_error_") + k].get<double>());
-        o += fmt::format(
-            "steps     physics model (median error on {} held-out runs: {}; on a device left out of the "
-            "fit: {}); latencies as the {} sees them\n",
-            h["points"].get<int>(), err.empty() ? "none measured" : err, xe.empty() ? "not measured" : xe,
-            st["latency_at"].get<std::string>());
-      } else if (!applies)
-        o += fmt::format("steps     profile {}: {}\n", st["profile"].get<std::string>(), st["note"].get<std::string>());
-      else if (h["points"].get<int>() == 0 && st.contains("step_time_error")) {
-        const Json& e = st["step_time_error"];
-        const Json& he = e["held_out_median_abs_error"];
-        o += fmt::format(
-            "steps     calibrated profile {} (fitted on {} step timings: median step-time error {}; the latencies' "
-            "error is not measured)\n",
-            st["profile"].get<std::string>(), e["steps"].get<int>(),
-            he.is_number() ? fmt::format("{:.1f}% on steps held out of the fit", 100.0 * he.get<double>())
-                           : std::string("not held out"));
-      } else
-        o += fmt::format("steps     calibrated profile {} (median error on {} held-out runs: {})\n",
-                         st["profile"].get<std::string>(), h["points"].get<int>(), err.empty() ? "none measured" : err);
-    } else {
-      // a speculating pool's note says how its draft is priced (or that it is not)
-      const std::string note = st.value("note", std::string());
-      const size_t spec = note.find("; speculative decoding");
-      o += fmt::format(
-          "steps     {} (uncalibrated: docs/validation.md gives its error; `fleetsim fit` makes a profile){}\n",
-          sc["perf_model"].get<std::string>(), spec == std::string::npos ? "" : note.substr(spec));
-    }
-  }
+  if (sc.contains("step_time")) o += "steps     " + step_time_summary(sc) + "\n";
   o += "\n";
   const Json& rq = r["requests"];
   o += fmt::format("requests  arrived {}  completed {}  rejected {} (queue full {}, too long {})  preempted {}",

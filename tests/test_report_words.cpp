@@ -1,0 +1,79 @@
+// What a run says about itself in words, the same in the table and the HTML report: which step
+// time model produced it and its measured error, costs too small for fixed decimals, and which
+// of two configurations tied on the objective comes first.
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "helpers.hpp"
+#include "libsim/input/input_file.hpp"
+#include "libsim/report/html.hpp"
+#include "libsim/report/report.hpp"
+
+using namespace fleetsim;
+
+namespace {
+Json load_doc(const std::string& name) {
+  return Json::parse(read_text_file(std::string(FLEETSIM_SOURCE_DIR) + "/tests/data/" + name, "test document"));
+}
+std::string figure_of(const std::string& html, const std::string& id) {
+  const size_t a = html.find("<figure id=\"" + id + "\"");
+  return a == std::string::npos ? "" : html.substr(a, html.find("</figure>", a) - a);
+}
+}  // namespace
+
+TEST_CASE("report: a run report names its step-time model and its measured error, as the table does") {
+  // the default scenario's calibrated profile, its held-out error
+  const test::Result r = test::run(load_scenario_file(FLEETSIM_SOURCE_DIR "/scenarios/chat-default.yaml",
+                                                      {"duration_s=300", "warmup_s=0"}));
+  const std::string steps = step_time_summary(r.report["scenario"]);
+  CHECK(steps.find("calibrated profile h100-sxm-80gb/llama-3.1-8b/tp1-trtllm (median error on ") == 0);
+  CHECK(html_report(r.report).find("Step time: " + html_escape(steps) + ".") != std::string::npos);
+  CHECK(format_run_table(r.report).find("steps     " + steps + "\n") != std::string::npos);
+  // an uncalibrated one's note says what error to expect
+  const Json d = load_doc("report_run.json");
+  CHECK(html_report(d).find("Step time: " + html_escape(d["scenario"]["step_time"]["note"].get<std::string>())) !=
+        std::string::npos);
+}
+
+TEST_CASE("table: a request that costs millionths of a dollar shows two significant digits, not $0.00000") {
+  const test::Result r = test::run(load_scenario_file(FLEETSIM_SOURCE_DIR "/scenarios/rag-embedding.yaml",
+                                                      {"duration_s=300", "warmup_s=0"}));
+  const double per = r.report["cost"]["per_request_usd"].get<double>();
+  REQUIRE(per > 0);
+  REQUIRE(per < 1e-4);
+  const std::string t = format_run_table(r.report);
+  CHECK(t.find(fmt::format("request ${:.{}f} ", per, 1 - int(std::floor(std::log10(per))))) != std::string::npos);
+  CHECK(t.find("request $0.00000 ") == std::string::npos);
+}
+
+TEST_CASE("report: configurations tied on the objective go by p99 TTFT, as the sweep's table and cheapest do") {
+  Json d = load_doc("report_sweep.json");
+  const Json::json_pointer obj("/metrics/" + [&] {
+    std::string p = d["sweep"]["objective"].get<std::string>();
+    std::replace(p.begin(), p.end(), '.', '/');
+    return p;
+  }());
+  const Json::json_pointer p99("/metrics/latency_s/ttft/p99");
+  std::vector<Json*> feasible;
+  for (auto& r : d["rows"])
+    if (r["feasible"].get<bool>()) feasible.push_back(&r);
+  REQUIRE(feasible.size() >= 2);
+  std::sort(feasible.begin(), feasible.end(),
+            [&](const Json* a, const Json* b) { return a->at(obj).get<double>() < b->at(obj).get<double>(); });
+  Json &a = *feasible[0], &b = *feasible[1];
+  // b costs what a does (to a part in 1e12) and answers faster: b comes first
+  b[obj] = a[obj].get<double>() * (1 + 1e-12);
+  b[p99] = a[p99].get<double>() / 2;
+  d["summary"].erase("cheapest");
+  const std::string html = html_report(d);
+  const std::string ia = "#" + a["index"].dump() + " ", ib = "#" + b["index"].dump() + " ";
+  const std::string cost = figure_of(html, "cost-per-token");
+  REQUIRE(cost.find(ia) != std::string::npos);
+  CHECK(cost.find(ib) < cost.find(ia));
+  CHECK(figure_of(html, "pareto").find("cheapest: " + ib.substr(0, ib.size() - 1)) != std::string::npos);
+}
