@@ -145,15 +145,79 @@ TEST_CASE("prefix cache: a hit saves the prompt's cached blocks, and a request h
 
 TEST_CASE("prefix_aware: cached blocks weigh 3 against a replica's queue at 2") {
   // t=0 A (short) on replica 0, which keeps its block; t=1 C (long) on replica 0 too (both idle,
-  // lowest index); t=2 A again. Replica 0 holds A (prefix score 3 x 1) but is the busier (queue
-  // score 0), replica 1 neither (0 + 2 x 1): prefix_aware sends A to replica 0 and hits, least
-  // outstanding sends it to replica 1 and misses.
+  // lowest index); t=2 A again. Replica 0 holds A (prefix score 3 x 1) and runs C, but nothing
+  // waits at either (the queue score counts waiting requests: 2 x 1 each): prefix_aware sends A to
+  // replica 0 and hits, least outstanding sends it to replica 1 and misses.
   const std::string path = trace("aware.jsonl", {{1}, {2}, {1}}, 17, 1, {1, 2000, 1});
   const auto aware = test::run(test::scenario(scenario(path, "{scope: replica}", 2, "prefix_aware")));
   CHECK(aware.drained);
   CHECK(aware.all->prefix_hits == 1);
   const auto lo = test::run(test::scenario(scenario(path, "{scope: replica}", 2, "least_outstanding")));
   CHECK(lo.all->prefix_hits == 0);
+}
+
+TEST_CASE("prefix_aware: the queue score counts waiting requests, as llm-d's queue scorer reads vLLM's") {
+  // X = [1, 2, 3, 4] at t=0 on replica 0; L (one block, 3,000 tokens out) at t=1 on replica 0 too
+  // (a tie, the lower index); Y = [1, 2, 5, 6] at t=2. Nothing waits anywhere, so both queue
+  // scores are 1: replica 0 scores 3 x 2/4 + 2 = 3.5 against 2, and Y finds X's first two blocks.
+  // Scored by outstanding requests (L running), replica 0 would score 1.5 and Y would miss.
+  const std::string path = trace("waiting.jsonl", {{1, 2, 3, 4}, {9}, {1, 2, 5, 6}}, 65, 1, {1, 3000, 1});
+  const auto r = test::run(test::scenario(scenario(path, "{scope: replica}", 2, "prefix_aware")));
+  CHECK(r.drained);
+  CHECK(r.all->prefix_hits == 1);
+  CHECK(r.all->prefix_tokens_reused == 32);
+}
+
+TEST_CASE("prefix cache: a prompt's blocks are cached once computed, so a request beside it finds them") {
+  // A (4 blocks) decodes 500 steps of 10 ms from t=0; B, the same 4 blocks, comes at t=1 while A
+  // still runs: it finds them all (64 tokens of its 65), as in vLLM, which caches a block once it
+  // is full. Cached only when A left, B would find none.
+  const std::string path = trace("beside.jsonl", {{1, 2, 3, 4}, {1, 2, 3, 4}}, 65, 1, {500, 1});
+  const auto r = test::run(test::scenario(scenario(path, "{scope: replica}")));
+  CHECK(r.drained);  // every KV block back, none still held
+  CHECK(r.all->prefix_hits == 1);
+  CHECK(r.all->prefix_tokens_reused == 64);
+  // the same with a host tier: B finds them on the device, loads nothing
+  const auto h = test::run(test::scenario(scenario(path, "{scope: replica, cpu_gib: 1}")));
+  CHECK(h.drained);
+  CHECK(h.all->prefix_tokens_reused == 64);
+  CHECK(h.all->prefix_tokens_loaded == 0);
+}
+
+TEST_CASE("prefix cache: an admission that cannot fit evicts nothing; what it would have evicted is found later") {
+  // K blocks of KV. B takes half and decodes 2,000 steps; A (4 blocks) leaves them cached at 1.5 s;
+  // C needs 60% at 2 s: it cannot fit beside B, with or without A's blocks, so it waits for B,
+  // evicting nothing; D (A again, behind C) finds A's blocks once B has left
+  const std::string cache = "{scope: replica}, gpu_memory_utilization: 0.3, max_num_seqs: 8, max_batched_tokens: 8192";
+  const int64_t K = test::scenario(scenario(trace("room0.jsonl", {{1}, {2}}), cache)).pools[0].params().kv_total_blocks;
+  const int64_t b = K / 2 * 16, c = K * 6 / 10 * 16;
+  const std::string rows =
+      "{\"timestamp\": 0, \"input_length\": " + std::to_string(b) +
+      ", \"output_length\": 2000, \"hash_ids\": [100]}\n"
+      "{\"timestamp\": 1500, \"input_length\": 65, \"output_length\": 1, \"hash_ids\": [1, 2, 3, 4]}\n"
+      "{\"timestamp\": 2000, \"input_length\": " +
+      std::to_string(c) +
+      ", \"output_length\": 1, \"hash_ids\": [200]}\n"
+      "{\"timestamp\": 3000, \"input_length\": 65, \"output_length\": 1, \"hash_ids\": [1, 2, 3, 4]}\n";
+  const auto r = test::run(test::scenario(scenario(test::write_temp("room.jsonl", rows), cache)));
+  CHECK(r.drained);
+  CHECK(r.all->completed == 4);
+  CHECK(r.tally->pools[0].cache_evicted == 0);
+  CHECK(r.all->prefix_tokens_reused == 64);
+}
+
+TEST_CASE("prefix cache: cached blocks no request holds count as free KV, as vLLM's usage counts them") {
+  // A (4 blocks) leaves them cached, unheld; B (another block) then decodes for 50 s beside them.
+  // The KV occupancy is B's alone, as with a pool-wide cache that holds no device blocks
+  const std::string path = trace("idle_cache.jsonl", {{1, 2, 3, 4}, {5}}, 65, 1, {1, 5000});
+  auto occupancy = [&](const std::string& cache) {
+    const auto r = test::run(test::scenario(scenario(path, cache)));
+    CHECK(r.drained);
+    return r.report["utilization"]["kv_occupancy"].get<double>();
+  };
+  const double bounded = occupancy("{scope: replica}"), pool = occupancy("{scope: pool}");
+  REQUIRE(pool > 0);
+  CHECK(bounded == doctest::Approx(pool).epsilon(1e-12));
 }
 
 TEST_CASE("prefix cache: bounded per replica never reuses more than the unbounded pool-wide cache") {
@@ -207,6 +271,11 @@ TEST_CASE("prefix cache: bad settings are located errors") {
   std::string off = scenario(path, "{scope: replica}");
   off.replace(off.find("prefix_cache:"), 13, "prefix_caching: false, prefix_cache:");
   CHECK(error_of(off).find("needs engine.prefix_caching: true") != std::string::npos);
+  // hashes of 1,000-token blocks read as 16-token ones would match prefixes at the wrong lengths
+  const std::string wide = trace("wide_blocks.jsonl", {{1, 2}, {1, 3}, {4, 5}}, 2000);
+  CHECK(error_of(scenario(wide, "{scope: replica}"))
+            .find("3 of 3 rows have a hash_ids count that 16 tokens a block do not give (input_length / 16, rounded "
+                  "either way); the rows imply about 1000 tokens a block") != std::string::npos);
 }
 
 TEST_CASE("a host tier or shared store smaller than one block is a located error") {

@@ -205,7 +205,8 @@ TEST_CASE("trace sessions: bad values are located errors") {
                               "  prompt_tokens: 10\n  output_tokens: 10\n") ==
         "<test>:6:56: error: workload.arrival.sessions: 'sessions' applies to process: trace only");
   const std::string mc = test::write_temp("sessions_bad.jsonl", three_turns(1));
-  const std::string b = test::error_of(head + "workload: {arrival: {process: trace, path: " + mc + ", sessions: 3}}\n");
+  const std::string b = test::error_of(head + "workload: {arrival: {process: trace, path: " + mc +
+                                       ", block_tokens: 100, sessions: 3}}\n");
   CHECK(b.find("<test>:5:") == 0);
   CHECK(b.find("workload.arrival.sessions: expected true or false") != std::string::npos);
 }

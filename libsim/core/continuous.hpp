@@ -17,6 +17,44 @@
 
 namespace fleetsim {
 
+// Sequence x of replica r has computed its prompt: its full blocks join the replica's bounded
+// prefix cache now, as vLLM caches each block once it is full (KVCacheManager.cache_blocks), so
+// that requests running beside it find them, not only those after it. The blocks it computed move
+// from its own KV to the cache's, which it holds (as it holds those it found there) until it
+// leaves or is preempted; a block another request put there meanwhile is held, its own copy kept.
+// The host tier and the shared store keep them too. Where a trace block is not a whole number of
+// KV blocks, or no entry is free, what is left joins when it leaves (device_done).
+FLEETSIM_HD inline void cache_adopt(Sim& s, int32_t r, Seq& x, Request& q, double t) {
+  Replica& R = s.rep[r];
+  const PoolParams& P = pool_of(s, r);
+  const int32_t bt = s.p->classes[q.cls].arrivals.trace_block_tokens;
+  const int32_t* ids = nullptr;
+  const int32_t n = request_blocks(s, q, ids);
+  if (n <= q.cache_hits || bt % R.bs != 0) return;
+  if (P.cpu_entries > 0) tier_keep(cpu_tier(s, r), ids, n);
+  if (P.remote_entries > 0) tier_keep(remote_tier(s, R.pool), ids, n);
+  const CacheTier T = gpu_tier(s, r);
+  int32_t m = q.cache_hits;
+  int32_t moved = 0;  // tokens of its own KV the cache takes over (whole KV blocks)
+  for (; m < n; ++m) {
+    int32_t e = tier_find(T.key, T.tab, T.table, ids[m]);
+    if (e == kNone) {
+      if (R.ent_free == kNone && !cache_evict_one(s, r, t)) break;
+      e = tier_add(T, ids[m]);
+      R.cache_blocks += P.cache_block_kv;  // its own blocks: the same KV, held by the cache now
+      moved += bt;
+    }
+    if (T.ref[e]++ == 0) {
+      tier_unlink(T, e);
+      R.cache_held++;
+    }
+  }
+  q.cache_hits = m;
+  x.adopted = moved;
+  x.L0 -= moved;
+  x.ctx_extra += moved;
+}
+
 FLEETSIM_HD inline void finish_decoding_at(Sim& s, int32_t r, int64_t last_step, double t) {
   Replica& R = s.rep[r];
   const FKey* h = fheap_of(s, r);
@@ -75,6 +113,7 @@ FLEETSIM_HD inline void cont_finish_run(Sim& s, int32_t r, double t) {
             x.decoding = 1;
             x.s0 = st + 1;
             x.L0 = x.prefill_total;
+            if (P.cache_entries > 0) cache_adopt(s, r, x, q, t);
             x.finish = x.s0 + x.out_left - 2;
             x.residue = int16_t(mod_count(mod_count(x.s0 - x.L0, R.bs) + R.bs, R.bs));
             // blocks for the prompt were taken at admission and are now tracked by length
@@ -232,7 +271,11 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
       return;
     }
     note_room(use.kv_room_mark, R.free_blocks - P.kv_watermark_blocks - blocks);
-    if (blocks > R.free_blocks - P.kv_watermark_blocks && P.cache_entries > 0)
+    // cached blocks go only where evicting them (with the shared prefixes below) lets it in, as
+    // vLLM allocates nothing, and evicts nothing, for a request its free and evictable blocks
+    // cannot hold (KVCacheManager.allocate_slots)
+    if (blocks > R.free_blocks - P.kv_watermark_blocks && P.cache_entries > 0 &&
+        blocks <= R.free_blocks + cache_evictable_blocks(s, r) + R.pinned_blocks - P.kv_watermark_blocks)
       cache_make_room(s, r, blocks + P.kv_watermark_blocks, t);
     if (blocks > R.free_blocks - P.kv_watermark_blocks) {
       if (!evict_prefixes(s, r)) {
@@ -283,6 +326,7 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
     R.pf_tail = sl;
     x.decoding = 0;
     x.ctx_extra = shared + reused - own;
+    x.adopted = 0;
     if (shared > 0) R.prefix_users[q.cls]++;
     if ((reused + shared > 0 || from_host + from_store > 0) && q.in_window && q.t_admit == t) {
       s.tally->classes[q.cls].prefix_hits++;
@@ -337,7 +381,9 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
   // 3. plan the run
   const double n = double(R.n_decode);
   const double T0 = double(R.A) + n * double(st);
-  const int64_t used = P.kv_total_blocks - R.free_blocks;
+  // allocated: a cached block no running request holds counts as free, as vLLM's usage counts it
+  // (its block pool's free queue holds it until it is evicted)
+  const int64_t used = P.kv_total_blocks - R.free_blocks - (P.cache_entries > 0 ? cache_evictable_blocks(s, r) : 0);
   R.run_blocks0 = double(used);
   set_busy(s, r, 1, t);
   R.run_t0 = t;

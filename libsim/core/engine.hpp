@@ -198,6 +198,7 @@ FLEETSIM_HD inline bool sim_drained(const SimParams& p, uint8_t* base) {
   for (int32_t r = 0; r < int32_t(l.n_replicas); ++r) {
     if (rep[r].n_running != 0 || rep[r].n_decode != 0 || rep[r].heap_n != 0) return false;
     if (rep[r].host_n != 0 || rep[r].host_busy != 0 || rep[r].hq.size != 0) return false;
+    if (rep[r].cache_held != 0) return false;  // no cached block still held by a request
     const PoolParams& P = p.pools[rep[r].pool];
     if (P.batching == Batching::continuous &&
         rep[r].free_blocks + rep[r].pinned_blocks + rep[r].cache_blocks != P.kv_total_blocks)

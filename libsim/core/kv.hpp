@@ -76,7 +76,9 @@ FLEETSIM_HD inline int32_t preempt_newest(Sim& s, int32_t r, int64_t st) {
   int32_t needed_now = 0;
   // the KV it computed here is dropped, to be computed again (what it loaded cost this replica
   // nothing: it is computed again, but was not lost here)
-  const double lost = double((x.decoding ? x.L0 + (st - x.s0) : int64_t(x.prefill_done)) - x.loaded);
+  // (tokens its replica's cache took over stay there: not lost; what it loaded came first)
+  const double lost =
+      double(x.decoding ? x.L0 + (st - x.s0) - max_of<int64_t>(0, x.loaded - x.adopted) : x.prefill_done - x.loaded);
   if (q.in_window) {
     s.tally->classes[q.cls].lost_tokens += lost;
     s.tally->pools[R.pool].lost_tokens += lost;

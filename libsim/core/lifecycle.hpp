@@ -273,7 +273,9 @@ FLEETSIM_HD inline double replica_fail_one(Sim& s, int32_t r, double t, bool new
       Seq& x = slot(s, r, sl);
       {
         const Request& q = s.req[x.req];
-        const double lost = double((x.decoding ? x.L0 + (R.step - x.s0) : int64_t(x.prefill_done)) - x.loaded);
+        // (with the cache gone, the tokens it took over from the request are lost too)
+        const double lost =
+            double((x.decoding ? x.L0 + x.adopted + (R.step - x.s0) : int64_t(x.prefill_done)) - x.loaded);
         if (q.in_window) {
           s.tally->classes[q.cls].lost_tokens += lost;
           s.tally->pools[R.pool].lost_tokens += lost;

@@ -2,7 +2,8 @@
 // prompt blocks a replica computed, kept in its free KV memory and evicted least recently used
 // first when a step or an admission needs the blocks, as vLLM's block pool does. A request that
 // finds its leading blocks here attends to them without computing them and holds them (they cannot
-// be evicted) until it leaves; when it leaves, its prompt's full blocks join the cache.
+// be evicted) until it leaves; once its prompt is computed its full blocks join the cache
+// (cache_adopt, continuous.hpp), and what could not join then joins when it leaves.
 //
 // An optional second tier in host memory (cpu_gib) keeps every block the replica computed, least
 // recently used out first, whatever the device evicts; a request's leading blocks found there
@@ -214,7 +215,10 @@ FLEETSIM_HD inline void cache_ref(Sim& s, int32_t r, const int32_t* ids, int32_t
   const CacheTier T = gpu_tier(s, r);
   for (int32_t i = 0; i < h; ++i) {
     const int32_t e = tier_find(T.key, T.tab, T.table, ids[i]);
-    if (T.ref[e]++ == 0) tier_unlink(T, e);
+    if (T.ref[e]++ == 0) {
+      tier_unlink(T, e);
+      s.rep[r].cache_held++;
+    }
   }
 }
 
@@ -224,8 +228,17 @@ FLEETSIM_HD inline void cache_unref(Sim& s, int32_t r, const int32_t* ids, int32
   const CacheTier T = gpu_tier(s, r);
   for (int32_t i = h - 1; i >= 0; --i) {
     const int32_t e = tier_find(T.key, T.tab, T.table, ids[i]);
-    if (--T.ref[e] == 0) tier_append(T, e);
+    if (--T.ref[e] == 0) {
+      tier_append(T, e);
+      s.rep[r].cache_held--;
+    }
   }
+}
+
+// KV blocks of replica r's device tier that no running request holds: what evicting could free.
+FLEETSIM_HD FLEETSIM_FORCEINLINE int64_t cache_evictable_blocks(const Sim& s, int32_t r) {
+  const Replica& R = s.rep[r];
+  return int64_t(R.cache_n - R.cache_held) * s.p->pools[R.pool].cache_block_kv;
 }
 
 // Evict the least recently used device entry nobody holds, freeing its KV blocks; false when
@@ -296,7 +309,10 @@ FLEETSIM_HD inline void cache_insert(Sim& s, int32_t r, const int32_t* ids, int3
       R.free_blocks -= P.cache_block_kv;
       R.cache_blocks += P.cache_block_kv;
     }
-    if (T.ref[e]++ == 0) tier_unlink(T, e);
+    if (T.ref[e]++ == 0) {
+      tier_unlink(T, e);
+      R.cache_held++;
+    }
   }
   cache_unref(s, r, ids, in);  // let go tail first: the leading blocks the most recently used
 }
@@ -305,6 +321,7 @@ FLEETSIM_HD inline void cache_insert(Sim& s, int32_t r, const int32_t* ids, int3
 FLEETSIM_HD inline void cache_clear(Sim& s, int32_t r) {
   Replica& R = s.rep[r];
   const PoolParams& P = s.p->pools[R.pool];
+  R.cache_held = 0;
   if (P.cache_entries == 0) return;
   tier_clear(gpu_tier(s, r));
   if (P.cpu_entries > 0) tier_clear(cpu_tier(s, r));

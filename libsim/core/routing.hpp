@@ -31,13 +31,16 @@ FLEETSIM_HD inline int32_t pick_replica(Sim& s, int32_t pi, int32_t home, bool b
     target = home;
   } else if (P.router == Router::prefix_aware && n > 0) {
     // llm-d's prefix-cache routing weighs a prefix score (the share of the request's blocks a
-    // replica holds) at 3 against a queue score at 2 (the fewest outstanding requests 1, the most
-    // 0): the best sum wins, the lowest index on a tie
+    // replica holds) at 3 against a queue score at 2 (the fewest waiting requests 1, the most 0;
+    // the queue scorer reads vLLM's waiting count, not the running ones: WaitingQueueSize in
+    // gateway-api-inference-extension, pkg/epp/scheduling/framework/plugins/scorer/queue.go): the
+    // best sum wins, the lowest index on a tie
+    auto waiting = [&](int32_t r) { return s.q[s.rep[r].queue].size; };
     int32_t qmin = 0, qmax = 0;
     bool first = true;
     for (int32_t r = ps.first_replica; r < ps.first_replica + ps.n_replicas; ++r) {
       if (!active(r)) continue;
-      const int32_t o = outstanding(s, r, cont);
+      const int32_t o = waiting(r);
       qmin = first || o < qmin ? o : qmin;
       qmax = first || o > qmax ? o : qmax;
       first = false;
@@ -45,7 +48,7 @@ FLEETSIM_HD inline int32_t pick_replica(Sim& s, int32_t pi, int32_t home, bool b
     double best = -1.0;
     for (int32_t r = ps.first_replica; r < ps.first_replica + ps.n_replicas; ++r) {
       if (!active(r)) continue;
-      const double load = qmax > qmin ? double(qmax - outstanding(s, r, cont)) / double(qmax - qmin) : 1.0;
+      const double load = qmax > qmin ? double(qmax - waiting(r)) / double(qmax - qmin) : 1.0;
       const double score = 3.0 * double(cache_leading_hits(s, r, ids, n)) / double(n) + 2.0 * load;
       if (score > best) {
         best = score;

@@ -51,6 +51,7 @@ struct Seq {
   int32_t chunk;      // prefill tokens scheduled in the step in flight
   int32_t out_left;   // output tokens still to emit, counting the one the prefill emits
   int32_t ctx_extra;  // cached prefix tokens (shared or from its trace) it attends to but does not hold
+  int32_t adopted;    // of its own prompt's leading tokens, those its replica's cache took over (cache_adopt)
   int64_t blocks;     // KV blocks held while prefilling (the whole prefill)
   int64_t s0;         // first decode step
   int64_t L0;         // KV tokens of its own before step s0
@@ -124,9 +125,10 @@ struct Replica {
   int32_t prefix_ready;               // bit c: class c's prefix is cached here
   int32_t prefix_users[kMaxClasses];  // running sequences attending to class c's cached prefix
   // its bounded prefix cache (prefix_cache.hpp): entries and table slots from these in the
-  // cache arrays, the eviction list (oldest first), the free entries, entries in use, KV blocks held
+  // cache arrays, the eviction list (oldest first), the free entries, entries in use and of them
+  // those running requests hold (not evictable), KV blocks held
   int64_t cache_base, tab_base;
-  int32_t lru_head, lru_tail, ent_free, cache_n;
+  int32_t lru_head, lru_tail, ent_free, cache_n, cache_held;
   int64_t cache_blocks;
   int64_t cpu_base, cpu_tab_base;  // its host-memory tier, likewise
   int32_t cpu_head, cpu_tail, cpu_free, cpu_n;

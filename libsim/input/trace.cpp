@@ -369,6 +369,10 @@ TraceData load_mooncake(const std::string& path, std::ifstream& f, const TraceOp
   t.block_off.push_back(0);
   std::vector<double> ms;
   int64_t empty_prompt = 0, cached_sum = 0, prompt_sum = 0;
+  // rows whose hash_ids count block_tokens does not give (floor or ceil of input_length over it),
+  // and the tokens a block the rows imply (input_length / hash_ids count)
+  int64_t hashed = 0, off_count = 0;
+  std::vector<double> implied;
   std::string line;
   int lineno = 0;
   double prev = 0, first_ts = 0;
@@ -438,6 +442,12 @@ TraceData load_mooncake(const std::string& path, std::ifstream& f, const TraceOp
       ++empty_prompt;
       continue;
     }
+    if (!ids.empty()) {
+      ++hashed;
+      const int64_t n = int64_t(ids.size()), b = opt.block_tokens;
+      if (n < p / b || n > (p + b - 1) / b) ++off_count;
+      implied.push_back(double(p) / double(n));
+    }
     // The leading blocks already seen: a block hash names the whole prefix up to that block.
     int64_t hit = 0;
     while (hit < int64_t(ids.size()) && seen.count(ids[size_t(hit)].get<int64_t>())) ++hit;
@@ -475,6 +485,21 @@ TraceData load_mooncake(const std::string& path, std::ifstream& f, const TraceOp
   t.skipped = empty_prompt;
   add_reason(t.skipped_reason, empty_prompt, plural(empty_prompt, "row", "rows") + " with input_length = 0");
   if (ms.empty()) no_requests(path, lineno, t);
+  // a block size the hashes were not made with would match prefixes at the wrong lengths: refused
+  // where most rows disagree with it and their median block is twice it or more, or half or less
+  // (a trace may hash less than every block, so nearer sizes pass)
+  double median = 0;
+  if (hashed > 0 && 2 * off_count > hashed) {
+    std::nth_element(implied.begin(), implied.begin() + long(implied.size() / 2), implied.end());
+    median = implied[implied.size() / 2];
+  }
+  if (median >= 2.0 * opt.block_tokens || (median > 0 && median <= 0.5 * opt.block_tokens)) {
+    fail(path, 0, "",
+         fmt::format("{} of {} rows have a hash_ids count that {} tokens a block do not give (input_length / {}, "
+                     "rounded either way); the rows imply about {:.0f} tokens a block: set "
+                     "workload.arrival.block_tokens to the size the trace was hashed with",
+                     off_count, hashed, opt.block_tokens, opt.block_tokens, median));
+  }
   t.t_s.reserve(ms.size());
   for (double x : ms) t.t_s.push_back((x - ms.front()) / 1000.0);
   t.prefix_hit_share = double(cached_sum) / double(prompt_sum);
