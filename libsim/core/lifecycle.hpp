@@ -35,7 +35,7 @@ FLEETSIM_HD inline void start_stages(const Sim& s, int32_t r, bool new_node, int
   // a start on a node already obtained waits for what is left of its provisioning and image pull
   st[0] = new_node ? stage_s(s, r, start_no, c.provision_s, c.provision_sigma, 10) : R.node_wait_prov_s;
   st[1] = new_node ? stage_s(s, r, start_no, c.image_pull_s, c.image_pull_sigma, 11) : R.node_wait_pull_s;
-  st[2] = hit ? c.weights_bytes / c.cache_bytes_per_s : c.weights_bytes / c.download_bytes_per_s;
+  st[2] = hit ? c.fetch_bytes / c.cache_bytes_per_s : c.fetch_bytes / c.download_bytes_per_s;
   st[3] = c.weights_bytes / c.load_bytes_per_s;
   st[4] = stage_s(s, r, start_no, c.warmup_s, c.warmup_sigma, 12);
   st[kAwaitingDevice] = 0.0;  // replica_fail adds the wait for a repaired device

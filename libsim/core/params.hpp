@@ -161,7 +161,8 @@ struct ColdStartParams {
   double provision_sigma;
   double image_pull_s;
   double image_pull_sigma;
-  double weights_bytes;
+  double fetch_bytes;    // the whole checkpoint: each node of a replica fetches all of it
+  double weights_bytes;  // one device's shard: what each device loads
   double download_bytes_per_s;
   double cache_hit_probability;
   double cache_bytes_per_s;

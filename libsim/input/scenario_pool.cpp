@@ -511,13 +511,14 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
     c.cache_bytes_per_s = (cs.has("cache_gb_s") ? cs.at("cache_gb_s").pos(1e4) : 2.0) * 1e9;
     c.load_bytes_per_s = (cs.has("load_gb_s") ? cs.at("load_gb_s").pos(1e4) : 5.0) * 1e9;
     stage("warmup_s", 30.0, c.warmup_s, c.warmup_sigma);
-    // each device of a replica loads its own shard, all at once
-    c.weights_bytes =
-        P.devices() > 1 || P.model.moe()
-            ? weight_bytes(P.model, weight_dtype_bytes(P.weight_dtype),
-                           P.expert_weight_dtype.empty() ? -1.0 : weight_dtype_bytes(P.expert_weight_dtype)) /
-                  P.devices()
-            : P.model.params_b * 1e9 * weight_dtype_bytes(P.weight_dtype);
+    // a node fetches the whole checkpoint (vLLM downloads every weight file once per node, under a
+    // file lock: download_weights_from_hf, vllm/model_executor/model_loader/weight_utils.py), and
+    // each device of a replica then loads its own shard, all at once
+    c.fetch_bytes = P.devices() > 1 || P.model.moe()
+                        ? weight_bytes(P.model, weight_dtype_bytes(P.weight_dtype),
+                                       P.expert_weight_dtype.empty() ? -1.0 : weight_dtype_bytes(P.expert_weight_dtype))
+                        : P.model.params_b * 1e9 * weight_dtype_bytes(P.weight_dtype);
+    c.weights_bytes = c.fetch_bytes / P.devices();
   }
   if (fl.has("router")) {
     const std::string r = fl.at("router").choice(
