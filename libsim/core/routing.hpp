@@ -33,9 +33,13 @@ FLEETSIM_HD inline int32_t pick_replica(Sim& s, int32_t pi, int32_t home, bool b
     // llm-d's prefix-cache routing weighs a prefix score (the share of the request's blocks a
     // replica holds) at 3 against a queue score at 2 (the fewest waiting requests 1, the most 0;
     // the queue scorer reads vLLM's waiting count, not the running ones: WaitingQueueSize in
-    // gateway-api-inference-extension, pkg/epp/scheduling/framework/plugins/scorer/queue.go): the
-    // best sum wins, the lowest index on a tie
+    // gateway-api-inference-extension, pkg/epp/scheduling/framework/plugins/scorer/queue.go) and a
+    // KV-utilization score at 2 (1 - vLLM's KV usage, cached blocks no request holds counted
+    // free): the best sum wins, the lowest index on a tie
     auto waiting = [&](int32_t r) { return s.q[s.rep[r].queue].size; };
+    auto kv_free = [&](int32_t r) {
+      return double(s.rep[r].free_blocks + cache_evictable_blocks(s, r)) / double(P.kv_total_blocks);
+    };
     int32_t qmin = 0, qmax = 0;
     bool first = true;
     for (int32_t r = ps.first_replica; r < ps.first_replica + ps.n_replicas; ++r) {
@@ -49,7 +53,7 @@ FLEETSIM_HD inline int32_t pick_replica(Sim& s, int32_t pi, int32_t home, bool b
     for (int32_t r = ps.first_replica; r < ps.first_replica + ps.n_replicas; ++r) {
       if (!active(r)) continue;
       const double load = qmax > qmin ? double(qmax - waiting(r)) / double(qmax - qmin) : 1.0;
-      const double score = 3.0 * double(cache_leading_hits(s, r, ids, n)) / double(n) + 2.0 * load;
+      const double score = 3.0 * double(cache_leading_hits(s, r, ids, n)) / double(n) + 2.0 * load + 2.0 * kv_free(r);
       if (score > best) {
         best = score;
         target = r;
