@@ -28,8 +28,8 @@ std::string figure_of(const std::string& html, const std::string& id) {
 
 TEST_CASE("report: a run report names its step-time model and its measured error, as the table does") {
   // the default scenario's calibrated profile, its held-out error
-  const test::Result r = test::run(load_scenario_file(FLEETSIM_SOURCE_DIR "/scenarios/chat-default.yaml",
-                                                      {"duration_s=300", "warmup_s=0"}));
+  const test::Result r = test::run(
+      load_scenario_file(FLEETSIM_SOURCE_DIR "/scenarios/chat-default.yaml", {"duration_s=300", "warmup_s=0"}));
   const std::string steps = step_time_summary(r.report["scenario"]);
   CHECK(steps.find("calibrated profile h100-sxm-80gb/llama-3.1-8b/tp1-trtllm (median error on ") == 0);
   CHECK(html_report(r.report).find("Step time: " + html_escape(steps) + ".") != std::string::npos);
@@ -41,8 +41,8 @@ TEST_CASE("report: a run report names its step-time model and its measured error
 }
 
 TEST_CASE("table: a request that costs millionths of a dollar shows two significant digits, not $0.00000") {
-  const test::Result r = test::run(load_scenario_file(FLEETSIM_SOURCE_DIR "/scenarios/rag-embedding.yaml",
-                                                      {"duration_s=300", "warmup_s=0"}));
+  const test::Result r = test::run(
+      load_scenario_file(FLEETSIM_SOURCE_DIR "/scenarios/rag-embedding.yaml", {"duration_s=300", "warmup_s=0"}));
   const double per = r.report["cost"]["per_request_usd"].get<double>();
   REQUIRE(per > 0);
   REQUIRE(per < 1e-4);

@@ -41,7 +41,7 @@ void check_shared_device(const N& node, const PoolSpec& P, const char* key, int 
 // asserts that they divide (sglang/srt/layers/moe/fused_moe_triton/layer.py), and TensorRT-LLM is
 // taken to, as no run of it with a remainder was found. A device without an expert is refused.
 void check_expert_split(const N& eng, const N& at, const ModelSpec& m, int ranks, const std::string& what) {
-  const std::string kind = eng.has("kind") ? eng.at("kind").str() : "vllm";
+  const std::string kind = eng.has("kind") ? eng.at("kind").choice({"vllm", "sglang", "trtllm"}) : "vllm";
   if (m.experts < ranks)
     at.fail(m.name + " has " + std::to_string(m.experts) + " experts, fewer than " + what +
                 ": some devices would hold none",
