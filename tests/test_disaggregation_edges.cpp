@@ -94,3 +94,23 @@ TEST_CASE("disaggregation: detokenization belongs to the pool that generates the
   CHECK(r.report["latency_s"]["e2e"]["max"].get<double>() - none.report["latency_s"]["e2e"]["max"].get<double>() ==
         doctest::Approx(11 * 0.01).epsilon(1e-9));
 }
+
+TEST_CASE("disaggregation: each pool's ttft signal is its own engine's, so a slow prefill scales no decode replica") {
+  // one prefill replica behind on 0.4 s prompts (3 a second), KV over 100 GB/s: the client waits
+  // seconds for a first token, the decode engine (from the KV's arrival) a step or two. A decode
+  // pool autoscaled on TTFT (0.3 s) starts none; scaled on the client's TTFT, it bought up to 8
+  // replicas that could not make the prefill faster
+  const std::string yaml =
+      kHead +
+      "duration_s: 300\nwarmup_s: 0\n"
+      "pools:\n  prefill:\n    fleet: {replicas: 1}\n"
+      "    disaggregation: {decode_pool: decode, gb_s: 100, latency_us: 20}\n"
+      "  decode:\n    fleet: {replicas: 2, autoscale: {min_replicas: 1, max_replicas: 8, signal: ttft, target: 0.3, "
+      "interval_s: 15}}\n"
+      "classes:\n  chat: {pool: prefill, arrival: {process: poisson, rate_per_s: 3}, prompt_tokens: 4000, "
+      "output_tokens: 50}\n";
+  const auto r = test::run(test::scenario(yaml));
+  REQUIRE(r.tally->status == 0);
+  CHECK(r.report["latency_s"]["ttft"]["p95"].get<double>() > 1.0);  // the client's: the prefill is behind
+  CHECK(r.tally->pools[1].scale_ups == 0);
+}

@@ -123,34 +123,40 @@ FLEETSIM_HD FLEETSIM_FORCEINLINE double client_ttft_s(const Sim& s, const Reques
   return pf.client_ttft_s + pf.client_s_per_input_token * double(q.prompt);
 }
 
-// The `ttft` signal's histogram takes request ri's first token, out at t on replica r (kNone: no
-// replica), as vLLM observes it: in the pool the request entered and, handed off, in the pool
-// that decoded it; in this moment's slice of the window, in its bucket.
+// Pool pi's `ttft` signal histogram takes a first-token time v, observed at t: in this moment's
+// slice of the window, in its bucket.
+FLEETSIM_HD inline void note_ttft(Sim& s, int32_t pi, double v, double t) {
+  if (s.p->pools[pi].autoscale.signal != ScaleSignal::ttft) return;
+  PoolState& ps = s.pool[pi];
+  const int64_t id = int64_t(dm::floor(t / (s.p->pools[pi].autoscale.ttft_window_s / double(kTtftSlices))));
+  const int32_t k = int32_t(id % kTtftSlices);
+  if (ps.ttft_slice[k] < id) {  // the slot's slice has left the window: it starts this one
+    ps.ttft_slice[k] = id;
+    for (int32_t b = 0; b < kTtftBuckets; ++b) ps.ttft_count[k][b] = 0;
+  }
+  // (a first token applied late, from a slice older than the slot's, is out of every window read
+  // from now on: replicas' runs are applied in any order between two evaluations)
+  if (ps.ttft_slice[k] == id) {
+    int32_t b = 0;
+    while (b < kTtftBuckets - 1 && v > ttft_edge(b)) ++b;  // Prometheus buckets are le: upper edge included
+    ps.ttft_count[k][b]++;
+  }
+}
+
+// Request ri's first token, out at t on replica r (kNone: no replica), as vLLM observes it: each
+// engine measures from the request's arrival at it (vllm/v1/metrics/stats.py). A pool serving
+// whole requests sees the client's TTFT; a decode pool, the time from its prompt's KV arriving
+// (a prefill pool noted its own first token when it sent the KV: handoff_send).
 FLEETSIM_HD inline void note_first_token(Sim& s, int32_t r, int32_t ri, double t) {
   Request& q = s.req[ri];
   if (q.ttft_noted) return;
   q.ttft_noted = 1;
-  const double v = (q.t_first < 0.0 ? t : q.t_first) - q.t_arrive + client_ttft_s(s, q);
-  auto note = [&](int32_t pi) {
-    if (s.p->pools[pi].autoscale.signal != ScaleSignal::ttft) return;
-    PoolState& ps = s.pool[pi];
-    const int64_t id = int64_t(dm::floor(t / (s.p->pools[pi].autoscale.ttft_window_s / double(kTtftSlices))));
-    const int32_t k = int32_t(id % kTtftSlices);
-    if (ps.ttft_slice[k] < id) {  // the slot's slice has left the window: it starts this one
-      ps.ttft_slice[k] = id;
-      for (int32_t b = 0; b < kTtftBuckets; ++b) ps.ttft_count[k][b] = 0;
-    }
-    // (a first token applied late, from a slice older than the slot's, is out of every window read
-    // from now on: replicas' runs are applied in any order between two evaluations)
-    if (ps.ttft_slice[k] == id) {
-      int32_t b = 0;
-      while (b < kTtftBuckets - 1 && v > ttft_edge(b)) ++b;  // Prometheus buckets are le: upper edge included
-      ps.ttft_count[k][b]++;
-    }
-  };
+  const double first = q.t_first < 0.0 ? t : q.t_first;
   const int32_t entry = s.p->classes[q.cls].pool;
-  note(entry);
-  if (r >= 0 && s.rep[r].pool != entry) note(s.rep[r].pool);
+  if (r >= 0 && s.rep[r].pool != entry)
+    note_ttft(s, s.rep[r].pool, first - q.t_handoff, t);
+  else
+    note_ttft(s, entry, first - q.t_arrive + client_ttft_s(s, q), t);
 }
 
 FLEETSIM_HD inline void record_done(Sim& s, int32_t r, int32_t ri, double t) {

@@ -46,6 +46,8 @@ FLEETSIM_HD inline void handoff_send(Sim& s, int32_t r, int32_t ri, double t) {
     return;
   }
   ds.in_transit++;
+  // the prefill engine's own first token (it is not sent): its TTFT, for its `ttft` signal
+  note_ttft(s, s.rep[r].pool, t - q.t_arrive + client_ttft_s(s, q), t);
   const double win = double(min_of(q.prompt, P.handoff_window_tokens));
   const double dt = P.handoff_latency_s + P.handoff_s_per_token * double(q.prompt) + P.handoff_window_s_per_token * win;
   if (q.in_window) {

@@ -246,6 +246,7 @@ FLEETSIM_HD inline void handle_arrival(Sim& s, int32_t cls, double t, int32_t us
   q.t_queued = t;
   q.t_host = t;
   q.wait_s = 0.0;
+  q.t_handoff = 0.0;
   q.host_s = host_s;
   q.host_stage = 0;
   q.prompt = int32_t(prompt);
@@ -291,6 +292,7 @@ FLEETSIM_HD inline void handoff_arrive(Sim& s, double t) {
   Request& w = s.req[ri];
   w.wait_s += w.t_admit - w.t_queued;
   w.t_queued = t;
+  w.t_handoff = t;
   w.t_admit = -1.0;
   w.generated = 0;
   enqueue_device(s, target, ri, t);

@@ -14,12 +14,13 @@ constexpr int32_t kNone = -1;
 
 struct Request {
   double t_arrive;
-  double t_first;   // first output token (or result, for non-generative models); < 0 if none yet
-  double t_admit;   // first admission into a batch; < 0 if none yet
-  double t_queued;  // joined the device queue (after the host stage; = t_arrive without one)
-  double t_host;    // its (last) host pre-processing started
-  double host_s;    // host pre-processing time (host.hpp)
-  double wait_s;    // queue wait before the queue it is in now (disaggregated: its prefill pool's)
+  double t_first;    // first output token (or result, for non-generative models); < 0 if none yet
+  double t_admit;    // first admission into a batch; < 0 if none yet
+  double t_queued;   // joined the device queue (after the host stage; = t_arrive without one)
+  double t_host;     // its (last) host pre-processing started
+  double host_s;     // host pre-processing time (host.hpp)
+  double wait_s;     // queue wait before the queue it is in now (disaggregated: its prefill pool's)
+  double t_handoff;  // disaggregated: its prompt's KV reached the decode pool
   int32_t prompt;
   int32_t output;
   int32_t generated;  // output tokens emitted before the current prefill of this request; on its way to a
