@@ -145,8 +145,9 @@ FLEETSIM_HD inline void note_ttft(Sim& s, int32_t pi, double v, double t) {
 
 // Request ri's first token, out at t on replica r (kNone: no replica), as vLLM observes it: each
 // engine measures from the request's arrival at it (vllm/v1/metrics/stats.py). A pool serving
-// whole requests sees the client's TTFT; a decode pool, the time from its prompt's KV arriving
-// (a prefill pool noted its own first token when it sent the KV: handoff_send).
+// whole requests sees the client's TTFT; a decode pool, the time from the prefill's end, when it
+// takes the request and pulls its KV, to its first token (a prefill pool noted its own first token
+// when it sent the KV: handoff_send); the client's share is added to each.
 FLEETSIM_HD inline void note_first_token(Sim& s, int32_t r, int32_t ri, double t) {
   Request& q = s.req[ri];
   if (q.ttft_noted) return;
@@ -154,7 +155,7 @@ FLEETSIM_HD inline void note_first_token(Sim& s, int32_t r, int32_t ri, double t
   const double first = q.t_first < 0.0 ? t : q.t_first;
   const int32_t entry = s.p->classes[q.cls].pool;
   if (r >= 0 && s.rep[r].pool != entry)
-    note_ttft(s, s.rep[r].pool, first - q.t_handoff, t);
+    note_ttft(s, s.rep[r].pool, first - q.t_handoff + client_ttft_s(s, q), t);
   else
     note_ttft(s, entry, first - q.t_arrive + client_ttft_s(s, q), t);
 }

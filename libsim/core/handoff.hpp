@@ -41,13 +41,15 @@ FLEETSIM_HD inline void handoff_send(Sim& s, int32_t r, int32_t ri, double t) {
   const PoolParams& P = s.p->pools[s.rep[r].pool];
   Request& q = s.req[ri];
   PoolState& ds = s.pool[P.decode_pool];
+  // the prefill engine's own first token (it is not sent): its TTFT, for its `ttft` signal, even
+  // if the decode pool turns the request away; the decode engine's starts here too
+  note_ttft(s, s.rep[r].pool, t - q.t_arrive + client_ttft_s(s, q), t);
+  q.t_handoff = t;
   if (int64_t(ds.in_transit) >= transit_cap(s.p->pools[P.decode_pool])) {
     handoff_turn_away(s, r, ri, t);
     return;
   }
   ds.in_transit++;
-  // the prefill engine's own first token (it is not sent): its TTFT, for its `ttft` signal
-  note_ttft(s, s.rep[r].pool, t - q.t_arrive + client_ttft_s(s, q), t);
   const double win = double(min_of(q.prompt, P.handoff_window_tokens));
   const double dt = P.handoff_latency_s + P.handoff_s_per_token * double(q.prompt) + P.handoff_window_s_per_token * win;
   if (q.in_window) {

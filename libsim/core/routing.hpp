@@ -292,7 +292,6 @@ FLEETSIM_HD inline void handoff_arrive(Sim& s, double t) {
   Request& w = s.req[ri];
   w.wait_s += w.t_admit - w.t_queued;
   w.t_queued = t;
-  w.t_handoff = t;
   w.t_admit = -1.0;
   w.generated = 0;
   enqueue_device(s, target, ri, t);

@@ -20,7 +20,7 @@ struct Request {
   double t_host;     // its (last) host pre-processing started
   double host_s;     // host pre-processing time (host.hpp)
   double wait_s;     // queue wait before the queue it is in now (disaggregated: its prefill pool's)
-  double t_handoff;  // disaggregated: its prompt's KV reached the decode pool
+  double t_handoff;  // disaggregated: its prefill ended, and the decode pool took it (pulling its KV)
   int32_t prompt;
   int32_t output;
   int32_t generated;  // output tokens emitted before the current prefill of this request; on its way to a
