@@ -268,23 +268,6 @@ TEST_CASE("an owned pool's rented replicas fail as rented ones: the cloud replac
   CHECK(f.s.rep[0].device_at == 86500.0);
 }
 
-TEST_CASE("an owned device lost while its replica drains goes to repair: the slot's next start waits for it") {
-  const Scenario sc =
-      test::scenario(kRepair, {"duration_s=200000", "fleet.replicas=1",
-                               "fleet.autoscale={min_replicas: 0, max_replicas: 1, signal: inflight, target: 8}"});
-  test::Started f(sc);
-  Sim& s = f.s;
-  REQUIRE(s.rep[0].state != kOff);
-  set_state(s, 0, kDraining, 50.0);
-  replica_fail(s, 0, 100.0, true, kNone);
-  CHECK(s.rep[0].state == kOff);
-  CHECK(s.rep[0].device_at == 86500.0);  // its device in repair, not back for free
-  REQUIRE(replica_start(s, 0, 1000.0));
-  double st[kColdStages];
-  start_stages(s, 0, true, s.rep[0].start_no, st);
-  CHECK(s.rep[0].t_next == doctest::Approx(86500.0 + st[0] + st[1] + st[2] + st[3] + st[4]));
-}
-
 TEST_CASE("a replica waiting for a repaired device holds none that could fail: waits never overlap") {
   // one owned replica failing every 12 h on average, a day's repair and no spare, over ten days:
   // failures land only while it holds a device, so the waits fit in the window, and the ledger's
@@ -310,17 +293,29 @@ TEST_CASE("an owned slot whose device is in repair: a replica started there wait
   const Scenario sc =
       test::scenario(kRepair, {"duration_s=200000", "fleet.replicas=1",
                                "fleet.autoscale={min_replicas: 0, max_replicas: 1, signal: inflight, target: 8}"});
+  // a start at 1,000 s waits for the device back from repair at 86,500 s, then runs its stages
+  auto start_waits = [](Sim& s) {
+    REQUIRE(replica_start(s, 0, 1000.0));
+    double st[kColdStages];
+    start_stages(s, 0, true, s.rep[0].start_no, st);
+    CHECK(s.rep[0].t_next == doctest::Approx(86500.0 + st[0] + st[1] + st[2] + st[3] + st[4]));
+  };
+  SUBCASE("a replica lost while draining goes off, and its device to repair, not back for free") {
+    test::Started f(sc);
+    REQUIRE(f.s.rep[0].state != kOff);
+    set_state(f.s, 0, kDraining, 50.0);
+    replica_fail(f.s, 0, 100.0, true, kNone);
+    CHECK(f.s.rep[0].state == kOff);
+    CHECK(f.s.rep[0].device_at == 86500.0);
+    start_waits(f.s);
+  }
   test::Started f(sc);
   Sim& s = f.s;
   REQUIRE(s.rep[0].state != kOff);
   replica_fail(s, 0, 100.0, true, kNone);
   CHECK(s.rep[0].device_at == 86500.0);
   replica_off(s, 0, 200.0);
-  REQUIRE(replica_start(s, 0, 1000.0));
-  double st[kColdStages];
-  start_stages(s, 0, true, s.rep[0].start_no, st);
-  const double stages = st[0] + st[1] + st[2] + st[3] + st[4];
-  CHECK(s.rep[0].t_next == doctest::Approx(86500.0 + stages));
+  start_waits(s);
   // the waits inside the window: 100 s of the first (cut at 200 s), then 85,500 s
   CHECK(f.tally->pools[0].cold_stage_s[kAwaitingDevice] == doctest::Approx(100.0 + 85500.0));
 }
