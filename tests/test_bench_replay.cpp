@@ -203,3 +203,26 @@ TEST_CASE("bench replay: vLLM 0.14 and later schedule ahead; gpt-oss's 4-bit lab
   CHECK(benchmark_scenario_yaml(v[0]).find("async_scheduling: true") != std::string::npos);
   CHECK(benchmark_scenario_yaml(v[1]).find("async_scheduling: false") != std::string::npos);
 }
+
+TEST_CASE("bench replay: p2p=0 runs the replica's collectives over PCIe, not the scale-up link") {
+  // Qwen2-7B at tp 2 on A100s: an all-reduce moves 2 (tp - 1) / tp x hidden x 2 bytes a token,
+  // over NVLink 3 (300 GB/s, 8 us) or, without peer-to-peer access, PCIe (32 GB/s, 25 us)
+  const std::string h = "model,device,tp,isl,osl,request_rate,num_prompts,mean_tpot_ms,notes\n";
+  const std::string row = "Qwen/Qwen2-7B-Instruct,A100-80GB,2,1024,1024,inf,1,9,";
+  const auto v = read_benchmarks(write_temp("replay-p2p.csv", h + row + "\n" + row + "1-GPU pods; p2p=0\n"), {});
+  REQUIRE(v.size() == 2);
+  CHECK(v[0].peer_to_peer);
+  CHECK(!v[1].peer_to_peer);
+  const double per_token = 2.0 * 1 / 2 * 3584 * 2;  // bytes
+  const ParallelParams nvlink = prepare_point(v[0]).scenario.pools[0].params().par;
+  const ParallelParams pcie = prepare_point(v[1]).scenario.pools[0].params().par;
+  CHECK(nvlink.allreduce_latency_s == doctest::Approx(8e-6).scale(0));
+  CHECK(nvlink.allreduce_s_per_token == doctest::Approx(per_token / 300e9).scale(0));
+  CHECK(pcie.allreduce_latency_s == doctest::Approx(25e-6).scale(0));
+  CHECK(pcie.allreduce_s_per_token == doctest::Approx(per_token / 32e9).scale(0));
+  CHECK(pcie.allreduces == nvlink.allreduces);
+  const std::string bad =
+      test::input_error([&] { read_benchmarks(write_temp("replay-p2p-bad.csv", h + row + "p2p=2\n"), {}); });
+  CHECK(bad.find("replay-p2p-bad.csv:2") != std::string::npos);
+  CHECK(bad.find("p2p must be 0 or 1") != std::string::npos);
+}

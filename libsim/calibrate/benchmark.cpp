@@ -33,7 +33,7 @@ std::map<std::string, double> note_values(const std::string& notes) {
   std::map<std::string, double> out;
   for (const char* key :
        {"max_num_seqs", "max_num_batched_tokens", "gpu_memory_utilization", "gpu_mem_util", "warm_prompts",
-        "network_gb_s", "distinct_prompts", "prompt_groups", "system_prompt_tokens"}) {
+        "network_gb_s", "p2p", "distinct_prompts", "prompt_groups", "system_prompt_tokens"}) {
     const size_t at = notes.find(std::string(key) + "=");
     if (at == std::string::npos) continue;
     out[key] = std::strtod(notes.c_str() + at + std::string(key).size() + 1, nullptr);
@@ -261,6 +261,10 @@ std::vector<BenchPoint> read_csv(const std::string& path, const std::string& tex
       if (!(nv.at("network_gb_s") > 0 && nv.at("network_gb_s") <= 1e5))
         csv.fail("notes: network_gb_s out of range (0, 100000]");
       p.network_gb_s = nv.at("network_gb_s");
+    }
+    if (nv.count("p2p")) {
+      if (nv.at("p2p") != 0 && nv.at("p2p") != 1) csv.fail("notes: p2p must be 0 or 1");
+      p.peer_to_peer = nv.at("p2p") == 1;
     }
     if (const std::string rl = csv.get("request_lengths"); !rl.empty()) {
       const std::filesystem::path f = std::filesystem::path(path).parent_path() / rl;

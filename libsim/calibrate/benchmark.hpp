@@ -40,6 +40,9 @@ struct BenchPoint {
   bool async_scheduling = false;
   double gpu_memory_utilization = 0;
   double network_gb_s = 0;  // the link between nodes a replica spans (0: the engine's default)
+  // The replica's devices reach each other's memory (peer-to-peer); false: their collectives go
+  // through the host over PCIe (GPUs in separate containers, or without a scale-up link)
+  bool peer_to_peer = true;
   // Per-request lengths in the order the benchmark sent them (ShareGPT and other datasets whose
   // lengths vary); empty: every request is isl / osl long. An open-loop point replays them.
   std::vector<int32_t> req_prompt, req_output;
@@ -69,7 +72,7 @@ double latency_limit_s(int metric);
 //   CSV with a header naming model, device, isl, osl, concurrency or request_rate, and some of
 //     mean_ttft_ms, p99_ttft_ms, mean_tpot_ms, mean_e2e_ms (tests/validation/serving_points.csv's
 //     layout; tp, weight_dtype, engine, num_prompts, notes optional; key=value pairs in notes such
-//     as max_num_seqs=128, warm_prompts=200 and network_gb_s=25 are read; a `request_lengths`
+//     as max_num_seqs=128, warm_prompts=200, network_gb_s=25 and p2p=0 are read; a `request_lengths`
 //     column names a CSV of prompt_tokens,output_tokens per request, relative to this file's folder);
 //   JSON written by `vllm bench serve --save-result` (model_id, max_concurrency or request_rate,
 //     num_prompts, mean_ttft_ms, ...; device, tp and lengths come from `defaults`; input_lens and

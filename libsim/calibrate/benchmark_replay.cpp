@@ -47,6 +47,9 @@ std::string benchmark_scenario_yaml(const BenchPoint& p, const BenchProtocol& pr
   char d[64];
   std::snprintf(d, sizeof d, "%.9g", duration);
   y << "duration_s: " << d << "\nwarmup_s: 0\n";
+  // devices without peer-to-peer access: the catalog device with a scale-up domain of one, so its
+  // collectives take PCIe
+  if (!p.peer_to_peer) y << "catalog:\n  devices:\n    " << p.device << ": {link_domain: 1}\n";
   y << "device: " << p.device << "\nmodel: " << p.model << "\nweight_dtype: " << p.weight_dtype << "\n";
   if (!p.expert_weight_dtype.empty()) y << "expert_weight_dtype: " << p.expert_weight_dtype << "\n";
   if (p.engine == "sglang" || p.engine == "trtllm") {
