@@ -40,6 +40,27 @@ TEST_CASE("report: a run report names its step-time model and its measured error
         std::string::npos);
 }
 
+TEST_CASE("report: pools whose step-time error differs each say theirs; pools alike share one line") {
+  // tp8 runs the physics model within its fit; tp8-ep8 holds whole experts, which no fit row did
+  const test::Result moe = test::run(
+      load_scenario_file(FLEETSIM_SOURCE_DIR "/scenarios/moe-expert-parallel.yaml", {"duration_s=300", "warmup_s=0"}));
+  const std::string table = format_run_table(moe.report);
+  const std::string ep = moe.report["pools"]["tp8-ep8"]["step_time"]["note"].get<std::string>();
+  CHECK(ep.find("uncalibrated for expert parallelism") != std::string::npos);
+  CHECK(table.find("steps     tp8: physics model (median error on ") != std::string::npos);
+  CHECK(table.find("\n          tp8-ep8: " + ep) != std::string::npos);
+  const std::string html = html_report(moe.report);
+  CHECK(html.find("Step time: tp8: physics step model") != std::string::npos);
+  CHECK(html.find("; tp8-ep8: " + html_escape(ep) + ".") != std::string::npos);
+  // five pools on the same uncalibrated roofline: one line for all
+  const test::Result rr = test::run(
+      load_scenario_file(FLEETSIM_SOURCE_DIR "/scenarios/reranker-cpu-vs-gpu.yaml", {"duration_s=60", "warmup_s=0"}));
+  const std::string one = format_run_table(rr.report);
+  CHECK(one.find("steps     roofline (uncalibrated") != std::string::npos);
+  CHECK(one.find("h100-whole: roofline") == std::string::npos);
+  CHECK(html_report(rr.report).find("Step time: uncalibrated roofline") != std::string::npos);
+}
+
 TEST_CASE("table: a request that costs millionths of a dollar shows two significant digits, not $0.00000") {
   const test::Result r = test::run(
       load_scenario_file(FLEETSIM_SOURCE_DIR "/scenarios/rag-embedding.yaml", {"duration_s=300", "warmup_s=0"}));

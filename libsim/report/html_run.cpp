@@ -537,6 +537,22 @@ Page run_page(const Json& doc) {
       steps = step_time_summary(doc["scenario"]);
     } catch (const Json::exception&) {  // a document too malformed for it
     }
+  // pools whose step times came from different models, or whose error does not apply alike, each
+  // say theirs
+  if (pools) {
+    std::string per, first;
+    bool differ = false;
+    const auto ps = d["pools"].items();
+    for (size_t i = 0; i < ps.size(); ++i) {
+      const View& st = ps[i].second["step_time"];
+      std::string n = st["note"].str();
+      if (n.empty() && st["calibrated"].flag().value_or(false)) n = "calibrated profile " + st["profile"].str();
+      if (i == 0) first = n;
+      differ = differ || n != first;
+      per += (i == 0 ? "" : "; ") + ps[i].first + ": " + n;
+    }
+    if (differ) steps = per;
+  }
   if (!steps.empty()) b += note("Step time: " + esc(steps) + ".");
   b += "</section>\n";
   b += "<section><h2>Cost per token</h2>" + cost_section(d, total_name) + "</section>\n";

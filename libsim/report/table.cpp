@@ -382,7 +382,23 @@ std::string run_table(const Json& r) {
   if (sc.contains("trace_rows_skipped"))
     o += fmt::format("trace     {} rows skipped as unusable ({})\n", sc["trace_rows_skipped"].get<int64_t>(),
                      sc["trace_rows_skipped_reason"].get<std::string>());
-  if (sc.contains("step_time")) o += "steps     " + step_time_summary(sc) + "\n";
+  if (sc.contains("step_time")) {
+    // pools whose step times came from different models, or whose measured error does not apply
+    // to each alike, get a line each; else the one line says it for all
+    std::vector<std::pair<std::string, std::string>> by_pool;
+    if (multi)
+      for (auto it = r["pools"].begin(); it != r["pools"].end(); ++it)
+        if (it.value().contains("step_time") && it.value().contains("perf_model"))
+          by_pool.emplace_back(it.key(), step_time_summary(Json{{"step_time", it.value()["step_time"]},
+                                                                {"perf_model", it.value()["perf_model"]}}));
+    bool alike = true;
+    for (const auto& [name, line] : by_pool) alike = alike && line == by_pool.front().second;
+    if (alike)
+      o += "steps     " + step_time_summary(sc) + "\n";
+    else
+      for (size_t i = 0; i < by_pool.size(); ++i)
+        o += (i == 0 ? "steps     " : "          ") + by_pool[i].first + ": " + by_pool[i].second + "\n";
+  }
   o += "\n";
   const Json& rq = r["requests"];
   o += fmt::format("requests  arrived {}  completed {}  rejected {} (queue full {}, too long {})  preempted {}",
