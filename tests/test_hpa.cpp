@@ -208,3 +208,30 @@ TEST_CASE("stabilization: a recommendation exactly a window old is out of it, as
   CHECK(fleet(test::run(test::scenario(y, {"duration_s=119"})), "scale_ups") == 0);
   CHECK(fleet(test::run(test::scenario(y, {"duration_s=121"})), "scale_ups") > 0);
 }
+
+TEST_CASE("busy: a draining replica's busy time is left out, as the HPA leaves out pods being deleted") {
+  // at 0 a one-token request, at 10 s a 1,500-token one (~10 s) and a 20,000-token one (~140 s),
+  // one on each replica. At 15 s the fleet is busy a third of the interval against a target of
+  // 0.8: one replica, and the scale-down drains the long request's. At 30 s the ready replica was
+  // busy about 5 s of 15: a third, so one replica stays. Counting the draining one (busy all 15 s)
+  // as the HPA does not, the average would be about 0.68, ratio 0.85: two replicas, a scale-up
+  // while one drains
+  const std::string trace = test::write_temp("drain_busy.csv",
+                                             "Timestamp,Model,Request tokens,Response tokens,"
+                                             "Total tokens,Log Type\n"
+                                             "0,ChatGPT,100,1,101,API log\n"
+                                             "10,ChatGPT,100,1500,1600,API log\n"
+                                             "10,ChatGPT,100,20000,20100,API log\n");
+  const std::string y =
+      "name: drain\nduration_s: 200\nwarmup_s: 0\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\n"
+      "fleet:\n  replicas: 2\n  router: least_outstanding\n"
+      "  autoscale: {min_replicas: 1, max_replicas: 2, signal: busy, target: 0.8, interval_s: 15, "
+      "scale_down_window_s: 0, cooldown_s: 0}\n"
+      "workload: {arrival: {process: trace, path: " +
+      trace + "}}\n";
+  const test::Result r = test::run(test::scenario(y));
+  REQUIRE(r.all->completed == 3);
+  CHECK(r.all->e2e.max > 100.0);  // the long request outlives the drain's first evaluations
+  CHECK(fleet(r, "scale_downs") == 1);
+  CHECK(fleet(r, "scale_ups") == 0);
+}

@@ -300,7 +300,7 @@ FLEETSIM_HD inline void pool_advance(Sim& s, int32_t pi, double t) {
   const double t0 = ps.t_clock;
   if (!(t > t0)) return;
   if (s.p->pools[pi].replicas_per_node > 0) nodes_advance(s, pi, t0, t);
-  ps.busy_acc += double(ps.n_busy) * (t - t0);
+  ps.busy_acc += double(ps.n_busy_ready) * (t - t0);
   const double a = max_of(t0, s.W0), b = min_of(t, s.W1);
   if (b > a) {
     const double dt = b - a;
@@ -340,6 +340,22 @@ FLEETSIM_HD inline void heat_update(Sim& s, Replica& R, double t) {
   R.heat_t = t;
 }
 
+// Integrate pool pi's busy host cores up to t: the window's core-seconds, and the autoscaler's,
+// which are the ready replicas' (Kubernetes' HPA leaves out pods being deleted: groupPods in
+// pkg/controller/podautoscaler/replica_calculator.go).
+FLEETSIM_HD inline void host_advance(Sim& s, int32_t pi, double t) {
+  PoolState& ps = s.pool[pi];
+  const double t0 = ps.host_t;
+  if (!(t > t0)) return;
+  if (ps.host_busy > 0) {
+    const double busy = double(ps.host_busy);
+    ps.host_busy_acc += double(ps.host_busy - ps.host_busy_draining) * (t - t0);
+    const double a = max_of(t0, s.W0), b = min_of(t, s.W1);
+    if (b > a) s.tally->pools[pi].host_busy_s += busy * (b - a);
+  }
+  ps.host_t = t;
+}
+
 FLEETSIM_HD inline void set_busy(Sim& s, int32_t r, int32_t busy, double t) {
   Replica& R = s.rep[r];
   if (R.busy == busy) return;
@@ -348,6 +364,7 @@ FLEETSIM_HD inline void set_busy(Sim& s, int32_t r, int32_t busy, double t) {
   PoolState& ps = s.pool[R.pool];
   ps.n_busy += busy ? 1 : -1;
   if (R.state == kReady || R.state == kDraining) ps.n_busy_serving += busy ? 1 : -1;
+  if (R.state == kReady) ps.n_busy_ready += busy ? 1 : -1;
   if (!busy) {  // an idle replica has no run: its flags go with the run
     ps.n_cpu_busy -= R.run_cpu;
     ps.n_hot_busy -= R.run_hot;
@@ -372,8 +389,14 @@ FLEETSIM_HD inline void set_state(Sim& s, int32_t r, int32_t state, double t) {
   const int32_t was = R.state;
   count(R.state, -1);
   count(state, +1);
-  if (R.busy)
+  if (R.busy) {
     ps.n_busy_serving += int32_t(state == kReady || state == kDraining) - int32_t(was == kReady || was == kDraining);
+    ps.n_busy_ready += int32_t(state == kReady) - int32_t(was == kReady);
+  }
+  if (R.host_busy > 0 && (state == kDraining) != (was == kDraining)) {
+    host_advance(s, R.pool, t);  // the busy cores counted so far at their old state
+    ps.host_busy_draining += (state == kDraining ? 1 : -1) * R.host_busy;
+  }
   R.state = state;
   lo_touch(s, R);
   // devices shared by time slicing or MPS: one comes into use with its first replica, and out of

@@ -115,11 +115,12 @@ FLEETSIM_HD inline int32_t autoscale_desired(Sim& s, int32_t pi, double t, int32
     }
     case ScaleSignal::busy:
     case ScaleSignal::host_cpu: {
-      // a utilization averaged over the replicas that report it (ready or draining); starting
-      // ones report nothing. As Kubernetes' HPA: desired = ceil(ratio x reporting replicas); where
+      // a utilization averaged over the replicas that report it, the ready ones: starting ones
+      // report nothing, and draining ones are being deleted, which the HPA leaves out with their
+      // metrics (groupPods). As Kubernetes' HPA: desired = ceil(ratio x reporting replicas); where
       // replicas are starting and the ratio says up, they count as reporting 0, and no change is
       // made if that brings the ratio within the tolerance or below 1 (replica_calculator.go)
-      const int32_t reporting = ps.n_ready + ps.n_draining;
+      const int32_t reporting = ps.n_ready;
       const double ready = max_of(double(reporting), 1.0);
       double m;
       if (A.signal == ScaleSignal::busy) {

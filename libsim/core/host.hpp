@@ -36,20 +36,6 @@ FLEETSIM_HD inline void hh_update(Sim& s, int32_t r) {
   heap_fix(s.hheap, s.hheap_pos, s.n_replicas, r, [&s](int32_t a, int32_t b) { return hh_less(s, a, b); });
 }
 
-// Integrate pool pi's busy cores up to t: the window's core-seconds, and the autoscaler's.
-FLEETSIM_HD inline void host_advance(Sim& s, int32_t pi, double t) {
-  PoolState& ps = s.pool[pi];
-  const double t0 = ps.host_t;
-  if (!(t > t0)) return;
-  if (ps.host_busy > 0) {
-    const double busy = double(ps.host_busy);
-    ps.host_busy_acc += busy * (t - t0);
-    const double a = max_of(t0, s.W0), b = min_of(t, s.W1);
-    if (b > a) s.tally->pools[pi].host_busy_s += busy * (b - a);
-  }
-  ps.host_t = t;
-}
-
 // Replica r's earliest finishing core, into the heap.
 FLEETSIM_HD inline void host_set_next(Sim& s, int32_t r) {
   Replica& R = s.rep[r];
@@ -85,6 +71,7 @@ FLEETSIM_HD inline void host_fill(Sim& s, int32_t r, double t) {
       s.core_free[i] = t + svc;
       R.host_busy++;
       ps.host_busy++;
+      ps.host_busy_draining += int32_t(R.state == kDraining);
     }
   }
   host_set_next(s, r);
@@ -180,6 +167,7 @@ FLEETSIM_HD inline void host_finish(Sim& s, int32_t r, double t) {
   s.core_job[i] = kNone;
   R.host_busy--;
   ps.host_busy--;
+  ps.host_busy_draining -= int32_t(R.state == kDraining);
   R.host_n--;
   lo_touch(s, R);
   ps.host_jobs--;
@@ -249,6 +237,7 @@ FLEETSIM_HD inline void host_lose(Sim& s, int32_t r, double t) {
     s.core_job[i] = kNone;
     R.host_busy--;
     ps.host_busy--;
+    ps.host_busy_draining -= int32_t(R.state == kDraining);
     Request& q = s.req[ri];
     if (q.host_stage == kHostPost) {
       q.host_stage = kHostNone;

@@ -196,8 +196,9 @@ struct PoolState {
   int32_t rr_next;
   int32_t n_prov, n_ready, n_starting, n_draining, n_busy;  // provisioned = starting + ready + draining
   int32_t n_busy_serving;                                   // busy and ready or draining
-  int32_t n_dev_used;  // devices shared by time slicing or MPS clients with a replica provisioned
-  int32_t cq_pend_n;   // a shared queue's replicas that may need a note: cq_pend[first_replica ...]
+  int32_t n_busy_ready;  // busy and ready: what the autoscaler's busy signal averages (draining ones leave)
+  int32_t n_dev_used;    // devices shared by time slicing or MPS clients with a replica provisioned
+  int32_t cq_pend_n;     // a shared queue's replicas that may need a note: cq_pend[first_replica ...]
   // its note calendar (calendar.hpp): notes filed, buckets - 1, the day width and its inverse, the
   // day no note lies before, and the searches and days and notes they looked at since the last refit
   int32_t cq_n, cq_mask;
@@ -235,12 +236,13 @@ struct PoolState {
   double next_node_release;
   // slowdowns: ready or draining replicas in fallback slots; busy replicas on the CPU, throttled
   int32_t n_fb, n_cpu_busy, n_hot_busy;
-  // host CPU stage: jobs at the pool's hosts, busy cores, and their integral (host.hpp)
-  int32_t host_jobs, host_busy;
+  // host CPU stage: jobs at the pool's hosts, busy cores (of them, draining replicas'), and their
+  // integral (host.hpp)
+  int32_t host_jobs, host_busy, host_busy_draining;
   // a decode pool: requests whose KV is on its way here (handoff.hpp), at most its queues' limit
   int32_t in_transit;
   double host_t;         // busy cores are integrated up to here
-  double host_busy_acc;  // busy core-seconds since the last autoscaler evaluation
+  double host_busy_acc;  // ready replicas' busy core-seconds since the last autoscaler evaluation
   // the store its replicas share (prefix_cache.hpp): where its arrays start, and its lists
   int32_t rem_base, rem_tab_base;
   int32_t rem_head, rem_tail, rem_free, rem_n;

@@ -277,7 +277,7 @@ FLEETSIM_HD inline Sim sim_bind(const SimParams& p, uint32_t replication, uint8_
     ps.n_queues = pool_queues(P);
     ps.rr_next = 0;
     ps.n_prov = ps.n_ready = ps.n_starting = ps.n_draining = ps.n_busy = 0;
-    ps.n_busy_serving = ps.cq_pend_n = ps.n_dev_used = 0;
+    ps.n_busy_serving = ps.n_busy_ready = ps.cq_pend_n = ps.n_dev_used = 0;
     // an empty note calendar; its first width, a millisecond, is refitted once notes spread
     ps.cq_n = ps.cq_finds = ps.cq_work = 0;
     ps.cq_mask = P.router == Router::central_queue ? cal_bucket_count(P.max_replicas) - 1 : 0;
@@ -304,7 +304,7 @@ FLEETSIM_HD inline Sim sim_bind(const SimParams& p, uint32_t replication, uint8_
     ps.nodes_up = ps.nodes_pinned_empty = ps.nodes_unneeded = 0;
     ps.next_node_release = kInf;
     ps.n_fb = ps.n_cpu_busy = ps.n_hot_busy = 0;
-    ps.host_jobs = ps.host_busy = 0;
+    ps.host_jobs = ps.host_busy = ps.host_busy_draining = 0;
     ps.in_transit = 0;
     ps.host_t = 0.0;
     ps.host_busy_acc = 0.0;
