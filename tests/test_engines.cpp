@@ -130,3 +130,35 @@ TEST_CASE("auto takes a shipped profile only of the pool's engine; the physics m
   CHECK(g.report["scenario"]["step_time"]["error_applies"] == false);
   CHECK(g.report["scenario"]["step_time"]["note"].get<std::string>().find("fitted on vLLM runs") != std::string::npos);
 }
+
+TEST_CASE("SGLang's default fraction reserves for the pool's own chunk, data-parallel attention and speculation") {
+  const double mib = device("h100-sxm-80gb").memory_gib * 1024;
+  auto fraction = [&](double reserved) { return std::round((mib - reserved) / mib * 1000) / 1000; };
+  // a chunk of 32,768: 512 + 32768 x 1.5 + 256 x 2 + 1024 / 8 = 50304 MiB (at the default chunk, 13440)
+  const Scenario big = test::scenario(kPool("kind: sglang, chunked_prefill_size: 32768"));
+  CHECK(big.pools[0].gpu_memory_utilization == doctest::Approx(fraction(50304)));
+  CHECK(big.pools[0].capacity.kv_gib < test::scenario(kPool("kind: sglang")).pools[0].capacity.kv_gib / 2);
+  // a draft model adds 6 GiB, heads 2 GiB (after the 10 GiB floor)
+  const Scenario draft =
+      test::scenario(kPool("kind: sglang, speculative: {draft_model: llama-3.2-1b, tokens: 4, acceptance: 0.7}"));
+  CHECK(draft.pools[0].gpu_memory_utilization == doctest::Approx(fraction(13440 + 6144)));
+  const Scenario heads = test::scenario(
+      kPool("kind: sglang, speculative: {draft_layers: 1, draft_vocab: 32000, tokens: 4, acceptance: 0.7}"));
+  CHECK(heads.pools[0].gpu_memory_utilization == doctest::Approx(fraction(13440 + 2048)));
+  // data-parallel attention, 8 ranks of one device: SGLang's tp_size is 8, its CUDA graphs reach
+  // batch 512, each rank pads 512 x 8 x 4.5: 512 + 8192 x 1.5 + 512 x 2 + 8 / 8 x 1024 + 18432
+  const Scenario dp = test::scenario(
+      "duration_s: 60\ndevice: h100-sxm-80gb\nmodel: qwen3-30b-a3b\n"
+      "engine: {kind: sglang, data_parallel: 8}\nfleet: {replicas: 8}\n"
+      "workload: {arrival: {process: poisson, rate_per_s: 2}, prompt_tokens: 512, output_tokens: 64}\n");
+  CHECK(dp.pools[0].gpu_memory_utilization == doctest::Approx(fraction(512 + 12288 + 1024 + 1024 + 18432)));
+  // a device too small for the reserve: a located error, not a negative fraction
+  const std::string small =
+      "duration_s: 60\ncatalog:\n  devices:\n    tiny: {memory_gib: 3, bandwidth_gb_s: 300, bf16_tflops: 50, "
+      "usd_per_hour: 0.1}\ndevice: tiny\nmodel: qwen3-0.6b\nengine: {kind: sglang}\nfleet: {replicas: 1}\n"
+      "workload: {arrival: {process: poisson, rate_per_s: 2}, prompt_tokens: 512, output_tokens: 64}\n";
+  const std::string e = error_of(small);
+  CHECK(e.find("<test>:7:16: error: engine.kind: ") == 0);
+  CHECK(e.find("SGLang sets aside 3.6 GiB of tiny's 3.0 GiB outside its static memory") != std::string::npos);
+  CHECK(e.find("set engine.mem_fraction_static") != std::string::npos);
+}

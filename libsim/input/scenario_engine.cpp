@@ -38,10 +38,24 @@ int sglang_cuda_graph_max_bs(double mib, int tp) {
   if (mib < 160 * 1024) return tp < 4 ? 256 : 512;
   return 512;
 }
-double sglang_mem_fraction_static(double mib, int tp, int pp) {
-  double reserved = 512 + std::max(sglang_chunk(mib), 2048) * 1.5 + sglang_cuda_graph_max_bs(mib, tp) * 2.0 +
-                    double(tp * pp) / 8.0 * 1024;
+// MiB SGLang keeps out of its static fraction (_handle_gpu_memory_settings): the prefill chunk's
+// activations, CUDA graphs, the parallel group's buffers, data-parallel attention's padding, and a
+// speculative draft's model and graphs. tp_size is SGLang's (every device of the engine: tp x dp
+// with data-parallel attention); spec is 0 (none), 1 (heads: EAGLE) or 2 (a draft model:
+// STANDALONE).
+double sglang_reserved_mib(double mib, int tp_size, int pp, int chunk, int dp, int spec) {
+  const double graphs_bs = sglang_cuda_graph_max_bs(mib, tp_size);
+  double reserved = 512 + std::max(chunk, 2048) * 1.5 + graphs_bs * 2.0 + double(tp_size * pp) / 8.0 * 1024;
+  if (dp > 1) reserved += graphs_bs * dp * (graphs_bs > 300 ? 4.5 : 3.0);
   if (mib > 60 * 1024) reserved = std::max(reserved, 10.0 * 1024);
+  return reserved + (spec == 2 ? 6 * 1024 : spec == 1 ? 2 * 1024 : 0);
+}
+
+// SGLang's default memory fraction for pool P at tensor-parallel degree tp, its chunk as set
+double sglang_mem_fraction_static(const PoolSpec& P, int tp) {
+  const double mib = P.device.memory_gib * 1024.0;
+  const int spec = P.spec_tokens == 0 ? 0 : P.spec_heads > 0 ? 1 : 2;
+  const double reserved = sglang_reserved_mib(mib, tp * P.dp, P.pp, P.max_batched_tokens - P.max_num_seqs, P.dp, spec);
   return std::round((mib - reserved) / mib * 1000.0) / 1000.0;
 }
 
@@ -51,15 +65,10 @@ EngineDefaults defaults_of(EngineKind k, const PoolSpec& P) {
     case EngineKind::sglang:
       // running requests: derived from the KV pool once it is sized (finish_engine_settings); a
       // step's budget is the prefill chunk plus one token per running request (SGLang's chunk
-      // limits prefill tokens only)
-      return {"mem_fraction_static",
-              sglang_mem_fraction_static(mib, P.tp, P.pp),
-              "max_running_requests",
-              4096,
-              "chunked_prefill_size",
-              sglang_chunk(mib),
-              "page_size",
-              1};
+      // limits prefill tokens only); the memory fraction once the chunk is known
+      // (read_engine_settings)
+      return {"mem_fraction_static", 0.0, "max_running_requests", 4096, "chunked_prefill_size", sglang_chunk(mib),
+              "page_size",           1};
     case EngineKind::trtllm:
       // tensorrt_llm/llmapi/llm_args.py (BaseLlmArgs, KvCacheConfig) at NVIDIA/TensorRT-LLM 00043967
       return {"free_gpu_memory_fraction", 0.9, "max_batch_size", 2048, "max_num_tokens", 8192, "tokens_per_block", 32};
@@ -135,6 +144,21 @@ void read_engine_settings(const N& eng, PoolSpec& P) {
   else
     P.max_batched_tokens = d.tokens;
   if (P.engine_kind == EngineKind::sglang) P.max_batched_tokens += P.max_num_seqs;
+  if (P.engine_kind == EngineKind::sglang &&
+      std::find(P.engine_assumed.begin(), P.engine_assumed.end(), "mem_fraction_static") != P.engine_assumed.end()) {
+    P.gpu_memory_utilization = sglang_mem_fraction_static(P, P.tp);
+    if (!(P.gpu_memory_utilization > 0)) {
+      const double mib = P.device.memory_gib * 1024.0;
+      (eng.has("kind") ? eng.at("kind") : eng)
+          .fail(fmt::format("SGLang sets aside {:.1f} GiB of {}'s {:.1f} GiB outside its static memory (the prefill "
+                            "chunk's activations, CUDA graphs, its parallel and speculative buffers), which leaves "
+                            "mem_fraction_static {:g}: set engine.mem_fraction_static, a smaller "
+                            "chunked_prefill_size, or use a larger device",
+                            (1.0 - P.gpu_memory_utilization) * mib / 1024.0, P.device.name, mib / 1024.0,
+                            P.gpu_memory_utilization),
+                ErrorKind::does_not_fit);
+    }
+  }
   if (const auto n = setting(d.block_key, generic.block_key, "KV block size"))
     P.kv_block_tokens = int(n->integer(1, 1024));
   else
@@ -189,9 +213,7 @@ int smallest_fitting_pool_tp(const PoolSpec& P, const MemoryInputs& mi) {
     PoolSpec x = P;
     MemoryInputs m = mi;
     x.tp = m.tp = tp;
-    if (default_fraction)
-      x.gpu_memory_utilization = m.gpu_memory_utilization =
-          sglang_mem_fraction_static(P.device.memory_gib * 1024.0, tp, P.pp);
+    if (default_fraction) x.gpu_memory_utilization = m.gpu_memory_utilization = sglang_mem_fraction_static(P, tp);
     size_pool_memory(x, m);
     if (x.capacity.fits) return tp;
   }
