@@ -146,6 +146,16 @@ TEST_CASE("the rest of the second round: each a located error, or the value run 
   CHECK(test::error_of(kSmall, {"device=c7i-8xlarge-amx", "mps=2"}) ==
         "--set mps=2: error: mps: MPS shares an NVIDIA GPU between processes; c7i-8xlarge-amx is a CPU instance (run "
         "more replicas, or remove mps)");
+  // so does a cap on one client's threads, and time slicing; a CPU instance holds no CUDA context
+  CHECK(test::error_of(kSmall, {"device=c7i-8xlarge-amx", "mps={clients: 1, active_thread_percentage: 50}"})
+            .find("error: mps: MPS shares an NVIDIA GPU between processes; c7i-8xlarge-amx is a CPU instance") !=
+        std::string::npos);
+  CHECK(test::error_of(kSmall, {"device=c7i-8xlarge-amx", "time_slicing=2"}) ==
+        "--set time_slicing=2: error: time_slicing: time slicing shares an NVIDIA GPU between pods; c7i-8xlarge-amx "
+        "is a CPU instance (run more replicas, or remove time_slicing)");
+  CHECK(test::error_of(kSmall, {"device=c7i-8xlarge-amx", "engine.cuda_context_gib=2"}) ==
+        "--set engine.cuda_context_gib=2: error: engine.cuda_context_gib: a CUDA context takes a GPU's memory; "
+        "c7i-8xlarge-amx is a CPU instance (remove cuda_context_gib)");
   // a CPU fallback moves a GPU replica onto its host; a CPU instance is there already
   CHECK(test::error_of(kSmall, {"device=c7i-8xlarge-amx", "fleet.faults={cpu_fallback: {share: 0.5}}"}) ==
         "--set fleet.faults={cpu_fallback: {share: 0.5}}: error: fleet.faults.cpu_fallback: a CPU fallback moves a "

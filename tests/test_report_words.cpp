@@ -61,6 +61,17 @@ TEST_CASE("report: pools whose step-time error differs each say theirs; pools al
   CHECK(html_report(rr.report).find("Step time: uncalibrated roofline") != std::string::npos);
 }
 
+TEST_CASE("table: replicas lost with their device's other slices are said so, not called MPS clients") {
+  // seven MIG slices of one GPU: a lost device takes the other six with it
+  const test::Result r = test::run(load_scenario_file(FLEETSIM_SOURCE_DIR "/scenarios/mig-small-model.yaml",
+                                                      {"fleet.failures.mtbf_hours=0.5", "duration_s=1800"}));
+  REQUIRE(r.report["fleet"]["neighbour_failures"].get<double>() > 0);
+  const std::string t = format_run_table(r.report);
+  CHECK(t.find(fmt::format("{} taken down by a neighbour on their device",
+                           r.report["fleet"]["neighbour_failures"].get<double>())) != std::string::npos);
+  CHECK(t.find("MPS") == std::string::npos);
+}
+
 TEST_CASE("table: a request that costs millionths of a dollar shows two significant digits, not $0.00000") {
   const test::Result r = test::run(
       load_scenario_file(FLEETSIM_SOURCE_DIR "/scenarios/rag-embedding.yaml", {"duration_s=300", "warmup_s=0"}));

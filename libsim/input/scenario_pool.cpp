@@ -97,6 +97,10 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
       P.time_slicing = int(ts.integer(1, 16));
       if (node.has("partition") && P.time_slicing > 1)
         ts.fail("time_slicing and partition are different ways to share a device: choose one", ErrorKind::inconsistent);
+      if (P.time_slicing > 1 && cpu_instance(P.device))
+        ts.fail("time slicing shares an NVIDIA GPU between pods; " + P.device.name +
+                    " is a CPU instance (run more replicas, or remove time_slicing)",
+                ErrorKind::inconsistent);
       if (P.time_slicing > 1) P.replicas_per_device = P.time_slicing;  // 1: no sharing, a MIG slice stays one
     }
     if (node.has("mps")) {  // {clients, active_thread_percentage}, or the clients alone
@@ -115,7 +119,7 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
         mn.fail(std::string(node.has("partition") ? "partition" : "time_slicing") +
                     " and mps are different ways to share a device: choose one",
                 ErrorKind::inconsistent);
-      if (P.mps_clients > 1 && cpu_instance(P.device))
+      if ((P.mps_clients > 1 || capped) && cpu_instance(P.device))
         mn.fail("MPS shares an NVIDIA GPU between processes; " + P.device.name +
                     " is a CPU instance (run more replicas, or remove mps)",
                 ErrorKind::inconsistent);
@@ -286,6 +290,10 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
       eng.has("async_scheduling") ? eng.at("async_scheduling").boolean() : P.engine_kind == EngineKind::vllm;
   P.activation_gib = eng.has("activation_gib") ? eng.at("activation_gib").num_in(0, 1e4) : -1;
   P.cuda_context_gib = eng.has("cuda_context_gib") ? eng.at("cuda_context_gib").num_in(0, 64) : 0.0;
+  if (P.cuda_context_gib > 0 && cpu_instance(P.device))
+    eng.at("cuda_context_gib")
+        .fail("a CUDA context takes a GPU's memory; " + P.device.name + " is a CPU instance (remove cuda_context_gib)",
+              ErrorKind::inconsistent);
   P.max_batch = eng.has("max_batch") ? int(eng.at("max_batch").integer(1, 16384)) : 8;
   P.batch_window_s = eng.has("batch_window_s") ? eng.at("batch_window_s").num_in(0, 3600) : 0.05;
   if (P.batching == Batching::continuous) {

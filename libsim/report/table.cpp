@@ -17,7 +17,7 @@ std::string fleet_label(int devices, int replicas, int replicas_per_device, cons
                         const std::string& times) {
   if (replicas_per_device <= 1) return fmt::format("{}{}{}", devices, times, device);
   if (device.find(':') != std::string::npos) return fmt::format("{}{}{}", replicas, times, device);  // a MIG slice
-  return fmt::format("{}{}{} shared by {} replicas", devices, times, device, replicas);
+  return fmt::format("{}{}{} shared by {} replica{}", devices, times, device, replicas, replicas == 1 ? "" : "s");
 }
 
 namespace {
@@ -146,11 +146,12 @@ std::string by_class_and_pool(const Json& r) {
                      num(d["link_gb_s"], 1), num(d["lanes"], 0), num(Json(d["link_latency_s"].get<double>() * 1e6), 1),
                      num(d["transfers"], 0), num(d["transferred_gb"], 1), ms(d["mean_transfer_s"]));
   }
-  // MPS's shared fate, where it struck: a pool's faults and the clients they took down with them
+  // shared fate, where it struck: a pool's faults and the replicas they took down with them (those
+  // on a lost device: time-sliced, MPS clients, MIG slices; or beside an MPS client that crashed)
   for (auto it = r["pools"].begin(); it != r["pools"].end(); ++it) {
     const Json& f = it.value()["fleet"];
     if (f.value("neighbour_failures", 0.0) > 0)
-      o += fmt::format("  {}: {} crashes and {} interruptions took down {} more MPS clients of their devices\n",
+      o += fmt::format("  {}: {} crashes and {} interruptions took down {} more replicas sharing their devices\n",
                        it.key(), num(f["crashes"], 0), num(f["interruptions"], 0), num(f["neighbour_failures"], 0));
   }
   return o;
@@ -479,7 +480,8 @@ std::string run_table(const Json& r) {
         "fleet       mean {} replicas, max {}, {} started, {} stopped, {} crashes, {} interruptions{}\n",
         num(fl["mean_replicas"], 2), num(fl["max_replicas"], 0), num(fl["scale_ups"], 0), num(fl["scale_downs"], 0),
         num(fl["crashes"], 0), num(fl["interruptions"], 0),
-        downed > 0 ? fmt::format(", {} taken down by a neighbour (MPS)", num(fl["neighbour_failures"], 0)) : "");
+        downed > 0 ? fmt::format(", {} taken down by a neighbour on their device", num(fl["neighbour_failures"], 0))
+                   : "");
   if (fl.contains("cpu_fallback")) {
     const Json& cf = fl["cpu_fallback"];
     o += fmt::format(
