@@ -179,6 +179,11 @@ TEST_CASE("budget errors are located and say what was expected") {
   CHECK(error("budgets:\n  x: {metric: latency_s.ttft.p99, maxx: 1}\n").find("unknown key 'maxx'") !=
         std::string::npos);
   CHECK(error("nothing: 1\n").find("no budgets section") != std::string::npos);
+  // a limit below zero on a figure that never is can never be met (a minimum there is met always)
+  CHECK(error("budgets:\n  x: {metric: requests.rejection_fraction, max: -0.001}\n")
+            .find(":2:49: error: budgets.x.max: requests.rejection_fraction is never negative, so at most -0.001 "
+                  "can never be met") != std::string::npos);
+  CHECK(error("budgets:\n  x: {metric: latency_s.ttft.p99, min: -1}\n") == "(no error)");
   // an empty class names no class: not the whole scenario by default
   CHECK(error("budgets:\n  x: {metric: latency_s.ttft.p99, max: 1, class: \"\"}\n")
             .find(":2:50: error: budgets.x.class: expected a name, got an empty string") != std::string::npos);

@@ -250,11 +250,20 @@ TEST_CASE("bad sweep definitions are located errors") {
                  "  max_configurations: 5000\n") ==
         "<sweep>:14:5: error: sweep.parameters: 1000000 configurations exceed the limit of 5000 (raise "
         "sweep.max_configurations, or sample: N random points of the grid)");
+  // a sample counts as the configurations it draws, against the same limit (it was never checked)
+  CHECK(error_of("sweep:\n  parameters:\n    fleet.replicas: {from: 1, to: 1000}\n    engine.max_num_seqs: {from: 1, "
+                 "to: 1000}\n"
+                 "  sample: 300000\n") ==
+        "<sweep>:16:11: error: sweep.sample: 300000 configurations exceed the limit of 100000 (raise "
+        "sweep.max_configurations, or sample: N random points of the grid)");
   CHECK(
       error_of("sweep:\n  parameters:\n    fleet.replicas: [1]\n  slo: {latency_s.ttft.p98: 1}\n")
           .find("<sweep>:15:9: error: sweep.slo.latency_s.ttft.p98: unknown metric 'latency_s.ttft.p98' (did you mean "
                 "'latency_s.ttft.p9") == 0);
   CHECK(error_of("sweep:\n  parameters: {}\n").find("no parameters to sweep") != std::string::npos);
+  CHECK(error_of("sweep:\n  parameters:\n    fleet.replicas: [1]\n  slo: {latency_s.ttft.p99: -1}\n") ==
+        "<sweep>:15:29: error: sweep.slo.latency_s.ttft.p99: latency_s.ttft.p99 is never negative, so at most -1 "
+        "can never be met");
   // a key and the block that holds it, swept together
   CHECK(error_of("sweep:\n  parameters:\n    fleet.replicas: [1, 2]\n    fleet: [{replicas: 3}]\n") ==
         "<sweep>:15:5: error: sweep.parameters.fleet: overlaps the parameter fleet.replicas: sweep a key or the "

@@ -106,6 +106,8 @@ BudgetSpec parse_budgets_text(const std::string& text, const std::string& file, 
     bu.is_max = e.has("max");
     bu.limit = e.at(bu.is_max ? "max" : "min").num();
     if (!std::isfinite(bu.limit)) e.at(bu.is_max ? "max" : "min").fail("expected a finite number");
+    if (bu.is_max && bu.limit < 0 && sweep_detail::never_negative(resolve(bu.metric)))
+      e.at("max").fail(fmt::format("{} is never negative, so at most {:g} can never be met", bu.metric, bu.limit));
     // the budget is reported where its limit was written (a --set that changed it, or the file)
     bu.where = e.at(bu.is_max ? "max" : "min").where();
     if (e.has("class")) bu.cls = e.at("class").name(), bu.class_at = e.at("class").where();

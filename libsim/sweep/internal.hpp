@@ -41,6 +41,9 @@ uint64_t fnv1a(const std::string& s, uint64_t h = 1469598103934665603ULL);
 void numeric_leaves(const Json& j, const std::string& prefix, std::vector<std::pair<std::string, const Json*>>& out);
 const Json* at_path(const Json& j, const std::string& path);
 double num_or_nan(const Json& row, const std::string& path);
+// A metric no run makes negative (latencies, counts, fractions, rates, dollars), a class's or a
+// pool's too: a limit of `max` below 0 on it can never be met.
+bool never_negative(const std::string& path);
 Json sweep_header(const ScenarioSource& src, const SweepSpec& spec, const Scenario& base, uint32_t shard_index,
                   uint32_t shard_count);
 

@@ -44,6 +44,18 @@ double num_or_nan(const Json& row, const std::string& path) {
   return v && v->is_number() ? v->get<double>() : std::nan("");
 }
 
+bool never_negative(const std::string& path) {
+  std::string p = path;
+  for (const char* scope : {"classes.", "pools."})
+    if (p.rfind(scope, 0) == 0) {
+      const size_t dot = p.find('.', std::string(scope).size());
+      p = dot == std::string::npos ? "" : p.substr(dot + 1);
+    }
+  for (const char* section : {"latency_s.", "requests.", "throughput.", "utilization.", "cost.", "capacity.", "fleet."})
+    if (p.rfind(section, 0) == 0) return true;
+  return false;
+}
+
 }  // namespace sweep_detail
 
 using sweep_detail::at_path;

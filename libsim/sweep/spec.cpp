@@ -248,12 +248,14 @@ SweepSpec parse_sweep(const ScenarioSource& scenario) {
     spec.sample = uint64_t(sw.at("sample").integer(1, 100000000));
     if (spec.sample >= spec.grid_size) spec.sample = 0;  // the whole grid
   }
-  if (spec.count() > spec.max_configurations) {
+  // (the sample is not drawn yet: count() would read its empty set)
+  const uint64_t configurations = spec.sample ? spec.sample : spec.grid_size;
+  if (configurations > spec.max_configurations) {
     const N where = sw.has("sample") ? sw.at("sample") : ps;
     where.fail(
         fmt::format("{} configurations exceed the limit of {} (raise sweep.max_configurations, or sample: N "
                     "random points of the grid)",
-                    spec.count(), spec.max_configurations));
+                    configurations, spec.max_configurations));
   }
   if (spec.sample) {
     // Floyd's algorithm: a uniform sample of distinct grid points, keyed by the seed
@@ -316,6 +318,9 @@ SweepSpec parse_sweep(const ScenarioSource& scenario) {
       } else {
         t.limit = vn.num();
       }
+      if (t.is_max && t.limit < 0 && sweep_detail::never_negative(m))
+        (vn.node.IsMap() ? vn.at("max") : vn)
+            .fail(fmt::format("{} is never negative, so at most {:g} can never be met", m, t.limit));
       spec.slo.push_back(t);
     }
   }
