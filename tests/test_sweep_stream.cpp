@@ -190,3 +190,25 @@ TEST_CASE("the closest miss is judged on the figure its verdict used; feasible r
   CHECK(d["summary"]["cheapest"].is_null());
   CHECK(d["summary"]["message"] == "1 configuration meets the SLO, but none has a value for cost.x");
 }
+
+TEST_CASE("the closest miss quotes the SLO term that decided it, not the first one it missed") {
+  using sweep_detail::SummaryAccumulator;
+  const Json header = {{"sweep",
+                        {{"objective", "cost.per_million_tokens_usd"},
+                         {"configurations", 1},
+                         {"feasible_on", "mean"},
+                         {"slo",
+                          {{{"metric", "latency_s.ttft.p99"}, {"limit", 0.125}, {"bound", "max"}},
+                           {{"metric", "latency_s.e2e.p99"}, {"limit", 3.3}, {"bound", "max"}}}}}},
+                       {"shard", {{"count", 1}}}};
+  // TTFT 4.8% over its limit, e2e 6.1% over: the e2e term decides how close the row came
+  const Json row = {{"index", 0},
+                    {"feasible", false},
+                    {"metrics",
+                     {{"latency_s", {{"ttft", {{"p99", 0.131}}}, {"e2e", {{"p99", 3.5}}}}},
+                      {"cost", {{"per_million_tokens_usd", 0.4}}}}},
+                    {"violations", {"latency_s.ttft.p99 = 0.131 > 0.125", "latency_s.e2e.p99 = 3.5 > 3.3"}}};
+  SummaryAccumulator acc(header);
+  acc.add(row);
+  CHECK(acc.summary()["message"] == "no configuration meets the SLO; closest is #0 (latency_s.e2e.p99 = 3.5 > 3.3)");
+}

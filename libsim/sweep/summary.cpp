@@ -53,18 +53,25 @@ void SummaryAccumulator::add(const Json& r) {
     // its limit counts how far within), on the figure the verdict was on: the mean or its 95%
     // bound (the first on ties)
     double worst = -INFINITY;
+    std::string worst_metric;
     for (const auto& t : slo_) {
       double x = num_or_nan(r, t.metric);
       if (on_bound_ && r["ci95"].is_object() && r["ci95"].contains(t.metric) && r["ci95"][t.metric].is_number())
         x += (t.is_max ? 1.0 : -1.0) * r["ci95"][t.metric].get<double>();
       const double excess =
           std::isnan(x) ? INFINITY : (t.is_max ? x - t.limit : t.limit - x) / std::max(std::fabs(t.limit), 1e-12);
-      worst = std::max(worst, excess);
+      if (excess > worst) {
+        worst = excess;
+        worst_metric = t.metric;
+      }
     }
     if (worst < closest_excess_) {
       closest_excess_ = worst;
       closest_index_ = index;
+      // the violation of the term that decided it (a row's violations name their metric first)
       closest_violation_ = r["violations"].empty() ? std::string("no SLO") : r["violations"][0].get<std::string>();
+      for (const auto& v : r["violations"])
+        if (v.is_string() && v.get<std::string>().rfind(worst_metric + " ", 0) == 0) closest_violation_ = v;
     }
   }
   // Pareto frontier of (cost, p99 TTFT), ordered by cost, then TTFT, then index: a point is on it
