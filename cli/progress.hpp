@@ -45,8 +45,15 @@ class Progress {
         reps_now > 0 && !finished ? fmt::format(", ~{:.0f} s left", el * double(reps_left) / double(reps_now)) : "";
     std::string counts = fmt::format("{}/{} configurations, {}/{} replications", p.configurations_done,
                                      p.configurations_total, p.replications_done, p.replications_total);
-    if (p.replications_shared > 0)
-      counts += fmt::format(" ({} served by a run of other engine limits)", p.replications_shared);
+    if (p.replications_shared > 0 || p.replications_skipped > 0) {
+      std::string why;
+      if (p.replications_skipped > 0)
+        why = fmt::format("{} not needed once their configuration's verdict was decided", p.replications_skipped);
+      if (p.replications_shared > 0)
+        why +=
+            fmt::format("{}{} served by a run of other engine limits", why.empty() ? "" : ", ", p.replications_shared);
+      counts += " (" + why + ")";
+    }
     if (tty_) {
       const int width = 30;
       const int fill = p.configurations_total

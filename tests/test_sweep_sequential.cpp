@@ -75,7 +75,8 @@ TEST_CASE("sequential: false runs every replication; an interval across the limi
   limit << "    latency_s.ttft.p99: " << mean << "\n";
   const Json edge = sweep_text(two_fleets(8, limit.str()));
   CHECK(edge["rows"][1]["replications"].get<uint32_t>() > kSequentialMin);
-  CHECK(format_sweep_table(edge).find("replications run: a configuration stops once its verdict is settled") !=
+  CHECK(format_sweep_table(edge).find("replications run: a configuration stops once its replications so far decide "
+                                      "its verdict at 95% (sweep.sequential: false runs them all)") !=
         std::string::npos);
 }
 

@@ -62,11 +62,17 @@ std::string sweep_table(const Json& doc, size_t max_rows) {
                    sum["feasible"].get<uint64_t>(), sum["infeasible_slo"].get<uint64_t>(),
                    sum["infeasible_config"].get<uint64_t>());
   o += fmt::format("         {}\n", sum["message"].get<std::string>());
-  if (sum.contains("replications_run") && sum["replications_run"] != sum["replications_full"])
-    o += fmt::format(
-        "         {} of {} replications run: a configuration stops once its verdict is settled "
-        "(sweep.sequential) or a miss is certain (sweep.stop_certain_misses)\n",
-        sum["replications_run"].get<uint64_t>(), sum["replications_full"].get<uint64_t>());
+  if (sum.contains("replications_run") && sum["replications_run"] != sum["replications_full"]) {
+    // say only the rules this sweep ran with (a sweep without sequential stopping still stops a
+    // configuration whose replication missed for certain or did not finish)
+    const bool sequential =
+        !sw.contains("sequential") || !sw["sequential"].is_boolean() || sw["sequential"].get<bool>();
+    o += fmt::format("         {} of {} replications run: a configuration stops once {}\n",
+                     sum["replications_run"].get<uint64_t>(), sum["replications_full"].get<uint64_t>(),
+                     sequential ? "its replications so far decide its verdict at 95% (sweep.sequential: false runs "
+                                  "them all) or a replication misses for certain"
+                                : "a replication misses for certain or does not finish");
+  }
   if (sum.contains("stopped_early") && sum["stopped_early"].get<uint64_t>() > 0)
     o += fmt::format(
         "         {} of the misses stopped once they were certain, without figures "

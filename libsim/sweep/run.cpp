@@ -130,7 +130,7 @@ Json run_sweep(const ScenarioSource& src, const SweepSpec& spec, const SweepOpti
   const Backend backend = resolve_backend(opt.backend, nullptr, sweep_simulations(spec, opt), opt.threads);
   const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
   const unsigned threads = opt.threads > 0 ? unsigned(opt.threads) : hw;
-  std::atomic<uint64_t> next{0}, done{0}, reps_done{0}, reps_shared{0};
+  std::atomic<uint64_t> next{0}, done{0}, reps_done{0}, reps_shared{0}, reps_skipped{0};
   const uint64_t total = configs.size() + finished.size();
   auto stopping = [&] { return opt.stop && opt.stop->load(std::memory_order_relaxed); };
 
@@ -223,6 +223,7 @@ Json run_sweep(const ScenarioSource& src, const SweepSpec& spec, const SweepOpti
     p.replications_total = total * spec.replications;
     p.replications_done = (finished.size() * spec.replications) + reps_done.load();
     p.replications_shared = reps_shared.load();
+    p.replications_skipped = reps_skipped.load();
     return p;
   };
   std::exception_ptr failure;
@@ -359,6 +360,7 @@ Json run_sweep(const ScenarioSource& src, const SweepSpec& spec, const SweepOpti
                 reps_done.fetch_add(1);
                 if (settled_after(spec, *s, reps, reports)) {
                   reps_done.fetch_add(spec.replications - reps.size());  // not needed: counted as done
+                  reps_skipped.fetch_add(spec.replications - reps.size());
                   break;
                 }
               }

@@ -85,8 +85,9 @@ struct SweepProgress {
   uint64_t configurations_done = 0, configurations_total = 0;
   uint64_t replications_done = 0, replications_total = 0;
   uint64_t resumed = 0;  // configurations taken from a journal, not run now
-  // of replications_done, those a run of other engine limits served (sweep/share.hpp)
-  uint64_t replications_shared = 0;
+  // of replications_done, those a run of other engine limits served (sweep/share.hpp), and those
+  // not run because their configuration's verdict was decided (sequential stopping, a certain miss)
+  uint64_t replications_shared = 0, replications_skipped = 0;
 };
 
 // The most shards a sweep splits into: one configuration each, at the most configurations a sweep may have.
