@@ -72,6 +72,30 @@ TEST_CASE("table: replicas lost with their device's other slices are said so, no
   CHECK(t.find("MPS") == std::string::npos);
 }
 
+TEST_CASE("goodput: one bound for the fleet only where every class has it; else each class's own, said so") {
+  const std::string y =
+      "name: two\nseed: 3\nduration_s: 120\nwarmup_s: 20\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\n"
+      "fleet: {replicas: 1}\nworkload: {prompt_tokens: 500, output_tokens: 100}\nclasses:\n"
+      "  a: {arrival: {process: concurrency, clients: 10, think_time_s: 1}, goodput: {ttft_s: 0.05}}\n"
+      "  b: {arrival: {process: poisson, rate_per_s: 2}}\n";
+  const test::Result mixed = test::run(test::scenario(y));
+  CHECK_FALSE(mixed.report["scenario"].contains("goodput"));
+  CHECK(mixed.report["classes"]["a"]["goodput"] == "ttft <= 0.05 s");
+  const std::string t = format_run_table(mixed.report);
+  CHECK(t.find("within each class's own bounds") != std::string::npos);
+  CHECK(t.find("within ttft <= 0.05 s") == std::string::npos);  // a's bound was quoted for b's requests
+  CHECK(html_report(mixed.report).find("met their class's goodput bounds") != std::string::npos);
+  // the same bound on both: the fleet's line names it
+  const test::Result same = test::run(test::scenario(y, {"classes.b.goodput={ttft_s: 0.05}"}));
+  CHECK(same.report["scenario"]["goodput"] == "ttft <= 0.05 s");
+  CHECK(format_run_table(same.report).find("req/s within ttft <= 0.05 s (") != std::string::npos);
+  // closed-loop time integrals are never reported below 0 (rounding took mean_thinking to -1e-17)
+  const test::Result tiny = test::run(
+      load_scenario_file(FLEETSIM_SOURCE_DIR "/scenarios/closed-loop-benchmark.yaml",
+                         {"duration_s=30", "warmup_s=0", "workload.prompt_tokens=1", "workload.output_tokens=1"}));
+  CHECK(tiny.report["closed_loop"]["mean_thinking"].get<double>() >= 0.0);
+}
+
 TEST_CASE("table: a request that costs millionths of a dollar shows two significant digits, not $0.00000") {
   const test::Result r = test::run(
       load_scenario_file(FLEETSIM_SOURCE_DIR "/scenarios/rag-embedding.yaml", {"duration_s=300", "warmup_s=0"}));

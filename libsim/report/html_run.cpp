@@ -491,7 +491,11 @@ Page run_page(const Json& doc) {
     s += "p99 TTFT was " + svg::seconds(*v) + against(*v, bounds) + ". ";
   }
   const auto good = d["requests"]["good_fraction"].num();
-  if (good && !bounds.empty()) s += svg::percent(*good, 4) + " of requests met every goodput bound. ";
+  if (good && !bounds.empty())
+    s += svg::percent(*good, 4) +
+         (sc["goodput"].str().empty()
+              ? " of requests met their class's goodput bounds (a class without bounds counts every request). "
+              : " of requests met every goodput bound. ");
   double idle_usd = kNaN, idle_share = kNaN;
   if (const LedgerRow* T = L.total()) {
     idle_usd = 0;

@@ -179,8 +179,10 @@ Json closed_loop_json(const RequestClassSpec& C, const ClassTally& c, double win
   Json j;
   j["clients"] = C.clients;
   j["think_time_s"] = C.think_mean_s;
-  j["mean_in_system"] = ratio(c.in_system_s, window);
-  j["mean_thinking"] = ratio(c.thinking_s, window);
+  // (a time integral kept as sums and differences of event times: clamped where rounding takes it
+  // a hair below 0)
+  j["mean_in_system"] = ratio(std::max(0.0, c.in_system_s), window);
+  j["mean_thinking"] = ratio(std::max(0.0, c.thinking_s), window);
   j["response_time_law"] = response_time_law(c, window, C.think_mean_s);
   if (C.sessions)
     j["sessions"] = sessions_json(c.sessions, c.session_turns, c.session_s, c.session_turn_s, C.mean_turns);
@@ -329,7 +331,11 @@ Json run_report(const Scenario& s, const Tally& t) {
     sc["think_time_s"] = C0.think.describe;
     if (C0.sessions) sc["turns"] = C0.turns.describe;
   }
-  if (!goodput_bounds(C0).empty()) sc["goodput"] = goodput_bounds(C0);
+  // the fleet's bounds only where every class has the same: a class without bounds counts every
+  // completed request as good, so a fleet-wide figure under one class's bounds would misstate it
+  bool same_bounds = true;
+  for (const auto& C : s.classes) same_bounds = same_bounds && goodput_bounds(C) == goodput_bounds(C0);
+  if (same_bounds && !goodput_bounds(C0).empty()) sc["goodput"] = goodput_bounds(C0);
   sc["prompt_tokens"] = C0.prompt.describe;
   sc["output_tokens"] = C0.output.describe;
   sc["perf_model"] = perf_name(P0);
@@ -434,8 +440,8 @@ Json run_report(const Scenario& s, const Tally& t) {
       }
     if (any)
       r["closed_loop"] = {{"clients", clients},
-                          {"mean_in_system", ratio(in_system_s, window)},
-                          {"mean_thinking", ratio(thinking_s, window)},
+                          {"mean_in_system", ratio(std::max(0.0, in_system_s), window)},
+                          {"mean_thinking", ratio(std::max(0.0, thinking_s), window)},
                           {"response_time_law", law}};
     if (any_sessions)
       r["closed_loop"]["sessions"] = sessions_json(sessions, turns, session_s, turn_s, configured / session_clients);

@@ -434,9 +434,18 @@ std::string run_table(const Json& r) {
   o += fmt::format("\nthroughput  {} req/s   {} input tok/s   {} output tok/s   {} output tok/s/user\n",
                    num(th["requests_per_s"]), num(th["input_tokens_per_s"], 1), num(th["output_tokens_per_s"], 1),
                    num(th["output_tok_per_s_per_user"], 1));
+  bool class_bounds = false;
+  if (r.contains("classes"))
+    for (auto it = r["classes"].begin(); it != r["classes"].end(); ++it)
+      class_bounds = class_bounds || it.value().contains("goodput");
   if (sc.contains("goodput"))
     o += fmt::format("goodput     {} req/s within {} ({} of completed)\n", num(th["goodput_per_s"]),
                      sc["goodput"].get<std::string>(), pct(rq["good_fraction"]));
+  else if (class_bounds)  // classes with bounds of their own, or none: each class's requests by its own
+    o += fmt::format(
+        "goodput     {} req/s within each class's own bounds ({} of completed; a class without bounds counts "
+        "every completed request)\n",
+        num(th["goodput_per_s"]), pct(rq["good_fraction"]));
   if (r.contains("closed_loop")) {
     const Json& cl = r["closed_loop"];
     o += fmt::format("clients     {} = {} in system + {} thinking   X (R + Z) = {}\n", num(cl["clients"]),
