@@ -96,6 +96,30 @@ TEST_CASE("goodput: one bound for the fleet only where every class has it; else 
   CHECK(tiny.report["closed_loop"]["mean_thinking"].get<double>() >= 0.0);
 }
 
+TEST_CASE("capacity: each pool's context is its own classes', and no longer than its model's") {
+  // 30,500-token chats on one pool, 256-token embeddings on another: the embedding pool's 16-block
+  // requests, not the chats', say how many fit
+  const test::Result two = test::run(
+      test::scenario("name: mp\nduration_s: 30\nwarmup_s: 0\npools:\n"
+                     "  chat: {device: h100-sxm-80gb, model: llama-3.1-8b, fleet: {replicas: 1}}\n"
+                     "  embed: {device: l4-24gb, model: bge-large-en-v1.5, fleet: {replicas: 1}}\nclasses:\n"
+                     "  long-chat: {pool: chat, arrival: {process: poisson, rate_per_s: 0.2}, prompt_tokens: 30000, "
+                     "output_tokens: 500}\n"
+                     "  emb: {pool: embed, arrival: {process: poisson, rate_per_s: 5}, prompt_tokens: 256}\n"));
+  const Json& embed = two.report["pools"]["embed"]["capacity"];
+  CHECK(embed["context_tokens"] == 256);
+  CHECK(embed["max_concurrent_at_context"] == embed["kv_blocks"].get<int64_t>() / 16);
+  CHECK(two.report["pools"]["chat"]["capacity"]["context_tokens"] == 30500);
+  // 4,000-token prompts asking for 500 tokens of a 4,096-token model: the output is cut at 96, so a
+  // request holds 4,096 tokens, 256 blocks
+  const test::Result cut = test::run(test::scenario(
+      "duration_s: 120\nwarmup_s: 0\ndevice: h100-sxm-80gb\nmodel: llama-2-7b\nfleet: {replicas: 1}\n"
+      "workload: {arrival: {process: poisson, rate_per_s: 0.5}, prompt_tokens: 4000, output_tokens: 500}\n"));
+  const Json& cap = cut.report["capacity"];
+  CHECK(cap["mean_context_tokens"] == 4096);
+  CHECK(cap["max_concurrent_at_mean_context"] == cap["kv_blocks"].get<int64_t>() / 256);
+}
+
 TEST_CASE("table: a request that costs millionths of a dollar shows two significant digits, not $0.00000") {
   const test::Result r = test::run(
       load_scenario_file(FLEETSIM_SOURCE_DIR "/scenarios/rag-embedding.yaml", {"duration_s=300", "warmup_s=0"}));

@@ -392,12 +392,21 @@ Json run_report(const Scenario& s, const Tally& t) {
   r["utilization"] = utilization_json(pools, peak_flops_s, peak_bytes_s, kv_cap_s, fixed_s, kv_bytes_s, mem_s);
   r["cost"] = cost_json(ledger.total);
 
-  // a session's prompt carries the conversation so far: its mean is measured, not the new turn's
-  const ClassTally& T0 = t.classes[0];
-  const double mean_prompt = (C0.sessions || C0.trace_sessions) && T0.completed > 0
-                                 ? T0.input_tokens / double(T0.completed)
-                                 : C0.mean_prompt_tokens;
-  const int64_t mean_ctx = int64_t(std::llround(mean_prompt + C0.mean_output_tokens));
+  // a request's mean context on pool pi: of the first class it serves (the first class where it
+  // serves none: a decode pool); a session's prompt carries the conversation so far, so its mean is
+  // measured, not the new turn's; at most the model's context, to which a request's output is cut
+  auto mean_context = [&](size_t pi) {
+    size_t c = 0;
+    while (c < s.classes.size() && size_t(s.classes[c].pool) != pi) ++c;
+    if (c == s.classes.size()) c = 0;
+    const RequestClassSpec& C = s.classes[c];
+    const ClassTally& T = t.classes[c];
+    const double mean_prompt = (C.sessions || C.trace_sessions) && T.completed > 0
+                                   ? T.input_tokens / double(T.completed)
+                                   : C.mean_prompt_tokens;
+    return std::min(int64_t(std::llround(mean_prompt + C.mean_output_tokens)), int64_t(s.pools[pi].model.max_context));
+  };
+  const int64_t mean_ctx = mean_context(0);
   Json cap = capacity_json(P0.capacity, mean_ctx, P0.kv_block_tokens);
   cap["mean_context_tokens"] = mean_ctx;
   cap["max_concurrent_at_mean_context"] = max_concurrent(P0.capacity, mean_ctx, P0.kv_block_tokens);
@@ -527,7 +536,7 @@ Json run_report(const Scenario& s, const Tally& t) {
                            pt.kv_block_s * P.capacity.block_bytes_per_token() * P.kv_block_tokens,
                            pt.replica_s * pp.device_memory_bytes);
       one["cost"] = cost_json(ledger.pools[i].cost);
-      one["capacity"] = capacity_json(P.capacity, mean_ctx, P.kv_block_tokens);
+      one["capacity"] = capacity_json(P.capacity, mean_context(i), P.kv_block_tokens);
       if (P.host.cores > 0) {
         auto pc = std::make_unique<ClassTally>();
         class_tally_clear(*pc);
