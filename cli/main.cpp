@@ -249,8 +249,10 @@ int cmd_capacity(const Options& o) {
       verdict = tp_fits > 0
                     ? fmt::format("  -- DOES NOT FIT (with one request of --context); it fits at --tp {}", tp_fits)
                     : "  -- DOES NOT FIT (with one request of --context) at any tensor-parallel degree up to 64";
-    emit(format_capacity_table(j["capacity"], fmt::format("{} ({}) on {}{} ({} KV){}", model, o.weight_dtype, device,
-                                                          par, o.kv_dtype, verdict)));
+    const std::string dtype =
+        o.weight_dtype + (o.expert_weight_dtype.empty() ? "" : ", experts " + o.expert_weight_dtype);
+    emit(format_capacity_table(
+        j["capacity"], fmt::format("{} ({}) on {}{} ({} KV){}", model, dtype, device, par, o.kv_dtype, verdict)));
   }
   return c.fits ? kExitOk : kExitFailure;
 }
@@ -262,14 +264,20 @@ int cmd_catalog(const Options& o) {
     return kExitOk;
   }
   if (o.format == "csv") {
-    std::string out = "type,name,memory_gib,bandwidth_gb_s,bf16_tflops,fp8_tflops,usd_per_hour\n";
+    // one table, one header: a device's columns, then a model's, each row filling its own type's
+    std::string out =
+        "type,name,memory_gib,bandwidth_gb_s,bf16_tflops,fp8_tflops,fp4_tflops,usd_per_hour,interconnect,link_gb_s,"
+        "link_domain,pcie_gb_s,devices_per_node,kind,params_b,active_params_b,layers,hidden,heads,kv_heads,head_dim,"
+        "max_context,kv_bytes_per_token_bf16,experts,experts_per_token,shared_experts\n";
     for (const auto& d : builtin_devices())
-      out += fmt::format("device,{},{},{},{},{},{}\n", d.name, d.memory_gib, d.bandwidth_gb_s, d.bf16_tflops,
-                         d.fp8_tflops, d.usd_per_hour);
-    out += "type,name,kind,params_b,layers,hidden,heads,kv_heads,head_dim,max_context,kv_bytes_per_token_bf16\n";
+      out += fmt::format("device,{},{},{},{},{},{},{},\"{}\",{},{},{},{},,,,,,,,,,,,,\n", d.name, d.memory_gib,
+                         d.bandwidth_gb_s, d.bf16_tflops, d.fp8_tflops, d.fp4_tflops, d.usd_per_hour, d.interconnect,
+                         d.link_gb_s, d.link_domain, d.pcie_gb_s, d.devices_per_node);
     for (const auto& m : builtin_models())
-      out += fmt::format("model,{},{},{},{},{},{},{},{},{},{}\n", m.name, model_kind_name(m.kind), m.params_b, m.layers,
-                         m.hidden, m.heads, m.kv_heads, m.head_dim, m.max_context, kv_bytes_per_token(m, 2.0));
+      out +=
+          fmt::format("model,{},,,,,,,,,,,,{},{},{},{},{},{},{},{},{},{},{},{},{}\n", m.name, model_kind_name(m.kind),
+                      m.params_b, m.active_params() / 1e9, m.layers, m.hidden, m.heads, m.kv_heads, m.head_dim,
+                      m.max_context, kv_bytes_per_token(m, 2.0), m.experts, m.experts_per_token, m.shared_experts);
     emit(out);
     return kExitOk;
   }

@@ -75,6 +75,12 @@ expect "closed-loop benchmark csv" 0 "" -- "$bin" run "$src/scenarios/closed-loo
   --set warmup_s=10 --format csv
 head -1 "$tmp/out" | grep -q 'closed_loop.response_time_law' || { echo "FAIL: csv has no closed_loop"; fail=$((fail + 1)); }
 expect "catalog" 0 "" -- "$bin" catalog
+expect "catalog csv" 0 "" -- "$bin" catalog --format csv
+check "catalog csv is one table: one header, every row its width" python3 -c '
+import csv, sys
+rows = list(csv.reader(open(sys.argv[1])))
+assert sum(r[0] == "type" for r in rows) == 1 and len({len(r) for r in rows}) == 1, rows[:2]
+assert {r[0] for r in rows[1:]} == {"device", "model"}' "$tmp/out"
 expect "capacity" 0 "" -- "$bin" capacity --model llama-3.1-8b --device h100-sxm-80gb --context 8192
 expect "capacity does not fit" 1 "" -- "$bin" capacity --model llama-3.1-70b --device l4-24gb
 expect "capacity unknown model" 2 "--model: error: unknown model 'llama-3.1-80b'" -- \

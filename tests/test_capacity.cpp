@@ -293,3 +293,23 @@ TEST_CASE("LoRA adapters hold an A and B per projection: attention and MLP, ever
       doctest::Approx(test::scenario(moe, {"engine.lora_adapters=0"}).pools[0].capacity.kv_gib - s.pools[0].lora_gib())
           .epsilon(1e-9));
 }
+
+TEST_CASE("capacity answers say every input that moved them") {
+  CapacityRequest q;
+  q.model = "gpt-oss-20b";
+  q.device = "h100-sxm-80gb";
+  const Json plain = capacity_document(q).doc;
+  q.expert_weight_dtype = "mxfp4";
+  q.max_num_seqs = 64;
+  q.max_batched_tokens = 4096;
+  q.enforce_eager = true;
+  const Json mx = capacity_document(q).doc;
+  // the two answers differ (MXFP4 experts weigh a third as much), and so do their headers
+  CHECK(mx["capacity"]["weights_gib"].get<double>() < plain["capacity"]["weights_gib"].get<double>() / 2);
+  CHECK_FALSE(plain.contains("expert_weight_dtype"));
+  CHECK(mx["expert_weight_dtype"] == "mxfp4");
+  CHECK(mx["max_num_seqs"] == 64);
+  CHECK(mx["max_batched_tokens"] == 4096);
+  CHECK(mx["enforce_eager"] == true);
+  CHECK(plain["enforce_eager"] == false);
+}

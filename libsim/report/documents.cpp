@@ -98,7 +98,12 @@ CapacityAnswer capacity_document(const CapacityRequest& o) {
   j["device"] = dev->name;
   j["weight_dtype"] = o.weight_dtype;
   j["kv_dtype"] = o.kv_dtype;
+  // every input that moves the answer, so that a saved answer says what it answered
+  if (!o.expert_weight_dtype.empty()) j["expert_weight_dtype"] = o.expert_weight_dtype;
   j["gpu_memory_utilization"] = o.gpu_memory_utilization;
+  j["max_num_seqs"] = o.max_num_seqs;
+  j["max_batched_tokens"] = o.max_batched_tokens;
+  j["enforce_eager"] = o.enforce_eager;
   j["tensor_parallel"] = o.tp;
   j["pipeline_parallel"] = o.pp;
   j["fits"] = c.fits;
