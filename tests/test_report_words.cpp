@@ -120,6 +120,24 @@ TEST_CASE("capacity: each pool's context is its own classes', and no longer than
   CHECK(cap["max_concurrent_at_mean_context"] == cap["kv_blocks"].get<int64_t>() / 256);
 }
 
+TEST_CASE("utilization of a shared device: a lone replica is measured against the whole device") {
+  // one replica on a device time-sliced 1, 2 or 4 ways runs the same steps at the device's full
+  // speed: the same fractions, to rounding (with a k-th of the device per replica they were 2 and 4 times as
+  // much, bandwidth 206% at 4)
+  std::vector<Json> u;
+  for (const char* ts : {"time_slicing=1", "time_slicing=2", "time_slicing=4"})
+    u.push_back(test::run(load_scenario_file(FLEETSIM_SOURCE_DIR "/scenarios/time-slicing.yaml",
+                                             {ts, "fleet.replicas=1", "engine.gpu_memory_utilization=0.3",
+                                              "engine.perf_model=roofline", "duration_s=900"}))
+                    .report["utilization"]);
+  for (const char* k : {"compute_fraction", "bandwidth_fraction", "memory_occupancy"}) {
+    CAPTURE(k);
+    CHECK(u[0][k].get<double>() <= 1.0);
+    CHECK(u[1][k].get<double>() == doctest::Approx(u[0][k].get<double>()).epsilon(1e-5).scale(0));
+    CHECK(u[2][k].get<double>() == doctest::Approx(u[0][k].get<double>()).epsilon(1e-5).scale(0));
+  }
+}
+
 TEST_CASE("table: a request that costs millionths of a dollar shows two significant digits, not $0.00000") {
   const test::Result r = test::run(
       load_scenario_file(FLEETSIM_SOURCE_DIR "/scenarios/rag-embedding.yaml", {"duration_s=300", "warmup_s=0"}));

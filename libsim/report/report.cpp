@@ -353,17 +353,27 @@ Json run_report(const Scenario& s, const Tally& t) {
   pool_tally_clear(pools);
   double peak_flops_s = 0, peak_bytes_s = 0, kv_cap_s = 0, fixed_s = 0, kv_bytes_s = 0, mem_s = 0;
   const Ledger ledger = make_ledger(s, t);
+  // the place-seconds a pool's figures divide by: its replicas', or on devices shared k ways (time
+  // slicing, MPS) every place of a device in use, held or not, so that a lone replica running at the
+  // device's full speed is measured against the whole device, not a k-th of it; each place is a k-th
+  // of the device's peaks (PoolParams) and of its memory
+  auto place_s = [](const PoolSpec& P, const PoolTally& pt) {
+    return P.shared_by() > 1 ? pt.replica_s + pt.share_gap_s : pt.replica_s;
+  };
+  auto place_memory_bytes = [](const PoolSpec& P, const PoolParams& pp) {
+    return pp.device_memory_bytes / double(P.shared_by());
+  };
   for (size_t i = 0; i < s.pools.size(); ++i) {
     const PoolSpec& P = s.pools[i];
     const PoolParams pp = P.params();
     const PoolTally& pt = t.pools[i];
     pool_tally_merge(pools, pt);
-    peak_flops_s += pt.replica_s * pp.peak_flops_per_s;
-    peak_bytes_s += pt.replica_s * pp.peak_bytes_per_s;
+    peak_flops_s += place_s(P, pt) * pp.peak_flops_per_s;
+    peak_bytes_s += place_s(P, pt) * pp.peak_bytes_per_s;
     kv_cap_s += pt.replica_s * double(P.capacity.kv_blocks);
     fixed_s += pt.replica_s * pp.fixed_memory_bytes;
     kv_bytes_s += pt.kv_block_s * P.capacity.block_bytes_per_token() * P.kv_block_tokens;
-    mem_s += pt.replica_s * pp.device_memory_bytes;
+    mem_s += place_s(P, pt) * place_memory_bytes(P, pp);
   }
 
   // the host CPU stage, where a pool has one: every such pool and its classes together
@@ -531,10 +541,10 @@ Json run_report(const Scenario& s, const Tally& t) {
       one["fleet"] = fleet_json(pt, window);
       slowdown_json(one["fleet"], pt, P.cpu_fallback(), P.thermal());
       one["utilization"] =
-          utilization_json(pt, pt.replica_s * pp.peak_flops_per_s, pt.replica_s * pp.peak_bytes_per_s,
+          utilization_json(pt, place_s(P, pt) * pp.peak_flops_per_s, place_s(P, pt) * pp.peak_bytes_per_s,
                            pt.replica_s * double(P.capacity.kv_blocks), pt.replica_s * pp.fixed_memory_bytes,
                            pt.kv_block_s * P.capacity.block_bytes_per_token() * P.kv_block_tokens,
-                           pt.replica_s * pp.device_memory_bytes);
+                           place_s(P, pt) * place_memory_bytes(P, pp));
       one["cost"] = cost_json(ledger.pools[i].cost);
       one["capacity"] = capacity_json(P.capacity, mean_context(i), P.kv_block_tokens);
       if (P.host.cores > 0) {
