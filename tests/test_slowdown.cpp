@@ -343,3 +343,18 @@ TEST_CASE("slowdown knobs: located errors for values out of range and unknown ke
   whole.push_back("partition=7g.80gb");
   CHECK(test::error_of(base, whole) == "(no error)");
 }
+
+TEST_CASE("a replica fallen back to the CPU holds none of its shared device's memory: no out-of-memory there") {
+  // two engines time-sliced on one H100, each at 0.9 of it; one has fallen back to the host, so the
+  // device holds one engine (0.9 of it) and cannot run out. Counted on the device, the CPU
+  // replica's KV and weights crashed the GPU replica four times in 900 s
+  const std::vector<std::string> sets = {
+      "fleet.router=round_robin", "fleet.faults={cpu_fallback: {share: 0.5, slowdown: 50, at_s: 0}}", "duration_s=900"};
+  const test::Result r = test::run(shipped("time-slicing", sets));
+  CHECK(r.report["fleet"]["crashes"].get<double>() == 0);
+  CHECK(r.report["fleet"]["cpu_fallback"]["replica_hours"].get<double>() > 0);
+  CHECK(r.all->completed > 0);
+  // both on the device: the shipped scenario's crashes, for contrast
+  const test::Result both = test::run(shipped("time-slicing", {"duration_s=900"}));
+  CHECK(both.report["fleet"]["crashes"].get<double>() > 0);
+}
