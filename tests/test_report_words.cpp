@@ -138,6 +138,22 @@ TEST_CASE("utilization of a shared device: a lone replica is measured against th
   }
 }
 
+TEST_CASE("table: a closed loop of a set number of requests says so, and prints no identity it breaks") {
+  const test::Result r =
+      test::run(load_scenario_file(FLEETSIM_SOURCE_DIR "/scenarios/closed-loop-benchmark.yaml",
+                                   {"workload.arrival.requests=3000", "duration_s=120", "warmup_s=0"}));
+  CHECK(r.report["scenario"]["requests"] == 3000);
+  const std::string t = format_run_table(r.report);
+  CHECK(t.find("64 closed-loop clients (think time fixed(0), 3000 requests in all)") != std::string::npos);
+  CHECK(t.find("(a benchmark of 3000 requests: its clients stop when they are sent, so these need not add up)") !=
+        std::string::npos);
+  CHECK(t.find("clients     64 = ") == std::string::npos);
+  // without the cap, the identity stands
+  const test::Result open = test::run(load_scenario_file(FLEETSIM_SOURCE_DIR "/scenarios/closed-loop-benchmark.yaml",
+                                                         {"duration_s=120", "warmup_s=0"}));
+  CHECK(format_run_table(open.report).find("clients     64 = ") != std::string::npos);
+}
+
 TEST_CASE("table: a request that costs millionths of a dollar shows two significant digits, not $0.00000") {
   const test::Result r = test::run(
       load_scenario_file(FLEETSIM_SOURCE_DIR "/scenarios/rag-embedding.yaml", {"duration_s=300", "warmup_s=0"}));

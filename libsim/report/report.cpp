@@ -328,6 +328,7 @@ Json run_report(const Scenario& s, const Tally& t) {
   if (C0.arrival == ArrivalKind::burst) sc["requests"] = C0.clients;
   if (C0.arrival == ArrivalKind::concurrency) {
     sc["clients"] = C0.clients;
+    if (C0.max_requests > 0) sc["requests"] = C0.max_requests;  // a benchmark of so many requests
     sc["think_time_s"] = C0.think.describe;
     if (C0.sessions) sc["turns"] = C0.turns.describe;
   }

@@ -352,9 +352,11 @@ std::string run_table(const Json& r) {
   }
   std::string arrivals;
   if (sc.contains("clients"))
-    arrivals = fmt::format("{} closed-loop clients (think time {}{})", sc["clients"].get<int64_t>(),
-                           sc["think_time_s"].get<std::string>(),
-                           sc.contains("turns") ? ", sessions of " + sc["turns"].get<std::string>() + " turns" : "");
+    arrivals = fmt::format(
+        "{} closed-loop clients (think time {}{}{})", sc["clients"].get<int64_t>(),
+        sc["think_time_s"].get<std::string>(),
+        sc.contains("turns") ? ", sessions of " + sc["turns"].get<std::string>() + " turns" : "",
+        sc.contains("requests") ? fmt::format(", {} requests in all", sc["requests"].get<int64_t>()) : std::string());
   else if (sc.contains("requests"))
     arrivals = fmt::format("a burst of {} requests", sc["requests"].get<int64_t>());
   else
@@ -448,8 +450,16 @@ std::string run_table(const Json& r) {
         num(th["goodput_per_s"]), pct(rq["good_fraction"]));
   if (r.contains("closed_loop")) {
     const Json& cl = r["closed_loop"];
-    o += fmt::format("clients     {} = {} in system + {} thinking   X (R + Z) = {}\n", num(cl["clients"]),
-                     num(cl["mean_in_system"], 2), num(cl["mean_thinking"], 2), num(cl["response_time_law"], 2));
+    // a benchmark of a set number of requests ends its clients' loop: the identities need not hold
+    if (sc.contains("clients") && sc.contains("requests"))
+      o += fmt::format(
+          "clients     {}, {} in system + {} thinking on average; X (R + Z) = {} (a benchmark of {} requests: its "
+          "clients stop when they are sent, so these need not add up)\n",
+          num(cl["clients"]), num(cl["mean_in_system"], 2), num(cl["mean_thinking"], 2),
+          num(cl["response_time_law"], 2), num(sc["requests"]));
+    else
+      o += fmt::format("clients     {} = {} in system + {} thinking   X (R + Z) = {}\n", num(cl["clients"]),
+                       num(cl["mean_in_system"], 2), num(cl["mean_thinking"], 2), num(cl["response_time_law"], 2));
     if (cl.contains("sessions")) {
       const Json& se = cl["sessions"];
       o += fmt::format("sessions    {} completed  {} turns each  {} s per session  {} s per turn\n",
