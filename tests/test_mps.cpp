@@ -426,3 +426,17 @@ TEST_CASE("a shared device is paid while any replica is on it: a scale-down leav
     CHECK(gap_over(21.0, 31.0) == doctest::Approx(10.0 * (4 - 1)));  // one device
   }
 }
+
+TEST_CASE("a device shared five ways by a pool of two replicas needs room for two, not five") {
+  // five 8B engines' weights, runtimes and activations (81.4 GiB) pass an H100; two do not
+  const std::string path = std::string(FLEETSIM_SOURCE_DIR) + "/scenarios/time-slicing.yaml";
+  CHECK_NOTHROW(load_scenario_file(path, {"time_slicing=5", "fleet.replicas=2"}));
+  CHECK(test::input_error([&] {
+          load_scenario_file(path, {"time_slicing=5", "fleet.replicas=5"});
+        }).find("5 time-sliced replicas of llama-3.1-8b need 81.4 GiB") != std::string::npos);
+  // an autoscaled pool: its maximum
+  CHECK(test::input_error([&] {
+          load_scenario_file(path, {"time_slicing=5",
+                                    "fleet.autoscale={min_replicas: 1, max_replicas: 5, signal: inflight, target: 8}"});
+        }).find("5 time-sliced replicas") != std::string::npos);
+}

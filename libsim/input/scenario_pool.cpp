@@ -584,13 +584,15 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
   size_pool_memory(P, mi);
   if (P.capacity.fits) finish_engine_settings(P);
   if (!P.capacity.fits) refuse_not_fitting(node, P, mi);
+  // (a device holds at most as many of them as the pool can have)
   if (P.time_slicing > 1)
     check_shared_device(
-        node, P, "time_slicing", P.time_slicing, "time slicing",
+        node, P, "time_slicing", std::min(P.time_slicing, std::max(1, P.max_replicas)), "time slicing",
         fmt::format("time-sliced replicas of {} need", P.model.name),
         P.cuda_context_gib > 0 ? "runtimes, CUDA contexts and activations" : "runtimes and activations");
   if (P.mps_clients > 1)
-    check_shared_device(node, P, "mps", P.mps_clients, "MPS", fmt::format("MPS clients of {} need", P.model.name),
+    check_shared_device(node, P, "mps", std::min(P.mps_clients, std::max(1, P.max_replicas)), "MPS",
+                        fmt::format("MPS clients of {} need", P.model.name),
                         "runtimes, activations and the server's CUDA context");
   finish_ownership(node, P);
   return P;
