@@ -313,3 +313,11 @@ TEST_CASE("capacity answers say every input that moved them") {
   CHECK(mx["enforce_eager"] == true);
   CHECK(plain["enforce_eager"] == false);
 }
+
+TEST_CASE("too many LoRA adapters to fit: the error says to load fewer, not to batch fewer tokens") {
+  const std::string path = std::string(FLEETSIM_SOURCE_DIR) + "/scenarios/lora-consolidated.yaml";
+  const std::string e = test::input_error([&] { load_scenario_file(path, {"engine.lora_adapters=10000"}); });
+  CHECK(e.find("does not fit on h100-sxm-80gb") != std::string::npos);
+  CHECK(e.find("try fewer engine.lora_adapters (10000 take 781.2 GiB per device of the runtime)") != std::string::npos);
+  CHECK(e.find("fewer max_batched_tokens") == std::string::npos);
+}

@@ -58,8 +58,10 @@ void check_status(const Tally& t, const std::string& source) {
     throw InputError(where,
                      "the simulation stopped after " + std::to_string(t.events) +
                          " events, its budget for this scenario: an overloaded fleet whose queue keeps growing "
-                         "(lower queue_limit or the arrival rate, or add replicas), or step times too short to "
-                         "advance time (check the engine's step costs)",
+                         "(lower queue_limit or the arrival rate, or add replicas), step times too short to "
+                         "advance time (check the engine's step costs), or closed-loop users answered without the "
+                         "device almost every time (a response_cache hit_rate near 1 with no think time), who send "
+                         "faster than simulated time moves",
                      ErrorKind::inconsistent);
   if (t.status == 0 && t.unfinished != 0)
     throw InputError(where,

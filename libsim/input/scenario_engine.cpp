@@ -246,7 +246,12 @@ void refuse_not_fitting(const N& node, const PoolSpec& P, const MemoryInputs& mi
       << engine_fraction_key(P.engine_kind) << " " << fmt::format("{:g}", P.gpu_memory_utilization) << "); ";
   if (tp_fits > P.tp)
     o << "it fits at engine.tensor_parallel: " << tp_fits << " (" << tp_fits * P.pp << " devices per replica), or ";
-  o << "try a larger device, a smaller weight_dtype, or fewer max_batched_tokens";
+  // LoRA adapters are held beside the weights (their memory is in the runtime above)
+  if (mi.adapter_gib > 0)
+    o << "try fewer engine.lora_adapters (" << P.lora_adapters << " take " << mi.adapter_gib
+      << " GiB per device of the runtime), a larger device, or a smaller weight_dtype";
+  else
+    o << "try a larger device, a smaller weight_dtype, or fewer max_batched_tokens";
   // (a draft heavier than its target was refused before: engine.speculative)
   const N at = node.at("model");
   throw InputError(at.where(), at.path + ": " + o.str(), ErrorKind::does_not_fit);
