@@ -193,90 +193,95 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Overr
   const N wl = root.has("workload") ? root.at("workload") : N{YAML::Node(YAML::NodeType::Map), "workload", &src};
   wl.allow_keys({"arrival", "prompt_tokens", "output_tokens", "checkpointed", "max_retries", "prefix", "response_cache",
                  "goodput"});
-  if (root.has("classes")) {
-    const N classes = root.at("classes");
-    classes.require_map();
-    if (classes.node.size() == 0) classes.fail("no classes (expected e.g. classes: {chat: {pool: interactive}})");
-    if (classes.node.size() > size_t(kMaxClasses))
-      classes.fail("at most " + std::to_string(kMaxClasses) + " request classes");
-    for (auto it = classes.node.begin(); it != classes.node.end(); ++it) {
-      const std::string name = path_name(classes, it->first, "class");
-      const N en{it->second, "classes." + name, &src};
-      en.allow_keys({"pool", "team", "priority", "arrival", "prompt_tokens", "output_tokens", "checkpointed",
-                     "max_retries", "prefix", "response_cache", "goodput"});
-      int pool = 0;
-      if (en.has("pool")) {
-        std::vector<std::string> names;
-        for (const auto& P : s.pools) names.push_back(P.name);
-        pool = -1;
-        const std::string pn = en.at("pool").str();
-        for (size_t i = 0; i < names.size(); ++i)
-          if (names[i] == pn) pool = int(i);
-        if (pool < 0) {
-          const std::string sug = did_you_mean(pn, names);
-          en.at("pool").fail("unknown pool '" + pn + "'" + (sug.empty() ? "" : " (did you mean '" + sug + "'?)"));
+  // (read again once trace_end has its length: start_s and the response-cache loop check against it)
+  bool length_known = !to_trace_end;
+  auto read_classes = [&] {
+    if (root.has("classes")) {
+      const N classes = root.at("classes");
+      classes.require_map();
+      if (classes.node.size() == 0) classes.fail("no classes (expected e.g. classes: {chat: {pool: interactive}})");
+      if (classes.node.size() > size_t(kMaxClasses))
+        classes.fail("at most " + std::to_string(kMaxClasses) + " request classes");
+      for (auto it = classes.node.begin(); it != classes.node.end(); ++it) {
+        const std::string name = path_name(classes, it->first, "class");
+        const N en{it->second, "classes." + name, &src};
+        en.allow_keys({"pool", "team", "priority", "arrival", "prompt_tokens", "output_tokens", "checkpointed",
+                       "max_retries", "prefix", "response_cache", "goodput"});
+        int pool = 0;
+        if (en.has("pool")) {
+          std::vector<std::string> names;
+          for (const auto& P : s.pools) names.push_back(P.name);
+          pool = -1;
+          const std::string pn = en.at("pool").str();
+          for (size_t i = 0; i < names.size(); ++i)
+            if (names[i] == pn) pool = int(i);
+          if (pool < 0) {
+            const std::string sug = did_you_mean(pn, names);
+            en.at("pool").fail("unknown pool '" + pn + "'" + (sug.empty() ? "" : " (did you mean '" + sug + "'?)"));
+          }
+        } else if (s.pools.size() > 1) {
+          en.fail("missing required key 'pool' (which pool serves this class?)");
         }
-      } else if (s.pools.size() > 1) {
-        en.fail("missing required key 'pool' (which pool serves this class?)");
+        // a trace brings its own lengths: the workload's are the other classes' default, not its
+        const YAML::Node arrival = en.has("arrival")   ? en.at("arrival").node
+                                   : wl.has("arrival") ? wl.at("arrival").node
+                                                       : YAML::Node();
+        const bool trace = arrival.IsMap() && arrival["process"] && arrival["process"].IsScalar() &&
+                           arrival["process"].Scalar() == "trace";
+        YAML::Node merged(YAML::NodeType::Map);
+        for (const char* k : {"arrival", "prompt_tokens", "output_tokens"}) {
+          if (en.has(k))
+            merged[k] = it->second[k];
+          else if (wl.has(k) && !(trace && std::string(k) != "arrival"))
+            merged[k] = wl.node[k];
+        }
+        RequestClassSpec C = build_class(N{merged, "classes." + name, &src}, s.pools[size_t(pool)], s.duration_s, src);
+        C.name = name;
+        C.pool = pool;
+        C.team = en.has("team") ? en.at("team").name() : name;
+        if (C.team.find('.') != std::string::npos)
+          en.at("team").fail("a team name cannot hold '.' ('" + C.team +
+                             "'): it separates the parts of a path such as teams.NAME in the report; use '-' or '_'");
+        if (en.has("priority")) C.priority = int(en.at("priority").integer(-1000, 1000));
+        const N* ck = en.has("checkpointed") ? &en : wl.has("checkpointed") ? &wl : nullptr;
+        if (ck) C.checkpointed = ck->at("checkpointed").boolean();
+        const N* mr = en.has("max_retries") ? &en : wl.has("max_retries") ? &wl : nullptr;
+        if (mr) C.max_retries = int(mr->at("max_retries").integer(0, 1000));
+        parse_caching(wl, C, s.pools[size_t(pool)]);
+        parse_caching(en, C, s.pools[size_t(pool)]);
+        if (length_known) check_response_cache_loop(en.has("response_cache") ? en : wl, C, s.duration_s);
+        parse_goodput(wl, C);
+        parse_goodput(en, C);
+        s.classes.push_back(std::move(C));
       }
-      // a trace brings its own lengths: the workload's are the other classes' default, not its
-      const YAML::Node arrival = en.has("arrival")   ? en.at("arrival").node
-                                 : wl.has("arrival") ? wl.at("arrival").node
-                                                     : YAML::Node();
-      const bool trace = arrival.IsMap() && arrival["process"] && arrival["process"].IsScalar() &&
-                         arrival["process"].Scalar() == "trace";
-      YAML::Node merged(YAML::NodeType::Map);
-      for (const char* k : {"arrival", "prompt_tokens", "output_tokens"}) {
-        if (en.has(k))
-          merged[k] = it->second[k];
-        else if (wl.has(k) && !(trace && std::string(k) != "arrival"))
-          merged[k] = wl.node[k];
+      s.multi = true;
+    } else {
+      // one workload: the pool it arrives at is the only one, or the only one no other hands its
+      // prompts to (a prefill pool before its decode pool)
+      int front = 0, fronts = 0;
+      for (size_t i = 0; i < s.pools.size(); ++i) {
+        bool fed = false;
+        for (const auto& o : s.pools) fed = fed || o.decode_pool == int(i);
+        if (!fed) front = int(i), ++fronts;
       }
-      RequestClassSpec C = build_class(N{merged, "classes." + name, &src}, s.pools[size_t(pool)], s.duration_s, src);
-      C.name = name;
-      C.pool = pool;
-      C.team = en.has("team") ? en.at("team").name() : name;
-      if (C.team.find('.') != std::string::npos)
-        en.at("team").fail("a team name cannot hold '.' ('" + C.team +
-                           "'): it separates the parts of a path such as teams.NAME in the report; use '-' or '_'");
-      if (en.has("priority")) C.priority = int(en.at("priority").integer(-1000, 1000));
-      const N* ck = en.has("checkpointed") ? &en : wl.has("checkpointed") ? &wl : nullptr;
-      if (ck) C.checkpointed = ck->at("checkpointed").boolean();
-      const N* mr = en.has("max_retries") ? &en : wl.has("max_retries") ? &wl : nullptr;
-      if (mr) C.max_retries = int(mr->at("max_retries").integer(0, 1000));
-      parse_caching(wl, C, s.pools[size_t(pool)]);
-      parse_caching(en, C, s.pools[size_t(pool)]);
-      check_response_cache_loop(en.has("response_cache") ? en : wl, C, s.duration_s);
+      if (fronts != 1)
+        root.at("pools").fail(fmt::format("{} pools and one workload: say which pool serves it in classes: (classes: "
+                                          "{{NAME: {{pool: POOL, arrival: ...}}}}, in place of workload:)",
+                                          s.pools.size()),
+                              ErrorKind::inconsistent);
+      RequestClassSpec C = build_class(root.req("workload"), s.pools[size_t(front)], s.duration_s, src);
+      C.pool = front;
+      C.name = "default";
+      C.team = "default";
+      if (wl.has("checkpointed")) C.checkpointed = wl.at("checkpointed").boolean();
+      if (wl.has("max_retries")) C.max_retries = int(wl.at("max_retries").integer(0, 1000));
+      parse_caching(wl, C, s.pools[size_t(front)]);
+      if (length_known) check_response_cache_loop(wl, C, s.duration_s);
       parse_goodput(wl, C);
-      parse_goodput(en, C);
       s.classes.push_back(std::move(C));
     }
-    s.multi = true;
-  } else {
-    // one workload: the pool it arrives at is the only one, or the only one no other hands its
-    // prompts to (a prefill pool before its decode pool)
-    int front = 0, fronts = 0;
-    for (size_t i = 0; i < s.pools.size(); ++i) {
-      bool fed = false;
-      for (const auto& o : s.pools) fed = fed || o.decode_pool == int(i);
-      if (!fed) front = int(i), ++fronts;
-    }
-    if (fronts != 1)
-      root.at("pools").fail(fmt::format("{} pools and one workload: say which pool serves it in classes: (classes: "
-                                        "{{NAME: {{pool: POOL, arrival: ...}}}}, in place of workload:)",
-                                        s.pools.size()),
-                            ErrorKind::inconsistent);
-    RequestClassSpec C = build_class(root.req("workload"), s.pools[size_t(front)], s.duration_s, src);
-    C.pool = front;
-    C.name = "default";
-    C.team = "default";
-    if (wl.has("checkpointed")) C.checkpointed = wl.at("checkpointed").boolean();
-    if (wl.has("max_retries")) C.max_retries = int(wl.at("max_retries").integer(0, 1000));
-    parse_caching(wl, C, s.pools[size_t(front)]);
-    check_response_cache_loop(wl, C, s.duration_s);
-    parse_goodput(wl, C);
-    s.classes.push_back(std::move(C));
-  }
+  };
+  read_classes();
   check_prefix_caches(root, s);
   if (to_trace_end) {
     double last = -1.0;
@@ -302,6 +307,10 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Overr
                            "{:g} s of warmup_s to measure over; give duration_s in seconds",
                            last, kMinWindowS, s.warmup_s),
                ErrorKind::inconsistent);
+    // every class again against the run's length (they were read against the longest run allowed)
+    s.classes.clear();
+    length_known = true;
+    read_classes();
     for (auto& C : s.classes) C.stop_s = std::min(C.stop_s, s.duration_s);
   }
   // the workspace must stay reasonable (it is per simulation, and sweeps run thousands)
