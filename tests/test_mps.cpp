@@ -75,7 +75,8 @@ TEST_CASE("MPS memory: one CUDA context per device instead of one per replica, a
   CHECK(st["mode"] == "time_slicing");
   CHECK(sm["oversubscribed"] == false);
   // MPS clients that cannot all fit are refused up front, like time-sliced replicas
-  CHECK(test::error_of(four_clients("mps: 4"), {"model=qwen2.5-7b", "mps=6", "engine.gpu_memory_utilization=0.9"})
+  CHECK(test::error_of(four_clients("mps: 4"),
+                       {"model=qwen2.5-7b", "mps=6", "fleet.replicas=6", "engine.gpu_memory_utilization=0.9"})
             .find("6 MPS clients") != std::string::npos);
 }
 

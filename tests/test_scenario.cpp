@@ -426,3 +426,27 @@ TEST_CASE("a sweep section whose anchor the scenario uses after it is not cut fr
       "workload: {arrival: {process: poisson, rate_per_s: 1}, prompt_tokens: 100, output_tokens: *s}\n";
   CHECK(error_of(y) == "(no error)");
 }
+
+TEST_CASE("trace_end: every class is checked against the run's length, not the longest run allowed") {
+  // the trace's last request at 30 s: a class starting at 1,000 s would send nothing; a closed loop
+  // answered by the response cache sends 400 a second for 30 s, not for the 30 days read before
+  const std::string trace = test::write_temp("te_end.csv",
+                                             "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n"
+                                             "100,ChatGPT,472,18,490,Conversation log\n"
+                                             "130,ChatGPT,20,5,25,API log\n");
+  const std::string base =
+      "duration_s: trace_end\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\nfleet: {replicas: 1}\n"
+      "classes:\n  replay: {arrival: {process: trace, path: " +
+      trace + "}}\n";
+  CHECK(test::error_of(base + "  extra: {arrival: {process: poisson, rate_per_s: 1, start_s: 1000}, "
+                              "prompt_tokens: 10, output_tokens: 10}\n")
+            .find(":7:63: error: classes.extra.arrival.start_s: value 1000 is out of range (expected start_s in "
+                  "[0, 30])") != std::string::npos);
+  const Scenario s = test::scenario(base +
+                                    "  faq: {arrival: {process: concurrency, clients: 400, think_time_s: 1}, "
+                                    "response_cache: {hit_rate: 1, latency_s: 0}, prompt_tokens: 100, "
+                                    "output_tokens: 10}\n");
+  CHECK(s.duration_s == doctest::Approx(30.0));
+  REQUIRE(s.classes.size() == 2);
+  CHECK(s.classes[1].stop_s <= s.duration_s);
+}

@@ -584,7 +584,6 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
   size_pool_memory(P, mi);
   if (P.capacity.fits) finish_engine_settings(P);
   if (!P.capacity.fits) refuse_not_fitting(node, P, mi);
-  // (a device holds at most as many of them as the pool can have)
   if (P.time_slicing > 1)
     check_shared_device(
         node, P, "time_slicing", std::min(P.time_slicing, std::max(1, P.max_replicas)), "time slicing",
