@@ -320,4 +320,10 @@ TEST_CASE("too many LoRA adapters to fit: the error says to load fewer, not to b
   CHECK(e.find("does not fit on h100-sxm-80gb") != std::string::npos);
   CHECK(e.find("try fewer engine.lora_adapters (10000 take 781.2 GiB per device of the runtime)") != std::string::npos);
   CHECK(e.find("fewer max_batched_tokens") == std::string::npos);
+  // one adapter's 0.4 GiB beside a 70B model's 131 GiB: the adapters are not the trouble
+  const std::string big = test::input_error([&] {
+    load_scenario_file(path, {"model=llama-3.1-70b", "engine.lora_adapters=1"});
+  });
+  CHECK(big.find("lora_adapters") == std::string::npos);
+  CHECK(big.find("try a larger device") != std::string::npos);
 }

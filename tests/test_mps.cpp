@@ -435,6 +435,12 @@ TEST_CASE("a device shared five ways by a pool of two replicas needs room for tw
   CHECK(test::input_error([&] {
           load_scenario_file(path, {"time_slicing=5", "fleet.replicas=5"});
         }).find("5 time-sliced replicas of llama-3.1-8b need 81.4 GiB") != std::string::npos);
+  CHECK(test::input_error([&] {
+          load_scenario_file(path, {"time_slicing=8", "fleet.replicas=5"});
+        })
+            .find("5 time-sliced replicas of llama-3.1-8b need 81.4 GiB for their weights, runtimes and activations "
+                  "alone; h100-sxm-80gb has 79.2 (the pool's most replicas on one device's 8 places)") !=
+        std::string::npos);
   // an autoscaled pool: its maximum
   CHECK(test::input_error([&] {
           load_scenario_file(path, {"time_slicing=5",

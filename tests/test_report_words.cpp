@@ -130,9 +130,16 @@ TEST_CASE("utilization of a shared device: a lone replica is measured against th
                                              {ts, "fleet.replicas=1", "engine.gpu_memory_utilization=0.3",
                                               "engine.perf_model=roofline", "duration_s=900"}))
                     .report["utilization"]);
+  // and whatever a commitment pays for: the places of a device in use are its places
+  u.push_back(test::run(load_scenario_file(
+                            FLEETSIM_SOURCE_DIR "/scenarios/time-slicing.yaml",
+                            {"time_slicing=4", "fleet.replicas=1", "engine.gpu_memory_utilization=0.3",
+                             "engine.perf_model=roofline", "duration_s=900", "fleet.pricing.committed_replicas=3"}))
+                  .report["utilization"]);
   for (const char* k : {"compute_fraction", "bandwidth_fraction", "memory_occupancy"}) {
     CAPTURE(k);
     CHECK(u[0][k].get<double>() <= 1.0);
+    CHECK(u[3][k].get<double>() == doctest::Approx(u[2][k].get<double>()).epsilon(1e-9).scale(0));
     CHECK(u[1][k].get<double>() == doctest::Approx(u[0][k].get<double>()).epsilon(1e-5).scale(0));
     CHECK(u[2][k].get<double>() == doctest::Approx(u[0][k].get<double>()).epsilon(1e-5).scale(0));
   }

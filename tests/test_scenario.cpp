@@ -447,6 +447,7 @@ TEST_CASE("trace_end: every class is checked against the run's length, not the l
                                     "response_cache: {hit_rate: 1, latency_s: 0}, prompt_tokens: 100, "
                                     "output_tokens: 10}\n");
   CHECK(s.duration_s == doctest::Approx(30.0));
+  CHECK(s.inputs.size() == 1);  // read twice, listed once (a sweep's fingerprint hashes each)
   REQUIRE(s.classes.size() == 2);
   CHECK(s.classes[1].stop_s <= s.duration_s);
 }

@@ -195,6 +195,7 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Overr
                  "goodput"});
   // (read again once trace_end has its length: start_s and the response-cache loop check against it)
   bool length_known = !to_trace_end;
+  const size_t files_before = src.files_read.size();  // the classes' files, listed once
   auto read_classes = [&] {
     if (root.has("classes")) {
       const N classes = root.at("classes");
@@ -309,6 +310,7 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Overr
                ErrorKind::inconsistent);
     // every class again against the run's length (they were read against the longest run allowed)
     s.classes.clear();
+    src.files_read.resize(files_before);
     length_known = true;
     read_classes();
     for (auto& C : s.classes) C.stop_s = std::min(C.stop_s, s.duration_s);

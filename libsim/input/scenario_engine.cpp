@@ -246,10 +246,11 @@ void refuse_not_fitting(const N& node, const PoolSpec& P, const MemoryInputs& mi
       << engine_fraction_key(P.engine_kind) << " " << fmt::format("{:g}", P.gpu_memory_utilization) << "); ";
   if (tp_fits > P.tp)
     o << "it fits at engine.tensor_parallel: " << tp_fits << " (" << tp_fits * P.pp << " devices per replica), or ";
-  // LoRA adapters are held beside the weights (their memory is in the runtime above)
-  if (mi.adapter_gib > 0)
-    o << "try fewer engine.lora_adapters (" << P.lora_adapters << " take " << mi.adapter_gib
-      << " GiB per device of the runtime), a larger device, or a smaller weight_dtype";
+  // LoRA adapters are held beside the weights (their memory is in the runtime above): named where
+  // loading none would make it fit
+  if (mi.adapter_gib > 0 && P.capacity.needed_gib - mi.adapter_gib <= P.capacity.usable_gib)
+    o << "try fewer engine.lora_adapters (" << P.lora_adapters << (P.lora_adapters == 1 ? " takes " : " take ")
+      << mi.adapter_gib << " GiB per device of the runtime), a larger device, or a smaller weight_dtype";
   else
     o << "try a larger device, a smaller weight_dtype, or fewer max_batched_tokens";
   // (a draft heavier than its target was refused before: engine.speculative)

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <sstream>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -20,19 +19,21 @@ namespace fleetsim::detail {
 
 namespace {
 
-// Replicas sharing one device (time slicing, MPS) each hold their own weights, runtime and
-// activations beside the device's CUDA contexts: refuse n of them that cannot all fit.
+// Replicas sharing one device of n places (time slicing, MPS) each hold their own weights, runtime
+// and activations beside its CUDA contexts: refuse as many as it can hold at once if they cannot fit.
 void check_shared_device(const N& node, const PoolSpec& P, const char* key, int n, const char* mechanism,
                          const std::string& who, const char* what) {
   if (P.batching != Batching::continuous)
     node.at(key).fail(std::string(mechanism) + " is modelled for continuous batching", ErrorKind::inconsistent);
   const double fixed = P.capacity.weights_gib + P.capacity.runtime_overhead_gib + P.capacity.activation_gib;
-  const double need = fixed * n + P.device_context_gib();
+  const int held = std::min(n, std::max(1, P.max_replicas));
+  const double need = fixed * held + P.device_context_gib();
+  const std::string fewer = fmt::format(" (the pool's most replicas on one device's {} places)", n);
   if (need > P.capacity.device_gib)
     throw InputError(node.at(key).where(),
                      node.at(key).path + ": " +
-                         fmt::format("{} {} {:.1f} GiB for their weights, {} alone; {} has {:.1f}", n, who, need, what,
-                                     P.device.name, P.capacity.device_gib),
+                         fmt::format("{} {} {:.1f} GiB for their weights, {} alone; {} has {:.1f}{}", held, who, need,
+                                     what, P.device.name, P.capacity.device_gib, held < n ? fewer : ""),
                      ErrorKind::does_not_fit);
 }
 
@@ -586,12 +587,11 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
   if (!P.capacity.fits) refuse_not_fitting(node, P, mi);
   if (P.time_slicing > 1)
     check_shared_device(
-        node, P, "time_slicing", std::min(P.time_slicing, std::max(1, P.max_replicas)), "time slicing",
+        node, P, "time_slicing", P.time_slicing, "time slicing",
         fmt::format("time-sliced replicas of {} need", P.model.name),
         P.cuda_context_gib > 0 ? "runtimes, CUDA contexts and activations" : "runtimes and activations");
   if (P.mps_clients > 1)
-    check_shared_device(node, P, "mps", std::min(P.mps_clients, std::max(1, P.max_replicas)), "MPS",
-                        fmt::format("MPS clients of {} need", P.model.name),
+    check_shared_device(node, P, "mps", P.mps_clients, "MPS", fmt::format("MPS clients of {} need", P.model.name),
                         "runtimes, activations and the server's CUDA context");
   finish_ownership(node, P);
   return P;

@@ -358,8 +358,10 @@ Json run_report(const Scenario& s, const Tally& t) {
   // slicing, MPS) every place of a device in use, held or not, so that a lone replica running at the
   // device's full speed is measured against the whole device, not a k-th of it; each place is a k-th
   // of the device's peaks (PoolParams) and of its memory
+  // (the places of devices in use: held ones, the gap no commitment pays, and committed places
+  // not held, which the gap leaves out; exact unless the commitment is larger than the places in use)
   auto place_s = [](const PoolSpec& P, const PoolTally& pt) {
-    return P.shared_by() > 1 ? pt.replica_s + pt.share_gap_s : pt.replica_s;
+    return P.shared_by() > 1 ? pt.replica_s + pt.share_gap_s + pt.committed_unused_s : pt.replica_s;
   };
   auto place_memory_bytes = [](const PoolSpec& P, const PoolParams& pp) {
     return pp.device_memory_bytes / double(P.shared_by());
@@ -403,12 +405,15 @@ Json run_report(const Scenario& s, const Tally& t) {
   r["utilization"] = utilization_json(pools, peak_flops_s, peak_bytes_s, kv_cap_s, fixed_s, kv_bytes_s, mem_s);
   r["cost"] = cost_json(ledger.total);
 
-  // a request's mean context on pool pi: of the first class it serves (the first class where it
-  // serves none: a decode pool); a session's prompt carries the conversation so far, so its mean is
-  // measured, not the new turn's; at most the model's context, to which a request's output is cut
+  // a request's mean context on pool pi: of the first class it serves (a decode pool: the first
+  // class its prefill pool serves; else the first class); a session's prompt carries the
+  // conversation so far, so its mean is measured, not the new turn's; at most the model's context,
+  // to which a request's output is cut
   auto mean_context = [&](size_t pi) {
     size_t c = 0;
     while (c < s.classes.size() && size_t(s.classes[c].pool) != pi) ++c;
+    if (c == s.classes.size())
+      for (c = 0; c < s.classes.size() && s.pools[size_t(s.classes[c].pool)].decode_pool != int(pi);) ++c;
     if (c == s.classes.size()) c = 0;
     const RequestClassSpec& C = s.classes[c];
     const ClassTally& T = t.classes[c];
