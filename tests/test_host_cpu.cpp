@@ -9,6 +9,7 @@
 #include <string>
 
 #include "helpers.hpp"
+#include "libsim/input/profile.hpp"
 
 using namespace fleetsim;
 
@@ -288,6 +289,36 @@ TEST_CASE("the shipped cpu-bound-tokenizer scenario: one tokenizer thread leaves
   const double p99_one = r.report["classes"]["pairs-one-thread"]["latency_s"]["ttft"]["p99"].get<double>();
   const double p99_eight = r.report["classes"]["pairs-eight-cores"]["latency_s"]["ttft"]["p99"].get<double>();
   CHECK(p99_one > 5 * p99_eight);
+}
+
+TEST_CASE("engine.host: a host stage that tokenizes takes the place of the step model's per-token client time") {
+  const std::string base =
+      "duration_s: 60\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\nfleet: {replicas: 1}\n"
+      "workload: {arrival: {process: poisson, rate_per_s: 1}, prompt_tokens: 100, output_tokens: 10}\n";
+  const double per_in = physics_profile().c.client_s_per_input_token, fixed = physics_profile().c.client_ttft_s;
+  REQUIRE(per_in > 0);
+  const PoolSpec none = test::scenario(base).pools[0];
+  CHECK(none.client_s_per_input_token == per_in);
+  CHECK(none.client_ttft_s == fixed);
+  // the host's tokenizer is the API server's: its per-token time goes; the HTTP time stays
+  const PoolSpec tok = test::scenario(base + "engine: {host: {cores: 1, tokenize_s_per_token: 1.0e-5}}\n").pools[0];
+  CHECK(tok.client_s_per_input_token == 0.0);
+  CHECK(tok.client_ttft_s == fixed);
+  // a stage doing only per-request work tokenizes nothing: the per-token time stays
+  const PoolSpec req =
+      test::scenario(base + "engine: {host: {cores: 1, tokenize_s_per_token: 0, per_request_s: 0.001}}\n").pools[0];
+  CHECK(req.client_s_per_input_token == per_in);
+  // a key the scenario gives is kept
+  const PoolSpec given =
+      test::scenario(base +
+                     "engine: {client_s_per_input_token: 2.0e-6, host: {cores: 1, tokenize_s_per_token: 1.0e-5}}\n")
+          .pools[0];
+  CHECK(given.client_s_per_input_token == 2.0e-6);
+  const PoolSpec detok = test::scenario(base +
+                                        "engine: {client_s_per_output_token: 3.0e-6, host: {cores: 1, "
+                                        "tokenize_s_per_token: 1.0e-5, detokenize_s_per_token: 1.0e-6}}\n")
+                             .pools[0];
+  CHECK(detok.client_s_per_output_token == 3.0e-6);
 }
 
 TEST_CASE("engine.host: the cores and the tokenizer's speed are required; a stage with no work is an error") {

@@ -8,6 +8,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <tuple>
 
 #include "input/scenario_internal.hpp"
 
@@ -163,6 +164,25 @@ void read_engine_settings(const N& eng, PoolSpec& P) {
     P.kv_block_tokens = int(n->integer(1, 1024));
   else
     P.kv_block_tokens = d.block;
+}
+
+// What the client measures beyond the engine (docs/model.md, "What the client measures"): the
+// scenario's keys, else the step profile's. Read after engine.host.
+void read_client_time(const N& eng, PoolSpec& P) {
+  if (eng.has("client_ttft_s"))
+    P.client_ttft_s = eng.at("client_ttft_s").num_in(0, 60);
+  else if (P.profile)
+    P.client_ttft_s = P.profile->c.client_ttft_s;
+  // a host stage that tokenizes (detokenizes) is where that time goes: the profile's per-token
+  // client time for it would count it twice (a key given here is the scenario's own)
+  const bool host_tok = P.host.cores > 0 && P.host.tokenize_s_per_token > 0;
+  const bool host_detok = P.host.cores > 0 && P.host.detokenize_s_per_token > 0;
+  for (auto [key, field, from] : {std::tuple{"client_s_per_input_token", &P.client_s_per_input_token,
+                                             P.profile && !host_tok ? P.profile->c.client_s_per_input_token : 0.0},
+                                  std::tuple{"client_s_per_output_token", &P.client_s_per_output_token,
+                                             P.profile && !host_detok ? P.profile->c.client_s_per_output_token : 0.0}})
+    *field = eng.has(key) ? eng.at(key).num_in(0, 1) : from;
+  P.engine_side = eng.has("latency_at") && eng.at("latency_at").choice({"client", "engine"}) == "engine";
 }
 
 bool derives_running_requests(const PoolSpec& P) {

@@ -382,16 +382,7 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
             "mfu, mbu and step_overhead_s belong to perf_model: roofline, not to a calibrated profile "
             "(add perf_model: roofline)",
             ErrorKind::inconsistent);
-  if (eng.has("client_ttft_s"))
-    P.client_ttft_s = eng.at("client_ttft_s").num_in(0, 60);
-  else if (P.profile)
-    P.client_ttft_s = P.profile->c.client_ttft_s;
-  for (auto [key, field, from] : {std::tuple{"client_s_per_input_token", &P.client_s_per_input_token,
-                                             P.profile ? P.profile->c.client_s_per_input_token : 0.0},
-                                  std::tuple{"client_s_per_output_token", &P.client_s_per_output_token,
-                                             P.profile ? P.profile->c.client_s_per_output_token : 0.0}})
-    *field = eng.has(key) ? eng.at(key).num_in(0, 1) : from;
-  P.engine_side = eng.has("latency_at") && eng.at("latency_at").choice({"client", "engine"}) == "engine";
+  read_client_time(eng, P);
   if (P.perf_model == PerfKind::calibrated) {
     for (const char* k : {"step_base_s", "per_prefill_token_s", "per_decode_seq_s", "per_context_token_s"})
       if (eng.has(k)) eng.at(k).fail(std::string(k) + " belongs to perf_model: linear", ErrorKind::inconsistent);
