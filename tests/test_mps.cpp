@@ -56,8 +56,10 @@ TEST_CASE("MPS memory: one CUDA context per device instead of one per replica, a
   CHECK(c.kv_blocks == ts.pools[0].capacity.kv_blocks);
   CHECK(c.kv_blocks == 26246);  // (79.22 x 0.2 - 2.310 weights - 0.485 runtime - 0.234 activations) GiB / 0.5 MiB
   // the device holds four contexts under time slicing, the server's one under MPS
-  CHECK(ts.params().pools[0].device_context_bytes == doctest::Approx(2.0 * 1073741824.0));
-  CHECK(mps.params().pools[0].device_context_bytes == doctest::Approx(0.5 * 1073741824.0));
+  CHECK(ts.params().pools[0].tenant_context_bytes == doctest::Approx(0.5 * 1073741824.0));
+  CHECK(ts.params().pools[0].server_context_bytes == 0.0);
+  CHECK(mps.params().pools[0].server_context_bytes == doctest::Approx(0.5 * 1073741824.0));
+  CHECK(mps.params().pools[0].tenant_context_bytes == 0.0);
   // the KV each of the four can hold when all hold the same and the device is full:
   // (79.22 - contexts) / 4 - (2.3097 + 0.4847 + 0.234)
   const Json sm = test::run(mps).report["capacity"]["sharing"];
@@ -262,6 +264,42 @@ TEST_CASE("MPS shared fate: a fault takes down exactly the clients of its device
   CHECK(r.report["fleet"]["neighbour_failures"].get<double>() == t.neighbour_failures);
   // a device fails at mtbf, and all four go together
   CHECK(flaky.params().pools[0].interruptions_per_s == doctest::Approx(1.0 / (0.05 * 3600)));
+}
+
+TEST_CASE("MPS shared fate spares a client fallen back to the host CPU: it is on no server") {
+  // eight clients, two devices of four, share 0.5: slots 1, 3, 5 and 7 run on the host CPU
+  test::Started f(test::scenario(four_clients("mps: 4"), {"fleet.replicas=8", "fleet.faults.cpu_fallback.share=0.5"}));
+  Sim& s = f.s;
+  for (int r = 0; r < 8; ++r) REQUIRE(s.rep[r].fb_slot == (r % 2 == 1));
+  replica_fail(s, 4, 1.0, false, kNone);  // a crash of the server's client 4 takes client 6, not 5 or 7
+  for (int r = 0; r < 8; ++r) CHECK(s.rep[r].state == (r == 4 || r == 6 ? kStarting : kReady));
+  CHECK(f.tally->pools[0].neighbour_failures == 1.0);
+  replica_fail(s, 1, 2.0, false, kNone);  // a crash on the host CPU is its own
+  for (int r = 0; r < 4; ++r) CHECK(s.rep[r].state == (r == 1 ? kStarting : kReady));
+  CHECK(f.tally->pools[0].neighbour_failures == 1.0);
+  replica_fail(s, 2, 3.0, true, kNone);  // a lost node takes its CPU's processes too
+  for (int r = 0; r < 4; ++r) CHECK(s.rep[r].state == kStarting);
+  CHECK(f.tally->pools[0].neighbour_failures == 4.0);  // 0, 1 and 3: a lost node restarts 1 too
+}
+
+TEST_CASE("time slicing: a place nobody holds holds no CUDA context") {
+  // one replica on a device time-sliced four ways, 10 GiB a context, its engine at 0.8 of the
+  // device: with its own context it never exceeds 10 + 0.8 x 79.22 = 73.4 GiB and cannot run the
+  // device out of memory; counting the three empty places' contexts too (40 GiB) it did, 3 times
+  const std::string one =
+      "duration_s: 120\nwarmup_s: 0\ndevice: h100-sxm-80gb\nmodel: llama-3.2-1b\ntime_slicing: 4\n"
+      "engine: {gpu_memory_utilization: 0.8, cuda_context_gib: 10, max_num_seqs: 256, max_batched_tokens: 16384}\n"
+      "fleet: {replicas: 1}\n"
+      "workload: {arrival: {process: burst, requests: 256}, prompt_tokens: 6000, output_tokens: 500}\n";
+  const auto r = test::run(test::scenario(one));
+  REQUIRE(r.drained);
+  CHECK(r.tally->pools[0].crashes == 0.0);
+  CHECK(r.all->completed == 256);
+  // the capacity report still plans for every place held
+  CHECK(r.report["capacity"]["sharing"]["device_context_gib"] == 40.0);
+  // four replicas fill its places and hold four contexts: the same KV demand now runs it out
+  const auto four = test::run(test::scenario(one, {"fleet.replicas=4", "workload.arrival.requests=1024"}));
+  CHECK(four.tally->pools[0].crashes > 0.0);
 }
 
 TEST_CASE(

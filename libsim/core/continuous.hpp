@@ -158,16 +158,15 @@ FLEETSIM_HD inline void cont_start_step(Sim& s, int32_t r, double t) {
   double device_free = kInf, slowdown = 1.0;
   const double block_bytes = P.work.kv_bytes_per_token * double(R.bs);
   const int32_t shared = shared_per_device(P);
-  // a replica fallen back to the host CPU found no device: it holds none of the device's memory and
-  // takes no turn on it
-  auto fallen_back = [&](const Replica& X) { return X.fb_slot && P.fallback_share > 0.0 && t >= P.fallback_at_s; };
-  if (shared > 1 && !fallen_back(R)) {
+  if (shared > 1 && !fallen_back(P, R, t)) {
     int32_t d0 = 0, d1 = 0;
     device_of(s, r, &d0, &d1);
-    double used = P.device_context_bytes;
+    // a place nobody holds has no process and no context in it
+    double used = P.server_context_bytes;
     for (int32_t k = d0; k < d1; ++k) {
-      if (s.rep[k].state == kOff || fallen_back(s.rep[k])) continue;
-      used += P.fixed_memory_bytes + double(P.kv_total_blocks - s.rep[k].free_blocks) * block_bytes;
+      if (s.rep[k].state == kOff || fallen_back(P, s.rep[k], t)) continue;
+      used += P.tenant_context_bytes + P.fixed_memory_bytes +
+              double(P.kv_total_blocks - s.rep[k].free_blocks) * block_bytes;
       if (P.time_slicing > 1 && k != r && s.rep[k].busy && !s.rep[k].run_cpu) slowdown += 1.0;
     }
     device_free = P.device_memory_bytes - used;

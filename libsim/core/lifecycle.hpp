@@ -362,15 +362,18 @@ FLEETSIM_HD inline double replica_fail_one(Sim& s, int32_t r, double t, bool new
 // replica on it -- time-sliced, MPS clients, MIG slices -- and they restart the same way, at
 // once. MPS clients also share a crash: a fatal fault in one is a fault of every client of its
 // server (time-sliced processes and MIG slices keep theirs apart). A client still starting is not
-// on the server yet: a crash leaves it to finish its own start (a lost device does not).
+// on the server yet: a crash leaves it to finish its own start (a lost device does not); nor is a
+// client fallen back to the host CPU, whose crash is its own and whom a crash does not reach.
 FLEETSIM_HD inline void replica_fail(Sim& s, int32_t r, double t, bool new_node, int32_t culprit, bool owned) {
   const PoolParams& P = pool_of(s, r);
+  const bool off_server = !new_node && fallen_back(P, s.rep[r], t);
   const double wait = replica_fail_one(s, r, t, new_node, culprit, -1.0, true, owned);
-  if (P.device_tenants <= 1 || (!new_node && P.mps_clients <= 1)) return;
+  if (P.device_tenants <= 1 || (!new_node && P.mps_clients <= 1) || off_server) return;
   int32_t d0 = 0, d1 = 0;
   tenants_of(s, r, &d0, &d1);
   for (int32_t o = d0; o < d1; ++o) {
     if (o == r || s.rep[o].state == kOff || (!new_node && s.rep[o].state == kStarting)) continue;
+    if (!new_node && fallen_back(P, s.rep[o], t)) continue;
     s.tally->pools[s.rep[o].pool].neighbour_failures += in_window(s, t);
     replica_fail_one(s, o, t, new_node, kNone, wait, false, owned);
   }

@@ -284,18 +284,18 @@ struct PoolParams {
   int32_t handoff_window_tokens;      // sliding-window layers send their last this many tokens' KV
   double handoff_window_s_per_token;  // at this time a token
   double handoff_window_bytes_per_token;
-  int32_t time_slicing;     // replicas per device taking turns (1: a device each); memory not isolated
-  int32_t mps_clients;      // MPS: replicas per device whose kernels run concurrently under one server (1: none)
-  int32_t device_tenants;   // replicas on one device (time slicing, MPS, MIG slices; else 1): all lost with it
-  double mps_thread_share;  // MPS: each client's cap on the device's SMs (active thread percentage / 100)
-  double
-      device_context_bytes;  // a shared device's CUDA context storage: one per time-sliced replica, one per MPS server
-  double interruptions_per_s;  // per provisioned replica: spot reclaims plus hardware failures
-  double spot_per_s;           // of those, the spot reclaims, which committed replicas do not have
-  int32_t committed_replicas;  // reserved capacity, paid whether used or not
-  double repair_s;             // owned devices: a failed one is back after this long (0: replaced at once)
-  int32_t spares;              // owned devices on the shelf to swap in meanwhile (<= kMaxSpares)
-  int32_t owned_replicas;      // owned pools: replicas on owned devices; those beyond are rented on demand
+  int32_t time_slicing;         // replicas per device taking turns (1: a device each); memory not isolated
+  int32_t mps_clients;          // MPS: replicas per device whose kernels run concurrently under one server (1: none)
+  int32_t device_tenants;       // replicas on one device (time slicing, MPS, MIG slices; else 1): all lost with it
+  double mps_thread_share;      // MPS: each client's cap on the device's SMs (active thread percentage / 100)
+  double server_context_bytes;  // a shared device's CUDA context storage held by its MPS server, however many clients
+  double tenant_context_bytes;  // and by each time-sliced replica on it (its own process's context)
+  double interruptions_per_s;   // per provisioned replica: spot reclaims plus hardware failures
+  double spot_per_s;            // of those, the spot reclaims, which committed replicas do not have
+  int32_t committed_replicas;   // reserved capacity, paid whether used or not
+  double repair_s;              // owned devices: a failed one is back after this long (0: replaced at once)
+  int32_t spares;               // owned devices on the shelf to swap in meanwhile (<= kMaxSpares)
+  int32_t owned_replicas;       // owned pools: replicas on owned devices; those beyond are rented on demand
   // nodes (rented, billing: node, autoscaled; accounting.hpp, "nodes"): replicas are placed on
   // whole nodes, a node is paid for while it is up, and the cluster removes an empty one later
   int32_t replicas_per_node;  // 0: nodes are not tracked in the core

@@ -32,6 +32,12 @@ FLEETSIM_HD inline void set_run_flags(Sim& s, int32_t r, int32_t cpu, int32_t ho
   R.run_hot = hot;
 }
 
+// A fallback slot after the image update: its server found no device and runs on the host CPU,
+// holding none of the device's memory, taking no turn on it, on no MPS server.
+FLEETSIM_HD FLEETSIM_FORCEINLINE bool fallen_back(const PoolParams& P, const Replica& R, double t) {
+  return R.fb_slot && P.fallback_share > 0.0 && t >= P.fallback_at_s;
+}
+
 // The step-time factor of the run busy replica r starts at t: a fallen-back server's slowdown (its
 // device idles), else the throttled clock's while the temperature proxy is above the threshold,
 // else exactly 1.

@@ -269,7 +269,8 @@ PoolParams PoolSpec::params() const {
   p.time_slicing = time_slicing;
   p.mps_clients = mps_clients;
   p.mps_thread_share = sm;
-  p.device_context_bytes = device_context_gib() * kGiB;
+  p.server_context_bytes = mps_clients > 1 && time_slicing <= 1 ? cuda_context_gib * kGiB : 0.0;
+  p.tenant_context_bytes = time_slicing > 1 ? cuda_context_gib * kGiB : 0.0;
   // a reclaim takes the instance a replica runs on; a hardware failure is any one of its devices'
   const double spot_rate = spot_interruptions_per_hour / 3600.0,
                hw_rate = mtbf_hours > 0 ? double(devices()) / (mtbf_hours * 3600.0) : 0.0;
