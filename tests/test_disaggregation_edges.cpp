@@ -37,21 +37,53 @@ TEST_CASE("disaggregation: a request preempted on its decode replica computes it
 }
 
 TEST_CASE("disaggregation: a decode pool does not scale to zero while a prompt's KV is on its way to it") {
-  // 1,000 prompt tokens of 131,072 bytes at 2 MB/s: 65.5 s in flight
+  // 1,000 prompt tokens of 131,072 bytes at 2 MB/s: 65.5 s in flight (on a ttft signal, with no
+  // first token in the window yet, as on inflight)
+  for (const char* signal : {"inflight", "ttft"}) {
+    CAPTURE(signal);
+    const std::string yaml =
+        kHead +
+        "duration_s: 600\npools:\n  prefill:\n    fleet: {replicas: 1}\n"
+        "    disaggregation: {decode_pool: decode, gb_s: 0.002, latency_us: 0}\n"
+        "  decode:\n    fleet:\n      replicas: 1\n"
+        "      autoscale: {min_replicas: 0, max_replicas: 1, signal: " +
+        std::string(signal) +
+        ", target: 1, interval_s: 15, "
+        "scale_down_window_s: 0, cooldown_s: 0}\n"
+        "classes:\n  chat:\n    pool: prefill\n    arrival: {process: burst, requests: 1, start_s: 1}\n"
+        "    prompt_tokens: 1000\n    output_tokens: 11\n";
+    const auto r = test::run(test::scenario(yaml));
+    REQUIRE(r.tally->classes[0].completed == 1);
+    // prefill (10 ms + 0.1 s), the transfer, the decode replica's first step: no cold start between
+    const double ttft = 0.11 + 1000 * 131072 / 0.002e9 + 0.011;
+    CHECK(r.report["latency_s"]["ttft"]["max"].get<double>() == doctest::Approx(ttft).epsilon(0.01));
+  }
+}
+
+TEST_CASE("disaggregation: a decode pool at zero starts at the request's arrival, its cold start beside the prefill") {
+  // both pools at zero: the prefill replica's cold start, the prefill and the transfer outlast the
+  // decode replica's cold start, begun at arrival, so the request meets one cold start, as it would
+  // with the decode replica up all along (it met two, the decode pool starting when the KV came)
+  const std::string scaled =
+      "autoscale: {min_replicas: 0, max_replicas: 1, signal: inflight, target: 1, "
+      "interval_s: 15, scale_down_window_s: 0, cooldown_s: 0}";
   const std::string yaml =
-      kHead +
-      "duration_s: 600\npools:\n  prefill:\n    fleet: {replicas: 1}\n"
-      "    disaggregation: {decode_pool: decode, gb_s: 0.002, latency_us: 0}\n"
-      "  decode:\n    fleet:\n      replicas: 1\n"
-      "      autoscale: {min_replicas: 0, max_replicas: 1, signal: inflight, target: 1, interval_s: 15, "
-      "scale_down_window_s: 0, cooldown_s: 0}\n"
+      kHead + "duration_s: 1200\npools:\n  prefill:\n    fleet: {replicas: 0, " + scaled +
+      "}\n"
+      "    disaggregation: {decode_pool: decode, gb_s: 10, latency_us: 0}\n"
+      "  decode:\n    fleet: {replicas: 0, " +
+      scaled +
+      "}\n"
       "classes:\n  chat:\n    pool: prefill\n    arrival: {process: burst, requests: 1, start_s: 1}\n"
       "    prompt_tokens: 1000\n    output_tokens: 11\n";
-  const auto r = test::run(test::scenario(yaml));
-  REQUIRE(r.tally->classes[0].completed == 1);
-  // prefill (10 ms + 0.1 s), the transfer, the decode replica's first step: no cold start between
-  const double ttft = 0.11 + 1000 * 131072 / 0.002e9 + 0.011;
-  CHECK(r.report["latency_s"]["ttft"]["max"].get<double>() == doctest::Approx(ttft).epsilon(0.01));
+  const auto cold = test::run(test::scenario(yaml));
+  const auto warm =
+      test::run(test::scenario(yaml, {"pools.decode.fleet.replicas=1", "pools.decode.fleet.autoscale.min_replicas=1"}));
+  REQUIRE(cold.tally->classes[0].completed == 1);
+  REQUIRE(warm.tally->classes[0].completed == 1);
+  const double e2e = cold.report["latency_s"]["e2e"]["max"].get<double>();
+  CHECK(e2e > 10.0);  // a cold start
+  CHECK(e2e == doctest::Approx(warm.report["latency_s"]["e2e"]["max"].get<double>()).epsilon(1e-9));
 }
 
 TEST_CASE("disaggregation: one workload arrives at the pool no other hands its prompts to") {

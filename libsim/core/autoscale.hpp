@@ -72,6 +72,20 @@ FLEETSIM_HD inline double ttft_histogram_quantile(const int64_t* count, int64_t 
   return ttft_edge(kTtftBuckets - 2);
 }
 
+// Requests the prefill pools of decode pool pi hold (queued, in a batch, on their hosts): work
+// headed for pi.
+FLEETSIM_HD inline int64_t headed_for(const Sim& s, int32_t pi) {
+  int64_t n = 0;
+  for (int32_t k = 0; k < s.p->n_pools; ++k) {
+    if (!s.p->pools[k].disagg || s.p->pools[k].decode_pool != pi) continue;
+    const PoolState& ks = s.pool[k];
+    n += ks.host_jobs;
+    for (int32_t qi = ks.first_queue; qi < ks.first_queue + ks.n_queues; ++qi) n += s.q[qi].size;
+    for (int32_t r = ks.first_replica; r < ks.first_replica + ks.n_replicas; ++r) n += s.rep[r].n_running;
+  }
+  return n;
+}
+
 FLEETSIM_HD inline int32_t autoscale_desired(Sim& s, int32_t pi, double t, int32_t current) {
   const PoolParams& P = s.p->pools[pi];
   const AutoscaleParams& A = P.autoscale;
@@ -81,8 +95,8 @@ FLEETSIM_HD inline int32_t autoscale_desired(Sim& s, int32_t pi, double t, int32
   for (int32_t r = ps.first_replica; r < ps.first_replica + ps.n_replicas; ++r)
     running += P.batching == Batching::continuous ? s.rep[r].n_running : s.rep[r].batch_n;
   const double interval = max_of(t - ps.last_eval, 1e-9);
-  // work is waiting (or its KV on its way here): never ask for none
-  const int32_t floor = waiting + running + ps.host_jobs + int64_t(ps.in_transit) > 0 ? 1 : 0;
+  // work is waiting (or its KV on its way here, or its prompt in a prefill pool): never ask for none
+  const int32_t floor = waiting + running + ps.host_jobs + int64_t(ps.in_transit) > 0 || headed_for(s, pi) > 0 ? 1 : 0;
   double ratio = -1.0;  // metric / target, for the signals that scale the current count
   switch (A.signal) {
     case ScaleSignal::queue_depth:
@@ -109,7 +123,7 @@ FLEETSIM_HD inline int32_t autoscale_desired(Sim& s, int32_t pi, double t, int32
             count[b] += ps.ttft_count[k][b];
             n += ps.ttft_count[k][b];
           }
-      if (n == 0) return waiting + running + ps.host_jobs > 0 ? max_of(current, 1) : 0;
+      if (n == 0) return floor > 0 ? max_of(current, 1) : 0;
       ratio = ttft_histogram_quantile(count, n, A.ttft_quantile) / A.target;
       break;
     }
@@ -145,7 +159,9 @@ FLEETSIM_HD inline int32_t autoscale_desired(Sim& s, int32_t pi, double t, int32
       return max_of(floor, int32_t(min_of(1.0e6, dm::ceil(double(reporting) * r))));
     }
   }
-  // (ttft) a value target, as Kubernetes scales on an object metric: ceil(ratio x ready replicas)
+  // (ttft) a value target, as Kubernetes scales on an object metric: ceil(ratio x ready replicas),
+  // draining ones among them (getReadyPodsCount counts running, ready pods, terminating or not:
+  // kubernetes/kubernetes pkg/controller/podautoscaler/replica_calculator.go)
   if (current == 0) return ratio > 0.0 ? 1 : floor;
   if (ratio >= 1.0 - A.tolerance && ratio <= 1.0 + A.tolerance) return current;
   const int32_t ready = ps.n_ready + ps.n_draining;
