@@ -265,7 +265,7 @@ TEST_CASE("a draft model larger than its target is blamed; one that leaves no ro
 }
 
 TEST_CASE("LoRA adapters hold an A and B per projection: attention and MLP, every expert's in an MoE layer") {
-  // by hand: rank 16, bf16; a layer's q and o (hidden -> hidden), k and v (hidden -> kv heads x 128)
+  // by hand: rank 16, bf16; a layer's q and o (hidden -> heads x 128), k and v (hidden -> kv heads x 128)
   const double GiB = 1024.0 * 1024 * 1024;
   const std::string dense =
       "duration_s: 60\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\n"
@@ -274,7 +274,14 @@ TEST_CASE("LoRA adapters hold an A and B per projection: attention and MLP, ever
       "output_tokens: 10}\n";
   // Llama-3.1-8B: 32 layers, hidden 4096, 8 KV heads, MLP 14336
   const double llama = 16.0 * (2 * 8192 + 2 * (4096 + 1024) + 3 * (4096 + 14336)) * 32;
-  CHECK(test::scenario(dense).pools[0].lora_gib() == doctest::Approx(3 * llama * 2 / GiB).epsilon(1e-12));
+  CHECK(test::scenario(dense).pools[0].lora_gib_per_device() == doctest::Approx(3 * llama * 2 / GiB).epsilon(1e-12));
+  // Qwen3-32B: 64 heads of 128 are 8,192 wide against a hidden 5,120 (q and o were taken at 5,120)
+  const double qwen = 16.0 * (2 * (5120 + 8192) + 2 * (5120 + 1024) + 3 * (5120 + 25600)) * 64;
+  CHECK(test::scenario(dense, {"model=qwen3-32b"}).pools[0].lora_gib_per_device() ==
+        doctest::Approx(3 * qwen * 2 / GiB).epsilon(1e-12));
+  // sharded as the weights: over tensor-parallel ranks
+  CHECK(test::scenario(dense, {"model=qwen3-32b", "engine.tensor_parallel=2"}).pools[0].lora_gib_per_device() ==
+        doctest::Approx(3 * qwen * 2 / GiB / 2).epsilon(1e-12));
   // a mixture of experts: 2 dense layers with their MLP, 14 with 16 routed experts and a shared one
   const std::string moe =
       "duration_s: 60\ndevice: h100-sxm-80gb\nmodel: my-moe\nengine: {lora_adapters: 2, lora_rank: 16}\n"
@@ -286,12 +293,16 @@ TEST_CASE("LoRA adapters hold an A and B per projection: attention and MLP, ever
   const double attention = 2 * 4096 + 2 * (2048 + 512);
   const double params = 16.0 * ((attention + 3 * (2048 + 8192)) * 2 + (attention + 17 * 3 * (2048 + 1024)) * 14);
   const Scenario s = test::scenario(moe);
-  CHECK(s.pools[0].lora_gib() == doctest::Approx(2 * params * 2 / GiB).epsilon(1e-12));
+  CHECK(s.pools[0].lora_gib_per_device() == doctest::Approx(2 * params * 2 / GiB).epsilon(1e-12));
+  // data-parallel ranks split the routed experts, and their adapters, between them; each holds the rest
+  const double routed = 16.0 * 16 * 3 * (2048 + 1024) * 14;
+  CHECK(test::scenario(moe, {"engine.data_parallel=2", "fleet.replicas=2"}).pools[0].lora_gib_per_device() ==
+        doctest::Approx(2 * (params - routed / 2) * 2 / GiB).epsilon(1e-12));
   // the adapters come out of the KV cache
-  CHECK(
-      s.pools[0].capacity.kv_gib ==
-      doctest::Approx(test::scenario(moe, {"engine.lora_adapters=0"}).pools[0].capacity.kv_gib - s.pools[0].lora_gib())
-          .epsilon(1e-9));
+  CHECK(s.pools[0].capacity.kv_gib ==
+        doctest::Approx(test::scenario(moe, {"engine.lora_adapters=0"}).pools[0].capacity.kv_gib -
+                        s.pools[0].lora_gib_per_device())
+            .epsilon(1e-9));
 }
 
 TEST_CASE("capacity answers say every input that moved them") {
@@ -318,7 +329,8 @@ TEST_CASE("too many LoRA adapters to fit: the error says to load fewer, not to b
   const std::string path = std::string(FLEETSIM_SOURCE_DIR) + "/scenarios/lora-consolidated.yaml";
   const std::string e = test::input_error([&] { load_scenario_file(path, {"engine.lora_adapters=10000"}); });
   CHECK(e.find("does not fit on h100-sxm-80gb") != std::string::npos);
-  CHECK(e.find("try fewer engine.lora_adapters (10000 take 781.2 GiB per device of the runtime)") != std::string::npos);
+  CHECK(e.find("try fewer engine.lora_adapters or a smaller engine.lora_rank (10000 at rank 16 take 781.2 GiB per "
+               "device of the runtime)") != std::string::npos);
   CHECK(e.find("fewer max_batched_tokens") == std::string::npos);
   // one adapter's 0.4 GiB beside a 70B model's 131 GiB: the adapters are not the trouble
   const std::string big = test::input_error([&] {

@@ -310,7 +310,7 @@ TEST_CASE("four fine-tuned variants as LoRA adapters on one replica cost a quart
         separate.report["utilization"]["busy_fraction"].get<double>());
   // adapters cost memory and step time: slower per token, still interactive
   const Scenario s = shipped("lora-consolidated");
-  CHECK(s.pools[0].lora_gib() > 0.1);
+  CHECK(s.pools[0].lora_gib_per_device() > 0.1);
   CHECK(s.pools[0].capacity.kv_gib < shipped("lora-separate").pools[0].capacity.kv_gib);
   CHECK(merged.report["latency_s"]["tpot"]["p99"].get<double>() >
         separate.report["latency_s"]["tpot"]["p99"].get<double>());

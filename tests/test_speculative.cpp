@@ -115,6 +115,8 @@ TEST_CASE("speculative: the draft's weights and KV come out of the KV cache") {
   const Json cap = test::run(spec).report["capacity"];
   CHECK(cap["draft_kv_bytes_per_token"].get<double>() == doctest::Approx(16.0 * 8 * 64 * 2 * 2));
   CHECK(!test::run(plain).report["capacity"].contains("draft_kv_bytes_per_token"));
+  // and so does the table's capacity line, whose tokens x bytes add up to its GiB
+  CHECK(format_run_table(test::run(spec).report).find("(131072 + 32768 draft B/token)") != std::string::npos);
 }
 
 TEST_CASE("speculative: heads on the target's hidden states hold their layers and read its LM head") {
@@ -193,6 +195,11 @@ TEST_CASE("speculative: bad settings are located errors") {
   std::string moe = with("draft_layers: 1, tokens: 2, acceptance: 0.6");
   moe.replace(moe.find("llama-3.1-8b"), std::string("llama-3.1-8b").size(), "qwen3-30b-a3b");
   CHECK(error_of(moe).find("heads of a mixture-of-experts") != std::string::npos);
+  // a mixture-of-experts draft would be priced at every expert's weights: refused
+  std::string moe_draft = with("draft_model: qwen3-30b-a3b, tokens: 2, acceptance: 0.6");
+  moe_draft.replace(moe_draft.find("llama-3.1-8b"), std::string("llama-3.1-8b").size(), "qwen3-235b-a22b");
+  CHECK(error_of(moe_draft).find("a mixture-of-experts draft model (qwen3-30b-a3b: 30.5B parameters, 3.4B active) is "
+                                 "not modelled: name a dense draft_model") != std::string::npos);
 }
 
 TEST_CASE("speculative: the shipped scenario shows where speculation pays and where it stops") {

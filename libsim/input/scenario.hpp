@@ -137,7 +137,7 @@ struct PoolSpec {
   double spec_tokens_per_step = 1;
   int lora_adapters = 0, lora_rank = 16;  // fine-tuned variants served by one replica (consolidation)
   double lora_step_overhead = 0.15;
-  double lora_gib() const;
+  double lora_gib_per_device() const;  // resident adapters' memory on each device
   double spot_discount = 0, spot_interruptions_per_hour = 0, mtbf_hours = 0;
   // slowdowns (docs/model.md, "Slowdowns"): fleet.faults.cpu_fallback and fleet.thermal
   double fallback_share = 0, fallback_slowdown = 50, fallback_at_s = 0;

@@ -269,8 +269,9 @@ void refuse_not_fitting(const N& node, const PoolSpec& P, const MemoryInputs& mi
   // LoRA adapters are held beside the weights (their memory is in the runtime above): named where
   // loading none would make it fit
   if (mi.adapter_gib > 0 && P.capacity.needed_gib - mi.adapter_gib <= P.capacity.usable_gib)
-    o << "try fewer engine.lora_adapters (" << P.lora_adapters << (P.lora_adapters == 1 ? " takes " : " take ")
-      << mi.adapter_gib << " GiB per device of the runtime), a larger device, or a smaller weight_dtype";
+    o << "try fewer engine.lora_adapters or a smaller engine.lora_rank (" << P.lora_adapters << " at rank "
+      << P.lora_rank << (P.lora_adapters == 1 ? " takes " : " take ") << mi.adapter_gib
+      << " GiB per device of the runtime), a larger device, or a smaller weight_dtype";
   else
     o << "try a larger device, a smaller weight_dtype, or fewer max_batched_tokens";
   // (a draft heavier than its target was refused before: engine.speculative)

@@ -34,7 +34,7 @@ const std::vector<std::string>& engine_setting_keys();
 void read_engine_settings(const N& eng, PoolSpec& P);
 // Settings an engine derives from its sized KV cache (SGLang's running requests).
 void finish_engine_settings(PoolSpec& P);
-void read_client_time(const N& eng, PoolSpec& P);  // client_* and latency_at, after engine.host
+void read_client_time(const N& eng, PoolSpec& P);                    // client_* and latency_at, after engine.host
 bool derives_running_requests(const PoolSpec& P);                    // SGLang's max_running_requests, not given
 int derived_running_requests(const PoolSpec& P, const Capacity& c);  // what it derives from this KV pool
 // The pool's capacity sized as its engine sizes it (SGLang's running requests to a fixed point).

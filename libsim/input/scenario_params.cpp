@@ -15,21 +15,22 @@ double PoolSpec::device_context_gib() const {
   return time_slicing > 1 ? time_slicing * cuda_context_gib : mps_clients > 1 ? cuda_context_gib : 0.0;
 }
 
-double PoolSpec::lora_gib() const {
+double PoolSpec::lora_gib_per_device() const {
   if (lora_adapters == 0) return 0.0;
   // A and B matrices of rank r on q, k, v, o and the three MLP projections of every layer, bf16;
   // in a mixture-of-experts layer, on every expert's three (vLLM's FusedMoEWithLoRA holds an A and
-  // B per expert: vllm/lora/layers/fused_moe.py)
-  const double kv_dim = double(model.kv_heads) * model.head_dim;
-  const double attention = 2.0 * (model.hidden + model.hidden) + 2.0 * (model.hidden + kv_dim);
+  // B per expert: vllm/lora/layers/fused_moe.py). Sharded as the weights are: over tp x pp, and a
+  // routed expert's over the data-parallel ranks too, which split the experts among them.
+  const double kv_dim = double(model.kv_heads) * model.head_dim, q_dim = double(model.heads) * model.head_dim;
+  const double attention = 2.0 * (model.hidden + q_dim) + 2.0 * (model.hidden + kv_dim);
   const double mlp = 3.0 * (double(model.hidden) + model.intermediate);
-  const double per_layer = double(lora_rank) * (attention + mlp);
-  if (!model.moe()) return double(lora_adapters) * per_layer * model.layers * 2.0 / kGiB;
-  const double experts =
-      double(model.experts + model.shared_experts) * 3.0 * (model.hidden + model.expert_intermediate);
+  const double r = double(lora_rank), bytes = double(lora_adapters) * 2.0 / kGiB / double(devices());
+  if (!model.moe()) return r * (attention + mlp) * model.layers * bytes;
+  const double expert = 3.0 * (double(model.hidden) + model.expert_intermediate);
   const double moe = model.moe_layers(), dense = model.layers - moe;
-  const double params = per_layer * dense + double(lora_rank) * (attention + experts) * moe;
-  return double(lora_adapters) * params * 2.0 / kGiB;
+  const double replicated = r * (attention + mlp) * dense + r * (attention + model.shared_experts * expert) * moe;
+  const double routed = r * double(model.experts) * expert * moe;
+  return (replicated + routed / double(dp)) * bytes;
 }
 
 // Work of one tensor-parallel rank (summed over the pipeline stages), the collectives of a

@@ -558,7 +558,7 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
   mi.gpu_memory_utilization = P.gpu_memory_utilization;
   // resident adapters take memory too (sharded like the weights)
   mi.runtime_overhead_gib = P.runtime_overhead_gib;
-  mi.adapter_gib = P.devices() > 1 ? P.lora_gib() / P.devices() : P.lora_gib();
+  mi.adapter_gib = P.lora_gib_per_device();
   mi.enforce_eager = P.enforce_eager;
   mi.activation_gib = P.activation_gib;
   mi.max_batched_tokens = P.max_batched_tokens;

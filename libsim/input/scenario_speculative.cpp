@@ -97,6 +97,13 @@ void parse_speculative(const N& eng, const std::vector<ModelSpec>& models, PoolS
       dn.fail("a draft model must generate with the target's vocabulary (" + std::to_string(P.model.vocab) +
                   " tokens); " + d->name + " has " + std::to_string(d->vocab),
               ErrorKind::inconsistent);
+    // a draft's step reads and computes every weight it has: the routing of a mixture of experts is
+    // the target's alone (moe.hpp), so such a draft would be priced at all its experts
+    if (d->moe())
+      dn.fail(fmt::format("a mixture-of-experts draft model ({}: {:.1f}B parameters, {:.1f}B active) is not modelled: "
+                          "name a dense draft_model",
+                          d->name, d->params_b, d->active_params() / 1e9),
+              ErrorKind::inconsistent);
     // a draft pays only for being cheaper per token than the target it drafts for
     if (d->active_params() >= P.model.active_params())
       dn.fail(fmt::format("a draft must be smaller than its target: {} computes {:.1f}B parameters a token, the "

@@ -516,10 +516,15 @@ std::string run_table(const Json& r) {
   }
   o += ledger_table(r);
   const Json& cap = r["capacity"];
+  // a draft model's KV is held beside the target's, token for token: both are in the block
+  const std::string per_token =
+      cap.contains("draft_kv_bytes_per_token")
+          ? num(cap["kv_bytes_per_token"], 0) + " + " + num(cap["draft_kv_bytes_per_token"], 0) + " draft"
+          : num(cap["kv_bytes_per_token"], 0);
   o += fmt::format(
       "capacity    weights {:.1f} GiB  KV {:.1f} GiB = {} tokens ({} B/token)  fits {} requests at {} tokens\n",
-      cap["weights_gib"].get<double>(), cap["kv_gib"].get<double>(), num(cap["kv_capacity_tokens"]),
-      num(cap["kv_bytes_per_token"], 0), num(cap["max_concurrent_at_mean_context"]), num(cap["mean_context_tokens"]));
+      cap["weights_gib"].get<double>(), cap["kv_gib"].get<double>(), num(cap["kv_capacity_tokens"]), per_token,
+      num(cap["max_concurrent_at_mean_context"]), num(cap["mean_context_tokens"]));
   return o;
 }
 }  // namespace
