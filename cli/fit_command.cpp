@@ -55,8 +55,10 @@ void check_args(const FitArgs& a) {
     throw InputError(Location{}, "--output " + a.output +
                                      ": expected a file name with .yaml or .yml, which is how engine.perf_profile "
                                      "tells a profile file from a shipped profile's name");
-  if (engine_named(a.engine).empty())
-    throw InputError(Location{}, "--engine " + a.engine + ": expected vllm, sglang or trtllm (TensorRT-LLM)");
+  if (engine_named(a.engine.substr(0, a.engine.find(' '))).empty())
+    throw InputError(Location{}, "--engine " + a.engine +
+                                     ": expected vllm, sglang or trtllm (TensorRT-LLM), with its version after a "
+                                     "space if you know it (\"vllm 0.15.1\")");
 }
 
 bool has_measurement(const BenchPoint& p) {
@@ -70,7 +72,13 @@ bool has_measurement(const BenchPoint& p) {
 int run_fit(const FitArgs& a, const std::function<void(const std::string&)>& emit) {
   check_args(a);
   PerfProfile prof;
-  prof.engine = engine_named(a.engine);
+  // --engine "vllm 0.15.1": the engine, and the version its results do not say (vLLM schedules
+  // ahead from 0.14: a profile of runs whose version is unknown is of runs that do not)
+  const size_t sp = a.engine.find(' ');
+  const std::string engine = engine_named(a.engine.substr(0, sp)),
+                    engine_version =
+                        sp == std::string::npos ? "" : a.engine.substr(a.engine.find_first_not_of(' ', sp));
+  prof.engine = engine;
   prof.method = a.steps ? "non-negative least squares on step timings (fleetsim fit --steps)"
                 : a.global
                     ? "Levenberg-Marquardt over simulated benchmark runs, every device at once (fleetsim fit --global)"
@@ -159,7 +167,8 @@ int run_fit(const FitArgs& a, const std::function<void(const std::string&)>& emi
     defaults.device_id = a.device;
     defaults.model_id = a.model;
     defaults.tp = a.tp;
-    defaults.engine = engine_named(a.engine);
+    defaults.engine = engine;
+    defaults.engine_version = engine_version;
     defaults.weight_dtype = "";
     std::vector<BenchPoint> points;
     for (const auto& f : a.inputs) {
@@ -191,12 +200,7 @@ int run_fit(const FitArgs& a, const std::function<void(const std::string&)>& emi
     // the same benchmark twice would weigh double, and could sit on both sides of a fold
     std::map<std::string, std::string> seen;
     for (const BenchPoint* p : ok) {
-      std::string key = fmt::format(
-          "{}|{}|{}|{}|{}|{}|{:.17g}|{:.17g}|{}|{:.17g}|{}|{}|{}|{}|{}|{}|{:.17g}|{}|{}|{}|{}|{:.17g}|{}|{}", p->engine,
-          p->engine_version, p->model, p->device, p->tp, p->pp, p->isl, p->osl, p->concurrency, p->rate_per_s,
-          p->poisson, p->num_prompts, p->weight_dtype, p->expert_weight_dtype, p->max_num_seqs, p->max_batched_tokens,
-          p->gpu_memory_utilization, p->warm_prompts, p->distinct_prompts, p->prompt_groups, p->system_prompt_tokens,
-          p->network_gb_s, p->stages.size(), p->req_prompt.size());
+      std::string key = benchmark_key(*p);
       for (double v : p->measured) key += fmt::format("|{:.17g}", v);
       if (const auto [it, fresh] = seen.emplace(key, p->where); !fresh)
         throw InputError(Location{p->where, 0, 0, ""}, "the same benchmark as " + it->second +
@@ -214,6 +218,8 @@ int run_fit(const FitArgs& a, const std::function<void(const std::string&)>& emi
                                        " (fit each engine on its own)");
     if (one_engine)
       prof.engine = ok[0]->engine + (one_version && !ok[0]->engine_version.empty() ? " " + ok[0]->engine_version : "");
+    else
+      prof.engine = "several";  // a global fit across engines: it applies to none of them as measured
     // a global fit says what it carries to a device or model it did not see: it needs one to leave out
     if (a.global) {
       std::set<std::string> devices, models;

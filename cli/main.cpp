@@ -476,7 +476,8 @@ int main(int argc, char** argv) {
       ->excludes("--steps");
   ft->add_option(
       "--engine", o.fit.engine,
-      "the serving engine measured, for results that do not say (the profile records the engine of its runs)");
+      "the serving engine measured, for results that do not say, and its version if known (\"vllm 0.15.1\"; the "
+      "profile records the engine of its runs)");
   ft->add_option("--name", o.fit.name, "the profile's name (default DEVICE/MODEL/tpN)");
   ft->add_option("-o,--output", o.fit.output, "write the profile to FILE (default: standard output)");
   ft->add_option("--folds", o.fit.folds,

@@ -193,7 +193,8 @@ std::vector<BenchPoint> read_csv(const std::string& path, const std::string& tex
       p.engine = engine_named(e);
       if (p.engine.empty()) csv.fail("column engine: expected vllm, sglang or trtllm (TensorRT-LLM), not '" + e + "'");
     }
-    p.engine_version = csv.get("engine_version");
+    // a row's own version, else --engine's where the row ran on that engine
+    if (!csv.get("engine_version").empty() || p.engine != defaults.engine) p.engine_version = csv.get("engine_version");
     if (!csv.get("model").empty()) p.model_id = csv.get("model");
     if (!csv.get("device").empty()) p.device_id = csv.get("device");
     p.tp = int(csv.integer("tp", 1, 64, p.tp));
@@ -417,7 +418,12 @@ std::vector<BenchPoint> read_guidellm_json(const std::string& path, const nlohma
     const nlohmann::json args = b.value("args", nlohmann::json::object());
     const nlohmann::json prof =
         args.contains("strategy") ? args["strategy"] : args.value("profile", nlohmann::json::object());
-    object(prof, at + ".args." + (args.contains("strategy") ? "strategy" : "profile"));
+    const std::string prof_at = at + ".args." + (args.contains("strategy") ? "strategy" : "profile");
+    object(prof, prof_at);
+    for (const char* key : {"type_", "strategy"})
+      if (prof.contains(key) && !prof[key].is_string())
+        throw FieldError{prof_at + "." + key,
+                         prof_at + "." + key + ": expected a strategy's name (a string), not " + prof[key].dump()};
     const std::string kind = prof.value("type_", prof.value("strategy", std::string()));
     if (prof.contains("streams") && prof["streams"].is_number())
       p.concurrency =
@@ -437,6 +443,18 @@ std::vector<BenchPoint> read_guidellm_json(const std::string& path, const nlohma
 }
 
 }  // namespace
+
+std::string benchmark_key(const BenchPoint& p) {
+  std::ostringstream k;
+  k.precision(17);
+  k << p.engine << '|' << p.engine_version << '|' << p.model << '|' << p.device << '|' << p.tp << '|' << p.pp << '|'
+    << p.isl << '|' << p.osl << '|' << p.concurrency << '|' << p.rate_per_s << '|' << p.poisson << '|' << p.num_prompts
+    << '|' << p.weight_dtype << '|' << p.expert_weight_dtype << '|' << p.max_num_seqs << '|' << p.max_batched_tokens
+    << '|' << p.gpu_memory_utilization << '|' << p.warm_prompts << '|' << p.distinct_prompts << '|' << p.prompt_groups
+    << '|' << p.system_prompt_tokens << '|' << p.network_gb_s << '|' << p.peer_to_peer << '|' << p.stages.size() << '|'
+    << p.req_prompt.size();
+  return k.str();
+}
 
 double mean_length(const std::vector<int32_t>& v) {
   double s = 0;

@@ -83,6 +83,10 @@ double latency_limit_s(int metric);
 // Throws InputError with file:line for malformed input.
 std::vector<BenchPoint> read_benchmarks(const std::string& path, const BenchPoint& defaults);
 
+// A point's configuration and load, not its measurements: repeats of one benchmark share it, so a
+// fit keeps them on one side of a fold, and with its measurements it finds the same point twice.
+std::string benchmark_key(const BenchPoint& p);
+
 // The mean of per-request lengths (0 for none).
 double mean_length(const std::vector<int32_t>& v);
 

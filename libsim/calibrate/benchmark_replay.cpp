@@ -9,6 +9,15 @@
 
 namespace fleetsim {
 
+namespace {
+// The requests an open-loop run sent: as it says, else vllm bench serve's minute of its rate (at
+// least 200), or one where every prompt went at once.
+int64_t open_loop_requests(const BenchPoint& p) {
+  if (p.num_prompts > 0) return p.num_prompts;
+  return std::isinf(p.rate_per_s) ? 1 : std::max(200, int(60.0 * p.rate_per_s));
+}
+}  // namespace
+
 std::string benchmark_scenario_yaml(const BenchPoint& p, const BenchProtocol& proto) {
   const DeviceSpec* dev = nullptr;
   for (const auto& x : builtin_devices())
@@ -36,9 +45,9 @@ std::string benchmark_scenario_yaml(const BenchPoint& p, const BenchProtocol& pr
     }
     arrival += "}";
   } else if (std::isinf(p.rate_per_s)) {
-    arrival = "{process: burst, requests: " + std::to_string(std::max(1, p.num_prompts)) + "}";
+    arrival = "{process: burst, requests: " + std::to_string(open_loop_requests(p)) + "}";
   } else {
-    const int n = p.num_prompts > 0 ? p.num_prompts : std::max(200, int(60.0 * p.rate_per_s));
+    const int n = int(open_loop_requests(p));
     duration = double(n) / p.rate_per_s;
     char b[128];
     std::snprintf(b, sizeof b, "{process: %s, rate_per_s: %.9g}", p.poisson ? "poisson" : "constant", p.rate_per_s);
@@ -102,8 +111,7 @@ std::shared_ptr<TraceData> replay_trace(const BenchPoint& p) {
   auto t = std::make_shared<TraceData>();
   std::vector<std::pair<double, int64_t>> stages;  // rate, requests
   if (p.stages.empty())
-    stages.emplace_back(p.rate_per_s,
-                        p.req_prompt.empty() ? int64_t(std::max(1, p.num_prompts)) : int64_t(p.req_prompt.size()));
+    stages.emplace_back(p.rate_per_s, p.req_prompt.empty() ? open_loop_requests(p) : int64_t(p.req_prompt.size()));
   else
     for (const auto& [r, d] : p.stages) stages.emplace_back(r, int64_t(std::llround(r * d)));
   size_t n = 0;
@@ -172,7 +180,8 @@ PreparedPoint prepare_point(const BenchPoint& p, const BenchProtocol& proto) {
   pp.scenario = load_scenario_text(benchmark_scenario_yaml(p, proto), p.where, "");
   // Closed-loop clients draw from the mean lengths: which prompt a client sends next depends on
   // when its last one finished, which the data do not record.
-  if ((!p.req_prompt.empty() || !p.stages.empty() || p.distinct_prompts > 0) && p.concurrency <= 0) {
+  if ((!p.req_prompt.empty() || !p.stages.empty() || p.distinct_prompts > 0 || p.warm_prompts > 0) &&
+      p.concurrency <= 0) {
     RequestClassSpec& c = pp.scenario.classes[0];
     c.trace = replay_trace(p);
     c.arrival = ArrivalKind::trace;

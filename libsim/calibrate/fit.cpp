@@ -10,6 +10,7 @@
 #include <sstream>
 #include <thread>
 
+#include "catalog/catalog.hpp"
 #include "core/stepwork.hpp"
 #include "input/csv.hpp"
 #include "input/input_file.hpp"
@@ -81,6 +82,12 @@ std::vector<StepSample> read_step_samples(const std::string& path, std::string& 
     };
     const int tp = int(csv.integer("tp", 1, 64, 1));
     const std::string dtype = csv.get("weight_dtype").empty() ? "bf16" : csv.get("weight_dtype");
+    // (the cell goes into a scenario's text: only a dtype's name may)
+    if (std::find(weight_dtypes().begin(), weight_dtypes().end(), dtype) == weight_dtypes().end()) {
+      std::string names;
+      for (const std::string& w : weight_dtypes()) names += (names.empty() ? "" : ", ") + w;
+      csv.fail("column weight_dtype: expected one of " + names + ", not '" + dtype + "'");
+    }
     const std::string key = csv.get("model") + "|" + csv.get("device") + "|" + std::to_string(tp) + "|" + dtype;
     if (!scenarios.count(key)) {
       if (catalog_model_for(csv.get("model")).empty())
@@ -108,8 +115,9 @@ std::vector<StepSample> read_step_samples(const std::string& path, std::string& 
     const PoolParams P = sc.pools[0].params();
     const double bf16 = sc.pools[0].device.bf16_tflops * 1e12;
     const double peak_flops = P.peak_flops_per_s, peak_bytes = P.peak_bytes_per_s;
-    const double pt = num("prefill_tokens", 0, 1e7, true),
-                 ps = std::max(num("prefill_seqs", pt > 0 ? 1 : 0, 1e5), pt > 0 ? 1.0 : 0.0);
+    const double pt = num("prefill_tokens", 0, 1e7, true), ps = num("prefill_seqs", pt > 0 ? 1 : 0, 1e5);
+    if (pt > 0 && ps < 1)
+      csv.fail("column prefill_seqs: a step that prefills tokens prefills a sequence at least, not 0");
     const double ds = num("decode_seqs", 0, 1e5, true), dctx = num("decode_context_tokens", 0, 1e10, true);
     if (pt + ds <= 0) csv.fail("a step that prefills no token and decodes no sequence has nothing to time");
     // each prefilling sequence computes a token at least, and each decoding one reads its own
@@ -407,11 +415,16 @@ PerfCoefficients fit_benchmarks(const std::vector<const BenchPoint*>& points, co
 std::vector<PointResult> cross_validate(const std::vector<const BenchPoint*>& points, const FitOptions& opt) {
   std::vector<PointResult> out(points.size());
   const int k = std::max(2, opt.folds);
+  // folds by benchmark, not by row: repeats of one configuration at one load are held out together
+  std::map<std::string, size_t> order;
+  std::vector<size_t> fold(points.size());
+  for (size_t i = 0; i < points.size(); ++i)
+    fold[i] = order.emplace(benchmark_key(*points[i]), order.size()).first->second % size_t(k);
   for (int f = 0; f < k; ++f) {
     std::vector<const BenchPoint*> train, test;
     std::vector<size_t> test_idx;
     for (size_t i = 0; i < points.size(); ++i) {
-      if (int(i % size_t(k)) == f)
+      if (int(fold[i]) == f)
         test.push_back(points[i]), test_idx.push_back(i);
       else
         train.push_back(points[i]);

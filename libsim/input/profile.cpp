@@ -344,7 +344,10 @@ bool profile_applies(const PerfProfile& p, const std::string& model, int tp, int
                      std::string& why, const std::string& engine, int async_scheduling) {
   std::string d;
   auto differs = [&](const std::string& what) { d += (d.empty() ? "" : ", ") + what; };
-  if (profile_engine(p) != engine) differs(profile_engine(p) + " runs");
+  if (profile_engine(p) == "several")
+    differs("runs of several engines");
+  else if (profile_engine(p) != engine)
+    differs(profile_engine(p) + " runs");
   // vLLM schedules ahead from 0.14.0 (docs/model.md, "Scheduling ahead"): a profile whose runs name
   // their version measured one mode or the other
   int major = 0, minor = 0;

@@ -7,7 +7,9 @@
 // device profile is fitted on the fit rows of every vLLM group on that device.
 #pragma once
 #include <cmath>
+#include <cstdio>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -40,10 +42,23 @@ inline LatencyData load_latency_data(const std::string& dir, const BenchProtocol
       p.measured[kMeanE2e] = p.measured[kMeanTtft] + (p.osl - 1) * p.measured[kMeanTpot];
   mark_unsimulatable(d.serving, proto);
   mark_unsimulatable(d.holdout, proto);
+  // alternate by benchmark within each group: repeats of one configuration at one load fall on one
+  // side; a measurement a source published twice (the same figures) is taken once
   std::map<std::string, int> seen;
+  std::map<std::string, bool> side;
+  std::set<std::string> taken;
   for (const auto& p : d.serving) {
     if (!p.skip.empty()) continue;
-    const bool fit = seen[p.group]++ % 2 == 0;
+    std::string once = benchmark_key(p);
+    for (double v : p.measured) {
+      char b[32];
+      std::snprintf(b, sizeof b, "|%.17g", v);
+      once += b;
+    }
+    if (!taken.insert(once).second) continue;
+    const auto [at, fresh] = side.emplace(benchmark_key(p), false);
+    if (fresh) at->second = seen[p.group]++ % 2 == 0;
+    const bool fit = at->second;
     (fit ? d.by_group[p.group].fit : d.by_group[p.group].held).push_back(&p);
     if (p.engine == "vllm") (fit ? d.by_device[p.device].fit : d.by_device[p.device].held).push_back(&p);
   }

@@ -81,7 +81,7 @@ Fitted fit_profile(const std::string& name, const Split& split, const BenchPoint
       "tests/validation/serving_points.csv: " +
       (device_level ? "every vLLM configuration on " + p0.device_id
                     : p0.engine + " runs of " + p0.model_id + " on " + p0.device_id + " tp" + std::to_string(p0.tp)) +
-      ", odd rows of each configuration";
+      ", odd benchmarks of each configuration";
   p.method = "Levenberg-Marquardt over simulated benchmark runs (fleetsim fit)";
   f.fit = evaluate(split.fit, &p.c, opt);
   f.held = evaluate(split.held, &p.c, opt);
@@ -116,7 +116,7 @@ Physics fit_physics(const LatencyData& d, const std::vector<const BenchPoint*>& 
   p.name = kPhysicsProfile;
   p.engine = "vllm";
   p.c = fit_benchmarks(fit, opt);
-  p.data = "tests/validation/serving_points.csv: every vLLM configuration on every device, odd rows of each";
+  p.data = "tests/validation/serving_points.csv: every vLLM configuration on every device, odd benchmarks of each";
   p.method = "Levenberg-Marquardt over simulated benchmark runs, every device at once (fleetsim fit --global)";
   ph.fit = evaluate(fit, &p.c, opt);
   ph.held = evaluate(held, &p.c, opt);

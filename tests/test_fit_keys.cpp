@@ -1,0 +1,125 @@
+// `fleetsim fit` and the benchmark replay on what a row's configuration says: repeats of one
+// benchmark held out together, the engine and version a profile records, and cells that go into
+// a scenario checked first.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <string>
+
+#include "cli/fit_command.hpp"
+#include "helpers.hpp"
+#include "libsim/calibrate/benchmark.hpp"
+#include "libsim/calibrate/fit.hpp"
+#include "libsim/input/profile.hpp"
+
+using namespace fleetsim;
+using test::write_temp;
+
+namespace {
+
+const char* kRow = "meta-llama/Llama-3.1-8B-Instruct,H100-SXM,1,";
+
+std::string fit_error(cli::FitArgs a) {
+  a.threads = 2;
+  return test::input_error([&] { cli::run_fit(a, [](const std::string&) {}); });
+}
+
+}  // namespace
+
+TEST_CASE("benchmark key: a configuration at a load, whatever it measured; folds keep its repeats together") {
+  const std::string head = "model,device,tp,isl,osl,concurrency,mean_ttft_ms\n";
+  const auto v = read_benchmarks(write_temp("keys.csv", head + kRow + "512,64,4,40\n" + kRow + "512,64,4,41\n" +
+                                                            kRow + "512,64,8,60\n"),
+                                 BenchPoint{});
+  REQUIRE(v.size() == 3);
+  CHECK(benchmark_key(v[0]) == benchmark_key(v[1]));
+  CHECK(benchmark_key(v[0]) != benchmark_key(v[2]));
+  // six repeats of two benchmarks, three folds: each benchmark's repeats are held out at once, so
+  // a fold's test rows are one benchmark's and its training rows the other's (two folds train on
+  // nothing of the same benchmark and one tests nothing)
+  std::vector<BenchPoint> pts;
+  for (int i = 0; i < 6; ++i) pts.push_back(v[i % 2 == 0 ? 0 : 2]);
+  std::vector<const BenchPoint*> ptrs;
+  for (const auto& p : pts) ptrs.push_back(&p);
+  FitOptions opt;
+  opt.folds = 3;
+  opt.threads = 2;
+  const auto out = cross_validate(ptrs, opt);
+  REQUIRE(out.size() == 6);
+  // the repeats of one benchmark got the same prediction: one fit, trained on the other benchmark
+  for (int i = 2; i < 6; ++i) CHECK(out[size_t(i)].predicted.v[kMeanTtft] == out[size_t(i % 2)].predicted.v[kMeanTtft]);
+}
+
+TEST_CASE("fit: --engine names a version the results do not; a global fit across engines applies to none") {
+  const std::string head = "model,device,tp,isl,osl,concurrency,mean_ttft_ms,mean_tpot_ms\n";
+  const std::string rows = std::string(kRow) + "512,64,1,25,7.5\n" + kRow + "512,64,4,40,8.0\n" + kRow +
+                           "2048,64,2,90,8.5\n";
+  BenchPoint d;
+  d.engine = "vllm";
+  d.engine_version = "0.15.1";
+  const auto v = read_benchmarks(write_temp("ver.csv", head + rows), d);
+  REQUIRE(v.size() == 3);
+  CHECK(v[0].engine_version == "0.15.1");
+  CHECK(v[0].async_scheduling);  // vLLM 0.14 and later schedule ahead
+  cli::FitArgs a;
+  a.inputs = {write_temp("ver2.csv", head + rows)};
+  a.folds = 0;
+  a.engine = "vllm 0.15.1";
+  a.output = test::temp_path("ver.yaml");
+  REQUIRE(fit_error(a) == "(no error)");
+  const PerfProfile p = load_profile(a.output, "");
+  CHECK(p.engine == "vllm 0.15.1");
+  std::string why;
+  CHECK_FALSE(profile_applies(p, "llama-3.1-8b", 1, 1, "bf16", why, "vllm", 0));
+  CHECK(profile_applies(p, "llama-3.1-8b", 1, 1, "bf16", why, "vllm", 1));
+  // a profile of several engines' runs is no engine's as measured
+  PerfProfile several = p;
+  several.engine = "several";
+  CHECK_FALSE(profile_applies(several, "llama-3.1-8b", 1, 1, "bf16", why, "sglang"));
+  CHECK(why == "runs of several engines");
+}
+
+TEST_CASE("fit inputs: a dtype cell is a dtype's name, a prefilling step prefills a sequence, a strategy is named") {
+  std::string device;
+  const std::string head = "model,device,weight_dtype,prefill_tokens,prefill_seqs,decode_seqs,"
+                           "decode_context_tokens,step_ms\n";
+  const std::string inj = write_temp("inj.csv", head + "meta-llama/Llama-3.1-8B,H100-SXM,\"bf16\nseed: 3\",100,1,1,"
+                                                       "500,6\n");
+  CHECK(test::input_error([&] { read_step_samples(inj, device); })
+            .find("column weight_dtype: expected one of") != std::string::npos);
+  const std::string zero = write_temp("zero.csv", head + "meta-llama/Llama-3.1-8B,H100-SXM,bf16,100,0,1,500,6\n");
+  CHECK(test::input_error([&] { read_step_samples(zero, device); })
+            .find("column prefill_seqs: a step that prefills tokens prefills a sequence at least") !=
+        std::string::npos);
+  const std::string g = write_temp("gtype.json", R"({"benchmarks":[{"args":{"strategy":{"type_":5}}}]})");
+  const std::string e = test::input_error([&] { read_benchmarks(g, BenchPoint{}); });
+  CHECK(e.find("benchmarks[0].args.strategy.type_: expected a strategy's name (a string), not 5") !=
+        std::string::npos);
+  CHECK(e.find("json.exception") == std::string::npos);
+}
+
+TEST_CASE("bench replay: warm prompts alone replay the run; repeated prompts with no count send a minute's") {
+  BenchPoint p;
+  p.engine = "vllm";
+  p.model = "llama-3.1-8b";
+  p.device = "h100-sxm-80gb";
+  p.rate_per_s = 10;
+  p.num_prompts = 20;
+  p.isl = 100;
+  p.osl = 8;
+  for (double& v : p.measured) v = std::nan("");
+  p.warm_prompts = 2;
+  const PreparedPoint warm = prepare_point(p);
+  REQUIRE(warm.scenario.classes[0].trace);
+  const TraceData& t = *warm.scenario.classes[0].trace;
+  REQUIRE(t.cached_prefix.size() == 20);
+  CHECK(t.cached_prefix[0] == 96);  // six full blocks of 16 before the last token
+  CHECK(t.cached_prefix[1] == 96);
+  CHECK(t.cached_prefix[2] == 0);
+  p.warm_prompts = 0;
+  p.num_prompts = 0;
+  p.distinct_prompts = 50;
+  const PreparedPoint rep = prepare_point(p);
+  REQUIRE(rep.scenario.classes[0].trace);
+  CHECK(rep.scenario.classes[0].trace->t_s.size() == 600);  // 60 s at 10 requests/s, as without repeats
+}
