@@ -28,9 +28,9 @@ std::string fit_error(cli::FitArgs a) {
 
 TEST_CASE("benchmark key: a configuration at a load, whatever it measured; folds keep its repeats together") {
   const std::string head = "model,device,tp,isl,osl,concurrency,mean_ttft_ms\n";
-  const auto v = read_benchmarks(write_temp("keys.csv", head + kRow + "512,64,4,40\n" + kRow + "512,64,4,41\n" +
-                                                            kRow + "512,64,8,60\n"),
-                                 BenchPoint{});
+  const auto v = read_benchmarks(
+      write_temp("keys.csv", head + kRow + "512,64,4,40\n" + kRow + "512,64,4,41\n" + kRow + "512,64,8,60\n"),
+      BenchPoint{});
   REQUIRE(v.size() == 3);
   CHECK(benchmark_key(v[0]) == benchmark_key(v[1]));
   CHECK(benchmark_key(v[0]) != benchmark_key(v[2]));
@@ -52,8 +52,8 @@ TEST_CASE("benchmark key: a configuration at a load, whatever it measured; folds
 
 TEST_CASE("fit: --engine names a version the results do not; a global fit across engines applies to none") {
   const std::string head = "model,device,tp,isl,osl,concurrency,mean_ttft_ms,mean_tpot_ms\n";
-  const std::string rows = std::string(kRow) + "512,64,1,25,7.5\n" + kRow + "512,64,4,40,8.0\n" + kRow +
-                           "2048,64,2,90,8.5\n";
+  const std::string rows =
+      std::string(kRow) + "512,64,1,25,7.5\n" + kRow + "512,64,4,40,8.0\n" + kRow + "2048,64,2,90,8.5\n";
   BenchPoint d;
   d.engine = "vllm";
   d.engine_version = "0.15.1";
@@ -81,20 +81,21 @@ TEST_CASE("fit: --engine names a version the results do not; a global fit across
 
 TEST_CASE("fit inputs: a dtype cell is a dtype's name, a prefilling step prefills a sequence, a strategy is named") {
   std::string device;
-  const std::string head = "model,device,weight_dtype,prefill_tokens,prefill_seqs,decode_seqs,"
-                           "decode_context_tokens,step_ms\n";
-  const std::string inj = write_temp("inj.csv", head + "meta-llama/Llama-3.1-8B,H100-SXM,\"bf16\nseed: 3\",100,1,1,"
-                                                       "500,6\n");
-  CHECK(test::input_error([&] { read_step_samples(inj, device); })
-            .find("column weight_dtype: expected one of") != std::string::npos);
-  const std::string zero = write_temp("zero.csv", head + "meta-llama/Llama-3.1-8B,H100-SXM,bf16,100,0,1,500,6\n");
-  CHECK(test::input_error([&] { read_step_samples(zero, device); })
-            .find("column prefill_seqs: a step that prefills tokens prefills a sequence at least") !=
+  const std::string head =
+      "model,device,weight_dtype,prefill_tokens,prefill_seqs,decode_seqs,"
+      "decode_context_tokens,step_ms\n";
+  const std::string inj = write_temp("inj.csv", head +
+                                                    "meta-llama/Llama-3.1-8B,H100-SXM,\"bf16\nseed: 3\",100,1,1,"
+                                                    "500,6\n");
+  CHECK(test::input_error([&] { read_step_samples(inj, device); }).find("column weight_dtype: expected one of") !=
         std::string::npos);
+  const std::string zero = write_temp("zero.csv", head + "meta-llama/Llama-3.1-8B,H100-SXM,bf16,100,0,1,500,6\n");
+  CHECK(test::input_error([&] {
+          read_step_samples(zero, device);
+        }).find("column prefill_seqs: a step that prefills tokens prefills a sequence at least") != std::string::npos);
   const std::string g = write_temp("gtype.json", R"({"benchmarks":[{"args":{"strategy":{"type_":5}}}]})");
   const std::string e = test::input_error([&] { read_benchmarks(g, BenchPoint{}); });
-  CHECK(e.find("benchmarks[0].args.strategy.type_: expected a strategy's name (a string), not 5") !=
-        std::string::npos);
+  CHECK(e.find("benchmarks[0].args.strategy.type_: expected a strategy's name (a string), not 5") != std::string::npos);
   CHECK(e.find("json.exception") == std::string::npos);
 }
 
