@@ -4,12 +4,14 @@
 
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
 #include <set>
+#include <sstream>
 
 #include "libsim/calibrate/fit.hpp"
 #include "libsim/input/input_file.hpp"
@@ -43,6 +45,17 @@ void quality(const std::vector<PointResult>& r, int m, double& mape, double& r2)
   r2 = ss_tot > 0 ? 1.0 - ss_res / ss_tot : std::nan("");
 }
 
+// --engine "vllm 0.15.1": the engine as fleetsim names it ("" if none), and the version its
+// results do not say: MAJOR.MINOR[...] ("" if not given, or not a version)
+std::string engine_of(const std::string& arg, std::string& version) {
+  std::istringstream in(arg);
+  std::string name, extra;
+  in >> name >> version >> extra;
+  int major = 0, minor = 0;
+  if (!extra.empty() || (!version.empty() && std::sscanf(version.c_str(), "%d.%d", &major, &minor) != 2)) return "";
+  return engine_named(name);
+}
+
 // What the option definitions (cli/main.cpp, which already refuses empty values) let through:
 // --folds 1, and an output that is one of the inputs (the profile would overwrite the data).
 void check_args(const FitArgs& a) {
@@ -55,7 +68,8 @@ void check_args(const FitArgs& a) {
     throw InputError(Location{}, "--output " + a.output +
                                      ": expected a file name with .yaml or .yml, which is how engine.perf_profile "
                                      "tells a profile file from a shipped profile's name");
-  if (engine_named(a.engine.substr(0, a.engine.find(' '))).empty())
+  std::string version;
+  if (engine_of(a.engine, version).empty())
     throw InputError(Location{}, "--engine " + a.engine +
                                      ": expected vllm, sglang or trtllm (TensorRT-LLM), with its version after a "
                                      "space if you know it (\"vllm 0.15.1\")");
@@ -72,13 +86,10 @@ bool has_measurement(const BenchPoint& p) {
 int run_fit(const FitArgs& a, const std::function<void(const std::string&)>& emit) {
   check_args(a);
   PerfProfile prof;
-  // --engine "vllm 0.15.1": the engine, and the version its results do not say (vLLM schedules
-  // ahead from 0.14: a profile of runs whose version is unknown is of runs that do not)
-  const size_t sp = a.engine.find(' ');
-  const std::string engine = engine_named(a.engine.substr(0, sp)),
-                    engine_version =
-                        sp == std::string::npos ? "" : a.engine.substr(a.engine.find_first_not_of(' ', sp));
-  prof.engine = engine;
+  // (vLLM schedules ahead from 0.14: a profile of runs whose version is unknown is of runs that do not)
+  std::string engine_version;
+  const std::string engine = engine_of(a.engine, engine_version);
+  prof.engine = engine + (engine_version.empty() ? "" : " " + engine_version);
   prof.method = a.steps ? "non-negative least squares on step timings (fleetsim fit --steps)"
                 : a.global
                     ? "Levenberg-Marquardt over simulated benchmark runs, every device at once (fleetsim fit --global)"
@@ -296,13 +307,17 @@ int run_fit(const FitArgs& a, const std::function<void(const std::string&)>& emi
       prof.cross_validated = summarize(lodo_all);
       cv["unfinished"] = note_unfinished(lodo_all, "left-out-device");
       out["cross_validation"] = cv;
-    } else if (a.folds >= 2 && int(ok.size()) >= 2 * a.folds) {
+    } else if (std::set<std::string> benchmarks; a.folds >= 2 && [&] {
+                 for (const BenchPoint* p : ok) benchmarks.insert(benchmark_key(*p));
+                 return int(benchmarks.size()) >= 2 * a.folds;
+               }()) {
       const auto held = cross_validate(ok, opt);
       prof.held_out = summarize(held);
       out["held_out_unfinished"] = note_unfinished(held, "held-out");
     } else if (a.folds >= 2 && !a.global)
-      std::cerr << "fleetsim fit: " << ok.size() << " points are too few for " << a.folds
-                << "-fold cross-validation (2 per fold): no held-out error\n";
+      std::cerr << "fleetsim fit: " << benchmarks.size() << " benchmarks (a configuration at a load; " << ok.size()
+                << " points) are too few for " << a.folds
+                << "-fold cross-validation (2 per fold, repeats held out together): no held-out error\n";
     const bool cv = prof.held_out.points > 0;
     table += fmt::format("{} benchmark points{} on {}{}\n\n{:<10} {:>8} {:>8} {:>14} {:>14}\n", ok.size(),
                          unserved.empty() ? std::string() : fmt::format(" ({} not served)", unserved.size()),

@@ -481,8 +481,8 @@ int main(int argc, char** argv) {
   ft->add_option("--name", o.fit.name, "the profile's name (default DEVICE/MODEL/tpN)");
   ft->add_option("-o,--output", o.fit.output, "write the profile to FILE (default: standard output)");
   ft->add_option("--folds", o.fit.folds,
-                 "k-fold cross-validation for the held-out error (0: none; --global leaves a device or model out "
-                 "instead)")
+                 "k-fold cross-validation for the held-out error, by benchmark: repeats of one configuration at "
+                 "one load are held out together (0: none; --global leaves a device or model out instead)")
       ->check(CLI::Range(0, 50))
       ->excludes("--global");
   ft->add_option("--threads", o.fit.threads, "CPU threads (default: all)")->check(CLI::Range(1, 4096));

@@ -34,11 +34,13 @@ TEST_CASE("benchmark key: a configuration at a load, whatever it measured; folds
   REQUIRE(v.size() == 3);
   CHECK(benchmark_key(v[0]) == benchmark_key(v[1]));
   CHECK(benchmark_key(v[0]) != benchmark_key(v[2]));
-  // six repeats of two benchmarks, three folds: each benchmark's repeats are held out at once, so
-  // a fold's test rows are one benchmark's and its training rows the other's (two folds train on
-  // nothing of the same benchmark and one tests nothing)
+  // three benchmarks twice each, in the order A A B B C C, three folds: by benchmark, each fold
+  // holds out one benchmark's two rows, both predicted by one fit on the other four; by row
+  // (i % 3) the two rows of A sat in different folds, trained on different rows
+  const auto w = read_benchmarks(write_temp("keys3.csv", head + kRow + "512,64,1,25\n"), BenchPoint{});
+  REQUIRE(w.size() == 1);
   std::vector<BenchPoint> pts;
-  for (int i = 0; i < 6; ++i) pts.push_back(v[i % 2 == 0 ? 0 : 2]);
+  for (const BenchPoint* x : {&v[0], &v[1], &v[2], &v[2], &w[0], &w[0]}) pts.push_back(*x);
   std::vector<const BenchPoint*> ptrs;
   for (const auto& p : pts) ptrs.push_back(&p);
   FitOptions opt;
@@ -46,8 +48,11 @@ TEST_CASE("benchmark key: a configuration at a load, whatever it measured; folds
   opt.threads = 2;
   const auto out = cross_validate(ptrs, opt);
   REQUIRE(out.size() == 6);
-  // the repeats of one benchmark got the same prediction: one fit, trained on the other benchmark
-  for (int i = 2; i < 6; ++i) CHECK(out[size_t(i)].predicted.v[kMeanTtft] == out[size_t(i % 2)].predicted.v[kMeanTtft]);
+  for (int i = 0; i < 6; i += 2) {
+    CAPTURE(i);
+    CHECK(std::isfinite(out[size_t(i)].predicted.v[kMeanTtft]));
+    CHECK(out[size_t(i)].predicted.v[kMeanTtft] == out[size_t(i + 1)].predicted.v[kMeanTtft]);
+  }
 }
 
 TEST_CASE("fit: --engine names a version the results do not; a global fit across engines applies to none") {
@@ -77,6 +82,27 @@ TEST_CASE("fit: --engine names a version the results do not; a global fit across
   several.engine = "several";
   CHECK_FALSE(profile_applies(several, "llama-3.1-8b", 1, 1, "bf16", why, "sglang"));
   CHECK(why == "runs of several engines");
+  // the version is MAJOR.MINOR after a space, spaces around it allowed; anything else is an error
+  a.engine = " vllm  0.15.1 ";
+  REQUIRE(fit_error(a) == "(no error)");
+  CHECK(load_profile(a.output, "").engine == "vllm 0.15.1");
+  for (const char* bad : {"vllm latest", "vllm 0.15.1 x", "vllm0.15"}) {
+    CAPTURE(bad);
+    a.engine = bad;
+    CHECK(fit_error(a).find("--engine " + std::string(bad) + ": expected vllm, sglang or trtllm") != std::string::npos);
+  }
+}
+
+TEST_CASE("fit: folds count benchmarks, not rows: repeats of one benchmark give no held-out error") {
+  // four measurements of one configuration at one load: no fold could train on another benchmark
+  const std::string head = "model,device,tp,isl,osl,concurrency,mean_ttft_ms\n";
+  cli::FitArgs a;
+  a.inputs = {write_temp("one_bench.csv", head + kRow + "512,64,4,40\n" + kRow + "512,64,4,41\n" + kRow +
+                                              "512,64,4,42\n" + kRow + "512,64,4,43\n")};
+  a.folds = 2;
+  a.output = test::temp_path("one_bench.yaml");
+  REQUIRE(fit_error(a) == "(no error)");
+  CHECK(load_profile(a.output, "").held_out.points == 0);  // it had printed a 0.0% held-out error
 }
 
 TEST_CASE("fit inputs: a dtype cell is a dtype's name, a prefilling step prefills a sequence, a strategy is named") {

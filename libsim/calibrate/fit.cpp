@@ -413,7 +413,12 @@ PerfCoefficients fit_benchmarks(const std::vector<const BenchPoint*>& points, co
 }
 
 std::vector<PointResult> cross_validate(const std::vector<const BenchPoint*>& points, const FitOptions& opt) {
+  // a point no fold could predict (its fold had nothing to train on) has no error, not a zero one
   std::vector<PointResult> out(points.size());
+  for (size_t i = 0; i < points.size(); ++i) {
+    out[i].point = points[i];
+    for (double& e : out[i].error) e = std::nan("");
+  }
   const int k = std::max(2, opt.folds);
   // folds by benchmark, not by row: repeats of one configuration at one load are held out together
   std::map<std::string, size_t> order;

@@ -205,10 +205,6 @@ FLEETSIM_HD inline void handle_arrival(Sim& s, int32_t cls, double t, int32_t us
     client_done(s, cls, t, true, user, -1, kNone, -1, row);
     return;
   }
-  // the router picks a request's decode end at arrival too (llm-d's P/D routing): a decode pool at
-  // zero starts a replica now, its cold start beside the prefill, not after the KV arrives
-  if (P.disagg && s.pool[P.decode_pool].n_ready + s.pool[P.decode_pool].n_starting == 0)
-    replica_start(s, P.decode_pool, t);
   // a session's conversation is in the prefix cache of the replica that served its last turn
   const bool session = (s.session_classes >> cls) & 1;
   // (a turn of a trace's session: the replica that served the turn it follows up)
@@ -242,6 +238,10 @@ FLEETSIM_HD inline void handle_arrival(Sim& s, int32_t cls, double t, int32_t us
     client_done(s, cls, t, true, user, -1, kNone, -1, row);
     return;
   }
+  // the router picks a request's decode end at arrival too (llm-d's P/D routing): a decode pool at
+  // zero starts a replica now, its cold start beside the prefill, not after the KV arrives
+  if (P.disagg && s.pool[P.decode_pool].n_ready + s.pool[P.decode_pool].n_starting == 0)
+    replica_start(s, P.decode_pool, t);
   const int32_t ri = s.req_free_n > 0 ? s.req_free[--s.req_free_n] : s.req_hwm++;
   Request& q = s.req[ri];
   q.t_arrive = t;

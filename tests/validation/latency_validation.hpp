@@ -3,8 +3,9 @@
 // (validate_latency) and the test that holds the shipped profiles to their recorded errors.
 //
 // The split, fixed before any comparison: within each group of rows (engine, model, device, tp)
-// in file order, the 1st, 3rd, 5th ... row is fitted on and the 2nd, 4th, 6th ... held out. A
-// device profile is fitted on the fit rows of every vLLM group on that device.
+// in file order, the 1st, 3rd, 5th ... benchmark (a configuration at a load: its repeats go
+// together) is fitted on and the 2nd, 4th, 6th ... held out; a measurement given twice is taken
+// once. A device profile is fitted on the fit rows of every vLLM group on that device.
 #pragma once
 #include <cmath>
 #include <cstdio>
