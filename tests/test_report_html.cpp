@@ -529,6 +529,14 @@ TEST_CASE("report: a latency CDF is flat where no request fell, so its line agre
   // and it starts at 0 at the fastest request
   CHECK(cdf[0][1].get<double>() == 0.0);
   CHECK(cdf[0][0].get<double>() == doctest::Approx(1.97));
+  // every request at 0 s (no queue wait): a step at 0, not a point past it and back
+  Histogram z;
+  hist_clear(z);
+  for (int i = 0; i < 10; ++i) hist_add(z, 0.0);
+  const Json zero = hist_cdf(z);
+  REQUIRE(zero.size() == 2);
+  CHECK(zero[0] == Json::array({0.0, 0.0}));
+  CHECK(zero[1] == Json::array({0.0, 1.0}));
 }
 
 TEST_CASE("report: an owned pool's sections are checked as every other's; ids hold no white space") {

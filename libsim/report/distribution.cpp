@@ -34,14 +34,16 @@ Json hist_cdf(const Histogram& h) {
     double lo, hi;
     hist_bucket_bounds(b, lo, hi);
     const double below = double(cum) / double(h.n);
+    // a bucket's edges clamped to what was seen (the first bucket also holds values below its
+    // lower edge, zeros among them): x never runs backwards
+    const double x0 = std::min(std::max(lo, h.min), h.max), x1 = std::max(std::min(hi, h.max), x0);
     if (last_x < 0.0) {
-      last_x = std::max(lo, h.min);
+      last_x = x0;
       pts.push_back({last_x, 0.0});
     }
     cum += h.counts[b];
     const double f = double(cum) / double(h.n);
     if (f - last >= 1.0 / 64 || (f >= 0.99 && f - last >= 1e-3) || cum == h.n) {
-      const double x0 = std::max(lo, h.min), x1 = std::min(hi, h.max);
       if (x0 > last_x && x0 < x1) pts.push_back({x0, below});
       pts.push_back({x1, f});
       last = f;
