@@ -226,3 +226,24 @@ TEST_CASE("bench replay: p2p=0 runs the replica's collectives over PCIe, not the
   CHECK(bad.find("replay-p2p-bad.csv:2") != std::string::npos);
   CHECK(bad.find("p2p must be 0 or 1") != std::string::npos);
 }
+
+TEST_CASE("bench replay: warm prompts alone replay the run; repeated prompts with no count send a minute's") {
+  BenchPoint p = h100_point(10);
+  p.num_prompts = 20;
+  p.isl = 100;
+  p.osl = 8;
+  p.warm_prompts = 2;
+  const PreparedPoint warm = prepare_point(p);
+  REQUIRE(warm.scenario.classes[0].trace);
+  const TraceData& t = *warm.scenario.classes[0].trace;
+  REQUIRE(t.cached_prefix.size() == 20);
+  CHECK(t.cached_prefix[0] == 96);  // six full blocks of 16 before the last token
+  CHECK(t.cached_prefix[1] == 96);
+  CHECK(t.cached_prefix[2] == 0);
+  p.warm_prompts = 0;
+  p.num_prompts = 0;
+  p.distinct_prompts = 50;
+  const PreparedPoint rep = prepare_point(p);
+  REQUIRE(rep.scenario.classes[0].trace);
+  CHECK(rep.scenario.classes[0].trace->t_s.size() == 600);  // 60 s at 10 requests/s, as without repeats
+}

@@ -1,6 +1,5 @@
-// `fleetsim fit` and the benchmark replay on what a row's configuration says: repeats of one
-// benchmark held out together, the engine and version a profile records, and cells that go into
-// a scenario checked first.
+// `fleetsim fit` on what a row's configuration says: repeats of one benchmark held out together,
+// the engine and version a profile records, and cells that go into a scenario checked first.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -123,30 +122,4 @@ TEST_CASE("fit inputs: a dtype cell is a dtype's name, a prefilling step prefill
   const std::string e = test::input_error([&] { read_benchmarks(g, BenchPoint{}); });
   CHECK(e.find("benchmarks[0].args.strategy.type_: expected a strategy's name (a string), not 5") != std::string::npos);
   CHECK(e.find("json.exception") == std::string::npos);
-}
-
-TEST_CASE("bench replay: warm prompts alone replay the run; repeated prompts with no count send a minute's") {
-  BenchPoint p;
-  p.engine = "vllm";
-  p.model = "llama-3.1-8b";
-  p.device = "h100-sxm-80gb";
-  p.rate_per_s = 10;
-  p.num_prompts = 20;
-  p.isl = 100;
-  p.osl = 8;
-  for (double& v : p.measured) v = std::nan("");
-  p.warm_prompts = 2;
-  const PreparedPoint warm = prepare_point(p);
-  REQUIRE(warm.scenario.classes[0].trace);
-  const TraceData& t = *warm.scenario.classes[0].trace;
-  REQUIRE(t.cached_prefix.size() == 20);
-  CHECK(t.cached_prefix[0] == 96);  // six full blocks of 16 before the last token
-  CHECK(t.cached_prefix[1] == 96);
-  CHECK(t.cached_prefix[2] == 0);
-  p.warm_prompts = 0;
-  p.num_prompts = 0;
-  p.distinct_prompts = 50;
-  const PreparedPoint rep = prepare_point(p);
-  REQUIRE(rep.scenario.classes[0].trace);
-  CHECK(rep.scenario.classes[0].trace->t_s.size() == 600);  // 60 s at 10 requests/s, as without repeats
 }
