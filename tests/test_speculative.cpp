@@ -259,6 +259,38 @@ TEST_CASE("speculative: on the roofline the draft's steps come before the verify
   CHECK(line_step(b.run_line, 0) >= line_step(a.run_line, 0) + draft_bytes_s);
 }
 
+TEST_CASE("speculative: a sliding-window draft holds a window per sequence and reads it every draft step") {
+  // Llama 3.2 1B as the draft with half its 16 layers on a 1,024-token window: its KV per token is
+  // that of its 8 full layers, and each sequence holds a window in the other 8, as the target's
+  // window layers hold theirs (the target here has none)
+  const std::string y =
+      "duration_s: 100\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\n"
+      "catalog: {models: {llama-3.2-1b: {sliding_layers: 8, sliding_window: 1024}}}\n"
+      "engine: {perf_model: roofline, perf_profile: none, max_num_seqs: 256,\n"
+      "  speculative: {draft_model: llama-3.2-1b, tokens: 4, acceptance: 0}}\nfleet: {replicas: 1}\n"
+      "workload: {arrival: {process: poisson, rate_per_s: 1}, prompt_tokens: 100, output_tokens: 10}\n";
+  const Scenario sc = test::scenario(y);
+  const Capacity& c = sc.pools[0].capacity;
+  const double per_layer = 8.0 * 64 * 2 * 2;  // 8 KV heads of 64, keys and values, bf16
+  CHECK(c.draft_kv_bytes_per_token == doctest::Approx(8 * per_layer));
+  CHECK(c.window_kv_bytes_per_seq == doctest::Approx(8 * per_layer * 1024));
+  const double block_bytes = (c.kv_bytes_per_token + c.draft_kv_bytes_per_token) * 16;
+  CHECK(c.window_blocks_per_seq == int64_t(std::ceil(8 * per_layer * 1024 / block_bytes)));
+  const SimParams p = sc.params();
+  const PoolParams& S = p.pools[0];
+  CHECK(S.window_blocks == c.window_blocks_per_seq);
+  CHECK(S.spec.draft_window_bytes_per_seq == doctest::Approx(8 * per_layer * 1024));
+  // a decode step of 256 sequences: the draft, bound by its bytes, reads 4 windows a sequence more
+  PoolParams none = S;
+  none.spec.draft_window_bytes_per_seq = 0.0;
+  const double n = 256, T0 = 256 * 1000.0;
+  Replica a{}, b{};
+  set_decode_run(S, a, n, T0);
+  set_decode_run(none, b, n, T0);
+  CHECK(line_step(a.run_line, 0) - line_step(b.run_line, 0) ==
+        doctest::Approx(4 * 8 * per_layer * 1024 * n / S.perf.bytes_per_s).epsilon(1e-9));
+}
+
 TEST_CASE("speculative: a mixture of experts' verify step reads the experts its k + 1 tokens per sequence touch") {
   // Qwen3-30B-A3B (8 of 128 experts per token) on the roofline, one sequence, 4 draft tokens: the
   // verify step routes 5 tokens, which touch 1 - (15/16)^5 = 27.5% of the experts, not the 6.25%

@@ -194,6 +194,7 @@ Capacity compute_capacity(const MemoryInputs& in) {
   // a block holds its tokens' KV of the target and of the draft
   const double block_bytes = (c.kv_bytes_per_token + c.draft_kv_bytes_per_token) * in.kv_block_tokens;
   c.window_kv_bytes_per_seq = window_kv_bytes_per_seq_per_device(in.model, in.kv_elem_bytes, tp, pp);
+  if (in.has_draft) c.window_kv_bytes_per_seq += window_kv_bytes_per_seq_per_device(in.draft, in.kv_elem_bytes, tp, pp);
   c.window_blocks_per_seq =
       c.window_kv_bytes_per_seq > 0 ? int64_t(std::ceil(c.window_kv_bytes_per_seq / block_bytes)) : 0;
   c.kv_blocks = c.kv_gib > 0 ? int64_t(std::floor(c.kv_gib * kGiB / block_bytes)) : 0;

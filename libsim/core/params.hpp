@@ -221,6 +221,7 @@ struct SpecParams {
   double draft_weight_bytes;
   double draft_flops_per_token;
   double draft_kv_bytes_per_token;
+  double draft_window_bytes_per_seq;  // a sliding-window draft's KV of a full window, read each draft step
   // tensor parallelism: the draft's all-reduces per draft step (2 per layer) and per-token time
   // of each (the target's link and latency)
   double draft_allreduces;

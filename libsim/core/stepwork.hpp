@@ -72,7 +72,8 @@ FLEETSIM_HD inline int64_t speculate_run(const PoolParams& P, Replica& R, Line& 
   const double gemm = k * w.matmul_flops_per_token * n, attn_a = k * w.attn_flops_per_pair * (T0 + n),
                attn_b = k * w.attn_flops_per_pair * n;
   const double d_flops = k * sp.draft_flops_per_token * n;
-  const double d_bytes_a = k * (sp.draft_weight_bytes + sp.draft_kv_bytes_per_token * (T0 + n)),
+  const double d_bytes_a = k * (sp.draft_weight_bytes + sp.draft_kv_bytes_per_token * (T0 + n) +
+                                sp.draft_window_bytes_per_seq * n),
                d_bytes_b = k * sp.draft_kv_bytes_per_token * n;
   if (f.kind == PerfKind::roofline) {
     l.a1 += (gemm + attn_a) / (m * f.flops_per_s);
@@ -100,7 +101,7 @@ FLEETSIM_HD inline int64_t speculate_run(const PoolParams& P, Replica& R, Line& 
     const double base = w.matmul_flops_per_token * n;
     l.a1 += calibrated_gemm_s(f, Wv, base + gemm, m) - calibrated_gemm_s(f, W, base, m) +
             k * calibrated_gemm_s(f, sp.draft_weight_bytes, sp.draft_flops_per_token * n, 1.0) +
-            f.kv_s_per_byte * k * sp.draft_kv_bytes_per_token * (T0 + n);
+            f.kv_s_per_byte * k * (sp.draft_kv_bytes_per_token * (T0 + n) + sp.draft_window_bytes_per_seq * n);
     l.b1 += f.kv_s_per_byte * d_bytes_b;
   }
   // across devices, the verify step's collectives carry k more tokens a sequence, and each draft
@@ -232,7 +233,9 @@ FLEETSIM_HD inline void set_single_step(const PoolParams& P, Replica& R, double 
   double draft_in_s = 0.0;
   if (P.spec.k > 0 && ptoks > 0.0 && f.kind != PerfKind::linear) {
     const SpecParams& sp = P.spec;
-    const double d_flops = sp.draft_flops_per_token * ptoks, d_kv = sp.draft_kv_bytes_per_token * (pread + ptoks);
+    // (its sliding-window layers read a window for each prefilling sequence)
+    const double d_flops = sp.draft_flops_per_token * ptoks,
+                 d_kv = sp.draft_kv_bytes_per_token * (pread + ptoks) + sp.draft_window_bytes_per_seq * (seqs - n);
     const double comm = sp.draft_allreduces * (P.par.allreduce_latency_s + ptoks * sp.draft_allreduce_s_per_token);
     draft_in_s =
         f.kind == PerfKind::roofline

@@ -65,7 +65,6 @@ void PoolSpec::set_parallel_work(PoolParams& p) const {
   // serve the tokens of all dp ranks: dp times this rank's, the ranks balanced by the router
   p.moe.expert_bytes = routed * eb / (double(tp) * dp) * imbalance;
   p.moe.miss_log = routed > 0 ? dp * std::log(1.0 - double(m.experts_per_token) / m.experts) : 0.0;
-  p.window_blocks = capacity.window_blocks_per_seq;
   p.extended_steps = 1;
 
   // the link a group of g devices talks over, each device to `peers` others at once: the scale-up
@@ -194,6 +193,9 @@ PoolParams PoolSpec::params() const {
   p.par.tp = tp;
   p.par.pp = pp;
   p.par.ep = ep;
+  // a sequence's window blocks: the target's sliding-window layers, and a draft's (which a plain
+  // target's step does not otherwise see)
+  p.window_blocks = capacity.window_blocks_per_seq;
   if (devices() > 1 || dp > 1 || model.moe() || model.mla() || model.sliding_layers > 0) set_parallel_work(p);
 
   p.replicas = replicas;
@@ -252,6 +254,7 @@ PoolParams PoolSpec::params() const {
         (spec_draft.params_b * 1e9 * bpp + spec_shared_head_params * (bpp < 2.0 ? 2.0 : bpp)) / tp;
     p.spec.draft_flops_per_token = 2.0 * (spec_draft.params_b * 1e9 + spec_shared_head_params) / tp;
     p.spec.draft_kv_bytes_per_token = kv_bytes_per_token_per_device(spec_draft, kv_dtype_bytes(kv_dtype), tp, 1);
+    p.spec.draft_window_bytes_per_seq = window_kv_bytes_per_seq_per_device(spec_draft, kv_dtype_bytes(kv_dtype), tp, 1);
     if (tp > 1) {  // the draft's layers all-reduce as the target's do, over the same link
       p.spec.draft_allreduces = 2.0 * spec_draft.layers;
       p.spec.draft_allreduce_s_per_token = p.par.allreduce_s_per_token * spec_draft.hidden / model.hidden;
