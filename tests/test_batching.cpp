@@ -99,6 +99,37 @@ TEST_CASE("when KV runs out, the newest sequence is preempted and recomputed, no
   CHECK(roomy.all->completed == t.completed);
 }
 
+TEST_CASE("static batching: a sliding-window model's sequences each hold a window beside their padded length") {
+  // Llama 3.1 8B with half its layers on a 4,096-token window: a padded sequence holds its length in
+  // the 16 full layers and a window in the other 16. Two requests of half the cache each fit without
+  // their windows, not with them: they run one after the other. One whose length and window pass
+  // the cache is turned away at arrival.
+  auto yaml = [](const std::string& trace) {
+    return "duration_s: 600\nwarmup_s: 0\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\n"
+           "catalog: {models: {llama-3.1-8b: {sliding_layers: 16, sliding_window: 4096}}}\n"
+           "engine: {batching: static, max_batch: 2, batch_window_s: 0.1, gpu_memory_utilization: 0.25}\n"
+           "fleet: {replicas: 1}\nworkload: {arrival: {process: trace, path: " +
+           trace + "}}\n";
+  };
+  const Scenario probe =
+      test::scenario(yaml(test::write_temp("one.csv", "timestamp_s,prompt_tokens,output_tokens\n0,100,10\n")));
+  const Capacity& c = probe.pools[0].capacity;
+  const int64_t cap = c.kv_blocks * 16, window = c.window_blocks_per_seq * 16;
+  REQUIRE(window == 4096);  // the window's layers hold as much per token as the full ones
+  const int64_t prompt = cap / 2 - 10;
+  REQUIRE(2 * (prompt + 10) <= cap);
+  REQUIRE(prompt + 10 + window <= cap);
+  const auto pair = test::run(test::scenario(
+      yaml(test::write_temp("two.csv", "timestamp_s,prompt_tokens,output_tokens\n0," + std::to_string(prompt) +
+                                           ",10\n0.001," + std::to_string(prompt) + ",10\n"))));
+  REQUIRE(pair.all->completed == 2);
+  CHECK(pair.all->ttft.max > 1.5 * pair.all->ttft.min);  // the second waited for the first batch
+  const auto lone = test::run(test::scenario(yaml(test::write_temp(
+      "long.csv", "timestamp_s,prompt_tokens,output_tokens\n0," + std::to_string(cap - window - 10 + 1) + ",10\n"))));
+  CHECK(lone.all->rejected_too_long == 1);
+  CHECK(lone.all->completed == 0);
+}
+
 TEST_CASE("a request too long for the KV cache even alone is rejected with reason too_long") {
   const std::string yaml =
       "duration_s: 100\nwarmup_s: 0\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\n"

@@ -165,7 +165,8 @@ FLEETSIM_HD inline void handle_arrival(Sim& s, int32_t cls, double t, int32_t us
 
   // a request that cannot fit in KV even alone
   auto too_long_with = [&](int64_t reused) {
-    if (P.batching != Batching::continuous) return prompt + output > P.kv_total_blocks * P.kv_block_tokens;
+    if (P.batching != Batching::continuous)
+      return prompt + output + P.window_blocks * P.kv_block_tokens > P.kv_total_blocks * P.kv_block_tokens;
     // (a prefix the cache holds is attended to, not held: docs/model.md, "Caching"; a session's own
     // conversation is held while its turn runs); a prefill pool holds the prompt, its decode pool
     // all of it

@@ -23,7 +23,7 @@ FLEETSIM_HD inline int64_t static_phase(Sim& s, int32_t r, int32_t phase, int64_
     set_single_step(P, R, dn * dp, dn * dp * (dp + 1.0) * 0.5, 0.0, 0.0, 0.0, dn);
     if (slow > 1.0) scale_line(R.run_line, slow);
     for (int32_t c = 0; c < s.p->n_classes; ++c) R.run_class_in_share[c] = R.run_class_share[c] = nclass[c] / dn;
-    R.run_blocks0 = double(ceil_div(n * (pmax + omax), R.bs));
+    R.run_blocks0 = double(ceil_div(n * (pmax + omax), R.bs) + n * P.window_blocks);
     R.run_blocks_rate = 0.0;
     return 1;
   }
@@ -84,15 +84,16 @@ FLEETSIM_HD inline void static_try_start(Sim& s, int32_t r, double t) {
     if (R.t_next != deadline) set_next(s, r, deadline);
     return;
   }
-  // form the batch: FCFS while the padded batch fits in the KV cache
-  const int64_t cap = P.kv_total_blocks * R.bs;
+  // form the batch: FCFS while the padded batch fits in the KV cache (a sliding-window model's
+  // sequences each hold a window in those layers too)
+  const int64_t cap = P.kv_total_blocks * R.bs, window = P.window_blocks * R.bs;
   int64_t n = 0, pmax = 0, omax = 0;
   double nclass[kMaxClasses];
   for (int32_t c = 0; c < kMaxClasses; ++c) nclass[c] = 0.0;
   while (n < P.max_batch && Q.size > 0) {
     const Request& q = s.req[q_at(s, Q, 0)];
     const int64_t np = max_of<int64_t>(pmax, q.prompt), no = max_of<int64_t>(omax, q.output);
-    if ((n + 1) * (np + no) > cap) break;
+    if ((n + 1) * (np + no + window) > cap) break;
     const int32_t ri = q_pop_front(s, Q);
     advance_clock(s, t);
     s.waiting[q.cls]--;
