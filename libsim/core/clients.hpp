@@ -137,14 +137,19 @@ FLEETSIM_HD FLEETSIM_FORCEINLINE int32_t session_replica(const Sim& s, int32_t c
 }
 
 // A session user's request ended: a completed turn extends the conversation to `context` tokens
-// (its prompt and output), `held` of them now in the prefix cache of `replica` (kNone: none, the
-// response cache answered); a turned-away or failed one is sent again.
+// (its prompt and output), `computed` of them with their KV computed on `replica` (kNone: none,
+// the response cache answered); a turned-away or failed one is sent again. Its prefix cache holds
+// the full blocks of those, as vLLM caches only full blocks.
 FLEETSIM_HD inline void session_done(Sim& s, int32_t c, int32_t user, double t_end, int64_t context, int32_t replica,
-                                     int64_t held) {
+                                     int64_t computed) {
   if (context < 0) return;
   SessionUser& u = s.session_user[s.client_base[c] + user];
   u.history = context;
-  u.held = held;
+  if (replica != kNone) {
+    const int64_t bs = s.p->pools[s.rep[replica].pool].kv_block_tokens;
+    computed = computed / bs * bs;
+  }
+  u.held = computed;
   u.replica = replica;
   u.epoch = replica == kNone ? 0 : s.rep[replica].starts;
   u.turn++;
@@ -158,14 +163,15 @@ FLEETSIM_HD inline void session_done(Sim& s, int32_t c, int32_t user, double t_e
 // changes now.
 // `user`, `context` and `replica` matter to session classes only: who sent it, and for a completed
 // request its prompt plus output (-1: not completed), the replica whose cache holds the
-// conversation and how much of it (-1: all of it; a prefill replica holds only the prompt).
+// conversation and how much of it it computed (-1: all but the last answer token, whose KV no step
+// computed; a prefill replica computed only the prompt).
 // `row`: its trace row (-1: none), for sessions read from a trace.
 FLEETSIM_HD FLEETSIM_FORCEINLINE void client_done(Sim& s, int32_t c, double t_end, bool rejected = false,
                                                   int32_t user = 0, int64_t context = -1, int32_t replica = kNone,
                                                   int64_t held = -1, int64_t row = -1) {
   if ((s.trace_session_classes >> c) & 1) trace_turn_done(s, c, row, t_end, context >= 0, replica);
   if (!((s.closed_classes >> c) & 1)) return;
-  if ((s.session_classes >> c) & 1) session_done(s, c, user, t_end, context, replica, held < 0 ? context : held);
+  if ((s.session_classes >> c) & 1) session_done(s, c, user, t_end, context, replica, held < 0 ? context - 1 : held);
   client_think(s, c, t_end, rejected, user);
 }
 
