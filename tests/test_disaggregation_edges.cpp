@@ -146,3 +146,19 @@ TEST_CASE("disaggregation: each pool's ttft signal is its own engine's, so a slo
   CHECK(r.report["latency_s"]["ttft"]["p95"].get<double>() > 1.0);  // the client's: the prefill is behind
   CHECK(r.tally->pools[1].scale_ups == 0);
 }
+
+TEST_CASE("disaggregation: a prompt turned away at hand-off was in the system until then") {
+  // 20 users who never pause, a decode pool that holds one request a replica: prompts computed
+  // and then turned away. Every user is in the system or thinking at every instant, so the two
+  // time averages add up to the users
+  const std::string yaml =
+      "seed: 1\nduration_s: 200\nmodel: llama-3.1-8b\ndevice: h100-sxm-80gb\npools:\n"
+      "  pre:\n    fleet: {replicas: 1}\n    disaggregation: {decode_pool: dec}\n"
+      "  dec:\n    fleet: {replicas: 2, queue_limit: 1}\n"
+      "classes:\n  c:\n    pool: pre\n    arrival: {process: concurrency, clients: 20, think_time_s: 0}\n"
+      "    prompt_tokens: 200\n    output_tokens: 50\n";
+  const auto r = test::run(test::scenario(yaml));
+  REQUIRE(r.all->rejected_queue_full > 50);
+  const Json& cl = r.report["closed_loop"];
+  CHECK(cl["mean_in_system"].get<double>() + cl["mean_thinking"].get<double>() == doctest::Approx(20.0).epsilon(1e-9));
+}

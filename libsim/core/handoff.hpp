@@ -20,6 +20,7 @@ FLEETSIM_HD FLEETSIM_FORCEINLINE int32_t xheap_pop(Sim& s) { return key_pop(s.xh
 // turned away as a full queue, its slot freed; the prompt's KV, computed for nothing, is lost work
 // of the prefill pool.
 FLEETSIM_HD inline void handoff_turn_away(Sim& s, int32_t r, int32_t ri, double t) {
+  advance_clock(s, t);  // the request was in the system until now
   const Request& q = s.req[ri];
   if (q.in_window) {
     count_rejection(s, s.tally->classes[q.cls].rejected_queue_full, t);
