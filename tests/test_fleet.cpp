@@ -69,6 +69,20 @@ TEST_CASE("scaling on host CPU never adds a replica while the queue grows, scali
   CHECK(q["fleet"]["scale_ups"].get<double>() >= 2);
   CHECK(q["requests"]["rejected"].get<double>() == 0);
   CHECK(q["latency_s"]["ttft"]["p50"].get<double>() < 1.0);
+  // what each autoscaler read, every 15 s of the half hour: host CPU 5% + 4 ms x 20 requests/s, far
+  // below its 60% target while the queue fills; the queue's depth a replica above its 5 at times
+  const Json& a = c["fleet"]["autoscale_signal"];
+  CHECK(a["signal"] == "host_cpu");
+  CHECK(a["target"].get<double>() == 0.6);
+  CHECK(a["evaluations"].get<double>() >= 119);
+  CHECK(a["evaluations"].get<double>() <= 120);
+  CHECK(a["mean"].get<double>() == doctest::Approx(0.05 + 0.004 * 20).epsilon(0.02));
+  CHECK(a["peak"].get<double>() < 0.2);
+  CHECK(format_run_table(c).find("autoscaler  host_cpu read 13.0% on average") != std::string::npos);
+  const Json& b = q["fleet"]["autoscale_signal"];
+  CHECK(b["signal"] == "queue_depth");
+  CHECK(b["peak"].get<double>() > 5.0 * 1.1);
+  CHECK(b["mean"].get<double>() < b["peak"].get<double>());
 }
 
 TEST_CASE("scale-to-zero makes the first request after idle wait for the cold start") {

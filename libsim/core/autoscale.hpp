@@ -86,6 +86,16 @@ FLEETSIM_HD inline int64_t headed_for(const Sim& s, int32_t pi) {
   return n;
 }
 
+// What the autoscaler of pool pi read at t, if t is in the window: the report says what it saw
+// beside its target, whether it scaled or not.
+FLEETSIM_HD FLEETSIM_FORCEINLINE void note_signal(Sim& s, int32_t pi, double t, double v) {
+  if (!(t >= s.W0 && t < s.W1)) return;
+  PoolTally& T = s.tally->pools[pi];
+  T.signal_sum += v;
+  T.signal_n += 1.0;
+  if (v > T.signal_peak) T.signal_peak = v;
+}
+
 FLEETSIM_HD inline int32_t autoscale_desired(Sim& s, int32_t pi, double t, int32_t current) {
   const PoolParams& P = s.p->pools[pi];
   const AutoscaleParams& A = P.autoscale;
@@ -104,6 +114,7 @@ FLEETSIM_HD inline int32_t autoscale_desired(Sim& s, int32_t pi, double t, int32
       // an average-value target: the total over the target, unless the per-replica average is
       // within the tolerance of it (Kubernetes applies its tolerance to every metric)
       const double total = double(waiting) + (A.signal == ScaleSignal::inflight ? double(running) : 0.0);
+      note_signal(s, pi, t, total / double(max_of(current, 1)));
       if (current > 0) {
         const double r = total / (A.target * double(current));
         if (r >= 1.0 - A.tolerance && r <= 1.0 + A.tolerance) return current;
@@ -124,7 +135,9 @@ FLEETSIM_HD inline int32_t autoscale_desired(Sim& s, int32_t pi, double t, int32
             n += ps.ttft_count[k][b];
           }
       if (n == 0) return floor > 0 ? max_of(current, 1) : 0;
-      ratio = ttft_histogram_quantile(count, n, A.ttft_quantile) / A.target;
+      const double q = ttft_histogram_quantile(count, n, A.ttft_quantile);
+      note_signal(s, pi, t, q);
+      ratio = q / A.target;
       break;
     }
     case ScaleSignal::busy:
@@ -148,6 +161,7 @@ FLEETSIM_HD inline int32_t autoscale_desired(Sim& s, int32_t pi, double t, int32
       } else {
         m = min_of(1.0, A.cpu_base + A.cpu_per_request_s * ps.arrivals_since / interval / ready);
       }
+      note_signal(s, pi, t, m);
       if (reporting == 0) return m > 0.0 ? 1 : floor;
       const double r = m / A.target;
       if (ps.n_starting > 0 && r > 1.0) {

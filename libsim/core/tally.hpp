@@ -103,6 +103,9 @@ struct PoolTally {
   double cache_evicted;  // bounded prefix caches: trace blocks evicted to make room
   double cache_load_s;   // time steps spent loading blocks from the host tier and the shared store
   double remote_loaded;  // prompt tokens loaded from the shared store
+  // the metric an autoscaler read at its evaluations in the window (its signal's units: a busy or
+  // CPU share, requests per replica, seconds of TTFT): summed, counted, and the highest
+  double signal_sum, signal_n, signal_peak;
 };
 
 // How near a continuous pool's engine limits came to deciding anything, over the whole run (not
@@ -174,6 +177,7 @@ FLEETSIM_HD inline void pool_tally_clear(PoolTally& p) {
   p.neighbour_failures = 0.0;
   p.kv_sent = p.kv_sent_bytes = p.kv_sent_s = 0.0;
   p.cache_evicted = p.cache_load_s = p.remote_loaded = 0.0;
+  p.signal_sum = p.signal_n = p.signal_peak = 0.0;
   for (int32_t k = 0; k < kColdStages; ++k) p.cold_stage_s[k] = 0.0;
 }
 
@@ -282,6 +286,9 @@ FLEETSIM_HD inline void pool_tally_merge(PoolTally& into, const PoolTally& from)
   into.cache_evicted += from.cache_evicted;
   into.cache_load_s += from.cache_load_s;
   into.remote_loaded += from.remote_loaded;
+  into.signal_sum += from.signal_sum;
+  into.signal_n += from.signal_n;
+  if (from.signal_peak > into.signal_peak) into.signal_peak = from.signal_peak;
 }
 
 }  // namespace fleetsim

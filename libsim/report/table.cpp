@@ -501,6 +501,16 @@ std::string run_table(const Json& r) {
         num(fl["crashes"], 0), num(fl["interruptions"], 0),
         downed > 0 ? fmt::format(", {} taken down by a neighbour on their device", num(fl["neighbour_failures"], 0))
                    : "");
+  if (fl.contains("autoscale_signal") && fl["autoscale_signal"]["evaluations"].get<double>() > 0) {
+    // the autoscaler's reading in its signal's units: a share, seconds of TTFT, requests a replica
+    const Json& a = fl["autoscale_signal"];
+    const std::string sig = a["signal"].get<std::string>();
+    auto val = [&](const Json& v) {
+      return sig == "busy" || sig == "host_cpu" ? pct(v) : sig == "ttft" ? ms(v) + " ms" : num(v, 1) + " a replica";
+    };
+    o += fmt::format("autoscaler  {} read {} on average, {} at most, against a target of {} ({} evaluations)\n", sig,
+                     val(a["mean"]), val(a["peak"]), val(a["target"]), num(a["evaluations"], 0));
+  }
   if (fl.contains("cpu_fallback")) {
     const Json& cf = fl["cpu_fallback"];
     o += fmt::format(
