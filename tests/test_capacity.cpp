@@ -279,9 +279,14 @@ TEST_CASE("LoRA adapters hold an A and B per projection: attention and MLP, ever
   const double qwen = 16.0 * (2 * (5120 + 8192) + 2 * (5120 + 1024) + 3 * (5120 + 25600)) * 64;
   CHECK(test::scenario(dense, {"model=qwen3-32b"}).pools[0].lora_gib_per_device() ==
         doctest::Approx(3 * qwen * 2 / GiB).epsilon(1e-12));
-  // sharded as the weights: over tensor-parallel ranks
+  // over tensor-parallel ranks as vLLM shards them: the A of q, k, v, gate and up (rank x hidden)
+  // and the B of o and down (hidden x rank) whole on each rank, the other matrices halved
+  const double qwen_tp2 = 16.0 * (7 * 5120 + (2 * 8192 + 2 * 1024 + 3 * 25600) / 2.0) * 64;
   CHECK(test::scenario(dense, {"model=qwen3-32b", "engine.tensor_parallel=2"}).pools[0].lora_gib_per_device() ==
-        doctest::Approx(3 * qwen * 2 / GiB / 2).epsilon(1e-12));
+        doctest::Approx(3 * qwen_tp2 * 2 / GiB).epsilon(1e-12));
+  // over pipeline stages by layers: 32 layers on 3 stages put 11 on the busiest
+  CHECK(test::scenario(dense, {"engine.pipeline_parallel=3"}).pools[0].lora_gib_per_device() ==
+        doctest::Approx(3 * llama / 32 * 11 * 2 / GiB).epsilon(1e-12));
   // a mixture of experts: 2 dense layers with their MLP, 14 with 16 routed experts and a shared one
   const std::string moe =
       "duration_s: 60\ndevice: h100-sxm-80gb\nmodel: my-moe\nengine: {lora_adapters: 2, lora_rank: 16}\n"

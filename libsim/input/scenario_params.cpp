@@ -19,18 +19,30 @@ double PoolSpec::lora_gib_per_device() const {
   if (lora_adapters == 0) return 0.0;
   // A and B matrices of rank r on q, k, v, o and the three MLP projections of every layer, bf16;
   // in a mixture-of-experts layer, on every expert's three (vLLM's FusedMoEWithLoRA holds an A and
-  // B per expert: vllm/lora/layers/fused_moe.py). Sharded as the weights are: over tp x pp, and a
-  // routed expert's over the data-parallel ranks too, which split the experts among them.
-  const double kv_dim = double(model.kv_heads) * model.head_dim, q_dim = double(model.heads) * model.head_dim;
-  const double attention = 2.0 * (model.hidden + q_dim) + 2.0 * (model.hidden + kv_dim);
-  const double mlp = 3.0 * (double(model.hidden) + model.intermediate);
-  const double r = double(lora_rank), bytes = double(lora_adapters) * 2.0 / kGiB / double(devices());
-  if (!model.moe()) return r * (attention + mlp) * model.layers * bytes;
-  const double expert = 3.0 * (double(model.hidden) + model.expert_intermediate);
-  const double moe = model.moe_layers(), dense = model.layers - moe;
-  const double replicated = r * (attention + mlp) * dense + r * (attention + model.shared_experts * expert) * moe;
-  const double routed = r * double(model.experts) * expert * moe;
-  return (replicated + routed / double(dp)) * bytes;
+  // B per expert: vllm/lora/layers/fused_moe.py). Over tensor-parallel ranks as vLLM shards them
+  // by default (not fully_sharded_loras; vllm/lora/layers/base_linear.py): a column-parallel
+  // projection's A (rank x its whole input) and a row-parallel one's B (its whole output x rank)
+  // on every rank, the other matrix split; KV heads replicated where tp exceeds them, as the
+  // weights' are. Experts split whole over expert or data-parallel ranks hold theirs whole. A
+  // device holds its pipeline stage's layers, the busiest stage ceil(layers / pp) of them.
+  const double t = double(tp), h = double(model.hidden), hd = double(model.head_dim);
+  const double q_dim = double(model.heads) * hd;
+  const double kv_rank = (model.kv_heads >= tp ? double(model.kv_heads) / t : 1.0) * hd;
+  const double attention = 4.0 * h + 2.0 * q_dim / t + 2.0 * kv_rank;                    // q, k, v, o
+  auto mlp = [&](double inter, double ranks) { return 3.0 * h + 3.0 * inter / ranks; };  // gate, up, down
+  double per_model = 0.0;  // parameters on one device over every layer
+  if (!model.moe()) {
+    per_model = (attention + mlp(model.intermediate, t)) * model.layers;
+  } else {
+    const double moe = model.moe_layers(), dense = model.layers - moe;
+    const bool whole = ep > 1 || dp > 1;  // experts split whole over tp x dp ranks
+    const double routed = whole ? double(model.experts) / (t * dp) * mlp(model.expert_intermediate, 1.0)
+                                : double(model.experts) * mlp(model.expert_intermediate, t);
+    per_model = (attention + mlp(model.intermediate, t)) * dense +
+                (attention + model.shared_experts * mlp(model.expert_intermediate, t) + routed) * moe;
+  }
+  const double stage = double((model.layers + pp - 1) / pp) / model.layers;
+  return double(lora_rank) * per_model * stage * double(lora_adapters) * 2.0 / kGiB;
 }
 
 // Work of one tensor-parallel rank (summed over the pipeline stages), the collectives of a
