@@ -575,3 +575,25 @@ TEST_CASE("fit --steps: a MoE model's fitted step is the step its runs take") {
   REQUIRE(r.all->tpot.n > 100);
   CHECK(r.all->tpot.sum / double(r.all->tpot.n) == doctest::Approx(fitted_s).epsilon(1e-3));
 }
+
+TEST_CASE("fit --steps: a chunk after the first attends to, and reads, the context its sequences computed before") {
+  // two sequences prefill 500 tokens each beside 4 decoding over 2,000 tokens of context; then the
+  // same with 3,000 tokens computed before their chunks: the KV read grows by 3,000 tokens (as much
+  // as the 1,000 + 2,000 read before) and attention by 500 x 3,000 pairs over the 2 x 500 x 501 / 2
+  const std::string head =
+      "model,device,prefill_tokens,prefill_seqs,prefill_context_tokens,decode_seqs,decode_context_tokens,step_ms\n";
+  const std::string f = write_temp("chunks.csv", head + "meta-llama/Llama-3.1-8B,H100-SXM,1000,2,,4,2000,20\n" +
+                                                     "meta-llama/Llama-3.1-8B,H100-SXM,1000,2,3000,4,2000,25\n");
+  std::string device;
+  const auto s = read_step_samples(f, device);
+  REQUIRE(s.size() == 2);
+  CHECK(s[1].x[4] == doctest::Approx(2.0 * s[0].x[4]));
+  CHECK(s[1].x[5] == doctest::Approx(s[0].x[5] * (250500.0 + 1500000.0) / 250500.0));
+  CHECK(s[1].x[3] == s[0].x[3]);  // no latent to up-project: the GEMMs are the same
+  for (int i : {0, 1, 2}) CHECK(s[1].x[i] == s[0].x[i]);
+  // context before a chunk with no chunk is refused
+  const std::string bad = write_temp("chunks_bad.csv", head + "meta-llama/Llama-3.1-8B,H100-SXM,0,0,100,4,2000,20\n");
+  CHECK(steps_error(bad) == bad +
+                                ":2: error: column prefill_context_tokens: context before a prefill chunk needs "
+                                "prefill_tokens in the step");
+}

@@ -66,7 +66,8 @@ std::vector<StepSample> read_step_samples(const std::string& path, std::string& 
       throw InputError(Location{path, 1, 0, csv.header_line()},
                        std::string("missing column '") + need +
                            "': per-step timings need model, device, prefill_tokens, decode_seqs, "
-                           "decode_context_tokens, step_ms (tp, weight_dtype, prefill_seqs optional)");
+                           "decode_context_tokens, step_ms (tp, weight_dtype, prefill_seqs, "
+                           "prefill_context_tokens optional)");
   std::vector<StepSample> out;
   std::map<std::string, Scenario> scenarios;  // one per configuration, for its work per device
   while (csv.next()) {
@@ -125,6 +126,10 @@ std::vector<StepSample> read_step_samples(const std::string& path, std::string& 
     if (dctx < ds)
       csv.fail(
           fmt::format("{:g} sequences decode over {:g} context tokens: each reads its own token at least", ds, dctx));
+    // context the prefilling sequences computed in earlier chunks: attended to and read, not computed
+    const double pc = num("prefill_context_tokens", 0, 1e10);
+    if (pc > 0 && pt <= 0)
+      csv.fail("column prefill_context_tokens: context before a prefill chunk needs prefill_tokens in the step");
     const double per_seq = ps > 0 ? pt / ps : 0;
     StepSample s;
     s.where = csv.where();
@@ -138,9 +143,13 @@ std::vector<StepSample> read_step_samples(const std::string& path, std::string& 
     // and attention per prompt token
     const WorkParams& w = P.work;
     s.x[2] = step_weight_bytes(w, P.moe, pt + ds) / peak_bytes;
-    s.x[3] = w.matmul_flops_per_token * (pt + ds) / peak_flops;
-    s.x[4] = (w.kv_bytes_per_token * (pt + dctx) + w.window_bytes_per_seq * (ps + ds)) / peak_bytes;
-    s.x[5] = (w.prefill_attn_flops_per_pair * ps * per_seq * (per_seq + 1) / 2 + w.window_flops_per_token * pt) / bf16;
+    // (a chunk after the first attends to the context before it: with the sequences' chunks and
+    // contexts taken as equal, per_seq x pc pairs more, and MLA up-projects that context)
+    s.x[3] = (w.matmul_flops_per_token * (pt + ds) + w.context_upproj_flops_per_token * pc) / peak_flops;
+    s.x[4] = (w.kv_bytes_per_token * (pt + pc + dctx) + w.window_bytes_per_seq * (ps + ds)) / peak_bytes;
+    s.x[5] = (w.prefill_attn_flops_per_pair * (ps * per_seq * (per_seq + 1) / 2 + per_seq * pc) +
+              w.window_flops_per_token * pt) /
+             bf16;
     // bounded as a token's time is: a step of over a minute is no serving step
     s.step_s = csv.number("step_ms") / 1e3;
     if (!(s.step_s > 0 && s.step_s <= latency_limit_s(kMeanTpot)))

@@ -34,8 +34,9 @@ struct StepSample {
 };
 
 // Per-step CSV: model, device, tp (optional), weight_dtype (optional), prefill_tokens,
-// prefill_seqs (optional), decode_seqs, decode_context_tokens, step_ms. Work per device is
-// derived from the catalog as the simulator derives it.
+// prefill_seqs (optional), prefill_context_tokens (optional: what the prefilling sequences computed
+// in earlier chunks), decode_seqs, decode_context_tokens, step_ms. Work per device is derived from
+// the catalog as the simulator derives it.
 std::vector<StepSample> read_step_samples(const std::string& path, std::string& device_out);
 
 struct FitOptions {
