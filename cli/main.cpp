@@ -165,6 +165,7 @@ int cmd_run(const Options& o) {
         Location{"--window", 0, 0, ""},
         fmt::format("--window {:g} s is longer than the measured {:g} s (duration_s - warmup_s)", o.window_s, span));
   const int threads = o.threads > 0 ? o.threads : int(std::max(1u, std::thread::hardware_concurrency()));
+  check_newer_fleets(src, s);
   if (o.window_s > 0) {  // windows of (about) that length, and the run, from one simulation
     t = std::make_unique<Tally>();
     timeline = run_timeline(s, int(std::ceil(span / o.window_s - 1e-9)), threads, 0, t.get());
@@ -196,6 +197,7 @@ int cmd_run(const Options& o) {
 int cmd_validate(const Options& o) {
   const ScenarioSource src = source(o);
   const Scenario s = src.instantiate();
+  check_newer_fleets(src, s);
   std::string sweep;
   if (has_sweep_section(src)) {
     const SweepSpec spec = parse_sweep(src);

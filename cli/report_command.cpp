@@ -56,6 +56,7 @@ Json scenario_document(const ReportArgs& a) {
                          " --format json > sweep.json), then fleetsim report sweep.json");
   const Scenario s = src.instantiate();
   refuse_overwriting_input(a.output, "--output", s.inputs);  // a trace, a length column, a profile
+  check_newer_fleets(src, s);
   auto t = std::make_unique<Tally>();
   Json timeline = run_timeline(s, 60, a.threads, 0, t.get());  // the run and its timeline, one simulation
   Json doc = run_report(s, *t);

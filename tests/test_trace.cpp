@@ -417,9 +417,9 @@ TEST_CASE("trace keys: bad inputs are located errors") {
       "workload:\n"              // 5
       "  arrival:\n"             // 6
       "    process: trace\n";    // 7
-  // a model filter on a Mooncake file: the loader's error, at the path
+  // a model filter on a Mooncake file: the loader's error, at the filter
   const std::string e1 = scenario_error(head + "    path: " + mc + "\n    model: ChatGPT\n");
-  CHECK(contains(e1, "<test>:8:11: error: workload.arrival.path: "));
+  CHECK(contains(e1, "<test>:9:12: error: workload.arrival.model: "));
   CHECK(contains(e1, "a model filter applies to BurstGPT traces only"));
   CHECK(scenario_error(head + "    path: " + mc + "\n    block_tokens: 0\n") ==
         "<test>:9:19: error: workload.arrival.block_tokens: value 0 is out of range (expected an integer in [1, "

@@ -65,19 +65,35 @@ double per_million(double usd, double tokens) { return tokens > 0 ? usd / tokens
 
 }  // namespace
 
+namespace {
+
+// The scenario with pool `pool` on its newer device, or an InputError located at `newer:`.
+Scenario newer_fleet(const ScenarioSource& src, const Scenario& s, size_t pool) {
+  const auto& W = s.pools[pool].ownership.newer;
+  std::vector<Override> ov;
+  for (size_t i = 0; i < W.paths.size(); ++i)
+    ov.push_back(Override{W.paths[i], W.values[i], W.where, "newer: " + W.paths[i] + "=" + W.values[i]});
+  try {
+    return src.instantiate(ov);
+  } catch (const InputError& e) {
+    throw InputError(W.where, "the pool on " + W.device + " (newer:) is not a valid fleet: " + e.what(), e.kind());
+  }
+}
+
+bool has_newer(const PoolSpec& P) { return P.ownership.owned() && P.ownership.has_newer(); }
+
+}  // namespace
+
+void check_newer_fleets(const ScenarioSource& src, const Scenario& s) {
+  for (size_t i = 0; i < s.pools.size(); ++i)
+    if (has_newer(s.pools[i])) newer_fleet(src, s, i);
+}
+
 Json newer_device_view(const ScenarioSource& src, const Scenario& s, const Tally& t, size_t pool,
                        uint32_t replication) {
   const PoolSpec& P = s.pools[pool];
   const auto& W = P.ownership.newer;
-  std::vector<Override> ov;
-  for (size_t i = 0; i < W.paths.size(); ++i)
-    ov.push_back(Override{W.paths[i], W.values[i], W.where, "newer: " + W.paths[i] + "=" + W.values[i]});
-  Scenario v;
-  try {
-    v = src.instantiate(ov);
-  } catch (const InputError& e) {
-    throw InputError(W.where, "the pool on " + W.device + " (newer:) is not a valid fleet: " + e.what(), e.kind());
-  }
+  Scenario v = newer_fleet(src, s, pool);
   v.seed = s.seed;  // the same arrivals and lengths
   const SimParams p = v.params();
   HostWorkspace ws;
@@ -127,7 +143,7 @@ void add_newer_device_views(Json& report, const ScenarioSource& src, const Scena
                             uint32_t replication) {
   for (size_t i = 0; i < s.pools.size(); ++i) {
     const PoolSpec& P = s.pools[i];
-    if (!P.ownership.owned() || !P.ownership.has_newer()) continue;
+    if (!has_newer(P)) continue;
     report["ledger"]["pools"][P.name]["ownership"]["newer_device"] = newer_device_view(src, s, t, i, replication);
   }
 }

@@ -8,6 +8,10 @@
 
 namespace fleetsim {
 
+// Every owned pool's newer fleet is a valid scenario (as newer_device_view would find it), checked
+// before anything runs: `validate` and a run refuse it at once, not after the run.
+void check_newer_fleets(const ScenarioSource& src, const Scenario& s);
+
 // One owned pool's comparison. Runs the variant scenario (same seed, same arrivals) once.
 // Throws InputError located at `newer:` when the variant is not a valid scenario (the model
 // does not fit the newer device, a MIG profile it lacks, the facility cannot power it).

@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <sstream>
@@ -182,6 +183,33 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Overr
       if (en.has("disaggregation")) parse_disaggregation(en.at("disaggregation"), s.pools, i);
     }
     check_disaggregation(pools, s.pools);
+    // a default every pool overrides applies to none: refused, not ignored (a --set of it would
+    // change nothing, and a bad value in it would pass unread)
+    auto dead = [&](const N& at, const std::string& what) {
+      at.fail("every pool gives its own " + what + ": this default applies to none (remove it, or leave " + what +
+                  " out of a pool)",
+              ErrorKind::inconsistent);
+    };
+    auto all_pools_have = [&](const char* k, const std::string& sub) {
+      for (auto it = pools.node.begin(); it != pools.node.end(); ++it) {
+        const N en{it->second, "pools", &src};
+        if (!en.has(k) || (!sub.empty() && (!en.at(k).node.IsMap() || !en.at(k).has(sub.c_str())))) return false;
+      }
+      return true;
+    };
+    for (const char* k : kPoolKeys) {
+      if (!root.has(k)) continue;
+      const std::string key = k;
+      if (key != "engine" && key != "fleet") {
+        if (all_pools_have(k, "")) dead(root.at(k), key);
+        continue;
+      }
+      const N m = root.at(k);
+      for (auto kv = m.node.begin(); kv != m.node.end(); ++kv) {
+        const std::string sub = m.key_name(kv->first);
+        if (all_pools_have(k, sub)) dead(m.at(sub.c_str()), key + "." + sub);
+      }
+    }
     s.multi = true;
   } else {
     PoolSpec P = build_pool(root, devices, models, src);
@@ -203,6 +231,8 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Overr
       if (classes.node.size() == 0) classes.fail("no classes (expected e.g. classes: {chat: {pool: interactive}})");
       if (classes.node.size() > size_t(kMaxClasses))
         classes.fail("at most " + std::to_string(kMaxClasses) + " request classes");
+      // the workload's defaults some class takes (a trace brings its own lengths)
+      std::map<std::string, bool> taken;
       for (auto it = classes.node.begin(); it != classes.node.end(); ++it) {
         const std::string name = path_name(classes, it->first, "class");
         const N en{it->second, "classes." + name, &src};
@@ -234,9 +264,26 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Overr
           if (en.has(k))
             merged[k] = it->second[k];
           else if (wl.has(k) && !(trace && std::string(k) != "arrival"))
-            merged[k] = wl.node[k];
+            merged[k] = wl.node[k], taken[k] = true;
         }
-        RequestClassSpec C = build_class(N{merged, "classes." + name, &src}, s.pools[size_t(pool)], s.duration_s, src);
+        // a workload default the class inherits is located where its value came from: the file's
+        // workload, or a --set of it (not a --set that left the class's own key out)
+        Source csrc = src;
+        for (const char* k : {"arrival", "prompt_tokens", "output_tokens"}) {
+          if (en.has(k)) continue;
+          const std::string own = "classes." + name + "." + k;
+          for (auto o = csrc.overridden.begin(); o != csrc.overridden.end();)
+            o = o->first == own || o->first.rfind(own + ".", 0) == 0 || o->first.rfind(own + "[", 0) == 0
+                    ? csrc.overridden.erase(o)
+                    : std::next(o);
+          const std::string from = std::string("workload.") + k;
+          for (const auto& [path, origin] : src.overridden)
+            if (path == from || path.rfind(from + ".", 0) == 0 || path.rfind(from + "[", 0) == 0)
+              csrc.overridden.emplace(own + path.substr(from.size()), origin);
+            else if (path == "workload")  // the whole workload replaced
+              csrc.overridden.emplace(own, origin);
+        }
+        RequestClassSpec C = build_class(N{merged, "classes." + name, &csrc}, s.pools[size_t(pool)], s.duration_s, src);
         C.name = name;
         C.pool = pool;
         C.team = en.has("team") ? en.at("team").name() : name;
@@ -247,6 +294,8 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Overr
         const N* ck = en.has("checkpointed") ? &en : wl.has("checkpointed") ? &wl : nullptr;
         if (ck) C.checkpointed = ck->at("checkpointed").boolean();
         const N* mr = en.has("max_retries") ? &en : wl.has("max_retries") ? &wl : nullptr;
+        taken["checkpointed"] = taken["checkpointed"] || ck == &wl;
+        taken["max_retries"] = taken["max_retries"] || mr == &wl;
         if (mr) C.max_retries = int(mr->at("max_retries").integer(0, 1000));
         parse_caching(wl, C, s.pools[size_t(pool)]);
         parse_caching(en, C, s.pools[size_t(pool)]);
@@ -255,6 +304,13 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Overr
         parse_goodput(en, C);
         s.classes.push_back(std::move(C));
       }
+      // a default no class takes: refused, not ignored (a --set of it would change nothing)
+      for (const char* k : {"arrival", "prompt_tokens", "output_tokens", "checkpointed", "max_retries"})
+        if (wl.has(k) && !taken[k])
+          wl.at(k).fail(std::string("no class takes this workload.") + k +
+                            ": each gives its own (or, for lengths, replays a trace's); remove it, or leave " + k +
+                            " out of a class",
+                        ErrorKind::inconsistent);
       s.multi = true;
     } else {
       // one workload: the pool it arrives at is the only one, or the only one no other hands its

@@ -97,7 +97,8 @@ RequestClassSpec build_class(const N& wl, const PoolSpec& pool, double duration_
     else
       C.think.describe = "fixed(0)";
     C.think_mean_s = mean_seconds(C.think);
-    if (ar.has("retry_after_s")) C.retry_after_s = ar.at("retry_after_s").pos(86400);
+    // a client's back-off: under a millisecond, rejected users only spin against a full queue
+    if (ar.has("retry_after_s")) C.retry_after_s = ar.at("retry_after_s").num_in(0.001, 86400, "retry_after_s");
   } else {
     only({"path", "time_scale"});
     C.arrival = ArrivalKind::trace;
@@ -125,7 +126,12 @@ RequestClassSpec build_class(const N& wl, const PoolSpec& pool, double duration_
       try {
         *t = load_trace(path, topt);
       } catch (const InputError& e) {
-        ar.at("path").fail(e.one_line());
+        // an option the trace refuses is located at the option (a --set of it included), else at path
+        const std::string m = e.one_line();
+        const char* at = ar.has("model") && m.find("model") != std::string::npos                 ? "model"
+                         : ar.has("block_tokens") && m.find("block_tokens") != std::string::npos ? "block_tokens"
+                                                                                                 : "path";
+        ar.at(at).fail(m);
       }
       for (auto& x : t->t_s) x *= C.time_scale;
       std::unique_lock<std::mutex> lock(src.cache->mutex);
@@ -232,6 +238,18 @@ void check_response_cache_loop(const N& cn, const RequestClassSpec& C, double du
         no_think)
       rc.fail("closed-loop users answered at once by the cache, with no think time, would send forever at one instant",
               ErrorKind::inconsistent);
+    // below 1, each request the fleet serves comes with hit_rate / (1 - hit_rate) answered by the
+    // cache; in (almost) no time and with no think time, those are sent at (almost) one instant,
+    // events the run counts without time passing
+    const double h = C.response_cache_hit_rate;
+    if (C.arrival == ArrivalKind::concurrency && h < 1 && h > 0.999 && C.response_cache_latency_s < 1e-3 && no_think)
+      rc.at("hit_rate")
+          .fail(fmt::format("closed-loop users with no think time, answered by the cache in {:g} s, would send about "
+                            "{:.3g} requests at once for each the fleet serves (hit_rate / (1 - hit_rate)): give "
+                            "response_cache.latency_s (a lookup's round trip, 0.001 or more) or a think time, or a "
+                            "hit_rate of 0.999 or less",
+                            C.response_cache_latency_s, h / (1 - h)),
+                ErrorKind::inconsistent);
     // every request a hit: a user sends one per think time and cache latency, never waiting on the
     // fleet; past the 1e9 requests a run may hold (as arrival.requests allows) it would not end
     // in any time worth waiting for

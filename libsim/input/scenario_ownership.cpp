@@ -180,16 +180,17 @@ void finish_ownership(const N& pool_node, PoolSpec& P) {
     }
   }
   const double node_kw = double(P.device.devices_per_node) * O.busy_kw_per_device + O.host_kw_per_node;
-  if (O.rack_kw > 0) {
-    const int per_rack = int(std::floor(O.rack_kw / node_kw + 1e-9));
-    const int nodes = P.nodes_for(O.replicas), obtainable = per_rack * O.racks;
-    if (nodes > obtainable)
+  if (O.rack_kw > 0 && node_kw > 0) {  // (a node that draws nothing: any rack powers any number)
+    // in floating point: a rack of 10 MW powers millions of nodes drawing watts, past an int
+    const double per_rack = std::floor(O.rack_kw / node_kw + 1e-9), obtainable = per_rack * O.racks;
+    const int nodes = P.nodes_for(O.replicas);
+    if (double(nodes) > obtainable)
       on.at("facility")
-          .fail(fmt::format(
-                    "the facility powers {} node{} of {} ({} rack{} of {:g} kW; a node draws up to {:.2f} kW), but {} "
-                    "replicas need {} node{}: fewer replicas, more racks, or colocation",
-                    obtainable, obtainable == 1 ? "" : "s", P.device.name, O.racks, O.racks == 1 ? "" : "s", O.rack_kw,
-                    node_kw, O.replicas, nodes, nodes == 1 ? "" : "s"),
+          .fail(fmt::format("the facility powers {:.0f} node{} of {} ({} rack{} of {:g} kW; a node draws up to {:.2f} "
+                            "kW), but {} "
+                            "replicas need {} node{}: fewer replicas, more racks, or colocation",
+                            obtainable, obtainable == 1 ? "" : "s", P.device.name, O.racks, O.racks == 1 ? "" : "s",
+                            O.rack_kw, node_kw, O.replicas, nodes, nodes == 1 ? "" : "s"),
                 ErrorKind::does_not_fit);
   }
 }

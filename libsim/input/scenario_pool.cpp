@@ -432,6 +432,12 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
             pr.at(other).fail(std::string(other) + " is rented capacity; this pool's devices are " + kind +
                                   " (replicas beyond " + kind + ".replicas are rented on demand)",
                               ErrorKind::inconsistent);
+        // devices bought come in whole nodes: billed by the node, whatever billing would say
+        if (pr.has("billing") && !P.node_billing)
+          pr.at("billing").fail(std::string(kind[0] == 'o' ? "an " : "a ") + kind +
+                                    " pool is paid for by the whole node (" + kind +
+                                    ".node_capex_usd): billing: device does not apply; remove it",
+                                ErrorKind::inconsistent);
         parse_ownership(pr.at(kind), kind, P, devices);
       }
   }

@@ -164,6 +164,7 @@ Json catalog_document() {
 }
 
 Json run_document(const ScenarioSource& src, const Scenario& s, uint32_t replication, int timeline) {
+  check_newer_fleets(src, s);
   auto t = std::make_unique<Tally>();
   Json windows;
   if (timeline == 1 || (timeline < 0 && wants_timeline(s))) {  // the run and its timeline from one simulation

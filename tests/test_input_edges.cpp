@@ -1,0 +1,132 @@
+// Input that was taken but not run as written: values that make a run spin without end, defaults
+// that apply to nothing, a comparison checked only after the run, a billing rule overridden, and
+// errors located somewhere other than where the value came from. Each is an exact error here.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "helpers.hpp"
+#include "libsim/cost/refresh.hpp"
+
+using namespace fleetsim;
+using test::error_of;
+
+namespace {
+
+const std::string kHead = "duration_s: 600\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\n";
+
+}  // namespace
+
+TEST_CASE("input edges: closed-loop users the cache answers at once, or who retry at once, are refused") {
+  const std::string rc = kHead +
+                         "fleet: {replicas: 1}\nworkload:\n  arrival: {process: concurrency, clients: 100}\n"
+                         "  prompt_tokens: 500\n  output_tokens: 100\n"
+                         "  response_cache: {hit_rate: 0.999999, latency_s: 0}\n";
+  CHECK(error_of(rc) ==
+        "<test>:9:30: error: workload.response_cache.hit_rate: closed-loop users with no think time, answered by the "
+        "cache in 0 s, would send about 1e+06 requests at once for each the fleet serves (hit_rate / (1 - "
+        "hit_rate)): give response_cache.latency_s (a lookup's round trip, 0.001 or more) or a think time, or a "
+        "hit_rate of 0.999 or less");
+  // a lookup's round trip, a think time or a lower rate each lets time pass
+  CHECK(error_of(rc, {"workload.response_cache.latency_s=0.001"}) == "(no error)");
+  CHECK(error_of(rc, {"workload.arrival.think_time_s=1"}) == "(no error)");
+  CHECK(error_of(rc, {"workload.response_cache.hit_rate=0.999"}) == "(no error)");
+  // a back-off under a millisecond only spins against a full queue
+  CHECK(error_of(rc, {"workload.response_cache=~", "workload.arrival.retry_after_s=1e-9"}) ==
+        "--set workload.arrival.retry_after_s=1e-9: error: workload.arrival.retry_after_s: value 1e-9 is out of range "
+        "(expected retry_after_s in [0.001, 86400])");
+}
+
+TEST_CASE("input edges: a facility that powers millions of nodes, or nodes drawing nothing, is no overflow") {
+  const std::string owned =
+      kHead +
+      "fleet:\n  replicas: 1\n  pricing:\n    owned:\n      node_capex_usd: 300000\n"
+      "      refresh_years: 4\n"
+      "      power: {idle_kw_per_device: 0, busy_kw_per_device: 0.00025, usd_per_kwh: 0.1}\n"
+      "      facility: {rack_kw: 10000, racks: 500}\n"
+      "workload: {arrival: {process: poisson, rate_per_s: 2}, prompt_tokens: 500, output_tokens: 100}\n";
+  CHECK(error_of(owned) == "(no error)");
+  CHECK(error_of(owned, {"fleet.pricing.owned.power.busy_kw_per_device=0",
+                         "fleet.pricing.owned.power.usd_per_kwh=0"}) == "(no error)");
+  // and a small one still refuses what it cannot power
+  CHECK(
+      error_of(owned, {"fleet.pricing.owned.power.busy_kw_per_device=1", "fleet.pricing.owned.facility.racks=1",
+                       "fleet.pricing.owned.facility.rack_kw=5", "fleet.replicas=9", "fleet.pricing.owned.replicas=9"})
+          .find("the facility powers 0 nodes of h100-sxm-80gb") != std::string::npos);
+}
+
+TEST_CASE("input edges: an owned pool billed by the device, and a newer fleet that cannot run, are refused up front") {
+  const std::string owned =
+      kHead +
+      "fleet:\n  replicas: 1\n  pricing:\n    billing: device\n    owned:\n"
+      "      node_capex_usd: 300000\n      refresh_years: 4\n"
+      "      power: {idle_kw_per_device: 0.1, usd_per_kwh: 0.1}\n"
+      "workload: {arrival: {process: poisson, rate_per_s: 2}, prompt_tokens: 500, output_tokens: 100}\n";
+  CHECK(error_of(owned) ==
+        "<test>:7:14: error: fleet.pricing.billing: an owned pool is paid for by the whole node "
+        "(owned.node_capex_usd): billing: device does not apply; remove it");
+  CHECK(error_of(owned, {"fleet.pricing.billing=node"}) == "(no error)");
+  // a newer device's fleet is checked before anything runs (validate, run, report)
+  const ScenarioSource src =
+      ScenarioSource::from_text(owned, "<test>", ".")
+          .with_overrides(parse_sets({"fleet.pricing.billing=~",
+                                      "fleet.pricing.owned.newer={device: b200-180gb, node_capex_usd: 400000, "
+                                      "tensor_parallel: 3}"}));
+  const Scenario s = src.instantiate();
+  CHECK(test::input_error([&] { check_newer_fleets(src, s); })
+            .find("error: the pool on b200-180gb (newer:) is not a valid fleet: engine.tensor_parallel: llama-3.1-8b "
+                  "has 32 attention heads, which tp=3 does not divide") != std::string::npos);
+}
+
+TEST_CASE("input edges: a default every pool or class gives for itself applies to none, and is refused") {
+  const std::string pools =
+      "duration_s: 600\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\nfleet: {replicas: 1}\n"
+      "engine: {max_num_seqs: 32}\npools:\n"
+      "  a: {device: a100-80gb, engine: {max_num_seqs: 64}}\n"
+      "  b: {device: h200-141gb, fleet: {replicas: 2}}\n"
+      "workload: {prompt_tokens: 500, output_tokens: 100}\n"
+      "classes:\n  chat: {pool: a, arrival: {process: poisson, rate_per_s: 2}}\n"
+      "  batch: {pool: b, arrival: {process: poisson, rate_per_s: 1}}\n";
+  CHECK(error_of(pools) ==
+        "<test>:2:9: error: device: every pool gives its own device: this default applies to none "
+        "(remove it, or leave device out of a pool)");
+  // a --set of such a default would change nothing: located at the --set
+  CHECK(error_of(pools, {"pools.b.device=~", "pools.b.engine={max_num_seqs: 16}"}) ==
+        "<test>:5:24: error: engine.max_num_seqs: every pool gives its own engine.max_num_seqs: this default applies "
+        "to none (remove it, or leave engine.max_num_seqs out of a pool)");
+  CHECK(error_of(pools, {"pools.b.device=~"}) == "(no error)");
+  CHECK(error_of(pools, {"pools.b.device=~", "classes.chat.output_tokens=50", "classes.batch.output_tokens=60"}) ==
+        "<test>:9:47: error: workload.output_tokens: no class takes this workload.output_tokens: each gives its own "
+        "(or, for lengths, replays a trace's); remove it, or leave output_tokens out of a class");
+}
+
+TEST_CASE("input edges: a workload value a class inherits is located where it came from, a --set included") {
+  const std::string y =
+      "duration_s: 600\nmodel: llama-3.1-8b\ndevice: h100-sxm-80gb\nfleet: {replicas: 1}\n"
+      "pools:\n  a: {fleet: {replicas: 2}}\n  b: {engine: {max_num_seqs: 64}}\n"
+      "workload:\n  prompt_tokens: 500\n  output_tokens: 100\n"
+      "classes:\n  chat: {pool: a, arrival: {process: poisson, rate_per_s: 2}}\n"
+      "  batch: {pool: b, arrival: {process: poisson, rate_per_s: 1}, output_tokens: 50}\n";
+  CHECK(error_of(y, {"workload.prompt_tokens={dist: lognormal, median: 100, p99: 10}"}) ==
+        "--set workload.prompt_tokens={dist: lognormal, median: 100, p99: 10}: error: classes.chat.prompt_tokens.p99: "
+        "p99 must be >= median");
+  // a class whose own key a --set left out inherits the file's value: located in the file, not at
+  // that --set (and with every class's own, the file's value is a default no class takes)
+  std::string bad = y;
+  bad.replace(bad.find("workload:\n"), 10, "workload:\n  arrival: {process: poisson, rate_per_s: -1}\n");
+  CHECK(error_of(bad) ==
+        "<test>:9:12: error: workload.arrival: no class takes this workload.arrival: each gives its "
+        "own (or, for lengths, replays a trace's); remove it, or leave arrival out of a class");
+  CHECK(error_of(bad, {"classes.chat.arrival=~"}) ==
+        "<test>:9:43: error: classes.chat.arrival.rate_per_s: value -1 is out of range (expected a number > 0 and <= "
+        "1e+06)");
+}
+
+TEST_CASE("input edges: a trace option the trace refuses is located at the option") {
+  const std::string y =
+      "duration_s: trace_end\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\nfleet: {replicas: 4}\n"
+      "workload:\n  arrival: {process: trace, path: " +
+      std::string(FLEETSIM_SOURCE_DIR) + "/scenarios/traces/mooncake-conversation-5min.jsonl}\n";
+  CHECK(error_of(y, {"workload.arrival.model=ChatGPT"})
+            .rfind("--set workload.arrival.model=ChatGPT: error: workload.arrival.model: ", 0) == 0);
+}
