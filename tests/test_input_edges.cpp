@@ -6,6 +6,7 @@
 #include <string>
 
 #include "helpers.hpp"
+#include "libsim/check/budget.hpp"
 #include "libsim/cost/refresh.hpp"
 
 using namespace fleetsim;
@@ -129,4 +130,18 @@ TEST_CASE("input edges: a trace option the trace refuses is located at the optio
       std::string(FLEETSIM_SOURCE_DIR) + "/scenarios/traces/mooncake-conversation-5min.jsonl}\n";
   CHECK(error_of(y, {"workload.arrival.model=ChatGPT"})
             .rfind("--set workload.arrival.model=ChatGPT: error: workload.arrival.model: ", 0) == 0);
+}
+
+TEST_CASE("input edges: an empty budget or catalog name is refused, not made a nameless entry") {
+  CHECK(test::input_error([] {
+          parse_budgets_text("budgets: {\"\": {metric: latency_s.ttft.p99, max: 1}}\n", "<b>", {}, true, true);
+        }) ==
+        "<b>:1:11: error: budgets: expected a budget name, got an empty one (it names the budget's line, its "
+        "JUnit test case and --set budgets.NAME.KEY)");
+  CHECK(error_of(kHead +
+                 "fleet: {replicas: 1}\n"
+                 "workload: {arrival: {process: poisson, rate_per_s: 1}, prompt_tokens: 10, output_tokens: 10}\n"
+                 "catalog: {devices: {\" \": {memory_gib: 80}}}\n") ==
+        "<test>:6:21: error: catalog.devices: expected a name, got an empty one (a scenario's device: or model: names "
+        "the entry)");
 }
