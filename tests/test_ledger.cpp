@@ -567,3 +567,41 @@ TEST_CASE("FOCUS ResourceType: what each pool's hours bought, a GPU or a CPU ins
   CHECK(cpu > 0);
   CHECK(gpu > 0);
 }
+
+TEST_CASE(
+    "FOCUS: owned devices are a row per part of their cost, the purchase amortized and billed when it was bought") {
+  // own-vs-rent: the devices' capex spread over their refresh years, energy and space. FOCUS 1.2
+  // (specification/columns/billedcost.md, effectivecost.md): an amortized purchase is in
+  // EffectiveCost only; the running costs are billed in the period; no provider list price, so no
+  // discount against one
+  const Scenario s = test::scenario(read_text_file(FLEETSIM_SOURCE_DIR "/scenarios/own-vs-rent.yaml", "x"),
+                                    {"duration_s=1800", "warmup_s=300"});
+  const test::Result r = test::run(s);
+  const Ledger L = make_ledger(s, *r.tally);
+  const OwnershipLedger& o = L.pools[0].ownership;
+  std::map<std::string, double> part_usd;
+  for (const auto& c : o.components) part_usd[c.name] = c.usd();
+  REQUIRE(part_usd.size() == 3);  // capex, energy, space
+  std::istringstream in(focus_csv(L, s, 0.0));
+  CsvReader rd(in, "<focus>");
+  double billed = 0, effective = 0;
+  int rows = 0;
+  while (rd.next()) {
+    ++rows;
+    const std::string part = rd.get("skupriceid").substr(rd.get("skupriceid").rfind('/') + 1);
+    CAPTURE(part);
+    REQUIRE(part_usd.count(part) == 1);
+    CHECK(rd.get("skupriceid") == "h100-sxm-80gb/owned/" + part);
+    CHECK(rd.number("effectivecost") == doctest::Approx(part_usd[part]));
+    CHECK(rd.number("billedcost") == (part == "capex" ? 0.0 : doctest::Approx(part_usd[part])));
+    CHECK(rd.number("listcost") == doctest::Approx(rd.number("effectivecost")));
+    CHECK(rd.number("contractedcost") == doctest::Approx(rd.number("effectivecost")));
+    CHECK(rd.number("pricingquantity") * rd.number("listunitprice") == doctest::Approx(rd.number("listcost")));
+    CHECK(rd.get("pricingcategory") == "Other");
+    billed += rd.number("billedcost");
+    effective += rd.number("effectivecost");
+  }
+  CHECK(rows == 3);
+  CHECK(effective == doctest::Approx(L.total.effective_usd()));
+  CHECK(billed == doctest::Approx(L.total.effective_usd() - part_usd["capex"]));
+}

@@ -103,6 +103,7 @@ const std::vector<std::string>& focus_columns() {
                                              "ServiceCategory",
                                              "ServiceName",
                                              "SkuId",
+                                             "SkuPriceId",
                                              "Tags"};
   return c;
 }
@@ -133,7 +134,7 @@ std::string focus_csv(const Ledger& l, const Scenario& s, double start_unix_s) {
   // commitment's purchase and its unused hours, FOCUS 1.2 consumedquantity.md).
   struct Charge {
     std::string category = "Usage", frequency = "Usage-Based", what, pricing;
-    std::string cd_id, cd_name, cd_status, resource_id, resource_name, resource_type, tags;
+    std::string cd_id, cd_name, cd_status, resource_id, resource_name, resource_type, tags, sku_price;
     double qty = 0, billed = 0, effective = 0, contracted_unit = 0, list_unit = 0;
     bool consumed = true;
   };
@@ -141,13 +142,13 @@ std::string focus_csv(const Ledger& l, const Scenario& s, double start_unix_s) {
     const bool cd = !c.cd_id.empty();
     o += fmt::format(
         "{},{},{},USD,{},{},{},,{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},fleetsim (simulated),{},{},{},{},Hours,"
-        "fleetsim (simulated),fleetsim (simulated),{},{},{},AI and Machine Learning,LLM inference,{},{}\n",
+        "fleetsim (simulated),fleetsim (simulated),{},{},{},AI and Machine Learning,LLM inference,{},{},{}\n",
         focus_num(c.billed), account, account_name, b1, b0, c.category, csv_quote(c.what), c.frequency, t1, t0,
         cd ? "Usage" : "", c.cd_id, c.cd_name, cd ? focus_num(c.qty) : "", c.cd_status, cd ? "Reserved capacity" : "",
         cd ? "Hours" : "", c.consumed ? focus_num(c.qty) : "", c.consumed ? "Hours" : "",
         focus_num(c.qty * c.contracted_unit), focus_num(c.contracted_unit), focus_num(c.effective),
         focus_num(c.qty * c.list_unit), focus_num(c.list_unit), c.pricing, focus_num(c.qty), c.resource_id,
-        c.resource_name, c.resource_type, csv_quote(p.device), c.tags);
+        c.resource_name, c.resource_type, csv_quote(p.device), csv_quote(p.device + "/" + c.sku_price), c.tags);
   };
   // Usage of quantity device-hours at a list, a contracted (before commitment discounts) and an
   // effective rate; `commitment` is the commitment's status (Used, Unused) or empty. A commitment's
@@ -166,6 +167,7 @@ std::string focus_csv(const Ledger& l, const Scenario& s, double start_unix_s) {
         committed || line.category == "on_demand" ? line.list_usd_per_hour : line.effective_usd_per_hour;
     c.list_unit = line.list_usd_per_hour;
     c.pricing = focus_pricing(line.category);
+    c.sku_price = line.category;
     if (committed) {
       c.cd_id = csv_quote("fleetsim:" + s.name + "/" + p.name + "/commitment");
       c.cd_name = csv_quote("commitment, pool " + p.name);
@@ -191,6 +193,7 @@ std::string focus_csv(const Ledger& l, const Scenario& s, double start_unix_s) {
     c.contracted_unit = line.effective_usd_per_hour;
     c.list_unit = line.list_usd_per_hour;
     c.pricing = "Standard";
+    c.sku_price = "committed";
     c.cd_id = csv_quote("fleetsim:" + s.name + "/" + p.name + "/commitment");
     c.cd_name = csv_quote("commitment, pool " + p.name);
     c.consumed = false;
@@ -199,6 +202,30 @@ std::string focus_csv(const Ledger& l, const Scenario& s, double start_unix_s) {
     c.resource_type = "Commitment";
     c.tags = csv_quote(Json{{"fleetsim-pool", p.name}}.dump());
     emit(c, p);
+  };
+  // Owned or colocated devices, one row per part of their cost (the ledger's components), each at
+  // its own rate per device-hour, the owner's cost with no provider's list price or discount
+  // above it. The devices were bought before this billing period: their purchase's share (capex,
+  // spares) is amortized into EffectiveCost and bills nothing here (FOCUS 1.2 billedcost.md,
+  // effectivecost.md); energy, space and colocation are paid in the period, billed as they cost.
+  auto owned_rows = [&](const PoolLedger& p, const PricingLine& line, double share, const std::string& what,
+                        const Json& tags) {
+    for (const auto& comp : p.ownership.components) {
+      const bool bought = comp.name == "capex" || comp.name == "spares";
+      Charge c;
+      c.what = what + ", " + (bought ? "amortized purchase (" + comp.name + ")" : comp.name);
+      c.qty = line.device_hours * share;
+      c.effective = comp.usd() * share;
+      c.billed = bought ? 0.0 : c.effective;
+      c.contracted_unit = c.list_unit = line.device_hours > 0 ? comp.usd() / line.device_hours : 0.0;
+      c.pricing = focus_pricing(line.category);
+      c.sku_price = line.category + "/" + comp.name;
+      c.resource_id = csv_quote(s.name + "/" + p.name);
+      c.resource_name = csv_quote(p.name);
+      c.resource_type = p.cpu_instance ? "CPU instance" : "GPU";
+      c.tags = csv_quote(tags.dump());
+      emit(c, p);
+    }
   };
   for (size_t i = 0; i < l.pools.size(); ++i) {
     const PoolLedger& p = l.pools[i];
@@ -229,7 +256,10 @@ std::string focus_csv(const Ledger& l, const Scenario& s, double start_unix_s) {
         }
         const std::string what = c ? fmt::format("{} device-hours, pool {}, class {}", p.device, p.name, c->name)
                                    : fmt::format("{} device-hours, pool {}", p.device, p.name);
-        row(p, line, qty, what, committed ? "Used" : "", tags);
+        if (line.category == "owned" || line.category == "colocated")
+          owned_rows(p, line, share, what, tags);
+        else
+          row(p, line, qty, what, committed ? "Used" : "", tags);
       }
       if (unused > 0)
         row(p, line, unused, fmt::format("{} device-hours, pool {}, unused commitment", p.device, p.name), "Unused",
