@@ -184,6 +184,11 @@ TEST_CASE("budget errors are located and say what was expected") {
             .find(":2:49: error: budgets.x.max: requests.rejection_fraction is never negative, so at most -0.001 "
                   "can never be met") != std::string::npos);
   CHECK(error("budgets:\n  x: {metric: latency_s.ttft.p99, min: -1}\n") == "(no error)");
+  // the ledger's dollars and a team's too, by any name
+  for (const char* m :
+       {"monthly_spend_usd", "ledger.effective_usd", "ledger.buckets.idle_waste.usd", "teams.product.usd"})
+    CHECK(error(std::string("budgets:\n  x: {metric: ") + m + ", max: -1}\n").find("is never negative") !=
+          std::string::npos);
   // an empty class names no class: not the whole scenario by default
   CHECK(error("budgets:\n  x: {metric: latency_s.ttft.p99, max: 1, class: \"\"}\n")
             .find(":2:50: error: budgets.x.class: expected a name, got an empty string") != std::string::npos);

@@ -53,6 +53,11 @@ bool never_negative(const std::string& path) {
     }
   for (const char* section : {"latency_s.", "requests.", "throughput.", "utilization.", "cost.", "capacity.", "fleet."})
     if (p.rfind(section, 0) == 0) return true;
+  // the ledger's hours and dollars (not the ownership view, whose price changes may fall) and teams'
+  for (const char* section :
+       {"ledger.window_s", "ledger.billed_device_hours", "ledger.list_usd", "ledger.effective_usd",
+        "ledger.usd_per_device_hour", "ledger.buckets.", "ledger.idle_usd", "ledger.projection_30d.", "teams."})
+    if (p.rfind(section, 0) == 0) return true;
   return false;
 }
 
