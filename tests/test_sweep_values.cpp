@@ -40,6 +40,24 @@ TEST_CASE("a quoted value in a sweep's list is the string it is, however numeric
             .find("got the string \"false\"") != std::string::npos);
 }
 
+TEST_CASE("a sweep's values come out as JSON reads them back for a run: null, booleans, mappings and lists") {
+  const SweepSpec spec = parse_sweep(source(
+      "sweep:\n  parameters:\n    engine.enforce_eager: [true, false]\n    fleet.autoscale: [~, {min_replicas: 1, "
+      "max_replicas: 2, signal: inflight, target: 8}]\n    engine.max_num_seqs: [64]\n"));
+  REQUIRE(spec.params.size() == 3);
+  CHECK(spec.params[0].json_values == std::vector<Json>{Json(true), Json(false)});
+  const auto& a = spec.params[1].json_values;
+  REQUIRE(a.size() == 2);
+  CHECK(a[0].is_null());
+  CHECK(a[1] == Json::parse(R"({"min_replicas": 1, "max_replicas": 2, "signal": "inflight", "target": 8})"));
+  CHECK(spec.params[2].json_values == std::vector<Json>{Json(64)});
+  // and a row's parameters, given back as overrides, run that row's configuration
+  const Json doc = run(source("sweep:\n  parameters:\n    engine.enforce_eager: [true, false]\n"));
+  REQUIRE(doc["rows"].size() == 2);
+  CHECK(doc["rows"][0]["parameters"]["engine.enforce_eager"] == Json(true));
+  CHECK(doc["sweep"]["parameters"][0]["values"] == Json::parse("[true, false]"));
+}
+
 TEST_CASE("a configuration leaves out --set of the sweep section, and runs as the sweep's rows do") {
   const auto src = source("sweep:\n  parameters:\n    fleet.replicas: [1, 2]\n")
                        .with_overrides(parse_sets({"sweep.parameters={fleet.replicas: [1, 3]}", "seed=5"}));

@@ -68,10 +68,25 @@ std::string scalar_text(const YAML::Node& n) {
 }
 
 Json yaml_to_json(const YAML::Node& n) {
-  // a quoted scalar is a string whatever it looks like ("007", "1.10"), as the scenario reads it
+  // a value as the scenario reads it, and as a JSON reader takes it back for a run: null (`~`, a
+  // sweep's default), a boolean, a number, a string, a mapping or a list of them
+  if (n.IsNull()) return Json(nullptr);
+  if (n.IsMap()) {
+    Json o = Json::object();
+    for (auto it = n.begin(); it != n.end(); ++it) o[it->first.Scalar()] = yaml_to_json(it->second);
+    return o;
+  }
+  if (n.IsSequence()) {
+    Json a = Json::array();
+    for (const auto& x : n) a.push_back(yaml_to_json(x));
+    return a;
+  }
+  // a quoted scalar is a string whatever it looks like ("007", "1.10", "true"), as the scenario reads it
   if (n.IsScalar() && n.Tag() == "!") return Json(n.Scalar());
   if (n.IsScalar()) {
     const std::string& s = n.Scalar();
+    if (s == "true") return Json(true);  // (yes, no, on, off stay strings: a run reads them back alike)
+    if (s == "false") return Json(false);
     char* end = nullptr;
     // an integer is kept whole (a 64-bit seed would not survive a double)
     if (!s.empty() && s.find_first_of(".eExXpP") == std::string::npos) {
@@ -90,7 +105,7 @@ Json yaml_to_json(const YAML::Node& n) {
     }
     return Json(s);
   }
-  return Json(yaml_flow(n));
+  return Json(yaml_flow(n));  // (not reached: a node is null, a scalar, a mapping or a list)
 }
 
 std::string fmt_value(double v) { return fmt::format("{}", v); }
