@@ -86,13 +86,54 @@ void set_path(Json& j, const std::string& path, Json v) {
 
 }  // namespace
 
+namespace {
+
+// The regularized incomplete beta function I_x(a, b), by its continued fraction (modified Lentz),
+// taken on the side of x where it converges fast.
+double incomplete_beta(double a, double b, double x) {
+  if (x <= 0) return 0;
+  if (x >= 1) return 1;
+  if (x > (a + 1) / (a + b + 2)) return 1 - incomplete_beta(b, a, 1 - x);
+  const double front =
+      std::exp(std::lgamma(a + b) - std::lgamma(a) - std::lgamma(b) + a * std::log(x) + b * std::log1p(-x)) / a;
+  const double tiny = 1e-300;
+  double f = 1, c = 1, d = 0;
+  for (int i = 0; i <= 400; ++i) {
+    const int m = i / 2;
+    double num;
+    if (i == 0)
+      num = 1;
+    else if (i % 2 == 0)
+      num = m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m));
+    else
+      num = -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1));
+    d = 1 + num * d;
+    d = std::fabs(d) < tiny ? tiny : d;
+    d = 1 / d;
+    c = 1 + num / c;
+    c = std::fabs(c) < tiny ? tiny : c;
+    const double cd = c * d;
+    f *= cd;
+    if (std::fabs(1 - cd) < 1e-15) break;
+  }
+  return front * (f - 1);
+}
+
+// P(T > t) for Student's t with dof degrees of freedom, t >= 0.
+double t_upper_tail(double t, double dof) { return 0.5 * incomplete_beta(dof / 2, 0.5, dof / (dof + t * t)); }
+
+}  // namespace
+
 double t_critical_95(uint32_t dof) {
-  static const double t[] = {0,     12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
-                             2.201, 2.179,  2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080,
-                             2.074, 2.069,  2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042};
   if (dof == 0) return 0;
-  if (dof <= 30) return t[dof];
-  return 1.95996 + 2.4 / double(dof);  // within 0.2% of the t quantile beyond 30
+  // t(dof, 0.975): the upper tail is 0.025, found by bisection between the normal's 1.96 and the
+  // Cauchy's 12.71 (the quantile falls with dof), to the last bits a double holds
+  double lo = 1.959, hi = 12.71;
+  for (int i = 0; i < 200 && hi - lo > 1e-13; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    (t_upper_tail(mid, double(dof)) > 0.025 ? lo : hi) = mid;
+  }
+  return 0.5 * (lo + hi);
 }
 
 MeanCI mean_ci(const std::vector<double>& xs) {
