@@ -58,6 +58,15 @@ TEST_CASE("a sweep's values come out as JSON reads them back for a run: null, bo
   CHECK(doc["sweep"]["parameters"][0]["values"] == Json::parse("[true, false]"));
 }
 
+TEST_CASE("a sweep none of whose configurations can run says so, not that none meets an SLO it does not have") {
+  // trtllm's memory fraction on a vLLM pool: every row inconsistent, with its reason
+  const Json doc = run(source("sweep:\n  parameters:\n    engine.free_gpu_memory_fraction: [0.8, 0.9]\n"));
+  REQUIRE(doc["rows"].size() == 2);
+  for (const auto& r : doc["rows"]) CHECK(r["metrics"].is_null());
+  CHECK(doc["summary"]["infeasible_config"] == 2);
+  CHECK(doc["summary"]["message"] == "no configuration can run (each row says why)");
+}
+
 TEST_CASE("a configuration leaves out --set of the sweep section, and runs as the sweep's rows do") {
   const auto src = source("sweep:\n  parameters:\n    fleet.replicas: [1, 2]\n")
                        .with_overrides(parse_sets({"sweep.parameters={fleet.replicas: [1, 3]}", "seed=5"}));

@@ -104,10 +104,12 @@ Json SummaryAccumulator::summary() const {
     s["message"] = fmt::format("cheapest feasible configuration: #{}", cheapest_["index"].get<uint64_t>());
   } else {
     s["cheapest"] = nullptr;
-    std::string msg = rows_ == 0      ? "no configurations ran"
-                      : feasible_ > 0 ? fmt::format("{} configuration{} the SLO, but none has a value for {}",
-                                                    feasible_, feasible_ == 1 ? " meets" : "s meet", objective_)
-                                      : "no configuration meets the SLO";
+    // (every configuration one that cannot run: no SLO was ever judged)
+    std::string msg = rows_ == 0         ? "no configurations ran"
+                      : feasible_ > 0    ? fmt::format("{} configuration{} the SLO, but none has a value for {}",
+                                                       feasible_, feasible_ == 1 ? " meets" : "s meet", objective_)
+                      : no_fit_ == rows_ ? "no configuration can run (each row says why)"
+                                         : "no configuration meets the SLO";
     if (feasible_ == 0 && closest_excess_ < INFINITY)
       msg += fmt::format("; closest is #{} ({})", closest_index_, closest_violation_);
     else if (feasible_ == 0 && stopped_ > 0)  // every miss stopped without figures: say how to get them
