@@ -47,6 +47,11 @@ TEST_CASE("input edges: a facility that powers millions of nodes, or nodes drawi
       "      facility: {rack_kw: 10000, racks: 500}\n"
       "workload: {arrival: {process: poisson, rate_per_s: 2}, prompt_tokens: 500, output_tokens: 100}\n";
   CHECK(error_of(owned) == "(no error)");
+  // 10,000 kW over 8 x 0.25 W: 5,000,000 nodes a rack, 2.5e9 in 500 racks, past an int
+  const Json f = test::run(test::scenario(owned, {"duration_s=120", "warmup_s=0"}))
+                     .report["ledger"]["pools"]["default"]["ownership"]["facility"];
+  CHECK(f["nodes_per_rack"].get<int64_t>() == 5000000);
+  CHECK(f["nodes_obtainable"].get<int64_t>() == 2500000000LL);
   CHECK(error_of(owned, {"fleet.pricing.owned.power.busy_kw_per_device=0",
                          "fleet.pricing.owned.power.usd_per_kwh=0"}) == "(no error)");
   // and a small one still refuses what it cannot power
@@ -91,14 +96,23 @@ TEST_CASE("input edges: a default every pool or class gives for itself applies t
   CHECK(error_of(pools) ==
         "<test>:2:9: error: device: every pool gives its own device: this default applies to none "
         "(remove it, or leave device out of a pool)");
-  // a --set of such a default would change nothing: located at the --set
+  // a --set that makes a default dead: the default is refused where it is written
   CHECK(error_of(pools, {"pools.b.device=~", "pools.b.engine={max_num_seqs: 16}"}) ==
         "<test>:5:24: error: engine.max_num_seqs: every pool gives its own engine.max_num_seqs: this default applies "
         "to none (remove it, or leave engine.max_num_seqs out of a pool)");
   CHECK(error_of(pools, {"pools.b.device=~"}) == "(no error)");
+  // a pool's key set to null is left out: the top-level default holds there
+  const Scenario n = test::scenario(pools, {"pools.b.device=~", "pools.a.engine.max_num_seqs=~"});
+  CHECK(n.pools[0].max_num_seqs == 32);
+  // a sweep that sets pools' or classes' keys (~ among its values) may leave a default to some
+  // configurations: not refused
+  CHECK(error_of(pools, {"pools.b.device=~", "pools.b.engine={max_num_seqs: 16}",
+                         "sweep.parameters={pools.a.engine.max_num_seqs: [~, 128]}"}) == "(no error)");
+  CHECK(error_of(pools, {"pools.b.device=~", "classes.chat.output_tokens=50", "classes.batch.output_tokens=60",
+                         "sweep.parameters={classes.chat.output_tokens: [~, 50]}"}) == "(no error)");
   CHECK(error_of(pools, {"pools.b.device=~", "classes.chat.output_tokens=50", "classes.batch.output_tokens=60"}) ==
-        "<test>:9:47: error: workload.output_tokens: no class takes this workload.output_tokens: each gives its own "
-        "(or, for lengths, replays a trace's); remove it, or leave output_tokens out of a class");
+        "<test>:9:47: error: workload.output_tokens: no class takes this workload.output_tokens: each gives its own or "
+        "replays a trace's; remove it, or leave output_tokens out of a class");
 }
 
 TEST_CASE("input edges: a workload value a class inherits is located where it came from, a --set included") {
@@ -117,7 +131,7 @@ TEST_CASE("input edges: a workload value a class inherits is located where it ca
   bad.replace(bad.find("workload:\n"), 10, "workload:\n  arrival: {process: poisson, rate_per_s: -1}\n");
   CHECK(error_of(bad) ==
         "<test>:9:12: error: workload.arrival: no class takes this workload.arrival: each gives its "
-        "own (or, for lengths, replays a trace's); remove it, or leave arrival out of a class");
+        "own; remove it, or leave arrival out of a class");
   CHECK(error_of(bad, {"classes.chat.arrival=~"}) ==
         "<test>:9:43: error: classes.chat.arrival.rate_per_s: value -1 is out of range (expected a number > 0 and <= "
         "1e+06)");

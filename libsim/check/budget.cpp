@@ -89,7 +89,7 @@ BudgetSpec parse_budgets_text(const std::string& text, const std::string& file, 
   b.require_map();
   for (auto it = b.node.begin(); it != b.node.end(); ++it) {
     const std::string key = b.key_name(it->first);
-    if (key.find_first_not_of(' ') == std::string::npos)
+    if (key.find_first_not_of(" \t") == std::string::npos)
       N{it->first, b.path, &src}.fail(
           "expected a budget name, got an empty one (it names the budget's line, its JUnit test case and --set "
           "budgets.NAME.KEY)");

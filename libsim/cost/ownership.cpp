@@ -69,8 +69,8 @@ OwnershipLedger owned_costs(const PoolSpec& P, const PoolTally& pt, double windo
                                  ? o.usd() / (o.owned_unit_hours * P.usd_per_hour)
                                  : std::numeric_limits<double>::quiet_NaN();
   if (O.rack_kw > 0 && o.node_peak_kw > 0) {
-    o.nodes_per_rack = int(std::floor(O.rack_kw / o.node_peak_kw + 1e-9));
-    o.nodes_obtainable = o.nodes_per_rack * O.racks;
+    o.nodes_per_rack = int64_t(std::min(1e15, std::floor(O.rack_kw / o.node_peak_kw + 1e-9)));
+    o.nodes_obtainable = o.nodes_per_rack * int64_t(O.racks);
   }
 
   // the years: capex as paid (at the start and at every refresh), the window's running costs

@@ -42,7 +42,7 @@ struct OwnershipLedger {
   double rent_same_hours_usd = 0;  // the owned replicas' provisioned hours at the on-demand price
   // owning costs the same as renting on demand for this share of the owned hours
   double break_even_utilization = 0;
-  int nodes_per_rack = 0, nodes_obtainable = 0;  // facility bound (0: none)
+  int64_t nodes_per_rack = 0, nodes_obtainable = 0;  // facility bound (0: none; millions of small nodes fit)
   double node_peak_kw = 0;
   std::vector<OwnershipYear> years;
   // repair: failures in the window, the replica time they spent there waiting for a device, and

@@ -80,6 +80,20 @@ std::string path_name(const detail::N& parent, const YAML::Node& key, const char
 
 using namespace detail;
 
+namespace {
+// Whether the scenario's sweep section sets a key under `section` (pools, classes), or the whole of it.
+bool swept_under(const N& root, const std::string& section) {
+  if (!root.has("sweep") || !root.at("sweep").node.IsMap() || !root.at("sweep").has("parameters")) return false;
+  const YAML::Node ps = root.at("sweep").at("parameters").node;
+  if (!ps.IsMap()) return false;
+  for (auto it = ps.begin(); it != ps.end(); ++it) {
+    const std::string p = it->first.IsScalar() ? it->first.Scalar() : "";
+    if (p == section || p.rfind(section + ".", 0) == 0) return true;
+  }
+  return false;
+}
+}  // namespace
+
 constexpr double kMaxDurationS = 30.0 * 86400;
 constexpr double kMinWindowS = 1.0;  // the shortest measured window
 // (within rounding: 1.9 - 0.9 is 0.9999999999999999 in binary, a window of 1 s as written)
@@ -150,7 +164,8 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Overr
             if (!from->has(k)) continue;
             from->at(k).require_map();
             for (auto kv = from->node[key].begin(); kv != from->node[key].end(); ++kv)
-              m[from->at(k).key_name(kv->first)] = kv->second;
+              if (!(from == &en && kv->second.IsNull()))  // null is left out: the top level's value holds
+                m[from->at(k).key_name(kv->first)] = kv->second;
           }
           merged[key] = m;
         } else if (en.has(k)) {
@@ -184,7 +199,9 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Overr
     }
     check_disaggregation(pools, s.pools);
     // a default every pool overrides applies to none: refused, not ignored (a --set of it would
-    // change nothing, and a bad value in it would pass unread)
+    // change nothing, and a bad value in it would pass unread) -- unless a sweep sets pools' keys,
+    // whose values (~ among them) may leave it to some configurations
+    const bool swept_pools = swept_under(root, "pools");
     auto dead = [&](const N& at, const std::string& what) {
       at.fail("every pool gives its own " + what + ": this default applies to none (remove it, or leave " + what +
                   " out of a pool)",
@@ -198,7 +215,7 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Overr
       return true;
     };
     for (const char* k : kPoolKeys) {
-      if (!root.has(k)) continue;
+      if (swept_pools || !root.has(k)) continue;
       const std::string key = k;
       if (key != "engine" && key != "fleet") {
         if (all_pools_have(k, "")) dead(root.at(k), key);
@@ -304,12 +321,13 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Overr
         parse_goodput(en, C);
         s.classes.push_back(std::move(C));
       }
-      // a default no class takes: refused, not ignored (a --set of it would change nothing)
+      // a default no class takes: refused, not ignored (a --set of it would change nothing), unless
+      // a sweep sets classes' keys
       for (const char* k : {"arrival", "prompt_tokens", "output_tokens", "checkpointed", "max_retries"})
-        if (wl.has(k) && !taken[k])
-          wl.at(k).fail(std::string("no class takes this workload.") + k +
-                            ": each gives its own (or, for lengths, replays a trace's); remove it, or leave " + k +
-                            " out of a class",
+        if (wl.has(k) && !taken[k] && !swept_under(root, "classes"))
+          wl.at(k).fail(std::string("no class takes this workload.") + k + ": each gives its own" +
+                            (std::string(k).find("_tokens") != std::string::npos ? " or replays a trace's" : "") +
+                            "; remove it, or leave " + k + " out of a class",
                         ErrorKind::inconsistent);
       s.multi = true;
     } else {

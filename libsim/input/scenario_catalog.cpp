@@ -184,7 +184,7 @@ void merge_catalog(const N& root, Source& src, std::vector<DeviceSpec>& devices,
       section.require_map();
       for (auto it = section.node.begin(); it != section.node.end(); ++it) {
         const std::string name = section.key_name(it->first);
-        if (name.find_first_not_of(' ') == std::string::npos)
+        if (name.find_first_not_of(" \t") == std::string::npos)
           N{it->first, section.path, &src}.fail(
               "expected a name, got an empty one (a scenario's device: or model: "
               "names the entry)");

@@ -128,9 +128,13 @@ RequestClassSpec build_class(const N& wl, const PoolSpec& pool, double duration_
       } catch (const InputError& e) {
         // an option the trace refuses is located at the option (a --set of it included), else at path
         const std::string m = e.one_line();
-        const char* at = ar.has("model") && m.find("model") != std::string::npos                 ? "model"
-                         : ar.has("block_tokens") && m.find("block_tokens") != std::string::npos ? "block_tokens"
-                                                                                                 : "path";
+        // (by the loader's own words for each: a path or a row may hold the options' names)
+        auto says = [&](const char* w) { return m.find(w) != std::string::npos; };
+        const char* at =
+            ar.has("model") && (says(": no rows for model '") || says("a model filter applies")) ? "model"
+            : ar.has("block_tokens") && (says("block_tokens must be at least") || says("tokens a block do not give"))
+                ? "block_tokens"
+                : "path";
         ar.at(at).fail(m);
       }
       for (auto& x : t->t_s) x *= C.time_scale;
