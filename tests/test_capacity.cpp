@@ -303,6 +303,13 @@ TEST_CASE("LoRA adapters hold an A and B per projection: attention and MLP, ever
   const double routed = 16.0 * 16 * 3 * (2048 + 1024) * 14;
   CHECK(test::scenario(moe, {"engine.data_parallel=2", "fleet.replicas=2"}).pools[0].lora_gib_per_device() ==
         doctest::Approx(2 * (params - routed / 2) * 2 / GiB).epsilon(1e-12));
+  // over 2 x 3 ranks that split the experts whole, the busiest device holds 3 of the 16, and the
+  // attention and MLP matrices as tensor parallelism splits them (KV heads 4 over 2 ranks)
+  const double tp2 = 16.0 * ((4 * 2048 + 2048 + 2 * 256 + 3 * 2048 + 3 * 8192 / 2) * 2 +
+                             (4 * 2048 + 2048 + 2 * 256 + 3 * 2048 + 3 * 1024 / 2 + 3 * 3 * (2048 + 1024)) * 14);
+  CHECK(test::scenario(moe, {"engine.data_parallel=3", "fleet.replicas=3", "engine.tensor_parallel=2"})
+            .pools[0]
+            .lora_gib_per_device() == doctest::Approx(2 * tp2 * 2 / GiB).epsilon(1e-12));
   // the adapters come out of the KV cache
   CHECK(s.pools[0].capacity.kv_gib ==
         doctest::Approx(test::scenario(moe, {"engine.lora_adapters=0"}).pools[0].capacity.kv_gib -

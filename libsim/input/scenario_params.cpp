@@ -35,8 +35,9 @@ double PoolSpec::lora_gib_per_device() const {
     per_model = (attention + mlp(model.intermediate, t)) * model.layers;
   } else {
     const double moe = model.moe_layers(), dense = model.layers - moe;
-    const bool whole = ep > 1 || dp > 1;  // experts split whole over tp x dp ranks
-    const double routed = whole ? double(model.experts) / (t * dp) * mlp(model.expert_intermediate, 1.0)
+    const bool whole =
+        ep > 1 || dp > 1;  // experts split whole over tp x dp ranks: the busiest holds the remainder's one
+    const double routed = whole ? std::ceil(double(model.experts) / (t * dp)) * mlp(model.expert_intermediate, 1.0)
                                 : double(model.experts) * mlp(model.expert_intermediate, t);
     per_model = (attention + mlp(model.intermediate, t)) * dense +
                 (attention + model.shared_experts * mlp(model.expert_intermediate, t) + routed) * moe;
