@@ -185,8 +185,8 @@ TEST_CASE("budget errors are located and say what was expected") {
                   "can never be met") != std::string::npos);
   CHECK(error("budgets:\n  x: {metric: latency_s.ttft.p99, min: -1}\n") == "(no error)");
   // the ledger's dollars and a team's too, by any name
-  for (const char* m :
-       {"monthly_spend_usd", "ledger.effective_usd", "ledger.buckets.idle_waste.usd", "teams.product.usd"})
+  for (const char* m : {"monthly_spend_usd", "ledger.effective_usd", "ledger.buckets.idle_waste.usd",
+                        "teams.product.usd", "ledger.pools.default.effective_usd", "ledger.classes.default.usd"})
     CHECK(error(std::string("budgets:\n  x: {metric: ") + m + ", max: -1}\n").find("is never negative") !=
           std::string::npos);
   // an empty class names no class: not the whole scenario by default

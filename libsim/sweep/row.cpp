@@ -58,6 +58,9 @@ bool never_negative(const std::string& path) {
        {"ledger.window_s", "ledger.billed_device_hours", "ledger.list_usd", "ledger.effective_usd",
         "ledger.usd_per_device_hour", "ledger.buckets.", "ledger.idle_usd", "ledger.projection_30d.", "teams."})
     if (p.rfind(section, 0) == 0) return true;
+  // a pool's or a class's ledger, but for the ownership view
+  for (const char* section : {"ledger.pools.", "ledger.classes."})
+    if (p.rfind(section, 0) == 0 && p.find(".ownership.") == std::string::npos) return true;
   return false;
 }
 
