@@ -114,7 +114,7 @@ FLEETSIM_HD inline int32_t autoscale_desired(Sim& s, int32_t pi, double t, int32
       // an average-value target: the total over the target, unless the per-replica average is
       // within the tolerance of it (Kubernetes applies its tolerance to every metric)
       const double total = double(waiting) + (A.signal == ScaleSignal::inflight ? double(running) : 0.0);
-      note_signal(s, pi, t, total / double(max_of(current, 1)));
+      if (current > 0) note_signal(s, pi, t, total / double(current));  // no replica reports no average
       if (current > 0) {
         const double r = total / (A.target * double(current));
         if (r >= 1.0 - A.tolerance && r <= 1.0 + A.tolerance) return current;
@@ -161,7 +161,7 @@ FLEETSIM_HD inline int32_t autoscale_desired(Sim& s, int32_t pi, double t, int32
       } else {
         m = min_of(1.0, A.cpu_base + A.cpu_per_request_s * ps.arrivals_since / interval / ready);
       }
-      note_signal(s, pi, t, m);
+      if (reporting > 0) note_signal(s, pi, t, m);  // (no ready replica has a metric to read)
       if (reporting == 0) return m > 0.0 ? 1 : floor;
       const double r = m / A.target;
       if (ps.n_starting > 0 && r > 1.0) {
