@@ -169,6 +169,11 @@ TEST_CASE(
     CHECK(rd.number("contractedcost") == doctest::Approx(rd.number("effectivecost")));
     CHECK(rd.number("pricingquantity") * rd.number("listunitprice") == doctest::Approx(rd.number("listcost")));
     CHECK(rd.get("pricingcategory") == "Other");
+    // each part in its own unit: the device-hours are counted once
+    const std::map<std::string, std::string> unit = {{"capex", "Hours"}, {"energy", "kWh"}, {"space", "Node-Months"}};
+    CHECK(rd.get("pricingunit") == unit.at(part));
+    CHECK(rd.get("consumedunit") == unit.at(part));
+    if (part == "capex") CHECK(rd.number("consumedquantity") == doctest::Approx(o.owned_unit_hours));
     billed += rd.number("billedcost");
     effective += rd.number("effectivecost");
   }

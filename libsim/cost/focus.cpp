@@ -135,19 +135,20 @@ std::string focus_csv(const Ledger& l, const Scenario& s, double start_unix_s) {
   struct Charge {
     std::string category = "Usage", frequency = "Usage-Based", what, pricing;
     std::string cd_id, cd_name, cd_status, resource_id, resource_name, resource_type, tags, sku_price;
+    std::string unit = "Hours";  // of PricingQuantity and ConsumedQuantity
     double qty = 0, billed = 0, effective = 0, contracted_unit = 0, list_unit = 0;
     bool consumed = true;
   };
   auto emit = [&](const Charge& c, const PoolLedger& p) {
     const bool cd = !c.cd_id.empty();
     o += fmt::format(
-        "{},{},{},USD,{},{},{},,{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},fleetsim (simulated),{},{},{},{},Hours,"
+        "{},{},{},USD,{},{},{},,{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},fleetsim (simulated),{},{},{},{},{},"
         "fleetsim (simulated),fleetsim (simulated),{},{},{},AI and Machine Learning,LLM inference,{},{},{}\n",
         focus_num(c.billed), account, account_name, b1, b0, c.category, csv_quote(c.what), c.frequency, t1, t0,
         cd ? "Usage" : "", c.cd_id, c.cd_name, cd ? focus_num(c.qty) : "", c.cd_status, cd ? "Reserved capacity" : "",
-        cd ? "Hours" : "", c.consumed ? focus_num(c.qty) : "", c.consumed ? "Hours" : "",
+        cd ? "Hours" : "", c.consumed ? focus_num(c.qty) : "", c.consumed ? c.unit : "",
         focus_num(c.qty * c.contracted_unit), focus_num(c.contracted_unit), focus_num(c.effective),
-        focus_num(c.qty * c.list_unit), focus_num(c.list_unit), c.pricing, focus_num(c.qty), c.resource_id,
+        focus_num(c.qty * c.list_unit), focus_num(c.list_unit), c.pricing, focus_num(c.qty), c.unit, c.resource_id,
         c.resource_name, c.resource_type, csv_quote(p.device), csv_quote(p.device + "/" + c.sku_price), c.tags);
   };
   // Usage of quantity device-hours at a list, a contracted (before commitment discounts) and an
@@ -203,9 +204,10 @@ std::string focus_csv(const Ledger& l, const Scenario& s, double start_unix_s) {
     c.tags = csv_quote(Json{{"fleetsim-pool", p.name}}.dump());
     emit(c, p);
   };
-  // Owned or colocated devices, one row per part of their cost (the ledger's components), each at
-  // its own rate per device-hour, the owner's cost with no provider's list price or discount
-  // above it. The devices were bought before this billing period: their purchase's share (capex,
+  // Owned or colocated devices, one row per part of their cost (the ledger's components), each in
+  // its own unit (device-hours of capex, kWh of energy, node-months of space, kW-months of
+  // colocation) at its own rate, the owner's cost with no provider's list price or discount above
+  // it. The devices were bought before this billing period: their purchase's share (capex,
   // spares) is amortized into EffectiveCost and bills nothing here (FOCUS 1.2 billedcost.md,
   // effectivecost.md); energy, space and colocation are paid in the period, billed as they cost.
   auto owned_rows = [&](const PoolLedger& p, const PricingLine& line, double share, const std::string& what,
@@ -214,10 +216,14 @@ std::string focus_csv(const Ledger& l, const Scenario& s, double start_unix_s) {
       const bool bought = comp.name == "capex" || comp.name == "spares";
       Charge c;
       c.what = what + ", " + (bought ? "amortized purchase (" + comp.name + ")" : comp.name);
-      c.qty = line.device_hours * share;
+      c.qty = comp.quantity * share;
+      c.unit = comp.unit == "kWh"           ? "kWh"
+               : comp.unit == "node-months" ? "Node-Months"
+               : comp.unit == "kW-months"   ? "kW-Months"
+                                            : "Hours";  // device-hours, slice-hours
       c.effective = comp.usd() * share;
       c.billed = bought ? 0.0 : c.effective;
-      c.contracted_unit = c.list_unit = line.device_hours > 0 ? comp.usd() / line.device_hours : 0.0;
+      c.contracted_unit = c.list_unit = comp.usd_per_unit;
       c.pricing = focus_pricing(line.category);
       c.sku_price = line.category + "/" + comp.name;
       c.resource_id = csv_quote(s.name + "/" + p.name);
