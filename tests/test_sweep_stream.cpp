@@ -161,6 +161,27 @@ TEST_CASE("the one-pass Pareto frontier and cheapest equal the sorted ones") {
   CHECK(doc["summary"]["cheapest"]["index"].get<uint64_t>() == at);
 }
 
+TEST_CASE("costs within 1e-9 are one cost on the Pareto frontier, as for the cheapest: the faster of them is on it") {
+  const Json header = {{"sweep", {{"objective", "cost.x"}, {"configurations", 4}, {"slo", Json::array()}}},
+                       {"shard", {{"index", 0}, {"count", 1}}}};
+  auto row = [](uint64_t i, double cost, double ttft) {
+    return Json{{"index", i},
+                {"parameters", Json::object()},
+                {"feasible", true},
+                {"violations", Json::array()},
+                {"metrics", {{"cost", {{"x", cost}}}, {"latency_s", {{"ttft", {{"p99", ttft}}}}}}}};
+  };
+  // a slower configuration a rounding cheaper, before and after the faster one; an equal pair
+  // keeps the first; a dearer faster one is on the frontier
+  const double c = 0.6950000000000001, below = 0.695;
+  CHECK(sweep_detail::assemble(header, {row(0, c, 0.5), row(1, below, 0.7), row(2, 2.0, 0.3)})["summary"]["pareto"] ==
+        Json::parse("[0, 2]"));
+  CHECK(sweep_detail::assemble(header, {row(0, below, 0.7), row(1, c, 0.5), row(2, 2.0, 0.3)})["summary"]["pareto"] ==
+        Json::parse("[1, 2]"));
+  CHECK(sweep_detail::assemble(header, {row(0, 1.0, 0.5), row(1, 1.0, 0.5), row(2, 0.5, 0.9)})["summary"]["pareto"] ==
+        Json::parse("[2, 0]"));
+}
+
 TEST_CASE("the closest miss is judged on the figure its verdict used; feasible rows without a value say so") {
   // p99 TTFT limit 0.155 s on the 95% bound: #0's mean is nearer the limit, but its bound is
   // further past it (0.1531 + 0.0161 = 0.1692 against 0.1487 + 0.0172 = 0.1659)

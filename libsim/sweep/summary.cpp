@@ -76,14 +76,21 @@ void SummaryAccumulator::add(const Json& r) {
   }
   // Pareto frontier of (cost, p99 TTFT), ordered by cost, then TTFT, then index: a point is on it
   // when its TTFT is below every point before it, i.e. below the frontier point just before it.
+  // Costs within 1e-9 of each other are one cost, as for the cheapest: of such points only the
+  // lowest TTFT (the first of equal ones) is on the frontier.
   const double ttft = num_or_nan(r, "latency_s.ttft.p99");
   if (std::isnan(cost) || std::isnan(ttft)) return;
   const Point p{cost, ttft, index};
+  const double tol = 1e-9 * std::fabs(cost);
   auto it = std::lower_bound(frontier_.begin(), frontier_.end(), p, before);
   if (it != frontier_.begin() && !(ttft < std::prev(it)->ttft)) return;
+  for (auto q = it; q != frontier_.end() && q->cost <= cost + tol; ++q)  // as cheap, and as fast
+    if (!(ttft < q->ttft)) return;
+  auto first = it;  // points of (about) its cost before it, slower: it dominates them
+  while (first != frontier_.begin() && std::prev(first)->cost >= cost - tol) --first;
   auto end = it;
   while (end != frontier_.end() && !(end->ttft < ttft)) ++end;  // points it now dominates
-  it = frontier_.erase(it, end);
+  it = frontier_.erase(first, end);
   frontier_.insert(it, p);
 }
 
