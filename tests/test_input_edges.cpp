@@ -16,6 +16,13 @@ namespace {
 
 const std::string kHead = "duration_s: 600\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\n";
 
+// One owned replica: `pricing` lines before `owned:`, `owned` lines inside it (each indented).
+std::string owned_scenario(const std::string& pricing, const std::string& owned) {
+  return kHead + "fleet:\n  replicas: 1\n  pricing:\n" + pricing +
+         "    owned:\n      node_capex_usd: 300000\n      refresh_years: 4\n" + owned +
+         "workload: {arrival: {process: poisson, rate_per_s: 2}, prompt_tokens: 500, output_tokens: 100}\n";
+}
+
 }  // namespace
 
 TEST_CASE("input edges: closed-loop users the cache answers at once, or who retry at once, are refused") {
@@ -40,12 +47,9 @@ TEST_CASE("input edges: closed-loop users the cache answers at once, or who retr
 
 TEST_CASE("input edges: a facility that powers millions of nodes, or nodes drawing nothing, is no overflow") {
   const std::string owned =
-      kHead +
-      "fleet:\n  replicas: 1\n  pricing:\n    owned:\n      node_capex_usd: 300000\n"
-      "      refresh_years: 4\n"
-      "      power: {idle_kw_per_device: 0, busy_kw_per_device: 0.00025, usd_per_kwh: 0.1}\n"
-      "      facility: {rack_kw: 10000, racks: 500}\n"
-      "workload: {arrival: {process: poisson, rate_per_s: 2}, prompt_tokens: 500, output_tokens: 100}\n";
+      owned_scenario("",
+                     "      power: {idle_kw_per_device: 0, busy_kw_per_device: 0.00025, usd_per_kwh: 0.1}\n"
+                     "      facility: {rack_kw: 10000, racks: 500}\n");
   CHECK(error_of(owned) == "(no error)");
   // 10,000 kW over 8 x 0.25 W: 5,000,000 nodes a rack, 2.5e9 in 500 racks, past an int
   const Json f = test::run(test::scenario(owned, {"duration_s=120", "warmup_s=0"}))
@@ -63,11 +67,7 @@ TEST_CASE("input edges: a facility that powers millions of nodes, or nodes drawi
 
 TEST_CASE("input edges: an owned pool billed by the device, and a newer fleet that cannot run, are refused up front") {
   const std::string owned =
-      kHead +
-      "fleet:\n  replicas: 1\n  pricing:\n    billing: device\n    owned:\n"
-      "      node_capex_usd: 300000\n      refresh_years: 4\n"
-      "      power: {idle_kw_per_device: 0.1, usd_per_kwh: 0.1}\n"
-      "workload: {arrival: {process: poisson, rate_per_s: 2}, prompt_tokens: 500, output_tokens: 100}\n";
+      owned_scenario("    billing: device\n", "      power: {idle_kw_per_device: 0.1, usd_per_kwh: 0.1}\n");
   CHECK(error_of(owned) ==
         "<test>:7:14: error: fleet.pricing.billing: an owned pool is paid for by the whole node "
         "(owned.node_capex_usd): billing: device does not apply; remove it");

@@ -66,7 +66,7 @@ namespace {
 // it would split it in two.
 std::string path_name(const detail::N& parent, const YAML::Node& key, const char* what) {
   const std::string name = parent.key_name(key);
-  if (name.find_first_not_of(" ") == std::string::npos)
+  if (name.find_first_not_of(" \t") == std::string::npos)
     detail::N{key, parent.path, parent.src}.fail(std::string("expected a ") + what +
                                                  " name, got an empty one (it is a part of paths such as --set "
                                                  "pools.NAME.KEY and of the report's columns)");
