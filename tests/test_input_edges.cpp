@@ -159,3 +159,25 @@ TEST_CASE("input edges: an empty budget or catalog name is refused, not made a n
         "<test>:6:21: error: catalog.devices: expected a name, got an empty one (a scenario's device: or model: names "
         "the entry)");
 }
+
+TEST_CASE("input edges: a pool a --set misspells is refused, not run billed idle beside the one meant") {
+  const std::string y = kHead +
+                        "pools:\n  prefill: {fleet: {replicas: 1}, disaggregation: {decode_pool: decode}}\n"
+                        "  decode: {fleet: {replicas: 2}}\n  spare: {fleet: {replicas: 1}}\n"
+                        "classes:\n  chat: {pool: prefill, arrival: {process: poisson, rate_per_s: 2},"
+                        " prompt_tokens: 500, output_tokens: 100}\n";
+  CHECK(error_of(y, {"pools.decdoe.fleet.replicas=3"}) ==
+        "--set pools.decdoe.fleet.replicas=3: error: pools.decdoe: no pool 'decdoe' in the scenario (did you mean "
+        "'decode'?): this makes one that serves nothing, as no class names it as its pool and no prefill pool hands "
+        "it prompts; to add a pool, also set a class's pool to it");
+  // a pool the file names stays, fed or not (a class moved off it by a --set leaves it billed idle),
+  // and one a --set makes is taken once a class or a prefill pool sends it work
+  CHECK(error_of(y) == "(no error)");
+  CHECK(error_of(y, {"classes.chat.pool=spare"}) == "(no error)");
+  CHECK(error_of(y, {"pools.big.fleet.replicas=3", "classes.chat.pool=big"}) == "(no error)");
+  CHECK(error_of(y, {"pools.d2.fleet.replicas=3", "pools.prefill.disaggregation.decode_pool=d2"}) == "(no error)");
+  const Scenario s = test::scenario(y, {"pools.big.fleet.replicas=3", "classes.chat.pool=big"});
+  REQUIRE(s.pools.size() == 4);
+  CHECK(s.pools[3].name == "big");
+  CHECK(s.classes[0].pool == 3);
+}

@@ -329,6 +329,28 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Overr
                             (std::string(k).find("_tokens") != std::string::npos ? " or replays a trace's" : "") +
                             "; remove it, or leave " + k + " out of a class",
                         ErrorKind::inconsistent);
+      // a pool that a --set or a sweep value made (not the file's) and nothing sends work to is a
+      // misspelt name: refused, where it would run billed idle beside the pool that was meant
+      if (root.has("pools")) {
+        const N pools = root.at("pools");
+        size_t i = 0;
+        for (auto it = pools.node.begin(); it != pools.node.end(); ++it, ++i) {
+          const std::string& name = s.pools[i].name;
+          bool fed = std::find(src.file_pools.begin(), src.file_pools.end(), name) != src.file_pools.end();
+          for (const auto& C : s.classes) fed = fed || C.pool == int(i);
+          for (const auto& o : s.pools) fed = fed || o.decode_pool == int(i);
+          if (fed) continue;
+          std::vector<std::string> names;
+          for (const auto& P : s.pools)
+            if (P.name != name) names.push_back(P.name);
+          const std::string sug = did_you_mean(name, names);
+          N{it->second, "pools." + name, &src}.fail(
+              "no pool '" + name + "' in the scenario" + (sug.empty() ? "" : " (did you mean '" + sug + "'?)") +
+                  ": this makes one that serves nothing, as no class names it as its pool and no prefill pool " +
+                  "hands it prompts; to add a pool, also set a class's pool to it",
+              ErrorKind::inconsistent);
+        }
+      }
       s.multi = true;
     } else {
       // one workload: the pool it arrives at is the only one, or the only one no other hands its
@@ -431,6 +453,9 @@ Scenario load_from(const std::string& text, Source src, const std::vector<Overri
   }
   YAML::Node root = load_located(text, src);
   if (!root.IsDefined() || root.IsNull()) throw InputError(Location{src.file, 1, 1, ""}, "empty scenario file");
+  if (root.IsMap() && root["pools"] && root["pools"].IsMap())  // before the overrides: which pools a --set made
+    for (auto it = root["pools"].begin(); it != root["pools"].end(); ++it)
+      if (it->first.IsScalar()) src.file_pools.push_back(it->first.Scalar());
   if (root.IsMap())
     for (const auto& o : overrides) apply_override(root, o, src);
   try {

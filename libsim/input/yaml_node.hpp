@@ -36,6 +36,7 @@ struct Source {
   std::string base_dir;
   std::vector<std::string> lines;
   std::map<std::string, Location> overridden;  // dotted path -> where its value came from
+  std::vector<std::string> file_pools;         // the pools the text names, before any --set
   LoadCache* cache = nullptr;
   mutable std::vector<std::string> files_read;  // traces, length files, profiles: Scenario::inputs
 };
