@@ -1,5 +1,6 @@
 // Fleet dynamics, each against a claim of the seeds: pools and request classes, ...
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <cmath>
 #include <cstring>
@@ -83,6 +84,29 @@ TEST_CASE("scaling on host CPU never adds a replica while the queue grows, scali
   CHECK(b["signal"] == "queue_depth");
   CHECK(b["peak"].get<double>() > 5.0 * 1.1);
   CHECK(b["mean"].get<double>() < b["peak"].get<double>());
+}
+
+TEST_CASE("the table says what each autoscaled pool's autoscaler read, one line a pool") {
+  const auto r = test::run(
+      shipped("interactive-and-batch", {"pools.batch.fleet.autoscale={min_replicas: 1, max_replicas: 3, signal: "
+                                        "inflight, target: 8}",
+                                        "pools.interactive.fleet.autoscale={min_replicas: 1, max_replicas: 4, "
+                                        "signal: busy, target: 0.6}"}));
+  const std::string t = format_run_table(r.report);
+  for (const char* pool : {"interactive", "batch"}) {
+    const Json& a = r.report["pools"][pool]["fleet"]["autoscale_signal"];
+    REQUIRE(a["evaluations"].get<double>() > 0);
+    const bool busy = a["signal"] == "busy";
+    const double scale = busy ? 100.0 : 1.0;
+    const std::string line = fmt::format(
+        "autoscaler  {}: {} read {:.1f}{} on average, {:.1f}{} at most, against a target of {:.1f}{} ({} "
+        "evaluations)\n",
+        pool, a["signal"].get<std::string>(), a["mean"].get<double>() * scale, busy ? "%" : " a replica",
+        a["peak"].get<double>() * scale, busy ? "%" : " a replica", a["target"].get<double>() * scale,
+        busy ? "%" : " a replica", a["evaluations"].get<int64_t>());
+    CHECK_MESSAGE(t.find(line) != std::string::npos, line);
+  }
+  CHECK(!r.report["fleet"].contains("autoscale_signal"));  // two pools: only per pool
 }
 
 TEST_CASE("scale-to-zero makes the first request after idle wait for the cold start") {

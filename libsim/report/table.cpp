@@ -99,6 +99,18 @@ std::string prefix_cache_line(const std::string& name, const Json& c) {
                      pct(c["reuse_share"]), usd(c["saved_prefill_usd"], 2));
 }
 
+// What an autoscaler read, in its signal's units (a share, seconds of TTFT, requests a replica);
+// nothing where it never read.
+std::string autoscaler_line(const Json& a, const std::string& pool) {
+  if (!(a["evaluations"].get<double>() > 0)) return "";
+  const std::string sig = a["signal"].get<std::string>();
+  auto val = [&](const Json& v) {
+    return sig == "busy" || sig == "host_cpu" ? pct(v) : sig == "ttft" ? ms(v) + " ms" : num(v, 1) + " a replica";
+  };
+  return fmt::format("autoscaler  {}{} read {} on average, {} at most, against a target of {} ({} evaluations)\n", pool,
+                     sig, val(a["mean"]), val(a["peak"]), val(a["target"]), num(a["evaluations"], 0));
+}
+
 std::string by_class_and_pool(const Json& r) {
   std::vector<std::vector<std::string>> rows = {{"by class", "completed", "rejected", "ttft p50", "ttft p99",
                                                  "tpot p50", "e2e p99", "output tok/s", "$", "$/1M out"}};
@@ -501,16 +513,10 @@ std::string run_table(const Json& r) {
         num(fl["crashes"], 0), num(fl["interruptions"], 0),
         downed > 0 ? fmt::format(", {} taken down by a neighbour on their device", num(fl["neighbour_failures"], 0))
                    : "");
-  if (fl.contains("autoscale_signal") && fl["autoscale_signal"]["evaluations"].get<double>() > 0) {
-    // the autoscaler's reading in its signal's units: a share, seconds of TTFT, requests a replica
-    const Json& a = fl["autoscale_signal"];
-    const std::string sig = a["signal"].get<std::string>();
-    auto val = [&](const Json& v) {
-      return sig == "busy" || sig == "host_cpu" ? pct(v) : sig == "ttft" ? ms(v) + " ms" : num(v, 1) + " a replica";
-    };
-    o += fmt::format("autoscaler  {} read {} on average, {} at most, against a target of {} ({} evaluations)\n", sig,
-                     val(a["mean"]), val(a["peak"]), val(a["target"]), num(a["evaluations"], 0));
-  }
+  if (fl.contains("autoscale_signal")) o += autoscaler_line(fl["autoscale_signal"], "");
+  if (sc["pools"].get<int>() > 1)
+    for (const auto& [name, pj] : r["pools"].items())
+      if (pj["fleet"].contains("autoscale_signal")) o += autoscaler_line(pj["fleet"]["autoscale_signal"], name + ": ");
   if (fl.contains("cpu_fallback")) {
     const Json& cf = fl["cpu_fallback"];
     o += fmt::format(
