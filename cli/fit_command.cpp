@@ -68,6 +68,24 @@ void check_args(const FitArgs& a) {
     throw InputError(Location{}, "--output " + a.output +
                                      ": expected a file name with .yaml or .yml, which is how engine.perf_profile "
                                      "tells a profile file from a shipped profile's name");
+  // a flag the catalog does not know would be dropped wherever the data names its own
+  auto names = [](const auto& list) {
+    std::vector<std::string> v;
+    for (const auto& x : list) v.push_back(x.name);
+    return v;
+  };
+  if (!a.model.empty() && catalog_model_for(a.model).empty()) {
+    const std::string sug = did_you_mean(a.model, names(builtin_models()));
+    throw InputError(Location{}, "--model " + a.model + ": not a catalog model, nor a Hugging Face id of one" +
+                                     (sug.empty() ? "" : " (did you mean '" + sug + "'?)") +
+                                     "; `fleetsim catalog` lists them");
+  }
+  if (!a.device.empty() && catalog_device_for(a.device).empty()) {
+    const std::string sug = did_you_mean(a.device, names(builtin_devices()));
+    throw InputError(Location{}, "--device " + a.device + ": not a catalog device" +
+                                     (sug.empty() ? "" : " (did you mean '" + sug + "'?)") +
+                                     "; `fleetsim catalog` lists them");
+  }
   std::string version;
   if (engine_of(a.engine, version).empty())
     throw InputError(Location{}, "--engine " + a.engine +
@@ -177,7 +195,7 @@ int run_fit(const FitArgs& a, const std::function<void(const std::string&)>& emi
     BenchPoint defaults;
     defaults.device_id = a.device;
     defaults.model_id = a.model;
-    defaults.tp = a.tp;
+    defaults.tp = a.tp > 0 ? a.tp : 1;
     defaults.engine = engine;
     defaults.engine_version = engine_version;
     defaults.weight_dtype = "";
@@ -185,6 +203,20 @@ int run_fit(const FitArgs& a, const std::function<void(const std::string&)>& emi
     for (const auto& f : a.inputs) {
       auto p = read_benchmarks(f, defaults);
       points.insert(points.end(), p.begin(), p.end());
+    }
+    // --device, --model and --tp fill in what results leave out: one a result contradicts was
+    // meant for other data, and would otherwise be dropped there without a word
+    for (const auto& p : points) {
+      auto clash = [&](const std::string& flag, const std::string& given, const std::string& named) {
+        throw InputError(Location{p.where, 0, 0, ""},
+                         "this result names its " + flag.substr(2) + " (" + named + "), not " + flag + " " + given +
+                             ": " + flag + " only fills in what a result leaves out; leave it off for these results");
+      };
+      if (!a.model.empty() && !p.model.empty() && p.model != catalog_model_for(a.model))
+        clash("--model", a.model, p.model_id);
+      if (!a.device.empty() && !p.device.empty() && p.device != catalog_device_for(a.device))
+        clash("--device", a.device, p.device_id);
+      if (a.tp > 0 && p.tp != a.tp) clash("--tp", std::to_string(a.tp), std::to_string(p.tp));
     }
     mark_unsimulatable(points, BenchProtocol{a.requests_per_client, 0.0});
     std::vector<const BenchPoint*> ok;

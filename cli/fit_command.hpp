@@ -11,7 +11,7 @@ struct FitArgs {
   bool steps = false;               // inputs are per-step timings
   bool global = false;              // the physics coefficients: any device and model (fit --global)
   std::string device, model, engine = "vllm";
-  int tp = 1;
+  int tp = 0;          // 0: not given (results that do not say run at tp 1)
   std::string name;    // the profile's name (default: device/model/tpN)
   std::string output;  // profile file to write ("" or "-": standard output)
   std::string format = "table";

@@ -391,6 +391,19 @@ printf '{"hello": 1}\n' >"$tmp/odd.json"
 expect "fit of an unknown JSON" 2 "odd.json: error: not a benchmark result" -- "$bin" fit "$tmp/odd.json"
 head -2 "$tmp/bench.csv" >"$tmp/two.csv"
 expect "fit of too few points" 2 "1 usable benchmark points" -- "$bin" fit "$tmp/two.csv"
+# --model, --device and --tp fill in what results leave out: one the catalog lacks, or the results
+# contradict, is refused rather than dropped
+expect "fit --model the catalog lacks" 2 "error: --model nope: not a catalog model" -- "$bin" fit "$tmp/bench.csv" --model nope
+expect "fit --device the catalog lacks" 2 "error: --device h1000: not a catalog device" -- "$bin" fit "$tmp/bench.csv" --device h1000
+expect "fit --model the results contradict" 2 \
+  "bench.csv:2: error: this result names its model (meta-llama/Llama-3.1-8B-Instruct), not --model qwen3-32b" -- \
+  "$bin" fit "$tmp/bench.csv" --model qwen3-32b
+expect "fit --tp the results contradict" 2 "this result names its tp (1), not --tp 2" -- "$bin" fit "$tmp/bench.csv" --tp 2
+expect "fit with the flags the results agree with" 0 "" -- "$bin" fit "$tmp/bench.csv" --device h100 --model llama-3.1-8b \
+  --tp 1 --folds 0
+{ cat "$tmp/bench.csv"; echo 'meta-llama/Llama-3.1-8B-Instruct,H100-SXM,1,512,64,2,30,7.7,9'; } >"$tmp/long.csv"
+expect "fit of a row longer than its header" 2 "long.csv:6: error: the header has 8 fields, this row 9 with a value in" -- \
+  "$bin" fit "$tmp/long.csv"
 sed 's/H100-SXM/A100-80GB/' "$tmp/bench.csv" | tail -2 >>"$tmp/bench2.csv"
 cat "$tmp/bench.csv" "$tmp/bench2.csv" >"$tmp/mixed.csv"
 expect "fit across devices" 2 "a profile is fitted for one device" -- "$bin" fit "$tmp/mixed.csv"

@@ -162,6 +162,15 @@ TEST_CASE("fit inputs: JSON of the wrong shape or type is an error naming the fi
   CHECK(err("j4.json", R"({"benchmarks":[{"args":{"strategy":"concurrent"}}]})")
             .find("benchmarks[0].args.strategy: expected an object") != std::string::npos);
   CHECK(err("j5.json", "[1,2]").find("not a benchmark result") != std::string::npos);
+  // a field of another type is an error, not a field left out
+  CHECK(err("j9.json", R"({"mean_ttft_ms":10,"num_prompts":"many","completed":5,"total_input_tokens":100})")
+            .find("num_prompts: expected a whole number in [1, 1000000], not \"many\"") != std::string::npos);
+  CHECK(err("j10.json", R"({"mean_ttft_ms":10,"model_id":7,"num_prompts":5})")
+            .find("model_id: expected the model's name (a string), not 7") != std::string::npos);
+  CHECK(err("j11.json", R"({"mean_ttft_ms":10,"num_prompts":2,"input_lens":"3,4","output_lens":[3,4]})")
+            .find("input_lens: expected a list of token counts, one per request, not \"3,4\"") != std::string::npos);
+  CHECK(err("j12.json", R"({"mean_ttft_ms":10,"num_prompts":2,"output_lens":[3,4]})")
+            .find("output_lens without input_lens: expected both") != std::string::npos);
   // a concurrency written as a string is an error, not a run without a cap (null is one)
   CHECK(err("j6.json", R"({"mean_ttft_ms":10,"num_prompts":5,"max_concurrency":"4","total_input_tokens":100,
         "total_output_tokens":50,"completed":5})")

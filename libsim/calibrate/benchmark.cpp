@@ -304,7 +304,11 @@ BenchPoint read_vllm_json(const std::string& path, const nlohmann::json& j, cons
   p.where = path;
   p.source = path;
   if (p.engine.empty()) p.engine = "vllm";
-  if (j.contains("model_id") && j["model_id"].is_string()) p.model_id = j["model_id"].get<std::string>();
+  if (j.contains("model_id") && !j["model_id"].is_null()) {
+    if (!j["model_id"].is_string())
+      throw FieldError{"model_id", "model_id: expected the model's name (a string), not " + j["model_id"].dump()};
+    p.model_id = j["model_id"].get<std::string>();
+  }
   // (null: no cap, as vllm bench serve writes it; a count in another type is an error, not no cap)
   if (j.contains("max_concurrency") && !j["max_concurrency"].is_null())
     p.concurrency = count_of(j["max_concurrency"], "max_concurrency", "max_concurrency", 1000000);
@@ -324,7 +328,7 @@ BenchPoint read_vllm_json(const std::string& path, const nlohmann::json& j, cons
     throw FieldError{"max_concurrency",
                      "max_concurrency and a finite request_rate both: fleetsim replays a closed loop of clients or an "
                      "open-loop rate, not a rate capped by a concurrency"};
-  if (j.contains("num_prompts") && j["num_prompts"].is_number())
+  if (j.contains("num_prompts") && !j["num_prompts"].is_null())
     p.num_prompts = count_of(j["num_prompts"], "num_prompts", "num_prompts", kMaxReplayedPrompts);
   else if (j.contains("completed") && j["completed"].is_number())
     p.num_prompts = count_of(j["completed"], "completed", "completed", kMaxReplayedPrompts);
@@ -339,6 +343,13 @@ BenchPoint read_vllm_json(const std::string& path, const nlohmann::json& j, cons
   if (completed > 0 && in_tokens >= 0 && !(p.isl > 0)) p.isl = in_tokens / completed;
   if (completed > 0 && out_tokens >= 0 && !(p.osl > 0)) p.osl = out_tokens / completed;
   // per-request lengths (the dataset's prompts, what the server generated), where the result has them
+  for (const char* k : {"input_lens", "output_lens"}) {
+    const char* other = k[0] == 'i' ? "output_lens" : "input_lens";
+    if (j.contains(k) && !j[k].is_null() && !j[k].is_array())
+      throw FieldError{k, std::string(k) + ": expected a list of token counts, one per request, not " + j[k].dump()};
+    if (j.contains(k) && !j[k].is_null() && !(j.contains(other) && !j[other].is_null()))
+      throw FieldError{k, std::string(k) + " without " + other + ": expected both, one entry of each per request"};
+  }
   if (j.contains("input_lens") && j.contains("output_lens") && j["input_lens"].is_array() &&
       j["output_lens"].is_array()) {
     const auto &in = j["input_lens"], &out = j["output_lens"];

@@ -265,6 +265,12 @@ bool CsvReader::next() {
   if (views().size() < n_columns_)
     fail("the header has " + std::to_string(n_columns_) + " fields, this row " + std::to_string(views_.size()) +
          ": leave a value out as an empty field (,,), not by ending the row early");
+  // and a value past the header's columns belongs to none: a row shifted by a stray comma
+  for (size_t i = n_columns_; i < views_.size(); ++i)
+    if (views_[i].find_first_not_of(" \t") != std::string_view::npos)
+      fail("the header has " + std::to_string(n_columns_) + " fields, this row " + std::to_string(views_.size()) +
+           " with a value in field " + std::to_string(i + 1) +
+           ", which no column names (a comma inside a value needs the value in double quotes)");
   return true;
 }
 
