@@ -28,6 +28,7 @@
 #include "libsim/check/budget.hpp"
 #include "libsim/cost/ledger.hpp"
 #include "libsim/cost/refresh.hpp"
+#include "libsim/input/csv.hpp"
 #include "libsim/input/scenario.hpp"
 #include "libsim/report/documents.hpp"
 #include "libsim/report/report.hpp"
@@ -166,6 +167,12 @@ int cmd_run(const Options& o) {
         fmt::format("--window {:g} s is longer than the measured {:g} s (duration_s - warmup_s)", o.window_s, span));
   const int threads = o.threads > 0 ? o.threads : int(std::max(1u, std::thread::hardware_concurrency()));
   check_newer_fleets(src, s);
+  if (o.threads > 0 && !(o.window_s > 0) && !(o.format == "json" && wants_timeline(s)))
+    throw InputError(Location{"--threads", 0, 0, ""},
+                     fmt::format("--threads {}: a run without windows is one simulation on one thread; --threads "
+                                 "sets the threads of --window's windows (and of the timeline a JSON run of a "
+                                 "changing fleet carries)",
+                                 o.threads));
   if (o.window_s > 0) {  // windows of (about) that length, and the run, from one simulation
     t = std::make_unique<Tally>();
     timeline = run_timeline(s, int(std::ceil(span / o.window_s - 1e-9)), threads, 0, t.get());
@@ -266,20 +273,27 @@ int cmd_catalog(const Options& o) {
     return kExitOk;
   }
   if (o.format == "csv") {
-    // one table, one header: a device's columns, then a model's, each row filling its own type's
-    std::string out =
-        "type,name,memory_gib,bandwidth_gb_s,bf16_tflops,fp8_tflops,fp4_tflops,usd_per_hour,interconnect,link_gb_s,"
-        "link_domain,pcie_gb_s,devices_per_node,kind,params_b,active_params_b,layers,hidden,heads,kv_heads,head_dim,"
-        "max_context,kv_bytes_per_token_bf16,experts,experts_per_token,shared_experts\n";
-    for (const auto& d : builtin_devices())
-      out += fmt::format("device,{},{},{},{},{},{},{},\"{}\",{},{},{},{},,,,,,,,,,,,,\n", d.name, d.memory_gib,
-                         d.bandwidth_gb_s, d.bf16_tflops, d.fp8_tflops, d.fp4_tflops, d.usd_per_hour, d.interconnect,
-                         d.link_gb_s, d.link_domain, d.pcie_gb_s, d.devices_per_node);
-    for (const auto& m : builtin_models())
-      out +=
-          fmt::format("model,{},,,,,,,,,,,,{},{},{},{},{},{},{},{},{},{},{},{},{}\n", m.name, model_kind_name(m.kind),
-                      m.params_b, m.active_params() / 1e9, m.layers, m.hidden, m.heads, m.kv_heads, m.head_dim,
-                      m.max_context, kv_bytes_per_token(m, 2.0), m.experts, m.experts_per_token, m.shared_experts);
+    // one table, one header: every field of the JSON, a device's, then those only a model has, each
+    // row filling its own type's
+    std::vector<std::string> cols = {"type"};
+    for (const char* list : {"devices", "models"})
+      for (const auto& x : j[list])
+        for (const auto& [k, _] : x.items())
+          if (std::find(cols.begin(), cols.end(), k) == cols.end()) cols.push_back(k);
+    std::string out;
+    for (size_t c = 0; c < cols.size(); ++c) out += (c ? "," : "") + cols[c];
+    out += "\n";
+    for (const char* list : {"devices", "models"})
+      for (const auto& x : j[list]) {
+        out += list[0] == 'd' ? "device" : "model";
+        for (size_t c = 1; c < cols.size(); ++c) {
+          out += ',';
+          if (!x.contains(cols[c]) || x[cols[c]].is_null()) continue;
+          const Json& v = x[cols[c]];
+          out += v.is_string() ? csv_quote(v.get<std::string>()) : v.dump();
+        }
+        out += "\n";
+      }
     emit(out);
     return kExitOk;
   }
@@ -402,7 +416,7 @@ int main(int argc, char** argv) {
                   "also measure windows of about SECONDS (at least 10) and print the worst window's p99 TTFT beside "
                   "the whole run's (JSON: worst_window and timeline)")
       ->check(finite_in(10, 30.0 * 86400, true));
-  run->add_option("--threads", o.threads, "CPU threads for --window's windows (default: all)")
+  run->add_option("--threads", o.threads, "CPU threads for --window's windows, or a JSON run's timeline (default: all)")
       ->check(CLI::Range(1, 4096));
   add_scenario_flags(run, o);
   run->add_option("--format", o.format,

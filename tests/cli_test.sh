@@ -36,6 +36,7 @@ check() {  # check NAME CONDITION...: a test of files the last command left
 }
 
 expect "default run" 0 "" -- "$bin" run --duration 600
+expect "run --threads without windows" 2 "--threads 2: a run without windows is one simulation on one thread" -- "$bin" run --threads 2
 expect "run --window" 0 "" -- "$bin" run --duration 1500 --window 300 --threads 2
 check "run --window prints the worst window beside the whole run" \
   grep -q "worst window: ttft p99 .* ms in .* s (of 4 windows of 300 s; the whole run's p99 .* ms)" "$tmp/out"
@@ -80,13 +81,20 @@ check "catalog csv is one table: one header, every row its width" python3 -c '
 import csv, sys
 rows = list(csv.reader(open(sys.argv[1])))
 assert sum(r[0] == "type" for r in rows) == 1 and len({len(r) for r in rows}) == 1, rows[:2]
-assert {r[0] for r in rows[1:]} == {"device", "model"}' "$tmp/out"
+assert {r[0] for r in rows[1:]} == {"device", "model"}
+# every field of the JSON, a column each
+import json, subprocess
+j = json.loads(subprocess.run([sys.argv[2], "catalog", "--format", "json"], capture_output=True, text=True).stdout)
+keys = {k for t in ("devices", "models") for x in j[t] for k in x}
+assert keys | {"type"} == set(rows[0]), sorted(keys ^ set(rows[0]))
+n = len(j["devices"])
+assert [r[1] for r in rows[1:n + 1]] == [d["name"] for d in j["devices"]]' "$tmp/out" "$bin"
 expect "capacity" 0 "" -- "$bin" capacity --model llama-3.1-8b --device h100-sxm-80gb --context 8192
 expect "capacity does not fit" 1 "" -- "$bin" capacity --model llama-3.1-70b --device l4-24gb
 expect "capacity unknown model" 2 "--model: error: unknown model 'llama-3.1-80b'" -- \
   "$bin" capacity --model llama-3.1-80b --device h100-sxm-80gb
 expect "capacity tensor-parallel" 0 "" -- "$bin" capacity --model llama-3.1-405b --device h100-sxm-80gb --tp 8 --weight-dtype fp8
-expect "capacity tp that does not split the heads" 2 "--tp: error: --tp: qwen2.5-7b has 28 attention heads" -- \
+expect "capacity tp that does not split the heads" 2 "--tp: error: qwen2.5-7b has 28 attention heads" -- \
   "$bin" capacity --model qwen2.5-7b --device h100-sxm-80gb --tp 8
 "$bin" capacity --model llama-3.1-70b --device h100-sxm-80gb | grep -q "it fits at --tp 2" ||
   { echo "FAIL: capacity names the smallest tp that fits"; fail=$((fail + 1)); }

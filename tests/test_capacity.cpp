@@ -179,7 +179,7 @@ TEST_CASE(
   CHECK(capacity_document(q).doc["capacity"]["context_tokens"] == 4096);
   q.context = 200000;
   CHECK(err(q) ==
-        "--context: error: --context: 200000 tokens is more than llama-3.1-8b's context window (131072 "
+        "--context: error: 200000 tokens is more than llama-3.1-8b's context window (131072 "
         "tokens): a server refuses such a request");
   q.context = 0;
   q.max_num_seqs = 16384;

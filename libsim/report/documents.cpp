@@ -57,15 +57,15 @@ CapacityAnswer capacity_document(const CapacityRequest& o) {
   mi.pp = o.pp;
   const std::string tp_why = tp_problem(*mod, o.tp);
   if (!tp_why.empty())
-    throw InputError(Location{"--tp", 0, 0, ""}, "--tp: " + tp_why + " (vLLM requires it)", ErrorKind::inconsistent);
+    throw InputError(Location{"--tp", 0, 0, ""}, tp_why + " (vLLM requires it)", ErrorKind::inconsistent);
   if (o.pp > mod->layers)
     throw InputError(Location{"--pp", 0, 0, ""},
-                     fmt::format("--pp: {} has {} layers; --pp can be at most that", mod->name, mod->layers),
+                     fmt::format("{} has {} layers; --pp can be at most that", mod->name, mod->layers),
                      ErrorKind::inconsistent);
   if (!o.expert_weight_dtype.empty()) {
     if (!mod->moe())
-      throw InputError(Location{"--expert-weight-dtype", 0, 0, ""},
-                       "--expert-weight-dtype: " + mod->name + " has no experts", ErrorKind::inconsistent);
+      throw InputError(Location{"--expert-weight-dtype", 0, 0, ""}, mod->name + " has no experts",
+                       ErrorKind::inconsistent);
     mi.expert_weight_bytes_per_param = weight_dtype_bytes(o.expert_weight_dtype);
   }
   // as a scenario's engine would be refused (scenario_pool.cpp), and a request no server takes
@@ -81,7 +81,7 @@ CapacityAnswer capacity_document(const CapacityRequest& o) {
                                                  : 4096;
   if (mod->max_context > 0 && context > mod->max_context)
     throw InputError(Location{"--context", 0, 0, ""},
-                     fmt::format("--context: {} tokens is more than {}'s context window ({} tokens): a server refuses "
+                     fmt::format("{} tokens is more than {}'s context window ({} tokens): a server refuses "
                                  "such a request",
                                  context, mod->name, mod->max_context),
                      ErrorKind::inconsistent);
