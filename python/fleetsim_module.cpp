@@ -30,6 +30,8 @@ PyObject* g_input_error = nullptr;  // fleetsim.InputError, a ValueError
 
 // json.dumps's fallback: numpy and pandas values, paths, ranges and other iterables.
 pb::object json_default(pb::handle o) {
+  if (pb::isinstance<pb::bytes>(o) || pb::isinstance<pb::bytearray>(o))
+    throw pb::type_error("fleetsim: a bytes value where a scenario holds text: decode it to a str");
   if (pb::hasattr(o, "tolist")) return o.attr("tolist")();
   if (pb::hasattr(o, "__fspath__")) return pb::module_::import("os").attr("fspath")(o);
   const pb::module_ abc = pb::module_::import("collections.abc");
@@ -80,7 +82,10 @@ bool looks_like_path(const std::string& s) {
     return s.size() >= x.size() && s.compare(s.size() - x.size(), x.size(), x) == 0;
   };
   if (ends(".yaml") || ends(".yml") || ends(".json")) return true;
-  return pb::module_::import("os.path").attr("isfile")(s).cast<bool>();
+  const pb::module_ osp = pb::module_::import("os.path");
+  if (osp.attr("isfile")(s).cast<bool>() || osp.attr("isdir")(s).cast<bool>()) return true;
+  // a scenario's YAML holds a "key: value"; a line without a colon is a path that is not there
+  return s.find(':') == std::string::npos;
 }
 
 PyScenario scenario_from(pb::handle source, pb::handle path, pb::handle yaml, pb::handle dict, pb::handle overrides,
@@ -125,7 +130,26 @@ std::string integer_text(pb::handle v, const char* what) {
   return pb::str(pb::int_(pb::reinterpret_borrow<pb::object>(v))).cast<std::string>();
 }
 
-pb::object run(pb::handle scenario, pb::handle overrides, pb::handle seed, uint32_t replication, pb::handle timeline) {
+}  // namespace
+
+// A whole number argument (not a bool, not a float) in [lo, hi]: a TypeError, or a located range error.
+int64_t whole_number(pb::handle v, const char* fn, const char* what, int64_t lo, int64_t hi) {
+  if (pb::isinstance<pb::bool_>(v) || !PyIndex_Check(v.ptr()))
+    throw pb::type_error(std::string("fleetsim.") + fn + ": " + what + " must be an int, not " +
+                         pb::str(pb::type::handle_of(v).attr("__name__")).cast<std::string>());
+  const std::string text = integer_text(v, what);
+  const pb::int_ n(pb::reinterpret_borrow<pb::object>(v));
+  if (n < pb::int_(lo) || n > pb::int_(hi))
+    throw InputError(Location{std::string("fleetsim.") + fn, 0, 0, ""},
+                     fmt::format("{}={} is out of range (expected a whole number in [{}, {}])", what, text, lo, hi));
+  return n.cast<int64_t>();
+}
+
+namespace {
+
+pb::object run(pb::handle scenario, pb::handle overrides, pb::handle seed, pb::handle replication_arg,
+               pb::handle timeline) {
+  const auto replication = uint32_t(whole_number(replication_arg, "run", "replication", 0, 4294967295LL));
   PyScenario ps = coerce_scenario(scenario, overrides);
   if (!seed.is_none()) ps = ps.with({"seed=" + integer_text(seed, "seed")});
   if (!timeline.is_none() && !pb::isinstance<pb::bool_>(timeline))
@@ -147,17 +171,19 @@ void in_range(const char* name, double v, double lo, double hi) {
                    fmt::format("{}={} is out of range (expected a number in [{}, {}])", name, v, lo, hi));
 }
 
-pb::object capacity(const std::string& model, const std::string& device, int64_t context,
-                    const std::string& weight_dtype, const std::string& kv_dtype, int tp, int pp,
-                    double gpu_memory_utilization, int max_num_seqs, int max_batched_tokens, int kv_block_tokens,
-                    const std::optional<std::string>& expert_weight_dtype, bool enforce_eager) {
-  if (context != 0) in_range("context", double(context), 1, double(int64_t(1) << 24));  // 0: the default
-  in_range("tp", tp, 1, 64);
-  in_range("pp", pp, 1, 64);
+pb::object capacity(const std::string& model, const std::string& device, pb::handle context_arg,
+                    const std::string& weight_dtype, const std::string& kv_dtype, pb::handle tp_arg, pb::handle pp_arg,
+                    double gpu_memory_utilization, pb::handle max_num_seqs_arg, pb::handle max_batched_tokens_arg,
+                    pb::handle kv_block_tokens_arg, const std::optional<std::string>& expert_weight_dtype,
+                    bool enforce_eager) {
+  const int64_t context = whole_number(context_arg, "capacity", "context", 0, int64_t(1) << 24);  // 0: the default
+  const int tp = int(whole_number(tp_arg, "capacity", "tp", 1, 64));
+  const int pp = int(whole_number(pp_arg, "capacity", "pp", 1, 64));
   in_range("gpu_memory_utilization", gpu_memory_utilization, 0.01, 1.0);
-  in_range("max_num_seqs", max_num_seqs, 1, 16384);
-  in_range("max_batched_tokens", max_batched_tokens, 16, 1 << 20);
-  in_range("kv_block_tokens", kv_block_tokens, 1, 1024);
+  const int max_num_seqs = int(whole_number(max_num_seqs_arg, "capacity", "max_num_seqs", 1, 16384));
+  const int max_batched_tokens =
+      int(whole_number(max_batched_tokens_arg, "capacity", "max_batched_tokens", 16, 1 << 20));
+  const int kv_block_tokens = int(whole_number(kv_block_tokens_arg, "capacity", "kv_block_tokens", 1, 1024));
   CapacityRequest q;
   q.model = model;
   q.device = device;
@@ -345,7 +371,7 @@ Raises fleetsim.InputError (a ValueError) naming the line and column of a mistak
           pb::arg("overrides"), "The same scenario with more overrides.")
       .def(
           "run",
-          [](pb::handle self, pb::handle overrides, pb::handle seed, uint32_t replication, pb::handle timeline) {
+          [](pb::handle self, pb::handle overrides, pb::handle seed, pb::handle replication, pb::handle timeline) {
             return run(self, overrides, seed, replication, timeline);
           },
           pb::arg("overrides") = pb::none(), pb::arg("seed") = pb::none(), pb::arg("replication") = 0,

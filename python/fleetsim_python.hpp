@@ -44,6 +44,9 @@ pb::object to_python(const Json& j);
 // ... and back: a dict of a document (from to_python, or unpickled) as JSON.
 Json from_python(pb::handle value, const std::string& what);
 
+// A whole number argument of fleetsim.FN (a bool or a float is a TypeError) in [lo, hi].
+int64_t whole_number(pb::handle v, const char* fn, const char* what, int64_t lo, int64_t hi);
+
 void bind_sweep(pb::module_& m);
 
 }  // namespace fleetsim::py

@@ -251,12 +251,10 @@ SweepResult merge(pb::handle shards, pb::handle dataframe) {
   return make_result(merged, dataframe);
 }
 
-SweepResult sweep(pb::handle scenario, pb::handle overrides, int threads, pb::handle progress,
+SweepResult sweep(pb::handle scenario, pb::handle overrides, pb::handle threads_arg, pb::handle progress,
                   const std::string& backend, pb::handle parameters, pb::handle replications, pb::handle slo,
                   pb::handle objective, pb::handle dataframe, pb::handle shard) {
-  if (threads < 0 || threads > 4096)
-    throw InputError(Location{"fleetsim.sweep", 0, 0, ""},
-                     "threads=" + std::to_string(threads) + ": expected 0 (all) to 4096");
+  const int threads = int(whole_number(threads_arg, "sweep", "threads", 0, 4096));  // 0: all
   if (backend != "auto" && backend != "cpu" && backend != "cuda")
     throw InputError(Location{"fleetsim.sweep", 0, 0, ""},
                      "backend='" + backend + "': expected 'auto', 'cpu' or 'cuda'");

@@ -206,6 +206,24 @@ def test_bad_inputs():
         fleetsim.run(timeline="yes")
     with pytest.raises(TypeError, match=r"yaml= is YAML text \(a str\), not PosixPath"):
         fleetsim.Scenario(yaml=TINY_SWEEP)
+    # an int argument is no bool or float, and its range is the CLI's
+    with pytest.raises(TypeError, match="capacity: tp must be an int, not bool"):
+        fleetsim.capacity("llama-3.1-8b", "h100-sxm-80gb", tp=True)
+    with pytest.raises(TypeError, match="run: replication must be an int, not float"):
+        fleetsim.run(replication=1.0)
+    with pytest.raises(TypeError, match="sweep: threads must be an int, not bool"):
+        fleetsim.sweep(TINY_SWEEP, threads=True)
+    with pytest.raises(fleetsim.InputError, match=r"^fleetsim\.capacity: error: tp=65 is out of range"):
+        fleetsim.capacity("llama-3.1-8b", "h100-sxm-80gb", tp=65)
+    with pytest.raises(fleetsim.InputError, match=r"^fleetsim\.run: error: replication=-1 is out of range"):
+        fleetsim.run(replication=-1)
+    # a str without a colon is a path, even where nothing is: the error names it
+    with pytest.raises(fleetsim.InputError, match=r"^scenarios/chat-default: error: cannot open scenario file"):
+        fleetsim.run("scenarios/chat-default")
+    with pytest.raises(fleetsim.InputError, match="is a directory, not a scenario file"):
+        fleetsim.run(str(TINY_SWEEP.parent))
+    with pytest.raises(TypeError, match="a bytes value where a scenario holds text"):
+        fleetsim.run(overrides={"device": b"h100-sxm-80gb"})
 
     # what json cannot write is said as json says it, not as a NaN
     loop = {}
@@ -304,7 +322,7 @@ def test_shards_merge_into_the_unsharded_sweep_and_the_cli_shards():
     for bad in ["0/2", (1,), (0.5, 2), (True, 2)]:
         with pytest.raises(TypeError, match="shard must be a pair of ints"):
             fleetsim.sweep(TINY_SWEEP, shard=bad)
-    with pytest.raises(fleetsim.InputError, match="threads=-1: expected 0"):
+    with pytest.raises(fleetsim.InputError, match=r"threads=-1 is out of range \(expected a whole number in \[0, 4096\]\)"):
         fleetsim.sweep(TINY_SWEEP, threads=-1)
     with pytest.raises(fleetsim.InputError, match="backend='gpu': expected"):
         fleetsim.sweep(TINY_SWEEP, backend="gpu")
