@@ -63,6 +63,11 @@ TEST_CASE("the shards used below merge into the whole sweep") {
   REQUIRE(shards()[0].second["rows"].size() == 2);
   CHECK(merge_sweeps(shards()).dump(2) == whole());
   CHECK(whole().find("inconsistent: ") != std::string::npos);  // a row without metrics is covered
+  // in any order, and with shards read from another path: the header is shard 0's
+  Shards s = shards();
+  s[1].second["scenario"]["source"] = "/elsewhere/mg.yaml";
+  CHECK(merge_sweeps({s[1], s[0]}).dump(2) == whole());
+  CHECK(merge_sweeps({s[0], s[1]}).dump(2) == whole());
 }
 
 TEST_CASE("merge names the file and the JSON path of a bad field in a shard") {

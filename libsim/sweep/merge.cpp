@@ -322,6 +322,7 @@ Json merge_sweeps(const std::vector<std::pair<std::string, Json>>& shards) {
   std::map<uint32_t, std::string> seen;
   std::vector<Json> rows;
   uint32_t count = 0;
+  const Json* shard0 = &first;  // the header, whatever order the files come in
   for (const auto& [file, doc] : shards) {
     const SweepShape sh = check_shard(file, doc);
     // the same sweep: every field of scenario (but where the file was read from) and of sweep
@@ -346,6 +347,7 @@ Json merge_sweeps(const std::vector<std::pair<std::string, Json>>& shards) {
           fmt::format("/shard/count: {}, but {} has {}: the shards are of different splits", n, first_file, count));
     if (seen.count(k)) bad(file, fmt::format("/shard/index: shard {} appears twice (also {})", k, seen[k]));
     seen[k] = file;
+    if (k == 0) shard0 = &doc;
     for (const auto& r : doc["rows"]) rows.push_back(r);
   }
   if (seen.size() != count) {
@@ -361,7 +363,7 @@ Json merge_sweeps(const std::vector<std::pair<std::string, Json>>& shards) {
     }
     bad(first_file, fmt::format("incomplete: {} of {} shards given; missing shard {}", seen.size(), count, missing));
   }
-  Json header = first;
+  Json header = *shard0;
   header.erase("rows");
   header.erase("summary");
   header["shard"] = {{"index", 0}, {"count", 1}};
