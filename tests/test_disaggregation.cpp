@@ -365,12 +365,13 @@ TEST_CASE("disaggregation: bad settings are located errors") {
   std::string scale = pd(kOne, "link: scale_up");
   scale.replace(scale.find("  decode:\n    fleet:"), std::string("  decode:\n    fleet:").size(),
                 "  decode:\n    device: h200-141gb\n    fleet:");
-  CHECK(error_of(scale).find("use link: network") != std::string::npos);
+  CHECK(error_of(scale).find("scale_up: the pools run on different devices (h100-sxm-80gb and h200-141gb), which "
+                             "share no NVLink 4 via NVSwitch domain; use link: network") != std::string::npos);
   CHECK(error_of(pd(kOne, "link: scale_up")) == "(no error)");  // 1 + 2 of 8 NVLink devices
   // every replica of both pools counts, at its most: 1 + 8 of them do not fit
   std::string many = pd(kOne, "link: scale_up");
   many.replace(many.find("fleet: {replicas: 2, usd_per_hour: 3}"), 37, "fleet: {replicas: 8, usd_per_hour: 3}");
-  CHECK(error_of(many).find("(here up to 1 + 8 of h100-sxm-80gb and h100-sxm-80gb); use link: network") !=
+  CHECK(error_of(many).find("domain of 8 h100-sxm-80gb devices (here up to 1 + 8); use link: network") !=
         std::string::npos);
   // a transfer moves the cache as it is: both pools hold it in one dtype
   std::string fp8 = pd(kOne);

@@ -54,11 +54,14 @@ void parse_disaggregation(const N& dn, std::vector<PoolSpec>& pools, size_t i) {
     auto most = [](const PoolSpec& X) {
       return (int64_t(std::max(X.replicas, X.max_replicas)) * X.devices() + X.shared_by() - 1) / X.shared_by();
     };
-    if (P.device.name != D.device.name || most(P) + most(D) > P.device.link_domain)
+    if (P.device.name != D.device.name)
+      dn.at("link").fail("scale_up: the pools run on different devices (" + P.device.name + " and " + D.device.name +
+                             "), which share no " + P.device.interconnect + " domain; use link: network",
+                         ErrorKind::inconsistent);
+    if (most(P) + most(D) > P.device.link_domain)
       dn.at("link").fail("scale_up: both pools' replicas must sit in one " + P.device.interconnect + " domain of " +
                              std::to_string(P.device.link_domain) + " " + P.device.name + " devices (here up to " +
-                             std::to_string(most(P)) + " + " + std::to_string(most(D)) + " of " + P.device.name +
-                             " and " + D.device.name + "); use link: network",
+                             std::to_string(most(P)) + " + " + std::to_string(most(D)) + "); use link: network",
                          ErrorKind::inconsistent);
     gb_s = P.device.link_gb_s_to(1);  // one device to one other
     lat_us = P.device.link_latency_us;
