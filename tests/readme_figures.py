@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """The README's figures are the program's own. Every output block the README shows (the default
 run's table, `capacity`'s, and each `$ build/fleetsim ...` line with what it prints) is what that
-command prints now, line for line; and every figure a tour comment quotes is what its command
-reports, at the README's precision. A change that moves one fails here until the README says
+command prints now, line for line; and each figure listed below (the tour's comments, the README's
+70B table, the tables in the comments of speculative-decoding.yaml and prefix-aware-routing.yaml)
+is what its command reports, at the precision quoted. A change that moves one fails here until the README says
 the new figure. Usage: readme_figures.py FLEETSIM SOURCE_DIR
 """
 import json
@@ -13,7 +14,8 @@ import subprocess
 import sys
 import tempfile
 
-# (text quoted in README.md, fleetsim arguments, where the figure is, the figure as quoted, scale)
+# (text quoted in README.md, fleetsim arguments, where the figure is, the figure as quoted, scale
+# [, the file quoting it when not README.md])
 # where: a regex whose one group is the figure in the table output, or json:PATH into
 # `--format json`; the value read, times scale, rounded to the quoted decimals, must be the figure.
 SPEC = "scenarios/speculative-decoding.yaml"
@@ -87,6 +89,45 @@ FIGURES = [
     ("eight queues, p99 TTFT 373 vs 109 ms", "run scenarios/moe-dp-attention.yaml",
      r"^  chat-tp8 +[0-9]+ +[0-9]+ +[0-9.]+ +([0-9.]+)", "109", 1),
 ]
+# speculative-decoding.yaml's table: users, acceptance; with the draft TPOT, output tok/s, $ per 1M
+# output; without it the same (where the row has them)
+OUT_TOKS = r"([0-9.]+) output tok/s"
+USD_OUT = r"per 1M output \$([0-9.]+)"
+SPEC_FILE = "scenarios/speculative-decoding.yaml"
+for line in open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", SPEC_FILE), encoding="utf-8"):
+    m = re.match(r"#\s+(\d+)\s+(0\.\d)\s+([0-9.]+) ms\s+(\d+)\s+([0-9.]+)(?:\s+([0-9.]+) ms\s+(\d+)\s+([0-9.]+))?", line)
+    if not m:
+        continue
+    row = line.rstrip("\n")
+    users, acc = m.group(1), m.group(2)
+    with_args = f"run {SPEC_FILE} --set workload.arrival.clients={users} --set engine.speculative.acceptance={acc}"
+    without = f"run {SPEC_FILE} --set workload.arrival.clients={users} --set engine.speculative=null"
+    for args, first in ((with_args, 3), (without, 6)):
+        if m.group(first):
+            FIGURES += [(row, args, TPOT, m.group(first), 1, SPEC_FILE),
+                        (row, args, OUT_TOKS, m.group(first + 1), 1, SPEC_FILE),
+                        (row, args, USD_OUT, m.group(first + 2), 1, SPEC_FILE)]
+
+# prefix-aware-routing.yaml's table: reuse, blocks evicted, mean and p99 TTFT (s), each row's run
+EVICTED = r"blocks of [0-9]+ tokens, ([0-9]+) evicted"
+for label, sets in (("prefix_aware, per replica (this file)", ""),
+                    ("... with a 256 GiB host tier per replica", " --set 'engine.prefix_cache={scope: replica, cpu_gib: 256}'"),
+                    ("... with a 1 TiB store the replicas share", " --set 'engine.prefix_cache={scope: replica, remote: "
+                     "{gib: 1024, gb_s: 50, latency_us: 100}}'"),
+                    ("least_outstanding, per replica", " --set fleet.router=least_outstanding"),
+                    ("round_robin, per replica", " --set fleet.router=round_robin"),
+                    ("any, one unbounded pool-wide cache", " --set fleet.router=least_outstanding"
+                     " --set 'engine.prefix_cache={scope: pool}'")):
+    text = open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", PREFIX), encoding="utf-8").read()
+    row = next(line for line in text.split("\n") if line.startswith("#   " + label))
+    cells = row[4 + len(label):].split()  # reuse%, evicted (or -), mean "s", p99 "s"
+    args = "run " + PREFIX + sets
+    FIGURES += [(row, args, REUSED, cells[0].rstrip("%"), 1, PREFIX),
+                (row, args, TTFT, cells[2], 1e-3, PREFIX),
+                (row, args, TTFT_P99, cells[4], 1e-3, PREFIX)]
+    if cells[1] != "-":
+        FIGURES.append((row, args, EVICTED, cells[1], 1, PREFIX))
+
 # the 70B table: pool (class), KV tokens per replica, mean TPOT (ms), p99 TTFT (s), $ per 1M output
 for pool, cls, row in (("h100-tp2", "chat-h100", "| 2 × H100 TP2, bf16 | 4 | 23,312 | 39.7 ms | 1.90 s | 5.04 |"),
                        ("h200-fp8", "chat-h200", "| 2 × H200, fp8 weights and KV | 2 | 366,528 | 27.3 ms | 0.93 s | 3.11 |"),
@@ -174,9 +215,13 @@ def main():
     if checked_blocks < len(BLOCKS) + 1:
         failures.append(f"only {checked_blocks} output blocks found in README.md: a block this test knows moved")
 
-    for quote, args, where, value, scale in FIGURES:
-        if quote not in readme:
-            failures.append(f"README.md no longer says {quote!r}: update this test's figure with it")
+    texts = {"README.md": readme}
+    for quote, args, where, value, scale, *where_quoted in FIGURES:
+        file = where_quoted[0] if where_quoted else "README.md"
+        if file not in texts:
+            texts[file] = open(os.path.join(src, file), encoding="utf-8").read()
+        if quote not in texts[file]:
+            failures.append(f"{file} no longer says {quote!r}: update this test's figure with it")
             continue
         if value not in quote:
             failures.append(f"figure {value!r} is not in {quote!r}")
@@ -200,7 +245,7 @@ def main():
         decimals = len(plain.split(".")[1]) if "." in plain else 0
         # the quoted figure is the value rounded: within half its last digit (a half either way)
         if abs(float(x) * scale - float(plain)) > 0.5 * 10**-decimals * (1 + 1e-9):
-            failures.append(f"README says {quote!r}; `fleetsim {args}` gives {float(x) * scale:.{decimals + 2}f}, "
+            failures.append(f"{file} says {quote!r}; `fleetsim {args}` gives {float(x) * scale:.{decimals + 2}f}, "
                             f"which is not {value} at that precision")
 
     for f in failures:
