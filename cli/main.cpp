@@ -290,7 +290,7 @@ int cmd_catalog(const Options& o) {
           out += ',';
           if (!x.contains(cols[c]) || x[cols[c]].is_null()) continue;
           const Json& v = x[cols[c]];
-          out += v.is_string() ? csv_quote(v.get<std::string>()) : v.dump();
+          out += v.is_string() ? csv_quote(v.get<std::string>()) : v.is_primitive() ? v.dump() : csv_quote(v.dump());
         }
         out += "\n";
       }
