@@ -181,3 +181,30 @@ TEST_CASE("input edges: a pool a --set misspells is refused, not run billed idle
   CHECK(s.pools[3].name == "big");
   CHECK(s.classes[0].pool == 3);
 }
+
+TEST_CASE("input edges: an unknown key in a pool's engine or fleet, or in the defaults they merge, is located") {
+  const std::string y = kHead +
+                        "fleet:\n  queue_limit: 100\npools:\n  chat:\n    fleet:\n      replicas: 2\n"
+                        "      router: least_outstanding\n    engine: {max_num_seqs: 4}\n"
+                        "classes:\n  chat: {pool: chat, arrival: {process: poisson, rate_per_s: 1}, prompt_tokens: 100,"
+                        " output_tokens: 10}\n";
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string t = y;
+    t.replace(t.find(from), from.size(), to);
+    return t;
+  };
+  CHECK(error_of(y) == "(no error)");
+  CHECK(error_of(with("      router:", "      routr:")) ==
+        "<test>:10:7: error: pools.chat.fleet.routr: unknown key 'routr' (did you mean 'router'?)");
+  CHECK(error_of(with("max_num_seqs: 4", "max_num_seqz: 4")) ==
+        "<test>:11:14: error: pools.chat.engine.max_num_seqz: unknown key 'max_num_seqz' (did you mean "
+        "'max_num_seqs'?)");
+  CHECK(error_of(with("  queue_limit: 100", "  queue_limt: 100")) ==
+        "<test>:5:3: error: pools.chat.fleet.queue_limt: unknown key 'queue_limt' (did you mean 'queue_limit'?)");
+  // a key neither the pool nor the top level gives is missing at the pool
+  CHECK(
+      error_of(with("fleet:\n  queue_limit: 100\npools:\n  chat:\n    fleet:\n      replicas: 2\n"
+                    "      router: least_outstanding\n",
+                    "pools:\n  chat:\n")) ==
+      "<test>:6:5: error: pools.chat: missing required key 'fleet' (give it here, or at the top level for every pool)");
+}

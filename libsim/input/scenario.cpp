@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -154,19 +155,33 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Overr
       const N en{it->second, "pools." + name, &src};
       en.allow_keys({"device", "partition", "time_slicing", "mps", "model", "weight_dtype", "expert_weight_dtype",
                      "kv_dtype", "engine", "fleet", "disaggregation"});
+      // (the merged map has no place in the file: a key neither gives is missing here)
+      for (const char* k : {"device", "model", "fleet"})
+        if (!en.has(k) && !root.has(k))
+          en.fail(std::string("missing required key '") + k + "' (give it here, or at the top level for every pool)");
       YAML::Node merged(YAML::NodeType::Map);
       for (const char* k : kPoolKeys) {
         const std::string key = k;
         if (key == "engine" || key == "fleet") {
           if (!root.has(k) && !en.has(k)) continue;
-          YAML::Node m(YAML::NodeType::Map);
-          for (const N* from : {&root, &en}) {
-            if (!from->has(k)) continue;
-            from->at(k).require_map();
-            for (auto kv = from->node[key].begin(); kv != from->node[key].end(); ++kv)
-              if (!(from == &en && kv->second.IsNull()))  // null is left out: the top level's value holds
-                m[from->at(k).key_name(kv->first)] = kv->second;
+          // the key nodes themselves, not their names, go into the merged map: an unknown key is
+          // then located where it is written (nodes are inserted, never assigned: a yaml-cpp
+          // assignment would rewrite the node it replaces, in the file's own tree)
+          std::set<std::string> own;  // the pool's own keys (null: left out, the default holds)
+          if (en.has(k)) {
+            en.at(k).require_map();
+            for (auto kv = en.node[key].begin(); kv != en.node[key].end(); ++kv)
+              if (!kv->second.IsNull()) own.insert(en.at(k).key_name(kv->first));
           }
+          YAML::Node m(YAML::NodeType::Map);
+          if (root.has(k)) {
+            root.at(k).require_map();
+            for (auto kv = root_node[key].begin(); kv != root_node[key].end(); ++kv)
+              if (!own.count(root.at(k).key_name(kv->first))) m.force_insert(kv->first, kv->second);
+          }
+          if (en.has(k))
+            for (auto kv = en.node[key].begin(); kv != en.node[key].end(); ++kv)
+              if (!kv->second.IsNull()) m.force_insert(kv->first, kv->second);
           merged[key] = m;
         } else if (en.has(k)) {
           merged[key] = it->second[key];
