@@ -216,7 +216,11 @@ Scenario build(const YAML::Node& root_node, Source& src, const std::vector<Overr
     // a default every pool overrides applies to none: refused, not ignored (a --set of it would
     // change nothing, and a bad value in it would pass unread) -- unless a sweep sets pools' keys,
     // whose values (~ among them) may leave it to some configurations
-    const bool swept_pools = swept_under(root, "pools");
+    // (or the newer-device view of an owned pool, derived from a scenario already checked: its
+    // device for the one pool may leave the top-level one to none)
+    const bool swept_pools =
+        swept_under(root, "pools") || std::any_of(overrides.begin(), overrides.end(),
+                                                  [](const Override& o) { return o.label.rfind("newer: ", 0) == 0; });
     auto dead = [&](const N& at, const std::string& what) {
       at.fail("every pool gives its own " + what + ": this default applies to none (remove it, or leave " + what +
                   " out of a pool)",
