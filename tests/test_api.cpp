@@ -104,7 +104,7 @@ TEST_CASE("api: a progress callback that throws stops the sweep, and the caller 
         "SweepSettings.threads: error: 5000 threads: expected 0 (every hardware thread) to 4096");
 }
 
-TEST_CASE("api: a handle moved from is an error to use, not a crash; a bad sweep fails where it is loaded") {
+TEST_CASE("api: a handle moved from is an error to use, not a crash, a bad sweep fails where it is loaded") {
   auto s = fleetsim::ScenarioHandle::builtin_default();
   const auto t = std::move(s);
   CHECK(t.name() == "chat-default");

@@ -67,7 +67,7 @@ TEST_CASE("bench replay: a lengths file that is missing, malformed or of another
   CHECK(size.find("num_prompts is 2") != std::string::npos);
 }
 
-TEST_CASE("bench replay: a vLLM result's input_lens and output_lens are its requests; a failed request skips it") {
+TEST_CASE("bench replay: a vLLM result's input_lens and output_lens are its requests, a failed request skips it") {
   const std::string head = R"({"model_id": "meta-llama/Llama-3.1-8B", "request_rate": 2, "num_prompts": 3,
       "completed": 3, "mean_ttft_ms": 30, "mean_tpot_ms": 8, "input_lens": [10, 20, 30], )";
   BenchPoint d;
@@ -104,7 +104,7 @@ TEST_CASE("bench replay: equal lengths at a constant rate replay exactly what th
   for (int m = 0; m < kBenchMetrics; ++m) CHECK(pb.v[m] == doctest::Approx(pa.v[m]).epsilon(1e-9));
 }
 
-TEST_CASE("bench replay: Poisson gaps have the rate's mean; warm prompts cache their full 16-token blocks") {
+TEST_CASE("bench replay: Poisson gaps have the rate's mean, warm prompts cache their full 16-token blocks") {
   BenchPoint p = h100_point(5);
   p.poisson = true;
   p.warm_prompts = 3;
@@ -185,7 +185,7 @@ TEST_CASE("bench replay: bad stages and prompt groups are errors at the row") {
         std::string::npos);
 }
 
-TEST_CASE("bench replay: vLLM 0.14 and later schedule ahead; gpt-oss's 4-bit label is its MXFP4 experts") {
+TEST_CASE("bench replay: vLLM 0.14 and later schedule ahead, gpt-oss's 4-bit label is its MXFP4 experts") {
   const std::string h = "model,device,tp,isl,osl,concurrency,engine,engine_version,weight_dtype,mean_tpot_ms\n";
   const auto v =
       read_benchmarks(write_temp("replay-async.csv", h + "openai/gpt-oss-120b,H100-SXM,2,1024,1024,8,vllm,"
@@ -227,7 +227,7 @@ TEST_CASE("bench replay: p2p=0 runs the replica's collectives over PCIe, not the
   CHECK(bad.find("p2p must be 0 or 1") != std::string::npos);
 }
 
-TEST_CASE("bench replay: warm prompts alone replay the run; repeated prompts with no count send a minute's") {
+TEST_CASE("bench replay: warm prompts alone replay the run, repeated prompts with no count send a minute's") {
   BenchPoint p = h100_point(10);
   p.num_prompts = 20;
   p.isl = 100;

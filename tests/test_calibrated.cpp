@@ -277,7 +277,7 @@ TEST_CASE("benchmark results are read from CSV, vllm bench serve JSON and GuideL
   CHECK_THROWS_AS(read_benchmarks(write_temp("bad.json", "{\"hello\": 1}"), d), InputError);
 }
 
-TEST_CASE("CSV: quoted fields keep commas, doubled quotes and line breaks; csv_quote writes what CsvReader reads") {
+TEST_CASE("CSV: quoted fields keep commas, doubled quotes and line breaks, csv_quote writes what CsvReader reads") {
   std::istringstream in(
       "\xEF\xBB\xBFname,\"Notes, free text\",n\r\n"
       "\"acme, inc.\",\"say \"\"hi\"\", twice\",1\r\n"
@@ -364,7 +364,7 @@ TEST_CASE("the client's own time shifts every TTFT and e2e by exactly its amount
   CHECK(b.report["scenario"]["step_time"]["client_ttft_s"].get<double>() == doctest::Approx(0.05));
 }
 
-TEST_CASE("a closed-loop benchmark of N requests sends exactly N; a ramp keeps users accounted for") {
+TEST_CASE("a closed-loop benchmark of N requests sends exactly N, a ramp keeps users accounted for") {
   const std::string yaml =
       "duration_s: 100000\nwarmup_s: 0\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\n"
       "engine: {perf_model: linear, step_base_s: 0.01}\nfleet: {replicas: 1}\n"
@@ -462,7 +462,7 @@ TEST_CASE("every shipped profile parses, names a catalog device, and quotes its 
   CHECK(r.report["scenario"]["step_time"]["held_out"]["points"].get<int>() > 0);
 }
 
-TEST_CASE("auto applies a shipped profile only to its own weight dtype, tp and pp; a named one says where it applies") {
+TEST_CASE("auto applies a shipped profile only to its own weight dtype, tp and pp, a named one says where it applies") {
   const std::string tp4 =
       "duration_s: 60\ndevice: h100-sxm-80gb\nmodel: llama-3.1-70b\nengine: {tensor_parallel: 4}\n"
       "fleet: {replicas: 1}\n"

@@ -100,7 +100,7 @@ TEST_CASE("on a small device the naive estimate overstates KV capacity by tens o
   CHECK(c.naive_kv_gib / c.kv_gib > 1.4);
 }
 
-TEST_CASE("quantized weights keep their embedding and LM head at 16 bits; MXFP4 experts are padded") {
+TEST_CASE("quantized weights keep their embedding and LM head at 16 bits, MXFP4 experts are padded") {
   const double gib = 1073741824.0;
   // Llama 3.3 70B FP8 (RedHatAI's FP8-dynamic): 2 x 128,256 x 8,192 parameters stay bf16; vLLM logs
   // 67.72 GiB on one H100 and 33.88 GiB per device at tp 2 (llm-d-benchmark, as above)
@@ -169,7 +169,7 @@ TEST_CASE("a model that does not fit is an input error that says what it needs a
 
 // `fleetsim capacity` refuses what a scenario's engine, or a server, would refuse.
 TEST_CASE(
-    "capacity: the context defaults within the model's window; a longer one and a too-small step budget are errors") {
+    "capacity: the context defaults within the model's window, a longer one and a too-small step budget are errors") {
   auto err = [](const CapacityRequest& q) { return test::input_error([&] { capacity_document(q); }); };
   CapacityRequest q;
   q.model = "bge-large-en-v1.5";
@@ -189,7 +189,7 @@ TEST_CASE(
         "running sequence needs a token of the step budget");
 }
 
-TEST_CASE("capacity: it fits when one request of the context does; the smallest degree is the smallest") {
+TEST_CASE("capacity: it fits when one request of the context does, the smallest degree is the smallest") {
   CapacityRequest q;
   q.model = "llama-3.1-8b";
   q.device = "l4-24gb";
@@ -243,7 +243,7 @@ TEST_CASE("a pool that does not fit names a tensor-parallel degree at which it d
   CHECK_NOTHROW(load_scenario_file(base, sets));
 }
 
-TEST_CASE("a draft model larger than its target is blamed; one that leaves no room is named beside it") {
+TEST_CASE("a draft model larger than its target is blamed, one that leaves no room is named beside it") {
   const std::string base = std::string(FLEETSIM_SOURCE_DIR) + "/scenarios/chat-default.yaml";
   const std::vector<std::string> vllm = {"engine.kind=vllm", "engine.free_gpu_memory_fraction=null",
                                          "engine.perf_profile=none"};

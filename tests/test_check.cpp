@@ -117,7 +117,7 @@ TEST_CASE("a budget's windows are measured as whole runs measured over each wind
   CHECK(peak.half_width == m.half_width);
 }
 
-TEST_CASE("a min budget needs its lower bound above the limit; a loose max budget passes with headroom") {
+TEST_CASE("a min budget needs its lower bound above the limit, a loose max budget passes with headroom") {
   const std::string yaml =
       "name: h\nseed: 2\nduration_s: 900\nwarmup_s: 100\nmodel: llama-3.1-8b\ndevice: h100-sxm-80gb\n"
       "fleet: {replicas: 1}\n"
@@ -211,7 +211,7 @@ TEST_CASE("budget errors are located and say what was expected") {
   }
 }
 
-TEST_CASE("a budgets file holds only budgets; a class name holds no dot; limits print as written") {
+TEST_CASE("a budgets file holds only budgets, a class name holds no dot, limits print as written") {
   const Scenario s = load_scenario_file(kExample);
   const std::string typo =
       test::write_temp("typo_budgets.yaml",

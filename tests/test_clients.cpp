@@ -78,7 +78,7 @@ TEST_CASE("one client without think time: every request runs alone, at the step 
   CHECK(t.in_system_s == doctest::Approx(window_of(s)).epsilon(1e-9));  // always exactly one request in flight
 }
 
-TEST_CASE("zero think time: more clients never reduce throughput; one client's throughput = 1 / latency") {
+TEST_CASE("zero think time: more clients never reduce throughput, one client's throughput = 1 / latency") {
   // the roofline model: a bigger batch costs more per step but less per request, until it saturates
   const std::string fleet = "device: h100-sxm-80gb\nmodel: llama-3.1-8b\nfleet: {replicas: 1}\n";
   double prev = 0;
@@ -97,7 +97,7 @@ TEST_CASE("zero think time: more clients never reduce throughput; one client's t
   }
 }
 
-TEST_CASE("constant arrivals are evenly spaced; a burst sends exactly its requests") {
+TEST_CASE("constant arrivals are evenly spaced, a burst sends exactly its requests") {
   const std::string base = "duration_s: 1000\nwarmup_s: 100\n" + linear_fleet(0.001) +
                            "workload:\n  prompt_tokens: 16\n  output_tokens: 4\n";
   for (double rate : {0.7, 3.0, 12.5}) {

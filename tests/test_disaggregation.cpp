@@ -80,7 +80,7 @@ TEST_CASE("disaggregation: tensor-parallel sides send their shares at once, over
   CHECK(r.tally->pools[0].kv_sent_s == doctest::Approx(transfer).epsilon(1e-12));
 }
 
-TEST_CASE("disaggregation: sliding-window layers send a window's KV; the pipeline's stages each layer once") {
+TEST_CASE("disaggregation: sliding-window layers send a window's KV, the pipeline's stages each layer once") {
   // gpt-oss-120b: 18 full-attention layers (36,864 bytes a token in bf16) and 18 of a 128-token
   // window (36,864 bytes a token, for at most 128 tokens)
   auto sent = [](int prompt) {

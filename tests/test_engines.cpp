@@ -112,7 +112,7 @@ TEST_CASE("engine settings: another engine's key, two names for one setting and 
             .find("free_gpu_memory_fraction 0.0001 of what is free") != std::string::npos);
 }
 
-TEST_CASE("auto takes a shipped profile only of the pool's engine; the physics model says it was fitted on vLLM") {
+TEST_CASE("auto takes a shipped profile only of the pool's engine, the physics model says it was fitted on vLLM") {
   // the shipped H100 Llama 3.1 8B profile was fitted on TensorRT-LLM runs
   const auto t = test::run(test::scenario(kPool("kind: trtllm")));
   CHECK(t.report["scenario"]["step_time"]["profile"] == "h100-sxm-80gb/llama-3.1-8b/tp1-trtllm");

@@ -25,7 +25,7 @@ std::string fit_error(cli::FitArgs a) {
 
 }  // namespace
 
-TEST_CASE("benchmark key: a configuration at a load, whatever it measured; folds keep its repeats together") {
+TEST_CASE("benchmark key: a configuration at a load, whatever it measured, folds keep its repeats together") {
   const std::string head = "model,device,tp,isl,osl,concurrency,mean_ttft_ms\n";
   const auto v = read_benchmarks(
       write_temp("keys.csv", head + kRow + "512,64,4,40\n" + kRow + "512,64,4,41\n" + kRow + "512,64,8,60\n"),
@@ -54,7 +54,7 @@ TEST_CASE("benchmark key: a configuration at a load, whatever it measured; folds
   }
 }
 
-TEST_CASE("fit: --engine names a version the results do not; a global fit across engines applies to none") {
+TEST_CASE("fit: --engine names a version the results do not, a global fit across engines applies to none") {
   const std::string head = "model,device,tp,isl,osl,concurrency,mean_ttft_ms,mean_tpot_ms\n";
   const std::string rows =
       std::string(kRow) + "512,64,1,25,7.5\n" + kRow + "512,64,4,40,8.0\n" + kRow + "2048,64,2,90,8.5\n";

@@ -105,7 +105,7 @@ TEST_CASE("fit inputs: a rate with a concurrency, a burst of no stated size, zer
   CHECK(read_benchmarks(empty_model, {})[0].skip == "no model named (the model column, or --model)");
 }
 
-TEST_CASE("fit: the profile names its runs' engine; duplicates, a name run cannot load and mixed engines are errors") {
+TEST_CASE("fit: the profile names its runs' engine, duplicates, a name run cannot load and mixed engines are errors") {
   const std::string head = "model,device,tp,isl,osl,concurrency,engine,engine_version,mean_ttft_ms,mean_tpot_ms\n";
   const std::string rows = std::string(kRow) + "512,64,1,sglang,0.5.6,25,7.5\n" + kRow +
                            "512,64,4,sglang,0.5.6,40,8.0\n" + kRow + "2048,64,2,sglang,0.5.6,90,8.5\n";
@@ -157,7 +157,7 @@ TEST_CASE("fit: the profile names its runs' engine; duplicates, a name run canno
   CHECK(profile_applies(old, "llama-3.1-8b", 1, 1, "bf16", why, "vllm", 1));
 }
 
-TEST_CASE("fit: fewer prompts than clients send each at once; a point the fitted profile cannot serve counts nowhere") {
+TEST_CASE("fit: fewer prompts than clients send each at once, a point the fitted profile cannot serve counts nowhere") {
   BenchPoint p;
   p.device = "h100-sxm-80gb";
   p.model = "llama-3.1-8b";

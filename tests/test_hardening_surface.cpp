@@ -55,7 +55,7 @@ TEST_CASE("an alias that refers to its own mapping is a located error, in a file
             "contain itself");
 }
 
-TEST_CASE("a billion laughs is refused at the key whose aliases expand past the cap; deep nesting too") {
+TEST_CASE("a billion laughs is refused at the key whose aliases expand past the cap, deep nesting too") {
   CHECK(test::error_of(billion_laughs()) ==
         "<test>:6:1: error: the document stands for more than 200000 YAML nodes once its aliases (*name) are "
         "expanded; fleetsim reads at most that");
@@ -66,7 +66,7 @@ TEST_CASE("a billion laughs is refused at the key whose aliases expand past the 
         std::string::npos);
 }
 
-TEST_CASE("CSV cells a spreadsheet would run as formulas are written as text; numbers are not touched") {
+TEST_CASE("CSV cells a spreadsheet would run as formulas are written as text, numbers are not touched") {
   CHECK(csv_quote("=1+1") == "'=1+1");
   CHECK(csv_quote("+cmd|' /c calc'!A1") == "'+cmd|' /c calc'!A1");
   CHECK(csv_quote("@SUM(A1)") == "'@SUM(A1)");

@@ -116,7 +116,7 @@ TEST_CASE("host stage, D/D/1 below capacity: no wait, host time = service, TTFT 
   CHECK(r.report["latency_s"]["host_wait"]["count"].get<int>() == 1000);
 }
 
-TEST_CASE("host stage, D/D/1 overloaded: the n-th request waits n (S - gap); the core is busy the whole window") {
+TEST_CASE("host stage, D/D/1 overloaded: the n-th request waits n (S - gap), the core is busy the whole window") {
   // S = 15,000 x 10 us = 150 ms against a 100 ms gap: request n starts at n S, waits n x 50 ms
   const auto r = test::run(test::scenario(host_fleet("{process: constant, rate_per_s: 10}", 1, 1e-5, "15000", 20, 0)));
   CHECK(r.drained);
@@ -135,7 +135,7 @@ TEST_CASE("host stage, D/D/1 overloaded: the n-th request waits n (S - gap); the
   CHECK(h["ttft_share"].get<double>() > 0.99);
 }
 
-TEST_CASE("host stage, D/D/2: two cores take alternate requests without waiting; utilization = lambda S / c") {
+TEST_CASE("host stage, D/D/2: two cores take alternate requests without waiting, utilization = lambda S / c") {
   const auto r = test::run(test::scenario(host_fleet("{process: constant, rate_per_s: 10}", 2, 1e-5, "15000", 20, 0)));
   CHECK(r.drained);
   const ClassTally& c = r.tally->classes[0];
@@ -321,7 +321,7 @@ TEST_CASE("engine.host: a host stage that tokenizes takes the place of the step 
   CHECK(detok.client_s_per_output_token == 3.0e-6);
 }
 
-TEST_CASE("engine.host: the cores and the tokenizer's speed are required; a stage with no work is an error") {
+TEST_CASE("engine.host: the cores and the tokenizer's speed are required, a stage with no work is an error") {
   const std::string base =
       "duration_s: 60\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\nfleet: {replicas: 1}\n"
       "workload: {arrival: {process: poisson, rate_per_s: 1}, prompt_tokens: 100, output_tokens: 10}\n";

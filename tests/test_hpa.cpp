@@ -174,7 +174,7 @@ TEST_CASE("busy and host_cpu: replicas still starting count as reporting nothing
   CHECK(fleet(h, "max_replicas") == 3);
 }
 
-TEST_CASE("scale to zero: host_cpu with no traffic starts nothing; queue_depth keeps a replica with work running") {
+TEST_CASE("scale to zero: host_cpu with no traffic starts nothing, queue_depth keeps a replica with work running") {
   const std::string zero =
       "name: zero\nduration_s: 3600\nwarmup_s: 0\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\n"
       "fleet:\n  replicas: 0\n  autoscale: {min_replicas: 0, max_replicas: 4, signal: host_cpu, target: 0.6}\n"

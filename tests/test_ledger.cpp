@@ -423,7 +423,7 @@ TEST_CASE("a shared device in use is paid whole: one replica of a device time-sl
   }
 }
 
-TEST_CASE("a commitment on a shared device: its places are paid once, used or not; only places beyond it on demand") {
+TEST_CASE("a commitment on a shared device: its places are paid once, used or not, only places beyond it on demand") {
   // one H100 time-sliced four ways, its four places committed at half price: one replica or four
   // pay for that device alone, at the committed rate; a fifth needs a second device, on demand
   const std::string y =

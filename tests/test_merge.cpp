@@ -172,7 +172,7 @@ TEST_CASE("a shard with a configuration missing or twice does not merge") {
   CHECK(merge_error(one) == "shard-0.json: error: incomplete: 1 of 2 shards given; missing shard 1");
 }
 
-TEST_CASE("shard files: out-of-range numbers and syntax errors are located; directories are refused") {
+TEST_CASE("shard files: out-of-range numbers and syntax errors are located, directories are refused") {
   CHECK_THROWS_WITH_AS(parse_json_located("{\"a\": [1, 2],\n \"b\": 1e400}", "f.json"),
                        "number out of range (beyond a double): 1e400", InputError);
   try {

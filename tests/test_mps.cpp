@@ -303,7 +303,7 @@ TEST_CASE("time slicing: a place nobody holds holds no CUDA context") {
 }
 
 TEST_CASE(
-    "a lost device takes every replica on it, time-sliced ones and MIG slices too; their crashes stay their own") {
+    "a lost device takes every replica on it, time-sliced ones and MIG slices too, their crashes stay their own") {
   // eight replicas, two devices of four (time-sliced four ways, or four 1g.20gb slices of an H100)
   for (const char* sharing : {"time_slicing: 4", "partition: 1g.20gb"}) {
     CAPTURE(sharing);

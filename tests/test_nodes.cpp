@@ -75,7 +75,7 @@ TEST_CASE("a tracked pool's nodes: placed on nodes that are up, removed a while 
   CHECK(s.rep[1].t_next - 400.0 == doctest::Approx(first - 180.0));
 }
 
-TEST_CASE("a pinned node is never removed; a node limit refuses a replica that needs a new node") {
+TEST_CASE("a pinned node is never removed, a node limit refuses a replica that needs a new node") {
   Bench pinned({"fleet.nodes.pinned=1"});
   Sim& s = pinned.s;
   REQUIRE(replica_start(s, 0, 0.0));

@@ -213,7 +213,7 @@ const std::string kRepair =
     "workload: {arrival: {process: poisson, rate_per_s: 4}, prompt_tokens: 500, output_tokens: 100}\n";
 }  // namespace
 
-TEST_CASE("in a small owned estate a failure is a capacity event; spares buy the capacity back") {
+TEST_CASE("in a small owned estate a failure is a capacity event, spares buy the capacity back") {
   const std::string& y = kRepair;
   double last_availability = -1, last_ttft = 0;
   for (int spares : {0, 1, 2, 64}) {
@@ -359,7 +359,7 @@ TEST_CASE("a failed static batch leaves only what it ran in the tallies") {
   CHECK(b.seq_steps == doctest::Approx(a.seq_steps * share).epsilon(0.01));
 }
 
-TEST_CASE("owning is cheaper 'from year N' only where it stays cheaper to the end; free renting never breaks even") {
+TEST_CASE("owning is cheaper 'from year N' only where it stays cheaper to the end, free renting never breaks even") {
   // $10 an hour, falling by half a year, and a refresh every 2 years: owning leads in year 2,
   // then the second node's capex puts renting ahead for good
   const std::string own = read_text_file(FLEETSIM_SOURCE_DIR "/scenarios/own-vs-rent.yaml", "x");

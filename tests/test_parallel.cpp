@@ -329,7 +329,7 @@ TEST_CASE("a scenario can define its own MoE model and a device with its own int
 // (448 in all, AMD's 7 x 128 GB/s bidirectional): a tp 2 pair has one link between them, tp 4
 // three per device, tp 8 all seven. A switched domain (NVLink via NVSwitch) gives any group the
 // device's whole link.
-TEST_CASE("on a mesh of direct links a group of g devices all-reduces over g - 1 links; a switch gives it all") {
+TEST_CASE("on a mesh of direct links a group of g devices all-reduces over g - 1 links, a switch gives it all") {
   auto per_token = [](const std::string& device, const std::string& model, int tp, const std::string& extra = "") {
     const Scenario s = test::scenario("duration_s: 100\ndevice: " + device + "\nmodel: " + model +
                                       "\nengine: {tensor_parallel: " + std::to_string(tp) + extra +

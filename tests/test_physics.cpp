@@ -106,7 +106,7 @@ TEST_CASE("a pool with no exact-match profile takes the physics model and quotes
   CHECK(m.report["scenario"]["perf_model"] == "roofline");
 }
 
-TEST_CASE("physics on a CPU instance is a located error saying what to use; the default there stays the roofline") {
+TEST_CASE("physics on a CPU instance is a located error saying what to use, the default there stays the roofline") {
   const std::string cpu =
       "duration_s: 60\ndevice: c7i-8xlarge-amx\nmodel: llama-3.1-8b\nfleet: {replicas: 1}\n"
       "workload: {arrival: {process: poisson, rate_per_s: 0.1}, prompt_tokens: 64, output_tokens: 16}\n";
@@ -118,7 +118,7 @@ TEST_CASE("physics on a CPU instance is a located error saying what to use; the 
   CHECK(r.report["scenario"]["perf_model"] == "roofline");
 }
 
-TEST_CASE("the API server's per-token costs shift TTFT and e2e by exactly their amount; engine-side drops them") {
+TEST_CASE("the API server's per-token costs shift TTFT and e2e by exactly their amount, engine-side drops them") {
   const std::string base = kLlama8bOn("h100-sxm-80gb") + "engine: {perf_profile: none}\n";
   const std::vector<std::string> sets = {"duration_s=600", "warmup_s=60"};
   const auto a = test::run(test::scenario(base, sets));
@@ -143,7 +143,7 @@ TEST_CASE("the API server's per-token costs shift TTFT and e2e by exactly their 
   CHECK(error_of(base, {"engine.latency_at=server"}).find("client") != std::string::npos);
 }
 
-TEST_CASE("profile format: a newer format is a located error naming what to do; physics terms round-trip") {
+TEST_CASE("profile format: a newer format is a located error naming what to do, physics terms round-trip") {
   PerfProfile p;
   p.name = "x";
   p.device = "";

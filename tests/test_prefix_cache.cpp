@@ -40,7 +40,7 @@ std::string scenario(const std::string& path, const std::string& cache, int repl
 
 }  // namespace
 
-TEST_CASE("prefix cache: B blocks on a cyclic access of B + 1 blocks never hit; of B, every later pass does") {
+TEST_CASE("prefix cache: B blocks on a cyclic access of B + 1 blocks never hit, of B, every later pass does") {
   const int B = 4, cycles = 5;
   std::vector<std::vector<int>> over, fit;
   for (int i = 0; i < cycles * (B + 1); ++i) over.push_back({i % (B + 1)});
@@ -77,7 +77,7 @@ TEST_CASE("prefix cache: a request's blocks are let go tail first, so its leadin
   CHECK(r.tally->pools[0].cache_evicted == 1);
 }
 
-TEST_CASE("prefix cache: a host tier keeps what the device evicts; a hit there is loaded over PCIe, by hand") {
+TEST_CASE("prefix cache: a host tier keeps what the device evicts, a hit there is loaded over PCIe, by hand") {
   // the device keeps B = 4 blocks, the host 10 (a 16-token block of Llama 3.1 8B is 2 MiB: 0.02 GiB
   // holds 10); on a cyclic access of 5 blocks the device never hits, the host from the second pass
   const int B = 4, cycles = 5;
@@ -209,7 +209,7 @@ TEST_CASE("prefix cache: a prompt's blocks are cached once computed, so a reques
   CHECK(h.all->prefix_tokens_loaded == 0);
 }
 
-TEST_CASE("prefix cache: an admission that cannot fit evicts nothing; what it would have evicted is found later") {
+TEST_CASE("prefix cache: an admission that cannot fit evicts nothing, what it would have evicted is found later") {
   // K blocks of KV. B takes half and decodes 2,000 steps; A (4 blocks) leaves them cached at 1.5 s;
   // C needs 60% at 2 s: it cannot fit beside B, with or without A's blocks, so it waits for B,
   // evicting nothing; D (A again, behind C) finds A's blocks once B has left

@@ -539,7 +539,7 @@ TEST_CASE("report: a latency CDF is flat where no request fell, so its line agre
   CHECK(zero[1] == Json::array({0.0, 1.0}));
 }
 
-TEST_CASE("report: an owned pool's sections are checked as every other's; ids hold no white space") {
+TEST_CASE("report: an owned pool's sections are checked as every other's, ids hold no white space") {
   const std::string yaml =
       "name: own\nmodel: llama-3.1-8b\nduration_s: 60\ndevice: a100-80gb\npools:\n  my pool:\n"
       "    fleet:\n      replicas: 2\n      pricing:\n        owned:\n"

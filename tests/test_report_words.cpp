@@ -40,7 +40,7 @@ TEST_CASE("report: a run report names its step-time model and its measured error
         std::string::npos);
 }
 
-TEST_CASE("report: pools whose step-time error differs each say theirs; pools alike share one line") {
+TEST_CASE("report: pools whose step-time error differs each say theirs, pools alike share one line") {
   // tp8 runs the physics model within its fit; tp8-ep8 holds whole experts, which no fit row did
   const test::Result moe = test::run(
       load_scenario_file(FLEETSIM_SOURCE_DIR "/scenarios/moe-expert-parallel.yaml", {"duration_s=300", "warmup_s=0"}));
@@ -72,7 +72,7 @@ TEST_CASE("table: replicas lost with their device's other slices are said so, no
   CHECK(t.find("MPS") == std::string::npos);
 }
 
-TEST_CASE("goodput: one bound for the fleet only where every class has it; else each class's own, said so") {
+TEST_CASE("goodput: one bound for the fleet only where every class has it, else each class's own, said so") {
   const std::string y =
       "name: two\nseed: 3\nduration_s: 120\nwarmup_s: 20\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\n"
       "fleet: {replicas: 1}\nworkload: {prompt_tokens: 500, output_tokens: 100}\nclasses:\n"

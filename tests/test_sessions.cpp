@@ -130,7 +130,7 @@ TEST_CASE("sessions: a conversation that would not leave room for an answer star
   CHECK(t.rejected_too_long == 0);
 }
 
-TEST_CASE("sessions: a conversation that outgrows the KV cache ends; its user starts a new one") {
+TEST_CASE("sessions: a conversation that outgrows the KV cache ends, its user starts a new one") {
   // 2,000 new and 2,000 out per turn: the seventh turn's conversation (26,000 tokens) and its answer
   // need more than the 27,488 KV tokens a 0.25 memory fraction leaves, so it is turned away; the
   // session ends after 6 turns and the user starts another, which fits again. A running turn holds
@@ -235,7 +235,7 @@ TEST_CASE("sessions: the shipped chat-sessions scenario shows what its comment s
   CHECK(off.report["closed_loop"]["sessions"]["mean_session_s"].get<double>() == doctest::Approx(96.74).epsilon(0.01));
 }
 
-TEST_CASE("sessions: a conversation is cached where its last turn ran; session_affinity keeps it there") {
+TEST_CASE("sessions: a conversation is cached where its last turn ran, session_affinity keeps it there") {
   // one user, 4 turns, on 2 replicas: round robin sends turns to replicas 0, 1, 0, 1, where the
   // conversation so far never is, so every turn prefills it; session_affinity and (one user, ties
   // to the lowest index) least_outstanding keep it on one replica and reuse 96 + 208 + 320 tokens

@@ -300,7 +300,7 @@ TEST_CASE("with restarts, autoscaling and both slowdowns, every figure still rec
   check_reconciles(r, 0, "autoscaled, failing, falling back, throttling");
 }
 
-TEST_CASE("cpu-fallback.yaml: a quarter of the replicas fall back; every replica stays up") {
+TEST_CASE("cpu-fallback.yaml: a quarter of the replicas fall back, every replica stays up") {
   const auto on = test::run(shipped("cpu-fallback"));
   const auto off = test::run(shipped("cpu-fallback", {"fleet.faults=null"}));
   CHECK(on.drained);

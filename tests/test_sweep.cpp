@@ -182,7 +182,7 @@ TEST_CASE("the cheapest feasible configuration and the Pareto frontier") {
   }
 }
 
-TEST_CASE("the table sizes its columns to a long device name; the CSV quotes it and reads back") {
+TEST_CASE("the table sizes its columns to a long device name, the CSV quotes it and reads back") {
   const std::string name = "acme-inference-accelerator-x1000, rev \"B\" (liquid-cooled)";
   const auto src = source("catalog:\n  devices:\n    '" + name +
                           "': {memory_gib: 96, bandwidth_gb_s: 4000, bf16_tflops: 1200, "
@@ -398,7 +398,7 @@ TEST_CASE("a resumed sweep stopped at once still streams the journal's rows up t
   CHECK(streamed == prefix);
 }
 
-TEST_CASE("a stop request ends the sweep after the simulation under way; resuming completes it") {
+TEST_CASE("a stop request ends the sweep after the simulation under way, resuming completes it") {
   const auto src = source(kJournalled);
   const std::string whole = run(src, 2).dump(2);
   TempFile journal("stop.jsonl");
@@ -429,7 +429,7 @@ TEST_CASE("a stop request ends the sweep after the simulation under way; resumin
   CHECK_THROWS_AS(run_sweep(src, parse_sweep(src), o), OutputError);
 }
 
-TEST_CASE("a journal of another sweep is refused, located at its first line; a bad row at its line") {
+TEST_CASE("a journal of another sweep is refused, located at its first line, a bad row at its line") {
   const auto src = source(kJournalled);
   TempFile journal("other.jsonl");
   run_journalled(src, journal.path, false);
@@ -524,7 +524,7 @@ TEST_CASE("the table's cheapest configurations break ties in the objective by p9
   CHECK(table.substr(first_row, 6) == "     1");
 }
 
-TEST_CASE("--set adds an SLO term by its dotted report path; large integers stay whole") {
+TEST_CASE("--set adds an SLO term by its dotted report path, large integers stay whole") {
   const auto src = source("sweep:\n  parameters:\n    fleet.replicas: [1, 2]\n")
                        .with_overrides(parse_sets({"sweep.slo.latency_s.ttft.p99=0.5"}));
   const SweepSpec spec = parse_sweep(src);

@@ -61,7 +61,7 @@ TEST_CASE("cheapest is the lowest whole spend per token, even where the decode s
         std::string::npos);
 }
 
-TEST_CASE("an SLO is met by the 95% bound over replications unless feasible_on: mean; the violation says both") {
+TEST_CASE("an SLO is met by the 95% bound over replications unless feasible_on: mean, the violation says both") {
   const std::string base =
       "name: b\nduration_s: 300\nwarmup_s: 30\nseed: 9\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\n"
       "engine: {perf_profile: none}\nfleet: {replicas: 1}\n"

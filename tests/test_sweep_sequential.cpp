@@ -79,7 +79,7 @@ TEST_CASE("a verdict settled either way stops at the minimum, and its row is tha
   CHECK(three["rows"][1]["ci95"] == eight["ci95"]);
 }
 
-TEST_CASE("sequential: false runs every replication; an interval across the limit keeps replicating") {
+TEST_CASE("sequential: false runs every replication, an interval across the limit keeps replicating") {
   const Json all = sweep_text(two_fleets(8, kSlo) + "  sequential: false\n");
   CHECK(all["rows"][0]["replications"] == 8);
   CHECK(all["rows"][1]["replications"] == 8);

@@ -182,7 +182,7 @@ TEST_CASE("costs within 1e-9 are one cost on the Pareto frontier, as for the che
         Json::parse("[2, 0]"));
 }
 
-TEST_CASE("the closest miss is judged on the figure its verdict used; feasible rows without a value say so") {
+TEST_CASE("the closest miss is judged on the figure its verdict used, feasible rows without a value say so") {
   // p99 TTFT limit 0.155 s on the 95% bound: #0's mean is nearer the limit, but its bound is
   // further past it (0.1531 + 0.0161 = 0.1692 against 0.1487 + 0.0172 = 0.1659)
   const Json slo = Json::array({{{"metric", "latency_s.ttft.p99"}, {"limit", 0.155}, {"bound", "max"}}});

@@ -162,7 +162,7 @@ TEST_CASE("Mooncake: cached prefix from earlier requests' block hashes") {
   CHECK(load_trace_csv(path).cached_prefix == t.cached_prefix);
 }
 
-TEST_CASE("Mooncake: empty prompts are skipped and counted; their hashes do not count as seen") {
+TEST_CASE("Mooncake: empty prompts are skipped and counted, their hashes do not count as seen") {
   const TraceData t = load_trace(
       test::write_temp("mooncake_empty.jsonl",
                        "\n{\"timestamp\": 0, \"input_length\": 0, \"output_length\": 5, \"hash_ids\": [1]}\n"
@@ -505,7 +505,7 @@ TEST_CASE("trace prefix reuse: relocated parameters (the CUDA data path) reprodu
   CHECK(direct->classes[0].prefix_tokens_reused > 0);
 }
 
-TEST_CASE("trace prefix reuse: no cached prefix without block hashes; no class prefix with them") {
+TEST_CASE("trace prefix reuse: no cached prefix without block hashes, no class prefix with them") {
   const std::string burst = test::write_temp("burst_params.csv", kBurst);
   const Scenario b = test::scenario(
       "duration_s: trace_end\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\nfleet: {replicas: 1}\n"
@@ -520,7 +520,7 @@ TEST_CASE("trace prefix reuse: no cached prefix without block hashes; no class p
                   "cached") == 0);
 }
 
-TEST_CASE("the Mooncake replay: prefix caching lowers TTFT and prefill work; the reused share is the trace's") {
+TEST_CASE("the Mooncake replay: prefix caching lowers TTFT and prefill work, the reused share is the trace's") {
   const std::string file = std::string(FLEETSIM_SOURCE_DIR) + "/scenarios/mooncake-replay.yaml";
   const Scenario s = load_scenario_file(file);
   const auto on = test::run(s);

@@ -98,7 +98,7 @@ TEST_CASE("trace sessions: the Mooncake hour holds 8,472 conversations (up to 43
   CHECK(longest == 43);
 }
 
-TEST_CASE("trace sessions: a follow-up waits for the answer it replies to; the session is its turns back to back") {
+TEST_CASE("trace sessions: a follow-up waits for the answer it replies to, the session is its turns back to back") {
   const std::string path = test::write_temp("three_turns.jsonl", three_turns(1));
   const Scenario s = test::scenario(replay(path, ", sessions: true"));
   REQUIRE(s.classes[0].trace->parent == std::vector<int32_t>{-1, 0, 1});
