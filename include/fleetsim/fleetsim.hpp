@@ -53,6 +53,9 @@ struct RunSummary {
   double ttft_p50_s = 0, ttft_p99_s = 0, tpot_mean_s = 0, e2e_p99_s = 0;
   double requests_per_s = 0, output_tokens_per_s = 0;
   double busy_fraction = 0, device_hours = 0, total_usd = 0;
+  // every dollar over every token in and out (the sweep's default objective), over every request;
+  // then the input's and the output's shares of the dollars, each over its own tokens
+  double per_million_tokens_usd = 0, per_request_usd = 0;
   double per_million_input_tokens_usd = 0, per_million_output_tokens_usd = 0;
 };
 

@@ -90,6 +90,8 @@ RunResult run_with(const ScenarioHandle& s, const uint64_t* seed, uint32_t repli
     m.busy_fraction = num(r, "utilization", "busy_fraction");
     m.device_hours = num(r, "cost", "device_hours");
     m.total_usd = num(r, "cost", "total_usd");
+    m.per_million_tokens_usd = num(r, "cost", "per_million_tokens_usd");
+    m.per_request_usd = num(r, "cost", "per_request_usd");
     m.per_million_input_tokens_usd = num(r, "cost", "per_million_input_tokens_usd");
     m.per_million_output_tokens_usd = num(r, "cost", "per_million_output_tokens_usd");
     return out;
