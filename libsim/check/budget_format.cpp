@@ -2,6 +2,7 @@
 // JUnit XML) and for GitHub Actions (workflow-command annotations at the budget's line).
 #include <fmt/format.h>
 
+#include <cmath>
 #include <string>
 
 #include "base/text.hpp"
@@ -21,7 +22,9 @@ std::string what(const Budget& b) {
 
 std::string value(const BudgetOutcome& o) {
   if (!o.has_value) return "no value";
-  return o.half_width > 0 ? fmt::format("{:.4g} ± {:.2g}", o.mean, o.half_width) : fmt::format("{:.4g}", o.mean);
+  // (a spread of rounding alone, where every replication gave the same figure, is none)
+  return o.half_width > 1e-9 * std::abs(o.mean) ? fmt::format("{:.4g} ± {:.2g}", o.mean, o.half_width)
+                                                : fmt::format("{:.4g}", o.mean);
 }
 
 // The limit as written (shortest form that reads back the same).
@@ -137,9 +140,9 @@ Json check_json(const CheckResult& r, const Scenario& s, const BudgetSpec& spec)
 }
 
 std::string check_table(const CheckResult& r, const Scenario& s, const BudgetSpec& spec) {
-  std::string o =
-      fmt::format("check  {}  ({} budgets from {}, {} replications each, {} simulations)\n\n", printable(s.name),
-                  r.outcomes.size(), printable(spec.source), spec.replications, r.simulations);
+  std::string o = fmt::format("check  {}  ({} budgets from {}, {} replication{} each, {} simulations)\n\n",
+                              printable(s.name), r.outcomes.size(), printable(spec.source), spec.replications,
+                              spec.replications == 1 ? "" : "s", r.simulations);
   for (const auto& x : r.outcomes) {
     o += fmt::format("  {}  {}: {} {}  mean {}  ({})", x.pass ? "pass" : "FAIL", printable(x.budget.name),
                      printable(what(x.budget)), rule(x.budget), value(x), verdict(x));
