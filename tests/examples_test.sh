@@ -54,7 +54,8 @@ for first in 0 1; do
     (cd "$d" && SLURM_ARRAY_TASK_ID=$((first + i)) SLURM_ARRAY_TASK_MIN=$first SLURM_ARRAY_TASK_COUNT=4 \
       SLURM_CPUS_PER_TASK=1 bash "$src/examples/slurm/sweep-array.sh" "$tmp/sweep.yaml" 2>/dev/null)
   done
-  (cd "$d" && bash "$src/examples/slurm/merge.sh" results)
+  echo '{"left": "by an earlier run of more shards"}' >"$d/results/shard-4.json"
+  (cd "$d" && bash "$src/examples/slurm/merge.sh" results 4)
   check "slurm array from $first: merge == unsharded sweep" cmp -s "$d/results/sweep.json" "$tmp/whole.json"
   check "slurm array from $first: the CSV too" test -s "$d/results/sweep.csv"
 done
@@ -94,8 +95,10 @@ mkdir "$tmp/k8s"
 for i in 0 1 2 3; do
   JOB_COMPLETION_INDEX=$i SHARDS=4 SCENARIO="$tmp/sweep.yaml" RESULTS="$tmp/k8s" sh -c "$(cat "$tmp/pod.sh")" 2>/dev/null
 done
+echo '{"left": "by an earlier run of more shards"}' >"$tmp/k8s/shard-4.json"
 RESULTS="$tmp/k8s" sh -c "$(cat "$tmp/gather.sh")"
 check "kubernetes indexed job: merge == unsharded sweep" cmp -s "$tmp/k8s/sweep.json" "$tmp/whole.json"
+check "kubernetes gather: the outputs whole, no part left" bash -c "! ls '$tmp/k8s'/*.part 2>/dev/null"
 # sweep.sh ends when a Job fails instead of waiting for ever, and gathers when both complete
 cat >"$tmp/bin/kubectl" <<'SH'
 #!/bin/sh

@@ -3,7 +3,8 @@
     python3 examples/dask/sweep_shards.py [SCENARIO] [--shards N] [--workers W] [--check]
 
 Each task gets the pickled fleetsim.Scenario (its YAML text, origin and overrides: no shared file
-system needed) and runs one shard with fleetsim.sweep(..., shard=(k, n)); the SweepResults come
+system needed, except for a trace the scenario names, which must be at the same absolute path on
+every worker) and runs one shard with fleetsim.sweep(..., shard=(k, n)); the SweepResults come
 back pickled and fleetsim.merge joins them. A LocalCluster stands in for a real one: pass your
 scheduler's address to Client(...) instead. --check also runs the sweep unsharded here and exits
 1 unless the merged document is identical to it.

@@ -5,5 +5,9 @@
 #SBATCH --time=00:10:00
 set -euo pipefail
 dir=${1:-results}
-fleetsim merge "$dir"/shard-*.json --format json >"$dir/sweep.json"
-fleetsim merge "$dir"/shard-*.json --format csv >"$dir/sweep.csv"
+# the shards of this array only (a larger earlier run may have left more), and outputs written
+# whole or not at all
+shards=("$dir"/shard-*.json)
+if [ -n "${2:-}" ]; then shards=(); for ((k = 0; k < $2; k++)); do shards+=("$dir/shard-$k.json"); done; fi
+fleetsim merge "${shards[@]}" --format json >"$dir/sweep.json.part" && mv "$dir/sweep.json.part" "$dir/sweep.json"
+fleetsim merge "${shards[@]}" --format csv >"$dir/sweep.csv.part" && mv "$dir/sweep.csv.part" "$dir/sweep.csv"

@@ -9,6 +9,7 @@ shards=${2:-8}
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p results  # Slurm opens each task's log here before the task runs
 jid=$(sbatch --parsable --array="0-$((shards - 1))" --output=results/shard-%a.log "$here/sweep-array.sh" "$scenario")
-sbatch --parsable --dependency="afterok:$jid" --job-name=fleetsim-merge --output=results/merge.log \
-  "$here/merge.sh" results
+# (a failed shard cancels the merge, rather than leaving it pending for ever)
+sbatch --parsable --dependency="afterok:$jid" --kill-on-invalid-dep=yes --job-name=fleetsim-merge \
+  --output=results/merge.log "$here/merge.sh" results "$shards"
 echo "submitted array $jid ($shards shards) and its merge"
