@@ -84,8 +84,10 @@ bool looks_like_path(const std::string& s) {
   if (ends(".yaml") || ends(".yml") || ends(".json")) return true;
   const pb::module_ osp = pb::module_::import("os.path");
   if (osp.attr("isfile")(s).cast<bool>() || osp.attr("isdir")(s).cast<bool>()) return true;
-  // a scenario's YAML holds a "key: value"; a line without a colon is a path that is not there
-  return s.find(':') == std::string::npos;
+  // a scenario's YAML holds a "key: value" (or is a flow mapping); a line without a colon is a
+  // path that is not there
+  const size_t first = s.find_first_not_of(" \t");
+  return s.find(':') == std::string::npos && !(first != std::string::npos && (s[first] == '{' || s[first] == '['));
 }
 
 PyScenario scenario_from(pb::handle source, pb::handle path, pb::handle yaml, pb::handle dict, pb::handle overrides,
@@ -134,7 +136,9 @@ std::string integer_text(pb::handle v, const char* what) {
 
 // A whole number argument (not a bool, not a float) in [lo, hi]: a TypeError, or a located range error.
 int64_t whole_number(pb::handle v, const char* fn, const char* what, int64_t lo, int64_t hi) {
-  if (pb::isinstance<pb::bool_>(v) || !PyIndex_Check(v.ptr()))
+  // (numpy's bool_ is no Python bool, but no int either)
+  const std::string type = pb::str(pb::type::handle_of(v).attr("__name__")).cast<std::string>();
+  if (pb::isinstance<pb::bool_>(v) || type == "bool_" || !PyIndex_Check(v.ptr()))
     throw pb::type_error(std::string("fleetsim.") + fn + ": " + what + " must be an int, not " +
                          pb::str(pb::type::handle_of(v).attr("__name__")).cast<std::string>());
   const std::string text = integer_text(v, what);
