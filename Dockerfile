@@ -1,5 +1,5 @@
 # The fleetsim CLI and library as an image: Debian 12, the CLI-only build (no tests, no Python
-# module, no CUDA): 72 compilation units, about ten CPU-minutes. docs/library.md, "A container".
+# module, no CUDA): 72 compilation units, about 9.5 CPU-minutes. docs/library.md, "A container".
 #   docker build -t fleetsim .
 #   docker run --rm -v "$PWD:/work" -w /work fleetsim fleetsim check capacity/chat-fleet.yaml
 FROM debian:12 AS build

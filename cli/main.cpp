@@ -169,10 +169,8 @@ int cmd_run(const Options& o) {
   check_newer_fleets(src, s);
   if (o.threads > 0 && !(o.window_s > 0) && !(o.format == "json" && wants_timeline(s)))
     throw InputError(Location{"--threads", 0, 0, ""},
-                     fmt::format("--threads {}: a run without windows is one simulation on one thread; --threads "
-                                 "sets the threads of --window's windows (and of the timeline a JSON run of a "
-                                 "changing fleet carries)",
-                                 o.threads));
+                     "a run without windows is one simulation on one thread; --threads sets the threads of "
+                     "--window's windows (and of the timeline a JSON run of a changing fleet carries)");
   if (o.window_s > 0) {  // windows of (about) that length, and the run, from one simulation
     t = std::make_unique<Tally>();
     timeline = run_timeline(s, int(std::ceil(span / o.window_s - 1e-9)), threads, 0, t.get());

@@ -6,8 +6,11 @@ set -euo pipefail
 # a scenario given is named from the caller's directory; the default is the repository's
 scenario=${1:-}
 if [ -n "$scenario" ] && [ -e "$scenario" ]; then scenario=$(cd "$(dirname "$scenario")" && pwd)/$(basename "$scenario"); fi
+# and a FLEETSIM given likewise
+bin=${FLEETSIM:-}
+if [ -n "$bin" ] && [ -e "$bin" ]; then bin=$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin"); fi
 cd "$(dirname "$0")/.."
-bin=${FLEETSIM:-build/fleetsim}
+bin=${bin:-build/fleetsim}
 scenario=${scenario:-tests/data/gpu-check.yaml}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -25,6 +28,6 @@ for k in 0 1 2 3; do
   fi
 done
 "$bin" merge "$tmp"/shard-*.json --format json >"$tmp/merged.json"
-"$bin" sweep "$scenario" --format json >"$tmp/whole.json" 2>/dev/null
+"$bin" sweep "$scenario" --format json >"$tmp/whole.json" 2>"$tmp/whole.err" || { cat "$tmp/whole.err" >&2; exit 2; }
 cmp "$tmp/merged.json" "$tmp/whole.json" && echo "merge of 4 shards == unsharded sweep"
 "$bin" merge "$tmp"/shard-*.json

@@ -36,7 +36,7 @@ check() {  # check NAME CONDITION...: a test of files the last command left
 }
 
 expect "default run" 0 "" -- "$bin" run --duration 600
-expect "run --threads without windows" 2 "--threads 2: a run without windows is one simulation on one thread" -- "$bin" run --threads 2
+expect "run --threads without windows" 2 "--threads: error: a run without windows is one simulation on one thread" -- "$bin" run --threads 2
 expect "run --window" 0 "" -- "$bin" run --duration 1500 --window 300 --threads 2
 check "run --window prints the worst window beside the whole run" \
   grep -q "worst window: ttft p99 .* ms in .* s (of 4 windows of 300 s; the whole run's p99 .* ms)" "$tmp/out"
