@@ -125,10 +125,13 @@ PyScenario scenario_from(pb::handle source, pb::handle path, pb::handle yaml, pb
   return make_scenario("default", "", "", "", sets);
 }
 
-// A whole number argument (not a bool, not a float; a numpy integer is one) as its decimal text.
-std::string integer_text(pb::handle v, const char* what) {
-  if (pb::isinstance<pb::bool_>(v) || !PyIndex_Check(v.ptr()))
-    throw pb::type_error(std::string("fleetsim: ") + what + " must be an int");
+// A whole number argument (not a bool or numpy's bool_, which are no ints here; not a float; a
+// numpy integer is one) as its decimal text; `fn` names the function in the TypeError.
+std::string integer_text(pb::handle v, const char* what, const char* fn = nullptr) {
+  const std::string type = pb::str(pb::type::handle_of(v).attr("__name__")).cast<std::string>();
+  if (pb::isinstance<pb::bool_>(v) || type == "bool_" || !PyIndex_Check(v.ptr()))
+    throw pb::type_error(std::string("fleetsim") + (fn ? std::string(".") + fn : std::string()) + ": " + what +
+                         " must be an int, not " + type);
   return pb::str(pb::int_(pb::reinterpret_borrow<pb::object>(v))).cast<std::string>();
 }
 
@@ -136,12 +139,7 @@ std::string integer_text(pb::handle v, const char* what) {
 
 // A whole number argument (not a bool, not a float) in [lo, hi]: a TypeError, or a located range error.
 int64_t whole_number(pb::handle v, const char* fn, const char* what, int64_t lo, int64_t hi) {
-  // (numpy's bool_ is no Python bool, but no int either)
-  const std::string type = pb::str(pb::type::handle_of(v).attr("__name__")).cast<std::string>();
-  if (pb::isinstance<pb::bool_>(v) || type == "bool_" || !PyIndex_Check(v.ptr()))
-    throw pb::type_error(std::string("fleetsim.") + fn + ": " + what + " must be an int, not " +
-                         pb::str(pb::type::handle_of(v).attr("__name__")).cast<std::string>());
-  const std::string text = integer_text(v, what);
+  const std::string text = integer_text(v, what, fn);
   const pb::int_ n(pb::reinterpret_borrow<pb::object>(v));
   if (n < pb::int_(lo) || n > pb::int_(hi))
     throw InputError(Location{std::string("fleetsim.") + fn, 0, 0, ""},

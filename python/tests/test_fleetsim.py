@@ -209,6 +209,8 @@ def test_bad_inputs():
     # an int argument is no bool or float, and its range is the CLI's
     with pytest.raises(TypeError, match="capacity: tp must be an int, not bool"):
         fleetsim.capacity("llama-3.1-8b", "h100-sxm-80gb", tp=True)
+    with pytest.raises(TypeError, match="seed must be an int, not float"):
+        fleetsim.run(seed=1.5)
     with pytest.raises(TypeError, match="run: replication must be an int, not float"):
         fleetsim.run(replication=1.0)
     with pytest.raises(TypeError, match="sweep: threads must be an int, not bool"):
