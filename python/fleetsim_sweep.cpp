@@ -45,7 +45,7 @@ void flatten(const Json& j, const std::string& prefix, Json& out, const std::set
 }
 
 // One flat record per configuration: index, parameters, feasible, pareto, reason, violations,
-// replications, stopped_at_s, every metric path (means over replications) and ci95.<metric>.
+// replications, stopped_at_s, step_time, every metric path (means over replications) and ci95.<metric>.
 Json flat_rows(const Json& doc) {
   std::set<std::string> params;
   for (const auto& p : doc["sweep"]["parameters"]) params.insert(p["path"].get<std::string>());
@@ -71,6 +71,8 @@ Json flat_rows(const Json& doc) {
     r["replications"] = row.contains("replications") ? row["replications"] : Json(nullptr);
     // where the run stopped once its SLO miss was certain (its metrics are then absent)
     r["stopped_at_s"] = row.contains("stopped_at_s") ? row["stopped_at_s"] : Json(nullptr);
+    // the step-time model that priced it (null where it could not run)
+    r["step_time"] = row.contains("step_time") ? row["step_time"] : Json(nullptr);
     if (!row["metrics"].is_null()) flatten(row["metrics"], "", r, params);
     // the objective and the SLO's metrics are columns whatever the rows hold (a sweep whose every
     // configuration stopped on a certain miss has no metrics in any row)
@@ -92,7 +94,7 @@ std::vector<std::string> row_columns(const Json& doc) {
     params.insert(p["path"].get<std::string>());
     cols.push_back(p["path"].get<std::string>());
   }
-  for (const char* c : {"feasible", "pareto", "reason", "violations", "replications", "stopped_at_s"})
+  for (const char* c : {"feasible", "pareto", "reason", "violations", "replications", "stopped_at_s", "step_time"})
     cols.push_back(c);
   const Json& sw = doc["sweep"];
   auto judged = [&](const std::string& m) {

@@ -180,7 +180,7 @@ TEST_CASE("report: the over-time chart draws cold start, and names its p99 as ev
   d["timeline"][0]["idle_fraction"] = 0.25;
   const std::string html = html_report(d);
   const std::string reps = panel_of(html, "timeline-replicas");
-  CHECK(count(reps, "fill=\"#a463f2\"") == 1);  // the cold-start area
+  CHECK(count(reps, "fill=\"#efb118\"") == 1);  // the cold-start area
   CHECK(html.find(">cold start</text>") != std::string::npos);
   CHECK(panel_of(html, "timeline-ttft").find("every class together") != std::string::npos);
   CHECK(figure_of(html, "timeline").find("split into busy, idle and cold start") != std::string::npos);

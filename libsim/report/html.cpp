@@ -247,7 +247,7 @@ std::string latency_figure(const std::vector<LatencyCurve>& curves, const std::v
   if (panels.empty()) return "";
   std::string cap = caption_lead +
                     " Each curve is the share of requests answered within a time. The vertical scale is linear up "
-                    "to 50% and then stretches the tail, so that 50%, 90%, 99% and 99.9% sit evenly apart; time is "
+                    "to 50% and then stretches the tail, so that 90%, 99% and 99.9% sit evenly apart; time is "
                     "on a logarithmic scale.";
   if (from_percentiles)
     cap += " Curves are drawn through the reported percentiles (p50, p90, p95, p99, p99.9 and the maximum).";

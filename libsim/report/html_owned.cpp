@@ -8,6 +8,11 @@
 namespace fleetsim::html {
 namespace {
 
+// "1 node", "3 nodes"
+std::string counted(const View& n, const std::string& what) {
+  return svg::num(n.num_or(kNaN)) + " " + what + (n.num_or(0) == 1 ? "" : "s");
+}
+
 std::string from_year(const View& v, const std::string& never) {
   const auto y = v.num();
   return y ? "from year " + svg::num(*y) : never;
@@ -73,11 +78,10 @@ std::string pool_part(const std::string& name, const View& w) {
                       svg::usd(c["usd_per_unit"].num_or(kNaN)), svg::usd(c["usd"].num_or(kNaN))},
                      ""});
   parts.push_back({{"owned line", "", "", "", svg::usd(w["usd"].num_or(kNaN))}, "total"});
-  std::string o =
-      table({"Part", "Unit", "Quantity", "USD per unit", "USD"}, parts,
-            "Pool " + esc(name) + ": " + esc(w["model"].str()) + ", " + svg::num(w["owned_replicas"].num_or(kNaN)) +
-                " replicas on " + svg::num(w["owned_nodes"].num_or(kNaN)) + " nodes",
-            2);
+  std::string o = table({"Part", "Unit", "Quantity", "USD per unit", "USD"}, parts,
+                        "Pool " + esc(name) + ": " + esc(w["model"].str()) + ", " +
+                            counted(w["owned_replicas"], "replica") + " on " + counted(w["owned_nodes"], "node"),
+                        2);
   o += note(svg::usd(w["usd_per_device_hour"].num_or(kNaN)) + " per device-hour against " +
             svg::usd(w["on_demand_usd_per_device_hour"].num_or(kNaN)) + " on demand: owning breaks even " +
             (w["break_even_utilization"].num()

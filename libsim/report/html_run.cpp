@@ -159,13 +159,13 @@ std::string ledger_section(const View& d, const LedgerView& L) {
   for (size_t p = 0; p + 1 < L.rows.size(); ++p) head.push_back(esc(L.rows[p].name) + " USD");
   std::vector<Row> rows;
   for (size_t i = 0; i < L.buckets.size(); ++i) {
-    Row r{{esc(L.buckets[i].label), svg::num(T.hours[i]), svg::usd(T.usd[i]),
+    Row r{{esc(L.buckets[i].label), svg::fixed(T.hours[i], 2), svg::usd(T.usd[i]),
            total_usd > 0 ? svg::percent(T.usd[i] / total_usd) : svg::num(kNaN)},
           ""};
     for (size_t p = 0; p + 1 < L.rows.size(); ++p) r.cells.push_back(svg::usd(L.rows[p].usd[i]));
     rows.push_back(r);
   }
-  Row tr{{"Total", svg::num(sum(T.hours)), svg::usd(total_usd), total_usd > 0 ? "100%" : svg::num(kNaN)}, "total"};
+  Row tr{{"Total", svg::fixed(sum(T.hours), 2), svg::usd(total_usd), total_usd > 0 ? "100%" : svg::num(kNaN)}, "total"};
   for (size_t p = 0; p + 1 < L.rows.size(); ++p) tr.cells.push_back(svg::usd(sum(L.rows[p].usd)));
   rows.push_back(tr);
   o += table(head, rows, L.derived ? "Ledger (estimated from utilization)" : "Ledger by bucket");
@@ -190,9 +190,9 @@ std::string ledger_section(const View& d, const LedgerView& L) {
     const svg::Format money = [](double v) { return svg::usd(v); };
     std::vector<Row> br;
     for (auto r :
-         {line("Billed device-hours", "billed_device_hours", [](double v) { return svg::num(v); }),
+         {line("Billed device-hours", "billed_device_hours", [](double v) { return svg::fixed(v, 2); }),
           line("At list prices", "list_usd", money), line("Effective (after discounts)", "effective_usd", money),
-          line("Effective USD per device-hour", "usd_per_device_hour", money),
+          line("Effective USD per device-hour", "usd_per_device_hour", [](double v) { return svg::usd_rate(v); }),
           line("30-day projection", "projection_30d.effective_usd", money),
           line("Commitment pays off when provisioned over", "committed_break_even_utilization",
                [](double v) { return svg::percent(v) + " of the time"; })})
@@ -200,18 +200,33 @@ std::string ledger_section(const View& d, const LedgerView& L) {
     o += table(bh, br, "Billing");
     if (const std::string n = led["projection_30d"]["note"].str(); !n.empty())
       o += note("30-day projection: " + esc(n) + ".");
+    // device-hours x rate = dollars on every row, as printed (the table's cost lines); each pool's
+    // rows where there are pools, which price alike under one category name
+    const bool by_pool = led["pools"].size() > 0;
     std::vector<Row> pr;
-    for (const View& p : led["pricing"].elements()) {
-      const double l = p["list_usd"].num_or(kNaN), e = p["effective_usd"].num_or(kNaN);
-      std::string cat = p["category"].str();
-      std::replace(cat.begin(), cat.end(), '_', '-');
-      pr.push_back({{esc(cat), svg::num(p["device_hours"].num_or(kNaN)), svg::usd(p["list_usd_per_hour"].num_or(kNaN)),
-                     svg::usd(p["effective_usd_per_hour"].num_or(kNaN)), svg::usd(l), svg::usd(e),
-                     l > 0 && std::isfinite(e) ? svg::percent(1 - e / l) : svg::num(kNaN)},
-                    ""});
-    }
-    o += table({"Pricing", "Device-hours", "List USD/h", "Effective USD/h", "List USD", "Effective USD", "Discount"},
-               pr, "By pricing");
+    auto pricing_rows = [&](const std::string& pool, const View& rows) {
+      for (const View& p : rows.elements()) {
+        const double l = p["list_usd"].num_or(kNaN), e = p["effective_usd"].num_or(kNaN);
+        std::string cat = p["category"].str();
+        std::replace(cat.begin(), cat.end(), '_', '-');
+        Row r{{}, ""};
+        if (by_pool) r.cells.push_back(esc(pool));
+        for (const std::string& c : {esc(cat), svg::fixed(p["device_hours"].num_or(kNaN), 2),
+                                     svg::usd_rate(p["list_usd_per_hour"].num_or(kNaN)),
+                                     svg::usd_rate(p["effective_usd_per_hour"].num_or(kNaN)), svg::usd(l), svg::usd(e),
+                                     l > 0 && std::isfinite(e) ? svg::percent(1 - e / l) : svg::num(kNaN)})
+          r.cells.push_back(c);
+        pr.push_back(r);
+      }
+    };
+    if (by_pool)
+      for (const auto& pv : led["pools"].items()) pricing_rows(pv.first, pv.second["pricing"]);
+    else
+      pricing_rows("", led["pricing"]);
+    std::vector<std::string> ph = {"Pricing",  "Device-hours",  "List USD/h", "Effective USD/h",
+                                   "List USD", "Effective USD", "Discount"};
+    if (by_pool) ph.insert(ph.begin(), "Pool");
+    o += table(ph, pr, "By pricing");
   }
   return o;
 }
@@ -332,8 +347,9 @@ std::string timeline_section(const View& d, const std::vector<LatencyBound>& bou
   svg::Series reps{"replicas (mean)", "#1f2937", {}, {}, {}, svg::Mark::line, false, 1.5, "replicas"};
   svg::Series busy{"busy", "#4269d0", {}, {}, {}, svg::Mark::area, false, 0.5, ""};
   svg::Series idle{"idle", "#9498a0", {}, {}, {}, svg::Mark::area, false, 0.5, ""};
-  svg::Series cold{"cold start", "#a463f2", {}, {}, {}, svg::Mark::area, false, 0.5, ""};
-  svg::Series wait{"waiting requests (mean)", "#efb118", {}, {}, {}, svg::Mark::area, false, 1.5, ""};
+  // the ledger's colour for cold start, so that it reads the same in both charts
+  svg::Series cold{"cold start", "#efb118", {}, {}, {}, svg::Mark::area, false, 0.5, ""};
+  svg::Series wait{"waiting requests (mean)", "#3ca951", {}, {}, {}, svg::Mark::area, false, 1.5, ""};
   svg::Series ttft{"p99 TTFT, every class", "#ff725c", {}, {}, {}, svg::Mark::line, false, 1.8, ""};
   double tmin = 1e300, tmax = 0;
   bool any_busy = false, any_ttft = false, any_cold = false;
@@ -550,7 +566,13 @@ Page run_page(const Json& doc) {
     for (size_t i = 0; i < ps.size(); ++i) {
       const View& st = ps[i].second["step_time"];
       std::string n = st["note"].str();
-      if (n.empty() && st["calibrated"].flag().value_or(false)) n = "calibrated profile " + st["profile"].str();
+      // a calibrated profile says its error as the table does
+      if (n.empty() && st["calibrated"].flag().value_or(false)) try {
+          const Json& pj = doc.at("pools").at(ps[i].first);
+          n = step_time_summary(Json{{"step_time", pj.at("step_time")}, {"perf_model", pj.at("perf_model")}});
+        } catch (const Json::exception&) {  // a document too malformed for it
+          n = "calibrated profile " + st["profile"].str();
+        }
       if (i == 0) first = n;
       differ = differ || n != first;
       per += (i == 0 ? "" : "; ") + ps[i].first + ": " + n;

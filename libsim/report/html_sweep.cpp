@@ -322,32 +322,52 @@ std::string tables(const Sweep& S) {
   std::vector<std::string> head = {"#"};
   for (const auto& v : S.varying) head.push_back(esc(S.short_name.at(v)));
   const size_t first_num = head.size();
-  for (const char* h : {"per 1M output", "per 1M input", "p99 TTFT", "p99 e2e", "Busy"}) head.push_back(h);
-  const bool obj_col =
-      S.objective != "cost.per_million_output_tokens_usd" && S.objective != "cost.per_million_input_tokens_usd";
-  if (obj_col) head.insert(head.begin() + long(first_num), esc(metric_name(S.objective)));
   std::vector<const Config*> ok;
   for (const auto& c : S.rows)
     if (c.feasible) ok.push_back(&c);
-  // the objective's interval, where the rows carry one (docs/output-schema.md: `ci95`)
-  const bool ci_col =
-      std::any_of(ok.begin(), ok.end(), [&](const Config* c) { return c->row["ci95"][S.objective].num().has_value(); });
-  if (ci_col) head.push_back("\xc2\xb1 95% CI");
+  // each interval beside the figure it is of, where the rows carry one (docs/output-schema.md:
+  // `ci95`): the objective's and p99 TTFT's
+  const std::string ttft_path = "latency_s.ttft.p99";
+  auto has_ci = [&](const std::string& path) {
+    return std::any_of(ok.begin(), ok.end(), [&](const Config* c) { return c->row["ci95"][path].num().has_value(); });
+  };
+  const bool obj_ci = has_ci(S.objective), ttft_ci = S.objective != ttft_path && has_ci(ttft_path);
+  const char* const pm = " \xc2\xb1 95%";
+  const bool obj_col = S.objective != "cost.per_million_output_tokens_usd" &&
+                       S.objective != "cost.per_million_input_tokens_usd" && S.objective != ttft_path;
+  auto label = [&](const std::string& h, const std::string& path) {
+    return h + ((path == S.objective && obj_ci) || (path == ttft_path && ttft_ci) ? pm : "");
+  };
+  head.push_back(label("per 1M output", "cost.per_million_output_tokens_usd"));
+  head.push_back(label("per 1M input", "cost.per_million_input_tokens_usd"));
+  head.push_back(label("p99 TTFT", ttft_path));
+  head.push_back("p99 e2e");
+  head.push_back("Busy");
+  if (obj_col) head.insert(head.begin() + long(first_num), esc(metric_name(S.objective)) + (obj_ci ? pm : ""));
   order_by_objective(ok);
   std::vector<Row> rows;
   for (size_t i = 0; i < ok.size() && i < kMaxTableRows; ++i) {
     const Config& c = *ok[i];
     const View m = c.row["metrics"];
+    // a figure and, where its column has intervals, "± half-width" in the figure's own format
+    auto cell = [&](const std::string& path, double v, const svg::Format& f) {
+      const bool with = (path == S.objective && obj_ci) || (path == ttft_path && ttft_ci);
+      const auto ci = c.row["ci95"][path].num();
+      return f(v) + (with ? " \xc2\xb1 " + (ci ? f(*ci) : svg::num(kNaN)) : "");
+    };
+    const svg::Format usd = [](double v) { return svg::usd(v); };
+    const svg::Format sec = [](double v) { return svg::seconds(v); };
     Row r{{esc(c.index)}, &c == S.chosen ? "marked" : ""};
     for (const auto& v : S.varying) r.cells.push_back(esc(c.row["parameters"][v].text()));
-    if (obj_col) r.cells.push_back(metric_value(S.objective, c.objective));
-    r.cells.push_back(svg::usd(m["cost"]["per_million_output_tokens_usd"].num_or(kNaN)));
-    r.cells.push_back(svg::usd(m["cost"]["per_million_input_tokens_usd"].num_or(kNaN)));
-    r.cells.push_back(svg::seconds(c.ttft_p99));
+    if (obj_col)
+      r.cells.push_back(cell(S.objective, c.objective, [&](double v) { return metric_value(S.objective, v); }));
+    r.cells.push_back(
+        cell("cost.per_million_output_tokens_usd", m["cost"]["per_million_output_tokens_usd"].num_or(kNaN), usd));
+    r.cells.push_back(
+        cell("cost.per_million_input_tokens_usd", m["cost"]["per_million_input_tokens_usd"].num_or(kNaN), usd));
+    r.cells.push_back(cell(ttft_path, c.ttft_p99, sec));
     r.cells.push_back(svg::seconds(m["latency_s"]["e2e"]["p99"].num_or(kNaN)));
     r.cells.push_back(svg::percent(m["utilization"]["busy_fraction"].num_or(kNaN)));
-    const auto ci = c.row["ci95"][S.objective].num();
-    if (ci_col) r.cells.push_back(ci ? metric_value(S.objective, *ci) : svg::num(kNaN));
     rows.push_back(r);
   }
   std::string cap = ok.size() > kMaxTableRows ? fmt::format("The {} cheapest of {} configurations that meet the SLO",
@@ -481,6 +501,14 @@ Page sweep_page(const Json& doc) {
                    ? " (shard " + esc(d["shard"]["index"].text()) + " of " + esc(d["shard"]["count"].text()) + ")"
                    : std::string()) +
               ": merge the shards (<code>fleetsim merge</code>) for the whole sweep.");
+  // which step-time model priced the configurations, and how sure it is (as a run's report says)
+  std::string steps;
+  for (const View& m : sm["step_time"].elements()) {
+    const double n = m["configurations"].num_or(kNaN);
+    steps += (steps.empty() ? "" : "; ") + esc(m["model"].str()) + " (" + svg::num(n) + " configuration" +
+             (n == 1 ? "" : "s") + ")";
+  }
+  if (!steps.empty()) b += note("Step time: " + steps + ".");
   b += "</section>\n";
   b += "<section><h2>Cost per token</h2>" + cost_figure(S) + "</section>\n";
   b += "<section><h2>Cost against latency</h2>" + pareto_figure(S, d) + "</section>\n";

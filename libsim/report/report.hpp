@@ -37,6 +37,9 @@ std::string format_run_table(const Json& report);
 // Where a run's step times came from and their measured error, or "uncalibrated": one sentence
 // from the report's scenario block ("" without a step_time); the table's "steps" line.
 std::string step_time_summary(const Json& scenario);
+// The step-time model of every pool in one line: the sentence all share, or each pool's
+// ("name: ...; name: ..."): a sweep row's step_time (step_time.cpp).
+std::string step_time_line(const Scenario& s);
 // How a pool's devices read: "4 x h200-141gb" (tensor parallelism counts its devices), MIG slices
 // by the slice ("7 x h100-sxm-80gb:1g.10gb"), replicas sharing whole devices by what they share
 // ("1 x h100-sxm-80gb shared by 4 replicas"). `times` is " x " or " × ".

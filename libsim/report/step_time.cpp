@@ -2,8 +2,10 @@
 // sure it is, and which engine settings the scenario left to the engine's defaults.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <utility>
+#include <vector>
 
 #include "report/report.hpp"
 
@@ -144,6 +146,19 @@ Json engine_json(const PoolSpec& P) {
     }
   }
   return j;
+}
+
+// A sweep configuration's step times, as the run table's "steps" line says them: one sentence
+// where every pool's is the same, else each pool's by name.
+std::string step_time_line(const Scenario& s) {
+  std::vector<std::string> each;
+  for (const PoolSpec& P : s.pools)
+    each.push_back(step_time_summary(Json{{"step_time", step_time_json(P)}, {"perf_model", perf_name(P)}}));
+  if (std::all_of(each.begin(), each.end(), [&](const std::string& e) { return e == each.front(); }))
+    return each.empty() ? std::string() : each.front();
+  std::string o;
+  for (size_t i = 0; i < each.size(); ++i) o += (i == 0 ? "" : "; ") + s.pools[i].name + ": " + each[i];
+  return o;
 }
 
 }  // namespace fleetsim

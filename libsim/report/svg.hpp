@@ -15,13 +15,15 @@ std::string usd(double v);                          // "$7.15", "$1,234.50", "$0
 std::string seconds(double v);                      // "450 µs", "45 ms", "3.11 s", "12.5 min", "3.2 h"
 std::string seconds_axis(double v);                 // the same in ms or s only, for tick labels
 std::string percent(double fraction, int sig = 3);  // 0.0253 -> "2.53%"
+std::string fixed(double v, int decimals);          // "1,255.60": figures that must multiply out as printed
+std::string usd_rate(double v);                     // "$3.075": a price per hour, to tenths of a cent
 
 using Format = std::function<std::string(double)>;
 
 enum class ScaleKind {
   linear,
   log,    // base 10; non-positive values are not drawn
-  nines,  // a cumulative fraction: 0-50% linear, then 90%, 99%, 99.9% as evenly apart as 0 and 50%
+  nines,  // a cumulative fraction: 0-50% linear, then log10(1 - f), so 90%, 99%, 99.9% evenly apart
 };
 
 struct Axis {

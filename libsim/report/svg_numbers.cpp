@@ -61,6 +61,16 @@ std::string num(double v, int sig) {
   return group_thousands(strip_zeros(fmt::format("{:.{}f}", v, decimals)));
 }
 
+std::string fixed(double v, int decimals) {
+  if (!std::isfinite(v)) return kDash;
+  return group_thousands(fmt::format("{:.{}f}", v, decimals));
+}
+
+std::string usd_rate(double v) {
+  if (!std::isfinite(v)) return kDash;
+  return (v < 0 ? "-$" : "$") + fixed(std::fabs(v), 3);
+}
+
 std::string usd(double v) {
   if (!std::isfinite(v)) return kDash;
   const std::string sign = v < 0 ? "-$" : "$";

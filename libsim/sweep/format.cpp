@@ -58,6 +58,14 @@ std::string sweep_table(const Json& doc, size_t max_rows) {
                    : on_bound  ? " (met by the 95% bound over replications)"
                                : " (met by the mean over replications)");
   o += fmt::format("cheapest by {}{}\n", objective, objective_note(objective));
+  // which step-time model priced the configurations, and how sure it is
+  if (sum.contains("step_time") && sum["step_time"].is_array())
+    for (size_t i = 0; i < sum["step_time"].size(); ++i) {
+      const Json& m = sum["step_time"][i];
+      const uint64_t n = m["configurations"].get<uint64_t>();
+      o += fmt::format("{}{} ({} configuration{})\n", i == 0 ? "steps    " : "         ", m["model"].get<std::string>(),
+                       n, n == 1 ? "" : "s");
+    }
   o += fmt::format("result   {} feasible, {} miss the SLO, {} cannot run (do not fit or inconsistent)\n",
                    sum["feasible"].get<uint64_t>(), sum["infeasible_slo"].get<uint64_t>(),
                    sum["infeasible_config"].get<uint64_t>());
@@ -195,6 +203,7 @@ void SweepCsvWriter::start(const Json* measured) {
   for (const auto& p : pnames_) out += "," + csv_quote(p);
   out += ",feasible,reason,violations,replications";
   if (stop_column_) out += ",stopped_at_s";
+  out += ",step_time";
   for (const auto& m : mpaths_) out += "," + csv_quote(m);
   for (const auto& c : cpaths_) out += "," + csv_quote("ci95." + c);
   out_(out + "\n");
@@ -229,6 +238,8 @@ void SweepCsvWriter::write(const Json& r) {
   out += "," + csv_quote(viol);
   out += "," + (r.contains("replications") ? r["replications"].dump() : std::string());
   if (stop_column_) out += "," + (r.contains("stopped_at_s") ? r["stopped_at_s"].dump() : std::string());
+  out += "," + (r.contains("step_time") && r["step_time"].is_string() ? csv_quote(r["step_time"].get<std::string>())
+                                                                      : std::string());
   for (const auto& m : mpaths_) {
     const Json* v = r["metrics"].is_null() ? nullptr : at_path(r["metrics"], m);
     out += "," + (v && v->is_number() ? v->dump() : std::string());

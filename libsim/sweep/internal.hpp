@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -76,7 +77,8 @@ class SummaryAccumulator {
   double closest_excess_ = std::numeric_limits<double>::infinity();
   uint64_t closest_index_ = 0;
   std::string closest_violation_;
-  std::vector<Point> frontier_;  // in (cost, ttft, index) order, TTFT strictly falling
+  std::vector<Point> frontier_;                // in (cost, ttft, index) order, TTFT strictly falling
+  std::map<std::string, uint64_t> step_time_;  // configurations priced by each step-time model
 };
 Json assemble(const Json& header, std::vector<Json> rows);
 

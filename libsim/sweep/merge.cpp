@@ -122,6 +122,7 @@ uint64_t check_row(const At& row, const SweepShape& sh) {
   const bool feasible = row["feasible"].boolean();
   // 0 for a configuration that cannot run; fewer than the sweep's where sequential stopping settled it
   if (row.has("replications")) row["replications"].uint(0, sh.replications);
+  if (row.has("step_time")) row["step_time"].str();  // the step-time model that priced it
   const At reason = row["reason"];
   reason.string_or_null();
   const At violations = row["violations"];

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "report/report.hpp"
 #include "sweep/internal.hpp"
 #include "sweep/settle.hpp"
 
@@ -182,6 +183,8 @@ Json sweep_row(const SweepSpec& spec, uint64_t config, const Scenario* s, const 
     row["replications"] = reps.size();
     return row;
   }
+  // which step-time model priced it, and how sure that is (as a run's table says it)
+  row["step_time"] = step_time_line(*s);
   // a replication stopped once its miss was certain (sweep/settle.hpp): the row gives the miss
   for (const Tally* t : reps)
     if (t->status == int32_t(SimStatus::settled)) {

@@ -30,6 +30,7 @@ void SummaryAccumulator::add(const Json& r) {
   stopped_ += stopped ? 1 : 0;
   if (!r["metrics"].is_null() || stopped)
     replications_run_ += reps && reps->is_number() ? reps->get<uint64_t>() : replications_;
+  if (r.contains("step_time") && r["step_time"].is_string()) ++step_time_[r["step_time"].get<std::string>()];
   const uint64_t index = r["index"].get<uint64_t>();
   const double cost = num_or_nan(r, objective_);
   if (r["feasible"].get<bool>()) {
@@ -128,6 +129,12 @@ Json SummaryAccumulator::summary() const {
   Json pareto = Json::array();
   for (const Point& p : frontier_) pareto.push_back(p.index);
   s["pareto"] = pareto;
+  // the step-time models that priced the configurations that ran, the most used first
+  std::vector<std::pair<std::string, uint64_t>> models(step_time_.begin(), step_time_.end());
+  std::stable_sort(models.begin(), models.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  Json steps = Json::array();
+  for (const auto& [m, n] : models) steps.push_back({{"model", m}, {"configurations", n}});
+  s["step_time"] = steps;
   return s;
 }
 
