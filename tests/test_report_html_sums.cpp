@@ -39,7 +39,8 @@ double money(std::string s) {  // "$1,255.60" -> 1255.6
 
 }  // namespace
 
-TEST_CASE("report: every pool says its step-time model and its error, and each pricing line multiplies out as printed") {
+TEST_CASE(
+    "report: every pool says its step-time model and its error, and each pricing line multiplies out as printed") {
   // one pool on a calibrated TensorRT-LLM profile, one on the physics model, priced differently
   const Scenario sc = test::scenario(
       "name: mixed\nduration_s: 600\nwarmup_s: 60\nseed: 3\ndevice: h100-sxm-80gb\nmodel: llama-3.1-8b\n"

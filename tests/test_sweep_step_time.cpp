@@ -31,8 +31,8 @@ TEST_CASE("each row names the step-time model that priced it, as a run says it, 
                                                          "fleet.replicas=" + r["parameters"]["fleet.replicas"].dump()}))
                              .instantiate();
     CHECK(r["step_time"].get<std::string>() == step_time_line(one));
-    CHECK(r["step_time"].get<std::string>().rfind(model == "roofline" ? "roofline (uncalibrated" : "physics model (", 0) ==
-          0);
+    CHECK(r["step_time"].get<std::string>().rfind(model == "roofline" ? "roofline (uncalibrated" : "physics model (",
+                                                  0) == 0);
     ++counted[r["step_time"].get<std::string>()];
   }
   REQUIRE(counted.size() == 2);
