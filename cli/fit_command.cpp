@@ -17,7 +17,6 @@
 #include "libsim/input/input_file.hpp"
 #include "libsim/report/report.hpp"
 #include "libsim/sweep/sweep.hpp"
-#include "write_file.hpp"
 
 namespace fleetsim::cli {
 
@@ -396,7 +395,12 @@ int run_fit(const FitArgs& a, const std::function<void(const std::string&)>& emi
                      "the profile fitted to " + data + " would not load, so it is not written: " + e.what());
   }
   if (!to_stdout) {
-    write_file_whole(a.output, yaml, "the profile");
+    errno = 0;
+    std::ofstream f(a.output, std::ios::binary);
+    if (!(f << yaml) || !f.flush()) {
+      const int err = errno ? errno : EIO;
+      throw OutputError(fmt::format("{}: error: writing the profile failed: {}", a.output, std::strerror(err)), err);
+    }
     // a scenario reads a relative profile path from its own folder, so the advice gives the whole path
     table += "\nwrote " + a.output +
              " (use it with engine.perf_profile: " + std::filesystem::absolute(a.output).lexically_normal().string() +

@@ -17,7 +17,6 @@
 #include "libsim/report/html.hpp"
 #include "libsim/report/timeline.hpp"
 #include "libsim/sweep/sweep.hpp"
-#include "write_file.hpp"
 
 namespace fleetsim::cli {
 
@@ -125,7 +124,12 @@ int write_report(const ReportArgs& a, const std::string& html) {
     }
     return 0;
   }
-  write_file_whole(a.output, html, "the report");
+  errno = 0;
+  std::ofstream f(a.output, std::ios::binary | std::ios::trunc);
+  if (!(f << html) || !f.flush()) {
+    const int err = errno ? errno : EIO;
+    throw OutputError(fmt::format("{}: error: writing the report failed: {}", a.output, std::strerror(err)), err);
+  }
   return 0;
 }
 

@@ -252,15 +252,7 @@ if [ -w /dev/full ]; then
   # one line: the report says its failure once
   expect "report > /dev/full" 3 "fleetsim report: error: writing the report failed: No space left on device" -- \
     sh -c '"$1" report --set duration_s=600 >/dev/full' sh "$bin"
-  # a device is written in place, not replaced by a file
-  expect "report -o /dev/full" 3 "/dev/full: error: writing the report failed: No space left on device" -- \
-    "$bin" report --set duration_s=600 -o /dev/full
 fi
-# a file is written beside its path and renamed over it: whole, with nothing left beside it
-echo old >"$tmp/keep.html"
-expect "report -o over a file" 0 "" -- "$bin" report --set duration_s=600 -o "$tmp/keep.html"
-check "report -o replaces the file whole and leaves no temporary file" \
-  sh -c 'tail -c 8 "$1" | grep -q "</html>" && ! ls "$2" | grep -q "keep.html.tmp"' sh "$tmp/keep.html" "$tmp"
 # a sweep that cannot start leaves no journal behind to refuse its retry
 if ! "$bin" sweep "$src/tests/data/gpu-check.yaml" "${small[@]}" --backend cuda >/dev/null 2>&1; then
   expect "sweep on a missing cuda backend" 2 "" -- \
