@@ -32,6 +32,12 @@ std::vector<std::vector<std::string>> table_cells(const std::string& html, const
   return rows;
 }
 
+size_t count(const std::string& s, const std::string& needle) {
+  size_t n = 0;
+  for (size_t p = s.find(needle); p != std::string::npos; p = s.find(needle, p + needle.size())) ++n;
+  return n;
+}
+
 double money(std::string s) {  // "$1,255.60" -> 1255.6
   s.erase(std::remove_if(s.begin(), s.end(), [](char ch) { return ch == '$' || ch == ','; }), s.end());
   return std::stod(s);
@@ -81,12 +87,16 @@ TEST_CASE("report: a sweep says which step-time models priced it, intervals besi
       "  slo: {latency_s.ttft.p99: {max: 5}}\n");
   const Json doc = test::run_sweep_cpu(src);
   const std::string html = html_report(doc);
-  const size_t at = html.find("Step time: ");
+  // two models: one list item each (a model's sentence may hold "; " itself)
+  const size_t at = html.find("Step time, by the configurations each model priced:");
   REQUIRE(at != std::string::npos);
-  const std::string steps = html.substr(at, html.find("</p>", at) - at);
-  CHECK(steps.find("roofline (uncalibrated") != std::string::npos);
-  CHECK(steps.find("physics model (median error on ") != std::string::npos);
-  CHECK(steps.find("(1 configuration)") != std::string::npos);
+  const size_t ul = html.find("<ul class=\"steps\">", at);
+  REQUIRE(ul != std::string::npos);
+  const std::string steps = html.substr(ul, html.find("</ul>", ul) - ul);
+  CHECK(count(steps, "<li>") == 2);
+  CHECK(steps.find("<li>roofline (uncalibrated") != std::string::npos);
+  CHECK(steps.find("<li>physics model (median error on ") != std::string::npos);
+  CHECK(count(steps, "(1 configuration)</li>") == 2);
   // the objective's interval in its own column, p99 TTFT's in its, each "figure ± half-width"
   const auto rows = table_cells(html, "Configurations that meet the SLO");
   REQUIRE(rows.size() == 3);

@@ -202,7 +202,7 @@ std::string ledger_section(const View& d, const LedgerView& L) {
       o += note("30-day projection: " + esc(n) + ".");
     // device-hours x rate = dollars on every row, as printed (the table's cost lines); each pool's
     // rows where there are pools, which price alike under one category name
-    const bool by_pool = led["pools"].size() > 0;
+    const bool by_pool = led["pools"].size() > 1;
     std::vector<Row> pr;
     auto pricing_rows = [&](const std::string& pool, const View& rows) {
       for (const View& p : rows.elements()) {

@@ -502,13 +502,18 @@ Page sweep_page(const Json& doc) {
                    : std::string()) +
               ": merge the shards (<code>fleetsim merge</code>) for the whole sweep.");
   // which step-time model priced the configurations, and how sure it is (as a run's report says)
-  std::string steps;
+  // (a sentence may hold "; " itself: several are a list, one item each)
+  std::vector<std::string> steps;
   for (const View& m : sm["step_time"].elements()) {
     const double n = m["configurations"].num_or(kNaN);
-    steps += (steps.empty() ? "" : "; ") + esc(m["model"].str()) + " (" + svg::num(n) + " configuration" +
-             (n == 1 ? "" : "s") + ")";
+    steps.push_back(esc(m["model"].str()) + " (" + svg::num(n) + " configuration" + (n == 1 ? "" : "s") + ")");
   }
-  if (!steps.empty()) b += note("Step time: " + steps + ".");
+  if (steps.size() == 1) b += note("Step time: " + steps[0] + ".");
+  if (steps.size() > 1) {
+    b += note("Step time, by the configurations each model priced:") + "<ul class=\"steps\">";
+    for (const auto& x : steps) b += "<li>" + x + "</li>";
+    b += "</ul>";
+  }
   b += "</section>\n";
   b += "<section><h2>Cost per token</h2>" + cost_figure(S) + "</section>\n";
   b += "<section><h2>Cost against latency</h2>" + pareto_figure(S, d) + "</section>\n";

@@ -198,6 +198,7 @@ Json run_sweep(const ScenarioSource& src, const SweepSpec& spec, const SweepOpti
   std::mutex row_mutex;
   auto finish = [&](size_t pos, const Scenario* s, const std::vector<const Tally*>& reps, std::string reason,
                     std::vector<Json>* reports) {
+    const bool ran = reason.empty() && s;
     for (const Tally* t : reps)
       if (reason.empty() && t->status != int32_t(SimStatus::settled) && (t->status != 0 || t->unfinished != 0))
         reason = t->status == int32_t(SimStatus::event_limit)
@@ -207,6 +208,8 @@ Json run_sweep(const ScenarioSource& src, const SweepSpec& spec, const SweepOpti
     if (!s) reps_done.fetch_add(spec.replications);  // nothing to run counts as done
     Json row = sweep_row(spec, configs[pos], reason.empty() ? s : nullptr,
                          reason.empty() ? reps : std::vector<const Tally*>{}, reason, reports);
+    // a run that did not finish still names the step-time model it ran with
+    if (ran && !reason.empty()) row["step_time"] = step_time_line(*s);
     if (opt.on_row) {
       std::lock_guard<std::mutex> lock(row_mutex);
       opt.on_row(row);
