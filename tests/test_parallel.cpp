@@ -487,6 +487,11 @@ TEST_CASE("data-parallel attention inputs the engines would refuse, or fleetsim 
       error_of(dp_yaml("kind: sglang, data_parallel: 3", "replicas: 9")).find("do not divide; sglang needs them to") !=
       std::string::npos);
   CHECK(error_of(dp_yaml("data_parallel: 3, tensor_parallel: 2", "replicas: 9")) == "(no error)");
+  // the ranks fail together: a crash that would restart one of them is refused, as failures are
+  CHECK(error_of(dp_yaml("data_parallel: 8, on_kv_exhausted: crash"))
+            .find("engine.on_kv_exhausted: crash would restart one rank; a data-parallel engine's ranks fail together "
+                  "(use preempt)") != std::string::npos);
+  CHECK(error_of(dp_yaml("data_parallel: 8, on_kv_exhausted: preempt")) == "(no error)");
   // Mixtral's 8 experts over 16 devices would leave some without one
   CHECK(error_of("duration_s: 100\ndevice: h100-sxm-80gb\nmodel: mixtral-8x7b\nengine: {data_parallel: 16}\n"
                  "fleet: {replicas: 16}\nworkload: {arrival: {process: poisson, rate_per_s: 1}, prompt_tokens: 10, "

@@ -277,6 +277,10 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
   parse_prefix_cache(eng, P);
   P.crash_on_kv_exhausted =
       eng.has("on_kv_exhausted") && eng.at("on_kv_exhausted").choice({"preempt", "crash"}) == "crash";
+  if (P.crash_on_kv_exhausted && P.dp > 1)
+    eng.at("on_kv_exhausted")
+        .fail("crash would restart one rank; a data-parallel engine's ranks fail together (use preempt)",
+              ErrorKind::inconsistent);
   P.batching = eng.has("batching") && eng.at("batching").choice({"continuous", "static"}) == "static"
                    ? Batching::fixed_batch
                    : Batching::continuous;
@@ -463,8 +467,7 @@ PoolSpec build_pool(const N& node, const std::vector<DeviceSpec>& devices, const
   P.headroom_replicas = fl.has("headroom_replicas") ? int(fl.at("headroom_replicas").integer(0, 4096)) : 0;
   if (scaled) parse_autoscale(fl, P);
   if (P.dp > 1) {
-    // the ranks of one engine start, stop and fail together, which the per-replica autoscaler and
-    // failure model do not express
+    // the ranks of one engine start, stop and fail together: no per-replica autoscaler or failure
     for (const char* k : {"autoscale", "failures"})
       if (fl.has(k))
         fl.at(k).fail(std::string("fleet.") + k +
