@@ -22,6 +22,13 @@
 namespace fleetsim::test {
 
 // A built-in catalog entry by name (a test's typo throws).
+// How many times needle occurs in s, without overlaps.
+inline size_t count(const std::string& s, const std::string& needle) {
+  size_t n = 0;
+  for (size_t p = s.find(needle); p != std::string::npos; p = s.find(needle, p + needle.size())) ++n;
+  return n;
+}
+
 inline const ModelSpec& model(const char* name) {
   for (const auto& m : builtin_models())
     if (m.name == name) return m;

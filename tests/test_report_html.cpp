@@ -20,6 +20,7 @@
 #include "libsim/sweep/sweep.hpp"
 
 using namespace fleetsim;
+using test::count;
 
 namespace {
 
@@ -37,12 +38,6 @@ const Json& run_doc() {
 const Json& sweep_doc() {
   static const Json d = load("report_sweep.json");
   return d;
-}
-
-size_t count(const std::string& s, const std::string& needle) {
-  size_t n = 0;
-  for (size_t p = s.find(needle); p != std::string::npos; p = s.find(needle, p + needle.size())) ++n;
-  return n;
 }
 
 // <figure id="ID"> ... </figure>, or "" when absent

@@ -14,6 +14,7 @@
 #include "sweep_helpers.hpp"
 
 using namespace fleetsim;
+using test::count;
 
 namespace {
 
@@ -30,12 +31,6 @@ std::vector<std::vector<std::string>> table_cells(const std::string& html, const
     for (std::sregex_iterator d(row.begin(), row.end(), td); d != e; ++d) rows.back().push_back((*d)[1]);
   }
   return rows;
-}
-
-size_t count(const std::string& s, const std::string& needle) {
-  size_t n = 0;
-  for (size_t p = s.find(needle); p != std::string::npos; p = s.find(needle, p + needle.size())) ++n;
-  return n;
 }
 
 double money(std::string s) {  // "$1,255.60" -> 1255.6
