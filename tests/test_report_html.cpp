@@ -503,6 +503,17 @@ TEST_CASE("report: axis ticks are whole multiples of their step, so the tenth of
   CHECK(svg::seconds_axis(s.ticks.back()) == "1 s");
 }
 
+TEST_CASE("report: no axis title says seconds, since latency ticks carry their own unit (ms, s)") {
+  static const std::regex title("class=\"alabel\">([^<]*)<");
+  for (const std::string& html : {html_report(run_doc()), html_report(sweep_doc())}) {
+    int titles = 0;
+    for (std::sregex_iterator m(html.begin(), html.end(), title), e; m != e; ++m, ++titles)
+      CHECK((*m)[1].str().find("seconds") == std::string::npos);
+    CHECK(titles >= 6);
+  }
+  CHECK(panel_of(html_report(run_doc()), "timeline-ttft").find(">p99 TTFT") != std::string::npos);
+}
+
 TEST_CASE("report: a latency CDF is flat where no request fell, so its line agrees with the percentiles") {
   // 999 requests at 3.17 s and one at 1.97 s: the fraction holds at 0.001 up to 3.17 s's bucket
   Histogram h;

@@ -204,7 +204,7 @@ std::string latency_figure(const std::vector<LatencyCurve>& curves, const std::v
     svg::XYPanel p;
     p.title = m[1];
     p.cls = std::string("cdf-") + m[0];
-    p.x.label = "seconds (log scale)";
+    p.x.label = "latency (log scale)";  // the ticks carry their unit (ms, s)
     p.x.kind = svg::ScaleKind::log;
     p.x.fmt = [](double v) { return svg::seconds_axis(v); };
     p.y.label = "requests within";

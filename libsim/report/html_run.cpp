@@ -391,12 +391,12 @@ std::string timeline_section(const View& d, const std::vector<LatencyBound>& bou
   if (any_ttft) {
     // the fleet's p99 over every class: a class's own budget beside it is about that class only
     svg::XYPanel p3{"p99 TTFT per interval, every class together", x, {}, {ttft}, {}, {}, "timeline-ttft"};
-    p3.y.label = "seconds";
+    p3.y.label = "p99 TTFT";  // the ticks carry their unit (ms, s)
     p3.y.fmt = [](double v) { return svg::seconds_axis(v); };
     double lo = 1e300, hi = 0;
     for (const auto& q : ttft.pts)
       if (std::isfinite(q.y) && q.y > 0) lo = std::min(lo, q.y), hi = std::max(hi, q.y);
-    if (hi > 50 * lo) p3.y.kind = svg::ScaleKind::log, p3.y.label = "seconds (log scale)";
+    if (hi > 50 * lo) p3.y.kind = svg::ScaleKind::log, p3.y.label = "p99 TTFT (log scale)";
     for (const auto& b : bounds)
       if (b.metric == "ttft") p3.refs.push_back({false, b.limit, b.label, b.color, std::nullopt});
     panels.push_back(p3);
