@@ -16,21 +16,11 @@
 #include "libsim/check/budget.hpp"
 #include "libsim/input/input_file.hpp"
 #include "libsim/sweep/sweep.hpp"
+#include "write_file.hpp"
 
 namespace fleetsim::cli {
 
 namespace {
-
-void write_file(const std::string& path, const std::string& text) {
-  errno = 0;
-  std::ofstream f(path, std::ios::binary);
-  f << text;
-  f.flush();
-  if (!f) {
-    const int err = errno ? errno : EIO;
-    throw OutputError(path + ": error: writing failed: " + std::strerror(err), err);
-  }
-}
 
 Scenario load(const std::string& file, const std::vector<std::string>& sets) {
   const ScenarioSource src = file.empty() ? ScenarioSource::builtin_default() : ScenarioSource::from_file(file);
@@ -63,9 +53,10 @@ int run_check(const CheckArgs& a, const std::function<void(const std::string&)>&
     // that would overwrite an input is the error itself, and stays unwritten
     auto writable = [&](const std::string& out) { return !out.empty() && input_named_by(out, inputs).empty(); };
     try {
-      if (writable(a.junit)) write_file(a.junit, check_error_junit(e));
+      if (writable(a.junit)) write_file_whole(a.junit, check_error_junit(e), "the JUnit report");
       // one file named by both holds the JUnit, which a pipeline's test reporter reads
-      if (writable(a.markdown) && !same_output(a.junit, a.markdown)) write_file(a.markdown, check_error_markdown(e));
+      if (writable(a.markdown) && !same_output(a.junit, a.markdown))
+        write_file_whole(a.markdown, check_error_markdown(e), "the Markdown summary");
     } catch (const OutputError& oe) {
       std::fprintf(stderr, "%s\n", oe.what());  // said, but the input error decides the exit code (2)
     }
@@ -120,8 +111,8 @@ int check(const CheckArgs& a, const std::function<void(const std::string&)>& emi
   const CheckResult r = check_budgets(s, spec, baseline.get(), threads, true, progress);
   if (drawn) std::fputc('\n', stderr);
 
-  if (!a.junit.empty()) write_file(a.junit, check_junit(r, s, spec));
-  if (!a.markdown.empty()) write_file(a.markdown, check_markdown(r, s, spec));
+  if (!a.junit.empty()) write_file_whole(a.junit, check_junit(r, s, spec), "the JUnit report");
+  if (!a.markdown.empty()) write_file_whole(a.markdown, check_markdown(r, s, spec), "the Markdown summary");
   if (a.format == "json")
     emit(check_json(r, s, spec).dump(2) + "\n");
   else

@@ -17,6 +17,7 @@
 #include "libsim/input/input_file.hpp"
 #include "libsim/report/report.hpp"
 #include "libsim/sweep/sweep.hpp"
+#include "write_file.hpp"
 
 namespace fleetsim::cli {
 
@@ -395,12 +396,7 @@ int run_fit(const FitArgs& a, const std::function<void(const std::string&)>& emi
                      "the profile fitted to " + data + " would not load, so it is not written: " + e.what());
   }
   if (!to_stdout) {
-    errno = 0;
-    std::ofstream f(a.output, std::ios::binary);
-    if (!(f << yaml) || !f.flush()) {
-      const int err = errno ? errno : EIO;
-      throw OutputError(fmt::format("{}: error: writing the profile failed: {}", a.output, std::strerror(err)), err);
-    }
+    write_file_whole(a.output, yaml, "the profile");
     // a scenario reads a relative profile path from its own folder, so the advice gives the whole path
     table += "\nwrote " + a.output +
              " (use it with engine.perf_profile: " + std::filesystem::absolute(a.output).lexically_normal().string() +

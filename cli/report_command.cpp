@@ -17,6 +17,7 @@
 #include "libsim/report/html.hpp"
 #include "libsim/report/timeline.hpp"
 #include "libsim/sweep/sweep.hpp"
+#include "write_file.hpp"
 
 namespace fleetsim::cli {
 
@@ -124,12 +125,7 @@ int write_report(const ReportArgs& a, const std::string& html) {
     }
     return 0;
   }
-  errno = 0;
-  std::ofstream f(a.output, std::ios::binary | std::ios::trunc);
-  if (!(f << html) || !f.flush()) {
-    const int err = errno ? errno : EIO;
-    throw OutputError(fmt::format("{}: error: writing the report failed: {}", a.output, std::strerror(err)), err);
-  }
+  write_file_whole(a.output, html, "the report");
   return 0;
 }
 

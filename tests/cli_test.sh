@@ -252,7 +252,40 @@ if [ -w /dev/full ]; then
   # one line: the report says its failure once
   expect "report > /dev/full" 3 "fleetsim report: error: writing the report failed: No space left on device" -- \
     sh -c '"$1" report --set duration_s=600 >/dev/full' sh "$bin"
+  # a device is written in place, not replaced by a file
+  expect "report -o /dev/full" 3 "/dev/full: error: writing the report failed: No space left on device" -- \
+    "$bin" report --set duration_s=600 -o /dev/full
 fi
+# a file is written beside itself and renamed over it: whole, nothing left beside it, its mode
+# kept; a link stays a link to the file it named; a file with another name is written in place
+mkdir "$tmp/wr"
+echo old >"$tmp/wr/keep.html"
+chmod 600 "$tmp/wr/keep.html"
+ln -s keep.html "$tmp/wr/link.html"
+expect "report -o through a link" 0 "" -- "$bin" report --set duration_s=600 -o "$tmp/wr/link.html"
+check "report -o replaces the linked file whole, keeps the link and the mode, leaves nothing beside" \
+  sh -c 'tail -c 8 "$1/keep.html" | grep -q "</html>" && [ -L "$1/link.html" ] && [ "$(stat -c %a "$1/keep.html")" = 600 ] &&
+         [ "$(ls -A "$1" | wc -l)" = 2 ]' sh "$tmp/wr"
+ln "$tmp/wr/keep.html" "$tmp/wr/twin.html"
+echo old >"$tmp/wr/keep.html"
+expect "report -o over a hard-linked file" 0 "" -- "$bin" report --set duration_s=600 -o "$tmp/wr/keep.html"
+check "report -o writes a hard-linked file in place: both names see the report" \
+  sh -c 'tail -c 8 "$1/twin.html" | grep -q "</html>"' sh "$tmp/wr"
+# a write that fails part way (here past a file-size limit) leaves the old file as it was
+echo old >"$tmp/wr/kept.html"
+expect "report -o past a file-size limit" 3 "kept.html: error: writing the report failed: File too large" -- \
+  sh -c 'trap "" XFSZ && ulimit -f 8 && exec "$1" report --set duration_s=600 -o "$2/kept.html"' sh "$bin" "$tmp/wr"
+check "a report that could not be written whole leaves the old file and nothing beside it" \
+  sh -c '[ "$(cat "$1/kept.html")" = old ] && [ "$(ls -A "$1" | wc -l)" = 4 ]' sh "$tmp/wr"
+# a link into /proc (as /dev/stdout is) writes to what stdout is, here a redirect to a file
+ln -s /proc/self/fd/1 "$tmp/wr/stdout"
+expect "report -o a link to stdout" 0 "" -- \
+  sh -c '"$1" report --set duration_s=600 -o "$2/stdout" >"$2/redirected.html"' sh "$bin" "$tmp/wr"
+check "report -o a link to stdout writes through it and leaves the link" \
+  sh -c 'tail -c 8 "$1/redirected.html" | grep -q "</html>" && [ -L "$1/stdout" ]' sh "$tmp/wr"
+# a new file gets the mode the umask gives, as a redirect would
+expect "report -o a new file" 0 "" -- sh -c 'umask 027 && "$1" report --set duration_s=600 -o "$2/new.html"' sh "$bin" "$tmp/wr"
+check "report -o a new file has the umask's mode" sh -c '[ "$(stat -c %a "$1/new.html")" = 640 ]' sh "$tmp/wr"
 # a sweep that cannot start leaves no journal behind to refuse its retry
 if ! "$bin" sweep "$src/tests/data/gpu-check.yaml" "${small[@]}" --backend cuda >/dev/null 2>&1; then
   expect "sweep on a missing cuda backend" 2 "" -- \
