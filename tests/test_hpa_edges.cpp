@@ -1,11 +1,15 @@
 // The autoscaler at Kubernetes' edges: the count a rate policy starts from when the period moved
 // both ways, the recommendation recorded at the first evaluation, a percentage down truncated, the
-// `ttft` signal read at the first token, and replicas placed on a node still being obtained.
+// `ttft` signal read at the first token, replicas placed on a node still being obtained, and an
+// evaluation with no ready replica to read a metric from.
 #include <doctest/doctest.h>
 
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "helpers.hpp"
+#include "libsim/core/engine.hpp"
 #include "libsim/report/timeline.hpp"
 
 using namespace fleetsim;
@@ -118,4 +122,28 @@ TEST_CASE("HPA edges: a replica placed on a node or device still being obtained 
   const auto ts =
       test::run(test::scenario("time_slicing: 2\n" + pool("max_num_seqs: 1, step_base_s: 0.1", sliced, five, 400)));
   CHECK(hist_quantile(ts.all->ttft, 2.5 / 5) > node_s);
+}
+
+TEST_CASE("HPA edges: with no ready replica to read the starts stay, and with none at all demand starts one") {
+  // the HPA reads utilization from ready pods only: with none it has no metric and changes nothing
+  // (kubernetes/kubernetes pkg/controller/podautoscaler/replica_calculator.go). The counts are set
+  // by hand as a reclaim that took every ready replica of a central queue's pool would leave them.
+  const std::string fleet =
+      "  replicas: 2\n  router: central_queue\n  autoscale: {min_replicas: 0, max_replicas: 8, signal: busy, "
+      "target: 0.6, interval_s: 15}\n";
+  const auto p = std::make_unique<SimParams>(test::scenario(pool("step_base_s: 0.01", fleet, kIdle)).params());
+  std::vector<uint8_t> ws(workspace_layout(*p).total, 0);
+  auto tally = std::make_unique<Tally>();
+  tally_clear(*tally, p->n_pools, p->n_classes);
+  Sim s = sim_bind(*p, 0, ws.data(), tally.get());
+  PoolState& ps = s.pool[0];
+  ps.last_eval = 0.0;
+  ps.n_ready = 0;
+  ps.n_starting = 3;
+  ps.busy_acc = 12.0;  // the reclaimed replicas were busy until they went
+  CHECK(autoscale_desired(s, 0, 15.0, 3) == 3);
+  ps.n_starting = 0;  // nothing at all: what was busy asks for one, as an activator's cold start
+  CHECK(autoscale_desired(s, 0, 15.0, 0) == 1);
+  ps.busy_acc = 0.0;  // and nothing read, with no work anywhere, asks for none
+  CHECK(autoscale_desired(s, 0, 15.0, 0) == 0);
 }

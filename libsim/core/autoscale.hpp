@@ -162,7 +162,9 @@ FLEETSIM_HD inline int32_t autoscale_desired(Sim& s, int32_t pi, double t, int32
         m = min_of(1.0, A.cpu_base + A.cpu_per_request_s * ps.arrivals_since / interval / ready);
       }
       if (reporting > 0) note_signal(s, pi, t, m);  // (no ready replica has a metric to read)
-      if (reporting == 0) return m > 0.0 ? 1 : floor;
+      // no ready replica has a metric: as the HPA, which changes nothing without one, starts stay;
+      // with none at all, demand starts one (an activator's cold start) and none keeps the floor
+      if (reporting == 0) return current > 0 ? current : m > 0.0 ? 1 : floor;
       const double r = m / A.target;
       if (ps.n_starting > 0 && r > 1.0) {
         const double r_all = r * double(reporting) / double(reporting + ps.n_starting);
