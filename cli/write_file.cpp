@@ -41,21 +41,25 @@ int write_in_place(const std::string& path, const std::string& text) {
   return err;
 }
 
-// The file `path` finally names, following its links one by one; empty where a link leads into
-// /proc or /dev (/dev/stdout is /proc/self/fd/1: the file behind it is the shell's redirect, which
-// only a write through the link reaches) or the chain does not end.
+// The file `path` finally names, following its links one by one, each hop's folder resolved by
+// the kernel's rules (realpath: a linked folder, then its ".."); empty where a hop leads into /proc
+// or /dev (/dev/stdout is /proc/self/fd/1: the file behind it is the shell's redirect, which only a
+// write through the link reaches), its folder does not resolve, or the chain does not end.
 std::string resolve_links(const std::string& path) {
   fs::path p = path;
   for (int hops = 0; hops < 40; ++hops) {
     std::error_code ec;
-    const fs::path abs = fs::absolute(p, ec).lexically_normal();
+    const fs::path abs = fs::absolute(p, ec);
+    if (ec || !abs.has_filename()) return {};
+    const fs::path dir = fs::canonical(abs.parent_path(), ec);
     if (ec) return {};
-    const std::string s = abs.string();
-    if (s.rfind("/proc/", 0) == 0 || s.rfind("/dev/", 0) == 0) return {};
-    if (!fs::is_symlink(fs::symlink_status(abs, ec))) return s;
-    fs::path target = fs::read_symlink(abs, ec);
+    const fs::path at = dir / abs.filename();
+    const std::string s = at.string();
+    if (s.rfind("/proc/", 0) == 0 || s.rfind("/dev/", 0) == 0 || s == "/proc" || s == "/dev") return {};
+    if (!fs::is_symlink(fs::symlink_status(at, ec))) return s;
+    const fs::path target = fs::read_symlink(at, ec);
     if (ec) return {};
-    p = target.is_absolute() ? target : abs.parent_path() / target;
+    p = target.is_absolute() ? target : dir / target;
   }
   return {};
 }
@@ -80,31 +84,38 @@ void write_file_whole(const std::string& path, const std::string& text, const st
   std::string tmpl = (dest.parent_path() / ("." + dest.filename().string() + ".XXXXXX")).string();
   std::vector<char> name(tmpl.begin(), tmpl.end());
   name.push_back('\0');
-  const int fd = ::mkstemp(name.data());
+  const int fd = ::mkostemp(name.data(), O_CLOEXEC);
   if (fd < 0) return in_place();  // a folder that takes no new file: the file itself may be writable
   const std::string tmp = name.data();
+  // Where the new file cannot be made what the old one was (its owner or mode, on a file system
+  // that keeps neither), or cannot replace it (a file mounted on its own, as a container's volume
+  // of one file is), the file is written in place instead.
+  auto give_up = [&] {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    in_place();
+  };
   auto drop = [&](int err) {
     ::close(fd);
     ::unlink(tmp.c_str());
-    return err;
+    fail(err);
   };
-  // the mode and owner the file had (a new one: what open(2) would give under the umask)
   mode_t mode = 0;
   if (exists) {
     mode = st.st_mode & 07777;
-    if ((st.st_uid != ::geteuid() || st.st_gid != ::getegid()) && ::fchown(fd, st.st_uid, st.st_gid) != 0) {
-      drop(0);
-      return in_place();  // its owner could not be kept: written as the user writes it, in place
-    }
-  } else {
+    struct stat made {};  // (a folder's setgid bit gives the new file the folder's group)
+    if (::fstat(fd, &made) != 0) return drop(errno);
+    if ((made.st_uid != st.st_uid || made.st_gid != st.st_gid) && ::fchown(fd, st.st_uid, st.st_gid) != 0)
+      return give_up();
+  } else {  // what open(2) would give under the umask
     const mode_t mask = ::umask(0);
     ::umask(mask);
     mode = 0666 & ~mask;
   }
-  if (::fchmod(fd, mode) != 0) fail(drop(errno));
-  if (const int err = write_all(fd, text)) fail(drop(err));
+  if (::fchmod(fd, mode) != 0) return give_up();
+  if (const int err = write_all(fd, text)) return drop(err);
   // on disk before the name moves, so that a crash after the rename cannot leave an empty file
-  if (::fsync(fd) != 0) fail(drop(errno));
+  if (::fsync(fd) != 0) return drop(errno);
   if (::close(fd) != 0) {
     const int err = errno;
     ::unlink(tmp.c_str());
@@ -113,6 +124,7 @@ void write_file_whole(const std::string& path, const std::string& text, const st
   if (::rename(tmp.c_str(), target.c_str()) != 0) {
     const int err = errno;
     ::unlink(tmp.c_str());
+    if (err == EBUSY || err == EXDEV || err == EPERM || err == EACCES) return in_place();
     fail(err);
   }
 }

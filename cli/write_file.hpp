@@ -4,7 +4,8 @@
 // symbolic link stays a link (the file it names is replaced), and the mode and owner stay. What a
 // rename cannot replace faithfully is written in place, as before: a device or pipe (/dev/stdout,
 // /dev/full), a path through /proc or /dev, a file with other hard links, a file the user may not
-// write, one whose owner could not be kept, or one in a folder that takes no new file.
+// write, one whose owner or mode could not be kept, one mounted on its own, or one in a folder
+// that takes no new file.
 #pragma once
 #include <string>
 

@@ -260,11 +260,11 @@ fi
 # kept; a link stays a link to the file it named; a file with another name is written in place
 mkdir "$tmp/wr"
 echo old >"$tmp/wr/keep.html"
-chmod 600 "$tmp/wr/keep.html"
+chmod 640 "$tmp/wr/keep.html"
 ln -s keep.html "$tmp/wr/link.html"
 expect "report -o through a link" 0 "" -- "$bin" report --set duration_s=600 -o "$tmp/wr/link.html"
 check "report -o replaces the linked file whole, keeps the link and the mode, leaves nothing beside" \
-  sh -c 'tail -c 8 "$1/keep.html" | grep -q "</html>" && [ -L "$1/link.html" ] && [ "$(stat -c %a "$1/keep.html")" = 600 ] &&
+  sh -c 'tail -c 8 "$1/keep.html" | grep -q "</html>" && [ -L "$1/link.html" ] && [ "$(stat -c %a "$1/keep.html")" = 640 ] &&
          [ "$(ls -A "$1" | wc -l)" = 2 ]' sh "$tmp/wr"
 ln "$tmp/wr/keep.html" "$tmp/wr/twin.html"
 echo old >"$tmp/wr/keep.html"
@@ -278,11 +278,26 @@ expect "report -o past a file-size limit" 3 "kept.html: error: writing the repor
 check "a report that could not be written whole leaves the old file and nothing beside it" \
   sh -c '[ "$(cat "$1/kept.html")" = old ] && [ "$(ls -A "$1" | wc -l)" = 4 ]' sh "$tmp/wr"
 # a link into /proc (as /dev/stdout is) writes to what stdout is, here a redirect to a file
+# (the same file, not one renamed over it), also where a linked folder leads there
 ln -s /proc/self/fd/1 "$tmp/wr/stdout"
-expect "report -o a link to stdout" 0 "" -- \
-  sh -c '"$1" report --set duration_s=600 -o "$2/stdout" >"$2/redirected.html"' sh "$bin" "$tmp/wr"
-check "report -o a link to stdout writes through it and leaves the link" \
-  sh -c 'tail -c 8 "$1/redirected.html" | grep -q "</html>" && [ -L "$1/stdout" ]' sh "$tmp/wr"
+ln -s /proc/self/fd "$tmp/wr/fd"
+for via in stdout fd/1; do
+  : >"$tmp/wr/redirected.html"
+  inode=$(stat -c %i "$tmp/wr/redirected.html")
+  expect "report -o $via (to stdout)" 0 "" -- \
+    sh -c '"$1" report --set duration_s=600 -o "$2/$3" >"$2/redirected.html"' sh "$bin" "$tmp/wr" "$via"
+  check "report -o $via writes through to the redirect's file and leaves the link" \
+    sh -c 'tail -c 8 "$1/redirected.html" | grep -q "</html>" && [ -L "$1/stdout" ] &&
+           [ "$(stat -c %i "$1/redirected.html")" = "$2" ]' sh "$tmp/wr" "$inode"
+done
+# a link followed as the kernel follows it: a linked folder first, then its ".."
+mkdir -p "$tmp/wr/real/sub"
+echo old >"$tmp/wr/real/out.html"
+ln -s real/sub "$tmp/wr/alias"
+ln -s ../out.html "$tmp/wr/real/sub/link.html"
+expect "report -o through a linked folder and .." 0 "" -- "$bin" report --set duration_s=600 -o "$tmp/wr/alias/link.html"
+check "report -o through a linked folder and .. replaces the file the kernel finds there" \
+  sh -c 'tail -c 8 "$1/real/out.html" | grep -q "</html>" && [ ! -e "$1/out.html" ]' sh "$tmp/wr"
 # a new file gets the mode the umask gives, as a redirect would
 expect "report -o a new file" 0 "" -- sh -c 'umask 027 && "$1" report --set duration_s=600 -o "$2/new.html"' sh "$bin" "$tmp/wr"
 check "report -o a new file has the umask's mode" sh -c '[ "$(stat -c %a "$1/new.html")" = 640 ]' sh "$tmp/wr"
