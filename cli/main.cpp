@@ -340,6 +340,7 @@ int cmd_report(const Options& o) {
   a.output = o.output;
   a.sets = o.sets;
   a.threads = o.threads > 0 ? o.threads : int(std::max(1u, std::thread::hardware_concurrency()));
+  a.threads_given = o.threads > 0;
   return cli::run_report_command(a);
 }
 

@@ -94,6 +94,10 @@ Json json_document(const ReportArgs& a) {
   if (!a.sets.empty())
     throw InputError(Location{"--set " + a.sets[0], 0, 0, ""},
                      "--set changes a scenario; a JSON result is reported as it was run");
+  if (a.threads_given)
+    throw InputError(Location{"--threads", 0, 0, ""},
+                     "--threads sets the threads that run a scenario's timeline; a JSON result is reported as it "
+                     "was run, with none");
   // a sweep document is checked as merge checks a shard (and its summary recomputed)
   if (kind == "sweep") return merge_sweeps({{a.input, doc}});
   const Json& ver = doc.contains("schema_version") ? doc["schema_version"] : Json();

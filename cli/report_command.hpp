@@ -11,6 +11,7 @@ struct ReportArgs {
   std::string output;             // the HTML file to write ("" or "-": standard output)
   std::vector<std::string> sets;  // --set overrides, for a scenario
   int threads = 1;
+  bool threads_given = false;  // --threads on the command line (a JSON result runs nothing)
 };
 
 // Returns 0. An input that cannot be read, is not JSON, or is not a run or sweep document is an

@@ -560,6 +560,8 @@ expect "report of a scenario whose extension is in capitals" 0 "" -- "$bin" repo
 check "report has every run chart" bash -c "grep -q 'id=\"ledger\"' '$tmp/r.html' && grep -q 'id=\"timeline\"' '$tmp/r.html'"
 "$bin" run --duration 600 --format json >"$tmp/run.json"
 expect "report of a run document" 0 "" -- "$bin" report "$tmp/run.json" -o "$tmp/r2.html"
+expect "report --threads of a JSON result" 2 "--threads: error: --threads sets the threads that run a scenario's timeline" -- \
+  "$bin" report "$tmp/run.json" --threads 2 -o "$tmp/r3.html"
 expect "report of a bad document" 2 "" -- "$bin" report "$src/README.md"
 expect "report to an unwritable file" 3 "" -- "$bin" report "$tmp/run.json" -o "$tmp/no/such/dir/r.html"
 # the autoscaler's rate policies: bad values are located errors
